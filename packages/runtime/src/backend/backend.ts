@@ -1,0 +1,275 @@
+/**
+ * The one database seam. The server, workers and maintenance talk to the
+ * database only through {@link Backend}; nothing outside `backend/` imports
+ * kysely, better-sqlite3 or pg, or asks which dialect it runs on. Each method
+ * is one whole queue operation, named noun-first, taking one params object
+ * and returning a named result. Real dialect gaps are
+ * {@link BackendCapabilities} fields.
+ *
+ * Every method is scoped to the backend's namespace.
+ *
+ * Claim fencing: a claim is identified by `(id, attempt)`. The claim write
+ * increments `attempt`; every later write of that claim (renew, finish,
+ * release) matches `stage = 'running' AND attempt = <claim attempt>`, so a
+ * worker whose job was rescued and re-claimed elsewhere can never overwrite
+ * the newer attempt.
+ */
+import type { JobId } from "../core/job-id.js";
+import type { JobStage, StageChange } from "../core/job-stage.js";
+
+/** What a backend can and cannot do, for the few places where that matters. */
+export interface BackendCapabilities {
+  /**
+   * The backend reports commits made by other processes through
+   * {@link Backend.wakeSubscribe} (SQLite: the WAL file is watched;
+   * PostgreSQL: LISTEN/NOTIFY). When false, other processes' work is found
+   * by polling only.
+   */
+  readonly crossProcessWake: boolean;
+  /** `databaseVacuum` reclaims disk space (SQLite `VACUUM`). */
+  readonly supportsVacuum: boolean;
+}
+
+/** A caller-owned transaction to write into (`enqueueIn`). Each backend documents which kinds it accepts. */
+export type TransactionHandle = unknown;
+
+/** One job to insert. */
+export interface JobInsert {
+  id: JobId;
+  jobType: string;
+  /** The payload, already encoded as JSON text. */
+  payload: string;
+  /** Not before this time (ms). Jobs with `runAt > now` are stored `delayed`. */
+  runAt: number;
+  /** Continuation: the job waits for this parent to succeed. */
+  parentId?: JobId | undefined;
+  /** JSON of the retry policy in force at enqueue. */
+  retryPolicy: string;
+}
+
+export interface JobInsertManyParams {
+  jobs: readonly JobInsert[];
+  now: number;
+  /** Write into this caller-owned transaction instead of a transaction of the backend's own. */
+  transaction?: TransactionHandle;
+}
+
+export interface JobInsertManyResult {
+  /** Stage each job was stored in, in input order. */
+  stages: JobStage[];
+}
+
+export interface JobClaimReadyParams {
+  /** Lease owner recorded on each claimed job: the server's instance id. */
+  owner: string;
+  limit: number;
+  now: number;
+  leaseExpiresAt: number;
+  /** Claim only these job types (the ones this server has handlers for). */
+  jobTypes: readonly string[];
+}
+
+/** A job claimed for one attempt. */
+export interface ClaimedJob {
+  id: JobId;
+  jobType: string;
+  payload: string;
+  /** This claim's attempt number (1 for the first run); fences every later write. */
+  attempt: number;
+  retryPolicy: string;
+  parentId: JobId | null;
+  createdAt: number;
+}
+
+/** Identifies one claim of one job. */
+export interface ClaimKey {
+  id: JobId;
+  attempt: number;
+}
+
+/** How one attempt ended. */
+export type JobOutcome =
+  | { kind: "success" }
+  | { kind: "retry"; runAt: number; error: string; retryPolicy?: string | undefined }
+  | { kind: "fail"; error: string };
+
+export interface JobFinish extends ClaimKey {
+  outcome: JobOutcome;
+}
+
+export interface JobFinishManyParams {
+  finishes: readonly JobFinish[];
+  now: number;
+  /** Terminal jobs get `expiresAt = now + retentionMs`. */
+  retentionMs: number;
+  /** Only finish claims whose lease expired before this time (stuck-job rescue). */
+  leaseExpiredBefore?: number;
+}
+
+export interface JobFinishManyResult {
+  /** Claims whose write was applied; the others had lost their lease. */
+  applied: ClaimKey[];
+  /** Continuations that became `enqueued` because their parent succeeded. */
+  released: number;
+}
+
+export interface JobReleaseManyParams {
+  /** Claimed jobs that never started: they go back to their earlier stage at once. */
+  claims: readonly ClaimKey[];
+  now: number;
+}
+
+export interface LeaseRenewParams {
+  owner: string;
+  claims: readonly ClaimKey[];
+  leaseExpiresAt: number;
+}
+
+export interface LeaseRenewResult {
+  /** Claims still held. Any claim not listed has been lost. */
+  renewed: ClaimKey[];
+}
+
+export interface JobListStuckParams {
+  /** Running jobs whose lease expired before this time. */
+  leaseExpiredBefore: number;
+  limit: number;
+}
+
+/** A running job whose lease expired: its worker is gone. */
+export interface StuckJob extends ClaimKey {
+  jobType: string;
+  retryPolicy: string;
+}
+
+export interface JobNextRunAtParams {
+  jobTypes: readonly string[];
+}
+
+export interface JobCountReadyParams {
+  now: number;
+  jobTypes: readonly string[];
+}
+
+export interface JobDeleteExpiredParams {
+  now: number;
+  limit: number;
+}
+
+/** A job as stored. */
+export interface JobRecord {
+  id: JobId;
+  jobType: string;
+  payload: string;
+  stage: JobStage;
+  attempt: number;
+  runAt: number;
+  parentId: JobId | null;
+  leaseOwner: string | null;
+  leaseExpiresAt: number | null;
+  lastError: string | null;
+  stages: StageChange[];
+  createdAt: number;
+  updatedAt: number;
+  expiresAt: number | null;
+}
+
+export interface JobGetParams {
+  id: JobId;
+}
+
+export interface JobListParams {
+  stage?: JobStage | undefined;
+  /** Cursor: list jobs with an id greater than this. */
+  afterId?: JobId | undefined;
+  limit: number;
+}
+
+export interface JobCountByStageResult {
+  counts: Record<JobStage, number>;
+}
+
+export interface MaintenanceClaimParams {
+  task: string;
+  now: number;
+  intervalMs: number;
+}
+
+export interface MigrationStatusResult {
+  /** Highest applied migration, 0 for an empty database. */
+  current: number;
+  /** Highest migration this release ships. */
+  latest: number;
+  applied: { version: number; name: string; appliedAt: number }[];
+  pending: { version: number; name: string }[];
+}
+
+export interface MigrationUpResult {
+  applied: { version: number; name: string }[];
+  current: number;
+}
+
+/** The database seam. See the module doc for the rules every method keeps. */
+export interface Backend {
+  /** `"sqlite"` or `"postgres"`, for messages only. */
+  readonly kind: string;
+  readonly namespace: string;
+  readonly capabilities: BackendCapabilities;
+  /** The command that migrates this database, for error messages. */
+  readonly migrateHint: string;
+
+  /** Opens connections. Idempotent. Throws `DatabaseUnavailableError` when the database cannot be opened. */
+  open(): Promise<void>;
+  /** Closes what the backend opened; never closes a caller-owned database or pool. Idempotent. */
+  close(): Promise<void>;
+
+  migrationStatus(): Promise<MigrationStatusResult>;
+  /** Applies pending migrations; safe when several processes run it at once. */
+  migrationUp(): Promise<MigrationUpResult>;
+
+  /**
+   * Inserts jobs in one transaction. A continuation's stage follows its
+   * parent: `waiting`, `enqueued` (parent succeeded) or `failed` (parent
+   * failed). An unknown parent throws `ParentNotFoundError` and writes
+   * nothing.
+   */
+  jobInsertMany(params: JobInsertManyParams): Promise<JobInsertManyResult>;
+  /** Claims up to `limit` ready jobs (oldest `runAt` first) in one write: stage `running`, `attempt + 1`, a lease. */
+  jobClaimReady(params: JobClaimReadyParams): Promise<ClaimedJob[]>;
+  /**
+   * Stores attempt outcomes in one transaction, each guarded by its claim.
+   * Success releases waiting continuations; a final failure fails them, down
+   * the chain, with the reason.
+   */
+  jobFinishMany(params: JobFinishManyParams): Promise<JobFinishManyResult>;
+  /** Returns claimed-but-unstarted jobs to their stage before the claim, undoing the attempt. */
+  jobReleaseMany(params: JobReleaseManyParams): Promise<void>;
+  /** Extends the leases of the given claims in one write. */
+  leaseRenew(params: LeaseRenewParams): Promise<LeaseRenewResult>;
+  /** Running jobs whose lease expired before the given time. */
+  jobListStuck(params: JobListStuckParams): Promise<StuckJob[]>;
+  /** Earliest `runAt` among claimable jobs of these types, or null. */
+  jobNextRunAt(params: JobNextRunAtParams): Promise<number | null>;
+  /** Ready jobs of these types (due now): the backlog autoscaling reads. */
+  jobCountReady(params: JobCountReadyParams): Promise<number>;
+  /** Deletes up to `limit` expired rows; returns how many. */
+  jobDeleteExpired(params: JobDeleteExpiredParams): Promise<number>;
+  jobGet(params: JobGetParams): Promise<JobRecord | null>;
+  /** A cursor page of jobs ordered by id. */
+  jobList(params: JobListParams): Promise<JobRecord[]>;
+  jobCountByStage(): Promise<JobCountByStageResult>;
+  /**
+   * Takes this interval's turn at a maintenance task: true for exactly one
+   * caller per `intervalMs` across every process, tracked in the database so
+   * it survives restarts.
+   */
+  maintenanceClaim(params: MaintenanceClaimParams): Promise<boolean>;
+  /** Reclaims space freed by deleted rows (only when `capabilities.supportsVacuum`). */
+  databaseVacuum(): Promise<void>;
+  /**
+   * Calls `listener` (soon, coalesced) after another process may have
+   * committed work. A latency hint only: correctness never depends on it.
+   * Returns the unsubscribe function.
+   */
+  wakeSubscribe(listener: () => void): () => void;
+}

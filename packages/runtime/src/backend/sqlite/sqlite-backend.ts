@@ -1,0 +1,428 @@
+/**
+ * The SQLite backend: one database file, shared by every process that can
+ * open it.
+ *
+ * How it runs: better-sqlite3 is synchronous, so every transaction of this
+ * backend's own runs start to finish inside one call (`BEGIN IMMEDIATE`
+ * through better-sqlite3's `transaction().immediate()`): no other code can
+ * interleave statements on the connection, and the write lock is taken up
+ * front, so two processes never deadlock upgrading a read lock. Statements
+ * are prepared once and cached. Kysely is used where a caller-owned
+ * transaction is written to (`enqueueIn`), since only Kysely knows how to
+ * run on it; the hot statements are fixed SQL text, prepared once, because
+ * compiling a query per call costs more than running it here.
+ *
+ * Pragmas: WAL (readers never block the writer), `synchronous = NORMAL`
+ * (durable across process crashes; a power cut may lose the last commits),
+ * `busy_timeout` (default 5 s) for the write lock between processes.
+ */
+import Database from "better-sqlite3";
+import { Kysely, SqliteAdapter, DummyDriver, SqliteIntrospector, SqliteQueryCompiler } from "kysely";
+import { continuationStage, parentFailedReason } from "../../core/continuation-stage.js";
+import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
+import { DatabaseUnavailableError, InvalidArgumentError, InvalidConfigError, ParentNotFoundError } from "../../errors.js";
+import type * as B from "../backend.js";
+import type { LaterDatabase, LaterJobsTable } from "../schema.js";
+import { SQLITE_MIGRATIONS } from "./sqlite-migrations.js";
+import { WalWatcher } from "./wal-watcher.js";
+
+/** Options of {@link sqlite}. Give either `file` or `database`. */
+export interface SqliteBackendOptions {
+  /** Path of the database file; created when missing. */
+  file?: string;
+  /** An application-owned better-sqlite3 database. later never closes it. */
+  database?: Database.Database;
+  /** Servers on one file and namespace share work. Default `"default"`. */
+  namespace?: string;
+  /** How long a writer waits for another process's write lock, ms. Default 5000. */
+  busyTimeoutMs?: number;
+}
+
+const OPTION_KEYS = new Set(["file", "database", "namespace", "busyTimeoutMs"]);
+
+/** Creates the SQLite backend. Nothing is opened until the server starts (or `open()`). */
+export function sqlite(options: SqliteBackendOptions): SqliteBackend {
+  return new SqliteBackend(options);
+}
+
+type Row = Record<string, unknown>;
+const STAGE_SET = new Set<string>(JOB_STAGES);
+
+export class SqliteBackend implements B.Backend {
+  readonly kind = "sqlite";
+  readonly namespace: string;
+  readonly capabilities: B.BackendCapabilities = { crossProcessWake: true, supportsVacuum: true };
+  readonly migrateHint: string;
+
+  private db: Database.Database | null = null;
+  private readonly ownsDatabase: boolean;
+  private readonly statements = new Map<string, Database.Statement>();
+  private watcher: WalWatcher | null = null;
+  /** Compiles Kysely queries to SQLite SQL without a connection (for caller-owned transactions). */
+  private readonly compiler = new Kysely<LaterDatabase>({
+    dialect: {
+      createAdapter: () => new SqliteAdapter(),
+      createDriver: () => new DummyDriver(),
+      createIntrospector: (db) => new SqliteIntrospector(db),
+      createQueryCompiler: () => new SqliteQueryCompiler(),
+    },
+  });
+
+  constructor(private readonly options: SqliteBackendOptions) {
+    if (options === null || typeof options !== "object") throw new InvalidConfigError("sqlite(options): options must be an object");
+    for (const key of Object.keys(options)) {
+      if (!OPTION_KEYS.has(key)) throw new InvalidConfigError(`sqlite(): unknown option "${key}"`);
+    }
+    if ((options.file === undefined) === (options.database === undefined)) {
+      throw new InvalidConfigError("sqlite(): give exactly one of `file` or `database`");
+    }
+    if (options.file !== undefined && (typeof options.file !== "string" || options.file === "")) {
+      throw new InvalidConfigError("sqlite(): `file` must be a non-empty path");
+    }
+    this.namespace = options.namespace ?? "default";
+    if (typeof this.namespace !== "string" || this.namespace === "") throw new InvalidConfigError("sqlite(): `namespace` must be a non-empty string");
+    const busy = options.busyTimeoutMs ?? 5_000;
+    if (!Number.isInteger(busy) || busy < 0) throw new InvalidConfigError("sqlite(): `busyTimeoutMs` must be an integer >= 0");
+    this.ownsDatabase = options.database === undefined;
+    this.migrateHint = `later migrate up --database sqlite:${options.file ?? options.database?.name ?? "PATH"}`;
+  }
+
+  /** The database file path. */
+  get file(): string {
+    return this.options.file ?? this.options.database!.name;
+  }
+
+  async open(): Promise<void> {
+    if (this.db) return;
+    let db: Database.Database;
+    try {
+      db = this.options.database ?? new Database(this.options.file!);
+      db.pragma("journal_mode = WAL");
+      db.pragma("synchronous = NORMAL");
+      db.pragma(`busy_timeout = ${this.options.busyTimeoutMs ?? 5_000}`);
+      db.prepare("CREATE TABLE IF NOT EXISTS later_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)").run();
+    } catch (cause) {
+      throw new DatabaseUnavailableError(
+        `cannot open SQLite database ${this.file}: ${(cause as Error).message}; check that the folder exists and is writable`,
+        cause,
+      );
+    }
+    this.db = db;
+  }
+
+  async close(): Promise<void> {
+    this.watcher?.stop();
+    this.watcher = null;
+    this.statements.clear();
+    if (this.db && this.ownsDatabase) this.db.close();
+    this.db = null;
+  }
+
+  // ---- migrations -------------------------------------------------------
+
+  async migrationStatus(): Promise<B.MigrationStatusResult> {
+    const rows = this.all("SELECT version, name, applied_at FROM later_migrations ORDER BY version");
+    const applied = rows.map((r) => ({ version: Number(r.version), name: String(r.name), appliedAt: Number(r.applied_at) }));
+    const current = applied.reduce((m, r) => Math.max(m, r.version), 0);
+    const latest = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;
+    const pending = SQLITE_MIGRATIONS.filter((m) => m.version > current).map(({ version, name }) => ({ version, name }));
+    return { current, latest, applied, pending };
+  }
+
+  async migrationUp(): Promise<B.MigrationUpResult> {
+    const db = this.conn();
+    const applied: { version: number; name: string }[] = [];
+    // One BEGIN IMMEDIATE: a second process starting at once waits, then sees the work done.
+    db.transaction(() => {
+      const row = db.prepare("SELECT coalesce(max(version), 0) AS v FROM later_migrations").get() as Row;
+      const current = Number(row.v);
+      for (const m of SQLITE_MIGRATIONS) {
+        if (m.version <= current) continue;
+        db.exec(m.sql);
+        db.prepare("INSERT INTO later_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(m.version, m.name, Date.now());
+        applied.push({ version: m.version, name: m.name });
+      }
+    }).immediate();
+    const status = await this.migrationStatus();
+    return { applied, current: status.current };
+  }
+
+  // ---- jobs -------------------------------------------------------------
+
+  async jobInsertMany(params: B.JobInsertManyParams): Promise<B.JobInsertManyResult> {
+    if (params.transaction !== undefined) return this.insertInto(params.transaction, params);
+    const db = this.conn();
+    return db.transaction(() => {
+      const stages: JobStage[] = [];
+      for (const job of params.jobs) {
+        const { stage, error } = this.stageForInsert(job, params.now, (id) => this.get(
+          "SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", id, this.namespace));
+        this.run(
+          `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at)
+           VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, json_array(json_array(?, ?)), ?, ?, NULL)`,
+          job.id, this.namespace, job.jobType, job.payload, stage, job.retryPolicy, job.runAt, job.parentId ?? null,
+          error, stage, params.now, params.now, params.now,
+        );
+        stages.push(stage);
+      }
+      return { stages };
+    }).immediate();
+  }
+
+  /** `enqueueIn`: writes into a caller-owned Kysely transaction on the same database file. */
+  private async insertInto(transaction: B.TransactionHandle, params: B.JobInsertManyParams): Promise<B.JobInsertManyResult> {
+    if (!isKyselyExecutor(transaction)) {
+      throw new InvalidArgumentError("enqueueIn: the SQLite backend takes a Kysely transaction (db.transaction().execute(trx => ...)) on the same database file");
+    }
+    const stages: JobStage[] = [];
+    for (const job of params.jobs) {
+      let parent: Row | undefined;
+      if (job.parentId) {
+        const q = this.compiler.selectFrom("later_jobs").select(["stage", "last_error"]).where("id", "=", job.parentId).where("namespace", "=", this.namespace).compile();
+        parent = (await transaction.executeQuery(q)).rows[0] as Row | undefined;
+      }
+      const { stage, error } = this.stageForInsert(job, params.now, () => parent);
+      const q = this.compiler.insertInto("later_jobs").values({
+        id: job.id, namespace: this.namespace, job_type: job.jobType, payload: job.payload, stage, attempt: 0,
+        retry_policy: job.retryPolicy, run_at: job.runAt, parent_id: job.parentId ?? null, last_error: error,
+        stages: JSON.stringify([[stage, params.now]]), created_at: params.now, updated_at: params.now, expires_at: null, lease_owner: null, lease_expires_at: null,
+      } satisfies LaterJobsTable).compile();
+      await transaction.executeQuery(q);
+      stages.push(stage);
+    }
+    return { stages };
+  }
+
+  private stageForInsert(job: B.JobInsert, now: number, readParent: (id: string) => Row | undefined): { stage: JobStage; error: string | null } {
+    if (!job.parentId) return { stage: job.runAt > now ? "delayed" : "enqueued", error: null };
+    const parent = readParent(job.parentId);
+    if (!parent) throw new ParentNotFoundError(job.parentId);
+    const stage = continuationStage(parent.stage as JobStage);
+    return { stage, error: stage === "failed" ? parentFailedReason(job.parentId, parent.last_error as string | null) : null };
+  }
+
+  async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.ClaimedJob[]> {
+    if (params.limit <= 0 || params.jobTypes.length === 0) return [];
+    const rows = this.conn().transaction(() =>
+      this.all(
+        `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
+           stages = json_insert(stages, '$[#]', json_array('running', ?))
+         WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued')
+                        AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
+         RETURNING id, job_type, payload, attempt, retry_policy, parent_id, created_at, run_at`,
+        params.owner, params.leaseExpiresAt, params.now, params.now, this.namespace, params.now, JSON.stringify(params.jobTypes), params.limit,
+      ),
+    ).immediate();
+    rows.sort((a, b) => Number(a.run_at) - Number(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
+    return rows.map((r) => ({
+      id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), attempt: Number(r.attempt),
+      retryPolicy: String(r.retry_policy), parentId: (r.parent_id as string | null) ?? null, createdAt: Number(r.created_at),
+    }));
+  }
+
+  async jobFinishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
+    const ns = this.namespace;
+    const guard = params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER;
+    const expires = params.now + params.retentionMs;
+    return this.conn().transaction(() => {
+      const applied: B.ClaimKey[] = [];
+      const succeeded: string[] = [];
+      const failed: { id: string; error: string }[] = [];
+      for (const f of params.finishes) {
+        const o = f.outcome;
+        const where = `WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? AND coalesce(lease_expires_at, 0) < ?`;
+        let changes: number;
+        if (o.kind === "success") {
+          changes = this.run(
+            `UPDATE later_jobs SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
+               stages = json_insert(stages, '$[#]', json_array('success', ?)) ${where}`,
+            params.now, expires, params.now, f.id, ns, f.attempt, guard);
+          if (changes) succeeded.push(f.id);
+        } else if (o.kind === "retry") {
+          changes = this.run(
+            `UPDATE later_jobs SET stage = 'requeued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
+               retry_policy = coalesce(?, retry_policy), stages = json_insert(stages, '$[#]', json_array('requeued', ?)) ${where}`,
+            params.now, o.runAt, o.error, o.retryPolicy ?? null, params.now, f.id, ns, f.attempt, guard);
+        } else {
+          changes = this.run(
+            `UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
+               stages = json_insert(stages, '$[#]', json_array('failed', ?)) ${where}`,
+            params.now, expires, o.error, params.now, f.id, ns, f.attempt, guard);
+          if (changes) failed.push({ id: f.id, error: o.error });
+        }
+        if (changes) applied.push({ id: f.id, attempt: f.attempt });
+      }
+      let released = 0;
+      for (const id of succeeded) {
+        released += this.run(
+          `UPDATE later_jobs SET stage = 'enqueued', run_at = ?, updated_at = ?, stages = json_insert(stages, '$[#]', json_array('enqueued', ?))
+           WHERE parent_id = ? AND namespace = ? AND stage = 'waiting'`,
+          params.now, params.now, params.now, id, ns);
+      }
+      // A final failure fails the waiting continuations, down the whole chain.
+      while (failed.length > 0) {
+        const parent = failed.pop()!;
+        const reason = parentFailedReason(parent.id, parent.error);
+        const children = this.all(
+          `UPDATE later_jobs SET stage = 'failed', updated_at = ?, expires_at = ?, last_error = ?, stages = json_insert(stages, '$[#]', json_array('failed', ?))
+           WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id`,
+          params.now, expires, reason, params.now, parent.id, ns);
+        for (const c of children) failed.push({ id: String(c.id), error: reason });
+      }
+      return { applied, released };
+    }).immediate();
+  }
+
+  async jobReleaseMany(params: B.JobReleaseManyParams): Promise<void> {
+    this.conn().transaction(() => {
+      for (const c of params.claims) {
+        this.run(
+          `UPDATE later_jobs SET stage = CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, attempt = attempt - 1,
+             lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
+             stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, ?))
+           WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ?`,
+          params.now, params.now, c.id, this.namespace, c.attempt);
+      }
+    }).immediate();
+  }
+
+  async leaseRenew(params: B.LeaseRenewParams): Promise<B.LeaseRenewResult> {
+    if (params.claims.length === 0) return { renewed: [] };
+    const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
+    const rows = this.conn().transaction(() =>
+      this.all(
+        `UPDATE later_jobs SET lease_expires_at = ? WHERE namespace = ? AND stage = 'running' AND lease_owner = ?
+           AND id IN (SELECT value FROM json_each(?)) RETURNING id, attempt`,
+        params.leaseExpiresAt, this.namespace, params.owner, JSON.stringify([...held.keys()])),
+    ).immediate();
+    const renewed: B.ClaimKey[] = [];
+    for (const r of rows) {
+      const id = String(r.id);
+      if (held.get(id) === Number(r.attempt)) renewed.push({ id, attempt: Number(r.attempt) });
+    }
+    return { renewed };
+  }
+
+  async jobListStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
+    return this.all(
+      `SELECT id, attempt, job_type, retry_policy FROM later_jobs WHERE namespace = ? AND stage = 'running' AND lease_expires_at < ?
+       ORDER BY lease_expires_at LIMIT ?`,
+      this.namespace, params.leaseExpiredBefore, params.limit,
+    ).map((r) => ({ id: String(r.id), attempt: Number(r.attempt), jobType: String(r.job_type), retryPolicy: String(r.retry_policy) }));
+  }
+
+  async jobNextRunAt(params: B.JobNextRunAtParams): Promise<number | null> {
+    if (params.jobTypes.length === 0) return null;
+    const row = this.get(
+      `SELECT min(run_at) AS t FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued')
+         AND job_type IN (SELECT value FROM json_each(?))`,
+      this.namespace, JSON.stringify(params.jobTypes));
+    return row?.t === null || row?.t === undefined ? null : Number(row.t);
+  }
+
+  async jobCountReady(params: B.JobCountReadyParams): Promise<number> {
+    if (params.jobTypes.length === 0) return 0;
+    const row = this.get(
+      `SELECT count(*) AS n FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND run_at <= ?
+         AND job_type IN (SELECT value FROM json_each(?))`,
+      this.namespace, params.now, JSON.stringify(params.jobTypes));
+    return Number(row?.n ?? 0);
+  }
+
+  async jobDeleteExpired(params: B.JobDeleteExpiredParams): Promise<number> {
+    return this.conn().transaction(() =>
+      this.run(
+        `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?)`,
+        this.namespace, params.now, params.limit),
+    ).immediate();
+  }
+
+  async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
+    const row = this.get("SELECT * FROM later_jobs WHERE id = ? AND namespace = ?", params.id, this.namespace);
+    return row ? toRecord(row) : null;
+  }
+
+  async jobList(params: B.JobListParams): Promise<B.JobRecord[]> {
+    const rows = this.all(
+      `SELECT * FROM later_jobs WHERE namespace = ? AND (? IS NULL OR stage = ?) AND id > ? ORDER BY id LIMIT ?`,
+      this.namespace, params.stage ?? null, params.stage ?? null, params.afterId ?? "", params.limit);
+    return rows.map(toRecord);
+  }
+
+  async jobCountByStage(): Promise<B.JobCountByStageResult> {
+    const counts = Object.fromEntries(JOB_STAGES.map((s) => [s, 0])) as Record<JobStage, number>;
+    for (const r of this.all("SELECT stage, count(*) AS n FROM later_jobs WHERE namespace = ? GROUP BY stage", this.namespace)) {
+      if (STAGE_SET.has(String(r.stage))) counts[r.stage as JobStage] = Number(r.n);
+    }
+    return { counts };
+  }
+
+  async maintenanceClaim(params: B.MaintenanceClaimParams): Promise<boolean> {
+    return this.conn().transaction(() => {
+      const changes = this.run(
+        `INSERT INTO later_maintenance (namespace, task, last_run_at) VALUES (?, ?, ?)
+         ON CONFLICT (namespace, task) DO UPDATE SET last_run_at = excluded.last_run_at
+         WHERE later_maintenance.last_run_at <= ?`,
+        this.namespace, params.task, params.now, params.now - params.intervalMs);
+      return changes > 0;
+    }).immediate();
+  }
+
+  async databaseVacuum(): Promise<void> {
+    this.conn().exec("VACUUM");
+  }
+
+  wakeSubscribe(listener: () => void): () => void {
+    this.watcher ??= new WalWatcher(this.file);
+    return this.watcher.subscribe(listener);
+  }
+
+  // ---- statement plumbing -------------------------------------------------
+
+  private conn(): Database.Database {
+    if (!this.db) throw new DatabaseUnavailableError("the SQLite backend is not open (the server was shut down, or never started)");
+    return this.db;
+  }
+
+  private stmt(text: string): Database.Statement {
+    let s = this.statements.get(text);
+    if (!s) {
+      s = this.conn().prepare(text);
+      this.statements.set(text, s);
+    }
+    return s;
+  }
+
+  private run(text: string, ...args: unknown[]): number {
+    return this.stmt(text).run(...args).changes;
+  }
+
+  private all(text: string, ...args: unknown[]): Row[] {
+    return this.stmt(text).all(...args) as Row[];
+  }
+
+  private get(text: string, ...args: unknown[]): Row | undefined {
+    return this.stmt(text).get(...args) as Row | undefined;
+  }
+}
+
+interface KyselyExecutorLike {
+  executeQuery(query: unknown): Promise<{ rows: unknown[] }>;
+}
+
+function isKyselyExecutor(value: unknown): value is KyselyExecutorLike {
+  return typeof value === "object" && value !== null && typeof (value as KyselyExecutorLike).executeQuery === "function";
+}
+
+function toRecord(r: Row): B.JobRecord {
+  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  return {
+    id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), stage: r.stage as JobStage,
+    attempt: Number(r.attempt), runAt: Number(r.run_at), parentId: (r.parent_id as string | null) ?? null,
+    leaseOwner: (r.lease_owner as string | null) ?? null, leaseExpiresAt: num(r.lease_expires_at),
+    lastError: (r.last_error as string | null) ?? null,
+    stages: (JSON.parse(String(r.stages)) as [JobStage, number][]).map(([stage, at]) => ({ stage, at })),
+    createdAt: Number(r.created_at), updatedAt: Number(r.updated_at), expiresAt: num(r.expires_at),
+  };
+}
+

@@ -1,0 +1,62 @@
+/**
+ * ## Terminology
+ *
+ * - **job**: one stored unit of work: a job type, a JSON payload, a stage.
+ * - **job type**: the stable name a handler is registered under (the member
+ *   name in `jobs.schema.ts`); stored with every job.
+ * - **namespace**: servers on one database and namespace share one pool;
+ *   other namespaces are invisible to them.
+ * - **claim**: a worker moving a ready job to `running` under a lease, in
+ *   one write. The claim is identified by `(jobId, attempt)`; every later
+ *   write of that attempt is guarded by it (fencing), so a stale worker can
+ *   never overwrite a newer attempt.
+ * - **lease**: `leaseExpiresAt` on a running job, renewed while the handler
+ *   runs. A lease that stays expired for a while means the worker is gone;
+ *   the stuck-job sweep then retries or fails the job.
+ * - **continuation**: a job with a parent; it waits until the parent succeeds.
+ * - **expiry**: terminal jobs keep their row until `expiresAt`, then the
+ *   sweep deletes them in small batches.
+ *
+ * ## Job stages
+ *
+ * ```text
+ *   enqueue ──► enqueued ──────────────┐
+ *   enqueueDelayed ──► delayed ──(due)─┤
+ *   enqueueContinue ─► waiting ─(parent succeeds)─► enqueued
+ *                         │                        │
+ *                  (parent fails)                  ▼ claim
+ *                         ▼                     running ──(resolve)──► success
+ *                       failed ◄──(retries spent / decode error)──┤
+ *                                                  │ (throw, retries left;
+ *                                                  ▼  or lease abandoned)
+ *                                               requeued ──(due)──► running
+ * ```
+ *
+ * `success` and `failed` are terminal. Every change is appended to the job's
+ * stage history with its time.
+ */
+export type JobStage = "enqueued" | "delayed" | "waiting" | "running" | "requeued" | "success" | "failed";
+
+/** Every stage, in lifecycle order. */
+export const JOB_STAGES: readonly JobStage[] = [
+  "enqueued",
+  "delayed",
+  "waiting",
+  "running",
+  "requeued",
+  "success",
+  "failed",
+];
+
+/** Stages a worker may claim from once the job's `runAt` has passed. */
+export const CLAIMABLE_STAGES: readonly JobStage[] = ["enqueued", "delayed", "requeued"];
+
+/** Terminal stages: the job will not run again and expires after the retention period. */
+export const TERMINAL_STAGES: readonly JobStage[] = ["success", "failed"];
+
+/** One entry of a job's stage history. */
+export interface StageChange {
+  stage: JobStage;
+  /** When the change was stored, ms since the epoch. */
+  at: number;
+}

@@ -1,0 +1,177 @@
+/**
+ * Every error later throws on purpose is a {@link LaterError} with a stable
+ * `code`. Match on `code` (or `instanceof` the subclass), never on `message`:
+ * messages say what to do next and may be reworded.
+ *
+ * | code | class | when |
+ * | --- | --- | --- |
+ * | `INVALID_CONFIG` | {@link InvalidConfigError} | bad server/backend option, caught at construction |
+ * | `INVALID_ARGUMENT` | {@link InvalidArgumentError} | bad enqueue input (negative delay, unknown job type, ...) |
+ * | `PARENT_NOT_FOUND` | {@link ParentNotFoundError} | continuation of a job id the database does not hold |
+ * | `SCHEMA_VERSION_MISMATCH` | {@link SchemaVersionError} | database schema behind or ahead of this release |
+ * | `DATABASE_UNAVAILABLE` | {@link DatabaseUnavailableError} | the database cannot be opened or written |
+ * | `SERVER_STOPPED` | {@link ServerStoppedError} | enqueue or scaling after `shutdown()` |
+ * | `LEASE_LOST` | {@link LeaseLostError} | a claim's lease was taken over; its writes are rejected |
+ * | `PAYLOAD_DECODE` | {@link PayloadDecodeError} | a stored payload no longer decodes for its handler |
+ * | `HANDLER_MISSING` | {@link HandlerMissingError} | builder or server started without a handler for a declared job |
+ * | `JOB_TIMEOUT` | {@link JobTimeoutError} | a handler ran past `jobTimeoutMs` |
+ * | `UNKNOWN_TOPIC` | {@link UnknownTopicError} | enqueue to a topic not registered in the options |
+ * | `PARTITION_COUNT_MISMATCH` | {@link PartitionCountMismatchError} | a topic registered with another partition count |
+ * | `INVALID_CRON` | {@link InvalidCronError} | a recurring schedule that does not parse |
+ */
+export type LaterErrorCode =
+  | "INVALID_CONFIG"
+  | "INVALID_ARGUMENT"
+  | "PARENT_NOT_FOUND"
+  | "SCHEMA_VERSION_MISMATCH"
+  | "DATABASE_UNAVAILABLE"
+  | "SERVER_STOPPED"
+  | "LEASE_LOST"
+  | "PAYLOAD_DECODE"
+  | "HANDLER_MISSING"
+  | "JOB_TIMEOUT"
+  | "UNKNOWN_TOPIC"
+  | "PARTITION_COUNT_MISMATCH"
+  | "INVALID_CRON";
+
+/** Base class of every error later throws on purpose. */
+export class LaterError extends Error {
+  /** Stable machine-readable code; see the table on this module. */
+  readonly code: LaterErrorCode;
+
+  constructor(code: LaterErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** A server, builder or backend option is missing, of the wrong type, or out of range. */
+export class InvalidConfigError extends LaterError {
+  constructor(message: string) {
+    super("INVALID_CONFIG", message);
+  }
+}
+
+/** An enqueue call got input it cannot store (negative delay, unknown job type, ...). Nothing was written. */
+export class InvalidArgumentError extends LaterError {
+  constructor(message: string) {
+    super("INVALID_ARGUMENT", message);
+  }
+}
+
+/** `enqueueContinue` named a parent job id the database does not hold. Nothing was written. */
+export class ParentNotFoundError extends LaterError {
+  readonly parentId: string;
+  constructor(parentId: string) {
+    super(
+      "PARENT_NOT_FOUND",
+      `parent job ${parentId} not found in this namespace (it never existed, or it finished and expired); nothing was enqueued`,
+    );
+    this.parentId = parentId;
+  }
+}
+
+/** The database schema is not the version this release expects. */
+export class SchemaVersionError extends LaterError {
+  readonly databaseVersion: number;
+  readonly expectedVersion: number;
+  constructor(databaseVersion: number, expectedVersion: number, migrateHint: string) {
+    const what =
+      databaseVersion < expectedVersion
+        ? `is behind (version ${databaseVersion}, this release needs ${expectedVersion}): run \`${migrateHint}\`, or start with autoMigrate: true`
+        : `is ahead (version ${databaseVersion}, this release knows up to ${expectedVersion}): upgrade later in this application, never downgrade a migrated database`;
+    super("SCHEMA_VERSION_MISMATCH", `the later schema in this database ${what}`);
+    this.databaseVersion = databaseVersion;
+    this.expectedVersion = expectedVersion;
+  }
+}
+
+/** The database cannot be opened, read or written (bad path, permissions, connection refused). */
+export class DatabaseUnavailableError extends LaterError {
+  constructor(message: string, cause?: unknown) {
+    super("DATABASE_UNAVAILABLE", message, { cause });
+  }
+}
+
+/** The server was shut down; it no longer enqueues, claims or scales. */
+export class ServerStoppedError extends LaterError {
+  constructor(what: string) {
+    super("SERVER_STOPPED", `${what}: the server has been shut down`);
+  }
+}
+
+/** A claim's lease expired and was taken over; the claim's completion or retry write was rejected. */
+export class LeaseLostError extends LaterError {
+  readonly jobId: string;
+  constructor(jobId: string) {
+    super("LEASE_LOST", `the execution lease of job ${jobId} was lost; this attempt's result is discarded`);
+    this.jobId = jobId;
+  }
+}
+
+/** A stored payload could not be decoded for its handler. The job fails with this reason; no retry can fix it. */
+export class PayloadDecodeError extends LaterError {
+  constructor(jobType: string, reason: string, cause?: unknown) {
+    super("PAYLOAD_DECODE", `payload of job type "${jobType}" does not decode: ${reason}`, { cause });
+  }
+}
+
+/** A job type is declared but has no handler. */
+export class HandlerMissingError extends LaterError {
+  readonly jobTypes: readonly string[];
+  constructor(jobTypes: readonly string[], hint: string) {
+    super("HANDLER_MISSING", `missing handler${jobTypes.length > 1 ? "s" : ""} for ${jobTypes.join(", ")}: ${hint}`);
+    this.jobTypes = jobTypes;
+  }
+}
+
+/** A handler ran longer than `jobTimeoutMs`; the attempt counts as failed and is retried per policy. */
+export class JobTimeoutError extends LaterError {
+  constructor(jobId: string, timeoutMs: number) {
+    super("JOB_TIMEOUT", `job ${jobId} ran longer than jobTimeoutMs (${timeoutMs} ms)`);
+  }
+}
+
+/** Enqueue to a topic the server options do not register. Nothing was written. */
+export class UnknownTopicError extends LaterError {
+  constructor(topic: string) {
+    super("UNKNOWN_TOPIC", `topic "${topic}" is not registered: add topic("${topic}", N) to the server's topics`);
+  }
+}
+
+/** A topic was registered with a partition count other than the one the database holds. */
+export class PartitionCountMismatchError extends LaterError {
+  constructor(topic: string, stored: number, configured: number) {
+    super(
+      "PARTITION_COUNT_MISMATCH",
+      `topic "${topic}" has ${stored} partitions in the database but ${configured} in the options; a partition count cannot change in place`,
+    );
+  }
+}
+
+/** A cron expression or time zone that does not parse. */
+export class InvalidCronError extends LaterError {
+  constructor(field: string, reason: string) {
+    super("INVALID_CRON", `invalid ${field}: ${reason}`);
+  }
+}
+
+/** Turns anything a handler threw into a one-line reason to store. */
+export function describeThrown(thrown: unknown): string {
+  if (thrown instanceof Error) return thrown.message || thrown.name;
+  if (typeof thrown === "string") return thrown;
+  if (thrown === undefined) return "handler threw undefined";
+  if (thrown === null) return "handler threw null";
+  try {
+    const json = JSON.stringify(thrown);
+    if (json !== undefined) return `handler threw ${json}`;
+  } catch {
+    // fall through: cyclic or hostile value
+  }
+  try {
+    return `handler threw ${String(thrown)}`;
+  } catch {
+    return "handler threw a value that cannot be described";
+  }
+}

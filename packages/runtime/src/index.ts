@@ -1,0 +1,11 @@
+export * from "./errors.js";
+export type { Clock, RandomSource } from "./core/clock.js";
+export { systemClock } from "./core/clock.js";
+export { newJobId, isJobId, type JobId } from "./core/job-id.js";
+export { JOB_STAGES, type JobStage, type StageChange } from "./core/job-stage.js";
+export { RetryPolicy, type RetryBackoff, type RetryPolicyJson } from "./core/retry/retry-policy.js";
+export type * from "./backend/backend.js";
+export { sqlite, SqliteBackend, type SqliteBackendOptions } from "./backend/sqlite/sqlite-backend.js";
+export { BackgroundJobServer, prepareBackend, type ShutdownOptions } from "./server/background-job-server.js";
+export { JobPublisher, type EnqueueOptions } from "./server/publisher.js";
+export type { JobContext, HandlerRegistration, ServerOptions, ServerEvent, WorkerAutoscaleOptions } from "./server/server-options.js";

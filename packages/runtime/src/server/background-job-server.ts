@@ -1,0 +1,124 @@
+import type { Backend } from "../backend/backend.js";
+import { newJobId } from "../core/job-id.js";
+import { InvalidConfigError, SchemaVersionError, ServerStoppedError } from "../errors.js";
+import { MaintenanceRunner } from "../maintenance/maintenance-runner.js";
+import { WorkerPool } from "../worker/worker-pool.js";
+import { JobPublisher } from "./publisher.js";
+import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
+
+/** Options of {@link BackgroundJobServer.shutdown}. */
+export interface ShutdownOptions {
+  /** How long running handlers get to finish and commit. Default 30000. */
+  deadlineMs?: number;
+}
+
+/**
+ * A running job server: workers, lease renewal and maintenance on one
+ * backend. Every server on the same database and namespace joins one pool.
+ *
+ * ```text
+ *   start() ──► running ──shutdown()──► stopping ──► stopped
+ * ```
+ *
+ * Generated code (`later-gen`) wraps this with typed handles; this class is
+ * the untyped core they share.
+ */
+export class BackgroundJobServer<C> {
+  /** This server's id: the lease owner written on its claims. */
+  readonly instanceId: string;
+  readonly publisher: JobPublisher;
+  private readonly pool: WorkerPool<C>;
+  private readonly maintenance: MaintenanceRunner<C>;
+  private readonly unsubscribeWake: () => void;
+  private stopped: Promise<void> | null = null;
+
+  private constructor(private readonly options: ResolvedServerOptions<C>) {
+    const backend = options.backend;
+    this.instanceId = newJobId(options.clock.now());
+    const encoders = new Map(Object.entries(options.handlers).map(([type, h]) => [type, h.encode ?? JSON.stringify]));
+    this.publisher = new JobPublisher(backend, options.clock, options.defaultRetryPolicy, encoders, () => this.pool.wake());
+    this.pool = new WorkerPool(options, backend, this.instanceId, this.publisher);
+    this.maintenance = new MaintenanceRunner(options, backend, this.pool);
+    this.unsubscribeWake = backend.wakeSubscribe(() => this.pool.wake());
+  }
+
+  /**
+   * Validates the options, opens the backend, checks (or with `autoMigrate`
+   * applies) the schema, and starts the workers and maintenance.
+   */
+  static async start<C>(options: ServerOptions<C>): Promise<BackgroundJobServer<C>> {
+    const resolved = resolveServerOptions(options);
+    await prepareBackend(resolved.backend, resolved.autoMigrate);
+    const server = new BackgroundJobServer(resolved);
+    server.pool.start();
+    server.maintenance.start();
+    return server;
+  }
+
+  get backend(): Backend {
+    return this.options.backend;
+  }
+
+  /** Live workers in this process. */
+  get workerCount(): number {
+    return this.pool.workerCount;
+  }
+
+  /** Adds one worker at once; returns the new count. */
+  addWorker(): number {
+    if (this.stopped) throw new ServerStoppedError("addWorker");
+    return this.pool.addWorker();
+  }
+
+  /** Removes one worker once its current job is done; false (and no change) when it is the last one. */
+  async removeWorker(): Promise<boolean> {
+    if (this.stopped) throw new ServerStoppedError("removeWorker");
+    return this.pool.removeWorker();
+  }
+
+  /** Runs the stuck-job sweep now (it also runs every `rescueIntervalMs`). Returns how many jobs it rescued. */
+  rescueStuckJobs(): Promise<number> {
+    return this.maintenance.rescueStuck();
+  }
+
+  /** Runs the expiry sweep now. Returns how many rows it deleted. */
+  sweepExpiredJobs(): Promise<number> {
+    return this.maintenance.sweepExpired();
+  }
+
+  /** Runs one autoscale decision now. */
+  autoscaleTick(): Promise<number> {
+    return this.maintenance.autoscale();
+  }
+
+  /**
+   * Stops claiming, lets running handlers finish and commit until
+   * `deadlineMs`, then aborts the rest (their `signal` fires; lease recovery
+   * takes them) and closes what the server opened. Idempotent.
+   */
+  shutdown(options: ShutdownOptions = {}): Promise<void> {
+    const deadlineMs = options.deadlineMs ?? 30_000;
+    if (!Number.isFinite(deadlineMs) || deadlineMs < 0) throw new InvalidConfigError("shutdown deadlineMs must be >= 0");
+    this.stopped ??= (async () => {
+      this.publisher.stop();
+      this.unsubscribeWake();
+      await this.maintenance.stop();
+      await this.pool.shutdown(deadlineMs);
+      await this.options.backend.close();
+    })();
+    return this.stopped;
+  }
+}
+
+/** Opens a backend and makes sure its schema is current (migrating when allowed). */
+export async function prepareBackend(backend: Backend, autoMigrate: boolean): Promise<void> {
+  await backend.open();
+  const status = await backend.migrationStatus();
+  if (status.current === status.latest) return;
+  if (status.current < status.latest && autoMigrate) {
+    await backend.migrationUp();
+    return;
+  }
+  await backend.close();
+  throw new SchemaVersionError(status.current, status.latest, backend.migrateHint);
+}

@@ -1,0 +1,169 @@
+import type { Backend } from "../backend/backend.js";
+import { systemClock, type Clock, type RandomSource } from "../core/clock.js";
+import type { JobStage } from "../core/job-stage.js";
+import { RetryPolicy } from "../core/retry/retry-policy.js";
+import { InvalidConfigError } from "../errors.js";
+import type { JobPublisher } from "./publisher.js";
+
+/** What a handler receives besides its payload. */
+export interface JobContext<C> {
+  /** The application context given as `context` in the options. */
+  app: C;
+  jobId: string;
+  jobType: string;
+  /** 1 for the first run, 2 for the first retry, ... */
+  attempt: number;
+  /** Aborts when the lease is lost, the job times out, or shutdown's deadline passes. */
+  signal: AbortSignal;
+  /** Enqueue more jobs (untyped; generated code wraps it). */
+  publisher: JobPublisher;
+}
+
+/** One job type's handler and its settings. */
+export interface HandlerRegistration<C> {
+  /** Resolve = success; throw (anything) = retry per policy. */
+  handle(ctx: JobContext<C>, payload: unknown): unknown;
+  /** This job type's retry policy; replaces the server default from the first failure on. */
+  retry?: (app: C) => RetryPolicy;
+  /** Turns stored JSON text into the payload; throw to fail the job as undecodable. Default `JSON.parse`. */
+  decode?: (json: string) => unknown;
+  /** Turns a payload into JSON text. Default `JSON.stringify`. */
+  encode?: (payload: unknown) => string;
+}
+
+/** A local event, for logs, progress output and tests. Never needed for correctness. */
+export type ServerEvent =
+  | { type: "job"; jobId: string; jobType: string; stage: JobStage; attempt: number; error?: string }
+  | { type: "worker"; action: "added" | "removed" | "replaced"; workers: number; reason?: string }
+  | { type: "maintenance"; task: string; count: number }
+  | { type: "error"; where: string; error: string };
+
+/** Bounds for `workerAutoscale`. */
+export interface WorkerAutoscaleOptions {
+  min: number;
+  max: number;
+}
+
+/** Options of {@link BackgroundJobServer.start}. Every duration is in milliseconds. */
+export interface ServerOptions<C> {
+  /** Handed to every handler as `ctx.app`. */
+  context: C;
+  backend: Backend;
+  /** Handler per job type. */
+  handlers: Record<string, HandlerRegistration<C>>;
+  /** Concurrent handlers in this process. Default 6, at least 1. */
+  workerCount?: number;
+  /** Optional: every `autoscaleIntervalMs`, +1 worker when the ready backlog exceeds ~20 per worker, -1 after three empty ticks. */
+  workerAutoscale?: WorkerAutoscaleOptions;
+  /** Default: 6 retries, exponential backoff with jitter ({@link RetryPolicy.default}). */
+  defaultRetryPolicy?: RetryPolicy;
+  /** How often idle workers look for work when no wake-up arrives. Default 1000. */
+  pollIntervalMs?: number;
+  /** Execution lease length; renewed every third of it while a handler runs. Default 30000. */
+  leaseMs?: number;
+  /** A running job is rescued once its lease has been expired this long. Default `leaseMs`. */
+  stuckGraceMs?: number;
+  /** How often the stuck-job sweep runs (one server per interval). Default 15000. */
+  rescueIntervalMs?: number;
+  /** How long terminal jobs are kept. Default one day. */
+  retentionMs?: number;
+  /** How often expired rows are deleted. Default 60000. */
+  sweepIntervalMs?: number;
+  /** Rows deleted per statement by the sweep. Default 500. */
+  sweepBatchSize?: number;
+  /** Run `VACUUM` at most this often (SQLite only). Default: never. */
+  vacuumIntervalMs?: number | null;
+  /** A handler running longer fails its attempt (retried per policy) and its worker is replaced. Default 15 min; null disables. */
+  jobTimeoutMs?: number | null;
+  /** Autoscale tick. Default 15000. */
+  autoscaleIntervalMs?: number;
+  /** Migrate the database at start instead of refusing a schema that is behind. Default false. */
+  autoMigrate?: boolean;
+  /** Injected time. Default the wall clock. */
+  clock?: Clock;
+  /** Injected randomness for retry jitter. Default `Math.random`. */
+  random?: RandomSource;
+  /** Local events; exceptions thrown by the listener are ignored. */
+  onEvent?: (event: ServerEvent) => void;
+}
+
+/** Options with every default filled in. */
+export interface ResolvedServerOptions<C> extends Required<Omit<ServerOptions<C>, "workerAutoscale" | "onEvent">> {
+  workerAutoscale: WorkerAutoscaleOptions | null;
+  onEvent: (event: ServerEvent) => void;
+  vacuumIntervalMs: number | null;
+  jobTimeoutMs: number | null;
+}
+
+const KEYS = new Set([
+  "context", "backend", "handlers", "workerCount", "workerAutoscale", "defaultRetryPolicy", "pollIntervalMs", "leaseMs",
+  "stuckGraceMs", "rescueIntervalMs", "retentionMs", "sweepIntervalMs", "sweepBatchSize", "vacuumIntervalMs", "jobTimeoutMs",
+  "autoscaleIntervalMs", "autoMigrate", "clock", "random", "onEvent",
+]);
+
+/** Checks every option and fills defaults; throws `InvalidConfigError` naming the bad option. */
+export function resolveServerOptions<C>(options: ServerOptions<C>): ResolvedServerOptions<C> {
+  if (options === null || typeof options !== "object") throw new InvalidConfigError("server options must be an object");
+  for (const key of Object.keys(options)) {
+    if (!KEYS.has(key)) throw new InvalidConfigError(`unknown option "${key}"`);
+  }
+  const b = options.backend as Partial<Backend> | undefined;
+  if (!b || typeof b.jobClaimReady !== "function") throw new InvalidConfigError("`backend` is required: sqlite({ file }) or postgres({ ... })");
+  if (!options.handlers || typeof options.handlers !== "object") throw new InvalidConfigError("`handlers` must be an object of job type -> handler");
+  for (const [type, h] of Object.entries(options.handlers)) {
+    if (!h || typeof h.handle !== "function") throw new InvalidConfigError(`handler for "${type}" must have a handle function`);
+  }
+  const int = (name: keyof ServerOptions<C>, fallback: number, min: number): number => {
+    const v = options[name] ?? fallback;
+    if (typeof v !== "number" || !Number.isInteger(v) || v < min) {
+      throw new InvalidConfigError(`\`${String(name)}\` must be an integer >= ${min}, got ${String(v)}`);
+    }
+    return v;
+  };
+  const nullableInt = (name: "vacuumIntervalMs" | "jobTimeoutMs", fallback: number | null): number | null => {
+    const v = options[name] === undefined ? fallback : options[name];
+    if (v === null) return null;
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 1) throw new InvalidConfigError(`\`${name}\` must be an integer >= 1 or null, got ${String(v)}`);
+    return v;
+  };
+  const leaseMs = int("leaseMs", 30_000, 30);
+  const auto = options.workerAutoscale ?? null;
+  if (auto !== null) {
+    if (typeof auto !== "object" || !Number.isInteger(auto.min) || !Number.isInteger(auto.max) || auto.min < 1 || auto.max < auto.min) {
+      throw new InvalidConfigError("`workerAutoscale` must be { min, max } with 1 <= min <= max");
+    }
+  }
+  if (options.defaultRetryPolicy !== undefined && !(options.defaultRetryPolicy instanceof RetryPolicy)) {
+    throw new InvalidConfigError("`defaultRetryPolicy` must be a RetryPolicy (RetryPolicy.fixed / exponential / noRetries)");
+  }
+  const onEvent = options.onEvent;
+  if (onEvent !== undefined && typeof onEvent !== "function") throw new InvalidConfigError("`onEvent` must be a function");
+  return {
+    context: options.context,
+    backend: options.backend,
+    handlers: options.handlers,
+    workerCount: int("workerCount", 6, 1),
+    workerAutoscale: auto,
+    defaultRetryPolicy: options.defaultRetryPolicy ?? RetryPolicy.default(),
+    pollIntervalMs: int("pollIntervalMs", 1_000, 1),
+    leaseMs,
+    stuckGraceMs: int("stuckGraceMs", leaseMs, 0),
+    rescueIntervalMs: int("rescueIntervalMs", 15_000, 1),
+    retentionMs: int("retentionMs", 86_400_000, 0),
+    sweepIntervalMs: int("sweepIntervalMs", 60_000, 1),
+    sweepBatchSize: int("sweepBatchSize", 500, 1),
+    vacuumIntervalMs: nullableInt("vacuumIntervalMs", null),
+    jobTimeoutMs: nullableInt("jobTimeoutMs", 15 * 60_000),
+    autoscaleIntervalMs: int("autoscaleIntervalMs", 15_000, 1),
+    autoMigrate: options.autoMigrate ?? false,
+    clock: options.clock ?? systemClock,
+    random: options.random ?? Math.random,
+    onEvent: (event) => {
+      try {
+        onEvent?.(event);
+      } catch {
+        // a listener's bug must not take a worker down
+      }
+    },
+  };
+}

@@ -1,0 +1,342 @@
+/**
+ * The claim -> run -> commit loop of one server.
+ *
+ * ```text
+ *   fetcher ──claim batch──► buffer ──► worker 1..N ──outcome──► CompletionBatcher ──► database
+ *      ▲                                   │ (takes its next job at once)
+ *      └── wake: local enqueue, another process's commit, freed capacity, poll timer, next due time
+ * ```
+ *
+ * Claim lifecycle (per `(jobId, attempt)`):
+ *
+ * ```text
+ *   claimed ─► buffered ─► running ─► outcome submitted ─► written (held no more)
+ *      │          │           │
+ *      │          │           └─(lease lost / timeout / shutdown deadline)─► abandoned: signal aborts,
+ *      │          │                                                          result discarded
+ *      │          └─(shutdown)─► released back to its earlier stage
+ *      └─ every held claim's lease is renewed by the LeaseRenewer until written
+ * ```
+ *
+ * The fetcher keeps up to `2 × workers` claims in flight (running plus
+ * buffered) and claims again once half of that is free, so a free worker
+ * starts its next job without a round trip and each claim is a batch.
+ *
+ * Supervision: a worker loop that throws (a bug in later, never a handler
+ * error) is replaced; a handler that outlives `jobTimeoutMs` fails its
+ * attempt and its worker slot gets a fresh loop while the old promise is
+ * abandoned.
+ */
+import type { Backend, ClaimKey, ClaimedJob, JobOutcome } from "../backend/backend.js";
+import type { RandomSource } from "../core/clock.js";
+import { RetryPolicy, type RetryPolicyJson } from "../core/retry/retry-policy.js";
+import { describeThrown, JobTimeoutError, LeaseLostError, PayloadDecodeError, ServerStoppedError } from "../errors.js";
+import type { JobPublisher } from "../server/publisher.js";
+import type { HandlerRegistration, ResolvedServerOptions } from "../server/server-options.js";
+import { CompletionBatcher } from "./completion-batcher.js";
+import { LeaseRenewer } from "./lease-renewer.js";
+
+interface HeldClaim {
+  job: ClaimedJob;
+  controller: AbortController;
+  /** Set once a worker started it. */
+  started: boolean;
+  /** Lease lost, timed out or abandoned at shutdown: its outcome is not written. */
+  abandoned: boolean;
+}
+
+interface WorkerSlot {
+  id: number;
+  stopRequested: boolean;
+  current: HeldClaim | null;
+  /** Resolves when the slot's loop exits. */
+  exited: Promise<void>;
+  /** Bumped when the loop is replaced, so an abandoned loop exits when it wakes. */
+  generation: number;
+}
+
+export class WorkerPool<C> {
+  private readonly held = new Map<string, HeldClaim>();
+  private readonly buffer: HeldClaim[] = [];
+  private readonly idle: ((claim: HeldClaim | null) => void)[] = [];
+  private readonly slots: WorkerSlot[] = [];
+  private nextWorkerId = 1;
+  private stopping = false;
+  private fetchLoop: Promise<void> | null = null;
+  private wakeController = new AbortController();
+  private readonly batcher: CompletionBatcher;
+  private readonly renewer: LeaseRenewer;
+  private readonly jobTypes: string[];
+  private readonly random: RandomSource;
+
+  constructor(
+    private readonly options: ResolvedServerOptions<C>,
+    private readonly backend: Backend,
+    private readonly owner: string,
+    private readonly publisher: JobPublisher,
+  ) {
+    this.jobTypes = Object.keys(options.handlers);
+    this.random = options.random;
+    const reportError = (where: string) => (error: unknown) =>
+      options.onEvent({ type: "error", where, error: describeThrown(error) });
+    this.batcher = new CompletionBatcher(backend, options.clock, options.retentionMs, (result) => {
+      if (result.released > 0) this.wake();
+    }, reportError("complete"));
+    this.renewer = new LeaseRenewer(backend, options.clock, owner, options.leaseMs,
+      () => [...this.held.values()].map((h) => ({ id: h.job.id, attempt: h.job.attempt })),
+      (lost) => this.onLeasesLost(lost), reportError("lease renewal"));
+  }
+
+  /** Live worker count. */
+  get workerCount(): number {
+    return this.slots.length;
+  }
+
+  /** Workers currently running a handler. */
+  get busyCount(): number {
+    return this.slots.filter((s) => s.current !== null).length;
+  }
+
+  start(): void {
+    for (let i = 0; i < this.options.workerCount; i++) this.addWorker();
+    this.renewer.start();
+    this.fetchLoop ??= this.runFetcher();
+  }
+
+  /** Nudges the fetcher: new work may be ready, or capacity was freed. */
+  wake(): void {
+    this.wakeController.abort();
+  }
+
+  addWorker(): number {
+    const slot: WorkerSlot = { id: this.nextWorkerId++, stopRequested: false, current: null, exited: Promise.resolve(), generation: 0 };
+    this.slots.push(slot);
+    this.spawn(slot);
+    this.wake();
+    return this.slots.length;
+  }
+
+  /** Stops one worker after its current job; false when only one is left. */
+  async removeWorker(): Promise<boolean> {
+    const candidates = this.slots.filter((s) => !s.stopRequested);
+    if (candidates.length <= 1) return false;
+    const slot = candidates.find((s) => s.current === null) ?? candidates[candidates.length - 1]!;
+    slot.stopRequested = true;
+    this.resolveIdleSlot();
+    await slot.exited;
+    return true;
+  }
+
+  /**
+   * Graceful stop: claims no more, releases buffered claims, waits up to
+   * `deadlineMs` for running handlers to finish and commit, then aborts the
+   * rest (left to lease recovery).
+   */
+  async shutdown(deadlineMs: number): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.wake();
+    await this.fetchLoop;
+    const unstarted = this.buffer.splice(0);
+    for (const h of unstarted) this.held.delete(h.job.id);
+    for (const resolve of this.idle.splice(0)) resolve(null);
+    if (unstarted.length > 0) {
+      await this.backend.jobReleaseMany({ claims: unstarted.map((h) => ({ id: h.job.id, attempt: h.job.attempt })), now: this.options.clock.now() })
+        .catch((error) => this.options.onEvent({ type: "error", where: "release", error: describeThrown(error) }));
+    }
+    const deadline = new AbortController();
+    const allExited = Promise.all(this.slots.map((s) => s.exited)).then(() => deadline.abort());
+    await Promise.race([allExited, this.options.clock.sleep(deadlineMs, deadline.signal)]);
+    for (const slot of this.slots) {
+      const h = slot.current;
+      if (h && !h.abandoned) this.abandon(h, new ServerStoppedError(`job ${h.job.id} was still running at the shutdown deadline`));
+    }
+    deadline.abort();
+    await this.batcher.drain();
+    this.batcher.stop();
+    await this.renewer.stop();
+    this.slots.length = 0;
+  }
+
+  // ---- fetcher ------------------------------------------------------------
+
+  private async runFetcher(): Promise<void> {
+    const { clock, pollIntervalMs, leaseMs } = this.options;
+    while (!this.stopping) {
+      const signal = this.wakeController.signal;
+      let waitMs = pollIntervalMs;
+      const workers = this.slots.filter((s) => !s.stopRequested).length;
+      const inFlight = this.buffer.length + this.busyCount;
+      if (inFlight <= workers && workers > 0) {
+        const limit = workers * 2 - inFlight;
+        try {
+          const now = clock.now();
+          const claimed = await this.backend.jobClaimReady({ owner: this.owner, limit, now, leaseExpiresAt: now + leaseMs, jobTypes: this.jobTypes });
+          for (const job of claimed) this.accept(job);
+          if (claimed.length === limit) {
+            // Let completions, timers and I/O run before the next claim: with a
+            // synchronous driver the whole loop would otherwise stay in microtasks.
+            await new Promise<void>((r) => setImmediate(r));
+            continue;
+          }
+          const next = await this.backend.jobNextRunAt({ jobTypes: this.jobTypes });
+          if (next !== null) waitMs = Math.max(1, Math.min(pollIntervalMs, next - clock.now()));
+        } catch (error) {
+          if (this.stopping) break;
+          this.options.onEvent({ type: "error", where: "claim", error: describeThrown(error) });
+        }
+      }
+      if (this.stopping) break;
+      if (!signal.aborted) await clock.sleep(waitMs, signal);
+      if (signal.aborted) this.wakeController = new AbortController();
+    }
+  }
+
+  private accept(job: ClaimedJob): void {
+    const claim: HeldClaim = { job, controller: new AbortController(), started: false, abandoned: false };
+    this.held.set(job.id, claim);
+    const waiter = this.idle.shift();
+    if (waiter) waiter(claim);
+    else this.buffer.push(claim);
+  }
+
+  private onLeasesLost(lost: ClaimKey[]): void {
+    for (const key of lost) {
+      const h = this.held.get(key.id);
+      if (!h || h.job.attempt !== key.attempt) continue;
+      const i = this.buffer.indexOf(h);
+      if (i >= 0) this.buffer.splice(i, 1);
+      this.abandon(h, new LeaseLostError(key.id));
+    }
+  }
+
+  private abandon(h: HeldClaim, reason: Error): void {
+    h.abandoned = true;
+    this.held.delete(h.job.id);
+    h.controller.abort(reason);
+  }
+
+  // ---- workers ------------------------------------------------------------
+
+  private spawn(slot: WorkerSlot): void {
+    const generation = ++slot.generation;
+    slot.exited = this.runWorker(slot, generation).catch((error) => {
+      // A bug in the loop itself: replace it, keep the slot.
+      if (slot.generation !== generation || this.stopping) return;
+      this.options.onEvent({ type: "worker", action: "replaced", workers: this.slots.length, reason: describeThrown(error) });
+      slot.current = null;
+      this.spawn(slot);
+      return slot.exited;
+    });
+  }
+
+  private async runWorker(slot: WorkerSlot, generation: number): Promise<void> {
+    while (!this.stopping && !slot.stopRequested && slot.generation === generation) {
+      const claim = this.buffer.shift() ?? (await new Promise<HeldClaim | null>((r) => this.idle.push(r)));
+      if (!claim) continue;
+      if (claim.abandoned) continue;
+      if (this.stopping || slot.generation !== generation) {
+        this.buffer.unshift(claim);
+        break;
+      }
+      slot.current = claim;
+      const inFlightBefore = this.buffer.length + this.busyCount;
+      const replaced = await this.execute(slot, claim);
+      if (replaced) return; // a fresh loop took over this slot
+      slot.current = null;
+      if (inFlightBefore - 1 <= this.slots.length) this.wake();
+    }
+    if (slot.stopRequested) {
+      const i = this.slots.indexOf(slot);
+      if (i >= 0) this.slots.splice(i, 1);
+      this.options.onEvent({ type: "worker", action: "removed", workers: this.slots.length });
+    }
+  }
+
+  private resolveIdleSlot(): void {
+    // Wake idle loops so a stop-requested one can exit; the others wait again.
+    for (const resolve of this.idle.splice(0)) resolve(null);
+  }
+
+  /** Runs one claim to its outcome. True when the slot was handed to a fresh loop (timeout). */
+  private async execute(slot: WorkerSlot, claim: HeldClaim): Promise<boolean> {
+    const { job } = claim;
+    const handler = this.options.handlers[job.jobType]!;
+    claim.started = true;
+    const emit = (stage: "running" | "success" | "requeued" | "failed", error?: string) =>
+      this.options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage, attempt: job.attempt, ...(error === undefined ? {} : { error }) });
+    let payload: unknown;
+    try {
+      payload = (handler.decode ?? JSON.parse)(job.payload);
+    } catch (cause) {
+      const error = new PayloadDecodeError(job.jobType, describeThrown(cause), cause).message;
+      this.finish(claim, { kind: "fail", error }, () => emit("failed", error));
+      return false;
+    }
+    emit("running");
+    const ctx = { app: this.options.context, jobId: job.id, jobType: job.jobType, attempt: job.attempt, signal: claim.controller.signal, publisher: this.publisher };
+    const timeoutMs = this.options.jobTimeoutMs;
+    const timer = new AbortController();
+    let timedOut = false;
+    const run = Promise.resolve().then(() => handler.handle(ctx, payload));
+    const raced: Promise<unknown> = timeoutMs === null ? run : Promise.race([
+      run,
+      this.options.clock.sleep(timeoutMs, timer.signal).then(() => {
+        if (timer.signal.aborted) return;
+        timedOut = true;
+        throw new JobTimeoutError(job.id, timeoutMs);
+      }),
+    ]);
+    let outcome: JobOutcome;
+    try {
+      await raced;
+      outcome = { kind: "success" };
+    } catch (thrown) {
+      outcome = this.failureOutcome(handler, job, describeThrown(thrown));
+    } finally {
+      timer.abort();
+    }
+    if (timedOut) {
+      claim.controller.abort(new JobTimeoutError(job.id, timeoutMs!));
+      run.catch(() => undefined);
+    }
+    if (!claim.abandoned) {
+      const stage = outcome.kind === "success" ? "success" : outcome.kind === "retry" ? "requeued" : "failed";
+      this.finish(claim, outcome, () => emit(stage, outcome.kind === "success" ? undefined : outcome.error));
+    }
+    if (timedOut && !this.stopping) {
+      slot.current = null;
+      this.options.onEvent({ type: "worker", action: "replaced", workers: this.slots.length, reason: "job timeout" });
+      this.spawn(slot);
+      return true;
+    }
+    return false;
+  }
+
+  private failureOutcome(handler: HandlerRegistration<C>, job: ClaimedJob, error: string): JobOutcome {
+    let policy: RetryPolicy;
+    let replacement: string | undefined;
+    try {
+      if (handler.retry) {
+        policy = handler.retry(this.options.context);
+        replacement = JSON.stringify(policy);
+      } else {
+        policy = RetryPolicy.fromJson(JSON.parse(job.retryPolicy) as RetryPolicyJson);
+      }
+    } catch (cause) {
+      policy = this.options.defaultRetryPolicy;
+      error = `${error} (retry policy unavailable: ${describeThrown(cause)})`;
+    }
+    const delay = policy.delayBeforeRetry(job.attempt, this.random);
+    if (delay === null) return { kind: "fail", error };
+    return { kind: "retry", runAt: this.options.clock.now() + delay, error, retryPolicy: replacement };
+  }
+
+  private finish(claim: HeldClaim, outcome: JobOutcome, onApplied: () => void): void {
+    void this.batcher.submit({ id: claim.job.id, attempt: claim.job.attempt, outcome }).then((applied) => {
+      if (this.held.get(claim.job.id) === claim) this.held.delete(claim.job.id);
+      if (applied) onApplied();
+      if (outcome.kind === "retry") this.wake();
+    });
+  }
+}
