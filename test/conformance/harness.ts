@@ -1,0 +1,77 @@
+/** Shared test set-up: servers on a fresh database, event recording, condition waits. */
+import { afterEach } from "vitest";
+import { BackgroundJobServer, type ServerEvent, type ServerOptions } from "@later/runtime";
+import type { BackendEntry, TestDatabase } from "./backends.js";
+
+/** Polls `condition` every 5 ms until it holds or `timeoutMs` passes (then throws with `what`). */
+export async function waitFor<T>(condition: () => T | Promise<T>, what = "condition", timeoutMs = 10_000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await condition();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+export interface Harness {
+  db: TestDatabase;
+  events: ServerEvent[];
+  start<C>(options: Omit<ServerOptions<C>, "backend" | "context"> & { context?: C; namespace?: string }): Promise<BackgroundJobServer<C>>;
+  /** Job events (type "job") for one job id. */
+  stagesOf(jobId: string): string[];
+}
+
+/** Creates a harness per test; every server it started is shut down after the test. */
+export function useHarness(entry: BackendEntry): () => Harness {
+  let current: Harness | null = null;
+  const servers: BackgroundJobServer<unknown>[] = [];
+  const dbs: TestDatabase[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((s) => s.shutdown({ deadlineMs: 0 })));
+    await Promise.all(dbs.splice(0).map((d) => d.dispose()));
+    current = null;
+  });
+  return () => {
+    if (current) return current;
+    const events: ServerEvent[] = [];
+    let db: TestDatabase | null = null;
+    const h: Harness = {
+      get db() {
+        if (!db) throw new Error("call start() first");
+        return db;
+      },
+      events,
+      async start(options) {
+        if (!db) {
+          db = await entry.createDatabase();
+          dbs.push(db);
+        }
+        const { namespace, onEvent, context, ...rest } = options;
+        const server = await BackgroundJobServer.start({
+          autoMigrate: true,
+          pollIntervalMs: 50,
+          ...rest,
+          context: context as never,
+          backend: db.backend(namespace),
+          onEvent: (e) => {
+            events.push(e);
+            onEvent?.(e);
+          },
+        });
+        servers.push(server as BackgroundJobServer<unknown>);
+        return server;
+      },
+      stagesOf: (jobId) => events.flatMap((e) => (e.type === "job" && e.jobId === jobId ? [e.stage] : [])),
+    };
+    current = h;
+    return h;
+  };
+}
+
+/** A promise with its resolve function, for handlers the test releases. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
