@@ -1,0 +1,213 @@
+import { describe, expect, it } from "vitest";
+import { newJobId, RetryPolicy, type ServerEvent } from "@later/runtime";
+import { ManualClock } from "@later/runtime/testing";
+import { BACKENDS } from "./backends.js";
+import { deferred, useHarness, waitFor } from "./harness.js";
+
+const policy = JSON.stringify(RetryPolicy.fixed(3, 0));
+
+describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
+  const harness = useHarness(entry);
+
+  it("J7: the lease renews while a slow handler runs, so no other server rescues it", async () => {
+    const h = harness();
+    const clock = new ManualClock();
+    const gate = deferred();
+    let runs = 0;
+    const opts = { clock, leaseMs: 3_000, stuckGraceMs: 1_000, rescueIntervalMs: 1_000_000 };
+    const slow = await h.start({ ...opts, handlers: { slow: { handle: async () => { runs++; await gate.promise; } } } });
+    const rescuer = await h.start({ ...opts, handlers: { slow: { handle: () => { runs++; } } } });
+    const id = await slow.publisher.enqueue("slow", {});
+    await waitFor(() => runs === 1, "handler started");
+    const before = (await slow.backend.jobGet({ id }))!.leaseExpiresAt!;
+    for (let i = 0; i < 10; i++) {
+      clock.advance(1_000); // the renewer wakes every leaseMs / 3
+      await waitFor(async () => (await slow.backend.jobGet({ id }))!.leaseExpiresAt! >= clock.now() + 2_000, "lease renewed");
+      expect(await rescuer.rescueStuckJobs()).toBe(0);
+    }
+    expect((await slow.backend.jobGet({ id }))!.leaseExpiresAt!).toBeGreaterThan(before + 9_000);
+    gate.resolve();
+    await waitFor(async () => (await slow.backend.jobGet({ id }))?.stage === "success", "success");
+    expect(runs).toBe(1);
+  });
+
+  it("J7: a job whose worker vanished mid-handler is retried after its lease expired for a while", async () => {
+    const h = harness();
+    const clock = new ManualClock();
+    const ran: number[] = [];
+    const server = await h.start({
+      clock, leaseMs: 5_000, stuckGraceMs: 2_000, rescueIntervalMs: 1_000_000,
+      handlers: { work: { handle: (ctx) => void ran.push(ctx.attempt) } },
+    });
+    // A worker of another process claims the job and dies without a trace.
+    const ghost = h.db.backend();
+    await ghost.open();
+    const now = clock.now();
+    const id = newJobId(now);
+    const spent = newJobId(now + 1);
+    await ghost.jobInsertMany({ now, jobs: [
+      { id, jobType: "work", payload: "{}", runAt: now, retryPolicy: policy },
+      { id: spent, jobType: "work", payload: "{}", runAt: now, retryPolicy: JSON.stringify(RetryPolicy.noRetries()) },
+    ] });
+    expect(await ghost.jobClaimReady({ owner: "ghost", limit: 2, now, leaseExpiresAt: now + 5_000, jobTypes: ["work"] })).toHaveLength(2);
+    await ghost.close();
+    clock.advance(6_000); // expired, but not for long enough
+    expect(await server.rescueStuckJobs()).toBe(0);
+    clock.advance(1_001);
+    expect(await server.rescueStuckJobs()).toBe(2);
+    await waitFor(() => ran.length === 1, "retried job ran");
+    expect(ran).toEqual([2]);
+    const job = await waitFor(async () => { const j = await server.backend.jobGet({ id }); return j?.stage === "success" ? j : null; }, "success");
+    expect(job.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
+    const failed = await server.backend.jobGet({ id: spent });
+    expect(failed?.stage).toBe("failed");
+    expect(failed?.lastError).toMatch(/lease of attempt 1 expired/);
+  });
+
+  it("J7: a lost lease aborts the handler's signal and its result is discarded", async () => {
+    const h = harness();
+    const clock = new ManualClock();
+    const gate = deferred();
+    let signal: AbortSignal | null = null;
+    const server = await h.start({
+      clock, leaseMs: 3_000, stuckGraceMs: 0, rescueIntervalMs: 1_000_000,
+      handlers: { work: { handle: async (ctx) => { if (ctx.attempt === 1) { signal = ctx.signal; await gate.promise; } } } },
+    });
+    const id = await server.publisher.enqueue("work", {});
+    await waitFor(() => signal, "first attempt running");
+    // Someone else takes the job over (as the sweep does once the lease expired).
+    const other = h.db.backend();
+    await other.open();
+    await other.jobFinishMany({ finishes: [{ id, attempt: 1, outcome: { kind: "retry", runAt: clock.now() + 60_000, error: "taken over" } }], now: clock.now(), retentionMs: 1000 });
+    await other.close();
+    clock.advance(1_000);
+    await waitFor(() => signal!.aborted, "signal aborted");
+    expect((signal!.reason as { code?: string }).code).toBe("LEASE_LOST");
+    gate.resolve();
+    clock.advance(60_000);
+    await waitFor(async () => (await server.backend.jobGet({ id }))?.stage === "success", "second attempt succeeds");
+    expect((await server.backend.jobGet({ id }))?.attempt).toBe(2);
+  });
+
+  it("J9: addWorker raises concurrency at once; removeWorker waits for the current job and keeps the last worker", async () => {
+    const h = harness();
+    const gates = new Map<number, ReturnType<typeof deferred>>();
+    let running = 0;
+    const server = await h.start({
+      workerCount: 1,
+      handlers: { hold: { handle: async (_c, p) => { running++; const g = deferred(); gates.set((p as { i: number }).i, g); await g.promise; running--; } } },
+    });
+    await server.publisher.enqueueMany("hold", [{ i: 0 }, { i: 1 }, { i: 2 }]);
+    await waitFor(() => running === 1, "one running");
+    expect(server.addWorker()).toBe(2);
+    await waitFor(() => running === 2, "two running after addWorker");
+    let removed: boolean | null = null;
+    const removal = server.removeWorker().then((r) => (removed = r));
+    gates.get(0)!.resolve();
+    gates.get(1)?.resolve();
+    await removal;
+    expect(removed).toBe(true);
+    expect(server.workerCount).toBe(1);
+    expect(await server.removeWorker()).toBe(false);
+    expect(server.workerCount).toBe(1);
+    await waitFor(() => gates.size === 3, "third job started on the remaining worker");
+    gates.get(2)!.resolve();
+  });
+
+  it("J9: shutdown lets running handlers commit, aborts the rest at the deadline, and leaves them to lease recovery", async () => {
+    const h = harness();
+    const finishing = deferred();
+    const signals: AbortSignal[] = [];
+    const server = await h.start({
+      workerCount: 2,
+      handlers: {
+        quick: { handle: async () => { await finishing.promise; } },
+        never: { handle: (ctx) => { signals.push(ctx.signal); return new Promise(() => undefined); } },
+      },
+    });
+    const quick = await server.publisher.enqueue("quick", {});
+    const never = await server.publisher.enqueue("never", {});
+    await waitFor(() => signals.length === 1 && h.stagesOf(quick).includes("running"), "both running");
+    const shutdown = server.shutdown({ deadlineMs: 300 });
+    finishing.resolve();
+    await shutdown;
+    expect(signals[0]!.aborted).toBe(true);
+    const check = h.db.backend();
+    await check.open();
+    expect((await check.jobGet({ id: quick }))?.stage).toBe("success");
+    const left = await check.jobGet({ id: never });
+    expect(left?.stage).toBe("running");
+    expect(left?.leaseExpiresAt).not.toBeNull();
+    await check.close();
+  });
+
+  it("J11: terminal jobs expire and the sweep deletes them in batches", async () => {
+    const h = harness();
+    const clock = new ManualClock();
+    const server = await h.start({ clock, retentionMs: 60_000, sweepBatchSize: 3, sweepIntervalMs: 1_000_000_000, handlers: { t: { handle: () => undefined } } });
+    const events: ServerEvent[] = h.events;
+    const ids = await server.publisher.enqueueMany("t", Array.from({ length: 10 }, (_, i) => ({ i })));
+    await waitFor(async () => (await server.backend.jobCountByStage()).counts.success === 10, "all done");
+    const pending = await server.publisher.enqueue("t", {}, { delayMs: 1_000_000 });
+    clock.advance(30_000);
+    expect(await server.sweepExpiredJobs()).toBe(0);
+    clock.advance(30_001);
+    expect(await server.sweepExpiredJobs()).toBe(10);
+    for (const id of ids) expect(await server.backend.jobGet({ id })).toBeNull();
+    expect((await server.backend.jobGet({ id: pending }))?.stage).toBe("delayed");
+    void events;
+  });
+
+  it("J13: a handler that hangs past jobTimeoutMs fails its attempt and its worker is replaced", async () => {
+    const h = harness();
+    const clock = new ManualClock();
+    const done: string[] = [];
+    const server = await h.start({
+      clock, workerCount: 1, jobTimeoutMs: 10_000, defaultRetryPolicy: RetryPolicy.noRetries(),
+      handlers: { hang: { handle: () => new Promise(() => undefined) }, ok: { handle: (ctx) => void done.push(ctx.jobId) } },
+    });
+    const hung = await server.publisher.enqueue("hang", {});
+    await waitFor(() => h.stagesOf(hung).includes("running"), "hung job running");
+    const next = await server.publisher.enqueue("ok", {});
+    clock.advance(10_000);
+    await waitFor(() => done.includes(next), "the replacement worker runs the next job");
+    const job = await server.backend.jobGet({ id: hung });
+    expect(job?.stage).toBe("failed");
+    expect(job?.lastError).toMatch(/longer than jobTimeoutMs/);
+    expect(h.events.some((e) => e.type === "worker" && e.action === "replaced")).toBe(true);
+    expect(server.workerCount).toBe(1);
+  });
+
+  it("J14: autoscale adds a worker when the backlog exceeds ~20 per worker and removes one after three empty ticks", async () => {
+    const h = harness();
+    const clock = new ManualClock();
+    const gate = deferred();
+    let started = 0;
+    const server = await h.start({
+      clock, workerCount: 1, workerAutoscale: { min: 1, max: 2 }, autoscaleIntervalMs: 15_000,
+      handlers: { w: { handle: async () => { started++; await gate.promise; } } },
+    });
+    await server.publisher.enqueueMany("w", Array.from({ length: 50 }, (_, i) => ({ i })));
+    await waitFor(() => started === 1, "first job running");
+    expect(await server.autoscaleTick()).toBe(1);
+    expect(server.workerCount).toBe(2);
+    expect(await server.autoscaleTick()).toBe(0); // at max
+    gate.resolve();
+    await waitFor(async () => (await server.backend.jobCountByStage()).counts.success === 50, "backlog drained");
+    expect(await server.autoscaleTick()).toBe(0);
+    expect(await server.autoscaleTick()).toBe(0);
+    expect(await server.autoscaleTick()).toBe(-1);
+    expect(server.workerCount).toBe(1);
+    expect(await server.autoscaleTick()).toBe(0); // at min
+  });
+
+  it("vacuumIntervalMs runs VACUUM through maintenance when the backend supports it", async () => {
+    const h = harness();
+    const clock = new ManualClock();
+    const server = await h.start({ clock, vacuumIntervalMs: 60_000, handlers: { t: { handle: () => undefined } } });
+    clock.advance(60_000);
+    if (server.backend.capabilities.supportsVacuum) {
+      await waitFor(() => h.events.some((e) => e.type === "maintenance" && e.task === "vacuum"), "vacuum ran");
+    }
+  });
+});
