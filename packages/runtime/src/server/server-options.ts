@@ -91,6 +91,8 @@ export interface ServerOptions<C> {
 export interface ResolvedServerOptions<C> extends Required<Omit<ServerOptions<C>, "workerAutoscale" | "onEvent">> {
   workerAutoscale: WorkerAutoscaleOptions | null;
   onEvent: (event: ServerEvent) => void;
+  /** False when no `onEvent` was given, so hot paths skip building events. */
+  eventsEnabled: boolean;
   vacuumIntervalMs: number | null;
   jobTimeoutMs: number | null;
 }
@@ -158,6 +160,7 @@ export function resolveServerOptions<C>(options: ServerOptions<C>): ResolvedServ
     autoMigrate: options.autoMigrate ?? false,
     clock: options.clock ?? systemClock,
     random: options.random ?? Math.random,
+    eventsEnabled: onEvent !== undefined,
     onEvent: (event) => {
       try {
         onEvent?.(event);

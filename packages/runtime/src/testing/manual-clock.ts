@@ -2,7 +2,7 @@ import type { Clock } from "../core/clock.js";
 
 /**
  * A clock that moves only when told. `sleep` resolves once `advance` has
- * moved the time past its deadline (or its signal aborts), so leases,
+ * moved the time past its deadline (at once for `ms <= 0`, or when its signal aborts), so leases,
  * retries and intervals are tested without waiting for wall time.
  */
 export class ManualClock implements Clock {
@@ -19,7 +19,7 @@ export class ManualClock implements Clock {
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
-      if (signal?.aborted) return resolve();
+      if (signal?.aborted || ms <= 0) return resolve();
       const entry = { until: this.current + Math.max(0, ms), resolve: () => resolve() };
       this.sleepers.push(entry);
       signal?.addEventListener("abort", () => {

@@ -18,9 +18,12 @@
  *      └─ every held claim's lease is renewed by the LeaseRenewer until written
  * ```
  *
- * The fetcher keeps up to `2 × workers` claims in flight (running plus
- * buffered) and claims again once half of that is free, so a free worker
- * starts its next job without a round trip and each claim is a batch.
+ * The fetcher keeps a target of claims in flight (running plus buffered):
+ * `2 × workers`, raised towards 32 (at most `4 × workers`) because larger
+ * batches amortise each write transaction. It claims again once half of
+ * the target is free, so a free worker starts its next job without a round
+ * trip and each claim is a batch. Claimed-but-unstarted jobs hold a renewed
+ * lease like running ones and are released at shutdown.
  *
  * Supervision: a worker loop that throws (a bug in later, never a handler
  * error) is replaced; a handler that outlives `jobTimeoutMs` fails its
@@ -38,11 +41,19 @@ import { LeaseRenewer } from "./lease-renewer.js";
 
 interface HeldClaim {
   job: ClaimedJob;
-  controller: AbortController;
+  /** Created on first use of `ctx.signal` (most handlers never read it; creating one per job is measurable). */
+  controller: AbortController | null;
+  /** Why the claim was abandoned, for a signal created afterwards. */
+  abortReason: Error | null;
+  /** When the handler started (clock ms), for the timeout watchdog. */
+  startedAt: number;
   /** Set once a worker started it. */
   started: boolean;
-  /** Lease lost, timed out or abandoned at shutdown: its outcome is not written. */
+  /** Lease lost or abandoned at shutdown: its outcome is not written. */
   abandoned: boolean;
+  timedOut?: boolean;
+  /** Set while running: fails the attempt when the watchdog finds it past `jobTimeoutMs`. */
+  onTimeout?: () => void;
 }
 
 interface WorkerSlot {
@@ -68,6 +79,10 @@ export class WorkerPool<C> {
   private readonly renewer: LeaseRenewer;
   private readonly jobTypes: string[];
   private readonly random: RandomSource;
+  private readonly stopSignal = new AbortController();
+  /** Smallest claim target (running + buffered): larger batches amortise each write transaction. */
+  private readonly claimBatch = 32;
+  private watchdog: Promise<void> | null = null;
 
   constructor(
     private readonly options: ResolvedServerOptions<C>,
@@ -101,6 +116,7 @@ export class WorkerPool<C> {
     for (let i = 0; i < this.options.workerCount; i++) this.addWorker();
     this.renewer.start();
     this.fetchLoop ??= this.runFetcher();
+    if (this.options.jobTimeoutMs !== null) this.watchdog ??= this.runWatchdog(this.options.jobTimeoutMs);
   }
 
   /** Nudges the fetcher: new work may be ready, or capacity was freed. */
@@ -135,6 +151,7 @@ export class WorkerPool<C> {
   async shutdown(deadlineMs: number): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    this.stopSignal.abort();
     this.wake();
     await this.fetchLoop;
     const unstarted = this.buffer.splice(0);
@@ -155,6 +172,7 @@ export class WorkerPool<C> {
     await this.batcher.drain();
     this.batcher.stop();
     await this.renewer.stop();
+    await this.watchdog;
     this.slots.length = 0;
   }
 
@@ -167,8 +185,9 @@ export class WorkerPool<C> {
       let waitMs = pollIntervalMs;
       const workers = this.slots.filter((s) => !s.stopRequested).length;
       const inFlight = this.buffer.length + this.busyCount;
-      if (inFlight <= workers && workers > 0) {
-        const limit = workers * 2 - inFlight;
+      const target = Math.max(workers * 2, Math.min(this.claimBatch, workers * 4));
+      if (inFlight <= target / 2 && workers > 0) {
+        const limit = target - inFlight;
         try {
           const now = clock.now();
           const claimed = await this.backend.jobClaimReady({ owner: this.owner, limit, now, leaseExpiresAt: now + leaseMs, jobTypes: this.jobTypes });
@@ -193,7 +212,7 @@ export class WorkerPool<C> {
   }
 
   private accept(job: ClaimedJob): void {
-    const claim: HeldClaim = { job, controller: new AbortController(), started: false, abandoned: false };
+    const claim: HeldClaim = { job, controller: null, abortReason: null, startedAt: 0, started: false, abandoned: false };
     this.held.set(job.id, claim);
     const waiter = this.idle.shift();
     if (waiter) waiter(claim);
@@ -212,8 +231,36 @@ export class WorkerPool<C> {
 
   private abandon(h: HeldClaim, reason: Error): void {
     h.abandoned = true;
+    h.abortReason = reason;
     this.held.delete(h.job.id);
-    h.controller.abort(reason);
+    h.controller?.abort(reason);
+  }
+
+  private signalOf(h: HeldClaim): AbortSignal {
+    if (!h.controller) {
+      h.controller = new AbortController();
+      if (h.abortReason) h.controller.abort(h.abortReason);
+    }
+    return h.controller.signal;
+  }
+
+  /**
+   * One loop for every handler's timeout, instead of a timer per job:
+   * checks the running claims every `min(jobTimeoutMs / 4, 1 s)`.
+   */
+  private async runWatchdog(timeoutMs: number): Promise<void> {
+    const { clock } = this.options;
+    while (!this.stopping) {
+      await clock.sleep(Math.max(1, Math.min(Math.floor(timeoutMs / 4), 1_000)), this.stopSignal.signal);
+      const now = clock.now();
+      for (const slot of this.slots) {
+        const h = slot.current;
+        if (h && !h.abandoned && !h.timedOut && now - h.startedAt >= timeoutMs) {
+          h.timedOut = true;
+          h.onTimeout?.();
+        }
+      }
+    }
   }
 
   // ---- workers ------------------------------------------------------------
@@ -264,7 +311,7 @@ export class WorkerPool<C> {
     const handler = this.options.handlers[job.jobType]!;
     claim.started = true;
     const emit = (stage: "running" | "success" | "requeued" | "failed", error?: string) =>
-      this.options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage, attempt: job.attempt, ...(error === undefined ? {} : { error }) });
+      this.options.eventsEnabled && this.options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage, attempt: job.attempt, ...(error === undefined ? {} : { error }) });
     let payload: unknown;
     try {
       payload = (handler.decode ?? JSON.parse)(job.payload);
@@ -274,17 +321,18 @@ export class WorkerPool<C> {
       return false;
     }
     emit("running");
-    const ctx = { app: this.options.context, jobId: job.id, jobType: job.jobType, attempt: job.attempt, signal: claim.controller.signal, publisher: this.publisher };
+    const pool = this;
+    const ctx = {
+      app: this.options.context, jobId: job.id, jobType: job.jobType, attempt: job.attempt, publisher: this.publisher,
+      get signal() { return pool.signalOf(claim); },
+    };
     const timeoutMs = this.options.jobTimeoutMs;
-    const timer = new AbortController();
-    let timedOut = false;
+    claim.startedAt = this.options.clock.now();
     const run = Promise.resolve().then(() => handler.handle(ctx, payload));
     const raced: Promise<unknown> = timeoutMs === null ? run : Promise.race([
       run,
-      this.options.clock.sleep(timeoutMs, timer.signal).then(() => {
-        if (timer.signal.aborted) return;
-        timedOut = true;
-        throw new JobTimeoutError(job.id, timeoutMs);
+      new Promise<never>((_, reject) => {
+        claim.onTimeout = () => reject(new JobTimeoutError(job.id, timeoutMs));
       }),
     ]);
     let outcome: JobOutcome;
@@ -293,11 +341,12 @@ export class WorkerPool<C> {
       outcome = { kind: "success" };
     } catch (thrown) {
       outcome = this.failureOutcome(handler, job, describeThrown(thrown));
-    } finally {
-      timer.abort();
     }
+    claim.onTimeout = undefined;
+    const timedOut = claim.timedOut === true;
     if (timedOut) {
-      claim.controller.abort(new JobTimeoutError(job.id, timeoutMs!));
+      claim.abortReason = new JobTimeoutError(job.id, timeoutMs!);
+      claim.controller?.abort(claim.abortReason);
       run.catch(() => undefined);
     }
     if (!claim.abandoned) {

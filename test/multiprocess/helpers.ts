@@ -1,0 +1,177 @@
+/**
+ * Shared set-up of the multi-process tests: a temp folder per test, child
+ * processes running `worker-child.mjs` (their stdout read line by line),
+ * condition waits with a deadline, and cleanup that SIGKILLs whatever is
+ * still alive after each test.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { afterEach } from "vitest";
+import { newJobId, RetryPolicy, type Backend, type JobInsert, type JobRecord } from "@later/runtime";
+
+export const CHILD_SCRIPT = fileURLToPath(new URL("./worker-child.mjs", import.meta.url));
+
+/** Polls `condition` every 10 ms until it is truthy or `timeoutMs` passes (then throws naming `what`). */
+export async function waitFor<T>(condition: () => T | Promise<T>, what: string, timeoutMs = 10_000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await condition();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** What `worker-child.mjs` is told in its argv (JSON). */
+export interface ChildConfig {
+  file: string;
+  namespace: string;
+  workerCount: number;
+  /** Appends each finished job id to this file (one line, before the handler returns). */
+  logFile?: string;
+  /** Prints `done <id> <attempt> <epochMs>` from each handler. */
+  printDone?: boolean;
+  /** Jobs whose payload is `{ hang: true }` print `started <id> <attempt>` and never finish. */
+  hangOnPayload?: boolean;
+  /** Extra server options (leaseMs, pollIntervalMs, ...). */
+  server?: Record<string, number>;
+}
+
+export class Child {
+  readonly lines: string[] = [];
+  readonly stderr: string[] = [];
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private readonly listeners = new Set<() => void>();
+  private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+
+  constructor(readonly name: string, readonly proc: ChildProcess) {
+    createInterface({ input: proc.stdout! }).on("line", (line) => {
+      this.lines.push(line);
+      for (const l of this.listeners) l();
+    });
+    createInterface({ input: proc.stderr! }).on("line", (line) => this.stderr.push(line));
+    this.exited = new Promise((resolve) => {
+      proc.once("exit", (code, signal) => {
+        this.exitInfo = { code, signal };
+        for (const l of this.listeners) l();
+        resolve(this.exitInfo);
+      });
+    });
+  }
+
+  get alive(): boolean {
+    return this.exitInfo === null;
+  }
+
+  /** Resolves with the first stdout line (already seen or future) matching `test`; rejects after `timeoutMs` or when the child exits first. */
+  waitForLine(test: (line: string) => boolean, what: string, timeoutMs = 10_000): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const hit = this.lines.find(test);
+        if (hit !== undefined) return finish(() => resolve(hit));
+        if (this.exitInfo) {
+          return finish(() => reject(new Error(`${this.name} exited (${JSON.stringify(this.exitInfo)}) before ${what}; stderr:\n${this.stderr.join("\n")}`)));
+        }
+      };
+      const timer = setTimeout(() => finish(() => reject(new Error(`${this.name}: timed out after ${timeoutMs} ms waiting for ${what}; stderr:\n${this.stderr.join("\n")}`))), timeoutMs);
+      const finish = (settle: () => void) => {
+        clearTimeout(timer);
+        this.listeners.delete(check);
+        settle();
+      };
+      this.listeners.add(check);
+      check();
+    });
+  }
+
+  /** Waits for the child's `ready <instanceId>` line; returns the instance id. */
+  async ready(timeoutMs = 15_000): Promise<string> {
+    const line = await this.waitForLine((l) => l.startsWith("ready "), "ready", timeoutMs);
+    return line.slice("ready ".length);
+  }
+
+  /** Graceful stop: asks the child to shut its server down, then waits for it to exit (SIGKILL after `timeoutMs`). */
+  async stop(timeoutMs = 10_000): Promise<void> {
+    if (!this.alive) return;
+    this.proc.stdin!.end("stop\n");
+    const timer = setTimeout(() => this.kill(), timeoutMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  /** SIGKILL (no cleanup of any kind in the child), then waits for the exit. */
+  async kill(): Promise<void> {
+    if (this.alive) this.proc.kill("SIGKILL");
+    await this.exited;
+  }
+
+  /** Lines the child printed for runtime error events. */
+  errorLines(): string[] {
+    return this.lines.filter((l) => l.startsWith("event-error "));
+  }
+}
+
+/**
+ * One per test file: `tempDir()` makes a fresh folder, `spawnChild()` starts a
+ * child; after each test every child still alive is SIGKILLed, every backend
+ * registered with `track` is closed and the folders are removed.
+ */
+export function useProcesses(): {
+  tempDir(): string;
+  spawnChild(name: string, config: ChildConfig): Child;
+  track(backend: Backend): Backend;
+} {
+  const children: Child[] = [];
+  const dirs: string[] = [];
+  const backends: Backend[] = [];
+  afterEach(async () => {
+    await Promise.all(children.splice(0).map((c) => c.kill()));
+    await Promise.all(backends.splice(0).map((b) => b.close()));
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    tempDir() {
+      const dir = mkdtempSync(join(tmpdir(), "later-mp-"));
+      dirs.push(dir);
+      return dir;
+    },
+    spawnChild(name, config) {
+      const proc = spawn(process.execPath, [CHILD_SCRIPT, JSON.stringify(config)], { stdio: ["pipe", "pipe", "pipe"] });
+      const child = new Child(name, proc);
+      children.push(child);
+      return child;
+    },
+    track(backend) {
+      backends.push(backend);
+      return backend;
+    },
+  };
+}
+
+/** Rows for `jobInsertMany`: job type "work", runnable now (or at `runAt`), with the given payloads. */
+export function jobRows(payloads: readonly unknown[], options: { now: number; runAt?: number; retry?: RetryPolicy }): JobInsert[] {
+  const retryPolicy = JSON.stringify(options.retry ?? RetryPolicy.fixed(3, 0));
+  return payloads.map((payload) => ({
+    id: newJobId(options.now),
+    jobType: "work",
+    payload: JSON.stringify(payload),
+    runAt: options.runAt ?? options.now,
+    retryPolicy,
+  }));
+}
+
+/** Every job record of the backend's namespace, paging through `jobList`. */
+export async function allJobs(backend: Backend): Promise<JobRecord[]> {
+  const out: JobRecord[] = [];
+  let afterId: string | undefined;
+  for (;;) {
+    const page = await backend.jobList({ limit: 1000, ...(afterId === undefined ? {} : { afterId }) });
+    out.push(...page);
+    if (page.length < 1000) return out;
+    afterId = page[page.length - 1]!.id;
+  }
+}

@@ -1,0 +1,52 @@
+// A job server in its own process, for the multi-process tests.
+//
+// argv[2] is a JSON config (see ChildConfig in helpers.ts). stdout protocol,
+// one line each:
+//   ready <instanceId>            the server has started
+//   started <jobId> <attempt>     a { hang: true } job began and will never finish
+//   done <jobId> <attempt> <ms>   a handler finished (with printDone), wall clock ms
+//   event-error <where> <error>   the runtime reported an error event
+//   stopped                       graceful shutdown finished (after "stop" on stdin, or stdin EOF)
+import { appendFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { BackgroundJobServer, sqlite } from "@later/runtime";
+
+const config = JSON.parse(process.argv[2]);
+const say = (line) => process.stdout.write(`${line}\n`);
+
+const server = await BackgroundJobServer.start({
+  context: {},
+  backend: sqlite({ file: config.file, namespace: config.namespace }),
+  autoMigrate: true,
+  workerCount: config.workerCount,
+  ...config.server,
+  handlers: {
+    work: {
+      handle: async (ctx, payload) => {
+        if (config.hangOnPayload && payload !== null && typeof payload === "object" && payload.hang === true) {
+          say(`started ${ctx.jobId} ${ctx.attempt}`);
+          await new Promise(() => {}); // never settles: only SIGKILL ends this attempt
+        }
+        if (config.logFile) appendFileSync(config.logFile, `${ctx.jobId}\n`);
+        if (config.printDone) say(`done ${ctx.jobId} ${ctx.attempt} ${Date.now()}`);
+      },
+    },
+  },
+  onEvent: (event) => {
+    if (event.type === "error") say(`event-error ${event.where} ${event.error.replace(/\s+/g, " ")}`);
+  },
+});
+say(`ready ${server.instanceId}`);
+
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  await server.shutdown({ deadlineMs: 2_000 });
+  say("stopped");
+  process.exit(0);
+};
+// EOF on stdin too: a parent that died takes its children with it.
+createInterface({ input: process.stdin }).on("line", (line) => {
+  if (line.trim() === "stop") void stop();
+}).on("close", () => void stop());
