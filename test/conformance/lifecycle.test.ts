@@ -91,7 +91,7 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
 
   it("J9: addWorker raises concurrency at once; removeWorker waits for the current job and keeps the last worker", async () => {
     const h = harness();
-    const gates = new Map<number, ReturnType<typeof deferred>>();
+    const gates = new Map<number, ReturnType<typeof deferred<void>>>();
     let running = 0;
     const server = await h.start({
       workerCount: 1,

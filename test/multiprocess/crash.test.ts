@@ -1,7 +1,7 @@
 /**
- * A process is SIGKILLed while it runs a job (and holds another claim in its
- * buffer): once the lease has expired, a server in another process rescues
- * both and runs them again; nothing else is lost or run twice.
+ * A process is SIGKILLed while it runs a job (and holds more claims in its
+ * buffer): once the leases have expired, a server in another process rescues
+ * them all and runs them again; nothing else is lost or run twice.
  */
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -21,8 +21,8 @@ describe("a worker process killed mid-job", () => {
     const parent = processes.track(sqlite({ file, namespace: NAMESPACE }));
     await prepareBackend(parent, true);
 
-    // The hanging job is due first, so the single worker of the first child takes it;
-    // the fetcher claims 2 x workers, so one more job sits claimed in that child's buffer.
+    // The hanging job is due first, so the single worker of the first child takes it; the
+    // fetcher claims a batch, so more jobs sit claimed (leased, unstarted) in that child's buffer.
     const now = Date.now();
     const [hang] = jobRows([{ hang: true }], { now, runAt: now - 1_000 });
     const others = jobRows(Array.from({ length: OTHERS }, (_, i) => ({ n: i })), { now });
