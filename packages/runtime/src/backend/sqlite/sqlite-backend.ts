@@ -228,17 +228,31 @@ export class SqliteBackend implements B.Backend {
       const applied: B.ClaimKey[] = [];
       const succeeded: string[] = [];
       const failed: { id: string; error: string }[] = [];
+      // Successes, the hot path: one statement for the whole batch, each row
+      // matched on its claim (id, attempt) through the primary key (the unary
+      // `+` keeps the planner off the running index, which it would scan).
+      const successes = params.finishes.filter((f) => f.outcome.kind === "success");
+      if (successes.length > 0) {
+        const claimsJson = JSON.stringify(successes.map((f) => [f.id, f.attempt]));
+        const rows = this.all(
+          `UPDATE later_jobs SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
+             stages = json_insert(stages, '$[#]', json_array('success', ?))
+           WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
+             AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
+             AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
+           RETURNING id, attempt`,
+          params.now, expires, params.now, ns, guard, claimsJson, claimsJson);
+        for (const r of rows) {
+          applied.push({ id: String(r.id), attempt: Number(r.attempt) });
+          succeeded.push(String(r.id));
+        }
+      }
       for (const f of params.finishes) {
         const o = f.outcome;
+        if (o.kind === "success") continue;
         const where = `WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? AND coalesce(lease_expires_at, 0) < ?`;
         let changes: number;
-        if (o.kind === "success") {
-          changes = this.run(
-            `UPDATE later_jobs SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
-               stages = json_insert(stages, '$[#]', json_array('success', ?)) ${where}`,
-            params.now, expires, params.now, f.id, ns, f.attempt, guard);
-          if (changes) succeeded.push(f.id);
-        } else if (o.kind === "retry") {
+        if (o.kind === "retry") {
           changes = this.run(
             `UPDATE later_jobs SET stage = 'requeued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
                retry_policy = coalesce(?, retry_policy), stages = json_insert(stages, '$[#]', json_array('requeued', ?)) ${where}`,
@@ -253,11 +267,11 @@ export class SqliteBackend implements B.Backend {
         if (changes) applied.push({ id: f.id, attempt: f.attempt });
       }
       let released = 0;
-      for (const id of succeeded) {
-        released += this.run(
+      if (succeeded.length > 0) {
+        released = this.run(
           `UPDATE later_jobs SET stage = 'enqueued', run_at = ?, updated_at = ?, stages = json_insert(stages, '$[#]', json_array('enqueued', ?))
-           WHERE parent_id = ? AND namespace = ? AND stage = 'waiting'`,
-          params.now, params.now, params.now, id, ns);
+           WHERE parent_id IN (SELECT value FROM json_each(?)) AND namespace = ? AND stage = 'waiting'`,
+          params.now, params.now, params.now, JSON.stringify(succeeded), ns);
       }
       // A final failure fails the waiting continuations, down the whole chain.
       while (failed.length > 0) {
