@@ -75,6 +75,8 @@ export class WorkerPool<C> {
   private stopping = false;
   private fetchLoop: Promise<void> | null = null;
   private wakeController = new AbortController();
+  /** False after a claim came back short, until a "work" wake or the poll timer. */
+  private moreMayBeReady = true;
   private readonly batcher: CompletionBatcher;
   private readonly renewer: LeaseRenewer;
   private readonly jobTypes: string[];
@@ -119,9 +121,20 @@ export class WorkerPool<C> {
     if (this.options.jobTimeoutMs !== null) this.watchdog ??= this.runWatchdog(this.options.jobTimeoutMs);
   }
 
-  /** Nudges the fetcher: new work may be ready, or capacity was freed. */
-  wake(): void {
+  /**
+   * Nudges the fetcher. `"work"`: new work may be ready (an enqueue, another
+   * process's commit, a retry, released continuations). `"capacity"`: a
+   * worker freed up; the fetcher claims then only if its last claim came
+   * back full or new work was signalled since, so a drained queue costs no
+   * empty claim transactions.
+   */
+  wake(reason: "work" | "capacity" = "work"): void {
+    if (reason === "work") this.moreMayBeReady = true;
     this.wakeController.abort();
+  }
+
+  private claimTarget(workers: number): number {
+    return Math.max(workers * 2, Math.min(this.claimBatch, workers * 4));
   }
 
   addWorker(): number {
@@ -185,14 +198,16 @@ export class WorkerPool<C> {
       let waitMs = pollIntervalMs;
       const workers = this.slots.filter((s) => !s.stopRequested).length;
       const inFlight = this.buffer.length + this.busyCount;
-      const target = Math.max(workers * 2, Math.min(this.claimBatch, workers * 4));
-      if (inFlight <= target / 2 && workers > 0) {
+      const target = this.claimTarget(workers);
+      if (inFlight <= target / 2 && workers > 0 && this.moreMayBeReady) {
         const limit = target - inFlight;
         try {
           const now = clock.now();
+          this.moreMayBeReady = false;
           const claimed = await this.backend.jobClaimReady({ owner: this.owner, limit, now, leaseExpiresAt: now + leaseMs, jobTypes: this.jobTypes });
           for (const job of claimed) this.accept(job);
           if (claimed.length === limit) {
+            this.moreMayBeReady = true;
             // Let completions, timers and I/O run before the next claim: with a
             // synchronous driver the whole loop would otherwise stay in microtasks.
             await new Promise<void>((r) => setImmediate(r));
@@ -202,12 +217,14 @@ export class WorkerPool<C> {
           if (next !== null) waitMs = Math.max(1, Math.min(pollIntervalMs, next - clock.now()));
         } catch (error) {
           if (this.stopping) break;
+          this.moreMayBeReady = true;
           this.options.onEvent({ type: "error", where: "claim", error: describeThrown(error) });
         }
       }
       if (this.stopping) break;
       if (!signal.aborted) await clock.sleep(waitMs, signal);
       if (signal.aborted) this.wakeController = new AbortController();
+      else this.moreMayBeReady = true; // the poll timer (or the next due time) fired
     }
   }
 
@@ -291,7 +308,7 @@ export class WorkerPool<C> {
       const replaced = await this.execute(slot, claim);
       if (replaced) return; // a fresh loop took over this slot
       slot.current = null;
-      if (inFlightBefore - 1 <= this.slots.length) this.wake();
+      if (inFlightBefore - 1 <= this.claimTarget(this.slots.length) / 2) this.wake("capacity");
     }
     if (slot.stopRequested) {
       const i = this.slots.indexOf(slot);

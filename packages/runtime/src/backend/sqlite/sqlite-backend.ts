@@ -386,9 +386,28 @@ export class SqliteBackend implements B.Backend {
     this.conn().exec("VACUUM");
   }
 
+  /**
+   * WAL changes, filtered through `PRAGMA data_version`, which changes only
+   * when another connection commits: this process's own claims and
+   * outcome writes wake nobody.
+   */
   wakeSubscribe(listener: () => void): () => void {
     this.watcher ??= new WalWatcher(this.file);
-    return this.watcher.subscribe(listener);
+    let seen = this.dataVersion();
+    return this.watcher.subscribe(() => {
+      const version = this.dataVersion();
+      if (version !== null && version === seen) return;
+      seen = version;
+      listener();
+    });
+  }
+
+  private dataVersion(): number | null {
+    try {
+      return this.db ? Number(this.db.pragma("data_version", { simple: true })) : null;
+    } catch {
+      return null;
+    }
   }
 
   // ---- statement plumbing -------------------------------------------------
