@@ -71,6 +71,23 @@ describe.each(BACKENDS)("bad input on $name", (entry) => {
   });
 });
 
+describe.each(BACKENDS)("misbehaving options on $name", (entry) => {
+  const harness = useHarness(entry);
+
+  it("a retry option that returns no RetryPolicy falls back to the server default and says so", async () => {
+    const h = harness();
+    const server = await h.start({
+      defaultRetryPolicy: RetryPolicy.noRetries(),
+      handlers: { bad: { handle: () => { throw new Error("nope"); }, retry: (() => undefined) as never }, fine: { handle: () => undefined } },
+    });
+    const id = await server.publisher.enqueue("bad", {});
+    const job = await waitFor(async () => { const j = await server.backend.jobGet({ id }); return j?.stage === "failed" ? j : null; }, "failed");
+    expect(job.lastError).toMatch(/nope \(retry policy unavailable: .*not a RetryPolicy\)/);
+    const fine = await server.publisher.enqueue("fine", {});
+    await waitFor(async () => (await server.backend.jobGet({ id: fine }))?.stage === "success", "worker still runs");
+  });
+});
+
 describe("schema and database checks (SQLite)", () => {
   const fresh = () => join(mkdtempSync(join(tmpdir(), "later-schema-")), "jobs.db");
   const handlers = { a: { handle: () => undefined } };

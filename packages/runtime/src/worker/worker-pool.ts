@@ -288,6 +288,8 @@ export class WorkerPool<C> {
       // A bug in the loop itself: replace it, keep the slot.
       if (slot.generation !== generation || this.stopping) return;
       this.options.onEvent({ type: "worker", action: "replaced", workers: this.slots.length, reason: describeThrown(error) });
+      // Its claim stops being renewed, so the stuck-job sweep retries it.
+      if (slot.current) this.abandon(slot.current, new Error(`worker loop failed: ${describeThrown(error)}`));
       slot.current = null;
       this.spawn(slot);
       return slot.exited;
@@ -385,6 +387,7 @@ export class WorkerPool<C> {
     try {
       if (handler.retry) {
         policy = handler.retry(this.options.context);
+        if (!(policy instanceof RetryPolicy)) throw new Error(`the retry option of "${job.jobType}" returned ${String(policy)}, not a RetryPolicy`);
         replacement = JSON.stringify(policy);
       } else {
         policy = RetryPolicy.fromJson(JSON.parse(job.retryPolicy) as RetryPolicyJson);
