@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { newJobId, RetryPolicy, type ServerEvent } from "@later/runtime";
-import { ManualClock } from "@later/runtime/testing";
+import { injectWorkerLoopFault, ManualClock } from "@later/runtime/testing";
 import { BACKENDS } from "./backends.js";
 import { deferred, useHarness, waitFor } from "./harness.js";
 
@@ -176,6 +176,27 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     expect(job?.lastError).toMatch(/longer than jobTimeoutMs/);
     expect(h.events.some((e) => e.type === "worker" && e.action === "replaced")).toBe(true);
     expect(server.workerCount).toBe(1);
+  });
+
+  it("J13: a worker loop that dies is replaced, and its claim recovers through its lease", async () => {
+    const h = harness();
+    const clock = new ManualClock();
+    const ran: { id: string; attempt: number }[] = [];
+    const server = await h.start({
+      clock, workerCount: 1, leaseMs: 3_000, stuckGraceMs: 1_000, rescueIntervalMs: 1_000_000, defaultRetryPolicy: RetryPolicy.fixed(3, 0),
+      handlers: { w: { handle: (ctx) => void ran.push({ id: ctx.jobId, attempt: ctx.attempt }) } },
+    });
+    injectWorkerLoopFault(server as never, 1);
+    const lost = await server.publisher.enqueue("w", {});
+    await waitFor(() => h.events.some((e) => e.type === "worker" && e.action === "replaced"), "loop replaced");
+    expect(server.workerCount).toBe(1);
+    const next = await server.publisher.enqueue("w", {});
+    await waitFor(() => ran.some((r) => r.id === next), "the replacement loop runs jobs");
+    expect((await server.backend.jobGet({ id: lost }))?.stage).toBe("running");
+    clock.advance(4_001); // lease (no longer renewed) expired for longer than the grace
+    expect(await server.rescueStuckJobs()).toBe(1);
+    await waitFor(() => ran.some((r) => r.id === lost), "the lost claim is retried");
+    expect(ran.find((r) => r.id === lost)?.attempt).toBe(2);
   });
 
   it("J14: autoscale adds a worker when the backlog exceeds ~20 per worker and removes one after three empty ticks", async () => {

@@ -22,6 +22,8 @@ export interface Scalable {
   readonly workerCount: number;
   addWorker(): number;
   removeWorker(): Promise<boolean>;
+  /** Told when maintenance made jobs ready (rescued jobs), so local workers look at once. */
+  wake(): void;
 }
 
 export class MaintenanceRunner<C> {
@@ -76,6 +78,7 @@ export class MaintenanceRunner<C> {
       });
       const { applied } = await this.backend.jobFinishMany({ finishes, now, retentionMs: this.options.retentionMs, leaseExpiredBefore });
       total += applied.length;
+      if (applied.length > 0) this.workers.wake();
       if (applied.length === 0 || stuck.length < 100) return total;
     }
   }

@@ -76,6 +76,11 @@ export class BackgroundJobServer<C> {
     return this.pool.removeWorker();
   }
 
+  /** @internal Test seam behind `injectWorkerLoopFault` in `@later/runtime/testing`. */
+  set workerLoopFault(fault: (() => void) | null) {
+    this.pool.loopFault = fault;
+  }
+
   /** Runs the stuck-job sweep now (it also runs every `rescueIntervalMs`). Returns how many jobs it rescued. */
   rescueStuckJobs(): Promise<number> {
     return this.maintenance.rescueStuck();

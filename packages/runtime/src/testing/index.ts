@@ -1,1 +1,2 @@
 export { ManualClock } from "./manual-clock.js";
+export { injectWorkerLoopFault } from "./inject-worker-loop-fault.js";

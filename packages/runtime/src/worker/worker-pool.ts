@@ -82,6 +82,11 @@ export class WorkerPool<C> {
   private readonly jobTypes: string[];
   private readonly random: RandomSource;
   private readonly stopSignal = new AbortController();
+  /**
+   * Test seam (set through `@later/runtime/testing`): called in a worker loop
+   * right after it took a claim; a throw there is a dying worker loop.
+   */
+  loopFault: (() => void) | null = null;
   /** Smallest claim target (running + buffered): larger batches amortise each write transaction. */
   private readonly claimBatch = 32;
   private watchdog: Promise<void> | null = null;
@@ -306,6 +311,7 @@ export class WorkerPool<C> {
         break;
       }
       slot.current = claim;
+      this.loopFault?.();
       const inFlightBefore = this.buffer.length + this.busyCount;
       const replaced = await this.execute(slot, claim);
       if (replaced) return; // a fresh loop took over this slot
