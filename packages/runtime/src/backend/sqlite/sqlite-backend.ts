@@ -58,6 +58,7 @@ export class SqliteBackend implements B.Backend {
   private readonly ownsDatabase: boolean;
   private readonly statements = new Map<string, Database.Statement>();
   private watcher: WalWatcher | null = null;
+  private transactionRunner: Database.Transaction<(run: () => unknown) => unknown> | null = null;
   /** Compiles Kysely queries to SQLite SQL without a connection (for caller-owned transactions). */
   private readonly compiler = new Kysely<LaterDatabase>({
     dialect: {
@@ -114,6 +115,7 @@ export class SqliteBackend implements B.Backend {
     this.watcher?.stop();
     this.watcher = null;
     this.statements.clear();
+    this.transactionRunner = null;
     if (this.db && this.ownsDatabase) this.db.close();
     this.db = null;
   }
@@ -133,7 +135,7 @@ export class SqliteBackend implements B.Backend {
     const db = this.conn();
     const applied: { version: number; name: string }[] = [];
     // One BEGIN IMMEDIATE: a second process starting at once waits, then sees the work done.
-    db.transaction(() => {
+    this.immediate(() => {
       const row = db.prepare("SELECT coalesce(max(version), 0) AS v FROM later_migrations").get() as Row;
       const current = Number(row.v);
       for (const m of SQLITE_MIGRATIONS) {
@@ -142,7 +144,7 @@ export class SqliteBackend implements B.Backend {
         db.prepare("INSERT INTO later_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(m.version, m.name, Date.now());
         applied.push({ version: m.version, name: m.name });
       }
-    }).immediate();
+    });
     const status = await this.migrationStatus();
     return { applied, current: status.current };
   }
@@ -151,8 +153,7 @@ export class SqliteBackend implements B.Backend {
 
   async jobInsertMany(params: B.JobInsertManyParams): Promise<B.JobInsertManyResult> {
     if (params.transaction !== undefined) return this.insertInto(params.transaction, params);
-    const db = this.conn();
-    return db.transaction(() => {
+    return this.immediate(() => {
       const stages: JobStage[] = [];
       for (const job of params.jobs) {
         const { stage, error } = this.stageForInsert(job, params.now, (id) => this.get(
@@ -166,7 +167,7 @@ export class SqliteBackend implements B.Backend {
         stages.push(stage);
       }
       return { stages };
-    }).immediate();
+    });
   }
 
   /** `enqueueIn`: writes into a caller-owned Kysely transaction on the same database file. */
@@ -203,7 +204,7 @@ export class SqliteBackend implements B.Backend {
 
   async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.ClaimedJob[]> {
     if (params.limit <= 0 || params.jobTypes.length === 0) return [];
-    const rows = this.conn().transaction(() =>
+    const rows = this.immediate(() =>
       this.all(
         `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
            stages = json_insert(stages, '$[#]', json_array('running', ?))
@@ -212,7 +213,7 @@ export class SqliteBackend implements B.Backend {
          RETURNING id, job_type, payload, attempt, retry_policy, parent_id, created_at, run_at`,
         params.owner, params.leaseExpiresAt, params.now, params.now, this.namespace, params.now, JSON.stringify(params.jobTypes), params.limit,
       ),
-    ).immediate();
+    );
     rows.sort((a, b) => Number(a.run_at) - Number(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
     return rows.map((r) => ({
       id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), attempt: Number(r.attempt),
@@ -224,7 +225,7 @@ export class SqliteBackend implements B.Backend {
     const ns = this.namespace;
     const guard = params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER;
     const expires = params.now + params.retentionMs;
-    return this.conn().transaction(() => {
+    return this.immediate(() => {
       const applied: B.ClaimKey[] = [];
       const succeeded: string[] = [];
       const failed: { id: string; error: string }[] = [];
@@ -284,11 +285,11 @@ export class SqliteBackend implements B.Backend {
         for (const c of children) failed.push({ id: String(c.id), error: reason });
       }
       return { applied, released };
-    }).immediate();
+    });
   }
 
   async jobReleaseMany(params: B.JobReleaseManyParams): Promise<void> {
-    this.conn().transaction(() => {
+    this.immediate(() => {
       for (const c of params.claims) {
         this.run(
           `UPDATE later_jobs SET stage = CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, attempt = attempt - 1,
@@ -297,18 +298,18 @@ export class SqliteBackend implements B.Backend {
            WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ?`,
           params.now, params.now, c.id, this.namespace, c.attempt);
       }
-    }).immediate();
+    });
   }
 
   async leaseRenew(params: B.LeaseRenewParams): Promise<B.LeaseRenewResult> {
     if (params.claims.length === 0) return { renewed: [] };
     const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
-    const rows = this.conn().transaction(() =>
+    const rows = this.immediate(() =>
       this.all(
         `UPDATE later_jobs SET lease_expires_at = ? WHERE namespace = ? AND stage = 'running' AND lease_owner = ?
            AND id IN (SELECT value FROM json_each(?)) RETURNING id, attempt`,
         params.leaseExpiresAt, this.namespace, params.owner, JSON.stringify([...held.keys()])),
-    ).immediate();
+    );
     const renewed: B.ClaimKey[] = [];
     for (const r of rows) {
       const id = String(r.id);
@@ -344,11 +345,11 @@ export class SqliteBackend implements B.Backend {
   }
 
   async jobDeleteExpired(params: B.JobDeleteExpiredParams): Promise<number> {
-    return this.conn().transaction(() =>
+    return this.immediate(() =>
       this.run(
         `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?)`,
         this.namespace, params.now, params.limit),
-    ).immediate();
+    );
   }
 
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
@@ -372,14 +373,14 @@ export class SqliteBackend implements B.Backend {
   }
 
   async maintenanceClaim(params: B.MaintenanceClaimParams): Promise<boolean> {
-    return this.conn().transaction(() => {
+    return this.immediate(() => {
       const changes = this.run(
         `INSERT INTO later_maintenance (namespace, task, last_run_at) VALUES (?, ?, ?)
          ON CONFLICT (namespace, task) DO UPDATE SET last_run_at = excluded.last_run_at
          WHERE later_maintenance.last_run_at <= ?`,
         this.namespace, params.task, params.now, params.now - params.intervalMs);
       return changes > 0;
-    }).immediate();
+    });
   }
 
   async databaseVacuum(): Promise<void> {
@@ -411,6 +412,17 @@ export class SqliteBackend implements B.Backend {
   }
 
   // ---- statement plumbing -------------------------------------------------
+
+  /**
+   * Runs `body` in `BEGIN IMMEDIATE ... COMMIT` (rolled back if it throws).
+   * One better-sqlite3 transaction wrapper is made per connection and given
+   * the body as its argument: making a wrapper per call costs more than a
+   * small transaction itself.
+   */
+  private immediate<R>(body: () => R): R {
+    this.transactionRunner ??= this.conn().transaction((run: () => unknown) => run());
+    return this.transactionRunner.immediate(body) as R;
+  }
 
   private conn(): Database.Database {
     if (!this.db) throw new DatabaseUnavailableError("the SQLite backend is not open (the server was shut down, or never started)");
