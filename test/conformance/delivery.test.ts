@@ -213,7 +213,7 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const current = await backend.jobFinishMany({ finishes: [{ id, attempt: 2, outcome: { kind: "success" } }], now: now + 30, retentionMs: 1000 });
     expect(current.applied).toEqual([{ id, attempt: 2 }]);
     await backend.close();
-    void server;
+    expect(server.workerCount).toBe(1); // the server never claimed the "ghost" type
   });
 
   it("J10: enqueueIn on the application's Kysely transaction: rollback leaves nothing, commit runs", async () => {

@@ -47,8 +47,6 @@ interface HeldClaim {
   abortReason: Error | null;
   /** When the handler started (clock ms), for the timeout watchdog. */
   startedAt: number;
-  /** Set once a worker started it. */
-  started: boolean;
   /** Lease lost or abandoned at shutdown: its outcome is not written. */
   abandoned: boolean;
   timedOut?: boolean;
@@ -234,7 +232,7 @@ export class WorkerPool<C> {
   }
 
   private accept(job: ClaimedJob): void {
-    const claim: HeldClaim = { job, controller: null, abortReason: null, startedAt: 0, started: false, abandoned: false };
+    const claim: HeldClaim = { job, controller: null, abortReason: null, startedAt: 0, abandoned: false };
     this.held.set(job.id, claim);
     const waiter = this.idle.shift();
     if (waiter) waiter(claim);
@@ -334,7 +332,6 @@ export class WorkerPool<C> {
   private async execute(slot: WorkerSlot, claim: HeldClaim): Promise<boolean> {
     const { job } = claim;
     const handler = this.options.handlers[job.jobType]!;
-    claim.started = true;
     const emit = (stage: "running" | "success" | "requeued" | "failed", error?: string) =>
       this.options.eventsEnabled && this.options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage, attempt: job.attempt, ...(error === undefined ? {} : { error }) });
     let payload: unknown;
