@@ -198,15 +198,20 @@ async function enqueuer() {
   return plainjobEnqueuer();
 }
 
+/** Closes the enqueuer and reports the rate since `t0`. */
+async function enqueueResult(e, t0) {
+  const ms = wallNow() - t0;
+  await e.close();
+  const info = typeof e.info === "function" ? e.info() : e.info;
+  return { elapsedMs: ms, jobsPerSec: cfg.n / (ms / 1000), info };
+}
+
 async function bulkPhase() {
   const e = await enqueuer();
   const payloads = Array.from({ length: cfg.n }, (_, i) => ({ i }));
   const t0 = wallNow();
   for (let i = 0; i < cfg.n; i += cfg.batch) await e.bulk(payloads.slice(i, i + cfg.batch));
-  const ms = wallNow() - t0;
-  await e.close();
-  const info = typeof e.info === "function" ? e.info() : e.info;
-  return { elapsedMs: ms, jobsPerSec: cfg.n / (ms / 1000), info };
+  return enqueueResult(e, t0);
 }
 
 async function singlePhase() {
@@ -220,10 +225,7 @@ async function singlePhase() {
   };
   const t0 = wallNow();
   await Promise.all(Array.from({ length: cfg.concurrency }, loop));
-  const ms = wallNow() - t0;
-  await e.close();
-  const info = typeof e.info === "function" ? e.info() : e.info;
-  return { elapsedMs: ms, jobsPerSec: cfg.n / (ms / 1000), info };
+  return enqueueResult(e, t0);
 }
 
 async function prefillPhase() {
