@@ -1,0 +1,1 @@
+export { runGen, type GenOptions, type GenIo } from "./run-gen.js";
