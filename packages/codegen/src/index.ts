@@ -1,1 +1,5 @@
-export { runGen, type GenOptions, type GenIo } from "./run-gen.js";
+export { runGen, defaultOutPath, type GenOptions, type GenIo } from "./run-gen.js";
+export { readJobsSchema, type JobsSchema, type JobDeclaration } from "./schema-reader.js";
+export { writeJobsModule, handlerMethod, type ModuleTarget } from "./jobs-module-writer.js";
+export { SchemaError } from "./schema-error.js";
+export type { DatePath } from "./payload-checker.js";

@@ -1,11 +1,19 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { relative, resolve } from "node:path";
+import { writeJobsModule } from "./jobs-module-writer.js";
+import { readJobsSchema } from "./schema-reader.js";
+import { SchemaError } from "./schema-error.js";
+
 /** What `later-gen` is asked to do. */
 export interface GenOptions {
   /** The schema file (`jobs.schema.ts`). */
   schemaPath: string;
-  /** Where the module goes. Default: the schema's name with `.generated.ts`. */
+  /** Where the module goes. Default: next to the schema, `jobs.schema.ts` → `jobs.generated.ts`. */
   outPath?: string;
   /** Compare with the file on disk instead of writing it. */
   check?: boolean;
+  /** The interface whose members are the jobs. Default `Jobs`. */
+  interfaceName?: string;
 }
 
 /** Where `later-gen` writes its lines. */
@@ -14,8 +22,48 @@ export interface GenIo {
   err(line: string): void;
 }
 
-/** Runs `later-gen`; resolves to the process exit code (0 ok, 1 schema error or stale file, 2 usage). */
+/**
+ * Runs `later-gen`; resolves to the process exit code: 0 written or current,
+ * 1 a schema error (printed as `file:line:col: error: reason`) or, with
+ * `check`, a stale or missing file.
+ */
 export async function runGen(options: GenOptions, io: GenIo): Promise<number> {
-  io.err(`later-gen: not built yet (${options.schemaPath})`);
-  return 2;
+  const outPath = options.outPath ?? defaultOutPath(options.schemaPath);
+  let text: string;
+  try {
+    const schema = readJobsSchema(options.schemaPath, options.interfaceName ?? "Jobs");
+    text = writeJobsModule(schema, { outFile: resolve(outPath) });
+  } catch (error) {
+    if (error instanceof SchemaError) {
+      io.err(error.message);
+      return 1;
+    }
+    throw error;
+  }
+  const shown = relative(process.cwd(), resolve(outPath)) || outPath;
+  if (options.check) {
+    const current = readIfExists(outPath);
+    if (current === text) {
+      io.out(`${shown} is current`);
+      return 0;
+    }
+    io.err(`${shown} is ${current === null ? "missing" : "stale"}: run later-gen ${options.schemaPath} --out ${outPath}`);
+    return 1;
+  }
+  if (readIfExists(outPath) !== text) writeFileSync(outPath, text);
+  io.out(`wrote ${shown}`);
+  return 0;
+}
+
+/** `jobs.schema.ts` → `jobs.generated.ts`; any other `x.ts` → `x.generated.ts`. */
+export function defaultOutPath(schemaPath: string): string {
+  return schemaPath.replace(/(\.schema)?\.(m|c)?tsx?$/, "") + ".generated.ts";
+}
+
+function readIfExists(path: string): string | null {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return null;
+  }
 }

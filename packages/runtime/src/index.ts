@@ -9,3 +9,8 @@ export { sqlite, SqliteBackend, type SqliteBackendOptions } from "./backend/sqli
 export { BackgroundJobServer, prepareBackend, type ShutdownOptions } from "./server/background-job-server.js";
 export { JobPublisher, type EnqueueOptions } from "./server/publisher.js";
 export type { JobContext, HandlerRegistration, ServerOptions, ServerEvent, WorkerAutoscaleOptions } from "./server/server-options.js";
+export { payloadDecoder, type DatePath, type JobCatalog, type JobSpec } from "./typed/job-catalog.js";
+export { JobHandle, TopicJobHandle } from "./typed/job-handle.js";
+export { TypedJobServer, type TypedJobContext } from "./typed/typed-job-server.js";
+export { TypedServerBuilder, jobHandles, type BuilderOptions, type HandlerOptions, type JobHandler } from "./typed/typed-server-builder.js";
+export { TypedJobPublisher, type PublisherOptions } from "./typed/typed-publisher.js";

@@ -36,7 +36,11 @@ export class BackgroundJobServer<C> {
     const backend = options.backend;
     this.instanceId = newJobId(options.clock.now());
     const encoders = new Map(Object.entries(options.handlers).map(([type, h]) => [type, h.encode ?? JSON.stringify]));
-    this.publisher = new JobPublisher(backend, options.clock, options.defaultRetryPolicy, encoders, () => this.pool.wake());
+    this.publisher = new JobPublisher(backend, options.clock, options.defaultRetryPolicy, encoders, (jobs, stages) => {
+      if (stages.includes("enqueued")) this.pool.wake();
+      if (!options.eventsEnabled) return;
+      jobs.forEach((job, i) => options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage: stages[i]!, attempt: 0 }));
+    });
     this.pool = new WorkerPool(options, backend, this.instanceId, this.publisher);
     this.maintenance = new MaintenanceRunner(options, backend, this.pool);
     this.unsubscribeWake = backend.wakeSubscribe(() => this.pool.wake());

@@ -1,5 +1,6 @@
 import type { Backend, JobInsert, TransactionHandle } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
+import type { JobStage } from "../core/job-stage.js";
 import { newJobId, type JobId } from "../core/job-id.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
 import { InvalidArgumentError, ServerStoppedError } from "../errors.js";
@@ -26,8 +27,12 @@ export class JobPublisher {
     private readonly clock: Clock,
     private readonly defaultRetryPolicy: RetryPolicy,
     private readonly encoders: ReadonlyMap<string, (payload: unknown) => string>,
-    /** Called after a local commit that made work ready: wakes local workers (latency only). */
-    private readonly onEnqueued: () => void,
+    /**
+     * Called after each local commit with the new jobs and the stage each
+     * was stored in (`enqueued`, `delayed`, `waiting`, or `failed` under a
+     * failed parent): the server wakes local workers and emits events.
+     */
+    private readonly onCommitted: (jobs: readonly JobInsert[], stages: readonly JobStage[]) => void,
   ) {}
 
   /** Enqueue one job; resolves to its id once committed. */
@@ -75,7 +80,7 @@ export class JobPublisher {
     }));
     if (jobs.length === 0) return [];
     const result = await this.backend.jobInsertMany({ jobs, now, transaction });
-    if (transaction === undefined && result.stages.some((s) => s === "enqueued")) this.onEnqueued();
+    if (transaction === undefined) this.onCommitted(jobs, result.stages);
     return jobs.map((j) => j.id);
   }
 }

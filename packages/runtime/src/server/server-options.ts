@@ -31,7 +31,12 @@ export interface HandlerRegistration<C> {
   encode?: (payload: unknown) => string;
 }
 
-/** A local event, for logs, progress output and tests. Never needed for correctness. */
+/**
+ * A local event, for logs, progress output and tests. Never needed for
+ * correctness. Job events come from this process only: its enqueues (after
+ * commit, `attempt` 0; not for `enqueueIn`, whose commit is the caller's)
+ * and its workers' claims and outcomes.
+ */
 export type ServerEvent =
   | { type: "job"; jobId: string; jobType: string; stage: JobStage; attempt: number; error?: string }
   | { type: "worker"; action: "added" | "removed" | "replaced"; workers: number; reason?: string }

@@ -1,0 +1,24 @@
+// The quickstart's jobs: one member per job, its type is the payload.
+// After changing this file, run `pnpm --filter later-example-quickstart gen`.
+
+export interface SendEmail {
+  address: string;
+  body: string;
+}
+
+export interface ChainStep {
+  step: number;
+  of: number;
+}
+
+export interface ChargeCard {
+  amount: number;
+  /** A Date survives the round trip through the database as a Date. */
+  requestedAt: Date;
+}
+
+export interface Jobs {
+  sendEmail: SendEmail;
+  chainStep: ChainStep;
+  chargeCard: ChargeCard;
+}

@@ -1,0 +1,109 @@
+import type { TransactionHandle } from "../backend/backend.js";
+import type { JobId } from "../core/job-id.js";
+import { FeatureUnavailableError } from "../errors.js";
+import type { EnqueueOptions, JobPublisher } from "../server/publisher.js";
+import type { JobSpec } from "./job-catalog.js";
+
+/**
+ * The typed enqueue methods of one declared job, as `server.jobs.<name>` and
+ * `ctx.jobs.<name>` of the generated module. `P` is the payload type from
+ * `jobs.schema.ts`. Every method resolves once the job is committed (or, for
+ * the `...In` methods, once it is written in the caller's transaction).
+ */
+export class JobHandle<P> {
+  constructor(
+    protected readonly publisher: JobPublisher,
+    /** The stored job type: the member name in the schema. */
+    readonly jobType: string,
+    protected readonly spec: JobSpec,
+  ) {}
+
+  /** Fire and forget: runs as soon as a worker is free. */
+  enqueue(payload: P): Promise<JobId> {
+    return this.publisher.enqueue(this.jobType, payload);
+  }
+
+  /** Many jobs of this type in one transaction (one statement per backend). */
+  enqueueMany(payloads: readonly P[]): Promise<JobId[]> {
+    return this.publisher.enqueueMany(this.jobType, payloads);
+  }
+
+  /** Runs no earlier than `delayMs` from now; holds no worker while it waits. */
+  enqueueDelayed(payload: P, delayMs: number): Promise<JobId> {
+    return this.publisher.enqueue(this.jobType, payload, { delayMs });
+  }
+
+  /** Runs no earlier than `runAt` (a past time means now). */
+  enqueueDelayedAt(payload: P, runAt: Date): Promise<JobId> {
+    return this.publisher.enqueue(this.jobType, payload, { runAt });
+  }
+
+  /** Runs after job `parentId` succeeds; fails with it if it fails for good. Unknown parent: `ParentNotFoundError`. */
+  enqueueContinue(parentId: JobId, payload: P): Promise<JobId> {
+    return this.publisher.enqueue(this.jobType, payload, { parentId });
+  }
+
+  /**
+   * Writes the job in the application's own transaction (a Kysely
+   * transaction, or the backend's native handle): it exists only if that
+   * transaction commits.
+   */
+  enqueueIn(transaction: TransactionHandle, payload: P, options?: EnqueueOptions): Promise<JobId> {
+    return this.publisher.enqueueIn(transaction, this.jobType, payload, options);
+  }
+
+  /**
+   * Upserts a cron schedule by `scheduleId` (6 fields, seconds first).
+   * Resolves to the first occurrence's job id, or `null` when the schedule
+   * already existed with this cron (its payload is updated).
+   */
+  enqueueRecurring(scheduleId: string, payload: P, cron: string): Promise<JobId | null> {
+    return unavailable("recurring schedules", scheduleId, payload, cron);
+  }
+
+  /** As {@link enqueueRecurring}, but occurrences never overlap: each waits for the previous one on its own partition. */
+  enqueueRecurringSequential(scheduleId: string, payload: P, cron: string): Promise<JobId | null> {
+    return unavailable("recurring schedules", scheduleId, payload, cron);
+  }
+
+  /** As {@link enqueueRecurring}, but each occurrence is a continuation of the previous one, so they never overlap. */
+  enqueueRecurringContinue(scheduleId: string, payload: P, cron: string): Promise<JobId | null> {
+    return unavailable("recurring schedules", scheduleId, payload, cron);
+  }
+}
+
+/**
+ * A job declared with `@topic` and `@partitionKey`: besides the plain
+ * methods, it can go to its topic, where the payload's key picks the
+ * partition and jobs of one partition run strictly in enqueue order.
+ */
+export class TopicJobHandle<P> extends JobHandle<P> {
+  /** The topic name from `@topic`. */
+  get topic(): string {
+    return this.spec.topic!;
+  }
+
+  /** Appends to the partition of the payload's key. */
+  enqueueToPartition(payload: P): Promise<JobId> {
+    return unavailable("partitioned topics", payload);
+  }
+
+  /** Appends to the partition now; the job, once it is the head, waits `delayMs` and blocks the partition meanwhile. */
+  enqueueToPartitionDelayed(payload: P, delayMs: number): Promise<JobId> {
+    return unavailable("partitioned topics", payload, delayMs);
+  }
+
+  /** Appends to the partition as a continuation of `parentId`. */
+  enqueueContinueToPartition(parentId: JobId, payload: P): Promise<JobId> {
+    return unavailable("partitioned topics", parentId, payload);
+  }
+
+  /** Appends to the partition inside the application's own transaction. */
+  enqueueToPartitionIn(transaction: TransactionHandle, payload: P): Promise<JobId> {
+    return unavailable("partitioned topics", transaction, payload);
+  }
+}
+
+function unavailable(feature: string, ..._args: unknown[]): Promise<never> {
+  return Promise.reject(new FeatureUnavailableError(feature));
+}

@@ -1,0 +1,51 @@
+import type { Backend } from "../backend/backend.js";
+import type { BackgroundJobServer, ShutdownOptions } from "../server/background-job-server.js";
+import type { JobContext } from "../server/server-options.js";
+
+/** A handler's context in the generated module: {@link JobContext} plus typed `jobs` handles. */
+export type TypedJobContext<C, H> = JobContext<C> & {
+  /** Enqueue declared jobs from inside a handler: `ctx.jobs.sendEmail.enqueue(...)`. */
+  readonly jobs: H;
+};
+
+/**
+ * A running server of the generated module (`JobsServer<C>`): the typed
+ * `jobs` handles over one {@link BackgroundJobServer}.
+ */
+export class TypedJobServer<C, H> {
+  constructor(
+    /** The untyped server underneath. */
+    readonly core: BackgroundJobServer<C>,
+    /** One typed handle per declared job. */
+    readonly jobs: H,
+  ) {}
+
+  /** This server's id: the lease owner written on its claims. */
+  get instanceId(): string {
+    return this.core.instanceId;
+  }
+
+  get backend(): Backend {
+    return this.core.backend;
+  }
+
+  /** Live workers in this process. */
+  get workerCount(): number {
+    return this.core.workerCount;
+  }
+
+  /** Adds one worker at once; returns the new count. */
+  addWorker(): number {
+    return this.core.addWorker();
+  }
+
+  /** Removes one worker once its current job is done; false (and no change) when it is the last one. */
+  removeWorker(): Promise<boolean> {
+    return this.core.removeWorker();
+  }
+
+  /** Stops claiming, lets running handlers finish until `deadlineMs` (default 30000), then aborts the rest. Idempotent. */
+  shutdown(options?: ShutdownOptions): Promise<void> {
+    return this.core.shutdown(options);
+  }
+}

@@ -1,0 +1,50 @@
+import type { Backend } from "../backend/backend.js";
+import { systemClock, type Clock } from "../core/clock.js";
+import { RetryPolicy } from "../core/retry/retry-policy.js";
+import { InvalidConfigError } from "../errors.js";
+import { prepareBackend } from "../server/background-job-server.js";
+import { JobPublisher } from "../server/publisher.js";
+import type { JobCatalog } from "./job-catalog.js";
+import { jobHandles } from "./typed-server-builder.js";
+
+/** Options of a generated `open<Name>Publisher`. */
+export interface PublisherOptions {
+  backend: Backend;
+  /** Stored on each job; the worker's per-type policy replaces it from the first failure on. Default {@link RetryPolicy.default}. */
+  defaultRetryPolicy?: RetryPolicy;
+  /** Migrate the database at open instead of refusing a schema that is behind. Default false. */
+  autoMigrate?: boolean;
+  /** Injected time. Default the wall clock. */
+  clock?: Clock;
+}
+
+/**
+ * Enqueue-only access to declared jobs, for processes that run no workers
+ * (a web server handing work to a worker fleet). Workers elsewhere on the
+ * same database and namespace are woken by the commit itself.
+ */
+export class TypedJobPublisher<H> {
+  private constructor(
+    private readonly publisher: JobPublisher,
+    private readonly backend: Backend,
+    /** One typed handle per declared job. */
+    readonly jobs: H,
+  ) {}
+
+  /** Opens the backend, checks its schema and returns the handles. Used by the generated `open<Name>Publisher`. */
+  static async open<H>(options: PublisherOptions, catalog: JobCatalog): Promise<TypedJobPublisher<H>> {
+    if (options === null || typeof options !== "object" || !options.backend) throw new InvalidConfigError("`backend` is required");
+    const policy = options.defaultRetryPolicy ?? RetryPolicy.default();
+    if (!(policy instanceof RetryPolicy)) throw new InvalidConfigError("`defaultRetryPolicy` must be a RetryPolicy");
+    await prepareBackend(options.backend, options.autoMigrate ?? false);
+    const encoders = new Map(Object.keys(catalog).map((type) => [type, JSON.stringify as (payload: unknown) => string]));
+    const publisher = new JobPublisher(options.backend, options.clock ?? systemClock, policy, encoders, () => {});
+    return new TypedJobPublisher(publisher, options.backend, jobHandles<H>(catalog, publisher));
+  }
+
+  /** Stops accepting jobs (later calls throw `ServerStoppedError`) and closes what the backend opened. */
+  async close(): Promise<void> {
+    this.publisher.stop();
+    await this.backend.close();
+  }
+}

@@ -1,0 +1,83 @@
+import type { RetryPolicy } from "../core/retry/retry-policy.js";
+import { HandlerMissingError, InvalidArgumentError, InvalidConfigError } from "../errors.js";
+import { BackgroundJobServer } from "../server/background-job-server.js";
+import type { JobPublisher } from "../server/publisher.js";
+import type { HandlerRegistration, ServerOptions } from "../server/server-options.js";
+import { payloadDecoder, type JobCatalog } from "./job-catalog.js";
+import { JobHandle, TopicJobHandle } from "./job-handle.js";
+import { TypedJobServer, type TypedJobContext } from "./typed-job-server.js";
+
+/** Options of a generated builder: every server option but `handlers`, which the `with...Handler` methods give. */
+export type BuilderOptions<C> = Omit<ServerOptions<C>, "handlers">;
+
+/** A typed handler: resolve = success, throw = retry per policy. */
+export type JobHandler<Ctx, P> = (ctx: Ctx, payload: P) => unknown;
+
+/** Per-job-type settings given next to its handler. */
+export interface HandlerOptions<C> {
+  /** This job type's retry policy (replaces the server default). */
+  retry?: (app: C) => RetryPolicy;
+}
+
+/**
+ * The base of every generated `<Name>Builder`: the generated subclass adds
+ * one typed `with<Job>Handler` method per declared job, each calling
+ * {@link handler}. `build()` refuses to start until every declared job has a
+ * handler, naming each missing `with...Handler` method.
+ */
+export class TypedServerBuilder<C, H> {
+  private readonly handlers = new Map<string, HandlerRegistration<C>>();
+  private jobs: H | undefined;
+
+  constructor(
+    private readonly options: BuilderOptions<C>,
+    private readonly catalog: JobCatalog,
+  ) {
+    if (options === null || typeof options !== "object") throw new InvalidConfigError("builder options must be an object");
+    if ("handlers" in options) throw new InvalidConfigError("`handlers` is not a builder option: register each with its with...Handler method");
+  }
+
+  /** Registers `jobType`'s handler; called by the generated `with...Handler` methods. A second call replaces the first. */
+  protected handler(jobType: string, handle: JobHandler<TypedJobContext<C, H>, never>, options: HandlerOptions<C> = {}): this {
+    const spec = this.catalog[jobType];
+    if (!spec) throw new InvalidArgumentError(`"${jobType}" is not a declared job`);
+    if (typeof handle !== "function") throw new InvalidConfigError(`${spec.handlerMethod}: the handler must be a function`);
+    if (options === null || typeof options !== "object") throw new InvalidConfigError(`${spec.handlerMethod}: options must be an object`);
+    const run = handle as (ctx: TypedJobContext<C, H>, payload: unknown) => unknown;
+    this.handlers.set(jobType, {
+      handle: (ctx, payload) => {
+        // One extra property on the context the worker already built: cheaper than a wrapper object per job.
+        (ctx as { jobs?: H }).jobs = this.jobsOf(ctx.publisher);
+        return run(ctx as TypedJobContext<C, H>, payload);
+      },
+      decode: payloadDecoder(jobType, spec),
+      ...(options.retry === undefined ? {} : { retry: options.retry }),
+    });
+    return this;
+  }
+
+  /** Starts the server once every declared job has a handler; else throws `HandlerMissingError` naming them all. */
+  async build(): Promise<TypedJobServer<C, H>> {
+    const missing = Object.keys(this.catalog).filter((type) => !this.handlers.has(type));
+    if (missing.length > 0) {
+      const methods = missing.map((type) => this.catalog[type]!.handlerMethod);
+      throw new HandlerMissingError(missing, `call ${methods.join(", ")} before build()`);
+    }
+    const core = await BackgroundJobServer.start<C>({ ...this.options, handlers: Object.fromEntries(this.handlers) });
+    return new TypedJobServer(core, this.jobsOf(core.publisher));
+  }
+
+  /** The handles over the server's one publisher (also reached from a handler, which may run before `build()` resolves). */
+  private jobsOf(publisher: JobPublisher): H {
+    return (this.jobs ??= jobHandles<H>(this.catalog, publisher));
+  }
+}
+
+/** One handle per declared job; topic jobs get a {@link TopicJobHandle}. */
+export function jobHandles<H>(catalog: JobCatalog, publisher: JobPublisher): H {
+  const handles: Record<string, JobHandle<unknown>> = {};
+  for (const [type, spec] of Object.entries(catalog)) {
+    handles[type] = spec.topic === undefined ? new JobHandle(publisher, type, spec) : new TopicJobHandle(publisher, type, spec);
+  }
+  return Object.freeze(handles) as H;
+}

@@ -1,0 +1,68 @@
+// Every fixture in bad/ starts with "// expect: LINE:COL reason": later-gen must answer it with
+// "file:LINE:COL: error: reason..." on one line, exit code 1, and no stack trace.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { runGen } from "@later/codegen";
+import { laterGen, ROOT } from "./codegen-cli.js";
+
+const BAD = readdirSync(join(ROOT, "test/codegen/bad")).filter((f) => f.endsWith(".ts")).sort();
+
+async function gen(schemaPath: string): Promise<{ code: number; out: string[]; err: string[] }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await runGen({ schemaPath, outPath: join(tmpdir(), "later-never-written.ts") }, { out: (l) => out.push(l), err: (l) => err.push(l) });
+  return { code, out, err };
+}
+
+describe("bad schemas", () => {
+  it("has at least the eight kinds of mistakes the design names", () => {
+    for (const kind of ["no-jobs-interface", "non-object-payload", "function-field", "unknown-partition-key", "partition-key-type", "duplicate-member", "syntax-error"]) {
+      expect(BAD).toContain(`${kind}.ts`);
+    }
+    expect(BAD.length).toBeGreaterThanOrEqual(8);
+  });
+
+  it.each(BAD)("%s is reported at its line and column with one reason", async (file) => {
+    const path = `test/codegen/bad/${file}`;
+    const [, line, col, reason] = /^\/\/ expect: (\d+):(\d+) (.*)$/.exec(readFileSync(join(ROOT, path), "utf8").split("\n")[0]!)!;
+    const cwd = process.cwd();
+    process.chdir(ROOT);
+    try {
+      const run = await gen(path);
+      expect(run.code).toBe(1);
+      expect(run.out).toEqual([]);
+      expect(run.err).toHaveLength(1);
+      expect(run.err[0]).toContain(`${path}:${line}:${col}: error: ${reason}`);
+      expect(run.err[0]).not.toContain("\n");
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+
+  it("answers from the command line with exit code 1 and no stack trace", () => {
+    for (const file of ["syntax-error.ts", "function-field.ts", "unknown-partition-key.ts"]) {
+      const run = laterGen([`test/codegen/bad/${file}`, "--out", join(tmpdir(), "later-never-written.ts")]);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe("");
+      expect(run.stderr.trim().split("\n")).toHaveLength(1);
+      expect(run.stderr).toMatch(new RegExp(`^test/codegen/bad/${file.replace(".", "\\.")}:\\d+:\\d+: error: `));
+      expect(run.stderr).not.toMatch(/\n\s+at /);
+    }
+  });
+
+  it("reports an unreadable schema file (missing, or a directory)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "later-gen-"));
+    try {
+      const missing = laterGen([join(dir, "nope.schema.ts")]);
+      expect(missing.code).toBe(1);
+      expect(missing.stderr.trim()).toBe(`${join(dir, "nope.schema.ts")}:1:1: error: cannot read the schema file: no such file`);
+      const directory = laterGen([dir, "--out", join(dir, "x.ts")]);
+      expect(directory.code).toBe(1);
+      expect(directory.stderr.trim()).toBe(`${dir}:1:1: error: cannot read the schema file: is a directory`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,6 @@
+// expect: 4:3 Duplicate identifier 'sendEmail'
+export interface SendEmail { address: string }
+export interface Jobs {
+  sendEmail: SendEmail;
+  sendEmail: SendEmail;
+}

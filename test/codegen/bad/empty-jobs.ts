@@ -1,0 +1,2 @@
+// expect: 2:18 interface Jobs declares no jobs
+export interface Jobs {}

@@ -1,0 +1,5 @@
+// expect: 3:7 job "processOrder" has @topic but no @partitionKey
+export interface Jobs {
+  /** @topic orders */
+  processOrder: { customerId: number };
+}

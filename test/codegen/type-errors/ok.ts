@@ -1,0 +1,33 @@
+// The control: every use here is right, so this file must compile with no error.
+import { RetryPolicy, sqlite } from "@later/runtime";
+import { JobsBuilder, openJobsPublisher, type JobsContext } from "../schemas/shop.generated.js";
+import type { CreateAccount, SendEmail } from "../schemas/shop.schema.js";
+
+interface App { mailer: { send(to: string): Promise<void> } }
+
+async function sendEmail(ctx: JobsContext<App>, p: SendEmail): Promise<void> {
+  await ctx.app.mailer.send(p.address);
+  await ctx.jobs.createAccount.enqueue({ id: "a", createdAt: new Date() });
+  ctx.signal.throwIfAborted();
+}
+
+export async function main(app: App): Promise<void> {
+  const server = await new JobsBuilder<App>({ context: app, backend: sqlite({ file: "x.db" }) })
+    .withSendEmailHandler(sendEmail)
+    .withCreateAccountHandler(async (_ctx, p: CreateAccount) => void p.createdAt.getTime(), { retry: () => RetryPolicy.noRetries() })
+    .withProcessOrderHandler(async (ctx, p) => void (p.customerId + ctx.attempt))
+    .build();
+  const a = await server.jobs.sendEmail.enqueue({ address: "a@b.c", body: "hi" });
+  await server.jobs.createAccount.enqueueContinue(a, { id: "x", createdAt: new Date() });
+  await server.jobs.sendEmail.enqueueDelayed({ address: "a@b.c", body: "later" }, 1_000);
+  await server.jobs.sendEmail.enqueueDelayedAt({ address: "a@b.c", body: "later" }, new Date());
+  await server.jobs.sendEmail.enqueueMany([{ address: "a@b.c", body: "1" }, { address: "d@e.f", body: "2" }]);
+  const next: string | null = await server.jobs.sendEmail.enqueueRecurring("weekly", { address: "a@b.c", body: "news" }, "0 0 6 * * 1");
+  await server.jobs.processOrder.enqueueToPartition({ customerId: 42, description: "add item" });
+  await server.jobs.processOrder.enqueueContinueToPartition(a, { customerId: 42, description: "ship" });
+  void next;
+  const publisher = await openJobsPublisher({ backend: sqlite({ file: "x.db" }) });
+  await publisher.jobs.sendEmail.enqueue({ address: "a@b.c", body: "from the web process" });
+  await publisher.close();
+  await server.shutdown({ deadlineMs: 1_000 });
+}
