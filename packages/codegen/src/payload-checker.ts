@@ -145,9 +145,9 @@ export class PayloadChecker {
     return symbol?.getName() === "Date" && symbol.getDeclarations().every((d) => this.isLibrary(d));
   }
 
+  /** TypeScript's own lib files (not packages: a payload may use interfaces from the application's packages). */
   private isLibrary(node: Node): boolean {
-    const file = node.getSourceFile();
-    return this.program.compilerObject.isSourceFileDefaultLibrary(file.compilerNode) || file.isInNodeModules();
+    return this.program.compilerObject.isSourceFileDefaultLibrary(node.getSourceFile().compilerNode);
   }
 }
 
