@@ -180,7 +180,14 @@ export interface JobGetParams {
 
 export interface JobListParams {
   stage?: JobStage | undefined;
-  /** Cursor: list jobs with an id greater than this. */
+  /** Only jobs of this job type. Default: every type. */
+  jobType?: string | undefined;
+  /**
+   * `"asc"` (default): oldest id first. `"desc"`: newest first (ids are
+   * ULIDs, so this is creation order), as `later jobs list` shows them.
+   */
+  order?: "asc" | "desc" | undefined;
+  /** Cursor: list jobs after this id in `order` (greater than it for `"asc"`, less for `"desc"`). */
   afterId?: JobId | undefined;
   limit: number;
 }
@@ -255,7 +262,7 @@ export interface Backend {
   /** Deletes up to `limit` expired rows; returns how many. */
   jobDeleteExpired(params: JobDeleteExpiredParams): Promise<number>;
   jobGet(params: JobGetParams): Promise<JobRecord | null>;
-  /** A cursor page of jobs ordered by id. */
+  /** A cursor page of jobs ordered by id (see {@link JobListParams.order}), filtered by stage and job type. */
   jobList(params: JobListParams): Promise<JobRecord[]>;
   jobCountByStage(): Promise<JobCountByStageResult>;
   /**

@@ -10,19 +10,20 @@
  * are prepared once and cached. Kysely is used where a caller-owned
  * transaction is written to (`enqueueIn`), since only Kysely knows how to
  * run on it; the hot statements are fixed SQL text, prepared once, because
- * compiling a query per call costs more than running it here.
- *
- * Pragmas: WAL (readers never block the writer), `synchronous = NORMAL`
- * (durable across process crashes; a power cut may lose the last commits),
- * `busy_timeout` (default 5 s) for the write lock between processes.
+ * compiling a query per call costs more than running it here. Times in the
+ * stage history are cast to INTEGER: better-sqlite3 binds JS numbers as
+ * REAL, which JSON would print as `1796221142587.0`. Pragmas and
+ * the statement cache are in {@link SqliteConnection}.
  */
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import { Kysely, SqliteAdapter, DummyDriver, SqliteIntrospector, SqliteQueryCompiler } from "kysely";
 import { continuationStage, parentFailedReason } from "../../core/continuation-stage.js";
 import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
 import { DatabaseUnavailableError, InvalidArgumentError, InvalidConfigError, ParentNotFoundError } from "../../errors.js";
 import type * as B from "../backend.js";
 import type { LaterDatabase, LaterJobsTable } from "../schema.js";
+import { SqliteConnection, type Row } from "./sqlite-connection.js";
+import { isKyselyExecutor, toJobRecord } from "./sqlite-job-record.js";
 import { SQLITE_MIGRATIONS } from "./sqlite-migrations.js";
 import { WalWatcher } from "./wal-watcher.js";
 
@@ -45,7 +46,6 @@ export function sqlite(options: SqliteBackendOptions): SqliteBackend {
   return new SqliteBackend(options);
 }
 
-type Row = Record<string, unknown>;
 const STAGE_SET = new Set<string>(JOB_STAGES);
 
 export class SqliteBackend implements B.Backend {
@@ -54,11 +54,8 @@ export class SqliteBackend implements B.Backend {
   readonly capabilities: B.BackendCapabilities = { crossProcessWake: true, supportsVacuum: true };
   readonly migrateHint: string;
 
-  private db: Database.Database | null = null;
-  private readonly ownsDatabase: boolean;
-  private readonly statements = new Map<string, Database.Statement>();
+  private connection: SqliteConnection | null = null;
   private watcher: WalWatcher | null = null;
-  private transactionRunner: Database.Transaction<(run: () => unknown) => unknown> | null = null;
   /** Compiles Kysely queries to SQLite SQL without a connection (for caller-owned transactions). */
   private readonly compiler = new Kysely<LaterDatabase>({
     dialect: {
@@ -84,7 +81,6 @@ export class SqliteBackend implements B.Backend {
     if (typeof this.namespace !== "string" || this.namespace === "") throw new InvalidConfigError("sqlite(): `namespace` must be a non-empty string");
     const busy = options.busyTimeoutMs ?? 5_000;
     if (!Number.isInteger(busy) || busy < 0) throw new InvalidConfigError("sqlite(): `busyTimeoutMs` must be an integer >= 0");
-    this.ownsDatabase = options.database === undefined;
     this.migrateHint = `later migrate up --database sqlite:${options.file ?? options.database?.name ?? "PATH"}`;
   }
 
@@ -94,30 +90,16 @@ export class SqliteBackend implements B.Backend {
   }
 
   async open(): Promise<void> {
-    if (this.db) return;
-    let db: Database.Database;
-    try {
-      db = this.options.database ?? new Database(this.options.file!);
-      db.pragma("journal_mode = WAL");
-      db.pragma("synchronous = NORMAL");
-      db.pragma(`busy_timeout = ${this.options.busyTimeoutMs ?? 5_000}`);
-      db.prepare("CREATE TABLE IF NOT EXISTS later_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)").run();
-    } catch (cause) {
-      throw new DatabaseUnavailableError(
-        `cannot open SQLite database ${this.file}: ${(cause as Error).message}; check that the folder exists and is writable`,
-        cause,
-      );
-    }
-    this.db = db;
+    if (this.connection) return;
+    const { file, database } = this.options;
+    this.connection = SqliteConnection.open(database ? { database } : { file: file! }, this.options.busyTimeoutMs ?? 5_000);
   }
 
   async close(): Promise<void> {
     this.watcher?.stop();
     this.watcher = null;
-    this.statements.clear();
-    this.transactionRunner = null;
-    if (this.db && this.ownsDatabase) this.db.close();
-    this.db = null;
+    this.connection?.close();
+    this.connection = null;
   }
 
   // ---- migrations -------------------------------------------------------
@@ -132,7 +114,7 @@ export class SqliteBackend implements B.Backend {
   }
 
   async migrationUp(): Promise<B.MigrationUpResult> {
-    const db = this.conn();
+    const db = this.conn().db;
     const applied: { version: number; name: string }[] = [];
     // One BEGIN IMMEDIATE: a second process starting at once waits, then sees the work done.
     this.immediate(() => {
@@ -160,7 +142,7 @@ export class SqliteBackend implements B.Backend {
           "SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", id, this.namespace));
         this.run(
           `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at)
-           VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, json_array(json_array(?, ?)), ?, ?, NULL)`,
+           VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, json_array(json_array(?, CAST(? AS INTEGER))), ?, ?, NULL)`,
           job.id, this.namespace, job.jobType, job.payload, stage, job.retryPolicy, job.runAt, job.parentId ?? null,
           error, stage, params.now, params.now, params.now,
         );
@@ -207,7 +189,7 @@ export class SqliteBackend implements B.Backend {
     const rows = this.immediate(() =>
       this.all(
         `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
-           stages = json_insert(stages, '$[#]', json_array('running', ?))
+           stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
          WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued')
                         AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
          RETURNING id, job_type, payload, attempt, retry_policy, parent_id, created_at, run_at`,
@@ -237,7 +219,7 @@ export class SqliteBackend implements B.Backend {
         const claimsJson = JSON.stringify(successes.map((f) => [f.id, f.attempt]));
         const rows = this.all(
           `UPDATE later_jobs SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
-             stages = json_insert(stages, '$[#]', json_array('success', ?))
+             stages = json_insert(stages, '$[#]', json_array('success', CAST(? AS INTEGER)))
            WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
              AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
              AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
@@ -256,12 +238,12 @@ export class SqliteBackend implements B.Backend {
         if (o.kind === "retry") {
           changes = this.run(
             `UPDATE later_jobs SET stage = 'requeued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
-               retry_policy = coalesce(?, retry_policy), stages = json_insert(stages, '$[#]', json_array('requeued', ?)) ${where}`,
+               retry_policy = coalesce(?, retry_policy), stages = json_insert(stages, '$[#]', json_array('requeued', CAST(? AS INTEGER))) ${where}`,
             params.now, o.runAt, o.error, o.retryPolicy ?? null, params.now, f.id, ns, f.attempt, guard);
         } else {
           changes = this.run(
             `UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
-               stages = json_insert(stages, '$[#]', json_array('failed', ?)) ${where}`,
+               stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER))) ${where}`,
             params.now, expires, o.error, params.now, f.id, ns, f.attempt, guard);
           if (changes) failed.push({ id: f.id, error: o.error });
         }
@@ -270,7 +252,7 @@ export class SqliteBackend implements B.Backend {
       let released = 0;
       if (succeeded.length > 0) {
         released = this.run(
-          `UPDATE later_jobs SET stage = 'enqueued', run_at = ?, updated_at = ?, stages = json_insert(stages, '$[#]', json_array('enqueued', ?))
+          `UPDATE later_jobs SET stage = 'enqueued', run_at = ?, updated_at = ?, stages = json_insert(stages, '$[#]', json_array('enqueued', CAST(? AS INTEGER)))
            WHERE parent_id IN (SELECT value FROM json_each(?)) AND namespace = ? AND stage = 'waiting'`,
           params.now, params.now, params.now, JSON.stringify(succeeded), ns);
       }
@@ -279,7 +261,7 @@ export class SqliteBackend implements B.Backend {
         const parent = failed.pop()!;
         const reason = parentFailedReason(parent.id, parent.error);
         const children = this.all(
-          `UPDATE later_jobs SET stage = 'failed', updated_at = ?, expires_at = ?, last_error = ?, stages = json_insert(stages, '$[#]', json_array('failed', ?))
+          `UPDATE later_jobs SET stage = 'failed', updated_at = ?, expires_at = ?, last_error = ?, stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER)))
            WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id`,
           params.now, expires, reason, params.now, parent.id, ns);
         for (const c of children) failed.push({ id: String(c.id), error: reason });
@@ -294,7 +276,7 @@ export class SqliteBackend implements B.Backend {
         this.run(
           `UPDATE later_jobs SET stage = CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, attempt = attempt - 1,
              lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
-             stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, ?))
+             stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, CAST(? AS INTEGER)))
            WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ?`,
           params.now, params.now, c.id, this.namespace, c.attempt);
       }
@@ -354,14 +336,19 @@ export class SqliteBackend implements B.Backend {
 
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
     const row = this.get("SELECT * FROM later_jobs WHERE id = ? AND namespace = ?", params.id, this.namespace);
-    return row ? toRecord(row) : null;
+    return row ? toJobRecord(row) : null;
   }
 
   async jobList(params: B.JobListParams): Promise<B.JobRecord[]> {
+    // The cursor is a plain bound on the primary key in both orders ('~' sorts
+    // after every id character), so either walk is an index range scan.
+    const desc = params.order === "desc";
     const rows = this.all(
-      `SELECT * FROM later_jobs WHERE namespace = ? AND (? IS NULL OR stage = ?) AND id > ? ORDER BY id LIMIT ?`,
-      this.namespace, params.stage ?? null, params.stage ?? null, params.afterId ?? "", params.limit);
-    return rows.map(toRecord);
+      `SELECT * FROM later_jobs WHERE namespace = ? AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?)
+         AND ${desc ? "id < ? ORDER BY id DESC" : "id > ? ORDER BY id"} LIMIT ?`,
+      this.namespace, params.stage ?? null, params.stage ?? null, params.jobType ?? null, params.jobType ?? null,
+      params.afterId ?? (desc ? "~" : ""), params.limit);
+    return rows.map(toJobRecord);
   }
 
   async jobCountByStage(): Promise<B.JobCountByStageResult> {
@@ -384,7 +371,7 @@ export class SqliteBackend implements B.Backend {
   }
 
   async databaseVacuum(): Promise<void> {
-    this.conn().exec("VACUUM");
+    this.conn().db.exec("VACUUM");
   }
 
   /**
@@ -394,80 +381,35 @@ export class SqliteBackend implements B.Backend {
    */
   wakeSubscribe(listener: () => void): () => void {
     this.watcher ??= new WalWatcher(this.file);
-    let seen = this.dataVersion();
+    let seen = this.connection?.dataVersion() ?? null;
     return this.watcher.subscribe(() => {
-      const version = this.dataVersion();
+      const version = this.connection?.dataVersion() ?? null;
       if (version !== null && version === seen) return;
       seen = version;
       listener();
     });
   }
 
-  private dataVersion(): number | null {
-    try {
-      return this.db ? Number(this.db.pragma("data_version", { simple: true })) : null;
-    } catch {
-      return null;
-    }
-  }
-
   // ---- statement plumbing -------------------------------------------------
 
-  /**
-   * Runs `body` in `BEGIN IMMEDIATE ... COMMIT` (rolled back if it throws).
-   * One better-sqlite3 transaction wrapper is made per connection and given
-   * the body as its argument: making a wrapper per call costs more than a
-   * small transaction itself.
-   */
   private immediate<R>(body: () => R): R {
-    this.transactionRunner ??= this.conn().transaction((run: () => unknown) => run());
-    return this.transactionRunner.immediate(body) as R;
+    return this.conn().immediate(body);
   }
 
-  private conn(): Database.Database {
-    if (!this.db) throw new DatabaseUnavailableError("the SQLite backend is not open (the server was shut down, or never started)");
-    return this.db;
-  }
-
-  private stmt(text: string): Database.Statement {
-    let s = this.statements.get(text);
-    if (!s) {
-      s = this.conn().prepare(text);
-      this.statements.set(text, s);
-    }
-    return s;
+  private conn(): SqliteConnection {
+    if (!this.connection) throw new DatabaseUnavailableError("the SQLite backend is not open (the server was shut down, or never started)");
+    return this.connection;
   }
 
   private run(text: string, ...args: unknown[]): number {
-    return this.stmt(text).run(...args).changes;
+    return this.conn().run(text, ...args);
   }
 
   private all(text: string, ...args: unknown[]): Row[] {
-    return this.stmt(text).all(...args) as Row[];
+    return this.conn().all(text, ...args);
   }
 
   private get(text: string, ...args: unknown[]): Row | undefined {
-    return this.stmt(text).get(...args) as Row | undefined;
+    return this.conn().get(text, ...args);
   }
 }
-
-interface KyselyExecutorLike {
-  executeQuery(query: unknown): Promise<{ rows: unknown[] }>;
-}
-
-function isKyselyExecutor(value: unknown): value is KyselyExecutorLike {
-  return typeof value === "object" && value !== null && typeof (value as KyselyExecutorLike).executeQuery === "function";
-}
-
-function toRecord(r: Row): B.JobRecord {
-  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-  return {
-    id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), stage: r.stage as JobStage,
-    attempt: Number(r.attempt), runAt: Number(r.run_at), parentId: (r.parent_id as string | null) ?? null,
-    leaseOwner: (r.lease_owner as string | null) ?? null, leaseExpiresAt: num(r.lease_expires_at),
-    lastError: (r.last_error as string | null) ?? null,
-    stages: (JSON.parse(String(r.stages)) as [JobStage, number][]).map(([stage, at]) => ({ stage, at })),
-    createdAt: Number(r.created_at), updatedAt: Number(r.updated_at), expiresAt: num(r.expires_at),
-  };
-}
-

@@ -1,0 +1,89 @@
+import Database from "better-sqlite3";
+import { DatabaseUnavailableError } from "../../errors.js";
+
+/** A row as better-sqlite3 returns it. */
+export type Row = Record<string, unknown>;
+
+/**
+ * One open better-sqlite3 connection with the pragmas later needs, a cache
+ * of prepared statements, and a `BEGIN IMMEDIATE` runner.
+ *
+ * Pragmas: WAL (readers never block the writer), `synchronous = NORMAL`
+ * (durable across process crashes; a power cut may lose the last commits),
+ * `busy_timeout` for the write lock between processes.
+ */
+export class SqliteConnection {
+  private readonly statements = new Map<string, Database.Statement>();
+  private readonly transactionRunner: Database.Transaction<(run: () => unknown) => unknown>;
+
+  private constructor(
+    readonly db: Database.Database,
+    private readonly owned: boolean,
+  ) {
+    // One better-sqlite3 transaction wrapper per connection, given the body as
+    // its argument: making a wrapper per call costs more than a small transaction.
+    this.transactionRunner = db.transaction((run: () => unknown) => run());
+  }
+
+  /**
+   * Opens `file` (created when missing), or adopts an application-owned
+   * database, which {@link close} then leaves open. Throws
+   * `DatabaseUnavailableError` when the file cannot be opened or written.
+   */
+  static open(target: { file: string } | { database: Database.Database }, busyTimeoutMs: number): SqliteConnection {
+    const name = "file" in target ? target.file : target.database.name;
+    try {
+      const db = "file" in target ? new Database(target.file) : target.database;
+      db.pragma("journal_mode = WAL");
+      db.pragma("synchronous = NORMAL");
+      db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+      db.prepare("CREATE TABLE IF NOT EXISTS later_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)").run();
+      return new SqliteConnection(db, "file" in target);
+    } catch (cause) {
+      throw new DatabaseUnavailableError(
+        `cannot open SQLite database ${name}: ${(cause as Error).message}; check that the folder exists and is writable`,
+        cause,
+      );
+    }
+  }
+
+  close(): void {
+    this.statements.clear();
+    if (this.owned) this.db.close();
+  }
+
+  /** Runs `body` in `BEGIN IMMEDIATE ... COMMIT` (rolled back if it throws): the write lock is taken up front, so two processes never deadlock upgrading a read lock. */
+  immediate<R>(body: () => R): R {
+    return this.transactionRunner.immediate(body) as R;
+  }
+
+  run(text: string, ...args: unknown[]): number {
+    return this.statement(text).run(...args).changes;
+  }
+
+  all(text: string, ...args: unknown[]): Row[] {
+    return this.statement(text).all(...args) as Row[];
+  }
+
+  get(text: string, ...args: unknown[]): Row | undefined {
+    return this.statement(text).get(...args) as Row | undefined;
+  }
+
+  /** Changes only when another connection commits (`PRAGMA data_version`); null when it cannot be read. */
+  dataVersion(): number | null {
+    try {
+      return Number(this.db.pragma("data_version", { simple: true }));
+    } catch {
+      return null;
+    }
+  }
+
+  private statement(text: string): Database.Statement {
+    let s = this.statements.get(text);
+    if (!s) {
+      s = this.db.prepare(text);
+      this.statements.set(text, s);
+    }
+    return s;
+  }
+}
