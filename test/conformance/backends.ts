@@ -2,17 +2,27 @@
  * The backend list every conformance test runs against. Each entry makes a
  * fresh, empty database per call; `backend(namespace)` opens another
  * backend on that same database (to test sharing and isolation).
- * The PostgreSQL backend is added here as one more factory.
+ *
+ * PostgreSQL: the server found by test/support/postgres-global-setup.ts, a
+ * fresh schema per `createDatabase()`. When no PostgreSQL could be had the
+ * entry is left out (the setup printed a loud notice; under CI=true it
+ * failed the run instead).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sqlite, type Backend } from "@later/runtime";
+import Database from "better-sqlite3";
+import { Kysely, PostgresDialect, SqliteDialect } from "kysely";
+import pg from "pg";
+import { postgres, sqlite, type Backend } from "@later/runtime";
+import { createPostgresSchema, postgresUrl } from "../support/postgres.js";
 
 export interface TestDatabase {
   backend(namespace?: string): Backend;
-  /** Location, for tests that open the database themselves (SQLite: the file). */
+  /** Location, for messages and tests that open the database themselves (SQLite: the file; PostgreSQL: the URL). */
   readonly location: string;
+  /** A Kysely of the application's own, on the same database (its tables land beside later's), for `enqueueIn`. Destroy it after use. */
+  appDatabase<DB>(): Kysely<DB>;
   dispose(): Promise<void>;
 }
 
@@ -21,17 +31,32 @@ export interface BackendEntry {
   createDatabase(): Promise<TestDatabase>;
 }
 
-export const BACKENDS: BackendEntry[] = [
-  {
-    name: "sqlite",
-    async createDatabase() {
-      const dir = mkdtempSync(join(tmpdir(), "later-conformance-"));
-      const file = join(dir, "jobs.db");
-      return {
-        location: file,
-        backend: (namespace = "test") => sqlite({ file, namespace }),
-        dispose: async () => rmSync(dir, { recursive: true, force: true }),
-      };
-    },
+const sqliteEntry: BackendEntry = {
+  name: "sqlite",
+  async createDatabase() {
+    const dir = mkdtempSync(join(tmpdir(), "later-conformance-"));
+    const file = join(dir, "jobs.db");
+    return {
+      location: file,
+      backend: (namespace = "test") => sqlite({ file, namespace }),
+      appDatabase: <DB>() => new Kysely<DB>({ dialect: new SqliteDialect({ database: new Database(file) }) }),
+      dispose: async () => rmSync(dir, { recursive: true, force: true }),
+    };
   },
-];
+};
+
+const postgresEntry: BackendEntry = {
+  name: "postgres",
+  async createDatabase() {
+    const db = await createPostgresSchema();
+    return {
+      location: db.url,
+      // A small pool per backend: a test runs up to a few servers, and test files run in parallel.
+      backend: (namespace = "test") => postgres({ connectionString: db.url, schema: db.schema, namespace, maxConnections: 4 }),
+      appDatabase: <DB>() => new Kysely<DB>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: db.searchPathUrl, max: 2 }) }) }),
+      dispose: db.dispose,
+    };
+  },
+};
+
+export const BACKENDS: BackendEntry[] = postgresUrl() === null ? [sqliteEntry] : [sqliteEntry, postgresEntry];

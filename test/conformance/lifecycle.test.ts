@@ -16,13 +16,15 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     let runs = 0;
     const opts = { clock, leaseMs: 3_000, stuckGraceMs: 1_000, rescueIntervalMs: 1_000_000 };
     const slow = await h.start({ ...opts, handlers: { slow: { handle: async () => { runs++; await gate.promise; } } } });
-    const rescuer = await h.start({ ...opts, handlers: { slow: { handle: () => { runs++; } } } });
     const id = await slow.publisher.enqueue("slow", {});
     await waitFor(() => runs === 1, "handler started");
+    // Started once the slow server holds the job (else either server may claim it first).
+    const rescuer = await h.start({ ...opts, handlers: { slow: { handle: () => { runs++; } } } });
     const before = (await slow.backend.jobGet({ id }))!.leaseExpiresAt!;
     for (let i = 0; i < 10; i++) {
       clock.advance(1_000); // the renewer wakes every leaseMs / 3
-      await waitFor(async () => (await slow.backend.jobGet({ id }))!.leaseExpiresAt! >= clock.now() + 2_000, "lease renewed");
+      // Renewed at this tick (now + leaseMs), not just still covered by the previous renewal.
+      await waitFor(async () => (await slow.backend.jobGet({ id }))!.leaseExpiresAt! >= clock.now() + 3_000, "lease renewed");
       expect(await rescuer.rescueStuckJobs()).toBe(0);
     }
     expect((await slow.backend.jobGet({ id }))!.leaseExpiresAt!).toBeGreaterThan(before + 9_000);
@@ -43,13 +45,16 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const ghost = h.db.backend();
     await ghost.open();
     const now = clock.now();
+    // Due 1 ms after the server's clock: a server woken by the insert (a NOTIFY
+    // on PostgreSQL) finds nothing due yet, so the ghost claims both.
+    const ahead = now + 1;
     const id = newJobId(now);
     const spent = newJobId(now + 1);
-    await ghost.jobInsertMany({ now, jobs: [
-      { id, jobType: "work", payload: "{}", runAt: now, retryPolicy: policy },
-      { id: spent, jobType: "work", payload: "{}", runAt: now, retryPolicy: JSON.stringify(RetryPolicy.noRetries()) },
+    await ghost.jobInsertMany({ now: ahead, jobs: [
+      { id, jobType: "work", payload: "{}", runAt: ahead, retryPolicy: policy },
+      { id: spent, jobType: "work", payload: "{}", runAt: ahead, retryPolicy: JSON.stringify(RetryPolicy.noRetries()) },
     ] });
-    expect(await ghost.jobClaimReady({ owner: "ghost", limit: 2, now, leaseExpiresAt: now + 5_000, jobTypes: ["work"] })).toHaveLength(2);
+    expect(await ghost.jobClaimReady({ owner: "ghost", limit: 2, now: ahead, leaseExpiresAt: now + 5_000, jobTypes: ["work"] })).toHaveLength(2);
     await ghost.close();
     clock.advance(6_000); // expired, but not for long enough
     expect(await server.rescueStuckJobs()).toBe(0);
@@ -169,7 +174,8 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const next = await server.publisher.enqueue("ok", {});
     clock.advance(10_000);
     await waitFor(() => done.includes(next), "the replacement worker runs the next job");
-    const job = await server.backend.jobGet({ id: hung });
+    // The failed attempt is written by the completion batcher, asynchronously.
+    const job = await waitFor(async () => { const j = await server.backend.jobGet({ id: hung }); return j?.stage === "failed" ? j : null; }, "hung job failed");
     expect(job?.stage).toBe("failed");
     expect(job?.lastError).toMatch(/longer than jobTimeoutMs/);
     expect(h.events.some((e) => e.type === "worker" && e.action === "replaced")).toBe(true);

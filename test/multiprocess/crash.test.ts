@@ -3,22 +3,20 @@
  * buffer): once the leases have expired, a server in another process rescues
  * them all and runs them again; nothing else is lost or run twice.
  */
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { prepareBackend, sqlite } from "@later/runtime";
-import { allJobs, jobRows, useProcesses, waitFor } from "./helpers.js";
+import { prepareBackend } from "@later/runtime";
+import { allJobs, jobRows, openBackend, PROCESS_BACKENDS, useProcesses, waitFor } from "./helpers.js";
 
 const NAMESPACE = "mp";
 const OTHERS = 50;
 const SHORT_LEASE = { leaseMs: 1_000, stuckGraceMs: 500, rescueIntervalMs: 200, pollIntervalMs: 200 };
 
-describe("a worker process killed mid-job", () => {
+describe.each(PROCESS_BACKENDS)("a worker process killed mid-job on $name", (entry) => {
   const processes = useProcesses();
 
   it("its jobs are rescued after the lease expires and complete on another process", async () => {
-    const dir = processes.tempDir();
-    const file = join(dir, "jobs.db");
-    const parent = processes.track(sqlite({ file, namespace: NAMESPACE }));
+    const backend = await entry.create(processes);
+    const parent = processes.track(openBackend(backend, NAMESPACE));
     await prepareBackend(parent, true);
 
     // The hanging job is due first, so the single worker of the first child takes it; the
@@ -29,7 +27,7 @@ describe("a worker process killed mid-job", () => {
     await parent.jobInsertMany({ jobs: [hang!, ...others], now });
 
     const victim = processes.spawnChild("victim", {
-      file, namespace: NAMESPACE, workerCount: 1, hangOnPayload: true, printDone: true, server: SHORT_LEASE,
+      backend, namespace: NAMESPACE, workerCount: 1, hangOnPayload: true, printDone: true, server: SHORT_LEASE,
     });
     const victimId = await victim.ready();
     const started = await victim.waitForLine((l) => l.startsWith("started "), "the hanging job to start");
@@ -52,7 +50,7 @@ describe("a worker process killed mid-job", () => {
     const victimDone = victim.lines.filter((l) => l.startsWith("done ")).map((l) => l.split(" ")[1]!);
 
     const rescuer = processes.spawnChild("rescuer", {
-      file, namespace: NAMESPACE, workerCount: 4, printDone: true, server: SHORT_LEASE,
+      backend, namespace: NAMESPACE, workerCount: 4, printDone: true, server: SHORT_LEASE,
     });
     const rescuerId = await rescuer.ready();
     await rescuer.waitForLine((l) => l.startsWith(`done ${hang!.id} `), "the rescued job to run again", 20_000);

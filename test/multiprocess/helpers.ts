@@ -11,24 +11,30 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterEach } from "vitest";
-import { newJobId, RetryPolicy, type Backend, type JobInsert, type JobRecord } from "@later/runtime";
+import { newJobId, postgres, RetryPolicy, sqlite, type Backend, type JobInsert, type JobRecord } from "@later/runtime";
+import { createPostgresSchema, postgresUrl } from "../support/postgres.js";
 
 export const CHILD_SCRIPT = fileURLToPath(new URL("./worker-child.mjs", import.meta.url));
 
-/** Polls `condition` every 10 ms until it is truthy or `timeoutMs` passes (then throws naming `what`). */
-export async function waitFor<T>(condition: () => T | Promise<T>, what: string, timeoutMs = 10_000): Promise<NonNullable<T>> {
+/** Polls `condition` every `intervalMs` (default 10) until it is truthy or `timeoutMs` passes (then throws naming `what`). */
+export async function waitFor<T>(condition: () => T | Promise<T>, what: string, timeoutMs = 10_000, intervalMs = 10): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await condition();
     if (value) return value as NonNullable<T>;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
 
+/** Which database a child (and the test) opens. */
+export type BackendSpec =
+  | { kind: "sqlite"; file: string }
+  | { kind: "postgres"; connectionString: string; schema: string };
+
 /** What `worker-child.mjs` is told in its argv (JSON). */
 export interface ChildConfig {
-  file: string;
+  backend: BackendSpec;
   namespace: string;
   workerCount: number;
   /** Appends each finished job id to this file (one line, before the handler returns). */
@@ -37,9 +43,49 @@ export interface ChildConfig {
   printDone?: boolean;
   /** Jobs whose payload is `{ hang: true }` print `started <id> <attempt>` and never finish. */
   hangOnPayload?: boolean;
+  /** Each handler waits this long (ms) before it returns: the job's work. Default 0. */
+  handlerDelayMs?: number;
   /** Extra server options (leaseMs, pollIntervalMs, ...). */
   server?: Record<string, number>;
 }
+
+/** Opens the backend a spec names, in the test process. */
+export function openBackend(spec: BackendSpec, namespace: string): Backend {
+  return spec.kind === "sqlite" ? sqlite({ file: spec.file, namespace }) : postgres({ connectionString: spec.connectionString, schema: spec.schema, namespace, maxConnections: 4 });
+}
+
+/** A backend kind the multi-process tests run on: makes a fresh database per test. */
+export interface ProcessBackendEntry {
+  name: "sqlite" | "postgres";
+  /** A fresh database; cleaned up after the test by `useProcesses`. */
+  create(processes: Processes): Promise<BackendSpec>;
+}
+
+/** `application_name` of the children's PostgreSQL connections, so a test can find (and kill) exactly those. */
+export function childApplicationName(spec: BackendSpec): string {
+  return spec.kind === "postgres" ? `mp-${spec.schema}`.slice(0, 63) : "";
+}
+
+const SQLITE_ENTRY: ProcessBackendEntry = {
+  name: "sqlite",
+  create: async (processes) => ({ kind: "sqlite", file: join(processes.tempDir(), "jobs.db") }),
+};
+
+const POSTGRES_ENTRY: ProcessBackendEntry = {
+  name: "postgres",
+  async create(processes) {
+    const db = await createPostgresSchema();
+    processes.onCleanup(db.dispose);
+    const url = new URL(db.url);
+    url.searchParams.set("application_name", `mp-${db.schema}`.slice(0, 63));
+    return { kind: "postgres", connectionString: url.toString(), schema: db.schema };
+  },
+};
+
+/** The backends of the multi-process tests; PostgreSQL only when the run has a server (see test/support/postgres-global-setup.ts). */
+export const PROCESS_BACKENDS: ProcessBackendEntry[] = postgresUrl() === null ? [SQLITE_ENTRY] : [SQLITE_ENTRY, POSTGRES_ENTRY];
+/** The PostgreSQL entry, or null when the run has no PostgreSQL. */
+export const POSTGRES_PROCESS_BACKEND: ProcessBackendEntry | null = postgresUrl() === null ? null : POSTGRES_ENTRY;
 
 export class Child {
   readonly lines: string[] = [];
@@ -118,22 +164,32 @@ export class Child {
 /**
  * One per test file: `tempDir()` makes a fresh folder, `spawnChild()` starts a
  * child; after each test every child still alive is SIGKILLed, every backend
- * registered with `track` is closed and the folders are removed.
+ * registered with `track` is closed, the folders are removed and the
+ * `onCleanup` callbacks run (dropping PostgreSQL schemas).
  */
-export function useProcesses(): {
+export interface Processes {
   tempDir(): string;
   spawnChild(name: string, config: ChildConfig): Child;
   track(backend: Backend): Backend;
-} {
+  /** Runs `cleanup` after the test, once children and backends are gone. */
+  onCleanup(cleanup: () => Promise<void>): void;
+}
+
+export function useProcesses(): Processes {
   const children: Child[] = [];
   const dirs: string[] = [];
   const backends: Backend[] = [];
+  const cleanups: (() => Promise<void>)[] = [];
   afterEach(async () => {
     await Promise.all(children.splice(0).map((c) => c.kill()));
     await Promise.all(backends.splice(0).map((b) => b.close()));
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+    for (const cleanup of cleanups.splice(0)) await cleanup();
   });
   return {
+    onCleanup(cleanup) {
+      cleanups.push(cleanup);
+    },
     tempDir() {
       const dir = mkdtempSync(join(tmpdir(), "later-mp-"));
       dirs.push(dir);

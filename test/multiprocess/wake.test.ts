@@ -1,12 +1,11 @@
 /**
- * Cross-process wake-up on SQLite: an idle server whose poll interval is a
- * minute picks up a job committed by another process within the test's
- * deadline, which only the WAL watcher can deliver.
+ * Cross-process wake-up: an idle server whose poll interval is a minute
+ * picks up a job committed by another process within the test's deadline,
+ * which only the backend's wake-up can deliver (SQLite: the WAL watcher;
+ * PostgreSQL: LISTEN/NOTIFY). Latencies are printed, never asserted.
  */
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { sqlite } from "@later/runtime";
-import { jobRows, useProcesses } from "./helpers.js";
+import { jobRows, openBackend, PROCESS_BACKENDS, useProcesses } from "./helpers.js";
 
 const NAMESPACE = "mp";
 const ROUNDS = 20;
@@ -15,19 +14,18 @@ const NEVER = 600_000;
 /** Per job; the child would not poll before 60 s. */
 const DEADLINE_MS = 10_000;
 
-describe("cross-process wake-up", () => {
+describe.each(PROCESS_BACKENDS)("cross-process wake-up on $name", (entry) => {
   const processes = useProcesses();
 
   it(`an idle server with a 60 s poll runs jobs committed by another process (${ROUNDS} in sequence)`, async () => {
-    const dir = processes.tempDir();
-    const file = join(dir, "jobs.db");
+    const backend = await entry.create(processes);
     const child = processes.spawnChild("idle", {
-      file, namespace: NAMESPACE, workerCount: 1, printDone: true,
+      backend, namespace: NAMESPACE, workerCount: 1, printDone: true,
       server: { pollIntervalMs: 60_000, rescueIntervalMs: NEVER, sweepIntervalMs: NEVER },
     });
     await child.ready();
     // The parent runs no server: it only writes rows, so it cannot wake the child in-process.
-    const parent = processes.track(sqlite({ file, namespace: NAMESPACE }));
+    const parent = processes.track(openBackend(backend, NAMESPACE));
     await parent.open();
 
     const latencies: { committedToHandler: number; roundTrip: number }[] = [];
@@ -50,8 +48,8 @@ describe("cross-process wake-up", () => {
       const v = sorted(k);
       return `min ${v[0]} / median ${v[Math.floor(v.length / 2)]} / max ${v[v.length - 1]} ms`;
     };
-    console.log(`wake latency, commit -> handler start: ${summary("committedToHandler")}; all: ${latencies.map((l) => l.committedToHandler).join(", ")}`);
-    console.log(`wake latency, insert -> parent saw "done": ${summary("roundTrip")}`);
+    console.log(`${entry.name} wake latency, commit -> handler start: ${summary("committedToHandler")}; all: ${latencies.map((l) => l.committedToHandler).join(", ")}`);
+    console.log(`${entry.name} wake latency, insert -> parent saw "done": ${summary("roundTrip")}`);
 
     const { counts } = await parent.jobCountByStage();
     expect(counts).toMatchObject({ success: ROUNDS, enqueued: 0, running: 0 });

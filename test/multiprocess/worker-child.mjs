@@ -1,6 +1,7 @@
 // A job server in its own process, for the multi-process tests.
 //
-// argv[2] is a JSON config (see ChildConfig in helpers.ts). stdout protocol,
+// argv[2] is a JSON config (see ChildConfig in helpers.ts): SQLite or
+// PostgreSQL, per `backend.kind`. stdout protocol,
 // one line each:
 //   ready <instanceId>            the server has started
 //   started <jobId> <attempt>     a { hang: true } job began and will never finish
@@ -9,14 +10,16 @@
 //   stopped                       graceful shutdown finished (after "stop" on stdin, or stdin EOF)
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { BackgroundJobServer, sqlite } from "@later/runtime";
+import { BackgroundJobServer, postgres, sqlite } from "@later/runtime";
 
 const config = JSON.parse(process.argv[2]);
 const say = (line) => process.stdout.write(`${line}\n`);
 
 const server = await BackgroundJobServer.start({
   context: {},
-  backend: sqlite({ file: config.file, namespace: config.namespace }),
+  backend: config.backend.kind === "postgres"
+    ? postgres({ connectionString: config.backend.connectionString, schema: config.backend.schema, namespace: config.namespace })
+    : sqlite({ file: config.backend.file, namespace: config.namespace }),
   autoMigrate: true,
   workerCount: config.workerCount,
   ...config.server,
@@ -27,6 +30,7 @@ const server = await BackgroundJobServer.start({
           say(`started ${ctx.jobId} ${ctx.attempt}`);
           await new Promise(() => {}); // never settles: only SIGKILL ends this attempt
         }
+        if (config.handlerDelayMs) await new Promise((r) => setTimeout(r, config.handlerDelayMs));
         if (config.logFile) appendFileSync(config.logFile, `${ctx.jobId}\n`);
         if (config.printDone) say(`done ${ctx.jobId} ${ctx.attempt} ${Date.now()}`);
       },

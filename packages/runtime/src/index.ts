@@ -14,3 +14,4 @@ export { JobHandle, TopicJobHandle } from "./typed/job-handle.js";
 export { TypedJobServer, type TypedJobContext } from "./typed/typed-job-server.js";
 export { TypedServerBuilder, jobHandles, type BuilderOptions, type HandlerOptions, type JobHandler } from "./typed/typed-server-builder.js";
 export { TypedJobPublisher, type PublisherOptions } from "./typed/typed-publisher.js";
+export { postgres, PostgresBackend, type PostgresBackendOptions, type PostgresBackendWarning } from "./backend/postgres/postgres-backend.js";

@@ -45,8 +45,14 @@ export class LeaseRenewer {
 
   private async run(): Promise<void> {
     const signal = this.stopController.signal;
+    const interval = Math.max(1, Math.floor(this.leaseMs / 3));
+    // Renewals keep a schedule (every `interval` from start), so time spent in
+    // the renewal write, or a clock that moved meanwhile, does not push the
+    // next one back; after a stall it renews once and goes on from then.
+    let due = this.clock.now() + interval;
     while (!signal.aborted) {
-      await this.clock.sleep(Math.max(1, Math.floor(this.leaseMs / 3)), signal);
+      await this.clock.sleep(due - this.clock.now(), signal);
+      due = Math.max(due, this.clock.now()) + interval;
       if (signal.aborted) break;
       try {
         await this.renewOnce();

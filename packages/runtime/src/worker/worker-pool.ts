@@ -217,7 +217,8 @@ export class WorkerPool<C> {
             continue;
           }
           const next = await this.backend.jobNextRunAt({ jobTypes: this.jobTypes });
-          if (next !== null) waitMs = Math.max(1, Math.min(pollIntervalMs, next - clock.now()));
+          // 0 when already due (the clock moved while the queries ran): claim again on the next timer turn.
+          if (next !== null) waitMs = Math.max(0, Math.min(pollIntervalMs, next - clock.now()));
         } catch (error) {
           if (this.stopping) break;
           this.moreMayBeReady = true;

@@ -47,6 +47,8 @@ export function sqlite(options: SqliteBackendOptions): SqliteBackend {
 }
 
 const STAGE_SET = new Set<string>(JOB_STAGES);
+/** Delays of the re-checks after a WAL event that showed no new commit yet. */
+const RECHECK_MS = [2, 10];
 
 export class SqliteBackend implements B.Backend {
   readonly kind = "sqlite";
@@ -378,16 +380,35 @@ export class SqliteBackend implements B.Backend {
    * WAL changes, filtered through `PRAGMA data_version`, which changes only
    * when another connection commits: this process's own claims and
    * outcome writes wake nobody.
+   *
+   * A WAL event can arrive before the commit it belongs to is visible (the
+   * frames are written before the WAL index is updated, and inotify merges
+   * repeated events, so no later event may follow). So when the version has
+   * not moved, it is read again 2 and 10 ms later, one re-check at a time.
    */
   wakeSubscribe(listener: () => void): () => void {
     this.watcher ??= new WalWatcher(this.file);
     let seen = this.connection?.dataVersion() ?? null;
-    return this.watcher.subscribe(() => {
+    let recheck: NodeJS.Timeout | null = null;
+    const check = (retry: number): void => {
       const version = this.connection?.dataVersion() ?? null;
-      if (version !== null && version === seen) return;
-      seen = version;
-      listener();
-    });
+      if (version === null || version !== seen) {
+        seen = version;
+        listener();
+        return;
+      }
+      if (recheck !== null || retry >= RECHECK_MS.length) return;
+      recheck = setTimeout(() => {
+        recheck = null;
+        check(retry + 1);
+      }, RECHECK_MS[retry]);
+      recheck.unref();
+    };
+    const unsubscribe = this.watcher.subscribe(() => check(0));
+    return () => {
+      if (recheck !== null) clearTimeout(recheck);
+      unsubscribe();
+    };
   }
 
   // ---- statement plumbing -------------------------------------------------

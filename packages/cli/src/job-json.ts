@@ -1,0 +1,18 @@
+import type { JobRecord } from "@later/runtime";
+
+/**
+ * A job as `--json` prints it: the stored {@link JobRecord} (times in ms
+ * since the epoch, `stages` as `{ stage, at }`), with `payload` decoded from
+ * its JSON text. A payload that is not valid JSON stays the stored string,
+ * and `payloadDecodeError` says why.
+ */
+export type JobJson = Omit<JobRecord, "payload"> & { payload: unknown; payloadDecodeError?: string };
+
+/** See {@link JobJson}. */
+export function toJobJson(job: JobRecord): JobJson {
+  try {
+    return { ...job, payload: JSON.parse(job.payload) as unknown };
+  } catch (error) {
+    return { ...job, payload: job.payload, payloadDecodeError: (error as Error).message };
+  }
+}

@@ -1,0 +1,120 @@
+import { Command, InvalidArgumentError, Option } from "commander";
+import { isJobId, JOB_STAGES, type Backend, type JobId, type JobStage } from "@later/runtime";
+import type { CommandContext } from "./command-context.js";
+import { CommandFailure } from "./command-failure.js";
+import { databaseOption, schemaOption, type DatabaseUrl } from "./database-url.js";
+import { formatJobDetail } from "./job-detail.js";
+import { toJobJson } from "./job-json.js";
+import { formatJobTable } from "./job-table.js";
+import { withDatabase } from "./with-database.js";
+
+/** Default and largest `--limit` of `later jobs list`. */
+export const JOB_LIST_LIMIT = { default: 50, max: 10_000 } as const;
+
+interface JobsOptions {
+  database: DatabaseUrl;
+  schema?: string;
+  namespace?: string;
+  json?: boolean;
+}
+
+interface JobsListOptions extends JobsOptions {
+  stage?: JobStage;
+  type?: string;
+  limit: number;
+}
+
+/**
+ * `later jobs list|show`: read-only inspection of the jobs of one namespace.
+ * Both refuse a database whose schema is behind or ahead (the
+ * `SchemaVersionError` message says what to run) and never create a
+ * database (a missing SQLite file is an error).
+ *
+ * - `list` prints the newest jobs first, as an aligned table (see
+ *   `formatJobTable`) followed by the namespace's count per stage, or with
+ *   `--json` a JSON array of jobs (see `toJobJson`). `--stage` takes one
+ *   of the job stages; any other value is a usage error that lists them.
+ * - `show ID` prints every field, the payload, the last error and the
+ *   stage history with times; an id the namespace does not hold exits 1.
+ */
+export function jobsCommand(context: CommandContext): Command {
+  const jobs = new Command("jobs").description("inspect the jobs stored in a database (read-only)");
+  jobs
+    .command("list")
+    .description("list jobs, newest first")
+    .addOption(databaseOption())
+    .addOption(new Option("--stage <stage>", "only jobs in this stage").choices(JOB_STAGES))
+    .option("--type <jobType>", "only jobs of this job type")
+    .addOption(new Option("--limit <n>", `at most this many jobs (1-${JOB_LIST_LIMIT.max})`).argParser(parseLimit).default(JOB_LIST_LIMIT.default))
+    .addOption(namespaceOption())
+    .addOption(schemaOption())
+    .option("--json", "print a JSON array of jobs (times in ms since the epoch, payload decoded)")
+    .action((options: JobsListOptions) =>
+      withDatabase({ ...scopeOf(options), create: false, requireCurrentSchema: true }, async (backend) => {
+        const list = await backend.jobList({ stage: options.stage, jobType: options.type, order: "desc", limit: options.limit });
+        if (options.json) {
+          context.io.out(JSON.stringify(list.map(toJobJson), null, 2));
+          return;
+        }
+        if (list.length === 0) context.io.out(`no jobs${describeFilter(options)} in namespace "${backend.namespace}"`);
+        else for (const line of formatJobTable(list)) context.io.out(line);
+        context.io.out("");
+        context.io.out(await stageSummary(backend));
+        if (list.length === options.limit) context.io.out(`showing the newest ${list.length}${describeFilter(options)}; --limit N shows more`);
+      }),
+    );
+  jobs
+    .command("show")
+    .description("print one job: every field, payload, last error, stage history")
+    .argument("<id>", "the job id (a 26-character ULID)", parseJobId)
+    .addOption(databaseOption())
+    .addOption(namespaceOption())
+    .addOption(schemaOption())
+    .option("--json", "print the job as JSON (times in ms since the epoch, payload decoded)")
+    .action((id: JobId, options: JobsOptions) =>
+      withDatabase({ ...scopeOf(options), create: false, requireCurrentSchema: true }, async (backend) => {
+        const job = await backend.jobGet({ id });
+        if (!job) {
+          throw new CommandFailure(
+            `job ${id} not found in namespace "${backend.namespace}" (it never existed here, or it finished and expired); --namespace NS looks in another namespace`,
+          );
+        }
+        if (options.json) context.io.out(JSON.stringify(toJobJson(job), null, 2));
+        else for (const line of formatJobDetail(job)) context.io.out(line);
+      }),
+    );
+  return jobs;
+}
+
+function namespaceOption(): Option {
+  return new Option("--namespace <ns>", 'the namespace whose jobs to read (default: "default")');
+}
+
+function scopeOf(options: JobsOptions) {
+  return { database: options.database, namespace: options.namespace, schema: options.schema };
+}
+
+function describeFilter(options: JobsListOptions): string {
+  const parts = [options.stage === undefined ? "" : ` in stage ${options.stage}`, options.type === undefined ? "" : ` of type ${options.type}`];
+  return parts.join("");
+}
+
+async function stageSummary(backend: Backend): Promise<string> {
+  const { counts } = await backend.jobCountByStage();
+  const total = JOB_STAGES.reduce((sum, s) => sum + counts[s], 0);
+  return `namespace "${backend.namespace}" holds ${total} job${total === 1 ? "" : "s"}: ${JOB_STAGES.map((s) => `${s} ${counts[s]}`).join(", ")}`;
+}
+
+function parseLimit(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1 || n > JOB_LIST_LIMIT.max) {
+    throw new InvalidArgumentError(`expected a whole number from 1 to ${JOB_LIST_LIMIT.max}`);
+  }
+  return n;
+}
+
+function parseJobId(value: string): JobId {
+  const id = value.trim().toLowerCase();
+  if (!isJobId(id)) throw new InvalidArgumentError("not a job id: expected a 26-character ULID such as 01jh2k3m4n5p6q7r8s9t0v1w2x");
+  return id;
+}

@@ -1,0 +1,91 @@
+import { Command } from "commander";
+import { SchemaVersionError, type Backend, type MigrationStatusResult } from "@later/runtime";
+import type { CommandContext } from "./command-context.js";
+import { databaseOption, displayDatabaseUrl, schemaOption, type DatabaseUrl } from "./database-url.js";
+import { formatTime } from "./format-time.js";
+import { withDatabase } from "./with-database.js";
+
+interface MigrateOptions {
+  database: DatabaseUrl;
+  schema?: string;
+  json?: boolean;
+}
+
+/**
+ * `later migrate status|up --database URL`: the later schema of a database.
+ * Migrations are numbered and forward-only; both commands are idempotent and
+ * safe to run from several processes at once.
+ *
+ * - `status` prints the current and latest version and every pending
+ *   migration (exit 0 whether or not the schema is behind; 1 when the
+ *   database cannot be read). It never creates a database: a missing
+ *   SQLite file is an error.
+ * - `up` applies the pending migrations, creating a missing SQLite file,
+ *   and prints what it applied (`nothing to apply` when current). A
+ *   database ahead of this release is refused (exit 1).
+ *
+ * `--json` prints the backend's `MigrationStatusResult` / `MigrationUpResult`.
+ */
+export function migrateCommand(context: CommandContext): Command {
+  const migrate = new Command("migrate").description("show or apply the later schema migrations of a database");
+  migrate
+    .command("status")
+    .description("print the schema version of the database and the migrations still to apply")
+    .addOption(databaseOption())
+    .addOption(schemaOption())
+    .option("--json", "print the status as JSON")
+    .action((options: MigrateOptions) =>
+      withDatabase({ database: options.database, schema: options.schema, create: false, requireCurrentSchema: false }, async (backend) => {
+        const status = await backend.migrationStatus();
+        if (options.json) context.io.out(JSON.stringify(status, null, 2));
+        else printStatus(context, options.database, backend, status);
+      }),
+    );
+  migrate
+    .command("up")
+    .description("apply every pending migration (creates a missing SQLite file)")
+    .addOption(databaseOption())
+    .addOption(schemaOption())
+    .option("--json", "print what was applied as JSON")
+    .action((options: MigrateOptions) =>
+      withDatabase({ database: options.database, schema: options.schema, create: true, requireCurrentSchema: false }, async (backend) => {
+        const before = await backend.migrationStatus();
+        if (before.current > before.latest) throw new SchemaVersionError(before.current, before.latest, backend.migrateHint);
+        const result = await backend.migrationUp();
+        if (options.json) {
+          context.io.out(JSON.stringify(result, null, 2));
+          return;
+        }
+        const where = displayDatabaseUrl(options.database);
+        if (result.applied.length === 0) {
+          context.io.out(`nothing to apply: ${where} is at schema version ${result.current}, the latest`);
+          return;
+        }
+        for (const m of result.applied) context.io.out(`applied migration ${m.version} (${m.name})`);
+        context.io.out(`${where} is at schema version ${result.current}, the latest`);
+      }),
+    );
+  return migrate;
+}
+
+function printStatus(context: CommandContext, database: DatabaseUrl, backend: Backend, status: MigrationStatusResult): void {
+  const out = (line: string) => context.io.out(line);
+  out(`database        ${displayDatabaseUrl(database)}`);
+  out(`current version ${status.current}`);
+  out(`latest version  ${status.latest}`);
+  if (status.current > status.latest) {
+    out(`state           ahead: this release of later knows up to version ${status.latest}; upgrade later, never downgrade a migrated database`);
+  } else if (status.pending.length === 0) {
+    out("state           up to date");
+  } else {
+    out(`state           behind: ${status.pending.length} pending migration${status.pending.length === 1 ? "" : "s"}; run \`${backend.migrateHint}\``);
+  }
+  if (status.applied.length > 0) {
+    out("applied");
+    for (const m of status.applied) out(`  ${String(m.version).padStart(4)}  ${m.name.padEnd(24)}  ${formatTime(m.appliedAt)}`.trimEnd());
+  }
+  if (status.pending.length > 0) {
+    out("pending");
+    for (const m of status.pending) out(`  ${String(m.version).padStart(4)}  ${m.name}`);
+  }
+}

@@ -1,0 +1,79 @@
+/** Options of the PostgreSQL backend, and their checks (bad options fail at construction). */
+import type pg from "pg";
+import { InvalidConfigError } from "../../errors.js";
+
+/** A warning the backend reports instead of failing (see {@link PostgresBackendOptions.onWarning}). */
+export interface PostgresBackendWarning {
+  /** `LISTEN_UNAVAILABLE`: no NOTIFY came back at open; this backend polls only. */
+  code: "LISTEN_UNAVAILABLE";
+  message: string;
+}
+
+/** Options of {@link postgres}. Give either `connectionString` or `pool`. */
+export interface PostgresBackendOptions {
+  /** `postgres://user:password@host:port/database`; the backend creates (and ends) its own pool. */
+  connectionString?: string;
+  /** An application-owned `pg.Pool` (e.g. the one the app's Kysely uses, for `enqueueIn`). later never ends it. */
+  pool?: pg.Pool;
+  /** Schema holding the `later_*` tables; created by the first migration. Default `"later"`. */
+  schema?: string;
+  /** Servers on one database, schema and namespace share work. Default `"default"`. */
+  namespace?: string;
+  /**
+   * LISTEN/NOTIFY wake-ups. Default true. Set false behind a
+   * transaction-mode pooler (PgBouncer): servers then find other processes'
+   * work by polling (`pollIntervalMs`). NOTIFYs are sent either way.
+   */
+  listen?: boolean;
+  /** How long the probe at open waits for its NOTIFY before falling back to polling, ms. Default 2000. */
+  listenCheckTimeoutMs?: number;
+  /** Size of the pool the backend creates (ignored with `pool`). Default 10. */
+  maxConnections?: number;
+  /** `application_name` of the connections the backend opens (a URL parameter wins). Default `"later"`. */
+  applicationName?: string;
+  /** Named prepared statements for the hot path. Default true; false for poolers that cannot keep them (PgBouncer < 1.21 in transaction mode). */
+  preparedStatements?: boolean;
+  /** Where warnings go. Default `process.emitWarning(message, { type: "LaterWarning", code })`. */
+  onWarning?: (warning: PostgresBackendWarning) => void;
+}
+
+
+const OPTION_KEYS = new Set([
+  "connectionString", "pool", "schema", "namespace", "listen", "listenCheckTimeoutMs", "maxConnections", "applicationName",
+  "preparedStatements", "onWarning",
+]);
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** Checks every option; throws `InvalidConfigError` naming the bad one. Returns the schema and namespace with defaults. */
+export function checkPostgresOptions(options: PostgresBackendOptions): { schema: string; namespace: string } {
+  if (options === null || typeof options !== "object") throw new InvalidConfigError("postgres(options): options must be an object");
+  for (const key of Object.keys(options)) {
+    if (!OPTION_KEYS.has(key)) throw new InvalidConfigError(`postgres(): unknown option "${key}"`);
+  }
+  if ((options.connectionString === undefined) === (options.pool === undefined)) {
+    throw new InvalidConfigError("postgres(): give exactly one of `connectionString` or `pool`");
+  }
+  if (options.connectionString !== undefined && (typeof options.connectionString !== "string" || options.connectionString === "")) {
+    throw new InvalidConfigError("postgres(): `connectionString` must be a non-empty string such as postgres://user@host:5432/db");
+  }
+  if (options.pool !== undefined && (typeof options.pool !== "object" || options.pool === null || typeof options.pool.query !== "function" || typeof options.pool.connect !== "function")) {
+    throw new InvalidConfigError("postgres(): `pool` must be a pg.Pool");
+  }
+  const schema = options.schema ?? "later";
+  if (typeof schema !== "string" || !IDENTIFIER.test(schema)) {
+    throw new InvalidConfigError("postgres(): `schema` must be an identifier of letters, digits and _ (at most 63), not starting with a digit");
+  }
+  const namespace = options.namespace ?? "default";
+  if (typeof namespace !== "string" || namespace === "") throw new InvalidConfigError("postgres(): `namespace` must be a non-empty string");
+  const checkInt = (name: "listenCheckTimeoutMs" | "maxConnections", min: number) => {
+    const v = options[name];
+    if (v !== undefined && (typeof v !== "number" || !Number.isInteger(v) || v < min)) throw new InvalidConfigError(`postgres(): \`${name}\` must be an integer >= ${min}`);
+  };
+  checkInt("listenCheckTimeoutMs", 1);
+  checkInt("maxConnections", 1);
+  for (const name of ["listen", "preparedStatements"] as const) {
+    if (options[name] !== undefined && typeof options[name] !== "boolean") throw new InvalidConfigError(`postgres(): \`${name}\` must be a boolean`);
+  }
+  if (options.onWarning !== undefined && typeof options.onWarning !== "function") throw new InvalidConfigError("postgres(): `onWarning` must be a function");
+  return { schema, namespace };
+}

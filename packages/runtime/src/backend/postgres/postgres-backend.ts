@@ -1,0 +1,408 @@
+/**
+ * The PostgreSQL backend: every process on every host that reaches one
+ * database (and uses one schema and namespace) joins one worker pool.
+ * PostgreSQL is the coordinator; later adds none of its own.
+ *
+ * How it runs:
+ * - Hot statements (claim, finish, insert, renew, release) are fixed SQL in
+ *   `postgres-job-queries.ts`, one round trip each, run as named prepared
+ *   statements; the rest is Kysely (`PostgresDialect`) on the same pool.
+ * - Claims lock a batch `FOR UPDATE SKIP LOCKED`, so servers never wait on
+ *   each other's rows. Every write of a claim is fenced by `(id, attempt)`.
+ * - Wake-ups: statements that make work ready send one `pg_notify` on the
+ *   channel `later:<schema>` (payload: sender and namespace); a dedicated
+ *   LISTEN connection ({@link PostgresListener}) wakes this process's workers.
+ *   At open a probe checks that a NOTIFY comes back; when it does not
+ *   (a transaction-mode pooler) the backend polls only and says so through
+ *   `onWarning`. `listen: false` skips the listener altogether.
+ * - Connections: a killed connection fails only the statement running on it
+ *   (the caller retries: the worker pool's loops all do); the pool opens a
+ *   new one for the next statement; pool `error` events are handled; the
+ *   listener reconnects by itself and then wakes the workers once.
+ * - An application-owned `pool` is used as is and never ended.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { Kysely, PostgresDialect } from "kysely";
+import pg from "pg";
+import { continuationStage, parentFailedReason } from "../../core/continuation-stage.js";
+import type { JobStage } from "../../core/job-stage.js";
+import { DatabaseUnavailableError, ParentNotFoundError } from "../../errors.js";
+import { checkPostgresOptions, type PostgresBackendOptions, type PostgresBackendWarning } from "./postgres-backend-options.js";
+import type * as B from "../backend.js";
+import type { LaterDatabase } from "../schema.js";
+import { callerExecutor, clientExecutor, type Execute } from "./postgres-executors.js";
+import { PostgresJobQueries } from "./postgres-job-queries.js";
+import { startProbedListener, type PostgresListener } from "./postgres-listener.js";
+import { applyMigrations, readMigrationStatus } from "./postgres-migrations.js";
+import { describeConnection, isConnectionError, isRetryableConflict, wrapDriverError } from "./postgres-errors.js";
+import { PostgresKyselyQueries } from "./postgres-kysely-queries.js";
+import type { Row } from "./postgres-rows.js";
+
+/** Payload sender for writes into a caller-owned transaction: every listener, this process's too, must wake on its commit. */
+const FOREIGN_SENDER = "-";
+
+export type { PostgresBackendOptions, PostgresBackendWarning } from "./postgres-backend-options.js";
+
+/** Creates the PostgreSQL backend. Nothing is opened until the server starts (or `open()`). */
+export function postgres(options: PostgresBackendOptions): PostgresBackend {
+  return new PostgresBackend(options);
+}
+
+export class PostgresBackend implements B.Backend {
+  readonly kind = "postgres";
+  readonly namespace: string;
+  /** The schema holding the tables. */
+  readonly schema: string;
+  readonly migrateHint: string;
+  /** NOTIFY channel of this schema. */
+  readonly channel: string;
+
+  private pool: pg.Pool | null = null;
+  private db: PostgresKyselyQueries | null = null;
+  private opening: Promise<void> | null = null;
+  private listener: PostgresListener | null = null;
+  private listenFellBack = false;
+  private readonly wakeListeners = new Set<() => void>();
+  private wakeScheduled = false;
+  private readonly queries: PostgresJobQueries;
+  private readonly quoted: string;
+  /** Identifies this backend's own notifications, which its listener ignores (local writes wake local workers directly). */
+  private readonly sender = randomBytes(6).toString("hex");
+  private readonly onPoolError = (): void => {
+    // An idle connection died (server restart, pg_terminate_backend): the
+    // pool has dropped it and opens a new one on demand. Nothing to do.
+  };
+
+  constructor(private readonly options: PostgresBackendOptions) {
+    ({ schema: this.schema, namespace: this.namespace } = checkPostgresOptions(options));
+    this.quoted = pg.escapeIdentifier(this.schema);
+    this.queries = new PostgresJobQueries(this.quoted);
+    // Channel names are identifiers (63 bytes at most): a long schema name is replaced by its hash.
+    this.channel = this.schema.length <= 57 ? `later:${this.schema}` : `later:${createHash("sha1").update(this.schema).digest("hex").slice(0, 16)}`;
+    const where = describeConnection(options.connectionString, options.pool);
+    this.migrateHint = `later migrate up --database ${where}${this.schema === "later" ? "" : ` --schema ${this.schema}`}`;
+  }
+
+  /**
+   * `crossProcessWake` is true while LISTEN/NOTIFY is in use: `listen` is
+   * on and the probe at open succeeded. Never `supportsVacuum` (autovacuum
+   * does that job on PostgreSQL).
+   */
+  get capabilities(): B.BackendCapabilities {
+    return { crossProcessWake: this.options.listen !== false && !this.listenFellBack, supportsVacuum: false };
+  }
+
+  async open(): Promise<void> {
+    if (this.opening) return this.opening;
+    if (this.pool) return;
+    this.opening = this.connect().finally(() => (this.opening = null));
+    return this.opening;
+  }
+
+  private async connect(): Promise<void> {
+    const owned = this.options.pool === undefined;
+    const pool = this.options.pool ?? new pg.Pool({
+      connectionString: this.options.connectionString,
+      max: this.options.maxConnections ?? 10,
+      application_name: this.options.applicationName ?? "later",
+      connectionTimeoutMillis: 10_000,
+    });
+    pool.on("error", this.onPoolError);
+    try {
+      await pool.query("SELECT 1");
+    } catch (cause) {
+      pool.off("error", this.onPoolError);
+      if (owned) await pool.end().catch(() => undefined);
+      throw new DatabaseUnavailableError(
+        `cannot connect to PostgreSQL at ${describeConnection(this.options.connectionString, this.options.pool)}: ${(cause as Error).message}; check that the server runs and accepts this user`,
+        cause,
+      );
+    }
+    this.pool = pool;
+    // Kysely on the same pool, for the statements off the hot path. Never destroyed: that would end the pool.
+    this.db = new PostgresKyselyQueries(new Kysely<LaterDatabase>({ dialect: new PostgresDialect({ pool }) }).withSchema(this.schema), this.namespace);
+    this.listenFellBack = false;
+    if (this.options.listen !== false) await this.startListener(pool);
+  }
+
+  private async startListener(pool: pg.Pool): Promise<void> {
+    const timeout = this.options.listenCheckTimeoutMs ?? 2_000;
+    const started = await startProbedListener({
+      clientConfig: { ...pool.options, application_name: pool.options.application_name ?? this.options.applicationName ?? "later" },
+      channel: this.channel,
+      onNotification: (payload) => this.onNotification(payload),
+      onReconnected: () => this.scheduleWake(),
+    }, (payload) => pool.query("SELECT pg_notify($1, $2)", [this.channel, payload]), timeout);
+    if ("listener" in started) {
+      this.listener = started.listener;
+      return;
+    }
+    this.listenFellBack = true;
+    const warning: PostgresBackendWarning = {
+      code: "LISTEN_UNAVAILABLE",
+      message: `later: LISTEN/NOTIFY wake-ups are unavailable (${started.unavailable}); other processes' jobs are found by polling only. Pass listen: false to silence this.`,
+    };
+    if (this.options.onWarning) this.options.onWarning(warning);
+    else process.emitWarning(warning.message, { type: "LaterWarning", code: `LATER_${warning.code}` });
+  }
+
+  async close(): Promise<void> {
+    await this.opening?.catch(() => undefined);
+    const listener = this.listener;
+    const pool = this.pool;
+    this.listener = null;
+    this.pool = null;
+    this.db = null;
+    await listener?.stop();
+    if (!pool) return;
+    if (this.options.pool === undefined) await pool.end();
+    else pool.off("error", this.onPoolError);
+  }
+
+  // ---- migrations -------------------------------------------------------
+
+  async migrationStatus(): Promise<B.MigrationStatusResult> {
+    return this.guard("migration status", () => readMigrationStatus(this.conn(), this.quoted));
+  }
+
+  async migrationUp(): Promise<B.MigrationUpResult> {
+    const applied = await this.guard("migration", () => applyMigrations(this.conn(), this.schema, this.quoted));
+    return { applied, current: (await this.migrationStatus()).current };
+  }
+
+  // ---- jobs -------------------------------------------------------------
+
+  /**
+   * One `INSERT … SELECT FROM json_to_recordset($1)` for the whole batch, in
+   * autocommit when no job has a parent; with parents, a transaction that
+   * first share-locks them, so a parent cannot finish between reading its
+   * stage and inserting its continuation. With `transaction`, the same
+   * statements run on the caller's Kysely transaction or `pg` client.
+   */
+  async jobInsertMany(params: B.JobInsertManyParams): Promise<B.JobInsertManyResult> {
+    if (params.jobs.length === 0) return { stages: [] };
+    if (params.transaction !== undefined) return this.insertJobs(callerExecutor(params.transaction), params, FOREIGN_SENDER);
+    if (!params.jobs.some((j) => j.parentId)) return this.insertJobs(this.execute, params, this.sender);
+    return this.transaction("enqueue", (client) => this.insertJobs(clientExecutor(client, this.prepared), params, this.sender));
+  }
+
+  private async insertJobs(execute: Execute, params: B.JobInsertManyParams, sender: string): Promise<B.JobInsertManyResult> {
+    const parentIds = [...new Set(params.jobs.flatMap((j) => (j.parentId ? [j.parentId] : [])))].sort();
+    const parents = new Map<string, Row>();
+    if (parentIds.length > 0) {
+      for (const row of await execute(this.queries.readParents, [parentIds, this.namespace])) parents.set(String(row.id), row);
+    }
+    const stages: JobStage[] = [];
+    const rows = params.jobs.map((job) => {
+      let stage: JobStage = job.runAt > params.now ? "delayed" : "enqueued";
+      let error: string | null = null;
+      if (job.parentId) {
+        const parent = parents.get(job.parentId);
+        if (!parent) throw new ParentNotFoundError(job.parentId);
+        stage = continuationStage(parent.stage as JobStage);
+        if (stage === "failed") error = parentFailedReason(job.parentId, parent.last_error as string | null);
+      }
+      stages.push(stage);
+      return { id: job.id, job_type: job.jobType, payload: job.payload, stage, retry_policy: job.retryPolicy, run_at: job.runAt, parent_id: job.parentId ?? null, last_error: error };
+    });
+    await execute(this.queries.insert, [JSON.stringify(rows), this.namespace, params.now, this.channel, `${sender} ${this.namespace}`]);
+    return { stages };
+  }
+
+  async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.ClaimedJob[]> {
+    if (params.limit <= 0 || params.jobTypes.length === 0) return [];
+    const rows = await this.execute(this.queries.claim,
+      [this.namespace, params.now, params.jobTypes, params.limit, params.owner, params.leaseExpiresAt]);
+    rows.sort((a, b) => Number(a.run_at) - Number(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
+    return rows.map((r) => ({
+      id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), attempt: Number(r.attempt),
+      retryPolicy: String(r.retry_policy), parentId: (r.parent_id as string | null) ?? null, createdAt: Number(r.created_at),
+    }));
+  }
+
+  /**
+   * One statement for the whole batch (outcomes, released continuations,
+   * notify). Only when a job failed for good does it run in a transaction,
+   * which then fails its waiting continuations level by level down the chain.
+   */
+  async jobFinishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
+    if (params.finishes.length === 0) return { applied: [], released: 0 };
+    const finishes = [...params.finishes].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)); // one lock order for every writer
+    const expires = params.now + params.retentionMs;
+    const values = [
+      finishes.map((f) => f.id), finishes.map((f) => f.attempt),
+      finishes.map((f) => (f.outcome.kind === "success" ? "success" : f.outcome.kind === "retry" ? "requeued" : "failed")),
+      finishes.map((f) => (f.outcome.kind === "retry" ? f.outcome.runAt : null)),
+      finishes.map((f) => (f.outcome.kind === "success" ? null : f.outcome.error)),
+      finishes.map((f) => (f.outcome.kind === "retry" ? f.outcome.retryPolicy ?? null : null)),
+      params.now, expires, this.namespace, params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER, this.channel, `${this.sender} ${this.namespace}`,
+    ];
+    const run = async (execute: Execute): Promise<B.JobFinishManyResult> => {
+      const rows = await execute(this.queries.finish, values);
+      const applied = rows.map((r) => ({ id: String(r.id), attempt: Number(r.attempt) }));
+      let failed = rows.filter((r) => r.stage === "failed").map((r) => ({ id: String(r.id), error: r.last_error as string | null }));
+      while (failed.length > 0) {
+        const children = await execute(this.queries.failChildren,
+          [failed.map((f) => f.id), failed.map((f) => parentFailedReason(f.id, f.error)), params.now, expires, this.namespace]);
+        failed = children.map((c) => ({ id: String(c.id), error: c.last_error as string | null }));
+      }
+      return { applied, released: Number(rows[0]?.released ?? 0) };
+    };
+    if (!finishes.some((f) => f.outcome.kind === "fail")) return this.retryConflicts(() => run(this.execute));
+    return this.retryConflicts(() => this.transaction("finish", (client) => run(clientExecutor(client, this.prepared))));
+  }
+
+  async jobReleaseMany(params: B.JobReleaseManyParams): Promise<void> {
+    if (params.claims.length === 0) return;
+    const claims = [...params.claims].sort((a, b) => (a.id < b.id ? -1 : 1));
+    await this.retryConflicts(() => this.execute(this.queries.release,
+      [claims.map((c) => c.id), claims.map((c) => c.attempt), params.now, this.namespace, this.channel, `${this.sender} ${this.namespace}`]));
+  }
+
+  async leaseRenew(params: B.LeaseRenewParams): Promise<B.LeaseRenewResult> {
+    if (params.claims.length === 0) return { renewed: [] };
+    const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
+    const rows = await this.retryConflicts(() => this.execute(this.queries.renew,
+      [params.leaseExpiresAt, this.namespace, params.owner, [...held.keys()].sort()]));
+    const renewed: B.ClaimKey[] = [];
+    for (const r of rows) {
+      const id = String(r.id);
+      if (held.get(id) === Number(r.attempt)) renewed.push({ id, attempt: Number(r.attempt) });
+    }
+    return { renewed };
+  }
+
+  async jobListStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
+    return this.guard("stuck-job list", () => this.kysely().jobListStuck(params));
+  }
+
+  async jobNextRunAt(params: B.JobNextRunAtParams): Promise<number | null> {
+    if (params.jobTypes.length === 0) return null;
+    const [row] = await this.execute(this.queries.nextRunAt, [this.namespace, params.jobTypes]);
+    return row?.t === null || row?.t === undefined ? null : Number(row.t);
+  }
+
+  async jobCountReady(params: B.JobCountReadyParams): Promise<number> {
+    if (params.jobTypes.length === 0) return 0;
+    return this.guard("ready count", () => this.kysely().jobCountReady(params));
+  }
+
+  async jobDeleteExpired(params: B.JobDeleteExpiredParams): Promise<number> {
+    return this.guard("expiry sweep", () => this.kysely().jobDeleteExpired(params));
+  }
+
+  async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
+    return this.guard("job read", () => this.kysely().jobGet(params));
+  }
+
+  async jobList(params: B.JobListParams): Promise<B.JobRecord[]> {
+    return this.guard("job list", () => this.kysely().jobList(params));
+  }
+
+  async jobCountByStage(): Promise<B.JobCountByStageResult> {
+    return this.guard("stage counts", () => this.kysely().jobCountByStage());
+  }
+
+  async maintenanceClaim(params: B.MaintenanceClaimParams): Promise<boolean> {
+    return this.guard("maintenance claim", () => this.kysely().maintenanceClaim(params));
+  }
+
+  /** Not supported (`capabilities.supportsVacuum` is false): autovacuum reclaims space on PostgreSQL. */
+  async databaseVacuum(): Promise<void> {}
+
+  /** Notifications from other backends on this schema and namespace, coalesced per macrotask; also once after the listener reconnects. */
+  wakeSubscribe(listener: () => void): () => void {
+    this.wakeListeners.add(listener);
+    return () => this.wakeListeners.delete(listener);
+  }
+
+  private onNotification(payload: string): void {
+    const space = payload.indexOf(" ");
+    if (space < 0 || payload.slice(space + 1) !== this.namespace || payload.slice(0, space) === this.sender) return;
+    this.scheduleWake();
+  }
+
+  private scheduleWake(): void {
+    if (this.wakeScheduled) return;
+    this.wakeScheduled = true;
+    setImmediate(() => {
+      this.wakeScheduled = false;
+      for (const listener of this.wakeListeners) listener();
+    });
+  }
+
+  // ---- statement plumbing -------------------------------------------------
+
+  private get prepared(): boolean {
+    return this.options.preparedStatements !== false;
+  }
+
+  /** One statement on the pool (autocommit). */
+  private readonly execute: Execute = async (s, values) => {
+    const pool = this.conn();
+    try {
+      return (await pool.query(this.prepared ? { name: s.name, text: s.text, values } : { text: s.text, values })).rows as Row[];
+    } catch (error) {
+      throw wrapDriverError(error, "query");
+    }
+  };
+
+  /**
+   * BEGIN … COMMIT on one pool client. The client gets an `error` listener
+   * while checked out (pg-pool removes its own), so a connection killed
+   * between statements fails this transaction instead of the process.
+   */
+  private async transaction<R>(what: string, body: (client: pg.PoolClient) => Promise<R>): Promise<R> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.conn().connect();
+    } catch (error) {
+      throw wrapDriverError(error, what);
+    }
+    let broken: Error | undefined;
+    const onError = (error: Error) => (broken = error);
+    client.on("error", onError);
+    try {
+      await client.query("BEGIN");
+      const result = await body(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      if (!isConnectionError(error)) await client.query("ROLLBACK").catch((e: Error) => (broken = e));
+      else broken ??= error as Error;
+      throw wrapDriverError(error, what);
+    } finally {
+      client.off("error", onError);
+      client.release(broken);
+    }
+  }
+
+  /** Retries a write that PostgreSQL rolled back for a deadlock or serialization conflict (nothing of it was applied). */
+  private async retryConflicts<R>(body: () => Promise<R>): Promise<R> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await body();
+      } catch (error) {
+        if (attempt >= 3 || !isRetryableConflict(error)) throw error;
+      }
+    }
+  }
+
+  private async guard<R>(what: string, body: () => Promise<R>): Promise<R> {
+    try {
+      return await body();
+    } catch (error) {
+      throw wrapDriverError(error, what);
+    }
+  }
+
+  private conn(): pg.Pool {
+    if (!this.pool) throw new DatabaseUnavailableError("the PostgreSQL backend is not open (the server was shut down, or never started)");
+    return this.pool;
+  }
+
+  private kysely(): PostgresKyselyQueries {
+    this.conn();
+    return this.db!;
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * Classifies `pg` driver errors. Connection failures (refused, reset,
+ * terminated by the server or `pg_terminate_backend`, SQLSTATE classes 08
+ * and 57P) become {@link DatabaseUnavailableError} with the driver error as
+ * `cause`; the pool replaces the dead connection on the next statement.
+ * Other errors pass through unchanged.
+ */
+import type pg from "pg";
+import { DatabaseUnavailableError, LaterError } from "../../errors.js";
+
+const SOCKET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
+
+/** True when the error means the connection is gone (the statement may or may not have committed). */
+export function isConnectionError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string" && (SOCKET_CODES.has(code) || code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03")) return true;
+  return /Connection terminated|connection error|timeout exceeded when trying to connect|Client was closed/i.test(error.message);
+}
+
+/** Deadlock or serialization failure: PostgreSQL rolled the transaction back, so running it again is safe. */
+export function isRetryableConflict(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code ?? ((error as { cause?: { code?: unknown } } | null)?.cause?.code);
+  return code === "40P01" || code === "40001";
+}
+
+/** Wraps connection failures in `DatabaseUnavailableError`; leaves `LaterError`s and other errors as they are. */
+export function wrapDriverError(error: unknown, what: string): unknown {
+  if (error instanceof LaterError || !isConnectionError(error)) return error;
+  return new DatabaseUnavailableError(`PostgreSQL connection lost during ${what}: ${(error as Error).message}; the next statement reconnects`, error);
+}
+
+/** Where the backend connects, for messages: the URL without its password, or the pool's host and database. */
+export function describeConnection(connectionString: string | undefined, pool: pg.Pool | undefined): string {
+  if (connectionString !== undefined) {
+    try {
+      const url = new URL(connectionString);
+      if (url.password) url.password = "***";
+      return url.toString();
+    } catch {
+      return "postgres://…";
+    }
+  }
+  const o = (pool?.options ?? {}) as pg.PoolConfig;
+  if (o.connectionString) return describeConnection(o.connectionString, undefined);
+  return `postgres://${o.user ?? ""}${o.user ? "@" : ""}${o.host ?? "localhost"}${o.port ? `:${o.port}` : ""}/${o.database ?? ""}`;
+}

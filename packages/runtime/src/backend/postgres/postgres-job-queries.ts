@@ -1,0 +1,136 @@
+/**
+ * The hot statements of the PostgreSQL backend, as fixed SQL text: each is
+ * one round trip, run as a named prepared statement (parsed and planned once
+ * per connection), because building and compiling a Kysely query per call
+ * costs more than these statements take to run. Everything else goes
+ * through Kysely in `postgres-backend.ts`.
+ *
+ * Conventions: times are bigint ms; the stage history is JSON text appended
+ * to by string concatenation (`left(stages, -1) || ',["stage",ms]]'`),
+ * cheaper than parsing it as jsonb on every write. Wake-ups are sent with
+ * `pg_notify` from inside the statement that made work ready, at most once
+ * per statement (`LIMIT 1`); PostgreSQL also folds identical notifications
+ * of one transaction into one and delivers them only on commit, so a
+ * rolled-back enqueue wakes nobody.
+ */
+import { createHash } from "node:crypto";
+
+/** A statement with a name derived from its text (names are per connection; the text differs per schema). */
+export interface Statement {
+  readonly name: string;
+  readonly text: string;
+}
+
+function statement(text: string): Statement {
+  return { name: `later_${createHash("sha1").update(text).digest("hex").slice(0, 24)}`, text };
+}
+
+const CLAIMABLE = "('enqueued', 'delayed', 'requeued')";
+
+/** Appends `[stage, ms]` to a `stages` column; `stage` and `ms` are SQL expressions. */
+const appendStage = (column: string, stage: string, ms: string) => `left(${column}, -1) || ',["' || ${stage} || '",' || ${ms} || ']]'`;
+
+export class PostgresJobQueries {
+  /**
+   * Bulk insert of jobs whose stages are already decided: `$1` a JSON array
+   * of rows (one parameter, however many jobs), `$2` namespace, `$3` now,
+   * `$4`/`$5` notify channel and payload. Notifies when a row is claimable
+   * now or later (delayed rows move other servers' next due time).
+   */
+  readonly insert: Statement;
+  /**
+   * Claims a batch in one statement: the CTE picks the oldest ready rows
+   * through the partial ready index and locks them `FOR UPDATE SKIP LOCKED`,
+   * so concurrent claimers on other connections skip each other's rows
+   * instead of queueing behind them; the UPDATE marks them running with a
+   * lease and the next attempt number.
+   * `$1` namespace, `$2` now, `$3` job types, `$4` limit, `$5` owner, `$6` lease expiry.
+   */
+  readonly claim: Statement;
+  /**
+   * Stores a batch of outcomes in one statement, each row fenced by its
+   * claim `(id, attempt)` while still running; successes release their
+   * waiting continuations in the same statement; one notify when anything
+   * became ready (released continuations, retries).
+   * `$1..$6` arrays id, attempt, stage, run_at, error, retry_policy; `$7` now, `$8` expires_at,
+   * `$9` namespace, `$10` lease-expired-before guard, `$11`/`$12` channel and payload.
+   */
+  readonly finish: Statement;
+  /** Fails the waiting children of failed parents: `$1` parent ids, `$2` reasons, `$3` now, `$4` expires_at, `$5` namespace. */
+  readonly failChildren: Statement;
+  /** Puts claimed-but-unstarted jobs back: `$1` ids, `$2` attempts, `$3` now, `$4` namespace, `$5`/`$6` channel and payload. */
+  readonly release: Statement;
+  /** `$1` lease expiry, `$2` namespace, `$3` owner, `$4` ids. */
+  readonly renew: Statement;
+  /** `$1` namespace, `$2` job types. */
+  readonly nextRunAt: Statement;
+  /** Parents of continuations, share-locked so they cannot finish before this transaction commits: `$1` ids, `$2` namespace. */
+  readonly readParents: Statement;
+
+  constructor(schema: string) {
+    const jobs = `${schema}.later_jobs`;
+    this.insert = statement(`WITH ins AS (
+  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, run_at, parent_id, last_error, stages, created_at, updated_at)
+  SELECT r.id, $2, r.job_type, r.payload, r.stage, 0, r.retry_policy, r.run_at, r.parent_id, r.last_error,
+         '[["' || r.stage || '",' || $3::bigint || ']]', $3, $3
+  FROM json_to_recordset($1::json) AS r(id text, job_type text, payload text, stage text, retry_policy text, run_at bigint, parent_id text, last_error text)
+  RETURNING stage
+)
+SELECT count(*)::int AS inserted,
+  (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM ins WHERE stage IN ('enqueued', 'delayed') LIMIT 1) n)::int AS notified
+FROM ins`);
+    this.claim = statement(`WITH ready AS (
+  SELECT id FROM ${jobs}
+  WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND run_at <= $2 AND job_type = ANY($3::text[])
+  ORDER BY run_at LIMIT $4
+  FOR UPDATE SKIP LOCKED
+)
+UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $5, lease_expires_at = $6, updated_at = $2,
+  stages = ${appendStage("j.stages", "'running'", "$2::bigint")}
+FROM ready WHERE j.id = ready.id
+RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.parent_id, j.created_at, j.run_at`);
+    this.finish = statement(`WITH input AS (
+  SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::text[], $6::text[]) AS c(id, attempt, stage, run_at, error, retry_policy)
+), done AS (
+  UPDATE ${jobs} j SET stage = c.stage, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7,
+    run_at = CASE WHEN c.stage = 'requeued' THEN c.run_at ELSE j.run_at END,
+    expires_at = CASE WHEN c.stage = 'requeued' THEN NULL ELSE $8::bigint END,
+    last_error = CASE WHEN c.stage = 'success' THEN j.last_error ELSE c.error END,
+    retry_policy = coalesce(c.retry_policy, j.retry_policy),
+    stages = ${appendStage("j.stages", "c.stage", "$7::bigint")}
+  FROM input c
+  -- id = ANY($1): a primary-key lookup per claim, never a scan of every running row.
+  WHERE j.id = ANY($1::text[]) AND j.id = c.id AND j.attempt = c.attempt AND j.namespace = $9 AND j.stage = 'running'
+    AND coalesce(j.lease_expires_at, 0) < $10
+  RETURNING j.id, j.attempt, j.stage, j.last_error
+), released AS (
+  UPDATE ${jobs} k SET stage = 'enqueued', run_at = $7, updated_at = $7, stages = ${appendStage("k.stages", "'enqueued'", "$7::bigint")}
+  WHERE k.stage = 'waiting' AND k.namespace = $9 AND k.parent_id IN (SELECT id FROM done WHERE stage = 'success')
+  RETURNING k.id
+), notified AS (
+  SELECT pg_notify($11, $12) FROM (SELECT 1 FROM released UNION ALL SELECT 1 FROM done WHERE stage = 'requeued' LIMIT 1) x
+)
+SELECT d.id, d.attempt, d.stage, d.last_error,
+  (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified
+FROM done d`);
+    this.failChildren = statement(`UPDATE ${jobs} k SET stage = 'failed', updated_at = $3, expires_at = $4, last_error = f.reason,
+  stages = ${appendStage("k.stages", "'failed'", "$3::bigint")}
+FROM unnest($1::text[], $2::text[]) AS f(parent_id, reason)
+WHERE k.parent_id = f.parent_id AND k.namespace = $5 AND k.stage = 'waiting'
+RETURNING k.id, k.last_error`);
+    const back = "CASE WHEN j.attempt <= 1 THEN 'enqueued' ELSE 'requeued' END";
+    this.release = statement(`WITH rel AS (
+  UPDATE ${jobs} j SET stage = ${back}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
+    stages = ${appendStage("j.stages", back, "$3::bigint")}
+  FROM unnest($1::text[], $2::int[]) AS c(id, attempt)
+  WHERE j.id = c.id AND j.attempt = c.attempt AND j.namespace = $4 AND j.stage = 'running'
+  RETURNING 1
+)
+SELECT count(*)::int AS released, (SELECT count(*) FROM (SELECT pg_notify($5, $6) FROM rel LIMIT 1) n)::int AS notified FROM rel`);
+    this.renew = statement(`UPDATE ${jobs} SET lease_expires_at = $1
+WHERE namespace = $2 AND stage = 'running' AND lease_owner = $3 AND id = ANY($4::text[])
+RETURNING id, attempt`);
+    this.nextRunAt = statement(`SELECT min(run_at) AS t FROM ${jobs} WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND job_type = ANY($2::text[])`);
+    this.readParents = statement(`SELECT id, stage, last_error FROM ${jobs} WHERE id = ANY($1::text[]) AND namespace = $2 ORDER BY id FOR SHARE`);
+  }
+}

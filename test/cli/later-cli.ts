@@ -1,0 +1,121 @@
+/**
+ * Runs the built `later` / `later-gen` programs as a user would: a child
+ * process of this Node, from the repository root, with the environment
+ * cleared of the variables the CLI reads (so a developer's
+ * LATER_DATABASE_URL never leaks in). Plus temp folders and a seeded
+ * SQLite database.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll } from "vitest";
+import { newJobId, RetryPolicy, sqlite, type JobId, type JobInsert, type SqliteBackend } from "@later/runtime";
+
+export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const BINS = { later: "packages/cli/dist/later.js", "later-gen": "packages/cli/dist/later-gen.js" } as const;
+
+export interface CliResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliRun {
+  env?: Record<string, string>;
+  cwd?: string;
+  bin?: keyof typeof BINS;
+}
+
+/** Runs `later ARGS...` to completion. */
+export function later(args: readonly string[], run: CliRun = {}): CliResult {
+  const script = join(REPO_ROOT, BINS[run.bin ?? "later"]);
+  if (!existsSync(script)) throw new Error(`${script} is missing: run pnpm --filter @later/cli build`);
+  const env: Record<string, string | undefined> = { ...process.env, ...run.env };
+  if (!run.env?.LATER_DATABASE_URL) delete env.LATER_DATABASE_URL;
+  if (!run.env?.LATER_DEBUG) delete env.LATER_DEBUG;
+  const result = spawnSync(process.execPath, [script, ...args], { cwd: run.cwd ?? REPO_ROOT, env, encoding: "utf8", timeout: 30_000 });
+  if (result.error) throw result.error;
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** A fresh temp folder, removed after the test file. */
+export function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "later-cli-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** No stack frame (`    at fn (file:1:2)`) anywhere in the text. */
+export function hasStackTrace(text: string): boolean {
+  return /^\s+at .+[:(]/m.test(text);
+}
+
+/** The time every seeded change is stored at: 2025-01-02T03:04:05.000Z, plus a few ms per step. */
+export const SEED_TIME = Date.UTC(2025, 0, 2, 3, 4, 5);
+
+/** Ids of the seeded jobs, by the stage each was left in. */
+export interface SeededJobs {
+  enqueued: JobId;
+  delayed: JobId;
+  waiting: JobId;
+  running: JobId;
+  requeued: JobId;
+  success: JobId;
+  failed: JobId;
+  /** A job of namespace "other", invisible from "default". */
+  otherNamespace: JobId;
+  /** Every id of namespace "default", oldest first. */
+  all: JobId[];
+}
+
+const RETRY = JSON.stringify(RetryPolicy.fixed(3, 1_000));
+
+/**
+ * A migrated SQLite file holding one job in every stage, written through
+ * the backend the server uses (insert, claim, finish), at fixed times so
+ * output is predictable. No server, no waiting.
+ */
+export async function seedDatabase(file: string): Promise<SeededJobs> {
+  const backend = sqlite({ file, namespace: "default" });
+  await backend.open();
+  await backend.migrationUp();
+  let now = SEED_TIME;
+  const tick = () => (now += 10);
+  const all: JobId[] = [];
+  const insert = async (target: SqliteBackend, job: Omit<JobInsert, "id" | "retryPolicy">): Promise<JobId> => {
+    const id = newJobId(tick());
+    await target.jobInsertMany({ jobs: [{ id, retryPolicy: RETRY, ...job }], now });
+    if (target === backend) all.push(id);
+    return id;
+  };
+  /** Inserts a job of a type of its own and claims it, so it is `running` at attempt 1. */
+  const claimed = async (jobType: string, payload: unknown): Promise<JobId> => {
+    const id = await insert(backend, { jobType, payload: JSON.stringify(payload), runAt: now });
+    const claims = await backend.jobClaimReady({ owner: "worker-1", limit: 1, now: tick(), leaseExpiresAt: now + 30_000, jobTypes: [jobType] });
+    if (claims[0]?.id !== id) throw new Error(`seed: expected to claim ${id}`);
+    return id;
+  };
+  const finish = (id: JobId, outcome: Parameters<SqliteBackend["jobFinishMany"]>[0]["finishes"][number]["outcome"]) =>
+    backend.jobFinishMany({ finishes: [{ id, attempt: 1, outcome }], now: tick(), retentionMs: 86_400_000 });
+  try {
+    const success = await claimed("chargeCard", { amount: 100 });
+    await finish(success, { kind: "success" });
+    const failed = await claimed("sendEmail", { address: "a@example.com", body: "hello" });
+    await finish(failed, { kind: "fail", error: "smtp: connection refused\nafter 3 tries" });
+    const requeued = await claimed("resizeImage", { path: "/img/1.png" });
+    await finish(requeued, { kind: "retry", runAt: now + 60_000, error: "disk full" });
+    const running = await claimed("reportUsage", { month: 1 });
+    const enqueued = await insert(backend, { jobType: "sendEmail", payload: JSON.stringify({ address: "b@example.com", body: "hi" }), runAt: now });
+    const delayed = await insert(backend, { jobType: "sendEmail", payload: JSON.stringify({ address: "c@example.com", body: "later" }), runAt: now + 3_600_000 });
+    const waiting = await insert(backend, { jobType: "createAccount", payload: JSON.stringify({ id: "acct-1" }), runAt: now, parentId: enqueued });
+    const other = sqlite({ file, namespace: "other" });
+    await other.open();
+    const otherNamespace = await insert(other, { jobType: "otherJob", payload: "{}", runAt: now });
+    await other.close();
+    return { enqueued, delayed, waiting, running, requeued, success, failed, otherNamespace, all };
+  } finally {
+    await backend.close();
+  }
+}

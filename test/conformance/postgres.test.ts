@@ -1,0 +1,241 @@
+/**
+ * What only the PostgreSQL backend has: the application's own pool and
+ * transactions (`pg` client, Kysely on the shared pool), migrations under
+ * an advisory lock, LISTEN/NOTIFY with its fallback, reconnects. Everything
+ * else runs for both backends in the conformance suite.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { Kysely, PostgresDialect } from "kysely";
+import pg from "pg";
+import { BackgroundJobServer, LaterError, postgres, type PostgresBackendWarning } from "@later/runtime";
+import { createPostgresSchema, postgresUrl, withClient, type PostgresSchema } from "../support/postgres.js";
+import { deferred, waitFor } from "./harness.js";
+
+const url = postgresUrl();
+
+async function codeOf(p: Promise<unknown> | (() => unknown)): Promise<string> {
+  try {
+    await (typeof p === "function" ? p() : p);
+  } catch (e) {
+    expect(e).toBeInstanceOf(LaterError);
+    return (e as LaterError).code;
+  }
+  throw new Error("expected a LaterError");
+}
+
+describe.skipIf(url === null)("PostgreSQL backend", () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+  async function fresh(): Promise<PostgresSchema> {
+    const db = await createPostgresSchema();
+    cleanups.push(db.dispose);
+    return db;
+  }
+  async function serve(options: Parameters<typeof postgres>[0], handlers: Record<string, (jobId: string) => unknown>) {
+    const server = await BackgroundJobServer.start({
+      context: {}, autoMigrate: true, pollIntervalMs: 50, backend: postgres(options),
+      handlers: Object.fromEntries(Object.entries(handlers).map(([type, h]) => [type, { handle: (ctx: { jobId: string }) => h(ctx.jobId) }])),
+    });
+    cleanups.push(() => server.shutdown({ deadlineMs: 0 }));
+    return server;
+  }
+  /** Terminates every connection with this application_name (never the caller's own). */
+  const terminate = (applicationName: string) => withClient(url!, async (c) => Number((await c.query(
+    "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()", [applicationName])).rows[0].n));
+
+  it("J10 on an app-owned pool: enqueueIn on a pg client inside BEGIN/COMMIT runs; ROLLBACK leaves nothing; the pool stays open after shutdown", async () => {
+    const db = await fresh();
+    const pool = new pg.Pool({ connectionString: db.searchPathUrl, max: 4 });
+    cleanups.push(() => pool.end());
+    const ran: string[] = [];
+    const server = await serve({ pool, schema: db.schema }, { audit: (id) => void ran.push(id) });
+    await pool.query("CREATE TABLE orders (id integer)");
+
+    const client = await pool.connect();
+    let rolledBack: string;
+    let committed: string;
+    try {
+      await client.query("BEGIN");
+      await client.query("INSERT INTO orders VALUES (1)");
+      rolledBack = await server.publisher.enqueueIn(client, "audit", { order: 1 });
+      await client.query("ROLLBACK");
+      await client.query("BEGIN");
+      await client.query("INSERT INTO orders VALUES (2)");
+      committed = await server.publisher.enqueueIn(client, "audit", { order: 2 });
+      // Not visible (nor run) before the commit.
+      expect(await server.backend.jobGet({ id: committed })).toBeNull();
+      await client.query("COMMIT");
+    } finally {
+      client.release();
+    }
+    await waitFor(() => ran.includes(committed), "committed job runs");
+    expect(await server.backend.jobGet({ id: rolledBack })).toBeNull();
+    expect(ran).toEqual([committed]);
+    expect((await pool.query("SELECT id FROM orders")).rows).toEqual([{ id: 2 }]);
+
+    await server.shutdown();
+    expect((await pool.query("SELECT 1 AS one")).rows).toEqual([{ one: 1 }]);
+    expect((pool as unknown as { ended: boolean }).ended).toBe(false);
+  });
+
+  it("J10 with Kysely on the same app-owned pool: rollback leaves nothing, commit runs", async () => {
+    const db = await fresh();
+    const pool = new pg.Pool({ connectionString: db.searchPathUrl, max: 4 });
+    cleanups.push(() => pool.end());
+    const app = new Kysely<{ orders: { id: number } }>({ dialect: new PostgresDialect({ pool }) });
+    const ran: string[] = [];
+    const server = await serve({ pool, schema: db.schema }, { audit: (id) => void ran.push(id) });
+    await app.schema.createTable("orders").addColumn("id", "integer").execute();
+    let rolledBack = "";
+    await app.transaction().execute(async (trx) => {
+      await trx.insertInto("orders").values({ id: 1 }).execute();
+      rolledBack = await server.publisher.enqueueIn(trx, "audit", {});
+      throw new Error("rollback");
+    }).catch(() => undefined);
+    const committed = await app.transaction().execute(async (trx) => {
+      await trx.insertInto("orders").values({ id: 2 }).execute();
+      return server.publisher.enqueueIn(trx, "audit", {});
+    });
+    await waitFor(() => ran.includes(committed), "committed job runs");
+    expect(await server.backend.jobGet({ id: rolledBack })).toBeNull();
+    await server.shutdown();
+    // Our Kysely and pool still work: later ended neither.
+    expect(await app.selectFrom("orders").select("id").execute()).toEqual([{ id: 2 }]);
+  });
+
+  it("enqueueIn refuses a pool (not a transaction) with INVALID_ARGUMENT", async () => {
+    const db = await fresh();
+    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    cleanups.push(() => pool.end());
+    const server = await serve({ connectionString: db.url, schema: db.schema }, { a: () => undefined });
+    expect(await codeOf(server.publisher.enqueueIn(pool, "a", {}))).toBe("INVALID_ARGUMENT");
+    expect(await codeOf(server.publisher.enqueueIn({}, "a", {}))).toBe("INVALID_ARGUMENT");
+  });
+
+  it("two servers migrating the same schema at once: one applies, the other waits on the lock and applies nothing", async () => {
+    const db = await fresh();
+    const a = postgres({ connectionString: db.url, schema: db.schema, listen: false });
+    const b = postgres({ connectionString: db.url, schema: db.schema, listen: false });
+    cleanups.push(() => a.close(), () => b.close());
+    await Promise.all([a.open(), b.open()]);
+    expect((await a.migrationStatus()).current).toBe(0);
+    const [ra, rb] = await Promise.all([a.migrationUp(), b.migrationUp()]);
+    expect([ra.applied.length, rb.applied.length].sort()).toEqual([0, (await a.migrationStatus()).latest]);
+    const status = await b.migrationStatus();
+    expect(status.current).toBe(status.latest);
+    expect(status.pending).toEqual([]);
+    // And two servers starting at once with autoMigrate both come up.
+    const other = await fresh();
+    const servers = await Promise.all([1, 2].map(() => serve({ connectionString: other.url, schema: other.schema }, { a: () => undefined })));
+    expect(servers).toHaveLength(2);
+  });
+
+  it("a schema behind refuses to start with the command to run; one ahead refuses even with autoMigrate", async () => {
+    const db = await fresh();
+    const handlers = { a: { handle: () => undefined } };
+    const err = await BackgroundJobServer.start({ context: {}, handlers, backend: postgres({ connectionString: db.url, schema: db.schema }) }).catch((e: unknown) => e as LaterError);
+    expect((err as LaterError).code).toBe("SCHEMA_VERSION_MISMATCH");
+    expect((err as Error).message).toContain(`later migrate up --database ${db.url}`);
+    expect((err as Error).message).toContain(`--schema ${db.schema}`);
+    const server = await BackgroundJobServer.start({ context: {}, handlers, autoMigrate: true, backend: postgres({ connectionString: db.url, schema: db.schema }) });
+    await server.shutdown();
+    await withClient(db.url, (c) => c.query(`INSERT INTO ${db.schema}.later_migrations VALUES (999, 'future', 0)`));
+    const ahead = await BackgroundJobServer.start({ context: {}, handlers, autoMigrate: true, backend: postgres({ connectionString: db.url, schema: db.schema }) }).catch((e: unknown) => e as LaterError);
+    expect((ahead as LaterError).code).toBe("SCHEMA_VERSION_MISMATCH");
+    expect((ahead as Error).message).toMatch(/ahead/);
+  });
+
+  it("an unreachable server is DATABASE_UNAVAILABLE at start; bad options are INVALID_CONFIG", async () => {
+    const handlers = { a: { handle: () => undefined } };
+    const closed = postgres({ connectionString: "postgres://postgres:secret@127.0.0.1:1/none" });
+    const err = await BackgroundJobServer.start({ context: {}, handlers, backend: closed }).catch((e: unknown) => e as LaterError);
+    expect((err as LaterError).code).toBe("DATABASE_UNAVAILABLE");
+    expect((err as Error).message).not.toContain("secret");
+    expect(await codeOf(() => postgres({} as never))).toBe("INVALID_CONFIG");
+    expect(await codeOf(() => postgres({ connectionString: url!, pool: new pg.Pool() }))).toBe("INVALID_CONFIG");
+    expect(await codeOf(() => postgres({ connectionString: url!, schema: "no-dashes" }))).toBe("INVALID_CONFIG");
+    expect(await codeOf(() => postgres({ connectionString: url!, namespace: "" }))).toBe("INVALID_CONFIG");
+    expect(await codeOf(() => postgres({ connectionString: url!, maxConnections: 0 }))).toBe("INVALID_CONFIG");
+    expect(await codeOf(() => postgres({ connectionString: url!, listen: "yes" } as never))).toBe("INVALID_CONFIG");
+    expect(await codeOf(() => postgres({ connectionString: url!, nope: 1 } as never))).toBe("INVALID_CONFIG");
+  });
+
+  it("when no NOTIFY comes back at open, the backend polls only and warns through onWarning; listen: false is silent", async () => {
+    const db = await fresh();
+    // LISTEN lands in another database than the pool's statements (as behind a
+    // transaction-mode pooler, notifications never reach the listener).
+    const elsewhere = await otherDatabase(url!);
+    const real = new pg.Pool({ connectionString: db.url, max: 2 });
+    cleanups.push(() => real.end());
+    const listenerOptions = { ...real.options, connectionString: elsewhere };
+    const pool = new Proxy(real, {
+      get: (target, key) => (key === "options" ? listenerOptions : typeof Reflect.get(target, key) === "function" ? Reflect.get(target, key).bind(target) : Reflect.get(target, key)),
+    });
+    const warnings: PostgresBackendWarning[] = [];
+    const backend = postgres({ pool, schema: db.schema, listenCheckTimeoutMs: 300, onWarning: (w) => void warnings.push(w) });
+    cleanups.push(() => backend.close());
+    expect(backend.capabilities.crossProcessWake).toBe(true);
+    await backend.open();
+    expect(warnings.map((w) => w.code)).toEqual(["LISTEN_UNAVAILABLE"]);
+    expect(warnings[0]!.message).toMatch(/polling/);
+    expect(backend.capabilities.crossProcessWake).toBe(false);
+
+    const quiet: PostgresBackendWarning[] = [];
+    const off = postgres({ connectionString: db.url, schema: db.schema, listen: false, onWarning: (w) => void quiet.push(w) });
+    cleanups.push(() => off.close());
+    await off.open();
+    expect(quiet).toEqual([]);
+    expect(off.capabilities.crossProcessWake).toBe(false);
+  });
+
+  it("the listener reconnects after its connection is killed and wakes once; NOTIFYs arrive again", async () => {
+    const db = await fresh();
+    const applicationName = `later-listen-${db.schema}`.slice(0, 63);
+    const listening = postgres({ connectionString: db.url, schema: db.schema, applicationName });
+    const writer = postgres({ connectionString: db.url, schema: db.schema });
+    cleanups.push(() => listening.close(), () => writer.close());
+    await writer.open();
+    await writer.migrationUp();
+    await listening.open();
+    let wakes = 0;
+    const unsubscribe = listening.wakeSubscribe(() => void wakes++);
+    cleanups.push(async () => unsubscribe());
+    expect(await terminate(applicationName)).toBeGreaterThan(0);
+    await waitFor(() => wakes === 1, "the wake after reconnecting");
+    const now = Date.now();
+    await writer.jobInsertMany({ now, jobs: [{ id: "01jz0000000000000000000000", jobType: "t", payload: "{}", runAt: now, retryPolicy: "{}" }] });
+    await waitFor(() => wakes === 2, "a NOTIFY after the reconnect");
+  });
+
+  it("a server whose connections are all killed mid-run reconnects and finishes every job once", async () => {
+    const db = await fresh();
+    const applicationName = `later-kill-${db.schema}`.slice(0, 63);
+    const ran = new Map<string, number>();
+    const gate = deferred();
+    const server = await serve({ connectionString: db.url, schema: db.schema, applicationName }, {
+      slow: async (id) => { ran.set(id, (ran.get(id) ?? 0) + 1); await gate.promise; },
+      quick: (id) => void ran.set(id, (ran.get(id) ?? 0) + 1),
+    });
+    const slow = await server.publisher.enqueueMany("slow", [{}, {}]);
+    await waitFor(() => slow.every((id) => ran.has(id)), "slow jobs running");
+    expect(await terminate(applicationName)).toBeGreaterThan(0);
+    gate.resolve();
+    const quick = await server.publisher.enqueueMany("quick", Array.from({ length: 50 }, (_, i) => ({ i })));
+    await waitFor(async () => (await server.backend.jobCountByStage()).counts.success === 52, "all 52 jobs stored as success");
+    for (const id of [...slow, ...quick]) expect(ran.get(id)).toBe(1);
+  });
+});
+
+/** A second database on the same server (created once), for the LISTEN fallback test. */
+async function otherDatabase(base: string): Promise<string> {
+  const name = "later_test_elsewhere";
+  await withClient(base, async (c) => {
+    const found = await c.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+    if (found.rowCount === 0) await c.query(`CREATE DATABASE ${name}`).catch((e: { code?: string }) => { if (e.code !== "42P04" && e.code !== "23505") throw e; });
+  });
+  const u = new URL(base);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
