@@ -1,4 +1,4 @@
-// Shared helpers for the SQLite benchmark (bench/sqlite.js, bench/phase.js, bench/producer.js).
+// Shared helpers for the benchmarks (bench/sqlite.js, bench/postgres.js and the child processes they start).
 import { performance } from "node:perf_hooks";
 
 export const JOB_TYPE = "noop";
@@ -39,3 +39,53 @@ export const quietLogger = {
   info: () => {},
   debug: () => {},
 };
+
+/** The bench system module for `name` (bench/systems/<name>.js). */
+export function loadSystem(name) {
+  return import(`./systems/${name}.js`);
+}
+
+/**
+ * Starts `call(k, wallTime)` for k = 0..count-1 at `rate` calls per second on
+ * an absolute schedule (no drift). Open loop: a call starts on time even when
+ * earlier ones are still running, up to `maxInFlight`; beyond that it waits
+ * (and counts as behind schedule). `wallTime` is taken at the scheduled start,
+ * so time spent waiting for a free slot counts as latency.
+ * Returns { elapsedMs, achievedRate, maxBehindMs, callP50Ms, callP99Ms }.
+ */
+export async function pacedCalls(count, rate, call, maxInFlight = 10) {
+  const intervalMs = 1000 / rate;
+  const callMs = [];
+  const inFlight = new Set();
+  const t0 = wallNow();
+  let maxBehindMs = 0;
+  for (let k = 0; k < count; k++) {
+    const target = t0 + k * intervalMs;
+    let now = wallNow();
+    if (target - now >= 1) {
+      await sleep(Math.floor(target - now));
+      now = wallNow();
+    }
+    const t = wallNow();
+    while (inFlight.size >= maxInFlight) await Promise.race(inFlight);
+    maxBehindMs = Math.max(maxBehindMs, wallNow() - target);
+    const p = call(k, t).then(() => { callMs.push(wallNow() - t); inFlight.delete(p); });
+    inFlight.add(p);
+  }
+  await Promise.all(inFlight);
+  const elapsedMs = wallNow() - t0;
+  callMs.sort((a, b) => a - b);
+  return { elapsedMs, achievedRate: count / (elapsedMs / 1000), maxBehindMs, callP50Ms: percentile(callMs, 50), callP99Ms: percentile(callMs, 99) };
+}
+
+/** p50/p95/p99/max/mean (ms) of unsorted samples. */
+export function latencySummary(samples) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return {
+    p50: percentile(sorted, 50),
+    p95: percentile(sorted, 95),
+    p99: percentile(sorted, 99),
+    max: sorted[sorted.length - 1],
+    mean: sorted.reduce((a, b) => a + b, 0) / Math.max(1, sorted.length),
+  };
+}

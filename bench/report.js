@@ -1,0 +1,43 @@
+// Number formatting and summaries for bench/postgres.js's table.
+
+export const int = (x) => (Number.isFinite(x) ? Math.round(x).toLocaleString("en-US") : "–");
+export const ms = (x) => (Number.isFinite(x) ? (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : Math.round(x).toString()) : "–");
+
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+/** The numbers `f(r)` of the runs that did not fail. */
+export const values = (runs, f) => (runs ?? []).filter((r) => !r.error).map(f).filter(Number.isFinite);
+
+/** "median (min–max) [k failed]" of `f` over `runs`; "n/a" when the column did not run, "error" when every run failed. */
+export function cell(runs, f, fmt = int) {
+  if (!runs) return "–";
+  if (runs.length && runs.every((r) => r.na)) return "n/a";
+  const ok = values(runs, f);
+  if (ok.length === 0) return runs.length ? "error" : "–";
+  const failed = runs.length - ok.length;
+  const range = ok.length > 1 ? ` (${fmt(Math.min(...ok))}–${fmt(Math.max(...ok))})` : "";
+  return `${fmt(median(ok))}${range}${failed ? ` [${failed} failed]` : ""}`;
+}
+
+/** `f` of the first run, or "n/a" / "error". */
+export function first(runs, f) {
+  const r = runs?.[0];
+  return !r ? "–" : r.na ? "n/a" : r.error ? "error" : f(r);
+}
+
+/** "a ÷ b = 1.23×" from medians, or why not. */
+export function ratio(aRuns, bRuns, f, fmt = int) {
+  const x = values(aRuns, f);
+  const y = values(bRuns, f);
+  if (!x.length || !y.length) return "n/a (a column has no figure)";
+  return `${(median(x) / median(y)).toFixed(2)}× (${fmt(median(x))} ÷ ${fmt(median(y))})`;
+}
+
+export function markdownTable(header, rows) {
+  const out = [`| ${header.join(" | ")} |`, `| --- |${" ---: |".repeat(header.length - 1)}`];
+  for (const r of rows) out.push(`| ${r.join(" | ")} |`);
+  return out.join("\n");
+}

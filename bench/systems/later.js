@@ -1,0 +1,61 @@
+// later (@later/runtime) as a bench system, on PostgreSQL (target.pgUrl) or
+// SQLite (target.file). See bench/systems/README in bench/README.md for the
+// interface every system module implements.
+import { JOB_TYPE, NAMESPACE } from "../lib.js";
+
+export const completionIsStored = true; // the "success" event is sent after the outcome batch commits
+
+async function runtime() {
+  return import("@later/runtime");
+}
+
+async function newBackend(target) {
+  const m = await runtime();
+  if (target.file) return m.sqlite({ file: target.file, namespace: NAMESPACE });
+  if (typeof m.postgres !== "function") throw new Error("n/a: @later/runtime does not export postgres() yet");
+  return m.postgres({ connectionString: target.pgUrl, namespace: NAMESPACE, ...(target.backendOptions ?? {}) });
+}
+
+export async function prepare(target) {
+  const backend = await newBackend(target);
+  await backend.open();
+  await backend.migrationUp();
+  await backend.close();
+}
+
+/** A standalone JobPublisher (the class behind server.publisher) with no server: nothing here claims jobs. */
+export async function openEnqueuer(target) {
+  const { JobPublisher, RetryPolicy, systemClock } = await runtime();
+  const backend = await newBackend(target);
+  await backend.open();
+  const publisher = new JobPublisher(backend, systemClock, RetryPolicy.default(), new Map([[JOB_TYPE, JSON.stringify]]), () => {});
+  return {
+    bulk: (payloads) => publisher.enqueueMany(JOB_TYPE, payloads),
+    single: (payload) => publisher.enqueue(JOB_TYPE, payload),
+    close: () => backend.close(),
+  };
+}
+
+/**
+ * Starts a server with `concurrency` workers. `onJob(payload)` runs at handler
+ * start; `onDone()` once per job stored as succeeded; `onError(text)` on error events.
+ */
+export async function startWorkers(target, { concurrency, onJob, onDone, onError }) {
+  const { BackgroundJobServer } = await runtime();
+  const server = await BackgroundJobServer.start({
+    context: {},
+    backend: await newBackend(target),
+    workerCount: concurrency,
+    // pollIntervalMs left at its default (1000): wake-ups come from LISTEN/NOTIFY (PostgreSQL) or the WAL watcher (SQLite).
+    handlers: { [JOB_TYPE]: { handle: async (_ctx, payload) => onJob(payload) } },
+    onEvent: (e) => {
+      if (e.type === "job" && e.stage === "success") onDone();
+      else if (e.type === "error") onError(`${e.where}: ${e.error}`);
+    },
+  });
+  return {
+    settings: `workerCount ${concurrency}, pollIntervalMs default (1000)`,
+    stored: async () => (await server.backend.jobCountByStage()).counts,
+    stop: () => server.shutdown({ deadlineMs: 5000 }),
+  };
+}
