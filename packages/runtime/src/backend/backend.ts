@@ -28,6 +28,15 @@ export interface BackendCapabilities {
   readonly crossProcessWake: boolean;
   /** `databaseVacuum` reclaims disk space (SQLite `VACUUM`). */
   readonly supportsVacuum: boolean;
+  /**
+   * How many ready jobs one claim may take: `perWorker` × the live workers,
+   * at most `max` (and never fewer than two per worker). Claimed jobs wait
+   * in the server's local buffer, leased, until a worker is free. Where a
+   * commit costs much more than a row (PostgreSQL waits for its WAL flush)
+   * larger batches buy throughput; where commits are cheap (SQLite) small
+   * ones keep jobs spread evenly over processes.
+   */
+  readonly claimBatch: { readonly perWorker: number; readonly max: number };
 }
 
 /** A caller-owned transaction to write into (`enqueueIn`). Each backend documents which kinds it accepts. */

@@ -86,7 +86,6 @@ export class WorkerPool<C> {
    */
   loopFault: (() => void) | null = null;
   /** Smallest claim target (running + buffered): larger batches amortise each write transaction. */
-  private readonly claimBatch = 32;
   private watchdog: Promise<void> | null = null;
 
   constructor(
@@ -137,7 +136,8 @@ export class WorkerPool<C> {
   }
 
   private claimTarget(workers: number): number {
-    return Math.max(workers * 2, Math.min(this.claimBatch, workers * 4));
+    const { perWorker, max } = this.backend.capabilities.claimBatch;
+    return Math.max(workers * 2, Math.min(max, workers * perWorker));
   }
 
   addWorker(): number {

@@ -26,6 +26,15 @@ function statement(text: string): Statement {
 }
 
 const CLAIMABLE = "('enqueued', 'delayed', 'requeued')";
+/**
+ * `stage = 'running'` written so the planner cannot use the partial index of
+ * running rows for it (the `|| ''` hides the column, as `+x` does in
+ * SQLite): statements that name their rows by id must find them through the
+ * primary key. Every finished job leaves a dead entry in that partial index
+ * until vacuum, so a scan of it costs as much as the jobs run since, and the
+ * planner, which believes it holds a handful of rows, would pick it.
+ */
+const RUNNING_BY_KEY = "j.stage || '' = 'running'";
 
 /** Appends `[stage, ms]` to a `stages` column; `stage` and `ms` are SQL expressions. */
 const appendStage = (column: string, stage: string, ms: string) => `left(${column}, -1) || ',["' || ${stage} || '",' || ${ms} || ']]'`;
@@ -52,8 +61,14 @@ export class PostgresJobQueries {
    * claim `(id, attempt)` while still running; successes release their
    * waiting continuations in the same statement; one notify when anything
    * became ready (released continuations, retries).
-   * `$1..$6` arrays id, attempt, stage, run_at, error, retry_policy; `$7` now, `$8` expires_at,
-   * `$9` namespace, `$10` lease-expired-before guard, `$11`/`$12` channel and payload.
+   *
+   * The rows are found by `id = ANY($1)` alone and each row's outcome is
+   * looked up in a jsonb object keyed by id, so the plan is linear in the
+   * batch whatever the table statistics say. (A join with `unnest(...)` let
+   * the planner, on a young table, scan the running rows and re-run the
+   * unnest once per row: quadratic, minutes for a few thousand outcomes.)
+   * `$1` ids, `$2` jsonb `{ id: [attempt, stage, run_at, error, retry_policy] }`, `$3` now,
+   * `$4` expires_at, `$5` namespace, `$6` lease-expired-before guard, `$7`/`$8` channel and payload.
    */
   readonly finish: Statement;
   /** Fails the waiting children of failed parents: `$1` parent ids, `$2` reasons, `$3` now, `$4` expires_at, `$5` namespace. */
@@ -89,26 +104,24 @@ UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $
   stages = ${appendStage("j.stages", "'running'", "$2::bigint")}
 FROM ready WHERE j.id = ready.id
 RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.parent_id, j.created_at, j.run_at`);
-    this.finish = statement(`WITH input AS (
-  SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::bigint[], $5::text[], $6::text[]) AS c(id, attempt, stage, run_at, error, retry_policy)
-), done AS (
-  UPDATE ${jobs} j SET stage = c.stage, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7,
-    run_at = CASE WHEN c.stage = 'requeued' THEN c.run_at ELSE j.run_at END,
-    expires_at = CASE WHEN c.stage = 'requeued' THEN NULL ELSE $8::bigint END,
-    last_error = CASE WHEN c.stage = 'success' THEN j.last_error ELSE c.error END,
-    retry_policy = coalesce(c.retry_policy, j.retry_policy),
-    stages = ${appendStage("j.stages", "c.stage", "$7::bigint")}
-  FROM input c
-  -- id = ANY($1): a primary-key lookup per claim, never a scan of every running row.
-  WHERE j.id = ANY($1::text[]) AND j.id = c.id AND j.attempt = c.attempt AND j.namespace = $9 AND j.stage = 'running'
-    AND coalesce(j.lease_expires_at, 0) < $10
+    // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error, retry_policy]: a binary search in the jsonb object.
+    const out = (i: number) => `($2::jsonb -> j.id ->> ${i})`;
+    this.finish = statement(`WITH done AS (
+  UPDATE ${jobs} j SET stage = ${out(1)}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
+    run_at = CASE WHEN ${out(1)} = 'requeued' THEN ${out(2)}::bigint ELSE j.run_at END,
+    expires_at = CASE WHEN ${out(1)} = 'requeued' THEN NULL ELSE $4::bigint END,
+    last_error = CASE WHEN ${out(1)} = 'success' THEN j.last_error ELSE ${out(3)} END,
+    retry_policy = coalesce(${out(4)}, j.retry_policy),
+    stages = ${appendStage("j.stages", out(1), "$3::bigint")}
+  WHERE j.id = ANY($1::text[]) AND j.attempt = ${out(0)}::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
+    AND coalesce(j.lease_expires_at, 0) < $6
   RETURNING j.id, j.attempt, j.stage, j.last_error
 ), released AS (
-  UPDATE ${jobs} k SET stage = 'enqueued', run_at = $7, updated_at = $7, stages = ${appendStage("k.stages", "'enqueued'", "$7::bigint")}
-  WHERE k.stage = 'waiting' AND k.namespace = $9 AND k.parent_id IN (SELECT id FROM done WHERE stage = 'success')
+  UPDATE ${jobs} k SET stage = 'enqueued', run_at = $3, updated_at = $3, stages = ${appendStage("k.stages", "'enqueued'", "$3::bigint")}
+  WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE stage = 'success')
   RETURNING k.id
 ), notified AS (
-  SELECT pg_notify($11, $12) FROM (SELECT 1 FROM released UNION ALL SELECT 1 FROM done WHERE stage = 'requeued' LIMIT 1) x
+  SELECT pg_notify($7, $8) FROM (SELECT 1 FROM released UNION ALL SELECT 1 FROM done WHERE stage = 'requeued' LIMIT 1) x
 )
 SELECT d.id, d.attempt, d.stage, d.last_error,
   (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified
@@ -128,7 +141,7 @@ RETURNING k.id, k.last_error`);
 )
 SELECT count(*)::int AS released, (SELECT count(*) FROM (SELECT pg_notify($5, $6) FROM rel LIMIT 1) n)::int AS notified FROM rel`);
     this.renew = statement(`UPDATE ${jobs} SET lease_expires_at = $1
-WHERE namespace = $2 AND stage = 'running' AND lease_owner = $3 AND id = ANY($4::text[])
+WHERE namespace = $2 AND ${RUNNING_BY_KEY.replace("j.", "")} AND lease_owner = $3 AND id = ANY($4::text[])
 RETURNING id, attempt`);
     this.nextRunAt = statement(`SELECT min(run_at) AS t FROM ${jobs} WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND job_type = ANY($2::text[])`);
     this.readParents = statement(`SELECT id, stage, last_error FROM ${jobs} WHERE id = ANY($1::text[]) AND namespace = $2 ORDER BY id FOR SHARE`);

@@ -53,7 +53,7 @@ const RECHECK_MS = [2, 10];
 export class SqliteBackend implements B.Backend {
   readonly kind = "sqlite";
   readonly namespace: string;
-  readonly capabilities: B.BackendCapabilities = { crossProcessWake: true, supportsVacuum: true };
+  readonly capabilities: B.BackendCapabilities = { crossProcessWake: true, supportsVacuum: true, claimBatch: { perWorker: 4, max: 32 } };
   readonly migrateHint: string;
 
   private connection: SqliteConnection | null = null;
