@@ -1,3 +1,4 @@
+import { randomFillSync } from "node:crypto";
 import { monotonicFactory } from "ulid";
 
 /**
@@ -7,7 +8,22 @@ import { monotonicFactory } from "ulid";
  */
 export type JobId = string;
 
-const nextUlid = monotonicFactory();
+/**
+ * ulid's own PRNG asks the OS for one byte per character (16 calls per
+ * id); this one serves the same cryptographic bytes from a pool refilled
+ * 4 KiB at a time. Same distribution as ulid's (a byte / 256).
+ */
+const pool = new Uint8Array(4096);
+let poolAt = pool.length;
+function pooledRandom(): number {
+  if (poolAt === pool.length) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  return pool[poolAt++]! / 256;
+}
+
+const nextUlid = monotonicFactory(pooledRandom);
 
 /** Mints a new job id from the given time (ms since the epoch). */
 export function newJobId(nowMs: number): JobId {
