@@ -29,6 +29,7 @@ import type { JobStage } from "../../core/job-stage.js";
 import { DatabaseUnavailableError, ParentNotFoundError } from "../../errors.js";
 import { checkPostgresOptions, type PostgresBackendOptions, type PostgresBackendWarning } from "./postgres-backend-options.js";
 import type * as B from "../backend.js";
+import { renewedClaims } from "../shared/job-rows.js";
 import type { LaterDatabase } from "../schema.js";
 import { callerExecutor, clientExecutor, type Execute } from "./postgres-executors.js";
 import { PostgresJobQueries } from "./postgres-job-queries.js";
@@ -36,7 +37,7 @@ import { startProbedListener, type PostgresListener } from "./postgres-listener.
 import { applyMigrations, readMigrationStatus } from "./postgres-migrations.js";
 import { describeConnection, isConnectionError, isRetryableConflict, wrapDriverError } from "./postgres-errors.js";
 import { PostgresKyselyQueries } from "./postgres-kysely-queries.js";
-import type { Row } from "./postgres-rows.js";
+import type { Row } from "../shared/job-rows.js";
 
 /** Payload sender for writes into a caller-owned transaction: every listener, this process's too, must wake on its commit. */
 const FOREIGN_SENDER = "-";
@@ -273,12 +274,7 @@ export class PostgresBackend implements B.Backend {
     const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
     const rows = await this.retryConflicts(() => this.execute(this.queries.renew,
       [params.leaseExpiresAt, this.namespace, params.owner, [...held.keys()].sort()]));
-    const renewed: B.ClaimKey[] = [];
-    for (const r of rows) {
-      const id = String(r.id);
-      if (held.get(id) === Number(r.attempt)) renewed.push({ id, attempt: Number(r.attempt) });
-    }
-    return { renewed };
+    return { renewed: renewedClaims(held, rows) };
   }
 
   async jobListStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
@@ -347,12 +343,21 @@ export class PostgresBackend implements B.Backend {
   }
 
   /** One statement on the pool (autocommit). */
+  /**
+   * One statement on a pool connection. When the pool handed out a
+   * connection the server had already killed (its error event not yet
+   * seen), the driver refuses before sending anything, so the statement
+   * is run once more on another connection; any other failure is reported.
+   */
   private readonly execute: Execute = async (s, values) => {
-    const pool = this.conn();
-    try {
-      return (await pool.query(this.prepared ? { name: s.name, text: s.text, values } : { text: s.text, values })).rows as Row[];
-    } catch (error) {
-      throw wrapDriverError(error, "query");
+    const query = this.prepared ? { name: s.name, text: s.text, values } : { text: s.text, values };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (await this.conn().query(query)).rows as Row[];
+      } catch (error) {
+        if (attempt < 3 && /is not queryable/.test((error as Error)?.message ?? "")) continue;
+        throw wrapDriverError(error, "query");
+      }
     }
   };
 

@@ -9,7 +9,7 @@ import type pg from "pg";
 import { InvalidArgumentError } from "../../errors.js";
 import type { TransactionHandle } from "../backend.js";
 import type { Statement } from "./postgres-job-queries.js";
-import type { Row } from "./postgres-rows.js";
+import type { Row } from "../shared/job-rows.js";
 
 export type Execute = (statement: Statement, values: unknown[]) => Promise<Row[]>;
 

@@ -9,7 +9,7 @@ import { sql, type Kysely } from "kysely";
 import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
 import type { LaterDatabase } from "../schema.js";
-import { toRecord, type Row } from "./postgres-rows.js";
+import { jobRecordFromRow, type Row } from "../shared/job-rows.js";
 
 const STAGE_SET = new Set<string>(JOB_STAGES);
 
@@ -43,7 +43,7 @@ export class PostgresKyselyQueries {
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
     const row = await this.db.selectFrom("later_jobs").selectAll()
       .where("id", "=", params.id).where("namespace", "=", this.namespace).executeTakeFirst();
-    return row ? toRecord(row as unknown as Row) : null;
+    return row ? jobRecordFromRow(row as unknown as Row) : null;
   }
 
   async jobList(params: B.JobListParams): Promise<B.JobRecord[]> {
@@ -53,7 +53,7 @@ export class PostgresKyselyQueries {
     if (params.afterId !== undefined) q = q.where("id", desc ? "<" : ">", params.afterId);
     if (params.stage !== undefined) q = q.where("stage", "=", params.stage);
     if (params.jobType !== undefined) q = q.where("job_type", "=", params.jobType);
-    return (await q.execute()).map((r) => toRecord(r as unknown as Row));
+    return (await q.execute()).map((r) => jobRecordFromRow(r as unknown as Row));
   }
 
   async jobCountByStage(): Promise<B.JobCountByStageResult> {

@@ -22,8 +22,9 @@ import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
 import { DatabaseUnavailableError, InvalidArgumentError, InvalidConfigError, ParentNotFoundError } from "../../errors.js";
 import type * as B from "../backend.js";
 import type { LaterDatabase, LaterJobsTable } from "../schema.js";
-import { SqliteConnection, type Row } from "./sqlite-connection.js";
-import { isKyselyExecutor, toJobRecord } from "./sqlite-job-record.js";
+import { SqliteConnection } from "./sqlite-connection.js";
+import { jobRecordFromRow, renewedClaims, type Row } from "../shared/job-rows.js";
+import { isKyselyExecutor } from "./kysely-executor.js";
 import { SQLITE_MIGRATIONS } from "./sqlite-migrations.js";
 import { WalWatcher } from "./wal-watcher.js";
 
@@ -294,12 +295,7 @@ export class SqliteBackend implements B.Backend {
            AND id IN (SELECT value FROM json_each(?)) RETURNING id, attempt`,
         params.leaseExpiresAt, this.namespace, params.owner, JSON.stringify([...held.keys()])),
     );
-    const renewed: B.ClaimKey[] = [];
-    for (const r of rows) {
-      const id = String(r.id);
-      if (held.get(id) === Number(r.attempt)) renewed.push({ id, attempt: Number(r.attempt) });
-    }
-    return { renewed };
+    return { renewed: renewedClaims(held, rows) };
   }
 
   async jobListStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
@@ -338,7 +334,7 @@ export class SqliteBackend implements B.Backend {
 
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
     const row = this.get("SELECT * FROM later_jobs WHERE id = ? AND namespace = ?", params.id, this.namespace);
-    return row ? toJobRecord(row) : null;
+    return row ? jobRecordFromRow(row) : null;
   }
 
   async jobList(params: B.JobListParams): Promise<B.JobRecord[]> {
@@ -350,7 +346,7 @@ export class SqliteBackend implements B.Backend {
          AND ${desc ? "id < ? ORDER BY id DESC" : "id > ? ORDER BY id"} LIMIT ?`,
       this.namespace, params.stage ?? null, params.stage ?? null, params.jobType ?? null, params.jobType ?? null,
       params.afterId ?? (desc ? "~" : ""), params.limit);
-    return rows.map(toJobRecord);
+    return rows.map(jobRecordFromRow);
   }
 
   async jobCountByStage(): Promise<B.JobCountByStageResult> {

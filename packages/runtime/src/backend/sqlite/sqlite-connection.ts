@@ -1,8 +1,6 @@
 import Database from "better-sqlite3";
 import { DatabaseUnavailableError } from "../../errors.js";
-
-/** A row as better-sqlite3 returns it. */
-export type Row = Record<string, unknown>;
+import type { Row } from "../shared/job-rows.js";
 
 /**
  * One open better-sqlite3 connection with the pragmas later needs, a cache

@@ -1,0 +1,33 @@
+/**
+ * Row handling that is the same on every backend: both store `later_jobs`
+ * with the same columns (times as integer ms; the PostgreSQL driver returns
+ * bigints as strings, hence `Number`).
+ */
+import type { JobStage } from "../../core/job-stage.js";
+import type { ClaimKey, JobRecord } from "../backend.js";
+
+/** A row as a driver returns it. */
+export type Row = Record<string, unknown>;
+
+/** A `later_jobs` row as the seam's {@link JobRecord}. */
+export function jobRecordFromRow(r: Row): JobRecord {
+  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  return {
+    id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), stage: r.stage as JobStage,
+    attempt: Number(r.attempt), runAt: Number(r.run_at), parentId: (r.parent_id as string | null) ?? null,
+    leaseOwner: (r.lease_owner as string | null) ?? null, leaseExpiresAt: num(r.lease_expires_at),
+    lastError: (r.last_error as string | null) ?? null,
+    stages: (JSON.parse(String(r.stages)) as [JobStage, number][]).map(([stage, at]) => ({ stage, at })),
+    createdAt: Number(r.created_at), updatedAt: Number(r.updated_at), expiresAt: num(r.expires_at),
+  };
+}
+
+/** The claims a renewal statement returned (`id`, `attempt` rows) that are still the attempt this server holds. */
+export function renewedClaims(held: ReadonlyMap<string, number>, rows: readonly Row[]): ClaimKey[] {
+  const renewed: ClaimKey[] = [];
+  for (const r of rows) {
+    const id = String(r.id);
+    if (held.get(id) === Number(r.attempt)) renewed.push({ id, attempt: Number(r.attempt) });
+  }
+  return renewed;
+}
