@@ -20,12 +20,14 @@ export class ManualClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       if (signal?.aborted || ms <= 0) return resolve();
-      const entry = { until: this.current + Math.max(0, ms), resolve: () => resolve() };
-      this.sleepers.push(entry);
-      signal?.addEventListener("abort", () => {
+      const onAbort = () => {
         this.sleepers = this.sleepers.filter((s) => s !== entry);
         resolve();
-      }, { once: true });
+      };
+      // Woken by time: drop the abort listener too, or long-lived signals collect one per sleep.
+      const entry = { until: this.current + Math.max(0, ms), resolve: () => (signal?.removeEventListener("abort", onAbort), resolve()) };
+      this.sleepers.push(entry);
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
 
