@@ -20,6 +20,8 @@ import type { ResolvedServerOptions } from "../server/server-options.js";
 
 export interface Scalable {
   readonly workerCount: number;
+  /** Claimed jobs waiting in the local buffer for a free worker: backlog the ready count no longer shows. */
+  readonly bufferedCount: number;
   addWorker(): number;
   removeWorker(): Promise<boolean>;
   /** Told when maintenance made jobs ready (rescued jobs), so local workers look at once. */
@@ -98,7 +100,8 @@ export class MaintenanceRunner<C> {
   async autoscale(): Promise<number> {
     const bounds = this.options.workerAutoscale;
     if (!bounds) return 0;
-    const backlog = await this.backend.jobCountReady({ now: this.options.clock.now(), jobTypes: Object.keys(this.options.handlers) });
+    const ready = await this.backend.jobCountReady({ now: this.options.clock.now(), jobTypes: Object.keys(this.options.handlers) });
+    const backlog = ready + this.workers.bufferedCount;
     const live = this.workers.workerCount;
     if (backlog === 0) this.emptyTicks++;
     else this.emptyTicks = 0;

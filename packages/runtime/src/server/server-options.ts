@@ -58,7 +58,7 @@ export interface ServerOptions<C> {
   handlers: Record<string, HandlerRegistration<C>>;
   /** Concurrent handlers in this process. Default 6, at least 1. */
   workerCount?: number;
-  /** Optional: every `autoscaleIntervalMs`, +1 worker when the ready backlog exceeds ~20 per worker, -1 after three empty ticks. */
+  /** Optional: every `autoscaleIntervalMs`, +1 worker when the backlog (ready jobs in the database plus claimed jobs waiting in this server's buffer) exceeds ~20 per worker, -1 after three empty ticks. */
   workerAutoscale?: WorkerAutoscaleOptions;
   /** Default: 6 retries, exponential backoff with jitter ({@link RetryPolicy.default}). */
   defaultRetryPolicy?: RetryPolicy;

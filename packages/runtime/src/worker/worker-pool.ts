@@ -114,6 +114,11 @@ export class WorkerPool<C> {
     return this.slots.length;
   }
 
+  /** Claimed jobs no worker has started yet. */
+  get bufferedCount(): number {
+    return this.buffer.length;
+  }
+
   /** Workers currently running a handler. */
   get busyCount(): number {
     return this.slots.filter((s) => s.current !== null).length;
