@@ -73,6 +73,15 @@ export class PostgresBackend implements B.Backend {
     // An idle connection died (server restart, pg_terminate_backend): the
     // pool has dropped it and opens a new one on demand. Nothing to do.
   };
+  /**
+   * Every connection of the pool gets an `error` listener of its own: while
+   * a connection is checked out by Kysely (which adds none) the pool's is
+   * off, and a connection killed then would raise an unhandled `error`
+   * event and end the process. The failed statement reports the loss.
+   */
+  private readonly onPoolConnect = (client: pg.PoolClient): void => {
+    client.on("error", () => undefined);
+  };
 
   constructor(private readonly options: PostgresBackendOptions) {
     ({ schema: this.schema, namespace: this.namespace } = checkPostgresOptions(options));
@@ -115,10 +124,12 @@ export class PostgresBackend implements B.Backend {
       connectionTimeoutMillis: 10_000,
     });
     pool.on("error", this.onPoolError);
+    pool.on("connect", this.onPoolConnect);
     try {
       await pool.query("SELECT 1");
     } catch (cause) {
       pool.off("error", this.onPoolError);
+      pool.off("connect", this.onPoolConnect);
       if (owned) await pool.end().catch(() => undefined);
       throw new DatabaseUnavailableError(
         `cannot connect to PostgreSQL at ${describeConnection(this.options.connectionString, this.options.pool)}: ${(cause as Error).message}; check that the server runs and accepts this user`,
@@ -163,7 +174,10 @@ export class PostgresBackend implements B.Backend {
     await listener?.stop();
     if (!pool) return;
     if (this.options.pool === undefined) await pool.end();
-    else pool.off("error", this.onPoolError);
+    else {
+      pool.off("error", this.onPoolError);
+      pool.off("connect", this.onPoolConnect);
+    }
   }
 
   // ---- migrations -------------------------------------------------------
