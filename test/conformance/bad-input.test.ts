@@ -5,17 +5,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { BackgroundJobServer, LaterError, RetryPolicy, sqlite } from "@later/runtime";
 import { BACKENDS } from "./backends.js";
-import { useHarness, waitFor } from "./harness.js";
-
-async function codeOf(p: Promise<unknown> | (() => unknown)): Promise<string> {
-  try {
-    await (typeof p === "function" ? p() : p);
-  } catch (e) {
-    expect(e).toBeInstanceOf(LaterError);
-    return (e as LaterError).code;
-  }
-  throw new Error("expected a LaterError");
-}
+import { codeOf, useHarness, waitFor } from "./harness.js";
 
 describe.each(BACKENDS)("bad input on $name", (entry) => {
   const harness = useHarness(entry);

@@ -1,6 +1,6 @@
 /** Shared test set-up: servers on a fresh database, event recording, condition waits. */
-import { afterEach } from "vitest";
-import { BackgroundJobServer, type ServerEvent, type ServerOptions } from "@later/runtime";
+import { afterEach, expect } from "vitest";
+import { BackgroundJobServer, LaterError, type ServerEvent, type ServerOptions } from "@later/runtime";
 import type { BackendEntry, TestDatabase } from "./backends.js";
 
 /** Polls `condition` every 5 ms until it holds or `timeoutMs` passes (then throws with `what`). */
@@ -74,4 +74,15 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => 
   let resolve!: (v: T) => void;
   const promise = new Promise<T>((r) => (resolve = r));
   return { promise, resolve };
+}
+
+/** The `code` of the LaterError that `p` rejects (or throws) with; fails the test for anything else or for no error. */
+export async function codeOf(p: Promise<unknown> | (() => unknown)): Promise<string> {
+  try {
+    await (typeof p === "function" ? p() : p);
+  } catch (e) {
+    expect(e).toBeInstanceOf(LaterError);
+    return (e as LaterError).code;
+  }
+  throw new Error("expected a LaterError");
 }

@@ -9,19 +9,9 @@ import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { BackgroundJobServer, LaterError, postgres, type PostgresBackendWarning } from "@later/runtime";
 import { createPostgresSchema, postgresUrl, withClient, type PostgresSchema } from "../support/postgres.js";
-import { deferred, waitFor } from "./harness.js";
+import { codeOf, deferred, waitFor } from "./harness.js";
 
 const url = postgresUrl();
-
-async function codeOf(p: Promise<unknown> | (() => unknown)): Promise<string> {
-  try {
-    await (typeof p === "function" ? p() : p);
-  } catch (e) {
-    expect(e).toBeInstanceOf(LaterError);
-    return (e as LaterError).code;
-  }
-  throw new Error("expected a LaterError");
-}
 
 describe.skipIf(url === null)("PostgreSQL backend", () => {
   const cleanups: (() => Promise<unknown>)[] = [];
