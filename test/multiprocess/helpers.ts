@@ -51,7 +51,11 @@ export interface ChildConfig {
 
 /** Opens the backend a spec names, in the test process. */
 export function openBackend(spec: BackendSpec, namespace: string): Backend {
-  return spec.kind === "sqlite" ? sqlite({ file: spec.file, namespace }) : postgres({ connectionString: spec.connectionString, schema: spec.schema, namespace, maxConnections: 4 });
+  if (spec.kind === "sqlite") return sqlite({ file: spec.file, namespace });
+  // The test's own connections carry another application_name than the children's, so killing theirs spares these.
+  const url = new URL(spec.connectionString);
+  url.searchParams.set("application_name", "later-test-parent");
+  return postgres({ connectionString: url.toString(), schema: spec.schema, namespace, maxConnections: 4 });
 }
 
 /** A backend kind the multi-process tests run on: makes a fresh database per test. */

@@ -137,8 +137,11 @@ export class JobTimeoutError extends LaterError {
 
 /** Enqueue to a topic the server options do not register. Nothing was written. */
 export class UnknownTopicError extends LaterError {
-  constructor(topic: string) {
-    super("UNKNOWN_TOPIC", `topic "${topic}" is not registered: add topic("${topic}", N) to the server's topics`);
+  /** With `partition`: the options name the topic but the database holds no such partition (no server registered it yet). */
+  constructor(topic: string, partition?: number) {
+    super("UNKNOWN_TOPIC", partition === undefined
+      ? `topic "${topic}" is not registered: add topic("${topic}", N) to the server's topics`
+      : `topic "${topic}" partition ${partition} is not in the database: start a server with topic("${topic}", N) in its topics first`);
   }
 }
 

@@ -7,7 +7,9 @@ export { RetryPolicy, type RetryBackoff, type RetryPolicyJson } from "./core/ret
 export type * from "./backend/backend.js";
 export { sqlite, SqliteBackend, type SqliteBackendOptions } from "./backend/sqlite/sqlite-backend.js";
 export { BackgroundJobServer, prepareBackend, type ShutdownOptions } from "./server/background-job-server.js";
-export { JobPublisher, type EnqueueOptions } from "./server/publisher.js";
+export { JobPublisher, type EnqueueOptions, type JobPublisherOptions, type PartitionTarget } from "./server/publisher.js";
+export { topic, RECURRING_SEQUENTIAL_TOPIC, MAX_PARTITIONS, type TopicConfig } from "./core/partition/topic.js";
+export { partitionForKey, murmur2, type PartitionKey } from "./core/partition/partition-for-key.js";
 export type { JobContext, HandlerRegistration, ServerOptions, ServerEvent, WorkerAutoscaleOptions } from "./server/server-options.js";
 export { payloadDecoder, type DatePath, type JobCatalog, type JobSpec } from "./typed/job-catalog.js";
 export { JobHandle, TopicJobHandle } from "./typed/job-handle.js";

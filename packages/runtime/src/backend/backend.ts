@@ -54,6 +54,13 @@ export interface JobInsert {
   parentId?: JobId | undefined;
   /** JSON of the retry policy in force at enqueue. */
   retryPolicy: string;
+  /**
+   * Partitioned job: its topic and partition. The backend gives it the
+   * partition's next sequence in the same write; a topic or partition the
+   * database does not hold throws `UnknownTopicError` and writes nothing.
+   */
+  topic?: string | undefined;
+  partition?: number | undefined;
 }
 
 export interface JobInsertManyParams {
@@ -181,6 +188,10 @@ export interface JobRecord {
   createdAt: number;
   updatedAt: number;
   expiresAt: number | null;
+  /** Partitioned jobs: topic, partition and sequence; null otherwise. */
+  topic: string | null;
+  partition: number | null;
+  seq: number | null;
 }
 
 export interface JobGetParams {
@@ -223,6 +234,120 @@ export interface MigrationStatusResult {
 export interface MigrationUpResult {
   applied: { version: number; name: string }[];
   current: number;
+}
+
+// ---- topics and partitions ------------------------------------------------
+//
+// A partitioned job is claimed only as the head of its partition: the
+// unfinished job with the lowest sequence. A head claim first takes the
+// partition's lease (one row per partition, so blocked partitions cost one
+// index probe each, never a scan of the jobs behind them), bumps its fencing
+// epoch, then marks the head running. Every later write of that claim is
+// fenced by `(topic, partition, epoch)` and the job's `(id, attempt)`.
+
+export interface TopicSpec {
+  name: string;
+  partitions: number;
+}
+
+export interface TopicRegisterParams {
+  topics: readonly TopicSpec[];
+  now: number;
+}
+
+export interface PartitionRef {
+  topic: string;
+  partition: number;
+}
+
+/** Identifies one head claim. */
+export interface PartitionClaim extends ClaimKey, PartitionRef {
+  epoch: number;
+}
+
+/** A partition head claimed for one attempt. */
+export interface ClaimedPartitionJob extends ClaimedJob, PartitionRef {
+  seq: number;
+  /** The partition lease's fencing epoch of this claim. */
+  epoch: number;
+}
+
+export interface PartitionHeadClaimParams {
+  owner: string;
+  /** Look only at these partitions (the ones this server owns). */
+  partitions: readonly PartitionRef[];
+  /** At most this many heads (one per partition). */
+  limit: number;
+  now: number;
+  leaseExpiresAt: number;
+  /** Heads of other job types are left alone. */
+  jobTypes: readonly string[];
+}
+
+export interface PartitionHeadClaimResult {
+  claimed: ClaimedPartitionJob[];
+  /** Earliest time a delayed or retrying head of the given, unleased partitions becomes ready; null for none. */
+  nextRunAt: number | null;
+}
+
+export interface PartitionHeadFinishParams {
+  owner: string;
+  claim: PartitionClaim;
+  outcome: JobOutcome;
+  now: number;
+  retentionMs: number;
+  /** After the write, claim the partition's next head at once if it is ready (and of `jobTypes`), keeping the lease. */
+  claimNext?: { leaseExpiresAt: number; jobTypes: readonly string[] } | undefined;
+}
+
+export interface PartitionHeadFinishResult {
+  /** False when the claim had lost its lease (another epoch holds the partition): nothing was written. */
+  applied: boolean;
+  /** Continuations that became `enqueued` because the job succeeded. */
+  released: number;
+  /** The next head, claimed in the same transaction (`claimNext`). */
+  next: ClaimedPartitionJob | null;
+}
+
+export interface PartitionLeaseRenewParams {
+  owner: string;
+  claims: readonly PartitionClaim[];
+  leaseExpiresAt: number;
+}
+
+export interface PartitionLeaseRenewResult {
+  /** Claims still held; any claim not listed has lost its lease. */
+  renewed: PartitionClaim[];
+}
+
+export interface PartitionMemberHeartbeatParams {
+  member: string;
+  now: number;
+  expiresAt: number;
+}
+
+export interface PartitionMemberHeartbeatResult {
+  /** Members alive at `now`, this one included, sorted. */
+  members: string[];
+}
+
+export interface PartitionMemberRemoveParams {
+  member: string;
+}
+
+export interface PartitionHeadForceFailParams extends PartitionRef {
+  reason: string;
+  now: number;
+  retentionMs: number;
+}
+
+export interface PartitionHistoryTruncateParams extends PartitionRef {
+  /** Terminal jobs of the partition to keep, newest first. */
+  keep: number;
+}
+
+export interface PartitionDepthResult {
+  partitions: { topic: string; partition: number; unfinished: number; leaseOwner: string | null }[];
 }
 
 /** The database seam. See the module doc for the rules every method keeps. */
@@ -282,6 +407,34 @@ export interface Backend {
   maintenanceClaim(params: MaintenanceClaimParams): Promise<boolean>;
   /** Reclaims space freed by deleted rows (only when `capabilities.supportsVacuum`). */
   databaseVacuum(): Promise<void>;
+  /**
+   * Records the topics in the database, with one row per partition, unless
+   * present. A topic stored with another partition count throws
+   * `PartitionCountMismatchError` and writes nothing.
+   */
+  topicRegister(params: TopicRegisterParams): Promise<void>;
+  /** Claims the ready heads of unleased partitions among `partitions`, at most one per partition. */
+  partitionHeadClaim(params: PartitionHeadClaimParams): Promise<PartitionHeadClaimResult>;
+  /** Stores a head's outcome if its claim still holds the partition lease, then frees the lease or claims the next head. */
+  partitionHeadFinish(params: PartitionHeadFinishParams): Promise<PartitionHeadFinishResult>;
+  /** Extends the leases of held head claims whose epoch is still current. */
+  partitionLeaseRenew(params: PartitionLeaseRenewParams): Promise<PartitionLeaseRenewResult>;
+  /** Registers or refreshes a member and returns the live ones (dead rows are deleted on the way). */
+  partitionMemberHeartbeat(params: PartitionMemberHeartbeatParams): Promise<PartitionMemberHeartbeatResult>;
+  /** Deregisters a member at once (graceful shutdown). */
+  partitionMemberRemove(params: PartitionMemberRemoveParams): Promise<void>;
+  /**
+   * Fails the partition's head at once, whatever its stage or lease, with
+   * its waiting continuations, and frees the partition (bumping its epoch, so
+   * the old claim's writes are rejected). Returns the failed job id, or null
+   * when the partition has no unfinished job.
+   */
+  partitionHeadForceFail(params: PartitionHeadForceFailParams): Promise<string | null>;
+  /** Deletes the partition's terminal jobs but the newest `keep` (by sequence); returns how many. */
+  partitionHistoryTruncate(params: PartitionHistoryTruncateParams): Promise<number>;
+  /** Unfinished jobs per partition of every registered topic. */
+  partitionDepth(): Promise<PartitionDepthResult>;
+
   /**
    * Calls `listener` (soon, coalesced) after another process may have
    * committed work. A latency hint only: correctness never depends on it.

@@ -26,6 +26,37 @@ export interface LaterJobsTable {
   updated_at: number;
   /** Set on terminal jobs; the expiry sweep deletes the row after it. */
   expires_at: number | null;
+  /** Partitioned jobs only: the topic, the partition and the job's place in it. */
+  topic: string | null;
+  partition_no: number | null;
+  seq: number | null;
+}
+
+export interface LaterTopicsTable {
+  namespace: string;
+  topic: string;
+  partitions: number;
+  created_at: number;
+}
+
+/** One row per (topic, partition): the sequence counter and the head claim's lease and fencing epoch. */
+export interface LaterPartitionsTable {
+  namespace: string;
+  topic: string;
+  partition_no: number;
+  /** The sequence the next enqueued job of this partition gets. */
+  next_seq: number;
+  /** Bumped by every head claim (and by a forced failure): writes of an older claim are rejected. */
+  epoch: number;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+}
+
+/** A live server with topics; rows past `expires_at` are dead members. */
+export interface LaterPartitionMembersTable {
+  namespace: string;
+  member_id: string;
+  expires_at: number;
 }
 
 export interface LaterMigrationsTable {
@@ -44,4 +75,7 @@ export interface LaterDatabase {
   later_jobs: LaterJobsTable;
   later_migrations: LaterMigrationsTable;
   later_maintenance: LaterMaintenanceTable;
+  later_topics: LaterTopicsTable;
+  later_partitions: LaterPartitionsTable;
+  later_partition_members: LaterPartitionMembersTable;
 }

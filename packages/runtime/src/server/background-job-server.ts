@@ -1,7 +1,8 @@
-import type { Backend } from "../backend/backend.js";
+import type { Backend, PartitionRef } from "../backend/backend.js";
 import { newJobId } from "../core/job-id.js";
 import { InvalidConfigError, SchemaVersionError, ServerStoppedError } from "../errors.js";
 import { MaintenanceRunner } from "../maintenance/maintenance-runner.js";
+import { PartitionRunner } from "../partition/partition-runner.js";
 import { WorkerPool } from "../worker/worker-pool.js";
 import { JobPublisher } from "./publisher.js";
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
@@ -28,6 +29,7 @@ export class BackgroundJobServer<C> {
   readonly instanceId: string;
   readonly publisher: JobPublisher;
   private readonly pool: WorkerPool<C>;
+  private readonly partitions: PartitionRunner<C> | null;
   private readonly maintenance: MaintenanceRunner<C>;
   private readonly unsubscribeWake: () => void;
   private stopped: Promise<void> | null = null;
@@ -36,14 +38,27 @@ export class BackgroundJobServer<C> {
     const backend = options.backend;
     this.instanceId = newJobId(options.clock.now());
     const encoders = new Map(Object.entries(options.handlers).map(([type, h]) => [type, h.encode ?? JSON.stringify]));
-    this.publisher = new JobPublisher(backend, options.clock, options.defaultRetryPolicy, encoders, (jobs, stages) => {
-      if (stages.includes("enqueued")) this.pool.wake();
-      if (!options.eventsEnabled) return;
-      jobs.forEach((job, i) => options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage: stages[i]!, attempt: 0 }));
+    this.publisher = new JobPublisher({
+      backend, clock: options.clock, defaultRetryPolicy: options.defaultRetryPolicy, encoders, retentionMs: options.retentionMs,
+      topics: new Map(options.topics.map((t) => [t.name, t.partitions])),
+      onCommitted: (jobs, stages) => {
+        if (stages.includes("enqueued")) this.pool.wake();
+        if (this.partitions && jobs.some((j) => j.topic !== undefined)) this.partitions.wake(); // P7: local enqueues wake local pollers at once
+        if (!options.eventsEnabled) return;
+        jobs.forEach((job, i) => options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage: stages[i]!, attempt: 0 }));
+      },
     });
     this.pool = new WorkerPool(options, backend, this.instanceId, this.publisher);
+    this.partitions = options.topics.length > 0 ? new PartitionRunner(options, backend, this.instanceId, this.publisher) : null;
+    const wakeAll = () => {
+      this.pool.wake();
+      this.partitions?.wake();
+    };
+    // Released continuations may be regular or partitioned jobs, whichever side finished their parent.
+    this.pool.onReleased = wakeAll;
+    if (this.partitions) this.partitions.onReleased = wakeAll;
     this.maintenance = new MaintenanceRunner(options, backend, this.pool);
-    this.unsubscribeWake = backend.wakeSubscribe(() => this.pool.wake());
+    this.unsubscribeWake = backend.wakeSubscribe(wakeAll);
   }
 
   /**
@@ -54,6 +69,15 @@ export class BackgroundJobServer<C> {
     const resolved = resolveServerOptions(options);
     await prepareBackend(resolved.backend, resolved.autoMigrate);
     const server = new BackgroundJobServer(resolved);
+    try {
+      // P1: a topic stored with another partition count refuses the start, before any worker runs.
+      if (resolved.topics.length > 0) await resolved.backend.topicRegister({ topics: resolved.topics, now: resolved.clock.now() });
+      await server.partitions?.start();
+    } catch (error) {
+      server.unsubscribeWake();
+      await resolved.backend.close();
+      throw error;
+    }
     server.pool.start();
     server.maintenance.start();
     return server;
@@ -85,6 +109,16 @@ export class BackgroundJobServer<C> {
     this.pool.loopFault = fault;
   }
 
+  /** Partitions this server owns now (empty without topics). */
+  get ownedPartitions(): readonly PartitionRef[] {
+    return this.partitions?.ownedPartitions ?? [];
+  }
+
+  /** Renews the leases of the partition heads running here now (it also runs every third of `leaseMs`). */
+  renewPartitionLeases(): Promise<void> {
+    return this.partitions?.renewOnce() ?? Promise.resolve();
+  }
+
   /** Runs the stuck-job sweep now (it also runs every `rescueIntervalMs`). Returns how many jobs it rescued. */
   rescueStuckJobs(): Promise<number> {
     return this.maintenance.rescueStuck();
@@ -112,7 +146,7 @@ export class BackgroundJobServer<C> {
       this.publisher.stop();
       this.unsubscribeWake();
       await this.maintenance.stop();
-      await this.pool.shutdown(deadlineMs);
+      await Promise.all([this.pool.shutdown(deadlineMs), this.partitions?.shutdown(deadlineMs)]);
       await this.options.backend.close();
     })();
     return this.stopped;

@@ -1,9 +1,10 @@
-import type { Backend, JobInsert, TransactionHandle } from "../backend/backend.js";
+import type { Backend, JobInsert, PartitionRef, TransactionHandle } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import type { JobStage } from "../core/job-stage.js";
 import { newJobId, type JobId } from "../core/job-id.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
-import { InvalidArgumentError, ServerStoppedError } from "../errors.js";
+import { partitionForKey, type PartitionKey } from "../core/partition/partition-for-key.js";
+import { InvalidArgumentError, ServerStoppedError, UnknownTopicError } from "../errors.js";
 
 /** When and after what a job may run. */
 export interface EnqueueOptions {
@@ -15,25 +16,41 @@ export interface EnqueueOptions {
   parentId?: JobId;
 }
 
+/** Where a partitioned job goes: its topic, and the key that picks the partition (or the partition itself). */
+export type PartitionTarget = { topic: string; key: PartitionKey } | { topic: string; partition: number };
+
+/** What a {@link JobPublisher} is built from (by the server, or `TypedJobPublisher.open`). */
+export interface JobPublisherOptions {
+  backend: Backend;
+  clock: Clock;
+  defaultRetryPolicy: RetryPolicy;
+  /** Payload encoder per known job type. */
+  encoders: ReadonlyMap<string, (payload: unknown) => string>;
+  /** Registered topics: name → partition count. */
+  topics: ReadonlyMap<string, number>;
+  /** Retention given to jobs this publisher fails (`forceFailPartitionHead`). */
+  retentionMs: number;
+  /**
+   * Called after each local commit with the new jobs and the stage each
+   * was stored in (`enqueued`, `delayed`, `waiting`, or `failed` under a
+   * failed parent): the server wakes local workers and emits events.
+   */
+  onCommitted: (jobs: readonly JobInsert[], stages: readonly JobStage[]) => void;
+}
+
 /**
  * Enqueues jobs by job type (untyped). The generated module wraps this with
  * one typed handle per job; applications normally use that.
  */
 export class JobPublisher {
   private stopped = false;
+  private readonly backend: Backend;
+  private readonly clock: Clock;
 
-  constructor(
-    private readonly backend: Backend,
-    private readonly clock: Clock,
-    private readonly defaultRetryPolicy: RetryPolicy,
-    private readonly encoders: ReadonlyMap<string, (payload: unknown) => string>,
-    /**
-     * Called after each local commit with the new jobs and the stage each
-     * was stored in (`enqueued`, `delayed`, `waiting`, or `failed` under a
-     * failed parent): the server wakes local workers and emits events.
-     */
-    private readonly onCommitted: (jobs: readonly JobInsert[], stages: readonly JobStage[]) => void,
-  ) {}
+  constructor(private readonly options: JobPublisherOptions) {
+    this.backend = options.backend;
+    this.clock = options.clock;
+  }
 
   /** Enqueue one job; resolves to its id once committed. */
   async enqueue(jobType: string, payload: unknown, options: EnqueueOptions = {}): Promise<JobId> {
@@ -53,14 +70,64 @@ export class JobPublisher {
     return id!;
   }
 
+  /**
+   * Appends a job to a partition of a registered topic: it runs after every
+   * earlier job of that partition has finished (succeeded or failed for
+   * good). `options` delay it (a delayed head blocks its partition until its
+   * time) or make it a continuation. An unregistered topic throws
+   * `UnknownTopicError` before anything is written.
+   */
+  async enqueueToPartition(jobType: string, payload: unknown, target: PartitionTarget, options: EnqueueOptions = {}): Promise<JobId> {
+    const [id] = await this.insert(jobType, [payload], options, undefined, this.resolvePartition(target));
+    return id!;
+  }
+
+  /** {@link enqueueToPartition} inside a caller-owned transaction (the sequence is taken in it too). */
+  async enqueueToPartitionIn(transaction: TransactionHandle, jobType: string, payload: unknown, target: PartitionTarget, options: EnqueueOptions = {}): Promise<JobId> {
+    if (transaction === undefined || transaction === null) throw new InvalidArgumentError("enqueueToPartitionIn: a transaction is required");
+    const [id] = await this.insert(jobType, [payload], options, transaction, this.resolvePartition(target));
+    return id!;
+  }
+
+  /**
+   * Fails the head of a partition at once (a poison job, or one to skip),
+   * without waiting for its retries or holding its lease, and frees the
+   * partition; its waiting continuations fail with it. A claim still running
+   * it loses its lease: its signal aborts and its outcome is discarded.
+   * Resolves to the failed job's id, or null when the partition is empty.
+   */
+  async forceFailPartitionHead(target: PartitionTarget, reason = "failed by forceFailPartitionHead"): Promise<string | null> {
+    if (typeof reason !== "string") throw new InvalidArgumentError("forceFailPartitionHead: reason must be a string");
+    const ref = this.resolvePartition(target);
+    return this.backend.partitionHeadForceFail({ ...ref, reason, now: this.clock.now(), retentionMs: this.options.retentionMs });
+  }
+
+  /** Deletes a partition's finished jobs but the newest `keep` (by sequence). Resolves to how many were deleted. */
+  async truncatePartitionHistory(target: PartitionTarget, keep: number): Promise<number> {
+    if (!Number.isInteger(keep) || keep < 0) throw new InvalidArgumentError(`truncatePartitionHistory: keep must be an integer >= 0, got ${String(keep)}`);
+    return this.backend.partitionHistoryTruncate({ ...this.resolvePartition(target), keep });
+  }
+
+  /** The partition a target names; throws `UnknownTopicError` or `InvalidArgumentError`. */
+  resolvePartition(target: PartitionTarget): PartitionRef {
+    if (target === null || typeof target !== "object" || typeof target.topic !== "string") throw new InvalidArgumentError("a partition target is { topic, key } or { topic, partition }");
+    const partitions = this.options.topics.get(target.topic);
+    if (partitions === undefined) throw new UnknownTopicError(target.topic);
+    if ("key" in target) return { topic: target.topic, partition: partitionForKey(target.key, partitions) };
+    const p = target.partition;
+    if (!Number.isInteger(p) || p < 0 || p >= partitions) throw new InvalidArgumentError(`topic "${target.topic}" has partitions 0 to ${partitions - 1}, not ${String(p)}`);
+    return { topic: target.topic, partition: p };
+  }
+
   /** Stops accepting jobs; later calls throw `ServerStoppedError`. */
   stop(): void {
     this.stopped = true;
   }
 
-  private async insert(jobType: string, payloads: readonly unknown[], options: EnqueueOptions, transaction: TransactionHandle | undefined): Promise<JobId[]> {
+  private async insert(jobType: string, payloads: readonly unknown[], options: EnqueueOptions, transaction: TransactionHandle | undefined,
+    partition?: PartitionRef): Promise<JobId[]> {
     if (this.stopped) throw new ServerStoppedError(`enqueue of "${jobType}"`);
-    const encode = this.encoders.get(jobType);
+    const encode = this.options.encoders.get(jobType);
     if (!encode) throw new InvalidArgumentError(`unknown job type "${jobType}": no handler is registered for it`);
     if (!Array.isArray(payloads)) throw new InvalidArgumentError("enqueueMany: payloads must be an array");
     const now = this.clock.now();
@@ -69,7 +136,7 @@ export class JobPublisher {
     if (parentId !== undefined && (typeof parentId !== "string" || parentId === "")) {
       throw new InvalidArgumentError("parent job id must be a non-empty string");
     }
-    const retryPolicy = JSON.stringify(this.defaultRetryPolicy);
+    const retryPolicy = JSON.stringify(this.options.defaultRetryPolicy);
     const jobs: JobInsert[] = payloads.map((payload) => ({
       id: newJobId(now),
       jobType,
@@ -77,10 +144,11 @@ export class JobPublisher {
       runAt,
       parentId,
       retryPolicy,
+      ...(partition === undefined ? {} : { topic: partition.topic, partition: partition.partition }),
     }));
     if (jobs.length === 0) return [];
     const result = await this.backend.jobInsertMany({ jobs, now, transaction });
-    if (transaction === undefined) this.onCommitted(jobs, result.stages);
+    if (transaction === undefined) this.options.onCommitted(jobs, result.stages);
     return jobs.map((j) => j.id);
   }
 }

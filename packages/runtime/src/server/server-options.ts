@@ -1,6 +1,7 @@
 import type { Backend } from "../backend/backend.js";
 import { systemClock, type Clock, type RandomSource } from "../core/clock.js";
 import type { JobStage } from "../core/job-stage.js";
+import { checkPartitions, RECURRING_SEQUENTIAL_TOPIC, type TopicConfig } from "../core/partition/topic.js";
 import { RetryPolicy } from "../core/retry/retry-policy.js";
 import { InvalidConfigError } from "../errors.js";
 import type { JobPublisher } from "./publisher.js";
@@ -15,6 +16,8 @@ export interface JobContext<C> {
   attempt: number;
   /** Aborts when the lease is lost, the job times out, or shutdown's deadline passes. */
   signal: AbortSignal;
+  /** For a partitioned job: its topic and partition. */
+  partition?: { topic: string; partition: number };
   /** Enqueue more jobs (untyped; generated code wraps it). */
   publisher: JobPublisher;
 }
@@ -90,10 +93,27 @@ export interface ServerOptions<C> {
   random?: RandomSource;
   /** Local events; exceptions thrown by the listener are ignored. */
   onEvent?: (event: ServerEvent) => void;
+  /**
+   * Topics for partitioned jobs: `[topic("orders", 8)]`. Jobs of one
+   * partition run one at a time in enqueue order. A server with topics
+   * heartbeats and takes part in partition ownership. Default none.
+   */
+  topics?: readonly TopicConfig[];
+  /** Partitions of the reserved topic that `enqueueRecurringSequential` uses; without it that call is refused. Default none. */
+  recurringSequentialPartitions?: number | null;
+  /**
+   * A server with topics that has not heartbeat for this long is dead: its
+   * partitions move to the live servers. Heartbeats go every third of it.
+   * Default 15000.
+   */
+  partitionMemberExpiryMs?: number;
 }
 
 /** Options with every default filled in. */
-export interface ResolvedServerOptions<C> extends Required<Omit<ServerOptions<C>, "workerAutoscale" | "onEvent">> {
+export interface ResolvedServerOptions<C> extends Required<Omit<ServerOptions<C>, "workerAutoscale" | "onEvent" | "topics" | "recurringSequentialPartitions">> {
+  /** The configured topics, plus the reserved recurring topic when `recurringSequentialPartitions` is set. */
+  topics: readonly TopicConfig[];
+  recurringSequentialPartitions: number | null;
   workerAutoscale: WorkerAutoscaleOptions | null;
   onEvent: (event: ServerEvent) => void;
   /** False when no `onEvent` was given, so hot paths skip building events. */
@@ -105,7 +125,7 @@ export interface ResolvedServerOptions<C> extends Required<Omit<ServerOptions<C>
 const KEYS = new Set([
   "context", "backend", "handlers", "workerCount", "workerAutoscale", "defaultRetryPolicy", "pollIntervalMs", "leaseMs",
   "stuckGraceMs", "rescueIntervalMs", "retentionMs", "sweepIntervalMs", "sweepBatchSize", "vacuumIntervalMs", "jobTimeoutMs",
-  "autoscaleIntervalMs", "autoMigrate", "clock", "random", "onEvent",
+  "autoscaleIntervalMs", "autoMigrate", "clock", "random", "onEvent", "topics", "recurringSequentialPartitions", "partitionMemberExpiryMs",
 ]);
 
 /** Checks every option and fills defaults; throws `InvalidConfigError` naming the bad option. */
@@ -146,6 +166,9 @@ export function resolveServerOptions<C>(options: ServerOptions<C>): ResolvedServ
   const onEvent = options.onEvent;
   if (onEvent !== undefined && typeof onEvent !== "function") throw new InvalidConfigError("`onEvent` must be a function");
   return {
+    topics: resolveTopics(options.topics, options.recurringSequentialPartitions),
+    recurringSequentialPartitions: options.recurringSequentialPartitions ?? null,
+    partitionMemberExpiryMs: int("partitionMemberExpiryMs", 15_000, 30),
     context: options.context,
     backend: options.backend,
     handlers: options.handlers,
@@ -174,4 +197,22 @@ export function resolveServerOptions<C>(options: ServerOptions<C>): ResolvedServ
       }
     },
   };
+}
+
+/** Validates `topics` (each from `topic()`, names unique) and appends the reserved recurring topic when asked for. */
+export function resolveTopics(topics: readonly TopicConfig[] | undefined, recurringSequentialPartitions: number | null | undefined): TopicConfig[] {
+  if (topics !== undefined && !Array.isArray(topics)) throw new InvalidConfigError("`topics` must be an array of topic(name, partitions)");
+  const resolved: TopicConfig[] = [];
+  const names = new Set<string>();
+  for (const t of topics ?? []) {
+    if (t === null || typeof t !== "object" || typeof t.name !== "string" || t.name === "") throw new InvalidConfigError("each of `topics` must be topic(name, partitions)");
+    if (t.name.startsWith("__later")) throw new InvalidConfigError(`topic name "${t.name}" is reserved`);
+    if (names.has(t.name)) throw new InvalidConfigError(`topic "${t.name}" is listed twice in \`topics\``);
+    names.add(t.name);
+    resolved.push({ name: t.name, partitions: checkPartitions(`topic "${t.name}"`, t.partitions) });
+  }
+  if (recurringSequentialPartitions !== undefined && recurringSequentialPartitions !== null) {
+    resolved.push({ name: RECURRING_SEQUENTIAL_TOPIC, partitions: checkPartitions("`recurringSequentialPartitions`", recurringSequentialPartitions) });
+  }
+  return resolved;
 }

@@ -1,6 +1,7 @@
 import type { TransactionHandle } from "../backend/backend.js";
 import type { JobId } from "../core/job-id.js";
-import { FeatureUnavailableError } from "../errors.js";
+import type { PartitionKey } from "../core/partition/partition-for-key.js";
+import { FeatureUnavailableError, InvalidArgumentError } from "../errors.js";
 import type { EnqueueOptions, JobPublisher } from "../server/publisher.js";
 import type { JobSpec } from "./job-catalog.js";
 
@@ -83,24 +84,43 @@ export class TopicJobHandle<P> extends JobHandle<P> {
     return this.spec.topic!;
   }
 
-  /** Appends to the partition of the payload's key. */
+  /** Appends to the partition of the payload's key (the `@partitionKey` field): it runs after every earlier job there has finished. */
   enqueueToPartition(payload: P): Promise<JobId> {
-    return unavailable("partitioned topics", payload);
+    return this.call(() => this.publisher.enqueueToPartition(this.jobType, payload, this.target(payload)));
   }
 
   /** Appends to the partition now; the job, once it is the head, waits `delayMs` and blocks the partition meanwhile. */
   enqueueToPartitionDelayed(payload: P, delayMs: number): Promise<JobId> {
-    return unavailable("partitioned topics", payload, delayMs);
+    return this.call(() => this.publisher.enqueueToPartition(this.jobType, payload, this.target(payload), { delayMs }));
   }
 
-  /** Appends to the partition as a continuation of `parentId`. */
+  /** Appends to the partition as a continuation of `parentId` (which may be anywhere): as the head it waits for the parent to succeed. */
   enqueueContinueToPartition(parentId: JobId, payload: P): Promise<JobId> {
-    return unavailable("partitioned topics", parentId, payload);
+    return this.call(() => this.publisher.enqueueToPartition(this.jobType, payload, this.target(payload), { parentId }));
   }
 
-  /** Appends to the partition inside the application's own transaction. */
+  /** Appends to the partition inside the application's own transaction (the sequence is taken there too). */
   enqueueToPartitionIn(transaction: TransactionHandle, payload: P): Promise<JobId> {
-    return unavailable("partitioned topics", transaction, payload);
+    return this.call(() => this.publisher.enqueueToPartitionIn(transaction, this.jobType, payload, this.target(payload)));
+  }
+
+  /** The payload's partition key field, validated by `partitionForKey` later. */
+  private target(payload: P): { topic: string; key: PartitionKey } {
+    const field = this.spec.partitionKey!;
+    const key = payload !== null && typeof payload === "object" ? (payload as Record<string, unknown>)[field] : undefined;
+    if (typeof key !== "string" && typeof key !== "number" && typeof key !== "bigint") {
+      throw new InvalidArgumentError(`"${this.jobType}": the partition key field "${field}" must be a string or an integer, got ${key === null ? "null" : typeof key}`);
+    }
+    return { topic: this.topic, key };
+  }
+
+  /** Turns a synchronous throw (bad key, unknown topic) into a rejection, as every other enqueue method reports errors. */
+  private call<R>(body: () => Promise<R>): Promise<R> {
+    try {
+      return body();
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 }
 

@@ -4,6 +4,8 @@ import { RetryPolicy } from "../core/retry/retry-policy.js";
 import { InvalidConfigError } from "../errors.js";
 import { prepareBackend } from "../server/background-job-server.js";
 import { JobPublisher } from "../server/publisher.js";
+import { resolveTopics } from "../server/server-options.js";
+import type { TopicConfig } from "../core/partition/topic.js";
 import type { JobCatalog } from "./job-catalog.js";
 import { jobHandles } from "./typed-server-builder.js";
 
@@ -16,6 +18,10 @@ export interface PublisherOptions {
   autoMigrate?: boolean;
   /** Injected time. Default the wall clock. */
   clock?: Clock;
+  /** The topics to enqueue partitioned jobs to: the same list the servers register. */
+  topics?: readonly TopicConfig[];
+  /** As the servers' option, for `enqueueRecurringSequential`. */
+  recurringSequentialPartitions?: number | null;
 }
 
 /**
@@ -38,7 +44,11 @@ export class TypedJobPublisher<H> {
     if (!(policy instanceof RetryPolicy)) throw new InvalidConfigError("`defaultRetryPolicy` must be a RetryPolicy");
     await prepareBackend(options.backend, options.autoMigrate ?? false);
     const encoders = new Map(Object.keys(catalog).map((type) => [type, JSON.stringify as (payload: unknown) => string]));
-    const publisher = new JobPublisher(options.backend, options.clock ?? systemClock, policy, encoders, () => {});
+    const topics = resolveTopics(options.topics, options.recurringSequentialPartitions);
+    const publisher = new JobPublisher({
+      backend: options.backend, clock: options.clock ?? systemClock, defaultRetryPolicy: policy, encoders, retentionMs: 86_400_000,
+      topics: new Map(topics.map((t) => [t.name, t.partitions])), onCommitted: () => {},
+    });
     return new TypedJobPublisher(publisher, options.backend, jobHandles<H>(catalog, publisher));
   }
 

@@ -31,12 +31,11 @@
  * abandoned.
  */
 import type { Backend, ClaimKey, ClaimedJob, JobOutcome } from "../backend/backend.js";
-import type { RandomSource } from "../core/clock.js";
-import { RetryPolicy, type RetryPolicyJson } from "../core/retry/retry-policy.js";
 import { describeThrown, JobTimeoutError, LeaseLostError, PayloadDecodeError, ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../server/publisher.js";
-import type { HandlerRegistration, ResolvedServerOptions } from "../server/server-options.js";
+import type { ResolvedServerOptions } from "../server/server-options.js";
 import { CompletionBatcher } from "./completion-batcher.js";
+import { failureOutcome } from "./failure-outcome.js";
 import { LeaseRenewer } from "./lease-renewer.js";
 
 /** The abort reason of a wake-up (not an error; nobody reads it). */
@@ -81,13 +80,14 @@ export class WorkerPool<C> {
   private readonly batcher: CompletionBatcher;
   private readonly renewer: LeaseRenewer;
   private readonly jobTypes: string[];
-  private readonly random: RandomSource;
   private readonly stopSignal = new AbortController();
   /**
    * Test seam (set through `@later/runtime/testing`): called in a worker loop
    * right after it took a claim; a throw there is a dying worker loop.
    */
   loopFault: (() => void) | null = null;
+  /** Told when written outcomes released waiting continuations (some may be partitioned jobs). */
+  onReleased: (() => void) | null = null;
   /** Smallest claim target (running + buffered): larger batches amortise each write transaction. */
   private watchdog: Promise<void> | null = null;
 
@@ -98,11 +98,13 @@ export class WorkerPool<C> {
     private readonly publisher: JobPublisher,
   ) {
     this.jobTypes = Object.keys(options.handlers);
-    this.random = options.random;
     const reportError = (where: string) => (error: unknown) =>
       options.onEvent({ type: "error", where, error: describeThrown(error) });
     this.batcher = new CompletionBatcher(backend, options.clock, options.retentionMs, (result) => {
-      if (result.released > 0) this.wake();
+      if (result.released > 0) {
+        this.wake();
+        this.onReleased?.();
+      }
     }, reportError("complete"));
     this.renewer = new LeaseRenewer(backend, options.clock, owner, options.leaseMs,
       () => [...this.held.values()].map((h) => ({ id: h.job.id, attempt: h.job.attempt })),
@@ -371,7 +373,7 @@ export class WorkerPool<C> {
       await raced;
       outcome = { kind: "success" };
     } catch (thrown) {
-      outcome = this.failureOutcome(handler, job, describeThrown(thrown));
+      outcome = failureOutcome(this.options, handler, job, describeThrown(thrown));
     }
     claim.onTimeout = undefined;
     const timedOut = claim.timedOut === true;
@@ -391,26 +393,6 @@ export class WorkerPool<C> {
       return true;
     }
     return false;
-  }
-
-  private failureOutcome(handler: HandlerRegistration<C>, job: ClaimedJob, error: string): JobOutcome {
-    let policy: RetryPolicy;
-    let replacement: string | undefined;
-    try {
-      if (handler.retry) {
-        policy = handler.retry(this.options.context);
-        if (!(policy instanceof RetryPolicy)) throw new Error(`the retry option of "${job.jobType}" returned ${String(policy)}, not a RetryPolicy`);
-        replacement = JSON.stringify(policy);
-      } else {
-        policy = RetryPolicy.fromJson(JSON.parse(job.retryPolicy) as RetryPolicyJson);
-      }
-    } catch (cause) {
-      policy = this.options.defaultRetryPolicy;
-      error = `${error} (retry policy unavailable: ${describeThrown(cause)})`;
-    }
-    const delay = policy.delayBeforeRetry(job.attempt, this.random);
-    if (delay === null) return { kind: "fail", error };
-    return { kind: "retry", runAt: this.options.clock.now() + delay, error, retryPolicy: replacement };
   }
 
   private finish(claim: HeldClaim, outcome: JobOutcome, onApplied: () => void): void {

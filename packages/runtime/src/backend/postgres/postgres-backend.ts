@@ -26,7 +26,7 @@ import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { continuationStage, parentFailedReason } from "../../core/continuation-stage.js";
 import type { JobStage } from "../../core/job-stage.js";
-import { DatabaseUnavailableError, ParentNotFoundError } from "../../errors.js";
+import { DatabaseUnavailableError, ParentNotFoundError, UnknownTopicError } from "../../errors.js";
 import { checkPostgresOptions, type PostgresBackendOptions, type PostgresBackendWarning } from "./postgres-backend-options.js";
 import type * as B from "../backend.js";
 import { renewedClaims } from "../shared/job-rows.js";
@@ -37,6 +37,7 @@ import { startProbedListener, type PostgresListener } from "./postgres-listener.
 import { applyMigrations, readMigrationStatus } from "./postgres-migrations.js";
 import { describeConnection, isConnectionError, isRetryableConflict, wrapDriverError } from "./postgres-errors.js";
 import { PostgresKyselyQueries } from "./postgres-kysely-queries.js";
+import { PostgresPartitionStore } from "./postgres-partition-store.js";
 import type { Row } from "../shared/job-rows.js";
 
 /** Payload sender for writes into a caller-owned transaction: every listener, this process's too, must wake on its commit. */
@@ -66,6 +67,7 @@ export class PostgresBackend implements B.Backend {
   private readonly wakeListeners = new Set<() => void>();
   private wakeScheduled = false;
   private readonly queries: PostgresJobQueries;
+  private readonly partitions: PostgresPartitionStore;
   private readonly quoted: string;
   /** Identifies this backend's own notifications, which its listener ignores (local writes wake local workers directly). */
   private readonly sender = randomBytes(6).toString("hex");
@@ -87,6 +89,7 @@ export class PostgresBackend implements B.Backend {
     ({ schema: this.schema, namespace: this.namespace } = checkPostgresOptions(options));
     this.quoted = pg.escapeIdentifier(this.schema);
     this.queries = new PostgresJobQueries(this.quoted);
+    this.partitions = new PostgresPartitionStore(this, this.quoted);
     // Channel names are identifiers (63 bytes at most): a long schema name is replaced by its hash.
     this.channel = this.schema.length <= 57 ? `later:${this.schema}` : `later:${createHash("sha1").update(this.schema).digest("hex").slice(0, 16)}`;
     const where = describeConnection(options.connectionString, options.pool);
@@ -203,18 +206,20 @@ export class PostgresBackend implements B.Backend {
   async jobInsertMany(params: B.JobInsertManyParams): Promise<B.JobInsertManyResult> {
     if (params.jobs.length === 0) return { stages: [] };
     if (params.transaction !== undefined) return this.insertJobs(callerExecutor(params.transaction), params, FOREIGN_SENDER);
-    if (!params.jobs.some((j) => j.parentId)) return this.insertJobs(this.execute, params, this.sender);
+    if (!params.jobs.some((j) => j.parentId || j.topic !== undefined)) return this.insertJobs(this.execute, params, this.sender);
     return this.transaction("enqueue", (client) => this.insertJobs(clientExecutor(client, this.prepared), params, this.sender));
   }
 
   private async insertJobs(execute: Execute, params: B.JobInsertManyParams, sender: string): Promise<B.JobInsertManyResult> {
+    // Partition rows first, then parents: the lock order of a head's finish (partition, then its job rows).
+    const seqs = await this.reserveSequences(execute, params.jobs);
     const parentIds = [...new Set(params.jobs.flatMap((j) => (j.parentId ? [j.parentId] : [])))].sort();
     const parents = new Map<string, Row>();
     if (parentIds.length > 0) {
       for (const row of await execute(this.queries.readParents, [parentIds, this.namespace])) parents.set(String(row.id), row);
     }
     const stages: JobStage[] = [];
-    const rows = params.jobs.map((job) => {
+    const rows = params.jobs.map((job, i) => {
       let stage: JobStage = job.runAt > params.now ? "delayed" : "enqueued";
       let error: string | null = null;
       if (job.parentId) {
@@ -224,10 +229,37 @@ export class PostgresBackend implements B.Backend {
         if (stage === "failed") error = parentFailedReason(job.parentId, parent.last_error as string | null);
       }
       stages.push(stage);
-      return { id: job.id, job_type: job.jobType, payload: job.payload, stage, retry_policy: job.retryPolicy, run_at: job.runAt, parent_id: job.parentId ?? null, last_error: error };
+      return {
+        id: job.id, job_type: job.jobType, payload: job.payload, stage, retry_policy: job.retryPolicy, run_at: job.runAt, parent_id: job.parentId ?? null,
+        last_error: error, topic: job.topic ?? null, partition_no: job.partition ?? null, seq: seqs[i] ?? null,
+      };
     });
     await execute(this.queries.insert, [JSON.stringify(rows), this.namespace, params.now, this.channel, `${sender} ${this.namespace}`]);
     return { stages };
+  }
+
+  /**
+   * Sequence numbers of the partitioned jobs (by index; none for the rest),
+   * reserved one partition at a time in (topic, partition) order, so two
+   * writers never lock partition rows in opposite orders.
+   */
+  private async reserveSequences(execute: Execute, jobs: readonly B.JobInsert[]): Promise<(number | undefined)[]> {
+    const seqs: (number | undefined)[] = [];
+    const groups = new Map<string, { topic: string; partition: number; indexes: number[] }>();
+    jobs.forEach((job, i) => {
+      if (job.topic === undefined) return;
+      const key = `${job.topic}\0${String(job.partition).padStart(10, "0")}`;
+      let g = groups.get(key);
+      if (!g) groups.set(key, (g = { topic: job.topic, partition: job.partition ?? -1, indexes: [] }));
+      g.indexes.push(i);
+    });
+    for (const key of [...groups.keys()].sort()) {
+      const g = groups.get(key)!;
+      const [row] = await execute(this.queries.reserveSeq, [this.namespace, g.topic, g.partition, g.indexes.length]);
+      if (!row) throw new UnknownTopicError(g.topic, g.partition);
+      g.indexes.forEach((index, k) => (seqs[index] = Number(row.first) + k));
+    }
+    return seqs;
   }
 
   async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.ClaimedJob[]> {
@@ -250,6 +282,31 @@ export class PostgresBackend implements B.Backend {
     if (params.finishes.length === 0) return { applied: [], released: 0 };
     const finishes = [...params.finishes].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)); // one lock order for every writer
     const expires = params.now + params.retentionMs;
+    const values = this.finishValues(finishes, params.now, expires, params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER);
+    const run = (execute: Execute) => this.finishRows(execute, values, expires, params.now);
+    if (!finishes.some((f) => f.outcome.kind === "fail")) return this.retryConflicts(() => run(this.execute));
+    return this.retryConflicts(() => this.transaction("finish", (client) => run(clientExecutor(client, this.prepared))));
+  }
+
+  /** The body of {@link jobFinishMany} on one executor (partition heads reuse it inside their transaction). */
+  async finishRows(execute: Execute, values: unknown[], expires: number, now: number): Promise<B.JobFinishManyResult> {
+    const rows = await execute(this.queries.finish, values);
+    const applied = rows.map((r) => ({ id: String(r.id), attempt: Number(r.attempt) }));
+    await this.failWaitingChildren(execute, rows.filter((r) => r.stage === "failed").map((r) => ({ id: String(r.id), error: r.last_error as string | null })), now, expires);
+    return { applied, released: Number(rows[0]?.released ?? 0) };
+  }
+
+  /** Fails the waiting continuations of failed jobs, level by level down the chain. */
+  async failWaitingChildren(execute: Execute, failed: { id: string; error: string | null }[], now: number, expires: number): Promise<void> {
+    while (failed.length > 0) {
+      const children = await execute(this.queries.failChildren,
+        [failed.map((f) => f.id), failed.map((f) => parentFailedReason(f.id, f.error)), now, expires, this.namespace]);
+      failed = children.map((c) => ({ id: String(c.id), error: c.last_error as string | null }));
+    }
+  }
+
+  /** The finish statement's parameters for a batch (see `PostgresJobQueries.finish`). */
+  finishValues(finishes: readonly B.JobFinish[], now: number, expires: number, leaseExpiredBefore: number): unknown[] {
     const outcomes: Record<string, [number, string, number | null, string | null, string | null]> = {};
     for (const f of finishes) {
       const o = f.outcome;
@@ -257,23 +314,7 @@ export class PostgresBackend implements B.Backend {
         : o.kind === "retry" ? [f.attempt, "requeued", o.runAt, o.error, o.retryPolicy ?? null]
         : [f.attempt, "failed", null, o.error, null];
     }
-    const values = [
-      finishes.map((f) => f.id), JSON.stringify(outcomes), params.now, expires, this.namespace,
-      params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER, this.channel, `${this.sender} ${this.namespace}`,
-    ];
-    const run = async (execute: Execute): Promise<B.JobFinishManyResult> => {
-      const rows = await execute(this.queries.finish, values);
-      const applied = rows.map((r) => ({ id: String(r.id), attempt: Number(r.attempt) }));
-      let failed = rows.filter((r) => r.stage === "failed").map((r) => ({ id: String(r.id), error: r.last_error as string | null }));
-      while (failed.length > 0) {
-        const children = await execute(this.queries.failChildren,
-          [failed.map((f) => f.id), failed.map((f) => parentFailedReason(f.id, f.error)), params.now, expires, this.namespace]);
-        failed = children.map((c) => ({ id: String(c.id), error: c.last_error as string | null }));
-      }
-      return { applied, released: Number(rows[0]?.released ?? 0) };
-    };
-    if (!finishes.some((f) => f.outcome.kind === "fail")) return this.retryConflicts(() => run(this.execute));
-    return this.retryConflicts(() => this.transaction("finish", (client) => run(clientExecutor(client, this.prepared))));
+    return [finishes.map((f) => f.id), JSON.stringify(outcomes), now, expires, this.namespace, leaseExpiredBefore, this.channel, `${this.sender} ${this.namespace}`];
   }
 
   async jobReleaseMany(params: B.JobReleaseManyParams): Promise<void> {
@@ -350,20 +391,62 @@ export class PostgresBackend implements B.Backend {
     });
   }
 
+  // ---- topics and partitions (SQL in postgres-partition-store.ts) --------
+
+  async topicRegister(params: B.TopicRegisterParams): Promise<void> {
+    return this.partitions.topicRegister(params);
+  }
+
+  async partitionHeadClaim(params: B.PartitionHeadClaimParams): Promise<B.PartitionHeadClaimResult> {
+    return this.partitions.headClaim(params);
+  }
+
+  async partitionHeadFinish(params: B.PartitionHeadFinishParams): Promise<B.PartitionHeadFinishResult> {
+    return this.partitions.headFinish(params);
+  }
+
+  async partitionLeaseRenew(params: B.PartitionLeaseRenewParams): Promise<B.PartitionLeaseRenewResult> {
+    return this.retryConflicts(() => this.partitions.leaseRenew(params));
+  }
+
+  async partitionMemberHeartbeat(params: B.PartitionMemberHeartbeatParams): Promise<B.PartitionMemberHeartbeatResult> {
+    return this.retryConflicts(() => this.partitions.memberHeartbeat(params));
+  }
+
+  async partitionMemberRemove(params: B.PartitionMemberRemoveParams): Promise<void> {
+    return this.partitions.memberRemove(params);
+  }
+
+  async partitionHeadForceFail(params: B.PartitionHeadForceFailParams): Promise<string | null> {
+    return this.partitions.headForceFail(params);
+  }
+
+  async partitionHistoryTruncate(params: B.PartitionHistoryTruncateParams): Promise<number> {
+    return this.partitions.historyTruncate(params);
+  }
+
+  async partitionDepth(): Promise<B.PartitionDepthResult> {
+    return this.partitions.depth();
+  }
+
   // ---- statement plumbing -------------------------------------------------
+
+  /** @internal BEGIN … COMMIT with the backend's statements on one connection, run again after a deadlock or serialization conflict. */
+  inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R> {
+    return this.retryConflicts(() => this.transaction(what, (client) => body(clientExecutor(client, this.prepared))));
+  }
 
   private get prepared(): boolean {
     return this.options.preparedStatements !== false;
   }
 
-  /** One statement on the pool (autocommit). */
   /**
-   * One statement on a pool connection. When the pool handed out a
+   * @internal One statement on a pool connection (autocommit). When the pool handed out a
    * connection the server had already killed (its error event not yet
    * seen), the driver refuses before sending anything, so the statement
    * is run once more on another connection; any other failure is reported.
    */
-  private readonly execute: Execute = async (s, values) => {
+  readonly execute: Execute = async (s, values) => {
     const query = this.prepared ? { name: s.name, text: s.text, values } : { text: s.text, values };
     for (let attempt = 1; ; attempt++) {
       try {

@@ -21,7 +21,7 @@ export interface Statement {
   readonly text: string;
 }
 
-function statement(text: string): Statement {
+export function statement(text: string): Statement {
   return { name: `later_${createHash("sha1").update(text).digest("hex").slice(0, 24)}`, text };
 }
 
@@ -81,14 +81,17 @@ export class PostgresJobQueries {
   readonly nextRunAt: Statement;
   /** Parents of continuations, share-locked so they cannot finish before this transaction commits: `$1` ids, `$2` namespace. */
   readonly readParents: Statement;
+  /** Reserves `$4` sequence numbers of one partition, returning the first: `$1` namespace, `$2` topic, `$3` partition. Locks the partition row until commit. */
+  readonly reserveSeq: Statement;
 
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
     this.insert = statement(`WITH ins AS (
-  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, run_at, parent_id, last_error, stages, created_at, updated_at)
+  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, run_at, parent_id, last_error, stages, created_at, updated_at, topic, partition_no, seq)
   SELECT r.id, $2, r.job_type, r.payload, r.stage, 0, r.retry_policy, r.run_at, r.parent_id, r.last_error,
-         '[["' || r.stage || '",' || $3::bigint || ']]', $3, $3
-  FROM json_to_recordset($1::json) AS r(id text, job_type text, payload text, stage text, retry_policy text, run_at bigint, parent_id text, last_error text)
+         '[["' || r.stage || '",' || $3::bigint || ']]', $3, $3, r.topic, r.partition_no, r.seq
+  FROM json_to_recordset($1::json) AS r(id text, job_type text, payload text, stage text, retry_policy text, run_at bigint, parent_id text, last_error text,
+    topic text, partition_no integer, seq bigint)
   RETURNING stage
 )
 SELECT count(*)::int AS inserted,
@@ -96,7 +99,7 @@ SELECT count(*)::int AS inserted,
 FROM ins`);
     this.claim = statement(`WITH ready AS (
   SELECT id FROM ${jobs}
-  WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND run_at <= $2 AND job_type = ANY($3::text[])
+  WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at <= $2 AND job_type = ANY($3::text[])
   ORDER BY run_at LIMIT $4
   FOR UPDATE SKIP LOCKED
 )
@@ -143,7 +146,9 @@ SELECT count(*)::int AS released, (SELECT count(*) FROM (SELECT pg_notify($5, $6
     this.renew = statement(`UPDATE ${jobs} SET lease_expires_at = $1
 WHERE namespace = $2 AND ${RUNNING_BY_KEY.replace("j.", "")} AND lease_owner = $3 AND id = ANY($4::text[])
 RETURNING id, attempt`);
-    this.nextRunAt = statement(`SELECT min(run_at) AS t FROM ${jobs} WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND job_type = ANY($2::text[])`);
+    this.nextRunAt = statement(`SELECT min(run_at) AS t FROM ${jobs} WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND job_type = ANY($2::text[])`);
+    this.reserveSeq = statement(`UPDATE ${schema}.later_partitions SET next_seq = next_seq + $4::bigint
+WHERE namespace = $1 AND topic = $2 AND partition_no = $3 RETURNING next_seq - $4::bigint AS first`);
     this.readParents = statement(`SELECT id, stage, last_error FROM ${jobs} WHERE id = ANY($1::text[]) AND namespace = $2 ORDER BY id FOR SHARE`);
   }
 }

@@ -18,14 +18,14 @@ export class PostgresKyselyQueries {
 
   async jobListStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
     const rows = await this.db.selectFrom("later_jobs").select(["id", "attempt", "job_type", "retry_policy"])
-      .where("namespace", "=", this.namespace).where("stage", "=", "running").where("lease_expires_at", "<", params.leaseExpiredBefore)
+      .where("namespace", "=", this.namespace).where("stage", "=", "running").where("topic", "is", null).where("lease_expires_at", "<", params.leaseExpiredBefore)
       .orderBy("lease_expires_at").limit(params.limit).execute();
     return rows.map((r) => ({ id: r.id, attempt: Number(r.attempt), jobType: r.job_type, retryPolicy: r.retry_policy }));
   }
 
   async jobCountReady(params: B.JobCountReadyParams): Promise<number> {
     const row = await this.db.selectFrom("later_jobs").select((eb) => eb.fn.countAll<string>().as("n"))
-      .where("namespace", "=", this.namespace).where("stage", "in", ["enqueued", "delayed", "requeued"])
+      .where("namespace", "=", this.namespace).where("stage", "in", ["enqueued", "delayed", "requeued"]).where("topic", "is", null)
       .where("run_at", "<=", params.now).where("job_type", "=", sql<string>`any(${[...params.jobTypes]}::text[])`).executeTakeFirst();
     return Number(row?.n ?? 0);
   }

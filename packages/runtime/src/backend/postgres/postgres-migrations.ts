@@ -63,6 +63,54 @@ CREATE TABLE {schema}.later_maintenance (
 );
 `,
   },
+  {
+    version: 2,
+    name: "partitions",
+    sql: `
+-- Partitioned jobs: a topic, a partition number and a sequence in it.
+ALTER TABLE {schema}.later_jobs ADD COLUMN topic text, ADD COLUMN partition_no integer, ADD COLUMN seq bigint;
+-- Partitioned jobs are claimed only as partition heads, never by the
+-- regular claim: they leave the ready and running indexes.
+DROP INDEX {schema}.later_jobs_ready;
+CREATE INDEX later_jobs_ready ON {schema}.later_jobs (namespace, run_at)
+  WHERE stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL;
+DROP INDEX {schema}.later_jobs_running;
+CREATE INDEX later_jobs_running ON {schema}.later_jobs (namespace, lease_expires_at)
+  WHERE stage = 'running' AND topic IS NULL;
+-- A partition's head is the first entry of this index for its
+-- (topic, partition): one probe, however many jobs wait behind it.
+CREATE INDEX later_jobs_partition_head ON {schema}.later_jobs (namespace, topic, partition_no, seq)
+  WHERE topic IS NOT NULL AND stage NOT IN ('success', 'failed');
+CREATE INDEX later_jobs_partition_seq ON {schema}.later_jobs (namespace, topic, partition_no, seq)
+  WHERE topic IS NOT NULL;
+CREATE TABLE {schema}.later_topics (
+  namespace text NOT NULL,
+  topic text NOT NULL,
+  partitions integer NOT NULL,
+  created_at bigint NOT NULL,
+  PRIMARY KEY (namespace, topic)
+);
+-- One row per partition: the next sequence number, and the lease and
+-- fencing epoch of the claim that holds its head.
+CREATE TABLE {schema}.later_partitions (
+  namespace text NOT NULL,
+  topic text NOT NULL,
+  partition_no integer NOT NULL,
+  next_seq bigint NOT NULL DEFAULT 1,
+  epoch bigint NOT NULL DEFAULT 0,
+  lease_owner text,
+  lease_expires_at bigint,
+  PRIMARY KEY (namespace, topic, partition_no)
+);
+-- Live servers with topics, for rendezvous ownership.
+CREATE TABLE {schema}.later_partition_members (
+  namespace text NOT NULL,
+  member_id text NOT NULL,
+  expires_at bigint NOT NULL,
+  PRIMARY KEY (namespace, member_id)
+);
+`,
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

@@ -19,6 +19,7 @@ export function jobRecordFromRow(r: Row): JobRecord {
     lastError: (r.last_error as string | null) ?? null,
     stages: (JSON.parse(String(r.stages)) as [JobStage, number][]).map(([stage, at]) => ({ stage, at })),
     createdAt: Number(r.created_at), updatedAt: Number(r.updated_at), expiresAt: num(r.expires_at),
+    topic: (r.topic as string | null | undefined) ?? null, partition: num(r.partition_no), seq: num(r.seq),
   };
 }
 

@@ -16,13 +16,14 @@
  * the statement cache are in {@link SqliteConnection}.
  */
 import type Database from "better-sqlite3";
-import { Kysely, SqliteAdapter, DummyDriver, SqliteIntrospector, SqliteQueryCompiler } from "kysely";
+import { Kysely, SqliteAdapter, DummyDriver, SqliteIntrospector, SqliteQueryCompiler, sql } from "kysely";
 import { continuationStage, parentFailedReason } from "../../core/continuation-stage.js";
 import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
-import { DatabaseUnavailableError, InvalidArgumentError, InvalidConfigError, ParentNotFoundError } from "../../errors.js";
+import { DatabaseUnavailableError, InvalidArgumentError, InvalidConfigError, ParentNotFoundError, UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import type { LaterDatabase, LaterJobsTable } from "../schema.js";
 import { SqliteConnection } from "./sqlite-connection.js";
+import { SqlitePartitionStore } from "./sqlite-partition-store.js";
 import { jobRecordFromRow, renewedClaims, type Row } from "../shared/job-rows.js";
 import { isKyselyExecutor } from "./kysely-executor.js";
 import { SQLITE_MIGRATIONS } from "./sqlite-migrations.js";
@@ -58,6 +59,7 @@ export class SqliteBackend implements B.Backend {
   readonly migrateHint: string;
 
   private connection: SqliteConnection | null = null;
+  private readonly partitions = new SqlitePartitionStore(this);
   private watcher: WalWatcher | null = null;
   /** Compiles Kysely queries to SQLite SQL without a connection (for caller-owned transactions). */
   private readonly compiler = new Kysely<LaterDatabase>({
@@ -138,21 +140,36 @@ export class SqliteBackend implements B.Backend {
 
   async jobInsertMany(params: B.JobInsertManyParams): Promise<B.JobInsertManyResult> {
     if (params.transaction !== undefined) return this.insertInto(params.transaction, params);
-    return this.immediate(() => {
-      const stages: JobStage[] = [];
-      for (const job of params.jobs) {
-        const { stage, error } = this.stageForInsert(job, params.now, (id) => this.get(
-          "SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", id, this.namespace));
-        this.run(
-          `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at)
-           VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, json_array(json_array(?, CAST(? AS INTEGER))), ?, ?, NULL)`,
-          job.id, this.namespace, job.jobType, job.payload, stage, job.retryPolicy, job.runAt, job.parentId ?? null,
-          error, stage, params.now, params.now, params.now,
-        );
-        stages.push(stage);
+    return this.immediate(() => ({ stages: this.insertRows(params.jobs, params.now) }));
+  }
+
+  /**
+   * Inserts jobs inside the caller's `immediate` transaction and returns
+   * their stages. A partitioned job takes its partition's next sequence in
+   * the same transaction; an unknown partition throws, rolling back all.
+   */
+  insertRows(jobs: readonly B.JobInsert[], now: number): JobStage[] {
+    const stages: JobStage[] = [];
+    for (const job of jobs) {
+      const { stage, error } = this.stageForInsert(job, now, (id) => this.get(
+        "SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", id, this.namespace));
+      let seq: number | null = null;
+      if (job.topic !== undefined) {
+        const row = this.get(
+          "UPDATE later_partitions SET next_seq = next_seq + 1 WHERE namespace = ? AND topic = ? AND partition_no = ? RETURNING next_seq - 1 AS seq",
+          this.namespace, job.topic, job.partition ?? -1);
+        if (!row) throw new UnknownTopicError(job.topic, job.partition);
+        seq = Number(row.seq);
       }
-      return { stages };
-    });
+      this.run(
+        `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq)
+         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, json_array(json_array(?, CAST(? AS INTEGER))), ?, ?, ?, ?, ?, ?)`,
+        job.id, this.namespace, job.jobType, job.payload, stage, job.retryPolicy, job.runAt, job.parentId ?? null,
+        error, stage, now, now, now, null, job.topic ?? null, job.partition ?? null, seq,
+      );
+      stages.push(stage);
+    }
+    return stages;
   }
 
   /** `enqueueIn`: writes into a caller-owned Kysely transaction on the same database file. */
@@ -168,10 +185,20 @@ export class SqliteBackend implements B.Backend {
         parent = (await transaction.executeQuery(q)).rows[0] as Row | undefined;
       }
       const { stage, error } = this.stageForInsert(job, params.now, () => parent);
+      let seq: number | null = null;
+      if (job.topic !== undefined) {
+        const bump = this.compiler.updateTable("later_partitions").set((eb) => ({ next_seq: eb("next_seq", "+", 1) }))
+          .where("namespace", "=", this.namespace).where("topic", "=", job.topic).where("partition_no", "=", job.partition ?? -1)
+          .returning(sql<number>`next_seq - 1`.as("seq")).compile();
+        const row = (await transaction.executeQuery(bump)).rows[0] as Row | undefined;
+        if (!row) throw new UnknownTopicError(job.topic, job.partition);
+        seq = Number(row.seq);
+      }
       const q = this.compiler.insertInto("later_jobs").values({
         id: job.id, namespace: this.namespace, job_type: job.jobType, payload: job.payload, stage, attempt: 0,
         retry_policy: job.retryPolicy, run_at: job.runAt, parent_id: job.parentId ?? null, last_error: error,
         stages: JSON.stringify([[stage, params.now]]), created_at: params.now, updated_at: params.now, expires_at: null, lease_owner: null, lease_expires_at: null,
+        topic: job.topic ?? null, partition_no: job.partition ?? null, seq,
       } satisfies LaterJobsTable).compile();
       await transaction.executeQuery(q);
       stages.push(stage);
@@ -193,7 +220,7 @@ export class SqliteBackend implements B.Backend {
       this.all(
         `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
            stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
-         WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued')
+         WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
                         AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
          RETURNING id, job_type, payload, attempt, retry_policy, parent_id, created_at, run_at`,
         params.owner, params.leaseExpiresAt, params.now, params.now, this.namespace, params.now, JSON.stringify(params.jobTypes), params.limit,
@@ -207,10 +234,15 @@ export class SqliteBackend implements B.Backend {
   }
 
   async jobFinishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
+    return this.immediate(() => this.finishRows(params));
+  }
+
+  /** The body of {@link jobFinishMany}, inside the caller's `immediate` transaction (partition heads reuse it). */
+  finishRows(params: B.JobFinishManyParams): B.JobFinishManyResult {
     const ns = this.namespace;
     const guard = params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER;
     const expires = params.now + params.retentionMs;
-    return this.immediate(() => {
+    {
       const applied: B.ClaimKey[] = [];
       const succeeded: string[] = [];
       const failed: { id: string; error: string }[] = [];
@@ -259,18 +291,22 @@ export class SqliteBackend implements B.Backend {
            WHERE parent_id IN (SELECT value FROM json_each(?)) AND namespace = ? AND stage = 'waiting'`,
           params.now, params.now, params.now, JSON.stringify(succeeded), ns);
       }
-      // A final failure fails the waiting continuations, down the whole chain.
-      while (failed.length > 0) {
-        const parent = failed.pop()!;
-        const reason = parentFailedReason(parent.id, parent.error);
-        const children = this.all(
-          `UPDATE later_jobs SET stage = 'failed', updated_at = ?, expires_at = ?, last_error = ?, stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER)))
-           WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id`,
-          params.now, expires, reason, params.now, parent.id, ns);
-        for (const c of children) failed.push({ id: String(c.id), error: reason });
-      }
+      this.failWaitingChildren(failed, params.now, expires);
       return { applied, released };
-    });
+    }
+  }
+
+  /** A final failure fails the waiting continuations, down the whole chain (inside the caller's transaction). */
+  failWaitingChildren(failed: { id: string; error: string }[], now: number, expires: number): void {
+    while (failed.length > 0) {
+      const parent = failed.pop()!;
+      const reason = parentFailedReason(parent.id, parent.error);
+      const children = this.all(
+        `UPDATE later_jobs SET stage = 'failed', updated_at = ?, expires_at = ?, last_error = ?, stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER)))
+         WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id`,
+        now, expires, reason, now, parent.id, this.namespace);
+      for (const c of children) failed.push({ id: String(c.id), error: reason });
+    }
   }
 
   async jobReleaseMany(params: B.JobReleaseManyParams): Promise<void> {
@@ -300,7 +336,7 @@ export class SqliteBackend implements B.Backend {
 
   async jobListStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
     return this.all(
-      `SELECT id, attempt, job_type, retry_policy FROM later_jobs WHERE namespace = ? AND stage = 'running' AND lease_expires_at < ?
+      `SELECT id, attempt, job_type, retry_policy FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND lease_expires_at < ?
        ORDER BY lease_expires_at LIMIT ?`,
       this.namespace, params.leaseExpiredBefore, params.limit,
     ).map((r) => ({ id: String(r.id), attempt: Number(r.attempt), jobType: String(r.job_type), retryPolicy: String(r.retry_policy) }));
@@ -309,7 +345,7 @@ export class SqliteBackend implements B.Backend {
   async jobNextRunAt(params: B.JobNextRunAtParams): Promise<number | null> {
     if (params.jobTypes.length === 0) return null;
     const row = this.get(
-      `SELECT min(run_at) AS t FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued')
+      `SELECT min(run_at) AS t FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
          AND job_type IN (SELECT value FROM json_each(?))`,
       this.namespace, JSON.stringify(params.jobTypes));
     return row?.t === null || row?.t === undefined ? null : Number(row.t);
@@ -318,7 +354,7 @@ export class SqliteBackend implements B.Backend {
   async jobCountReady(params: B.JobCountReadyParams): Promise<number> {
     if (params.jobTypes.length === 0) return 0;
     const row = this.get(
-      `SELECT count(*) AS n FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND run_at <= ?
+      `SELECT count(*) AS n FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL AND run_at <= ?
          AND job_type IN (SELECT value FROM json_each(?))`,
       this.namespace, params.now, JSON.stringify(params.jobTypes));
     return Number(row?.n ?? 0);
@@ -407,13 +443,52 @@ export class SqliteBackend implements B.Backend {
     };
   }
 
+  // ---- topics and partitions (SQL in sqlite-partition-store.ts) ----------
+
+  async topicRegister(params: B.TopicRegisterParams): Promise<void> {
+    this.partitions.topicRegister(params);
+  }
+
+  async partitionHeadClaim(params: B.PartitionHeadClaimParams): Promise<B.PartitionHeadClaimResult> {
+    return this.partitions.headClaim(params);
+  }
+
+  async partitionHeadFinish(params: B.PartitionHeadFinishParams): Promise<B.PartitionHeadFinishResult> {
+    return this.partitions.headFinish(params);
+  }
+
+  async partitionLeaseRenew(params: B.PartitionLeaseRenewParams): Promise<B.PartitionLeaseRenewResult> {
+    return this.partitions.leaseRenew(params);
+  }
+
+  async partitionMemberHeartbeat(params: B.PartitionMemberHeartbeatParams): Promise<B.PartitionMemberHeartbeatResult> {
+    return this.partitions.memberHeartbeat(params);
+  }
+
+  async partitionMemberRemove(params: B.PartitionMemberRemoveParams): Promise<void> {
+    this.partitions.memberRemove(params);
+  }
+
+  async partitionHeadForceFail(params: B.PartitionHeadForceFailParams): Promise<string | null> {
+    return this.partitions.headForceFail(params);
+  }
+
+  async partitionHistoryTruncate(params: B.PartitionHistoryTruncateParams): Promise<number> {
+    return this.partitions.historyTruncate(params);
+  }
+
+  async partitionDepth(): Promise<B.PartitionDepthResult> {
+    return this.partitions.depth();
+  }
+
   // ---- statement plumbing -------------------------------------------------
 
   private immediate<R>(body: () => R): R {
     return this.conn().immediate(body);
   }
 
-  private conn(): SqliteConnection {
+  /** @internal The open connection (for the stores beside this class); throws when closed. */
+  conn(): SqliteConnection {
     if (!this.connection) throw new DatabaseUnavailableError("the SQLite backend is not open (the server was shut down, or never started)");
     return this.connection;
   }

@@ -50,4 +50,54 @@ CREATE TABLE later_maintenance (
 );
 `,
   },
+  {
+    version: 2,
+    name: "partitions",
+    sql: `
+-- Partitioned jobs: a topic, a partition number and a sequence in it.
+ALTER TABLE later_jobs ADD COLUMN topic TEXT;
+ALTER TABLE later_jobs ADD COLUMN partition_no INTEGER;
+ALTER TABLE later_jobs ADD COLUMN seq INTEGER;
+-- Partitioned jobs are claimed only as partition heads, never by the
+-- regular claim: they leave the ready and running indexes.
+DROP INDEX later_jobs_ready;
+CREATE INDEX later_jobs_ready ON later_jobs (namespace, run_at)
+  WHERE stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL;
+DROP INDEX later_jobs_running;
+CREATE INDEX later_jobs_running ON later_jobs (namespace, lease_expires_at)
+  WHERE stage = 'running' AND topic IS NULL;
+-- A partition's head is the first entry of this index for its
+-- (topic, partition): one probe, however many jobs wait behind it.
+CREATE INDEX later_jobs_partition_head ON later_jobs (namespace, topic, partition_no, seq)
+  WHERE topic IS NOT NULL AND stage NOT IN ('success', 'failed');
+CREATE INDEX later_jobs_partition_seq ON later_jobs (namespace, topic, partition_no, seq)
+  WHERE topic IS NOT NULL;
+CREATE TABLE later_topics (
+  namespace TEXT NOT NULL,
+  topic TEXT NOT NULL,
+  partitions INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (namespace, topic)
+);
+-- One row per partition: the next sequence number, and the lease and
+-- fencing epoch of the claim that holds its head.
+CREATE TABLE later_partitions (
+  namespace TEXT NOT NULL,
+  topic TEXT NOT NULL,
+  partition_no INTEGER NOT NULL,
+  next_seq INTEGER NOT NULL DEFAULT 1,
+  epoch INTEGER NOT NULL DEFAULT 0,
+  lease_owner TEXT,
+  lease_expires_at INTEGER,
+  PRIMARY KEY (namespace, topic, partition_no)
+);
+-- Live servers with topics, for rendezvous ownership.
+CREATE TABLE later_partition_members (
+  namespace TEXT NOT NULL,
+  member_id TEXT NOT NULL,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (namespace, member_id)
+);
+`,
+  },
 ];

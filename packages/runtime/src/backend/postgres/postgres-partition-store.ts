@@ -1,0 +1,232 @@
+/**
+ * The partition statements of the PostgreSQL backend (topics, head claims,
+ * fencing, membership), as fixed SQL run as named prepared statements.
+ *
+ * Locks: a head claim locks partition rows first (`FOR UPDATE OF p SKIP
+ * LOCKED`: servers skip each other's partitions rather than wait), then
+ * reads each head with one probe of `later_jobs_partition_head` (a LATERAL
+ * `ORDER BY seq LIMIT 1`), so the jobs queued behind a blocked head are
+ * never read. Every writer takes a partition row before that partition's job
+ * rows (enqueue reserves sequences before reading parents), so head claims,
+ * finishes and enqueues cannot deadlock.
+ */
+import { PartitionCountMismatchError } from "../../errors.js";
+import type * as B from "../backend.js";
+import type { Row } from "../shared/job-rows.js";
+import { claimedHead, readyAt } from "../shared/partition-heads.js";
+import type { Execute } from "./postgres-executors.js";
+import { statement, type Statement } from "./postgres-job-queries.js";
+
+/** What the store needs of the backend. */
+export interface PostgresPartitionHost {
+  readonly namespace: string;
+  readonly execute: Execute;
+  /** BEGIN … COMMIT on one connection, retried on deadlock or serialization conflict. */
+  inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
+  finishValues(finishes: readonly B.JobFinish[], now: number, expires: number, leaseExpiredBefore: number): unknown[];
+  finishRows(execute: Execute, values: unknown[], expires: number, now: number): Promise<B.JobFinishManyResult>;
+  failWaitingChildren(execute: Execute, failed: { id: string; error: string | null }[], now: number, expires: number): Promise<void>;
+}
+
+const appendStage = (stage: string, ms: string) => `left(j.stages, -1) || ',["${stage}",' || ${ms} || ']]'`;
+
+class PartitionQueries {
+  readonly topicRead: Statement;
+  readonly topicInsert: Statement;
+  readonly freeHeads: Statement;
+  readonly headOf: Statement;
+  readonly leaseTake: Statement;
+  readonly headsRun: Statement;
+  readonly held: Statement;
+  readonly leaseFree: Statement;
+  readonly renew: Statement;
+  readonly heartbeat: Statement;
+  readonly memberRemove: Statement;
+  readonly forceFail: Statement;
+  readonly bumpEpoch: Statement;
+  readonly truncate: Statement;
+  readonly depth: Statement;
+
+  constructor(schema: string) {
+    const jobs = `${schema}.later_jobs`;
+    const parts = `${schema}.later_partitions`;
+    const head = (p: string) => `SELECT j.id, j.job_type, j.stage, j.run_at FROM ${jobs} j
+      WHERE j.namespace = ${p}.namespace AND j.topic = ${p}.topic AND j.partition_no = ${p}.partition_no
+        AND j.stage NOT IN ('success', 'failed') ORDER BY j.seq LIMIT 1`;
+    this.topicRead = statement(`SELECT topic, partitions FROM ${schema}.later_topics WHERE namespace = $1 AND topic = ANY($2::text[]) FOR UPDATE`);
+    this.topicInsert = statement(`WITH t AS (
+  INSERT INTO ${schema}.later_topics (namespace, topic, partitions, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
+)
+INSERT INTO ${parts} (namespace, topic, partition_no) SELECT $1, $2, n FROM generate_series(0, $3::int - 1) n ON CONFLICT DO NOTHING`);
+    this.freeHeads = statement(`SELECT p.topic, p.partition_no, h.id, h.job_type, h.stage, h.run_at
+FROM ${parts} p CROSS JOIN LATERAL (${head("p")}) h
+WHERE p.namespace = $1 AND (p.topic, p.partition_no) IN (SELECT * FROM unnest($2::text[], $3::int[]))
+  AND (p.lease_owner IS NULL OR p.lease_expires_at < $4)
+ORDER BY p.topic, p.partition_no
+FOR UPDATE OF p SKIP LOCKED`);
+    this.headOf = statement(`SELECT h.* FROM ${parts} p CROSS JOIN LATERAL (${head("p")}) h
+WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3`);
+    this.leaseTake = statement(`UPDATE ${parts} p SET lease_owner = $2, lease_expires_at = $3, epoch = p.epoch + 1
+FROM unnest($4::text[], $5::int[]) AS c(topic, partition_no)
+WHERE p.namespace = $1 AND p.topic = c.topic AND p.partition_no = c.partition_no
+RETURNING p.topic, p.partition_no, p.epoch`);
+    this.headsRun = statement(`UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = $3,
+  stages = ${appendStage("running", "$3::bigint")}
+WHERE j.namespace = $1 AND j.id = ANY($4::text[])
+RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.parent_id, j.created_at, j.seq, j.topic, j.partition_no`);
+    this.held = statement(`SELECT 1 AS ok FROM ${parts}
+WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE`);
+    this.leaseFree = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL
+WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);
+    this.renew = statement(`UPDATE ${parts} p SET lease_expires_at = $1
+FROM unnest($4::text[], $5::int[], $6::bigint[]) AS c(topic, partition_no, epoch)
+WHERE p.namespace = $2 AND p.lease_owner = $3 AND p.topic = c.topic AND p.partition_no = c.partition_no AND p.epoch = c.epoch
+RETURNING p.topic, p.partition_no, p.epoch`);
+    // One statement: the upsert, the purge of dead members, and the live list
+    // (the main SELECT sees the snapshot before the statement, hence the UNION and the time filter).
+    this.heartbeat = statement(`WITH up AS (
+  INSERT INTO ${schema}.later_partition_members (namespace, member_id, expires_at) VALUES ($1, $2, $3)
+  ON CONFLICT (namespace, member_id) DO UPDATE SET expires_at = excluded.expires_at RETURNING member_id
+), gone AS (
+  DELETE FROM ${schema}.later_partition_members WHERE namespace = $1 AND expires_at <= $4
+)
+SELECT member_id FROM ${schema}.later_partition_members WHERE namespace = $1 AND expires_at > $4
+UNION SELECT member_id FROM up ORDER BY member_id`);
+    this.memberRemove = statement(`DELETE FROM ${schema}.later_partition_members WHERE namespace = $1 AND member_id = $2`);
+    this.forceFail = statement(`UPDATE ${jobs} j SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4, last_error = $5,
+  stages = ${appendStage("failed", "$3::bigint")}
+WHERE j.namespace = $1 AND j.id = $2`);
+    this.bumpEpoch = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL, epoch = epoch + 1
+WHERE namespace = $1 AND topic = $2 AND partition_no = $3`);
+    this.truncate = statement(`DELETE FROM ${jobs} WHERE id IN (
+  SELECT id FROM ${jobs} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND stage IN ('success', 'failed')
+  ORDER BY seq DESC OFFSET $4)
+RETURNING 1`);
+    this.depth = statement(`SELECT p.topic, p.partition_no, p.lease_owner,
+  (SELECT count(*) FROM ${jobs} j WHERE j.namespace = p.namespace AND j.topic = p.topic AND j.partition_no = p.partition_no
+     AND j.stage NOT IN ('success', 'failed'))::int AS unfinished
+FROM ${parts} p WHERE p.namespace = $1 ORDER BY p.topic, p.partition_no`);
+  }
+}
+
+export class PostgresPartitionStore {
+  private readonly q: PartitionQueries;
+
+  constructor(private readonly host: PostgresPartitionHost, schema: string) {
+    this.q = new PartitionQueries(schema);
+  }
+
+  private get ns(): string {
+    return this.host.namespace;
+  }
+
+  async topicRegister(params: B.TopicRegisterParams): Promise<void> {
+    if (params.topics.length === 0) return;
+    await this.host.inTransaction("topic registration", async (execute) => {
+      const check = async () => {
+        for (const r of await execute(this.q.topicRead, [this.ns, params.topics.map((t) => t.name)])) {
+          const t = params.topics.find((x) => x.name === r.topic)!;
+          if (Number(r.partitions) !== t.partitions) throw new PartitionCountMismatchError(t.name, Number(r.partitions), t.partitions);
+        }
+      };
+      await check();
+      for (const t of [...params.topics].sort((a, b) => (a.name < b.name ? -1 : 1))) {
+        await execute(this.q.topicInsert, [this.ns, t.name, t.partitions, params.now]);
+      }
+      await check(); // another server may have registered a topic meanwhile, with another count
+    });
+  }
+
+  async headClaim(params: B.PartitionHeadClaimParams): Promise<B.PartitionHeadClaimResult> {
+    if (params.limit <= 0 || params.partitions.length === 0) return { claimed: [], nextRunAt: null };
+    const types = new Set(params.jobTypes);
+    return this.host.inTransaction("partition head claim", async (execute) => {
+      const heads = await execute(this.q.freeHeads,
+        [this.ns, params.partitions.map((p) => p.topic), params.partitions.map((p) => p.partition), params.now]);
+      const chosen: Row[] = [];
+      let nextRunAt: number | null = null;
+      for (const h of heads) {
+        if (chosen.length >= params.limit || !types.has(String(h.job_type))) continue;
+        const at = readyAt(h, params.now);
+        if (at === null) continue;
+        if (at > params.now) nextRunAt = nextRunAt === null ? at : Math.min(nextRunAt, at);
+        else chosen.push(h);
+      }
+      if (chosen.length === 0) return { claimed: [], nextRunAt };
+      return { claimed: await this.claim(execute, chosen, params.owner, params.leaseExpiresAt, params.now), nextRunAt };
+    });
+  }
+
+  async headFinish(params: B.PartitionHeadFinishParams): Promise<B.PartitionHeadFinishResult> {
+    const { claim, now } = params;
+    const expires = now + params.retentionMs;
+    return this.host.inTransaction("partition head finish", async (execute) => {
+      const [held] = await execute(this.q.held, [this.ns, claim.topic, claim.partition, claim.epoch, params.owner]);
+      if (!held) return { applied: false, released: 0, next: null };
+      const values = this.host.finishValues([{ id: claim.id, attempt: claim.attempt, outcome: params.outcome }], now, expires, Number.MAX_SAFE_INTEGER);
+      const result = await this.host.finishRows(execute, values, expires, now);
+      let next: B.ClaimedPartitionJob | null = null;
+      if (params.claimNext) {
+        const [h] = await execute(this.q.headOf, [this.ns, claim.topic, claim.partition]);
+        const at = h ? readyAt(h, now) : null;
+        if (h && at !== null && at <= now && params.claimNext.jobTypes.includes(String(h.job_type))) {
+          [next = null] = await this.claim(execute, [{ ...h, topic: claim.topic, partition_no: claim.partition }], params.owner, params.claimNext.leaseExpiresAt, now);
+        }
+      }
+      if (!next) await execute(this.q.leaseFree, [this.ns, claim.topic, claim.partition, claim.epoch]);
+      return { applied: result.applied.length > 0, released: result.released, next };
+    });
+  }
+
+  async leaseRenew(params: B.PartitionLeaseRenewParams): Promise<B.PartitionLeaseRenewResult> {
+    if (params.claims.length === 0) return { renewed: [] };
+    const sorted = [...params.claims].sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
+    const rows = await this.host.execute(this.q.renew, [params.leaseExpiresAt, this.ns, params.owner,
+      sorted.map((c) => c.topic), sorted.map((c) => c.partition), sorted.map((c) => c.epoch)]);
+    const kept = new Set(rows.map((r) => `${String(r.topic)}\0${Number(r.partition_no)}\0${Number(r.epoch)}`));
+    return { renewed: params.claims.filter((k) => kept.has(`${k.topic}\0${k.partition}\0${k.epoch}`)) };
+  }
+
+  async memberHeartbeat(params: B.PartitionMemberHeartbeatParams): Promise<B.PartitionMemberHeartbeatResult> {
+    const rows = await this.host.execute(this.q.heartbeat, [this.ns, params.member, params.expiresAt, params.now]);
+    return { members: rows.map((r) => String(r.member_id)) };
+  }
+
+  async memberRemove(params: B.PartitionMemberRemoveParams): Promise<void> {
+    await this.host.execute(this.q.memberRemove, [this.ns, params.member]);
+  }
+
+  async headForceFail(params: B.PartitionHeadForceFailParams): Promise<string | null> {
+    const expires = params.now + params.retentionMs;
+    return this.host.inTransaction("partition head force-fail", async (execute) => {
+      await execute(this.q.bumpEpoch, [this.ns, params.topic, params.partition]); // locks the partition first
+      const [h] = await execute(this.q.headOf, [this.ns, params.topic, params.partition]);
+      if (!h) return null;
+      const id = String(h.id);
+      await execute(this.q.forceFail, [this.ns, id, params.now, expires, params.reason]);
+      await this.host.failWaitingChildren(execute, [{ id, error: params.reason }], params.now, expires);
+      return id;
+    });
+  }
+
+  async historyTruncate(params: B.PartitionHistoryTruncateParams): Promise<number> {
+    const rows = await this.host.execute(this.q.truncate, [this.ns, params.topic, params.partition, params.keep]);
+    return rows.length;
+  }
+
+  async depth(): Promise<B.PartitionDepthResult> {
+    const rows = await this.host.execute(this.q.depth, [this.ns]);
+    return { partitions: rows.map((r) => ({ topic: String(r.topic), partition: Number(r.partition_no), unfinished: Number(r.unfinished), leaseOwner: (r.lease_owner as string | null) ?? null })) };
+  }
+
+  /** Takes the leases (next epoch) of the heads' partitions and marks the heads running. */
+  private async claim(execute: Execute, heads: Row[], owner: string, leaseExpiresAt: number, now: number): Promise<B.ClaimedPartitionJob[]> {
+    const leases = await execute(this.q.leaseTake, [this.ns, owner, leaseExpiresAt, heads.map((h) => h.topic), heads.map((h) => Number(h.partition_no))]);
+    const epochs = new Map(leases.map((l) => [`${String(l.topic)}\0${Number(l.partition_no)}`, Number(l.epoch)]));
+    const rows = await execute(this.q.headsRun, [this.ns, owner, now, heads.map((h) => String(h.id))]);
+    return rows.map((r) => {
+      const ref = { topic: String(r.topic), partition: Number(r.partition_no) };
+      return claimedHead(r, ref, epochs.get(`${ref.topic}\0${ref.partition}`)!);
+    });
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * Partition-head rules that are the same on every backend: when a head can
+ * be claimed, and how a claimed head row maps to the seam's type.
+ */
+import type * as B from "../backend.js";
+import type { Row } from "./job-rows.js";
+
+/**
+ * When a head can be claimed: now for an enqueued head, at `run_at` for a
+ * delayed or retrying one, at once for a `running` head whose partition
+ * lease is free (its claimer is gone: the head runs again). Null for a
+ * waiting continuation, which blocks until its parent succeeds.
+ */
+export function readyAt(head: Row, now: number): number | null {
+  switch (head.stage) {
+    case "enqueued":
+    case "running":
+      return now;
+    case "delayed":
+    case "requeued":
+      return Math.max(now, Number(head.run_at));
+    default:
+      return null;
+  }
+}
+
+/** A claimed head row as the seam's {@link B.ClaimedPartitionJob}. */
+export function claimedHead(r: Row, ref: B.PartitionRef, epoch: number): B.ClaimedPartitionJob {
+  return {
+    id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), attempt: Number(r.attempt),
+    retryPolicy: String(r.retry_policy), parentId: (r.parent_id as string | null) ?? null, createdAt: Number(r.created_at),
+    topic: ref.topic, partition: ref.partition, seq: Number(r.seq), epoch,
+  };
+}

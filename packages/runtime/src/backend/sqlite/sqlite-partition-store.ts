@@ -1,0 +1,179 @@
+/**
+ * The partition statements of the SQLite backend (topics, head claims,
+ * fencing, membership). Every write runs in one `BEGIN IMMEDIATE`
+ * transaction of {@link SqliteConnection}, so a head claim's read of the
+ * partition lease and its write cannot interleave with another process's.
+ *
+ * A head is found by one probe of `later_jobs_partition_head` per partition
+ * (`ORDER BY seq LIMIT 1` over unfinished rows): the jobs queued behind a
+ * blocked head are never read.
+ */
+import { PartitionCountMismatchError } from "../../errors.js";
+import type * as B from "../backend.js";
+import { claimedHead, readyAt } from "../shared/partition-heads.js";
+import type { SqliteConnection } from "./sqlite-connection.js";
+
+/** What the store needs of the backend: its connection, namespace and the shared finish logic. */
+export interface SqlitePartitionHost {
+  readonly namespace: string;
+  conn(): SqliteConnection;
+  finishRows(params: B.JobFinishManyParams): B.JobFinishManyResult;
+  failWaitingChildren(failed: { id: string; error: string }[], now: number, expires: number): void;
+}
+
+const HEAD = `SELECT id, job_type, stage, run_at FROM later_jobs
+  WHERE namespace = ? AND topic = ? AND partition_no = ? AND stage NOT IN ('success', 'failed') ORDER BY seq LIMIT 1`;
+
+export class SqlitePartitionStore {
+  constructor(private readonly host: SqlitePartitionHost) {}
+
+  private get ns(): string {
+    return this.host.namespace;
+  }
+
+  topicRegister(params: B.TopicRegisterParams): void {
+    const c = this.host.conn();
+    c.immediate(() => {
+      for (const t of params.topics) {
+        const row = c.get("SELECT partitions FROM later_topics WHERE namespace = ? AND topic = ?", this.ns, t.name);
+        if (row && Number(row.partitions) !== t.partitions) throw new PartitionCountMismatchError(t.name, Number(row.partitions), t.partitions);
+      }
+      for (const t of params.topics) {
+        c.run("INSERT OR IGNORE INTO later_topics (namespace, topic, partitions, created_at) VALUES (?, ?, ?, ?)", this.ns, t.name, t.partitions, params.now);
+        for (let p = 0; p < t.partitions; p++) {
+          c.run("INSERT OR IGNORE INTO later_partitions (namespace, topic, partition_no) VALUES (?, ?, ?)", this.ns, t.name, p);
+        }
+      }
+    });
+  }
+
+  headClaim(params: B.PartitionHeadClaimParams): B.PartitionHeadClaimResult {
+    if (params.limit <= 0 || params.partitions.length === 0) return { claimed: [], nextRunAt: null };
+    const c = this.host.conn();
+    const types = new Set(params.jobTypes);
+    return c.immediate(() => {
+      const free = c.all(
+        `SELECT p.topic, p.partition_no FROM json_each(?) o
+           JOIN later_partitions p ON p.namespace = ? AND p.topic = json_extract(o.value, '$[0]') AND p.partition_no = json_extract(o.value, '$[1]')
+         WHERE p.lease_owner IS NULL OR p.lease_expires_at < ?`,
+        JSON.stringify(params.partitions.map((p) => [p.topic, p.partition])), this.ns, params.now);
+      const claimed: B.ClaimedPartitionJob[] = [];
+      let nextRunAt: number | null = null;
+      for (const p of free) {
+        if (claimed.length >= params.limit) break;
+        const ref = { topic: String(p.topic), partition: Number(p.partition_no) };
+        const head = c.get(HEAD, this.ns, ref.topic, ref.partition);
+        if (!head || !types.has(String(head.job_type))) continue;
+        const wait = readyAt(head, params.now);
+        if (wait === null) continue;
+        if (wait > params.now) {
+          nextRunAt = nextRunAt === null ? wait : Math.min(nextRunAt, wait);
+          continue;
+        }
+        claimed.push(this.claim(c, ref, String(head.id), params.owner, params.leaseExpiresAt, params.now));
+      }
+      return { claimed, nextRunAt };
+    });
+  }
+
+  headFinish(params: B.PartitionHeadFinishParams): B.PartitionHeadFinishResult {
+    const c = this.host.conn();
+    const { claim, now } = params;
+    return c.immediate(() => {
+      const held = c.get(
+        "SELECT 1 AS ok FROM later_partitions WHERE namespace = ? AND topic = ? AND partition_no = ? AND epoch = ? AND lease_owner = ?",
+        this.ns, claim.topic, claim.partition, claim.epoch, params.owner);
+      if (!held) return { applied: false, released: 0, next: null };
+      const result = this.host.finishRows({ finishes: [{ id: claim.id, attempt: claim.attempt, outcome: params.outcome }], now, retentionMs: params.retentionMs });
+      const applied = result.applied.length > 0;
+      let next: B.ClaimedPartitionJob | null = null;
+      if (params.claimNext) {
+        const head = c.get(HEAD, this.ns, claim.topic, claim.partition);
+        const at = head ? readyAt(head, now) : null;
+        if (head && at !== null && at <= now && params.claimNext.jobTypes.includes(String(head.job_type))) {
+          next = this.claim(c, claim, String(head.id), params.owner, params.claimNext.leaseExpiresAt, now);
+        }
+      }
+      if (!next) {
+        c.run("UPDATE later_partitions SET lease_owner = NULL, lease_expires_at = NULL WHERE namespace = ? AND topic = ? AND partition_no = ? AND epoch = ?",
+          this.ns, claim.topic, claim.partition, claim.epoch);
+      }
+      return { applied, released: result.released, next };
+    });
+  }
+
+  leaseRenew(params: B.PartitionLeaseRenewParams): B.PartitionLeaseRenewResult {
+    if (params.claims.length === 0) return { renewed: [] };
+    const c = this.host.conn();
+    const rows = c.immediate(() => c.all(
+      `UPDATE later_partitions SET lease_expires_at = ? WHERE namespace = ? AND lease_owner = ?
+         AND (topic, partition_no, epoch) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?))
+       RETURNING topic, partition_no, epoch`,
+      params.leaseExpiresAt, this.ns, params.owner, JSON.stringify(params.claims.map((k) => [k.topic, k.partition, k.epoch]))));
+    const kept = new Set(rows.map((r) => `${String(r.topic)}\0${Number(r.partition_no)}\0${Number(r.epoch)}`));
+    return { renewed: params.claims.filter((k) => kept.has(`${k.topic}\0${k.partition}\0${k.epoch}`)) };
+  }
+
+  memberHeartbeat(params: B.PartitionMemberHeartbeatParams): B.PartitionMemberHeartbeatResult {
+    const c = this.host.conn();
+    return c.immediate(() => {
+      c.run(`INSERT INTO later_partition_members (namespace, member_id, expires_at) VALUES (?, ?, ?)
+             ON CONFLICT (namespace, member_id) DO UPDATE SET expires_at = excluded.expires_at`, this.ns, params.member, params.expiresAt);
+      c.run("DELETE FROM later_partition_members WHERE namespace = ? AND expires_at <= ?", this.ns, params.now);
+      return { members: c.all("SELECT member_id FROM later_partition_members WHERE namespace = ? ORDER BY member_id", this.ns).map((r) => String(r.member_id)) };
+    });
+  }
+
+  memberRemove(params: B.PartitionMemberRemoveParams): void {
+    const c = this.host.conn();
+    c.immediate(() => c.run("DELETE FROM later_partition_members WHERE namespace = ? AND member_id = ?", this.ns, params.member));
+  }
+
+  headForceFail(params: B.PartitionHeadForceFailParams): string | null {
+    const c = this.host.conn();
+    const expires = params.now + params.retentionMs;
+    return c.immediate(() => {
+      const head = c.get(HEAD, this.ns, params.topic, params.partition);
+      if (!head) return null;
+      const id = String(head.id);
+      c.run(`UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
+               stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER))) WHERE id = ? AND namespace = ?`,
+      params.now, expires, params.reason, params.now, id, this.ns);
+      this.host.failWaitingChildren([{ id, error: params.reason }], params.now, expires);
+      c.run(`UPDATE later_partitions SET lease_owner = NULL, lease_expires_at = NULL, epoch = epoch + 1
+             WHERE namespace = ? AND topic = ? AND partition_no = ?`, this.ns, params.topic, params.partition);
+      return id;
+    });
+  }
+
+  historyTruncate(params: B.PartitionHistoryTruncateParams): number {
+    const c = this.host.conn();
+    return c.immediate(() => c.run(
+      `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND topic = ? AND partition_no = ?
+         AND stage IN ('success', 'failed') ORDER BY seq DESC LIMIT -1 OFFSET ?)`,
+      this.ns, params.topic, params.partition, params.keep));
+  }
+
+  depth(): B.PartitionDepthResult {
+    const rows = this.host.conn().all(
+      `SELECT p.topic, p.partition_no, p.lease_owner,
+         (SELECT count(*) FROM later_jobs j WHERE j.namespace = p.namespace AND j.topic = p.topic AND j.partition_no = p.partition_no
+            AND j.stage NOT IN ('success', 'failed')) AS unfinished
+       FROM later_partitions p WHERE p.namespace = ? ORDER BY p.topic, p.partition_no`, this.ns);
+    return { partitions: rows.map((r) => ({ topic: String(r.topic), partition: Number(r.partition_no), unfinished: Number(r.unfinished), leaseOwner: (r.lease_owner as string | null) ?? null })) };
+  }
+
+  /** Takes the partition lease (next epoch) and marks its head running. */
+  private claim(c: SqliteConnection, ref: B.PartitionRef, id: string, owner: string, leaseExpiresAt: number, now: number): B.ClaimedPartitionJob {
+    const p = c.get(
+      `UPDATE later_partitions SET lease_owner = ?, lease_expires_at = ?, epoch = epoch + 1
+       WHERE namespace = ? AND topic = ? AND partition_no = ? RETURNING epoch`,
+      owner, leaseExpiresAt, this.ns, ref.topic, ref.partition)!;
+    const j = c.get(
+      `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = NULL, updated_at = ?,
+         stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
+       WHERE id = ? AND namespace = ? RETURNING id, job_type, payload, attempt, retry_policy, parent_id, created_at, seq`,
+      owner, now, now, id, this.ns)!;
+    return claimedHead(j, ref, Number(p.epoch));
+  }
+}
