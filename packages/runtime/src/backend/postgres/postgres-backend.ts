@@ -431,6 +431,11 @@ export class PostgresBackend implements B.Backend {
 
   // ---- statement plumbing -------------------------------------------------
 
+  /** @internal The channel and payload of this backend's own `pg_notify` calls. */
+  get notifyArgs(): readonly [string, string] {
+    return [this.channel, `${this.sender} ${this.namespace}`];
+  }
+
   /** @internal BEGIN … COMMIT with the backend's statements on one connection, run again after a deadlock or serialization conflict. */
   inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R> {
     return this.retryConflicts(() => this.transaction(what, (client) => body(clientExecutor(client, this.prepared))));

@@ -21,6 +21,8 @@ import { statement, type Statement } from "./postgres-job-queries.js";
 export interface PostgresPartitionHost {
   readonly namespace: string;
   readonly execute: Execute;
+  /** The channel and payload of this backend's `pg_notify`. */
+  readonly notifyArgs: readonly [string, string];
   /** BEGIN … COMMIT on one connection, retried on deadlock or serialization conflict. */
   inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
   finishValues(finishes: readonly B.JobFinish[], now: number, expires: number, leaseExpiredBefore: number): unknown[];
@@ -38,6 +40,7 @@ class PartitionQueries {
   readonly leaseTake: Statement;
   readonly headsRun: Statement;
   readonly held: Statement;
+  readonly successNext: Statement;
   readonly leaseFree: Statement;
   readonly renew: Statement;
   readonly heartbeat: Statement;
@@ -76,6 +79,46 @@ WHERE j.namespace = $1 AND j.id = ANY($4::text[])
 RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.parent_id, j.created_at, j.seq, j.topic, j.partition_no`);
     this.held = statement(`SELECT 1 AS ok FROM ${parts}
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE`);
+    // A success, and the next head claimed (or the lease freed), in one statement: the hot path of a
+    // busy partition. Every CTE sees the snapshot before the statement, so the finished head is
+    // excluded by id, and a continuation this success releases is not seen ready (the fetcher claims it).
+    // $1 ns, $2 topic, $3 partition, $4 epoch, $5 owner, $6 id, $7 now, $8 expires_at, $9 attempt,
+    // $10 claim next?, $11 job types, $12 next lease expiry, $13/$14 notify channel and payload.
+    this.successNext = statement(`WITH held AS (
+  SELECT 1 FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
+), done AS (
+  UPDATE ${jobs} j SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
+    stages = ${appendStage("success", "$7::bigint")}
+  WHERE j.id = $6 AND j.attempt = $9 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
+  RETURNING j.id
+), released AS (
+  UPDATE ${jobs} j SET stage = 'enqueued', run_at = $7, updated_at = $7, stages = ${appendStage("enqueued", "$7::bigint")}
+  WHERE j.stage = 'waiting' AND j.namespace = $1 AND j.parent_id IN (SELECT id FROM done)
+  RETURNING j.id
+), notified AS (
+  SELECT pg_notify($13, $14) FROM released LIMIT 1
+), nxt AS (
+  SELECT j.id, j.job_type, j.stage, j.run_at FROM ${jobs} j
+  WHERE j.namespace = $1 AND j.topic = $2 AND j.partition_no = $3 AND j.stage NOT IN ('success', 'failed') AND j.id <> $6
+    AND $10::boolean AND EXISTS (SELECT 1 FROM done)
+  ORDER BY j.seq LIMIT 1
+), ready AS (
+  SELECT id FROM nxt WHERE job_type = ANY($11::text[]) AND (stage = 'enqueued' OR (stage IN ('delayed', 'requeued') AND run_at <= $7))
+), lease AS (
+  UPDATE ${parts} p SET
+    lease_owner = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN p.lease_owner END,
+    lease_expires_at = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN $12::bigint END,
+    epoch = p.epoch + CASE WHEN EXISTS (SELECT 1 FROM ready) THEN 1 ELSE 0 END
+  WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3 AND p.epoch = $4 AND EXISTS (SELECT 1 FROM done)
+  RETURNING p.epoch
+), claimed AS (
+  UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $5, updated_at = $7, stages = ${appendStage("running", "$7::bigint")}
+  FROM ready r WHERE j.id = r.id
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.parent_id, j.created_at, j.seq
+)
+SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM released)::int AS released,
+  (SELECT count(*) FROM notified)::int AS notified, (SELECT epoch FROM lease) AS epoch, c.*
+FROM (SELECT 1) one LEFT JOIN claimed c ON true`);
     this.leaseFree = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);
     this.renew = statement(`UPDATE ${parts} p SET lease_expires_at = $1
@@ -160,6 +203,16 @@ export class PostgresPartitionStore {
   async headFinish(params: B.PartitionHeadFinishParams): Promise<B.PartitionHeadFinishResult> {
     const { claim, now } = params;
     const expires = now + params.retentionMs;
+    if (params.outcome.kind === "success") {
+      const next = params.claimNext;
+      const [row] = await this.host.execute(this.q.successNext, [this.ns, claim.topic, claim.partition, claim.epoch, params.owner, claim.id, now, expires,
+        claim.attempt, next !== undefined, next?.jobTypes ?? [], next?.leaseExpiresAt ?? null, ...this.host.notifyArgs]);
+      return {
+        applied: Number(row?.applied ?? 0) > 0,
+        released: Number(row?.released ?? 0),
+        next: row?.id ? claimedHead(row, claim, Number(row.epoch)) : null,
+      };
+    }
     return this.host.inTransaction("partition head finish", async (execute) => {
       const [held] = await execute(this.q.held, [this.ns, claim.topic, claim.partition, claim.epoch, params.owner]);
       if (!held) return { applied: false, released: 0, next: null };

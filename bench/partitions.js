@@ -1,0 +1,133 @@
+// Partitioned (ordered) jobs on both backends: processing jobs/s across the 8
+// partitions of one topic and 1,000 keys, then the same with 100,000 jobs
+// queued behind 50 blocked partition heads of another topic, which a head
+// claim must not pay for (it locks partitions, then probes one head each).
+// Run: `pnpm bench:partitions` (builds first) or `node bench/partitions.js`; `pnpm bench` runs it after bench/postgres.js.
+// Env: BENCH_PART_JOBS (20000), BENCH_PART_BLOCKED (100000), BENCH_REPS (3), BENCH_PG_URL.
+// The server runs in this process (10 workers); the jobs are written before it starts, so only processing is timed.
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { BackgroundJobServer, partitionForKey, postgres, prepareBackend, RetryPolicy, sqlite, topic } from "@later/runtime";
+import { BenchDatabases } from "./pg-databases.js";
+import { cell, int, markdownTable } from "./report.js";
+
+const envInt = (name, dflt) => Math.max(1, Number.parseInt(process.env[name] ?? "", 10) || dflt);
+const N = envInt("BENCH_PART_JOBS", 20_000);
+const BLOCKED = envInt("BENCH_PART_BLOCKED", 100_000);
+const REPS = envInt("BENCH_REPS", 3);
+const KEYS = 1_000;
+const PARTITIONS = 8;
+const BLOCKED_HEADS = 50;
+const WORKERS = 10;
+const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const TOPICS = [topic("orders", PARTITIONS), topic("stuck", BLOCKED_HEADS)];
+const POLICY = JSON.stringify(RetryPolicy.noRetries());
+const log = (s) => process.stderr.write(`${s}\n`);
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), "later-bench-part-"));
+const dbs = new BenchDatabases(PG_URL);
+process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
+
+let seq = 0;
+/** A fresh database of one backend kind; `backend()` opens a new backend on it. */
+async function freshStore(kind) {
+  if (kind === "sqlite") {
+    const file = path.join(tmp, `p${++seq}.db`);
+    return { backend: () => sqlite({ file, namespace: "bench" }), release: async () => {} };
+  }
+  const db = await dbs.create("partitions");
+  return { backend: () => postgres({ connectionString: db.url, namespace: "bench", maxConnections: 12 }), release: () => dbs.drop(db.name) };
+}
+
+let idSeq = 0;
+const id = () => `b${String(++idSeq).padStart(12, "0")}`;
+
+/** Writes the jobs straight through the seam in batches (the sequence per partition is assigned there). */
+async function insert(backend, jobs) {
+  const now = Date.now();
+  for (let i = 0; i < jobs.length; i += 2_000) await backend.jobInsertMany({ jobs: jobs.slice(i, i + 2_000), now });
+}
+
+async function run(kind, withBlocked) {
+  const store = await freshStore(kind);
+  const setup = store.backend();
+  try {
+    await prepareBackend(setup, true);
+    await setup.topicRegister({ topics: TOPICS, now: Date.now() });
+    const now = Date.now();
+    if (withBlocked) {
+      // Each of the 50 partitions of "stuck": a head delayed by a day, then its share of the 100,000.
+      const heads = Array.from({ length: BLOCKED_HEADS }, (_, p) => ({ id: id(), jobType: "stuck", payload: "{}", runAt: now + 86_400_000, retryPolicy: POLICY, topic: "stuck", partition: p }));
+      await insert(setup, heads);
+      await insert(setup, Array.from({ length: BLOCKED }, (_, i) => ({ id: id(), jobType: "stuck", payload: "{}", runAt: now, retryPolicy: POLICY, topic: "stuck", partition: i % BLOCKED_HEADS })));
+    }
+    const orders = Array.from({ length: N }, (_, i) => {
+      const key = `customer-${i % KEYS}`;
+      return { id: id(), jobType: "order", payload: JSON.stringify({ key, n: Math.floor(i / KEYS) }), runAt: now, retryPolicy: POLICY, topic: "orders", partition: partitionForKey(key, PARTITIONS) };
+    });
+    await insert(setup, orders);
+    await setup.close();
+
+    let done = 0;
+    let outOfOrder = 0;
+    const lastN = new Map();
+    let finished;
+    const allDone = new Promise((r) => (finished = r));
+    const t0 = performance.now();
+    const server = await BackgroundJobServer.start({
+      context: null, backend: store.backend(), workerCount: WORKERS, topics: TOPICS,
+      handlers: {
+        order: { handle: (_ctx, p) => { if ((lastN.get(p.key) ?? -1) >= p.n) outOfOrder++; lastN.set(p.key, p.n); } },
+        stuck: { handle: () => undefined },
+      },
+      onEvent: (e) => {
+        if (e.type === "job" && e.stage === "success" && e.jobType === "order" && ++done === N) finished();
+      },
+    });
+    const deadline = setTimeout(() => finished(), 120_000);
+    await allDone;
+    const seconds = (performance.now() - t0) / 1000;
+    clearTimeout(deadline);
+    const stuckRan = (await server.backend.jobCountByStage()).counts.success - done;
+    await server.shutdown({ deadlineMs: 5_000 });
+    if (done < N) return { error: `deadline hit: ${done} of ${N} done` };
+    return { jps: N / seconds, outOfOrder, stuckRan };
+  } catch (error) {
+    return { error: String(error?.stack ?? error) };
+  } finally {
+    await setup.close().catch(() => {});
+    await store.release();
+  }
+}
+
+const results = {};
+for (const kind of ["sqlite", "postgres"]) {
+  for (const blocked of [false, true]) {
+    const runs = [];
+    for (let r = 0; r < REPS; r++) {
+      log(`${kind} ${blocked ? "with blocked heads" : "plain"} run ${r + 1}/${REPS}`);
+      runs.push(await run(kind, blocked));
+    }
+    results[`${kind}/${blocked}`] = runs;
+  }
+}
+await dbs.dropAll();
+
+const jps = (r) => r.jps;
+const rows = [
+  [`partitioned processing: ${PARTITIONS} partitions, ${int(KEYS)} keys, ${int(N)} jobs (jobs/s)`, cell(results["sqlite/false"], jps), cell(results["postgres/false"], jps)],
+  [`the same with ${int(BLOCKED)} jobs behind ${BLOCKED_HEADS} blocked heads (jobs/s)`, cell(results["sqlite/true"], jps), cell(results["postgres/true"], jps)],
+];
+const out = [];
+out.push(`${os.cpus().length} cores, Node ${process.version}; ${WORKERS} workers in one process; ${REPS > 1 ? `median (min–max) of ${REPS} runs` : "one run"}; a fresh database per run.`);
+out.push("");
+out.push(markdownTable(["figure", "later (SQLite)", "later (PostgreSQL)"], rows));
+out.push("");
+for (const [key, runs] of Object.entries(results)) {
+  runs.forEach((r, i) => {
+    if (r.error) out.push(`* ${key} #${i + 1}: ERROR ${r.error.split("\n").slice(0, 3).join(" / ")}`);
+    else if (r.outOfOrder || r.stuckRan) out.push(`* ${key} #${i + 1}: ${r.outOfOrder} jobs out of key order, ${r.stuckRan} blocked jobs ran (both must be 0)`);
+  });
+}
+process.stdout.write(`${out.join("\n")}\n`);
