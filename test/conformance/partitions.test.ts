@@ -268,4 +268,33 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     expect(await server.backend.jobGet({ id: other })).not.toBeNull();
     expect(await codeOf(server.publisher.truncatePartitionHistory(target, -1))).toBe("INVALID_ARGUMENT");
   });
+
+  it("R3: enqueueRecurringContinue chains off the running job into its partition (a plain continuation for a plain parent)", async () => {
+    const h = harness();
+    const ran: string[] = [];
+    const chained: string[] = [];
+    const server = await h.start({
+      topics: [ORDERS],
+      handlers: {
+        step: {
+          handle: async (ctx, p) => {
+            const { name } = p as { name: string };
+            ran.push(name);
+            if (name === "first" || name === "plain") chained.push(await ctx.publisher.enqueueRecurringContinue("step", ctx.jobId, { name: `${name} follow-up` }));
+          },
+        },
+      },
+    });
+    const first = await server.publisher.enqueueToPartition("step", { name: "first" }, { topic: "orders", partition: 2 });
+    await waitFor(() => chained.length === 1, "the follow-up");
+    const follow = await settled(() => server.backend.jobGet({ id: chained[0]! }));
+    const parent = (await server.backend.jobGet({ id: first }))!;
+    expect(follow).toMatchObject({ stage: "success", parentId: first, topic: "orders", partition: 2 });
+    expect(follow.seq).toBeGreaterThan(parent.seq!);
+    const plain = await server.publisher.enqueue("step", { name: "plain" });
+    await waitFor(() => chained.length === 2, "the plain follow-up");
+    expect(await settled(() => server.backend.jobGet({ id: chained[1]! }))).toMatchObject({ stage: "success", parentId: plain, topic: null });
+    expect(ran).toEqual(["first", "first follow-up", "plain", "plain follow-up"]);
+    expect(await codeOf(server.publisher.enqueueRecurringContinue("step", "01jxxxxxxxxxxxxxxxxxxxxxxx", {}))).toBe("PARENT_NOT_FOUND");
+  });
 });

@@ -4,7 +4,7 @@ import type { JobStage } from "../core/job-stage.js";
 import { newJobId, type JobId } from "../core/job-id.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
 import { partitionForKey, type PartitionKey } from "../core/partition/partition-for-key.js";
-import { InvalidArgumentError, ServerStoppedError, UnknownTopicError } from "../errors.js";
+import { InvalidArgumentError, ParentNotFoundError, ServerStoppedError, UnknownTopicError } from "../errors.js";
 
 /** When and after what a job may run. */
 export interface EnqueueOptions {
@@ -86,6 +86,24 @@ export class JobPublisher {
   async enqueueToPartitionIn(transaction: TransactionHandle, jobType: string, payload: unknown, target: PartitionTarget, options: EnqueueOptions = {}): Promise<JobId> {
     if (transaction === undefined || transaction === null) throw new InvalidArgumentError("enqueueToPartitionIn: a transaction is required");
     const [id] = await this.insert(jobType, [payload], options, transaction, this.resolvePartition(target));
+    return id!;
+  }
+
+  /**
+   * Chains a job off `parentId` (normally the running recurring occurrence,
+   * `ctx.jobId`): it runs after the parent succeeds and, when the parent is a
+   * partitioned job (a sequential recurring occurrence), it joins the
+   * parent's partition, so it runs before any later occurrence there and
+   * never beside one. A parent without a partition gives a plain
+   * continuation. An unknown parent throws `ParentNotFoundError`.
+   */
+  async enqueueRecurringContinue(jobType: string, parentId: JobId, payload: unknown): Promise<JobId> {
+    if (typeof parentId !== "string" || parentId === "") throw new InvalidArgumentError("parent job id must be a non-empty string");
+    const parent = await this.backend.jobGet({ id: parentId });
+    if (!parent) throw new ParentNotFoundError(parentId);
+    const options = { parentId };
+    if (parent.topic === null || parent.partition === null) return this.enqueue(jobType, payload, options);
+    const [id] = await this.insert(jobType, [payload], options, undefined, { topic: parent.topic, partition: parent.partition });
     return id!;
   }
 

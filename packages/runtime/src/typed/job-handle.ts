@@ -67,9 +67,15 @@ export class JobHandle<P> {
     return unavailable("recurring schedules", scheduleId, payload, cron);
   }
 
-  /** As {@link enqueueRecurring}, but each occurrence is a continuation of the previous one, so they never overlap. */
-  enqueueRecurringContinue(scheduleId: string, payload: P, cron: string): Promise<JobId | null> {
-    return unavailable("recurring schedules", scheduleId, payload, cron);
+  /**
+   * Chains a follow-up job off `parentId` — normally the running recurring
+   * occurrence (`ctx.jobId`): it runs after the parent succeeds, and for a
+   * sequential occurrence it joins the occurrence's partition, ahead of the
+   * next occurrence, so the two never overlap. Unknown parent:
+   * `ParentNotFoundError`.
+   */
+  enqueueRecurringContinue(parentId: JobId, payload: P): Promise<JobId> {
+    return this.publisher.enqueueRecurringContinue(this.jobType, parentId, payload);
   }
 }
 
