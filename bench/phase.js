@@ -22,7 +22,7 @@ async function laterPublisherOnly(file) {
   const backend = sqlite({ file, namespace: NAMESPACE });
   await backend.open();
   await backend.migrationUp();
-  const publisher = new JobPublisher(backend, systemClock, RetryPolicy.default(), new Map([[JOB_TYPE, JSON.stringify]]), () => {});
+  const publisher = new JobPublisher({ backend, clock: systemClock, defaultRetryPolicy: RetryPolicy.default(), encoders: new Map([[JOB_TYPE, JSON.stringify]]), topics: new Map(), retentionMs: 86_400_000, onCommitted: () => {} });
   return { publisher, close: () => backend.close(), info: "standalone JobPublisher, no server" };
 }
 

@@ -64,7 +64,7 @@ async function withDatabase(label, body) {
 async function withPublisher(url, body) {
   const backend = backendFor(url);
   await backend.open();
-  const publisher = new JobPublisher(backend, systemClock, RetryPolicy.default(), new Map([[JOB_TYPE, JSON.stringify]]), () => {});
+  const publisher = new JobPublisher({ backend, clock: systemClock, defaultRetryPolicy: RetryPolicy.default(), encoders: new Map([[JOB_TYPE, JSON.stringify]]), topics: new Map(), retentionMs: 86_400_000, onCommitted: () => {} });
   try { return await body(publisher); } finally { await backend.close(); }
 }
 
