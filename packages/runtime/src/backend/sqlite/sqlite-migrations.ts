@@ -70,8 +70,10 @@ CREATE INDEX later_jobs_running ON later_jobs (namespace, lease_expires_at)
 -- (topic, partition): one probe, however many jobs wait behind it.
 CREATE INDEX later_jobs_partition_head ON later_jobs (namespace, topic, partition_no, seq)
   WHERE topic IS NOT NULL AND stage NOT IN ('success', 'failed');
-CREATE INDEX later_jobs_partition_seq ON later_jobs (namespace, topic, partition_no, seq)
-  WHERE topic IS NOT NULL;
+-- Finished partitioned jobs, for truncatePartitionHistory. (No index of
+-- every partitioned job: a head probe could pick it and walk the history.)
+CREATE INDEX later_jobs_partition_done ON later_jobs (namespace, topic, partition_no, seq)
+  WHERE topic IS NOT NULL AND stage IN ('success', 'failed');
 CREATE TABLE later_topics (
   namespace TEXT NOT NULL,
   topic TEXT NOT NULL,
