@@ -24,9 +24,10 @@
 import { createHash, randomBytes } from "node:crypto";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
-import { continuationStage, parentFailedReason } from "../../core/continuation-stage.js";
+import { parentFailedReason } from "../../core/continuation-stage.js";
+import { insertStage } from "../shared/insert-stage.js";
 import type { JobStage } from "../../core/job-stage.js";
-import { DatabaseUnavailableError, ParentNotFoundError, UnknownTopicError } from "../../errors.js";
+import { DatabaseUnavailableError, UnknownTopicError } from "../../errors.js";
 import { checkPostgresOptions, type PostgresBackendOptions, type PostgresBackendWarning } from "./postgres-backend-options.js";
 import type * as B from "../backend.js";
 import { renewedClaims } from "../shared/job-rows.js";
@@ -220,14 +221,7 @@ export class PostgresBackend implements B.Backend {
     }
     const stages: JobStage[] = [];
     const rows = params.jobs.map((job, i) => {
-      let stage: JobStage = job.runAt > params.now ? "delayed" : "enqueued";
-      let error: string | null = null;
-      if (job.parentId) {
-        const parent = parents.get(job.parentId);
-        if (!parent) throw new ParentNotFoundError(job.parentId);
-        stage = continuationStage(parent.stage as JobStage);
-        if (stage === "failed") error = parentFailedReason(job.parentId, parent.last_error as string | null);
-      }
+      const { stage, error } = insertStage(job, params.now, job.parentId ? parents.get(job.parentId) : undefined);
       stages.push(stage);
       return {
         id: job.id, job_type: job.jobType, payload: job.payload, stage, retry_policy: job.retryPolicy, run_at: job.runAt, parent_id: job.parentId ?? null,

@@ -16,18 +16,17 @@
  * the statement cache are in {@link SqliteConnection}.
  */
 import type Database from "better-sqlite3";
-import { Kysely, SqliteAdapter, DummyDriver, SqliteIntrospector, SqliteQueryCompiler, sql } from "kysely";
-import { continuationStage, parentFailedReason } from "../../core/continuation-stage.js";
+import { parentFailedReason } from "../../core/continuation-stage.js";
 import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
-import { DatabaseUnavailableError, InvalidArgumentError, InvalidConfigError, ParentNotFoundError, UnknownTopicError } from "../../errors.js";
+import { DatabaseUnavailableError, InvalidConfigError, UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
-import type { LaterDatabase, LaterJobsTable } from "../schema.js";
 import { SqliteConnection } from "./sqlite-connection.js";
 import { SqlitePartitionStore } from "./sqlite-partition-store.js";
 import { jobRecordFromRow, renewedClaims, type Row } from "../shared/job-rows.js";
-import { isKyselyExecutor } from "./kysely-executor.js";
-import { SQLITE_MIGRATIONS } from "./sqlite-migrations.js";
-import { WalWatcher } from "./wal-watcher.js";
+import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
+import { insertStage } from "../shared/insert-stage.js";
+import { applySqliteMigrations, readSqliteMigrationStatus } from "./sqlite-migrations.js";
+import { subscribeCommits, WalWatcher } from "./wal-watcher.js";
 
 /** Options of {@link sqlite}. Give either `file` or `database`. */
 export interface SqliteBackendOptions {
@@ -49,8 +48,6 @@ export function sqlite(options: SqliteBackendOptions): SqliteBackend {
 }
 
 const STAGE_SET = new Set<string>(JOB_STAGES);
-/** Delays of the re-checks after a WAL event that showed no new commit yet. */
-const RECHECK_MS = [2, 10];
 
 export class SqliteBackend implements B.Backend {
   readonly kind = "sqlite";
@@ -61,16 +58,6 @@ export class SqliteBackend implements B.Backend {
   private connection: SqliteConnection | null = null;
   private readonly partitions = new SqlitePartitionStore(this);
   private watcher: WalWatcher | null = null;
-  /** Compiles Kysely queries to SQLite SQL without a connection (for caller-owned transactions). */
-  private readonly compiler = new Kysely<LaterDatabase>({
-    dialect: {
-      createAdapter: () => new SqliteAdapter(),
-      createDriver: () => new DummyDriver(),
-      createIntrospector: (db) => new SqliteIntrospector(db),
-      createQueryCompiler: () => new SqliteQueryCompiler(),
-    },
-  });
-
   constructor(private readonly options: SqliteBackendOptions) {
     if (options === null || typeof options !== "object") throw new InvalidConfigError("sqlite(options): options must be an object");
     for (const key of Object.keys(options)) {
@@ -110,36 +97,18 @@ export class SqliteBackend implements B.Backend {
   // ---- migrations -------------------------------------------------------
 
   async migrationStatus(): Promise<B.MigrationStatusResult> {
-    const rows = this.all("SELECT version, name, applied_at FROM later_migrations ORDER BY version");
-    const applied = rows.map((r) => ({ version: Number(r.version), name: String(r.name), appliedAt: Number(r.applied_at) }));
-    const current = applied.reduce((m, r) => Math.max(m, r.version), 0);
-    const latest = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;
-    const pending = SQLITE_MIGRATIONS.filter((m) => m.version > current).map(({ version, name }) => ({ version, name }));
-    return { current, latest, applied, pending };
+    return readSqliteMigrationStatus(this.conn());
   }
 
   async migrationUp(): Promise<B.MigrationUpResult> {
-    const db = this.conn().db;
-    const applied: { version: number; name: string }[] = [];
-    // One BEGIN IMMEDIATE: a second process starting at once waits, then sees the work done.
-    this.immediate(() => {
-      const row = db.prepare("SELECT coalesce(max(version), 0) AS v FROM later_migrations").get() as Row;
-      const current = Number(row.v);
-      for (const m of SQLITE_MIGRATIONS) {
-        if (m.version <= current) continue;
-        db.exec(m.sql);
-        db.prepare("INSERT INTO later_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(m.version, m.name, Date.now());
-        applied.push({ version: m.version, name: m.name });
-      }
-    });
-    const status = await this.migrationStatus();
-    return { applied, current: status.current };
+    const applied = applySqliteMigrations(this.conn());
+    return { applied, current: (await this.migrationStatus()).current };
   }
 
   // ---- jobs -------------------------------------------------------------
 
   async jobInsertMany(params: B.JobInsertManyParams): Promise<B.JobInsertManyResult> {
-    if (params.transaction !== undefined) return this.insertInto(params.transaction, params);
+    if (params.transaction !== undefined) return insertIntoCallerTransaction(params.transaction, this.namespace, params);
     return this.immediate(() => ({ stages: this.insertRows(params.jobs, params.now) }));
   }
 
@@ -151,8 +120,8 @@ export class SqliteBackend implements B.Backend {
   insertRows(jobs: readonly B.JobInsert[], now: number): JobStage[] {
     const stages: JobStage[] = [];
     for (const job of jobs) {
-      const { stage, error } = this.stageForInsert(job, now, (id) => this.get(
-        "SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", id, this.namespace));
+      const parent = job.parentId ? this.get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.namespace) : undefined;
+      const { stage, error } = insertStage(job, now, parent);
       let seq: number | null = null;
       if (job.topic !== undefined) {
         const row = this.get(
@@ -170,48 +139,6 @@ export class SqliteBackend implements B.Backend {
       stages.push(stage);
     }
     return stages;
-  }
-
-  /** `enqueueIn`: writes into a caller-owned Kysely transaction on the same database file. */
-  private async insertInto(transaction: B.TransactionHandle, params: B.JobInsertManyParams): Promise<B.JobInsertManyResult> {
-    if (!isKyselyExecutor(transaction)) {
-      throw new InvalidArgumentError("enqueueIn: the SQLite backend takes a Kysely transaction (db.transaction().execute(trx => ...)) on the same database file");
-    }
-    const stages: JobStage[] = [];
-    for (const job of params.jobs) {
-      let parent: Row | undefined;
-      if (job.parentId) {
-        const q = this.compiler.selectFrom("later_jobs").select(["stage", "last_error"]).where("id", "=", job.parentId).where("namespace", "=", this.namespace).compile();
-        parent = (await transaction.executeQuery(q)).rows[0] as Row | undefined;
-      }
-      const { stage, error } = this.stageForInsert(job, params.now, () => parent);
-      let seq: number | null = null;
-      if (job.topic !== undefined) {
-        const bump = this.compiler.updateTable("later_partitions").set((eb) => ({ next_seq: eb("next_seq", "+", 1) }))
-          .where("namespace", "=", this.namespace).where("topic", "=", job.topic).where("partition_no", "=", job.partition ?? -1)
-          .returning(sql<number>`next_seq - 1`.as("seq")).compile();
-        const row = (await transaction.executeQuery(bump)).rows[0] as Row | undefined;
-        if (!row) throw new UnknownTopicError(job.topic, job.partition);
-        seq = Number(row.seq);
-      }
-      const q = this.compiler.insertInto("later_jobs").values({
-        id: job.id, namespace: this.namespace, job_type: job.jobType, payload: job.payload, stage, attempt: 0,
-        retry_policy: job.retryPolicy, run_at: job.runAt, parent_id: job.parentId ?? null, last_error: error,
-        stages: JSON.stringify([[stage, params.now]]), created_at: params.now, updated_at: params.now, expires_at: null, lease_owner: null, lease_expires_at: null,
-        topic: job.topic ?? null, partition_no: job.partition ?? null, seq,
-      } satisfies LaterJobsTable).compile();
-      await transaction.executeQuery(q);
-      stages.push(stage);
-    }
-    return { stages };
-  }
-
-  private stageForInsert(job: B.JobInsert, now: number, readParent: (id: string) => Row | undefined): { stage: JobStage; error: string | null } {
-    if (!job.parentId) return { stage: job.runAt > now ? "delayed" : "enqueued", error: null };
-    const parent = readParent(job.parentId);
-    if (!parent) throw new ParentNotFoundError(job.parentId);
-    const stage = continuationStage(parent.stage as JobStage);
-    return { stage, error: stage === "failed" ? parentFailedReason(job.parentId, parent.last_error as string | null) : null };
   }
 
   async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.ClaimedJob[]> {
@@ -408,39 +335,10 @@ export class SqliteBackend implements B.Backend {
     this.conn().db.exec("VACUUM");
   }
 
-  /**
-   * WAL changes, filtered through `PRAGMA data_version`, which changes only
-   * when another connection commits: this process's own claims and
-   * outcome writes wake nobody.
-   *
-   * A WAL event can arrive before the commit it belongs to is visible (the
-   * frames are written before the WAL index is updated, and inotify merges
-   * repeated events, so no later event may follow). So when the version has
-   * not moved, it is read again 2 and 10 ms later, one re-check at a time.
-   */
+  /** Other processes' commits, from the WAL file filtered by `PRAGMA data_version` (see {@link subscribeCommits}). */
   wakeSubscribe(listener: () => void): () => void {
     this.watcher ??= new WalWatcher(this.file);
-    let seen = this.connection?.dataVersion() ?? null;
-    let recheck: NodeJS.Timeout | null = null;
-    const check = (retry: number): void => {
-      const version = this.connection?.dataVersion() ?? null;
-      if (version === null || version !== seen) {
-        seen = version;
-        listener();
-        return;
-      }
-      if (recheck !== null || retry >= RECHECK_MS.length) return;
-      recheck = setTimeout(() => {
-        recheck = null;
-        check(retry + 1);
-      }, RECHECK_MS[retry]);
-      recheck.unref();
-    };
-    const unsubscribe = this.watcher.subscribe(() => check(0));
-    return () => {
-      if (recheck !== null) clearTimeout(recheck);
-      unsubscribe();
-    };
+    return subscribeCommits(this.watcher, () => this.connection?.dataVersion() ?? null, listener);
   }
 
   // ---- topics and partitions (SQL in sqlite-partition-store.ts) ----------

@@ -50,3 +50,42 @@ export class WalWatcher {
     });
   }
 }
+
+/** Delays of the re-checks after a WAL event that showed no new commit yet. */
+const RECHECK_MS = [2, 10];
+
+/**
+ * Calls `listener` when another connection has committed: WAL events
+ * filtered through `PRAGMA data_version` (read by `dataVersion`), which
+ * changes only for other connections' commits, so this process's own claims
+ * and outcome writes wake nobody.
+ *
+ * A WAL event can arrive before the commit it belongs to is visible (the
+ * frames are written before the WAL index is updated, and inotify merges
+ * repeated events, so no later event may follow). So when the version has
+ * not moved, it is read again 2 and 10 ms later, one re-check at a time.
+ * Returns the unsubscribe function.
+ */
+export function subscribeCommits(watcher: WalWatcher, dataVersion: () => number | null, listener: () => void): () => void {
+  let seen = dataVersion();
+  let recheck: NodeJS.Timeout | null = null;
+  const check = (retry: number): void => {
+    const version = dataVersion();
+    if (version === null || version !== seen) {
+      seen = version;
+      listener();
+      return;
+    }
+    if (recheck !== null || retry >= RECHECK_MS.length) return;
+    recheck = setTimeout(() => {
+      recheck = null;
+      check(retry + 1);
+    }, RECHECK_MS[retry]);
+    recheck.unref();
+  };
+  const unsubscribe = watcher.subscribe(() => check(0));
+  return () => {
+    if (recheck !== null) clearTimeout(recheck);
+    unsubscribe();
+  };
+}
