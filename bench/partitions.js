@@ -5,6 +5,7 @@
 // Run: `pnpm bench:partitions` (builds first) or `node bench/partitions.js`; `pnpm bench` runs it after bench/postgres.js.
 // Env: BENCH_PART_JOBS (20000), BENCH_PART_BLOCKED (100000), BENCH_REPS (3), BENCH_PG_URL.
 // The server runs in this process (10 workers); the jobs are written before it starts, so only processing is timed.
+// Beside it, graphile-worker 0.17's ordered path (a job queue per key), on the same PostgreSQL server.
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -101,7 +102,69 @@ async function run(kind, withBlocked) {
   }
 }
 
+/**
+ * graphile-worker's ordered path, what its users pick for this: a named job
+ * queue per key (`queueName`), whose jobs run one at a time in order. The
+ * blocked case locks 50 queues (as a running job that never ends would) with
+ * the 100,000 jobs in them added first, so they sort ahead of the rest.
+ */
+async function runGraphile(withBlocked, fast) {
+  const { Logger, makeWorkerUtils, run: runWorker, runMigrations } = await import("graphile-worker");
+  const { EventEmitter } = await import("node:events");
+  const { queryOnce } = await import("./pg-databases.js");
+  const logger = new Logger(() => (level, message) => { if (level === "error") log(`[graphile-worker] ${message}`); });
+  const db = await dbs.create("gw_partitions");
+  try {
+    await runMigrations({ connectionString: db.url, logger });
+    const utils = await makeWorkerUtils({ connectionString: db.url, logger });
+    const add = async (specs) => { for (let i = 0; i < specs.length; i += 2_000) await utils.addJobs(specs.slice(i, i + 2_000)); };
+    if (withBlocked) {
+      await add(Array.from({ length: BLOCKED }, (_, i) => ({ identifier: "stuck", payload: {}, queueName: `stuck-${i % BLOCKED_HEADS}` })));
+      await queryOnce(db.url, "update graphile_worker._private_job_queues set locked_at = now(), locked_by = 'blocked-head' where queue_name like 'stuck-%'");
+    }
+    await add(Array.from({ length: N }, (_, i) => ({ identifier: "order", payload: { key: `customer-${i % KEYS}`, n: Math.floor(i / KEYS) }, queueName: `customer-${i % KEYS}` })));
+    await utils.release();
+    let done = 0;
+    let outOfOrder = 0;
+    const lastN = new Map();
+    let finished;
+    const allDone = new Promise((r) => (finished = r));
+    const events = new EventEmitter();
+    events.on("job:complete", ({ job, error }) => { if (!error && job.task_identifier === "order" && ++done === N) finished(); });
+    const t0 = performance.now();
+    const runner = await runWorker({
+      connectionString: db.url, concurrency: WORKERS, noHandleSignals: true, logger, events,
+      taskList: { order: async (p) => { if ((lastN.get(p.key) ?? -1) >= p.n) outOfOrder++; lastN.set(p.key, p.n); }, stuck: async () => {} },
+      ...(fast ? { preset: { worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } } : {}),
+    });
+    const deadline = setTimeout(() => finished(), 120_000);
+    await allDone;
+    // job:complete comes before the batched DELETE: wait for the table to hold no "order" job.
+    while ((await queryOnce(db.url, "select count(*)::int as n from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'order'")).rows[0].n > 0
+      && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 2));
+    const seconds = (performance.now() - t0) / 1000;
+    clearTimeout(deadline);
+    await runner.stop();
+    if (done < N) return { error: `deadline hit: ${done} of ${N} done` };
+    return { jps: N / seconds, outOfOrder, stuckRan: 0 };
+  } catch (error) {
+    return { error: String(error?.stack ?? error) };
+  } finally {
+    await dbs.drop(db.name).catch(() => {});
+  }
+}
+
 const results = {};
+for (const [name, fast] of [["graphile", false], ["graphileFast", true]]) {
+  for (const blocked of [false, true]) {
+    const runs = [];
+    for (let r = 0; r < REPS; r++) {
+      log(`graphile-worker${fast ? " (fast path)" : ""} ${blocked ? "with blocked queues" : "plain"} run ${r + 1}/${REPS}`);
+      runs.push(await runGraphile(blocked, fast));
+    }
+    results[`${name}/${blocked}`] = runs;
+  }
+}
 for (const kind of ["sqlite", "postgres"]) {
   for (const blocked of [false, true]) {
     const runs = [];
@@ -115,14 +178,15 @@ for (const kind of ["sqlite", "postgres"]) {
 await dbs.dropAll();
 
 const jps = (r) => r.jps;
+const COLS = ["sqlite", "postgres", "graphile", "graphileFast"];
 const rows = [
-  [`partitioned processing: ${PARTITIONS} partitions, ${int(KEYS)} keys, ${int(N)} jobs (jobs/s)`, cell(results["sqlite/false"], jps), cell(results["postgres/false"], jps)],
-  [`the same with ${int(BLOCKED)} jobs behind ${BLOCKED_HEADS} blocked heads (jobs/s)`, cell(results["sqlite/true"], jps), cell(results["postgres/true"], jps)],
+  [`ordered processing: ${int(N)} jobs, ${int(KEYS)} keys (later: ${PARTITIONS} partitions; graphile-worker: a queue per key) (jobs/s)`, ...COLS.map((c) => cell(results[`${c}/false`], jps))],
+  [`the same with ${int(BLOCKED)} jobs behind ${BLOCKED_HEADS} blocked heads (graphile-worker: 50 locked queues) (jobs/s)`, ...COLS.map((c) => cell(results[`${c}/true`], jps))],
 ];
 const out = [];
 out.push(`${os.cpus().length} cores, Node ${process.version}; ${WORKERS} workers in one process; ${REPS > 1 ? `median (min–max) of ${REPS} runs` : "one run"}; a fresh database per run.`);
 out.push("");
-out.push(markdownTable(["figure", "later (SQLite)", "later (PostgreSQL)"], rows));
+out.push(markdownTable(["figure", "later (SQLite)", "later (PostgreSQL)", "graphile-worker (defaults)", "graphile-worker (fast path)"], rows));
 out.push("");
 for (const [key, runs] of Object.entries(results)) {
   runs.forEach((r, i) => {
