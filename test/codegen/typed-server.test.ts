@@ -141,8 +141,12 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
       expect((await finished(server, id)).stage).toBe("success");
       expect(seen).toEqual([{ address: "web@b.c", body: "from the web process" }]);
       const before = await server.backend.jobList({ limit: 100 });
-      await expect(server.jobs.sendEmail.enqueueRecurring("news", { address: "a", body: "b" }, "0 0 6 * * *")).rejects.toMatchObject({ code: "FEATURE_UNAVAILABLE" });
+      await expect(server.jobs.sendEmail.enqueueRecurring("news", { address: "a", body: "b" }, "0 0 6 * *")).rejects.toMatchObject({ code: "INVALID_CRON" });
+      await expect(publisher.jobs.sendEmail.enqueueRecurringSequential("news", { address: "a", body: "b" }, "0 0 6 * * *")).rejects.toMatchObject({ code: "INVALID_CONFIG" });
       expect((await server.backend.jobList({ limit: 100 })).length).toBe(before.length);
+      // Registered from the web process, the same schedule from a server is an update (null).
+      expect(await publisher.jobs.sendEmail.enqueueRecurring("news", { address: "a", body: "b" }, "0 0 6 * * *", { timeZone: "Europe/Paris" })).toMatch(/^[0-9a-z]{26}$/);
+      expect(await server.jobs.sendEmail.enqueueRecurring("news", { address: "a", body: "c" }, "0 0 6 * * *", { timeZone: "Europe/Paris" })).toBeNull();
     } finally {
       await publisher.close();
       await server.shutdown({ deadlineMs: 1_000 });

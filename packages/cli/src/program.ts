@@ -5,9 +5,10 @@ import { EXIT_CODES_HELP, GEN_EXIT_CODES_HELP, USAGE_HINT } from "./exit-code.js
 import { genCommand } from "./gen-command.js";
 import { jobsCommand } from "./jobs-command.js";
 import { migrateCommand } from "./migrate-command.js";
+import { recurringCommand } from "./recurring-command.js";
 
 /**
- * The `later` program: `gen`, `migrate status|up`, `jobs list|show`. Run it
+ * The `later` program: `gen`, `migrate status|up`, `jobs list|show`, `recurring list`. Run it
  * with `runProgram`, which maps its outcome to an exit code; commander
  * never exits the process itself (`exitOverride`), and writes through
  * `context.io`.
@@ -19,7 +20,8 @@ export function createLaterProgram(context: CommandContext): Command {
     .addHelpText("after", `\n${EXIT_CODES_HELP}`)
     .addCommand(genCommand(context))
     .addCommand(migrateCommand(context))
-    .addCommand(jobsCommand(context));
+    .addCommand(jobsCommand(context))
+    .addCommand(recurringCommand(context));
   configure(program, context);
   return program;
 }

@@ -71,6 +71,29 @@ export interface LaterMaintenanceTable {
   last_run_at: number;
 }
 
+/** One row per recurring schedule: its definition and the next occurrence not yet enqueued. */
+export interface LaterRecurringTable {
+  namespace: string;
+  /** The schedule identifier given to `enqueueRecurring`. */
+  id: string;
+  job_type: string;
+  /** JSON text every later occurrence carries. */
+  payload: string;
+  /** Six-field cron, whitespace-normalised. */
+  cron: string;
+  time_zone: string;
+  /** 1: occurrences go to `partition_no` of the reserved topic `__later_recurring`; 0: plain jobs. */
+  sequential: number;
+  partition_no: number | null;
+  /** The next occurrence not yet enqueued; the poller's compare-and-set moves it. */
+  next_run_at: number;
+  /** Id reserved for the occurrence at `next_run_at` (a sequential schedule's first); null: a fresh id. */
+  next_job_id: string | null;
+  last_job_id: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface LaterDatabase {
   later_jobs: LaterJobsTable;
   later_migrations: LaterMigrationsTable;
@@ -78,4 +101,5 @@ export interface LaterDatabase {
   later_topics: LaterTopicsTable;
   later_partitions: LaterPartitionsTable;
   later_partition_members: LaterPartitionMembersTable;
+  later_recurring: LaterRecurringTable;
 }

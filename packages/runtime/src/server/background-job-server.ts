@@ -1,8 +1,10 @@
-import type { Backend, PartitionRef } from "../backend/backend.js";
+import type { Backend, JobInsert, PartitionRef } from "../backend/backend.js";
 import { newJobId } from "../core/job-id.js";
-import { InvalidConfigError, SchemaVersionError, ServerStoppedError } from "../errors.js";
+import type { JobStage } from "../core/job-stage.js";
+import { describeThrown, InvalidConfigError, SchemaVersionError, ServerStoppedError } from "../errors.js";
 import { MaintenanceRunner } from "../maintenance/maintenance-runner.js";
 import { PartitionRunner } from "../partition/partition-runner.js";
+import { RecurringPoller } from "../recurring/recurring-poller.js";
 import { WorkerPool } from "../worker/worker-pool.js";
 import { JobPublisher } from "./publisher.js";
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
@@ -31,6 +33,7 @@ export class BackgroundJobServer<C> {
   private readonly pool: WorkerPool<C>;
   private readonly partitions: PartitionRunner<C> | null;
   private readonly maintenance: MaintenanceRunner<C>;
+  private readonly recurring: RecurringPoller;
   private readonly unsubscribeWake: () => void;
   private stopped: Promise<void> | null = null;
 
@@ -38,15 +41,17 @@ export class BackgroundJobServer<C> {
     const backend = options.backend;
     this.instanceId = newJobId(options.clock.now());
     const encoders = new Map(Object.entries(options.handlers).map(([type, h]) => [type, h.encode ?? JSON.stringify]));
+    // Local enqueues (the publisher's and the recurring poller's) wake local workers and pollers at once (P7).
+    const onCommitted = (jobs: readonly JobInsert[], stages: readonly JobStage[]): void => {
+      if (stages.includes("enqueued")) this.pool.wake();
+      if (this.partitions && jobs.some((j) => j.topic !== undefined)) this.partitions.wake();
+      if (!options.eventsEnabled) return;
+      jobs.forEach((job, i) => options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage: stages[i]!, attempt: 0 }));
+    };
     this.publisher = new JobPublisher({
       backend, clock: options.clock, defaultRetryPolicy: options.defaultRetryPolicy, encoders, retentionMs: options.retentionMs,
       topics: new Map(options.topics.map((t) => [t.name, t.partitions])),
-      onCommitted: (jobs, stages) => {
-        if (stages.includes("enqueued")) this.pool.wake();
-        if (this.partitions && jobs.some((j) => j.topic !== undefined)) this.partitions.wake(); // P7: local enqueues wake local pollers at once
-        if (!options.eventsEnabled) return;
-        jobs.forEach((job, i) => options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage: stages[i]!, attempt: 0 }));
-      },
+      onCommitted,
     });
     this.pool = new WorkerPool(options, backend, this.instanceId, this.publisher);
     this.partitions = options.topics.length > 0 ? new PartitionRunner(options, backend, this.instanceId, this.publisher) : null;
@@ -58,6 +63,10 @@ export class BackgroundJobServer<C> {
     this.pool.onReleased = wakeAll;
     if (this.partitions) this.partitions.onReleased = wakeAll;
     this.maintenance = new MaintenanceRunner(options, backend, this.pool);
+    this.recurring = new RecurringPoller({
+      backend, clock: options.clock, intervalMs: options.recurringPollIntervalMs, retryPolicy: JSON.stringify(options.defaultRetryPolicy), onCommitted,
+      onError: (where, error) => options.onEvent({ type: "error", where, error: describeThrown(error) }),
+    });
     this.unsubscribeWake = backend.wakeSubscribe(wakeAll);
   }
 
@@ -80,6 +89,7 @@ export class BackgroundJobServer<C> {
     }
     server.pool.start();
     server.maintenance.start();
+    server.recurring.start();
     return server;
   }
 
@@ -129,6 +139,11 @@ export class BackgroundJobServer<C> {
     return this.maintenance.sweepExpired();
   }
 
+  /** Runs the recurring poller now (it also runs every `recurringPollIntervalMs`). Returns how many occurrences it enqueued. */
+  pollRecurring(): Promise<number> {
+    return this.recurring.pollOnce();
+  }
+
   /** Runs one autoscale decision now. */
   autoscaleTick(): Promise<number> {
     return this.maintenance.autoscale();
@@ -145,7 +160,7 @@ export class BackgroundJobServer<C> {
     this.stopped ??= (async () => {
       this.publisher.stop();
       this.unsubscribeWake();
-      await this.maintenance.stop();
+      await Promise.all([this.maintenance.stop(), this.recurring.stop()]);
       await Promise.all([this.pool.shutdown(deadlineMs), this.partitions?.shutdown(deadlineMs)]);
       await this.options.backend.close();
     })();

@@ -5,6 +5,8 @@ import { newJobId, type JobId } from "../core/job-id.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
 import { partitionForKey, type PartitionKey } from "../core/partition/partition-for-key.js";
 import { InvalidArgumentError, ParentNotFoundError, ServerStoppedError, UnknownTopicError } from "../errors.js";
+import { RECURRING_SEQUENTIAL_TOPIC } from "../core/partition/topic.js";
+import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/recurring-scheduler.js";
 
 /** When and after what a job may run. */
 export interface EnqueueOptions {
@@ -46,10 +48,37 @@ export class JobPublisher {
   private stopped = false;
   private readonly backend: Backend;
   private readonly clock: Clock;
+  private readonly recurring: RecurringScheduler;
 
   constructor(private readonly options: JobPublisherOptions) {
     this.backend = options.backend;
     this.clock = options.clock;
+    this.recurring = new RecurringScheduler({
+      backend: options.backend, clock: options.clock, encoders: options.encoders, defaultRetryPolicy: options.defaultRetryPolicy,
+      sequentialPartitions: options.topics.get(RECURRING_SEQUENTIAL_TOPIC) ?? null,
+    });
+  }
+
+  /**
+   * Upserts the recurring schedule `scheduleId` of `jobType` on a six-field
+   * cron (seconds first) read in `options.timeZone` (default UTC), and
+   * resolves to the first occurrence's job id, or `null` when the schedule
+   * already existed with this cron, time zone and mode (its payload is
+   * updated): safe to call on every start-up. With `sequential`,
+   * occurrences never overlap (needs `recurringSequentialPartitions`).
+   * Every server's poller enqueues the later occurrences, each once. An
+   * invalid cron or time zone throws `InvalidCronError` naming it; nothing
+   * is written. See {@link RecurringScheduler.upsert}.
+   */
+  async enqueueRecurring(jobType: string, scheduleId: string, payload: unknown, cron: string, options: RecurringScheduleOptions = {}): Promise<JobId | null> {
+    if (this.stopped) throw new ServerStoppedError(`enqueueRecurring of "${jobType}"`);
+    return this.recurring.upsert(jobType, scheduleId, payload, cron, options);
+  }
+
+  /** Deletes the recurring schedule `scheduleId`; occurrences already enqueued stay. Resolves to false when there was none. */
+  async deleteRecurring(scheduleId: string): Promise<boolean> {
+    if (this.stopped) throw new ServerStoppedError("deleteRecurring");
+    return this.recurring.delete(scheduleId);
   }
 
   /** Enqueue one job; resolves to its id once committed. */

@@ -107,6 +107,12 @@ export interface ServerOptions<C> {
    * Default 15000.
    */
   partitionMemberExpiryMs?: number;
+  /**
+   * How often this server's poller looks for due recurring occurrences
+   * (every server polls; each occurrence is enqueued once). An occurrence
+   * starts at most about this long after its time. Default 1000.
+   */
+  recurringPollIntervalMs?: number;
 }
 
 /** Options with every default filled in. */
@@ -126,6 +132,7 @@ const KEYS = new Set([
   "context", "backend", "handlers", "workerCount", "workerAutoscale", "defaultRetryPolicy", "pollIntervalMs", "leaseMs",
   "stuckGraceMs", "rescueIntervalMs", "retentionMs", "sweepIntervalMs", "sweepBatchSize", "vacuumIntervalMs", "jobTimeoutMs",
   "autoscaleIntervalMs", "autoMigrate", "clock", "random", "onEvent", "topics", "recurringSequentialPartitions", "partitionMemberExpiryMs",
+  "recurringPollIntervalMs",
 ]);
 
 /** Checks every option and fills defaults; throws `InvalidConfigError` naming the bad option. */
@@ -169,6 +176,7 @@ export function resolveServerOptions<C>(options: ServerOptions<C>): ResolvedServ
     topics: resolveTopics(options.topics, options.recurringSequentialPartitions),
     recurringSequentialPartitions: options.recurringSequentialPartitions ?? null,
     partitionMemberExpiryMs: int("partitionMemberExpiryMs", 15_000, 30),
+    recurringPollIntervalMs: int("recurringPollIntervalMs", 1_000, 1),
     context: options.context,
     backend: options.backend,
     handlers: options.handlers,

@@ -1,7 +1,7 @@
 import type { TransactionHandle } from "../backend/backend.js";
 import type { JobId } from "../core/job-id.js";
 import type { PartitionKey } from "../core/partition/partition-for-key.js";
-import { FeatureUnavailableError, InvalidArgumentError } from "../errors.js";
+import { InvalidArgumentError } from "../errors.js";
 import type { EnqueueOptions, JobPublisher } from "../server/publisher.js";
 import type { JobSpec } from "./job-catalog.js";
 
@@ -54,17 +54,32 @@ export class JobHandle<P> {
   }
 
   /**
-   * Upserts a cron schedule by `scheduleId` (6 fields, seconds first).
-   * Resolves to the first occurrence's job id, or `null` when the schedule
-   * already existed with this cron (its payload is updated).
+   * Upserts a cron schedule by `scheduleId`: 6 fields, seconds first
+   * (`"0 0 6 1 * *"`: 06:00 on the 1st of every month), read in
+   * `options.timeZone` (an IANA name; default `"UTC"`). Resolves to the
+   * first occurrence's job id, or `null` when the schedule already existed
+   * with this cron and time zone: its payload is updated for later
+   * occurrences and nothing is enqueued, so calling this on every start-up
+   * is the intended use. A new cron enqueues a fresh first occurrence.
+   * Every running server enqueues each later occurrence once, whether or not
+   * the previous one finished, so occurrences may overlap. An invalid cron
+   * or time zone rejects with `InvalidCronError` naming it; nothing is written.
    */
-  enqueueRecurring(scheduleId: string, payload: P, cron: string): Promise<JobId | null> {
-    return unavailable("recurring schedules", scheduleId, payload, cron);
+  enqueueRecurring(scheduleId: string, payload: P, cron: string, options?: { timeZone?: string }): Promise<JobId | null> {
+    return this.publisher.enqueueRecurring(this.jobType, scheduleId, payload, cron, recurringOptions(options, false));
   }
 
-  /** As {@link enqueueRecurring}, but occurrences never overlap: each waits for the previous one on its own partition. */
-  enqueueRecurringSequential(scheduleId: string, payload: P, cron: string): Promise<JobId | null> {
-    return unavailable("recurring schedules", scheduleId, payload, cron);
+  /**
+   * As {@link enqueueRecurring}, but occurrences never overlap: they run one
+   * at a time, in order, on one partition of the reserved topic
+   * `__later_recurring` (keyed by `scheduleId`), together with the jobs
+   * chained off them by {@link enqueueRecurringContinue}. An occurrence due
+   * while the previous one still runs waits for it. Needs the option
+   * `recurringSequentialPartitions`, else rejects with `InvalidConfigError`.
+   * The first occurrence's id is reserved: its job is stored when it comes due.
+   */
+  enqueueRecurringSequential(scheduleId: string, payload: P, cron: string, options?: { timeZone?: string }): Promise<JobId | null> {
+    return this.publisher.enqueueRecurring(this.jobType, scheduleId, payload, cron, recurringOptions(options, true));
   }
 
   /**
@@ -130,6 +145,9 @@ export class TopicJobHandle<P> extends JobHandle<P> {
   }
 }
 
-function unavailable(feature: string, ..._args: unknown[]): Promise<never> {
-  return Promise.reject(new FeatureUnavailableError(feature));
+/** The publisher's options; anything but an object is left for it to refuse. */
+function recurringOptions(options: { timeZone?: string } | undefined, sequential: boolean): { timeZone?: string; sequential: boolean } {
+  if (options === undefined) return { sequential };
+  if (options === null || typeof options !== "object") return options as never;
+  return { ...options, sequential };
 }

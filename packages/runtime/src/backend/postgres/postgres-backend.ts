@@ -39,6 +39,7 @@ import { applyMigrations, readMigrationStatus } from "./postgres-migrations.js";
 import { describeConnection, isConnectionError, isRetryableConflict, wrapDriverError } from "./postgres-errors.js";
 import { PostgresKyselyQueries } from "./postgres-kysely-queries.js";
 import { PostgresPartitionStore } from "./postgres-partition-store.js";
+import { PostgresRecurringStore } from "./postgres-recurring-store.js";
 import type { Row } from "../shared/job-rows.js";
 
 /** Payload sender for writes into a caller-owned transaction: every listener, this process's too, must wake on its commit. */
@@ -69,6 +70,7 @@ export class PostgresBackend implements B.Backend {
   private wakeScheduled = false;
   private readonly queries: PostgresJobQueries;
   private readonly partitions: PostgresPartitionStore;
+  private readonly recurring: PostgresRecurringStore;
   private readonly quoted: string;
   /** Identifies this backend's own notifications, which its listener ignores (local writes wake local workers directly). */
   private readonly sender = randomBytes(6).toString("hex");
@@ -91,6 +93,7 @@ export class PostgresBackend implements B.Backend {
     this.quoted = pg.escapeIdentifier(this.schema);
     this.queries = new PostgresJobQueries(this.quoted);
     this.partitions = new PostgresPartitionStore(this, this.quoted);
+    this.recurring = new PostgresRecurringStore(this, this.quoted);
     // Channel names are identifiers (63 bytes at most): a long schema name is replaced by its hash.
     this.channel = this.schema.length <= 57 ? `later:${this.schema}` : `later:${createHash("sha1").update(this.schema).digest("hex").slice(0, 16)}`;
     const where = describeConnection(options.connectionString, options.pool);
@@ -211,7 +214,8 @@ export class PostgresBackend implements B.Backend {
     return this.transaction("enqueue", (client) => this.insertJobs(clientExecutor(client, this.prepared), params, this.sender));
   }
 
-  private async insertJobs(execute: Execute, params: B.JobInsertManyParams, sender: string): Promise<B.JobInsertManyResult> {
+  /** @internal The body of {@link jobInsertMany} on one executor (the recurring store runs it inside its own transaction). */
+  async insertJobs(execute: Execute, params: B.JobInsertManyParams, sender: string = this.sender): Promise<B.JobInsertManyResult> {
     // Partition rows first, then parents: the lock order of a head's finish (partition, then its job rows).
     const seqs = await this.reserveSequences(execute, params.jobs);
     const parentIds = [...new Set(params.jobs.flatMap((j) => (j.parentId ? [j.parentId] : [])))].sort();
@@ -421,6 +425,28 @@ export class PostgresBackend implements B.Backend {
 
   async partitionDepth(): Promise<B.PartitionDepthResult> {
     return this.partitions.depth();
+  }
+
+  // ---- recurring schedules (SQL in postgres-recurring-store.ts) ----------
+
+  async recurringUpsert(params: B.RecurringUpsertParams): Promise<B.RecurringUpsertResult> {
+    return this.recurring.upsert(params);
+  }
+
+  async recurringDueList(params: B.RecurringDueListParams): Promise<B.RecurringSchedule[]> {
+    return this.recurring.dueList(params);
+  }
+
+  async recurringAdvance(params: B.RecurringAdvanceParams): Promise<B.RecurringAdvanceResult> {
+    return this.recurring.advance(params);
+  }
+
+  async recurringList(): Promise<B.RecurringSchedule[]> {
+    return this.recurring.list();
+  }
+
+  async recurringDelete(params: B.RecurringDeleteParams): Promise<boolean> {
+    return this.recurring.delete(params);
   }
 
   // ---- statement plumbing -------------------------------------------------

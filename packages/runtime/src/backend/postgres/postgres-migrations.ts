@@ -113,6 +113,32 @@ CREATE TABLE {schema}.later_partition_members (
 );
 `,
   },
+  {
+    version: 3,
+    name: "recurring",
+    sql: `
+-- Recurring schedules: the definition, and the next occurrence not yet
+-- enqueued (moved by the pollers' compare-and-set).
+CREATE TABLE {schema}.later_recurring (
+  namespace text NOT NULL,
+  id text NOT NULL,
+  job_type text NOT NULL,
+  payload text NOT NULL,
+  cron text NOT NULL,
+  time_zone text NOT NULL,
+  sequential smallint NOT NULL DEFAULT 0 CHECK (sequential IN (0, 1)),
+  partition_no integer,
+  next_run_at bigint NOT NULL,
+  next_job_id text COLLATE "C",
+  last_job_id text COLLATE "C",
+  created_at bigint NOT NULL,
+  updated_at bigint NOT NULL,
+  PRIMARY KEY (namespace, id)
+);
+-- The pollers' due list: one index range scan.
+CREATE INDEX later_recurring_due ON {schema}.later_recurring (namespace, next_run_at);
+`,
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

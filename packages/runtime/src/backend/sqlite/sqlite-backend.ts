@@ -22,6 +22,7 @@ import { DatabaseUnavailableError, InvalidConfigError, UnknownTopicError } from 
 import type * as B from "../backend.js";
 import { SqliteConnection } from "./sqlite-connection.js";
 import { SqlitePartitionStore } from "./sqlite-partition-store.js";
+import { SqliteRecurringStore } from "./sqlite-recurring-store.js";
 import { jobRecordFromRow, renewedClaims, type Row } from "../shared/job-rows.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
 import { insertStage } from "../shared/insert-stage.js";
@@ -57,6 +58,7 @@ export class SqliteBackend implements B.Backend {
 
   private connection: SqliteConnection | null = null;
   private readonly partitions = new SqlitePartitionStore(this);
+  private readonly recurring = new SqliteRecurringStore(this);
   private watcher: WalWatcher | null = null;
   constructor(private readonly options: SqliteBackendOptions) {
     if (options === null || typeof options !== "object") throw new InvalidConfigError("sqlite(options): options must be an object");
@@ -377,6 +379,28 @@ export class SqliteBackend implements B.Backend {
 
   async partitionDepth(): Promise<B.PartitionDepthResult> {
     return this.partitions.depth();
+  }
+
+  // ---- recurring schedules (SQL in sqlite-recurring-store.ts) ------------
+
+  async recurringUpsert(params: B.RecurringUpsertParams): Promise<B.RecurringUpsertResult> {
+    return this.recurring.upsert(params);
+  }
+
+  async recurringDueList(params: B.RecurringDueListParams): Promise<B.RecurringSchedule[]> {
+    return this.recurring.dueList(params);
+  }
+
+  async recurringAdvance(params: B.RecurringAdvanceParams): Promise<B.RecurringAdvanceResult> {
+    return this.recurring.advance(params);
+  }
+
+  async recurringList(): Promise<B.RecurringSchedule[]> {
+    return this.recurring.list();
+  }
+
+  async recurringDelete(params: B.RecurringDeleteParams): Promise<boolean> {
+    return this.recurring.delete(params);
   }
 
   // ---- statement plumbing -------------------------------------------------

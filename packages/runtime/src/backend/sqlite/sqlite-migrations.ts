@@ -106,6 +106,32 @@ CREATE TABLE later_partition_members (
 );
 `,
   },
+  {
+    version: 3,
+    name: "recurring",
+    sql: `
+-- Recurring schedules: the definition, and the next occurrence not yet
+-- enqueued (moved by the pollers' compare-and-set).
+CREATE TABLE later_recurring (
+  namespace TEXT NOT NULL,
+  id TEXT NOT NULL,
+  job_type TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  cron TEXT NOT NULL,
+  time_zone TEXT NOT NULL,
+  sequential INTEGER NOT NULL DEFAULT 0,
+  partition_no INTEGER,
+  next_run_at INTEGER NOT NULL,
+  next_job_id TEXT,
+  last_job_id TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (namespace, id)
+);
+-- The pollers' due list: one index range scan.
+CREATE INDEX later_recurring_due ON later_recurring (namespace, next_run_at);
+`,
+  },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */

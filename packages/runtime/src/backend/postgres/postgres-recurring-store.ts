@@ -1,0 +1,120 @@
+/**
+ * The recurring-schedule statements of the PostgreSQL backend, as fixed SQL
+ * run as named prepared statements.
+ *
+ * Concurrency (READ COMMITTED):
+ * - Upsert: `INSERT … ON CONFLICT DO NOTHING` first. When two servers
+ *   register a new id at once, the second waits for the first's commit, then
+ *   inserts nothing and takes the row `FOR UPDATE`, which now shows the
+ *   first one's definition: it only updates the payload. So a schedule is
+ *   created (and its first occurrence inserted) once.
+ * - Advance: one `UPDATE … WHERE next_run_at = <expected> … RETURNING`.
+ *   Concurrent pollers queue on the row lock; after the winner commits, the
+ *   others re-check the condition on the new row version, match nothing and
+ *   insert nothing.
+ * Occurrence jobs are written with the backend's own insert
+ * (`insertJobs`, the body of `jobInsertMany`) on the same transaction.
+ * Lock order: schedule row, then (sequential) the partition row, then job
+ * rows; no other writer takes a schedule row after those.
+ */
+import type * as B from "../backend.js";
+import { occurrenceJob, recurringScheduleFromRow, sameDefinition } from "../shared/recurring-rows.js";
+import type { Execute } from "./postgres-executors.js";
+import { statement, type Statement } from "./postgres-job-queries.js";
+
+/** What the store needs of the backend. */
+export interface PostgresRecurringHost {
+  readonly namespace: string;
+  readonly execute: Execute;
+  /** BEGIN … COMMIT on one connection, retried on deadlock or serialization conflict. */
+  inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
+  /** The `jobInsertMany` insert on a given executor (here: this store's transaction). */
+  insertJobs(execute: Execute, params: B.JobInsertManyParams): Promise<B.JobInsertManyResult>;
+}
+
+const COLUMNS = "namespace, id, job_type, payload, cron, time_zone, sequential, partition_no, next_run_at, next_job_id, last_job_id, created_at, updated_at";
+
+class RecurringQueries {
+  readonly insertNew: Statement;
+  readonly lock: Statement;
+  readonly updatePayload: Statement;
+  readonly replace: Statement;
+  readonly due: Statement;
+  readonly advance: Statement;
+  readonly list: Statement;
+  readonly remove: Statement;
+
+  constructor(schema: string) {
+    const table = `${schema}.later_recurring`;
+    // $1 ns, $2 id, $3 job type, $4 payload, $5 cron, $6 zone, $7 sequential, $8 partition, $9 next run, $10 next job id, $11 last job id, $12 now
+    this.insertNew = statement(`INSERT INTO ${table} (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)
+ON CONFLICT (namespace, id) DO NOTHING RETURNING id`);
+    this.lock = statement(`SELECT cron, time_zone, sequential FROM ${table} WHERE namespace = $1 AND id = $2 FOR UPDATE`);
+    this.updatePayload = statement(`UPDATE ${table} SET job_type = $3, payload = $4, updated_at = $5 WHERE namespace = $1 AND id = $2`);
+    this.replace = statement(`UPDATE ${table} SET job_type = $3, payload = $4, cron = $5, time_zone = $6, sequential = $7, partition_no = $8,
+  next_run_at = $9, next_job_id = $10, last_job_id = coalesce($11, last_job_id), updated_at = $12
+WHERE namespace = $1 AND id = $2`);
+    this.due = statement(`SELECT * FROM ${table} WHERE namespace = $1 AND next_run_at <= $2 ORDER BY next_run_at, id LIMIT $3`);
+    // SET expressions read the row as it was: the reserved id, if any, becomes the occurrence's.
+    this.advance = statement(`UPDATE ${table} SET next_run_at = $7, last_job_id = coalesce(next_job_id, $8), next_job_id = NULL, updated_at = $9
+WHERE namespace = $1 AND id = $2 AND next_run_at = $3 AND cron = $4 AND time_zone = $5 AND sequential = $6
+RETURNING last_job_id AS job_id, job_type, payload, sequential, partition_no`);
+    this.list = statement(`SELECT * FROM ${table} WHERE namespace = $1 ORDER BY id`);
+    this.remove = statement(`DELETE FROM ${table} WHERE namespace = $1 AND id = $2 RETURNING 1`);
+  }
+}
+
+export class PostgresRecurringStore {
+  private readonly q: RecurringQueries;
+
+  constructor(private readonly host: PostgresRecurringHost, schema: string) {
+    this.q = new RecurringQueries(schema);
+  }
+
+  private get ns(): string {
+    return this.host.namespace;
+  }
+
+  async upsert(params: B.RecurringUpsertParams): Promise<B.RecurringUpsertResult> {
+    const s = params.schedule;
+    const definition = [s.jobType, s.payload, s.cron, s.timeZone, s.sequential ? 1 : 0, s.partition, params.nextRunAt, params.nextJobId,
+      params.firstJob?.id ?? null, params.now];
+    return this.host.inTransaction("recurring upsert", async (execute) => {
+      const created = await execute(this.q.insertNew, [this.ns, s.id, ...definition]);
+      if (created.length === 0) {
+        const [row] = await execute(this.q.lock, [this.ns, s.id]);
+        if (row && sameDefinition(row, s)) {
+          await execute(this.q.updatePayload, [this.ns, s.id, s.jobType, s.payload, params.now]);
+          return { changed: false };
+        }
+        await execute(this.q.replace, [this.ns, s.id, ...definition]);
+      }
+      if (params.firstJob) await this.host.insertJobs(execute, { jobs: [params.firstJob], now: params.now });
+      return { changed: true };
+    });
+  }
+
+  async dueList(params: B.RecurringDueListParams): Promise<B.RecurringSchedule[]> {
+    return (await this.host.execute(this.q.due, [this.ns, params.now, params.limit])).map(recurringScheduleFromRow);
+  }
+
+  async advance(params: B.RecurringAdvanceParams): Promise<B.RecurringAdvanceResult> {
+    const s = params.schedule;
+    return this.host.inTransaction("recurring advance", async (execute) => {
+      const [row] = await execute(this.q.advance,
+        [this.ns, s.id, s.nextRunAt, s.cron, s.timeZone, s.sequential ? 1 : 0, params.nextRunAt, params.occurrence.id, params.now]);
+      if (!row) return { inserted: null };
+      const job = occurrenceJob(row, params.occurrence);
+      const { stages } = await this.host.insertJobs(execute, { jobs: [job], now: params.now });
+      return { inserted: { job, stage: stages[0]! } };
+    });
+  }
+
+  async list(): Promise<B.RecurringSchedule[]> {
+    return (await this.host.execute(this.q.list, [this.ns])).map(recurringScheduleFromRow);
+  }
+
+  async delete(params: B.RecurringDeleteParams): Promise<boolean> {
+    return (await this.host.execute(this.q.remove, [this.ns, params.id])).length > 0;
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * `later_recurring` row handling that is the same on every backend (times
+ * as integer ms; the PostgreSQL driver returns bigints as strings, hence
+ * `Number`), and the one rule both stores apply to decide whether an upsert
+ * changes a schedule.
+ */
+import { RECURRING_SEQUENTIAL_TOPIC } from "../../core/partition/topic.js";
+import type { JobInsert, RecurringAdvanceParams, RecurringSchedule, RecurringScheduleWrite } from "../backend.js";
+import type { Row } from "./job-rows.js";
+
+/** A `later_recurring` row as the seam's {@link RecurringSchedule}. */
+export function recurringScheduleFromRow(r: Row): RecurringSchedule {
+  return {
+    id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), cron: String(r.cron), timeZone: String(r.time_zone),
+    sequential: Number(r.sequential) === 1, partition: r.partition_no === null || r.partition_no === undefined ? null : Number(r.partition_no),
+    nextRunAt: Number(r.next_run_at), nextJobId: (r.next_job_id as string | null) ?? null, lastJobId: (r.last_job_id as string | null) ?? null,
+    createdAt: Number(r.created_at), updatedAt: Number(r.updated_at),
+  };
+}
+
+/** Same cron, time zone and mode: an upsert of `write` over `row` only updates the payload and job type. */
+export function sameDefinition(row: Row, write: RecurringScheduleWrite): boolean {
+  return String(row.cron) === write.cron && String(row.time_zone) === write.timeZone && (Number(row.sequential) === 1) === write.sequential;
+}
+
+/**
+ * The occurrence job built from the row the compare-and-set returned
+ * (`job_id`, `job_type`, `payload`, `sequential`, `partition_no`, as
+ * written): a sequential schedule's occurrence goes to its partition of the
+ * reserved topic.
+ */
+export function occurrenceJob(row: Row, occurrence: RecurringAdvanceParams["occurrence"]): JobInsert {
+  const job: JobInsert = {
+    id: String(row.job_id), jobType: String(row.job_type), payload: String(row.payload), runAt: occurrence.runAt, retryPolicy: occurrence.retryPolicy,
+  };
+  if (Number(row.sequential) === 1) {
+    job.topic = RECURRING_SEQUENTIAL_TOPIC;
+    job.partition = Number(row.partition_no);
+  }
+  return job;
+}

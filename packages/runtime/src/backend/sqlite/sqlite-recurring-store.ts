@@ -1,0 +1,85 @@
+/**
+ * The recurring-schedule statements of the SQLite backend. Every write runs
+ * in one `BEGIN IMMEDIATE` transaction of {@link SqliteConnection}: the
+ * write lock is taken before the schedule row is read, so two processes
+ * upserting one schedule, or two pollers advancing it, run one after the
+ * other and the second sees the first's work. Occurrence jobs are written
+ * with the backend's own insert (`insertRows`, the body of `jobInsertMany`)
+ * inside that same transaction.
+ */
+import type { JobStage } from "../../core/job-stage.js";
+import type * as B from "../backend.js";
+import { occurrenceJob, recurringScheduleFromRow, sameDefinition } from "../shared/recurring-rows.js";
+import type { SqliteConnection } from "./sqlite-connection.js";
+
+/** What the store needs of the backend: its connection, namespace and job insert. */
+export interface SqliteRecurringHost {
+  readonly namespace: string;
+  conn(): SqliteConnection;
+  /** Inserts jobs inside the caller's `immediate` transaction (see `SqliteBackend.insertRows`). */
+  insertRows(jobs: readonly B.JobInsert[], now: number): JobStage[];
+}
+
+export class SqliteRecurringStore {
+  constructor(private readonly host: SqliteRecurringHost) {}
+
+  private get ns(): string {
+    return this.host.namespace;
+  }
+
+  upsert(params: B.RecurringUpsertParams): B.RecurringUpsertResult {
+    const c = this.host.conn();
+    const s = params.schedule;
+    return c.immediate(() => {
+      const existing = c.get("SELECT cron, time_zone, sequential FROM later_recurring WHERE namespace = ? AND id = ?", this.ns, s.id);
+      if (existing && sameDefinition(existing, s)) {
+        c.run("UPDATE later_recurring SET job_type = ?, payload = ?, updated_at = ? WHERE namespace = ? AND id = ?",
+          s.jobType, s.payload, params.now, this.ns, s.id);
+        return { changed: false };
+      }
+      if (params.firstJob) this.host.insertRows([params.firstJob], params.now);
+      c.run(
+        `INSERT INTO later_recurring (namespace, id, job_type, payload, cron, time_zone, sequential, partition_no, next_run_at, next_job_id, last_job_id, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (namespace, id) DO UPDATE SET job_type = excluded.job_type, payload = excluded.payload, cron = excluded.cron,
+           time_zone = excluded.time_zone, sequential = excluded.sequential, partition_no = excluded.partition_no, next_run_at = excluded.next_run_at,
+           next_job_id = excluded.next_job_id, last_job_id = coalesce(excluded.last_job_id, later_recurring.last_job_id), updated_at = excluded.updated_at`,
+        this.ns, s.id, s.jobType, s.payload, s.cron, s.timeZone, s.sequential ? 1 : 0, s.partition, params.nextRunAt, params.nextJobId,
+        params.firstJob?.id ?? null, params.now, params.now);
+      return { changed: true };
+    });
+  }
+
+  dueList(params: B.RecurringDueListParams): B.RecurringSchedule[] {
+    return this.host.conn().all(
+      "SELECT * FROM later_recurring WHERE namespace = ? AND next_run_at <= ? ORDER BY next_run_at, id LIMIT ?",
+      this.ns, params.now, params.limit,
+    ).map(recurringScheduleFromRow);
+  }
+
+  advance(params: B.RecurringAdvanceParams): B.RecurringAdvanceResult {
+    const c = this.host.conn();
+    const s = params.schedule;
+    return c.immediate(() => {
+      // SET expressions read the row as it was: the reserved id, if any, becomes the occurrence's.
+      const row = c.get(
+        `UPDATE later_recurring SET next_run_at = ?, last_job_id = coalesce(next_job_id, ?), next_job_id = NULL, updated_at = ?
+         WHERE namespace = ? AND id = ? AND next_run_at = ? AND cron = ? AND time_zone = ? AND sequential = ?
+         RETURNING last_job_id AS job_id, job_type, payload, sequential, partition_no`,
+        params.nextRunAt, params.occurrence.id, params.now, this.ns, s.id, s.nextRunAt, s.cron, s.timeZone, s.sequential ? 1 : 0);
+      if (!row) return { inserted: null };
+      const job = occurrenceJob(row, params.occurrence);
+      const [stage] = this.host.insertRows([job], params.now);
+      return { inserted: { job, stage: stage! } };
+    });
+  }
+
+  list(): B.RecurringSchedule[] {
+    return this.host.conn().all("SELECT * FROM later_recurring WHERE namespace = ? ORDER BY id", this.ns).map(recurringScheduleFromRow);
+  }
+
+  delete(params: B.RecurringDeleteParams): boolean {
+    const c = this.host.conn();
+    return c.immediate(() => c.run("DELETE FROM later_recurring WHERE namespace = ? AND id = ?", this.ns, params.id) > 0);
+  }
+}

@@ -1,0 +1,163 @@
+/**
+ * Registers recurring schedules (`enqueueRecurring`, R1): validates the
+ * input, computes the first occurrences with the injected clock and hands
+ * one upsert to the backend.
+ *
+ * Terminology:
+ * - **schedule**: a row of `later_recurring`, identified per namespace by
+ *   the caller's `scheduleId`: job type, encoded payload, cron, time zone,
+ *   mode, and `nextRunAt`, the next occurrence not yet enqueued.
+ * - **occurrence**: one job of a schedule. The first one is enqueued by the
+ *   upsert (plain mode) or reserved for the poller (sequential mode); every
+ *   later one by {@link RecurringPoller} when it is due.
+ * - **mode**: plain (occurrences are ordinary jobs and may overlap) or
+ *   sequential (partitioned jobs on the reserved topic `__later_recurring`,
+ *   partition `partitionForKey(scheduleId, recurringSequentialPartitions)`,
+ *   so they run one at a time in order).
+ */
+import type { Backend, RecurringSchedule } from "../backend/backend.js";
+import type { Clock } from "../core/clock.js";
+import { CronSchedule } from "../core/cron/cron-schedule.js";
+import { newJobId, type JobId } from "../core/job-id.js";
+import { partitionForKey } from "../core/partition/partition-for-key.js";
+import type { RetryPolicy } from "../core/retry/retry-policy.js";
+import { InvalidArgumentError, InvalidConfigError } from "../errors.js";
+
+/** Options of `enqueueRecurring`. */
+export interface RecurringScheduleOptions {
+  /** IANA time zone the cron fields are read in (`"Europe/Paris"`). Default `"UTC"`. */
+  timeZone?: string;
+  /**
+   * Occurrences never overlap: each is a partitioned job on the reserved
+   * topic `__later_recurring`, behind the previous one and any job chained
+   * off it with `enqueueRecurringContinue`. Needs the option
+   * `recurringSequentialPartitions`. Default false.
+   */
+  sequential?: boolean;
+}
+
+/** What a {@link RecurringScheduler} is built from (by the publisher). */
+export interface RecurringSchedulerOptions {
+  backend: Backend;
+  clock: Clock;
+  /** Payload encoder per known job type. */
+  encoders: ReadonlyMap<string, (payload: unknown) => string>;
+  /** Stored on the first occurrence, as on any enqueued job. */
+  defaultRetryPolicy: RetryPolicy;
+  /** Partitions of `__later_recurring` (`recurringSequentialPartitions`); null when not configured. */
+  sequentialPartitions: number | null;
+}
+
+/** Longest schedule id: ids are shown in tables and error messages. */
+const MAX_ID_LENGTH = 200;
+const OPTION_KEYS = new Set(["timeZone", "sequential"]);
+
+export class RecurringScheduler {
+  constructor(private readonly options: RecurringSchedulerOptions) {}
+
+  /**
+   * Upserts schedule `scheduleId` (R1) and resolves to the first
+   * occurrence's job id, or null when the schedule already existed with
+   * this cron, time zone and mode: then only its payload (and job type) is
+   * updated, for the occurrences enqueued from now on, and no job is
+   * added, so calling this on every start-up is safe. A different cron,
+   * time zone or mode replaces the definition and enqueues a fresh first
+   * occurrence; a job already enqueued under the old definition stays and
+   * runs.
+   *
+   * The first occurrence is the first cron time strictly after now. Plain
+   * mode stores it at once as a `delayed` job. Sequential mode only
+   * reserves its id, and the poller inserts it into the partition when it
+   * is due: a delayed head would block every other schedule of its
+   * partition until then.
+   *
+   * Throws, writing nothing: `InvalidCronError` (code `INVALID_CRON`, the
+   * message names the cron field or the time zone at fault);
+   * `InvalidArgumentError` for an unknown job type, a payload that does not
+   * encode, a schedule id that is not a string of 1 to 200 characters, or
+   * bad options; `InvalidConfigError` for sequential mode without
+   * `recurringSequentialPartitions`.
+   */
+  async upsert(jobType: string, scheduleId: string, payload: unknown, cron: string, options: RecurringScheduleOptions = {}): Promise<JobId | null> {
+    checkScheduleId(scheduleId);
+    const { timeZone, sequential } = checkOptions(options);
+    const encode = this.options.encoders.get(jobType);
+    if (!encode) throw new InvalidArgumentError(`unknown job type "${jobType}": no handler is registered for it`);
+    const schedule = CronSchedule.parse(cron, timeZone);
+    let partition: number | null = null;
+    if (sequential) {
+      const partitions = this.options.sequentialPartitions;
+      if (partitions === null) {
+        throw new InvalidConfigError(
+          `enqueueRecurringSequential("${scheduleId}") needs the option recurringSequentialPartitions (e.g. recurringSequentialPartitions: 4) ` +
+            "on this server or publisher, and on the servers that run the job; nothing was written",
+        );
+      }
+      partition = partitionForKey(scheduleId, partitions);
+    }
+    const encoded = encodePayload(encode, jobType, payload);
+    const now = this.options.clock.now();
+    const first = schedule.nextAfter(now);
+    const firstId = newJobId(now);
+    const write = { id: scheduleId, jobType, payload: encoded, cron: normalizeCron(cron), timeZone, sequential, partition };
+    const { changed } = await this.options.backend.recurringUpsert(sequential
+      ? { schedule: write, firstJob: null, nextRunAt: first, nextJobId: firstId, now }
+      : {
+        schedule: write,
+        firstJob: { id: firstId, jobType, payload: encoded, runAt: first, retryPolicy: JSON.stringify(this.options.defaultRetryPolicy) },
+        nextRunAt: schedule.nextAfter(first),
+        nextJobId: null,
+        now,
+      });
+    return changed ? firstId : null;
+  }
+
+  /** Every schedule of the namespace, ordered by id. */
+  list(): Promise<RecurringSchedule[]> {
+    return this.options.backend.recurringList();
+  }
+
+  /** Deletes schedule `scheduleId`; occurrences already enqueued stay. Resolves to false when there was none. */
+  async delete(scheduleId: string): Promise<boolean> {
+    checkScheduleId(scheduleId);
+    return this.options.backend.recurringDelete({ id: scheduleId });
+  }
+}
+
+/** The fields joined by single spaces: a schedule re-registered with other spacing is the same schedule. */
+export function normalizeCron(cron: string): string {
+  return cron.trim().split(/\s+/).join(" ");
+}
+
+function checkScheduleId(scheduleId: unknown): asserts scheduleId is string {
+  if (typeof scheduleId !== "string" || scheduleId.length === 0 || scheduleId.length > MAX_ID_LENGTH) {
+    throw new InvalidArgumentError(`a recurring schedule id must be a string of 1 to ${MAX_ID_LENGTH} characters, got ${describe(scheduleId)}`);
+  }
+}
+
+function checkOptions(options: RecurringScheduleOptions): { timeZone: string; sequential: boolean } {
+  if (options === null || typeof options !== "object") throw new InvalidArgumentError("recurring schedule options must be an object");
+  for (const key of Object.keys(options)) {
+    if (!OPTION_KEYS.has(key)) throw new InvalidArgumentError(`unknown recurring schedule option "${key}" (known: timeZone, sequential)`);
+  }
+  const sequential = options.sequential ?? false;
+  if (typeof sequential !== "boolean") throw new InvalidArgumentError("the recurring schedule option `sequential` must be a boolean");
+  // The time zone itself is checked by CronSchedule.parse, which names it in an InvalidCronError.
+  return { timeZone: options.timeZone ?? "UTC", sequential };
+}
+
+function encodePayload(encode: (payload: unknown) => string, jobType: string, payload: unknown): string {
+  let text: string | undefined;
+  try {
+    text = encode(payload);
+  } catch (cause) {
+    throw new InvalidArgumentError(`payload of "${jobType}" cannot be encoded as JSON: ${(cause as Error).message}`);
+  }
+  if (typeof text !== "string") throw new InvalidArgumentError(`payload of "${jobType}" cannot be encoded as JSON (got ${typeof payload})`);
+  return text;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "string") return value.length === 0 ? "an empty string" : `a string of ${value.length} characters`;
+  return value === null ? "null" : typeof value;
+}
