@@ -18,7 +18,6 @@
  * | `UNKNOWN_TOPIC` | {@link UnknownTopicError} | enqueue to a topic not registered in the options |
  * | `PARTITION_COUNT_MISMATCH` | {@link PartitionCountMismatchError} | a topic registered with another partition count |
  * | `INVALID_CRON` | {@link InvalidCronError} | a recurring schedule that does not parse |
- * | `FEATURE_UNAVAILABLE` | {@link FeatureUnavailableError} | a declared API whose engine this release does not ship yet |
  */
 export type LaterErrorCode =
   | "INVALID_CONFIG"
@@ -33,8 +32,7 @@ export type LaterErrorCode =
   | "JOB_TIMEOUT"
   | "UNKNOWN_TOPIC"
   | "PARTITION_COUNT_MISMATCH"
-  | "INVALID_CRON"
-  | "FEATURE_UNAVAILABLE";
+  | "INVALID_CRON";
 
 /** Base class of every error later throws on purpose. */
 export class LaterError extends Error {
@@ -178,16 +176,5 @@ export function describeThrown(thrown: unknown): string {
     return `handler threw ${String(thrown)}`;
   } catch {
     return "handler threw a value that cannot be described";
-  }
-}
-
-/**
- * The generated module declares the whole API of DESIGN.md, but this
- * release does not run that part yet (recurring schedules, partitioned
- * topics). Nothing was written.
- */
-export class FeatureUnavailableError extends LaterError {
-  constructor(feature: string) {
-    super("FEATURE_UNAVAILABLE", `${feature} are not available in this release of later; nothing was written`);
   }
 }

@@ -17,3 +17,5 @@ export { TypedJobServer, type TypedJobContext } from "./typed/typed-job-server.j
 export { TypedServerBuilder, jobHandles, type BuilderOptions, type HandlerOptions, type JobHandler } from "./typed/typed-server-builder.js";
 export { TypedJobPublisher, type PublisherOptions } from "./typed/typed-publisher.js";
 export { postgres, PostgresBackend, type PostgresBackendOptions, type PostgresBackendWarning } from "./backend/postgres/postgres-backend.js";
+export { CronSchedule } from "./core/cron/cron-schedule.js";
+export type { RecurringScheduleOptions } from "./recurring/recurring-scheduler.js";

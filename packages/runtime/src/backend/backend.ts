@@ -16,6 +16,11 @@
  */
 import type { JobId } from "../core/job-id.js";
 import type { JobStage, StageChange } from "../core/job-stage.js";
+import type * as P from "./partition-seam.js";
+import type * as R from "./recurring-seam.js";
+
+export type * from "./partition-seam.js";
+export type * from "./recurring-seam.js";
 
 /** What a backend can and cannot do, for the few places where that matters. */
 export interface BackendCapabilities {
@@ -236,215 +241,6 @@ export interface MigrationUpResult {
   current: number;
 }
 
-// ---- topics and partitions ------------------------------------------------
-//
-// A partitioned job is claimed only as the head of its partition: the
-// unfinished job with the lowest sequence. A head claim first takes the
-// partition's lease (one row per partition, so blocked partitions cost one
-// index probe each, never a scan of the jobs behind them), bumps its fencing
-// epoch, then marks the head running. Every later write of that claim is
-// fenced by `(topic, partition, epoch)` and the job's `(id, attempt)`.
-
-export interface TopicSpec {
-  name: string;
-  partitions: number;
-}
-
-export interface TopicRegisterParams {
-  topics: readonly TopicSpec[];
-  now: number;
-}
-
-export interface PartitionRef {
-  topic: string;
-  partition: number;
-}
-
-/** Identifies one head claim. */
-export interface PartitionClaim extends ClaimKey, PartitionRef {
-  epoch: number;
-}
-
-/** A partition head claimed for one attempt. */
-export interface ClaimedPartitionJob extends ClaimedJob, PartitionRef {
-  seq: number;
-  /** The partition lease's fencing epoch of this claim. */
-  epoch: number;
-}
-
-export interface PartitionHeadClaimParams {
-  owner: string;
-  /** Look only at these partitions (the ones this server owns). */
-  partitions: readonly PartitionRef[];
-  /** At most this many heads (one per partition). */
-  limit: number;
-  now: number;
-  leaseExpiresAt: number;
-  /** Heads of other job types are left alone. */
-  jobTypes: readonly string[];
-}
-
-export interface PartitionHeadClaimResult {
-  claimed: ClaimedPartitionJob[];
-  /** Earliest time a delayed or retrying head of the given, unleased partitions becomes ready; null for none. */
-  nextRunAt: number | null;
-}
-
-export interface PartitionHeadFinishParams {
-  owner: string;
-  claim: PartitionClaim;
-  outcome: JobOutcome;
-  now: number;
-  retentionMs: number;
-  /** After the write, claim the partition's next head at once if it is ready (and of `jobTypes`), keeping the lease. */
-  claimNext?: { leaseExpiresAt: number; jobTypes: readonly string[] } | undefined;
-}
-
-export interface PartitionHeadFinishResult {
-  /** False when the claim had lost its lease (another epoch holds the partition): nothing was written. */
-  applied: boolean;
-  /** Continuations that became `enqueued` because the job succeeded. */
-  released: number;
-  /** The next head, claimed in the same transaction (`claimNext`). */
-  next: ClaimedPartitionJob | null;
-}
-
-export interface PartitionLeaseRenewParams {
-  owner: string;
-  claims: readonly PartitionClaim[];
-  leaseExpiresAt: number;
-}
-
-export interface PartitionLeaseRenewResult {
-  /** Claims still held; any claim not listed has lost its lease. */
-  renewed: PartitionClaim[];
-}
-
-export interface PartitionMemberHeartbeatParams {
-  member: string;
-  now: number;
-  expiresAt: number;
-}
-
-export interface PartitionMemberHeartbeatResult {
-  /** Members alive at `now`, this one included, sorted. */
-  members: string[];
-}
-
-export interface PartitionMemberRemoveParams {
-  member: string;
-}
-
-export interface PartitionHeadForceFailParams extends PartitionRef {
-  reason: string;
-  now: number;
-  retentionMs: number;
-}
-
-export interface PartitionHistoryTruncateParams extends PartitionRef {
-  /** Terminal jobs of the partition to keep, newest first. */
-  keep: number;
-}
-
-export interface PartitionDepthResult {
-  partitions: { topic: string; partition: number; unfinished: number; leaseOwner: string | null }[];
-}
-
-// ---- recurring schedules --------------------------------------------------
-//
-// One row per schedule (`later_recurring`). `nextRunAt` is the next
-// occurrence not yet enqueued; every server's poller lists the due rows and
-// enqueues an occurrence with `recurringAdvance`, a compare-and-set on the
-// row in the same transaction as the occurrence's job insert, so exactly one
-// poller wins each occurrence however many run.
-
-/** A recurring schedule as stored. */
-export interface RecurringSchedule {
-  /** The identifier given to `enqueueRecurring`, unique per namespace. */
-  id: string;
-  jobType: string;
-  /** The payload every later occurrence carries, encoded as JSON text. */
-  payload: string;
-  /** Six-field cron expression (seconds first), whitespace-normalised. */
-  cron: string;
-  /** IANA time zone the cron fields are read in. */
-  timeZone: string;
-  /** Occurrences are partitioned jobs on the reserved topic `__later_recurring`, so they never overlap. */
-  sequential: boolean;
-  /** Sequential schedules: the partition of `__later_recurring` their occurrences go to. Null otherwise. */
-  partition: number | null;
-  /** Time (ms) of the next occurrence not yet enqueued. */
-  nextRunAt: number;
-  /**
-   * The id the occurrence at `nextRunAt` gets when the poller enqueues it:
-   * a sequential schedule's first occurrence, whose id the upsert already
-   * returned. Null: the poller gives it a fresh id.
-   */
-  nextJobId: string | null;
-  /** The latest occurrence enqueued (or the first one, inserted by the upsert); null before any. */
-  lastJobId: string | null;
-  createdAt: number;
-  updatedAt: number;
-}
-
-/** What {@link Backend.recurringUpsert} writes: the schedule's definition. */
-export type RecurringScheduleWrite = Pick<RecurringSchedule, "id" | "jobType" | "payload" | "cron" | "timeZone" | "sequential" | "partition">;
-
-export interface RecurringUpsertParams {
-  schedule: RecurringScheduleWrite;
-  /** New or changed schedule: the first occurrence to insert now (its `runAt` is in the future, so it is stored `delayed`), or null to insert none. */
-  firstJob: JobInsert | null;
-  /** New or changed schedule: the stored next occurrence not yet enqueued. */
-  nextRunAt: number;
-  /** New or changed schedule: the id reserved for the occurrence at `nextRunAt` (see {@link RecurringSchedule.nextJobId}), or null. */
-  nextJobId: string | null;
-  now: number;
-}
-
-export interface RecurringUpsertResult {
-  /**
-   * True: the schedule was new, or its cron, time zone or mode differed, and
-   * it was written whole (`firstJob` inserted, `nextRunAt` and `nextJobId`
-   * stored). False: it existed as is; only its payload and job type were
-   * updated, and no job was inserted.
-   */
-  changed: boolean;
-}
-
-export interface RecurringDueListParams {
-  /** Schedules whose `nextRunAt <= now`. */
-  now: number;
-  limit: number;
-}
-
-export interface RecurringAdvanceParams {
-  /**
-   * The schedule as a poller listed it. The write applies only while the
-   * row still has this `nextRunAt`, cron, time zone and mode: a poller that
-   * lost the race (or read a schedule since re-registered) writes nothing.
-   */
-  schedule: Pick<RecurringSchedule, "id" | "nextRunAt" | "cron" | "timeZone" | "sequential">;
-  /**
-   * The occurrence to insert. Its job type, payload and partition are taken
-   * from the row as it is at the compare-and-set (so a payload update racing
-   * with the poller is never lost), and its id is the row's `nextJobId` when
-   * one is reserved, else `id`.
-   */
-  occurrence: { id: string; runAt: number; retryPolicy: string };
-  /** The schedule's next occurrence after this one. */
-  nextRunAt: number;
-  now: number;
-}
-
-export interface RecurringAdvanceResult {
-  /** The occurrence as inserted and the stage it was stored in; null when the compare-and-set failed and nothing was written. */
-  inserted: { job: JobInsert; stage: JobStage } | null;
-}
-
-export interface RecurringDeleteParams {
-  id: string;
-}
-
 /** The database seam. See the module doc for the rules every method keeps. */
 export interface Backend {
   /** `"sqlite"` or `"postgres"`, for messages only. */
@@ -507,28 +303,28 @@ export interface Backend {
    * present. A topic stored with another partition count throws
    * `PartitionCountMismatchError` and writes nothing.
    */
-  topicRegister(params: TopicRegisterParams): Promise<void>;
+  topicRegister(params: P.TopicRegisterParams): Promise<void>;
   /** Claims the ready heads of unleased partitions among `partitions`, at most one per partition. */
-  partitionHeadClaim(params: PartitionHeadClaimParams): Promise<PartitionHeadClaimResult>;
+  partitionHeadClaim(params: P.PartitionHeadClaimParams): Promise<P.PartitionHeadClaimResult>;
   /** Stores a head's outcome if its claim still holds the partition lease, then frees the lease or claims the next head. */
-  partitionHeadFinish(params: PartitionHeadFinishParams): Promise<PartitionHeadFinishResult>;
+  partitionHeadFinish(params: P.PartitionHeadFinishParams): Promise<P.PartitionHeadFinishResult>;
   /** Extends the leases of held head claims whose epoch is still current. */
-  partitionLeaseRenew(params: PartitionLeaseRenewParams): Promise<PartitionLeaseRenewResult>;
+  partitionLeaseRenew(params: P.PartitionLeaseRenewParams): Promise<P.PartitionLeaseRenewResult>;
   /** Registers or refreshes a member and returns the live ones (dead rows are deleted on the way). */
-  partitionMemberHeartbeat(params: PartitionMemberHeartbeatParams): Promise<PartitionMemberHeartbeatResult>;
+  partitionMemberHeartbeat(params: P.PartitionMemberHeartbeatParams): Promise<P.PartitionMemberHeartbeatResult>;
   /** Deregisters a member at once (graceful shutdown). */
-  partitionMemberRemove(params: PartitionMemberRemoveParams): Promise<void>;
+  partitionMemberRemove(params: P.PartitionMemberRemoveParams): Promise<void>;
   /**
    * Fails the partition's head at once, whatever its stage or lease, with
    * its waiting continuations, and frees the partition (bumping its epoch, so
    * the old claim's writes are rejected). Returns the failed job id, or null
    * when the partition has no unfinished job.
    */
-  partitionHeadForceFail(params: PartitionHeadForceFailParams): Promise<string | null>;
+  partitionHeadForceFail(params: P.PartitionHeadForceFailParams): Promise<string | null>;
   /** Deletes the partition's terminal jobs but the newest `keep` (by sequence); returns how many. */
-  partitionHistoryTruncate(params: PartitionHistoryTruncateParams): Promise<number>;
+  partitionHistoryTruncate(params: P.PartitionHistoryTruncateParams): Promise<number>;
   /** Unfinished jobs per partition of every registered topic. */
-  partitionDepth(): Promise<PartitionDepthResult>;
+  partitionDepth(): Promise<P.PartitionDepthResult>;
 
   /**
    * Calls `listener` (soon, coalesced) after another process may have
@@ -549,9 +345,9 @@ export interface Backend {
    * `BEGIN IMMEDIATE`; PostgreSQL: `INSERT … ON CONFLICT DO NOTHING`, then
    * `SELECT … FOR UPDATE`), so exactly one of them reports `changed`.
    */
-  recurringUpsert(params: RecurringUpsertParams): Promise<RecurringUpsertResult>;
+  recurringUpsert(params: R.RecurringUpsertParams): Promise<R.RecurringUpsertResult>;
   /** Schedules with `nextRunAt <= now`, earliest first, at most `limit`. */
-  recurringDueList(params: RecurringDueListParams): Promise<RecurringSchedule[]>;
+  recurringDueList(params: R.RecurringDueListParams): Promise<R.RecurringSchedule[]>;
   /**
    * Enqueues one occurrence: compare-and-set of the row's `nextRunAt` (and
    * definition) to `nextRunAt`, and the occurrence's job insert (the
@@ -560,9 +356,9 @@ export interface Backend {
    * concurrent callers for the same occurrence inserts it (PostgreSQL: the
    * losers wait on the row lock, then match no row).
    */
-  recurringAdvance(params: RecurringAdvanceParams): Promise<RecurringAdvanceResult>;
+  recurringAdvance(params: R.RecurringAdvanceParams): Promise<R.RecurringAdvanceResult>;
   /** Every schedule of the namespace, ordered by id. */
-  recurringList(): Promise<RecurringSchedule[]>;
+  recurringList(): Promise<R.RecurringSchedule[]>;
   /** Deletes a schedule (jobs already enqueued stay); false when there was none. */
-  recurringDelete(params: RecurringDeleteParams): Promise<boolean>;
+  recurringDelete(params: R.RecurringDeleteParams): Promise<boolean>;
 }

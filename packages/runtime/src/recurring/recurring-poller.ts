@@ -31,7 +31,6 @@ import type { Clock } from "../core/clock.js";
 import { CronSchedule } from "../core/cron/cron-schedule.js";
 import { newJobId } from "../core/job-id.js";
 import type { JobStage } from "../core/job-stage.js";
-import { describeThrown } from "../errors.js";
 
 /** What a {@link RecurringPoller} is built from (by the server). */
 export interface RecurringPollerOptions {

@@ -36,7 +36,7 @@ import { callerExecutor, clientExecutor, type Execute } from "./postgres-executo
 import { PostgresJobQueries } from "./postgres-job-queries.js";
 import { startProbedListener, type PostgresListener } from "./postgres-listener.js";
 import { applyMigrations, readMigrationStatus } from "./postgres-migrations.js";
-import { describeConnection, isConnectionError, isRetryableConflict, wrapDriverError } from "./postgres-errors.js";
+import { describeConnection, guarded, isConnectionError, retryConflicts, wrapDriverError } from "./postgres-errors.js";
 import { PostgresKyselyQueries } from "./postgres-kysely-queries.js";
 import { PostgresPartitionStore } from "./postgres-partition-store.js";
 import { PostgresRecurringStore } from "./postgres-recurring-store.js";
@@ -190,11 +190,11 @@ export class PostgresBackend implements B.Backend {
   // ---- migrations -------------------------------------------------------
 
   async migrationStatus(): Promise<B.MigrationStatusResult> {
-    return this.guard("migration status", () => readMigrationStatus(this.conn(), this.quoted));
+    return guarded("migration status", () => readMigrationStatus(this.conn(), this.quoted));
   }
 
   async migrationUp(): Promise<B.MigrationUpResult> {
-    const applied = await this.guard("migration", () => applyMigrations(this.conn(), this.schema, this.quoted));
+    const applied = await guarded("migration", () => applyMigrations(this.conn(), this.schema, this.quoted));
     return { applied, current: (await this.migrationStatus()).current };
   }
 
@@ -282,8 +282,8 @@ export class PostgresBackend implements B.Backend {
     const expires = params.now + params.retentionMs;
     const values = this.finishValues(finishes, params.now, expires, params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER);
     const run = (execute: Execute) => this.finishRows(execute, values, expires, params.now);
-    if (!finishes.some((f) => f.outcome.kind === "fail")) return this.retryConflicts(() => run(this.execute));
-    return this.retryConflicts(() => this.transaction("finish", (client) => run(clientExecutor(client, this.prepared))));
+    if (!finishes.some((f) => f.outcome.kind === "fail")) return retryConflicts(() => run(this.execute));
+    return retryConflicts(() => this.transaction("finish", (client) => run(clientExecutor(client, this.prepared))));
   }
 
   /** The body of {@link jobFinishMany} on one executor (partition heads reuse it inside their transaction). */
@@ -318,20 +318,20 @@ export class PostgresBackend implements B.Backend {
   async jobReleaseMany(params: B.JobReleaseManyParams): Promise<void> {
     if (params.claims.length === 0) return;
     const claims = [...params.claims].sort((a, b) => (a.id < b.id ? -1 : 1));
-    await this.retryConflicts(() => this.execute(this.queries.release,
+    await retryConflicts(() => this.execute(this.queries.release,
       [claims.map((c) => c.id), claims.map((c) => c.attempt), params.now, this.namespace, this.channel, `${this.sender} ${this.namespace}`]));
   }
 
   async leaseRenew(params: B.LeaseRenewParams): Promise<B.LeaseRenewResult> {
     if (params.claims.length === 0) return { renewed: [] };
     const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
-    const rows = await this.retryConflicts(() => this.execute(this.queries.renew,
+    const rows = await retryConflicts(() => this.execute(this.queries.renew,
       [params.leaseExpiresAt, this.namespace, params.owner, [...held.keys()].sort()]));
     return { renewed: renewedClaims(held, rows) };
   }
 
   async jobListStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
-    return this.guard("stuck-job list", () => this.kysely().jobListStuck(params));
+    return guarded("stuck-job list", () => this.kysely().jobListStuck(params));
   }
 
   async jobNextRunAt(params: B.JobNextRunAtParams): Promise<number | null> {
@@ -342,27 +342,27 @@ export class PostgresBackend implements B.Backend {
 
   async jobCountReady(params: B.JobCountReadyParams): Promise<number> {
     if (params.jobTypes.length === 0) return 0;
-    return this.guard("ready count", () => this.kysely().jobCountReady(params));
+    return guarded("ready count", () => this.kysely().jobCountReady(params));
   }
 
   async jobDeleteExpired(params: B.JobDeleteExpiredParams): Promise<number> {
-    return this.guard("expiry sweep", () => this.kysely().jobDeleteExpired(params));
+    return guarded("expiry sweep", () => this.kysely().jobDeleteExpired(params));
   }
 
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
-    return this.guard("job read", () => this.kysely().jobGet(params));
+    return guarded("job read", () => this.kysely().jobGet(params));
   }
 
   async jobList(params: B.JobListParams): Promise<B.JobRecord[]> {
-    return this.guard("job list", () => this.kysely().jobList(params));
+    return guarded("job list", () => this.kysely().jobList(params));
   }
 
   async jobCountByStage(): Promise<B.JobCountByStageResult> {
-    return this.guard("stage counts", () => this.kysely().jobCountByStage());
+    return guarded("stage counts", () => this.kysely().jobCountByStage());
   }
 
   async maintenanceClaim(params: B.MaintenanceClaimParams): Promise<boolean> {
-    return this.guard("maintenance claim", () => this.kysely().maintenanceClaim(params));
+    return guarded("maintenance claim", () => this.kysely().maintenanceClaim(params));
   }
 
   /** Not supported (`capabilities.supportsVacuum` is false): autovacuum reclaims space on PostgreSQL. */
@@ -404,11 +404,11 @@ export class PostgresBackend implements B.Backend {
   }
 
   async partitionLeaseRenew(params: B.PartitionLeaseRenewParams): Promise<B.PartitionLeaseRenewResult> {
-    return this.retryConflicts(() => this.partitions.leaseRenew(params));
+    return retryConflicts(() => this.partitions.leaseRenew(params));
   }
 
   async partitionMemberHeartbeat(params: B.PartitionMemberHeartbeatParams): Promise<B.PartitionMemberHeartbeatResult> {
-    return this.retryConflicts(() => this.partitions.memberHeartbeat(params));
+    return retryConflicts(() => this.partitions.memberHeartbeat(params));
   }
 
   async partitionMemberRemove(params: B.PartitionMemberRemoveParams): Promise<void> {
@@ -458,7 +458,7 @@ export class PostgresBackend implements B.Backend {
 
   /** @internal BEGIN … COMMIT with the backend's statements on one connection, run again after a deadlock or serialization conflict. */
   inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R> {
-    return this.retryConflicts(() => this.transaction(what, (client) => body(clientExecutor(client, this.prepared))));
+    return retryConflicts(() => this.transaction(what, (client) => body(clientExecutor(client, this.prepared))));
   }
 
   private get prepared(): boolean {
@@ -510,25 +510,6 @@ export class PostgresBackend implements B.Backend {
     } finally {
       client.off("error", onError);
       client.release(broken);
-    }
-  }
-
-  /** Retries a write that PostgreSQL rolled back for a deadlock or serialization conflict (nothing of it was applied). */
-  private async retryConflicts<R>(body: () => Promise<R>): Promise<R> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await body();
-      } catch (error) {
-        if (attempt >= 3 || !isRetryableConflict(error)) throw error;
-      }
-    }
-  }
-
-  private async guard<R>(what: string, body: () => Promise<R>): Promise<R> {
-    try {
-      return await body();
-    } catch (error) {
-      throw wrapDriverError(error, what);
     }
   }
 

@@ -45,3 +45,23 @@ export function describeConnection(connectionString: string | undefined, pool: p
   if (o.connectionString) return describeConnection(o.connectionString, undefined);
   return `postgres://${o.user ?? ""}${o.user ? "@" : ""}${o.host ?? "localhost"}${o.port ? `:${o.port}` : ""}/${o.database ?? ""}`;
 }
+
+/** Runs a write again (up to 3 times) when PostgreSQL rolled it back for a deadlock or serialization conflict (nothing of it was applied). */
+export async function retryConflicts<R>(body: () => Promise<R>): Promise<R> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await body();
+    } catch (error) {
+      if (attempt >= 3 || !isRetryableConflict(error)) throw error;
+    }
+  }
+}
+
+/** Runs `body`, turning a driver error into a `LaterError` that says what failed (`what`). */
+export async function guarded<R>(what: string, body: () => Promise<R>): Promise<R> {
+  try {
+    return await body();
+  } catch (error) {
+    throw wrapDriverError(error, what);
+  }
+}

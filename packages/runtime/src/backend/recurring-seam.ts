@@ -1,0 +1,101 @@
+/**
+ * The recurring-schedule part of the {@link Backend} seam: its parameter and
+ * result types (the methods are on `Backend`).
+ */
+import type { JobStage } from "../core/job-stage.js";
+import type { JobInsert } from "./backend.js";
+
+// ---- recurring schedules --------------------------------------------------
+//
+// One row per schedule (`later_recurring`). `nextRunAt` is the next
+// occurrence not yet enqueued; every server's poller lists the due rows and
+// enqueues an occurrence with `recurringAdvance`, a compare-and-set on the
+// row in the same transaction as the occurrence's job insert, so exactly one
+// poller wins each occurrence however many run.
+
+/** A recurring schedule as stored. */
+export interface RecurringSchedule {
+  /** The identifier given to `enqueueRecurring`, unique per namespace. */
+  id: string;
+  jobType: string;
+  /** The payload every later occurrence carries, encoded as JSON text. */
+  payload: string;
+  /** Six-field cron expression (seconds first), whitespace-normalised. */
+  cron: string;
+  /** IANA time zone the cron fields are read in. */
+  timeZone: string;
+  /** Occurrences are partitioned jobs on the reserved topic `__later_recurring`, so they never overlap. */
+  sequential: boolean;
+  /** Sequential schedules: the partition of `__later_recurring` their occurrences go to. Null otherwise. */
+  partition: number | null;
+  /** Time (ms) of the next occurrence not yet enqueued. */
+  nextRunAt: number;
+  /**
+   * The id the occurrence at `nextRunAt` gets when the poller enqueues it:
+   * a sequential schedule's first occurrence, whose id the upsert already
+   * returned. Null: the poller gives it a fresh id.
+   */
+  nextJobId: string | null;
+  /** The latest occurrence enqueued (or the first one, inserted by the upsert); null before any. */
+  lastJobId: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** What {@link Backend.recurringUpsert} writes: the schedule's definition. */
+export type RecurringScheduleWrite = Pick<RecurringSchedule, "id" | "jobType" | "payload" | "cron" | "timeZone" | "sequential" | "partition">;
+
+export interface RecurringUpsertParams {
+  schedule: RecurringScheduleWrite;
+  /** New or changed schedule: the first occurrence to insert now (its `runAt` is in the future, so it is stored `delayed`), or null to insert none. */
+  firstJob: JobInsert | null;
+  /** New or changed schedule: the stored next occurrence not yet enqueued. */
+  nextRunAt: number;
+  /** New or changed schedule: the id reserved for the occurrence at `nextRunAt` (see {@link RecurringSchedule.nextJobId}), or null. */
+  nextJobId: string | null;
+  now: number;
+}
+
+export interface RecurringUpsertResult {
+  /**
+   * True: the schedule was new, or its cron, time zone or mode differed, and
+   * it was written whole (`firstJob` inserted, `nextRunAt` and `nextJobId`
+   * stored). False: it existed as is; only its payload and job type were
+   * updated, and no job was inserted.
+   */
+  changed: boolean;
+}
+
+export interface RecurringDueListParams {
+  /** Schedules whose `nextRunAt <= now`. */
+  now: number;
+  limit: number;
+}
+
+export interface RecurringAdvanceParams {
+  /**
+   * The schedule as a poller listed it. The write applies only while the
+   * row still has this `nextRunAt`, cron, time zone and mode: a poller that
+   * lost the race (or read a schedule since re-registered) writes nothing.
+   */
+  schedule: Pick<RecurringSchedule, "id" | "nextRunAt" | "cron" | "timeZone" | "sequential">;
+  /**
+   * The occurrence to insert. Its job type, payload and partition are taken
+   * from the row as it is at the compare-and-set (so a payload update racing
+   * with the poller is never lost), and its id is the row's `nextJobId` when
+   * one is reserved, else `id`.
+   */
+  occurrence: { id: string; runAt: number; retryPolicy: string };
+  /** The schedule's next occurrence after this one. */
+  nextRunAt: number;
+  now: number;
+}
+
+export interface RecurringAdvanceResult {
+  /** The occurrence as inserted and the stage it was stored in; null when the compare-and-set failed and nothing was written. */
+  inserted: { job: JobInsert; stage: JobStage } | null;
+}
+
+export interface RecurringDeleteParams {
+  id: string;
+}
