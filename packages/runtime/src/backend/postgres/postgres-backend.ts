@@ -466,10 +466,16 @@ export class PostgresBackend implements B.Backend {
   }
 
   /**
-   * @internal One statement on a pool connection (autocommit). When the pool handed out a
-   * connection the server had already killed (its error event not yet
-   * seen), the driver refuses before sending anything, so the statement
-   * is run once more on another connection; any other failure is reported.
+   * @internal One statement on a pool connection (autocommit). When the pool
+   * handed out a connection the server had already killed (its error event
+   * not yet seen: the driver refuses, or reads the kill's FATAL as the
+   * statement's reply), the statement is run once more, up to twice, on
+   * another connection. That is safe for every autocommit statement here: a
+   * statement cut off mid-run was rolled back, and the only case that could
+   * apply twice (killed between its commit and its reply) is at-least-once
+   * by design: a claim is recovered by its lease, a finish is fenced by its
+   * claim, an enqueue may then store a duplicate, as the caller's own retry
+   * would. Any other failure is reported.
    */
   readonly execute: Execute = async (s, values) => {
     const query = this.prepared ? { name: s.name, text: s.text, values } : { text: s.text, values };
@@ -477,7 +483,7 @@ export class PostgresBackend implements B.Backend {
       try {
         return (await this.conn().query(query)).rows as Row[];
       } catch (error) {
-        if (attempt < 3 && /is not queryable/.test((error as Error)?.message ?? "")) continue;
+        if (attempt < 3 && (isConnectionError(error) || /is not queryable/.test((error as Error)?.message ?? ""))) continue;
         throw wrapDriverError(error, "query");
       }
     }
