@@ -22,6 +22,7 @@ import { newJobId, type JobId } from "../core/job-id.js";
 import { partitionForKey } from "../core/partition/partition-for-key.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
 import { InvalidArgumentError, InvalidConfigError } from "../errors.js";
+import { encodePayload } from "../server/encode-payload.js";
 
 /** Options of `enqueueRecurring`. */
 export interface RecurringScheduleOptions {
@@ -144,17 +145,6 @@ function checkOptions(options: RecurringScheduleOptions): { timeZone: string; se
   if (typeof sequential !== "boolean") throw new InvalidArgumentError("the recurring schedule option `sequential` must be a boolean");
   // The time zone itself is checked by CronSchedule.parse, which names it in an InvalidCronError.
   return { timeZone: options.timeZone ?? "UTC", sequential };
-}
-
-function encodePayload(encode: (payload: unknown) => string, jobType: string, payload: unknown): string {
-  let text: string | undefined;
-  try {
-    text = encode(payload);
-  } catch (cause) {
-    throw new InvalidArgumentError(`payload of "${jobType}" cannot be encoded as JSON: ${(cause as Error).message}`);
-  }
-  if (typeof text !== "string") throw new InvalidArgumentError(`payload of "${jobType}" cannot be encoded as JSON (got ${typeof payload})`);
-  return text;
 }
 
 function describe(value: unknown): string {

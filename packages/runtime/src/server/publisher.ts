@@ -7,6 +7,7 @@ import { partitionForKey, type PartitionKey } from "../core/partition/partition-
 import { InvalidArgumentError, ParentNotFoundError, ServerStoppedError, UnknownTopicError } from "../errors.js";
 import { RECURRING_SEQUENTIAL_TOPIC } from "../core/partition/topic.js";
 import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/recurring-scheduler.js";
+import { encodePayload } from "./encode-payload.js";
 
 /** When and after what a job may run. */
 export interface EnqueueOptions {
@@ -215,15 +216,4 @@ function resolveRunAt(options: EnqueueOptions, now: number): number {
     return Math.max(now, runAt.getTime());
   }
   return now;
-}
-
-function encodePayload(encode: (payload: unknown) => string, jobType: string, payload: unknown): string {
-  let text: string | undefined;
-  try {
-    text = encode(payload);
-  } catch (cause) {
-    throw new InvalidArgumentError(`payload of "${jobType}" cannot be encoded as JSON: ${(cause as Error).message}`);
-  }
-  if (typeof text !== "string") throw new InvalidArgumentError(`payload of "${jobType}" cannot be encoded as JSON (got ${typeof payload})`);
-  return text;
 }

@@ -88,7 +88,6 @@ export class WorkerPool<C> {
   loopFault: (() => void) | null = null;
   /** Told when written outcomes released waiting continuations (some may be partitioned jobs). */
   onReleased: (() => void) | null = null;
-  /** Smallest claim target (running + buffered): larger batches amortise each write transaction. */
   private watchdog: Promise<void> | null = null;
 
   constructor(
