@@ -174,6 +174,8 @@ export class Child {
 export interface Processes {
   tempDir(): string;
   spawnChild(name: string, config: ChildConfig): Child;
+  /** Like `spawnChild`, for another child script (an absolute path) that takes its own JSON config in argv[2]. */
+  spawnScript(name: string, script: string, config: unknown): Child;
   track(backend: Backend): Backend;
   /** Runs `cleanup` after the test, once children and backends are gone. */
   onCleanup(cleanup: () => Promise<void>): void;
@@ -190,6 +192,12 @@ export function useProcesses(): Processes {
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
     for (const cleanup of cleanups.splice(0)) await cleanup();
   });
+  const spawnScript = (name: string, script: string, config: unknown): Child => {
+    const proc = spawn(process.execPath, [script, JSON.stringify(config)], { stdio: ["pipe", "pipe", "pipe"] });
+    const child = new Child(name, proc);
+    children.push(child);
+    return child;
+  };
   return {
     onCleanup(cleanup) {
       cleanups.push(cleanup);
@@ -200,11 +208,9 @@ export function useProcesses(): Processes {
       return dir;
     },
     spawnChild(name, config) {
-      const proc = spawn(process.execPath, [CHILD_SCRIPT, JSON.stringify(config)], { stdio: ["pipe", "pipe", "pipe"] });
-      const child = new Child(name, proc);
-      children.push(child);
-      return child;
+      return spawnScript(name, CHILD_SCRIPT, config);
     },
+    spawnScript,
     track(backend) {
       backends.push(backend);
       return backend;

@@ -1,0 +1,88 @@
+// A job server with the topic "orders" (8 partitions) in its own process,
+// for partition-order.test.ts.
+//
+// argv[2] is a JSON config (PartitionChildConfig in partition-order.test.ts).
+// The handler of job type "ordered" (payload { key, n }) appends to
+// `logFile`, one line each (t = performance.timeOrigin + performance.now(),
+// sub-ms wall time comparable across processes):
+//   start <jobId> <key> <n> <attempt> <pid> <t>            an attempt began
+//   end <jobId> <key> <n> <attempt> <pid> <t> ok|fail|aborted   it ended (aborted: ctx.signal fired)
+//   applied <jobId> <attempt> <stage> <t>                   the runner's success/requeued/failed event:
+//                                                           the outcome write of that claim was applied
+// Each attempt fails with probability `failProbability` (seeded PRNG) and
+// takes a random 0..maxDelayMs ms; jobs of the key `slow.key` take
+// `slow.delayMs` and never fail.
+// stdout: `ready <instanceId>`, `event-error <where> <error>`, `stopped`;
+// "stop" on stdin (or EOF) shuts the server down.
+import { appendFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { BackgroundJobServer, postgres, sqlite, topic } from "@later/runtime";
+
+const config = JSON.parse(process.argv[2]);
+const say = (line) => process.stdout.write(`${line}\n`);
+const now = () => (performance.timeOrigin + performance.now()).toFixed(3);
+const log = (line) => appendFileSync(config.logFile, `${line}\n`);
+
+// mulberry32: a small seeded PRNG, so a run's failures and delays come from its config.
+let state = config.seed >>> 0;
+const random = () => {
+  state = (state + 0x6d2b79f5) >>> 0;
+  let t = state;
+  t = Math.imul(t ^ (t >>> 15), t | 1);
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+};
+
+const server = await BackgroundJobServer.start({
+  context: {},
+  backend: config.backend.kind === "postgres"
+    ? postgres({ connectionString: config.backend.connectionString, schema: config.backend.schema, namespace: config.namespace })
+    : sqlite({ file: config.backend.file, namespace: config.namespace }),
+  autoMigrate: true,
+  workerCount: config.workerCount,
+  topics: [topic("orders", 8)],
+  ...config.server,
+  handlers: {
+    ordered: {
+      handle: async (ctx, { key, n }) => {
+        const id = `${ctx.jobId} ${key} ${n} ${ctx.attempt} ${process.pid}`;
+        log(`start ${id} ${now()}`);
+        const slow = config.slow !== undefined && key === config.slow.key;
+        const fail = !slow && random() < config.failProbability;
+        const delayMs = slow ? config.slow.delayMs : Math.floor(random() * (config.maxDelayMs + 1));
+        const result = await new Promise((resolve) => {
+          if (ctx.signal.aborted) return resolve("aborted");
+          const timer = setTimeout(() => resolve(fail ? "fail" : "ok"), delayMs);
+          ctx.signal.addEventListener("abort", () => {
+            clearTimeout(timer);
+            resolve("aborted");
+          }, { once: true });
+        });
+        log(`end ${id} ${now()} ${result}`);
+        if (result === "aborted") throw ctx.signal.reason;
+        if (result === "fail") throw new Error(`random failure of ${key}/${n}`);
+      },
+    },
+  },
+  onEvent: (event) => {
+    if (event.type === "job" && (event.stage === "success" || event.stage === "requeued" || event.stage === "failed")) {
+      log(`applied ${event.jobId} ${event.attempt} ${event.stage} ${now()}`);
+    } else if (event.type === "error") {
+      say(`event-error ${event.where} ${event.error.replace(/\s+/g, " ")}`);
+    }
+  },
+});
+say(`ready ${server.instanceId}`);
+
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  await server.shutdown({ deadlineMs: 2_000 });
+  say("stopped");
+  process.exit(0);
+};
+// EOF on stdin too: a parent that died takes its children with it.
+createInterface({ input: process.stdin }).on("line", (line) => {
+  if (line.trim() === "stop") void stop();
+}).on("close", () => void stop());
