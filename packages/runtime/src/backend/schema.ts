@@ -30,6 +30,8 @@ export interface LaterJobsTable {
   topic: string | null;
   partition_no: number | null;
   seq: number | null;
+  /** Continuations inserted for this job so far (see the PostgreSQL finish). */
+  waiters: number;
 }
 
 export interface LaterTopicsTable {

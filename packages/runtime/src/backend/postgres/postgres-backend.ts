@@ -290,8 +290,21 @@ export class PostgresBackend implements B.Backend {
   async finishRows(execute: Execute, values: unknown[], expires: number, now: number): Promise<B.JobFinishManyResult> {
     const rows = await execute(this.queries.finish, values);
     const applied = rows.map((r) => ({ id: String(r.id), attempt: Number(r.attempt) }));
+    let released = Number(rows[0]?.released ?? 0);
+    const marked = rows.filter((r) => r.stage === "success" && Number(r.waiters) > 0).map((r) => String(r.id));
+    if (marked.length > 0) released += await this.releaseChildren(execute, marked, now);
     await this.failWaitingChildren(execute, rows.filter((r) => r.stage === "failed").map((r) => ({ id: String(r.id), error: r.last_error as string | null })), now, expires);
-    return { applied, released: Number(rows[0]?.released ?? 0) };
+    return { applied, released };
+  }
+
+  /**
+   * Releases the waiting children of succeeded parents in a statement of its
+   * own, whose snapshot sees children committed while the finish waited for
+   * their parent's lock (see `PostgresJobQueries.readParents`).
+   */
+  async releaseChildren(execute: Execute, parentIds: string[], now: number): Promise<number> {
+    const [row] = await execute(this.queries.releaseChildren, [parentIds, this.namespace, now, this.channel, `${this.sender} ${this.namespace}`]);
+    return Number(row?.released ?? 0);
   }
 
   /** Fails the waiting continuations of failed jobs, level by level down the chain. */

@@ -79,8 +79,17 @@ export class PostgresJobQueries {
   readonly renew: Statement;
   /** `$1` namespace, `$2` job types. */
   readonly nextRunAt: Statement;
-  /** Parents of continuations, share-locked so they cannot finish before this transaction commits: `$1` ids, `$2` namespace. */
+  /**
+   * Parents of continuations, locked in id order and marked (`waiters + 1`)
+   * until this transaction commits: `$1` ids, `$2` namespace. A finish of
+   * the parent waits for the lock, and since an UPDATE that waited returns
+   * the row's newest version, its `waiters` tells it that a child it may not
+   * see (committed after its snapshot) exists: it then releases children
+   * again in a statement of its own ({@link releaseChildren}).
+   */
   readonly readParents: Statement;
+  /** Releases the waiting children of succeeded parents: `$1` parent ids, `$2` namespace, `$3` now, `$4`/`$5` channel and payload. */
+  readonly releaseChildren: Statement;
   /** Reserves `$4` sequence numbers of one partition, returning the first: `$1` namespace, `$2` topic, `$3` partition. Locks the partition row until commit. */
   readonly reserveSeq: Statement;
 
@@ -118,7 +127,7 @@ RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.parent_id, j
     stages = ${appendStage("j.stages", out(1), "$3::bigint")}
   WHERE j.id = ANY($1::text[]) AND j.attempt = ${out(0)}::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
     AND coalesce(j.lease_expires_at, 0) < $6
-  RETURNING j.id, j.attempt, j.stage, j.last_error
+  RETURNING j.id, j.attempt, j.stage, j.last_error, j.waiters
 ), released AS (
   UPDATE ${jobs} k SET stage = 'enqueued', run_at = $3, updated_at = $3, stages = ${appendStage("k.stages", "'enqueued'", "$3::bigint")}
   WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE stage = 'success')
@@ -126,7 +135,7 @@ RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.parent_id, j
 ), notified AS (
   SELECT pg_notify($7, $8) FROM (SELECT 1 FROM released UNION ALL SELECT 1 FROM done WHERE stage = 'requeued' LIMIT 1) x
 )
-SELECT d.id, d.attempt, d.stage, d.last_error,
+SELECT d.id, d.attempt, d.stage, d.last_error, d.waiters,
   (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified
 FROM done d`);
     this.failChildren = statement(`UPDATE ${jobs} k SET stage = 'failed', updated_at = $3, expires_at = $4, last_error = f.reason,
@@ -149,6 +158,14 @@ RETURNING id, attempt`);
     this.nextRunAt = statement(`SELECT min(run_at) AS t FROM ${jobs} WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND job_type = ANY($2::text[])`);
     this.reserveSeq = statement(`UPDATE ${schema}.later_partitions SET next_seq = next_seq + $4::bigint
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 RETURNING next_seq - $4::bigint AS first`);
-    this.readParents = statement(`SELECT id, stage, last_error FROM ${jobs} WHERE id = ANY($1::text[]) AND namespace = $2 ORDER BY id FOR SHARE`);
+    this.readParents = statement(`UPDATE ${jobs} j SET waiters = j.waiters + 1
+WHERE j.id IN (SELECT id FROM ${jobs} WHERE id = ANY($1::text[]) AND namespace = $2 ORDER BY id FOR UPDATE)
+RETURNING j.id, j.stage, j.last_error`);
+    this.releaseChildren = statement(`WITH rel AS (
+  UPDATE ${jobs} k SET stage = 'enqueued', run_at = $3, updated_at = $3, stages = ${appendStage("k.stages", "'enqueued'", "$3::bigint")}
+  WHERE k.parent_id = ANY($1::text[]) AND k.namespace = $2 AND k.stage = 'waiting'
+  RETURNING 1
+)
+SELECT count(*)::int AS released, (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM rel LIMIT 1) n)::int AS notified FROM rel`);
   }
 }

@@ -69,6 +69,8 @@ CREATE TABLE {schema}.later_maintenance (
     sql: `
 -- Partitioned jobs: a topic, a partition number and a sequence in it.
 ALTER TABLE {schema}.later_jobs ADD COLUMN topic text, ADD COLUMN partition_no integer, ADD COLUMN seq bigint;
+-- Continuations ever inserted for this job (each insert marks its parent under the row lock).
+ALTER TABLE {schema}.later_jobs ADD COLUMN waiters integer NOT NULL DEFAULT 0;
 -- Partitioned jobs are claimed only as partition heads, never by the
 -- regular claim: they leave the ready and running indexes.
 DROP INDEX {schema}.later_jobs_ready;

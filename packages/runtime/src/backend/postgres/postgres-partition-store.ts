@@ -27,6 +27,7 @@ export interface PostgresPartitionHost {
   inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
   finishValues(finishes: readonly B.JobFinish[], now: number, expires: number, leaseExpiredBefore: number): unknown[];
   finishRows(execute: Execute, values: unknown[], expires: number, now: number): Promise<B.JobFinishManyResult>;
+  releaseChildren(execute: Execute, parentIds: string[], now: number): Promise<number>;
   failWaitingChildren(execute: Execute, failed: { id: string; error: string | null }[], now: number, expires: number): Promise<void>;
 }
 
@@ -90,7 +91,7 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
   UPDATE ${jobs} j SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
     stages = ${appendStage("success", "$7::bigint")}
   WHERE j.id = $6 AND j.attempt = $9 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
-  RETURNING j.id
+  RETURNING j.id, j.waiters
 ), released AS (
   UPDATE ${jobs} j SET stage = 'enqueued', run_at = $7, updated_at = $7, stages = ${appendStage("enqueued", "$7::bigint")}
   WHERE j.stage = 'waiting' AND j.namespace = $1 AND j.parent_id IN (SELECT id FROM done)
@@ -116,7 +117,7 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
   FROM ready r WHERE j.id = r.id
   RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.parent_id, j.created_at, j.seq
 )
-SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM released)::int AS released,
+SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM released)::int AS released, (SELECT max(waiters) FROM done) AS waiters,
   (SELECT count(*) FROM notified)::int AS notified, (SELECT epoch FROM lease) AS epoch, c.*
 FROM (SELECT 1) one LEFT JOIN claimed c ON true`);
     this.leaseFree = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL
@@ -207,9 +208,11 @@ export class PostgresPartitionStore {
       const next = params.claimNext;
       const [row] = await this.host.execute(this.q.successNext, [this.ns, claim.topic, claim.partition, claim.epoch, params.owner, claim.id, now, expires,
         claim.attempt, next !== undefined, next?.jobTypes ?? [], next?.leaseExpiresAt ?? null, ...this.host.notifyArgs]);
+      let released = Number(row?.released ?? 0);
+      if (Number(row?.waiters ?? 0) > 0) released += await this.host.releaseChildren(this.host.execute, [claim.id], now);
       return {
         applied: Number(row?.applied ?? 0) > 0,
-        released: Number(row?.released ?? 0),
+        released,
         next: row?.id ? claimedHead(row, claim, Number(row.epoch)) : null,
       };
     }

@@ -48,7 +48,7 @@ export async function insertIntoCallerTransaction(transaction: B.TransactionHand
       id: job.id, namespace, job_type: job.jobType, payload: job.payload, stage, attempt: 0,
       retry_policy: job.retryPolicy, run_at: job.runAt, parent_id: job.parentId ?? null, last_error: error,
       stages: JSON.stringify([[stage, params.now]]), created_at: params.now, updated_at: params.now, expires_at: null, lease_owner: null, lease_expires_at: null,
-      topic: job.topic ?? null, partition_no: job.partition ?? null, seq,
+      topic: job.topic ?? null, partition_no: job.partition ?? null, seq, waiters: 0,
     } satisfies LaterJobsTable).compile();
     await transaction.executeQuery(q);
     stages.push(stage);

@@ -62,6 +62,9 @@ CREATE TABLE later_maintenance (
 ALTER TABLE later_jobs ADD COLUMN topic TEXT;
 ALTER TABLE later_jobs ADD COLUMN partition_no INTEGER;
 ALTER TABLE later_jobs ADD COLUMN seq INTEGER;
+-- Continuations ever inserted for this job (PostgreSQL needs it to release
+-- children inserted beside the parent's finish; kept here so both hold one schema).
+ALTER TABLE later_jobs ADD COLUMN waiters INTEGER NOT NULL DEFAULT 0;
 -- Partitioned jobs are claimed only as partition heads, never by the
 -- regular claim: they leave the ready and running indexes.
 DROP INDEX later_jobs_ready;
