@@ -97,9 +97,8 @@ export interface ClaimedJob {
   payload: string;
   /** This claim's attempt number (1 for the first run); fences every later write. */
   attempt: number;
+  /** JSON of the retry policy stored with the job (read when the attempt fails). */
   retryPolicy: string;
-  parentId: JobId | null;
-  createdAt: number;
 }
 
 /** Identifies one claim of one job. */

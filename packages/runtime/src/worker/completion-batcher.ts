@@ -58,8 +58,12 @@ export class CompletionBatcher {
           now: this.clock.now(),
           retentionMs: this.retentionMs,
         });
-        const applied = new Set(result.applied.map((c) => `${c.id}/${c.attempt}`));
-        for (const p of batch) p.done(applied.has(`${p.finish.id}/${p.finish.attempt}`));
+        if (result.applied.length === batch.length) {
+          for (const p of batch) p.done(true); // the usual case: every claim of the batch was written
+        } else {
+          const applied = new Set(result.applied.map((c) => `${c.id}/${c.attempt}`));
+          for (const p of batch) p.done(applied.has(`${p.finish.id}/${p.finish.attempt}`));
+        }
         this.onWritten(result);
       } catch (error) {
         this.onError(error);

@@ -52,7 +52,8 @@ export class PostgresJobQueries {
    * through the partial ready index and locks them `FOR UPDATE SKIP LOCKED`,
    * so concurrent claimers on other connections skip each other's rows
    * instead of queueing behind them; the UPDATE marks them running with a
-   * lease and the next attempt number.
+   * lease and the next attempt number. Rows come back oldest first, with
+   * only what a worker needs: `id, job_type, payload, attempt, retry_policy`.
    * `$1` namespace, `$2` now, `$3` job types, `$4` limit, `$5` owner, `$6` lease expiry.
    */
   readonly claim: Statement;
@@ -71,6 +72,17 @@ export class PostgresJobQueries {
    * `$4` expires_at, `$5` namespace, `$6` lease-expired-before guard, `$7`/`$8` channel and payload.
    */
   readonly finish: Statement;
+  /**
+   * {@link finish} for a batch of successes only, the common case, with a
+   * smaller outcome map (`$2` jsonb `{ id: attempt }`) and one result row
+   * instead of one per job: `applied` (how many claims were written), `ids`
+   * (comma-separated applied ids, only when some were not), `marked`
+   * (succeeded parents that had continuations inserted, for
+   * {@link releaseChildren}) and `released`. The continuation lookup only
+   * probes parents whose `waiters` says a child was ever inserted.
+   * `$1` ids, `$2` attempts by id, `$3` now, `$4` expires_at, `$5` namespace, `$6`/`$7` channel and payload, `$8` batch size.
+   */
+  readonly finishSuccess: Statement;
   /** Fails the waiting children of failed parents: `$1` parent ids, `$2` reasons, `$3` now, `$4` expires_at, `$5` namespace. */
   readonly failChildren: Statement;
   /** Puts claimed-but-unstarted jobs back: `$1` ids, `$2` attempts, `$3` now, `$4` namespace, `$5`/`$6` channel and payload. */
@@ -111,11 +123,13 @@ FROM ins`);
   WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at <= $2 AND job_type = ANY($3::text[])
   ORDER BY run_at LIMIT $4
   FOR UPDATE SKIP LOCKED
+), claimed AS (
+  UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $5, lease_expires_at = $6, updated_at = $2,
+    stages = ${appendStage("j.stages", "'running'", "$2::bigint")}
+  FROM ready WHERE j.id = ready.id
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at
 )
-UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $5, lease_expires_at = $6, updated_at = $2,
-  stages = ${appendStage("j.stages", "'running'", "$2::bigint")}
-FROM ready WHERE j.id = ready.id
-RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.parent_id, j.created_at, j.run_at`);
+SELECT id, job_type, payload, attempt, retry_policy FROM claimed ORDER BY run_at, id`);
     // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error, retry_policy]: a binary search in the jsonb object.
     const out = (i: number) => `($2::jsonb -> j.id ->> ${i})`;
     this.finish = statement(`WITH done AS (
@@ -138,6 +152,22 @@ RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.parent_id, j
 SELECT d.id, d.attempt, d.stage, d.last_error, d.waiters,
   (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified
 FROM done d`);
+    this.finishSuccess = statement(`WITH done AS (
+  UPDATE ${jobs} j SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4,
+    stages = ${appendStage("j.stages", "'success'", "$3::bigint")}
+  WHERE j.id = ANY($1::text[]) AND j.attempt = ($2::jsonb ->> j.id)::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
+  RETURNING j.id, j.waiters
+), released AS (
+  UPDATE ${jobs} k SET stage = 'enqueued', run_at = $3, updated_at = $3, stages = ${appendStage("k.stages", "'enqueued'", "$3::bigint")}
+  WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE waiters > 0)
+  RETURNING 1
+), notified AS (
+  SELECT pg_notify($6, $7) FROM released LIMIT 1
+)
+SELECT count(*)::int AS applied, CASE WHEN count(*) < $8 THEN string_agg(id, ',') END AS ids,
+  string_agg(id, ',') FILTER (WHERE waiters > 0) AS marked,
+  (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified
+FROM done`);
     this.failChildren = statement(`UPDATE ${jobs} k SET stage = 'failed', updated_at = $3, expires_at = $4, last_error = f.reason,
   stages = ${appendStage("k.stages", "'failed'", "$3::bigint")}
 FROM unnest($1::text[], $2::text[]) AS f(parent_id, reason)

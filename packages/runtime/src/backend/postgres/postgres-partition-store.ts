@@ -77,7 +77,7 @@ RETURNING p.topic, p.partition_no, p.epoch`);
     this.headsRun = statement(`UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = $3,
   stages = ${appendStage("running", "$3::bigint")}
 WHERE j.namespace = $1 AND j.id = ANY($4::text[])
-RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.parent_id, j.created_at, j.seq, j.topic, j.partition_no`);
+RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.seq, j.topic, j.partition_no`);
     this.held = statement(`SELECT 1 AS ok FROM ${parts}
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE`);
     // A success, and the next head claimed (or the lease freed), in one statement: the hot path of a
@@ -115,7 +115,7 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
 ), claimed AS (
   UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $5, updated_at = $7, stages = ${appendStage("running", "$7::bigint")}
   FROM ready r WHERE j.id = r.id
-  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.parent_id, j.created_at, j.seq
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.seq
 )
 SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM released)::int AS released, (SELECT max(waiters) FROM done) AS waiters,
   (SELECT count(*) FROM notified)::int AS notified, (SELECT epoch FROM lease) AS epoch, c.*

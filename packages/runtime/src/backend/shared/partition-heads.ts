@@ -28,7 +28,6 @@ export function readyAt(head: Row, now: number): number | null {
 export function claimedHead(r: Row, ref: B.PartitionRef, epoch: number): B.ClaimedPartitionJob {
   return {
     id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), attempt: Number(r.attempt),
-    retryPolicy: String(r.retry_policy), parentId: (r.parent_id as string | null) ?? null, createdAt: Number(r.created_at),
-    topic: ref.topic, partition: ref.partition, seq: Number(r.seq), epoch,
+    retryPolicy: String(r.retry_policy), topic: ref.topic, partition: ref.partition, seq: Number(r.seq), epoch,
   };
 }

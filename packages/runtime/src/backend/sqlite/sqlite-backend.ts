@@ -151,14 +151,14 @@ export class SqliteBackend implements B.Backend {
            stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
          WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
                         AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
-         RETURNING id, job_type, payload, attempt, retry_policy, parent_id, created_at, run_at`,
+         RETURNING id, job_type, payload, attempt, retry_policy, run_at`,
         params.owner, params.leaseExpiresAt, params.now, params.now, this.namespace, params.now, JSON.stringify(params.jobTypes), params.limit,
       ),
     );
     rows.sort((a, b) => Number(a.run_at) - Number(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
     return rows.map((r) => ({
       id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), attempt: Number(r.attempt),
-      retryPolicy: String(r.retry_policy), parentId: (r.parent_id as string | null) ?? null, createdAt: Number(r.created_at),
+      retryPolicy: String(r.retry_policy),
     }));
   }
 
