@@ -8,12 +8,14 @@ import type { Clock } from "../core/clock.js";
  * one commit for many jobs; when idle, one outcome is written on the next
  * turn of the event loop, so latency stays low.
  *
- * Lifecycle: `submit` any time; `drain()` resolves once everything submitted
- * so far is written. A failed write is retried after `retryDelayMs` until it
- * succeeds or the batcher is `stop()`ped.
+ * Lifecycle: `submit` any time; `onFinished(finish, applied)` is called once
+ * per submitted finish, after its write (applied: false when the claim had
+ * lost its lease, or the batcher was stopped first). `drain()` resolves once
+ * everything submitted so far is written. A failed write is retried after
+ * `retryDelayMs` until it succeeds or the batcher is `stop()`ped.
  */
-export class CompletionBatcher {
-  private pending: { finish: JobFinish; done: (applied: boolean) => void }[] = [];
+export class CompletionBatcher<F extends JobFinish> {
+  private pending: F[] = [];
   private flushing: Promise<void> | null = null;
   private stopped = false;
 
@@ -21,18 +23,20 @@ export class CompletionBatcher {
     private readonly backend: Backend,
     private readonly clock: Clock,
     private readonly retentionMs: number,
+    private readonly onFinished: (finish: F, applied: boolean) => void,
     private readonly onWritten: (result: JobFinishManyResult) => void,
     private readonly onError: (error: unknown) => void,
     private readonly retryDelayMs = 50,
   ) {}
 
-  /** Resolves to true when the outcome was stored, false when the claim had lost its lease (or the batcher stopped). */
-  submit(finish: JobFinish): Promise<boolean> {
-    return new Promise((done) => {
-      if (this.stopped) return done(false);
-      this.pending.push({ finish, done });
-      this.flushing ??= this.flushLoop();
-    });
+  /** Queues one outcome for the next write. */
+  submit(finish: F): void {
+    if (this.stopped) {
+      this.onFinished(finish, false);
+      return;
+    }
+    this.pending.push(finish);
+    this.flushing ??= this.flushLoop();
   }
 
   /** Resolves once every outcome submitted so far is written. */
@@ -43,8 +47,9 @@ export class CompletionBatcher {
   /** Drops what is unwritten (its claims recover through their leases). */
   stop(): void {
     this.stopped = true;
-    for (const p of this.pending) p.done(false);
+    const dropped = this.pending;
     this.pending = [];
+    for (const f of dropped) this.onFinished(f, false);
   }
 
   private async flushLoop(): Promise<void> {
@@ -52,24 +57,22 @@ export class CompletionBatcher {
     while (this.pending.length > 0 && !this.stopped) {
       const batch = this.pending;
       this.pending = [];
+      let result: JobFinishManyResult;
       try {
-        const result = await this.backend.jobFinishMany({
-          finishes: batch.map((p) => p.finish),
-          now: this.clock.now(),
-          retentionMs: this.retentionMs,
-        });
-        if (result.applied.length === batch.length) {
-          for (const p of batch) p.done(true); // the usual case: every claim of the batch was written
-        } else {
-          const applied = new Set(result.applied.map((c) => `${c.id}/${c.attempt}`));
-          for (const p of batch) p.done(applied.has(`${p.finish.id}/${p.finish.attempt}`));
-        }
-        this.onWritten(result);
+        result = await this.backend.jobFinishMany({ finishes: batch, now: this.clock.now(), retentionMs: this.retentionMs });
       } catch (error) {
         this.onError(error);
         this.pending = batch.concat(this.pending);
         await new Promise<void>((r) => setTimeout(r, this.retryDelayMs));
+        continue;
       }
+      if (result.applied.length === batch.length) {
+        for (const f of batch) this.onFinished(f, true); // the usual case: every claim of the batch was written
+      } else {
+        const applied = new Set(result.applied.map((c) => `${c.id}/${c.attempt}`));
+        for (const f of batch) this.onFinished(f, applied.has(`${f.id}/${f.attempt}`));
+      }
+      this.onWritten(result);
     }
     this.flushing = null;
   }

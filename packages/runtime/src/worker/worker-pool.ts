@@ -26,9 +26,13 @@
  * lease like running ones and are released at shutdown.
  *
  * Supervision: a worker loop that throws (a bug in later, never a handler
- * error) is replaced; a handler that outlives `jobTimeoutMs` fails its
- * attempt and its worker slot gets a fresh loop while the old promise is
- * abandoned.
+ * error) is replaced; a handler that outlives `jobTimeoutMs` is failed by
+ * the watchdog, and its worker slot gets a fresh loop while the old promise
+ * is abandoned.
+ *
+ * The per-job path allocates little: the claim is its own finish record
+ * ({@link HeldClaim}), `ctx` is one small object, and no timer, race or
+ * promise is made per job for the timeout.
  */
 import type { Backend, ClaimKey, ClaimedJob, JobOutcome } from "../backend/backend.js";
 import { describeThrown, JobTimeoutError, LeaseLostError, PayloadDecodeError, ServerStoppedError } from "../errors.js";
@@ -36,25 +40,11 @@ import type { JobPublisher } from "../server/publisher.js";
 import type { ResolvedServerOptions } from "../server/server-options.js";
 import { CompletionBatcher } from "./completion-batcher.js";
 import { failureOutcome } from "./failure-outcome.js";
+import { HeldClaim, JobRunContext, SUCCESS } from "./held-claim.js";
 import { LeaseRenewer } from "./lease-renewer.js";
 
 /** The abort reason of a wake-up (not an error; nobody reads it). */
 const WAKE = Symbol("wake");
-
-interface HeldClaim {
-  job: ClaimedJob;
-  /** Created on first use of `ctx.signal` (most handlers never read it; creating one per job is measurable). */
-  controller: AbortController | null;
-  /** Why the claim was abandoned, for a signal created afterwards. */
-  abortReason: Error | null;
-  /** When the handler started (clock ms), for the timeout watchdog. */
-  startedAt: number;
-  /** Lease lost or abandoned at shutdown: its outcome is not written. */
-  abandoned: boolean;
-  timedOut?: boolean;
-  /** Set while running: fails the attempt when the watchdog finds it past `jobTimeoutMs`. */
-  onTimeout?: () => void;
-}
 
 interface WorkerSlot {
   id: number;
@@ -77,9 +67,10 @@ export class WorkerPool<C> {
   private wakeController = new AbortController();
   /** False after a claim came back short, until a "work" wake or the poll timer. */
   private moreMayBeReady = true;
-  private readonly batcher: CompletionBatcher;
+  private readonly batcher: CompletionBatcher<HeldClaim>;
   private readonly renewer: LeaseRenewer;
   private readonly jobTypes: string[];
+  private readonly claimBatch: { readonly perWorker: number; readonly max: number };
   private readonly stopSignal = new AbortController();
   /**
    * Test seam (set through `@later/runtime/testing`): called in a worker loop
@@ -97,17 +88,17 @@ export class WorkerPool<C> {
     private readonly publisher: JobPublisher,
   ) {
     this.jobTypes = Object.keys(options.handlers);
+    this.claimBatch = backend.capabilities.claimBatch;
     const reportError = (where: string) => (error: unknown) =>
       options.onEvent({ type: "error", where, error: describeThrown(error) });
-    this.batcher = new CompletionBatcher(backend, options.clock, options.retentionMs, (result) => {
+    this.batcher = new CompletionBatcher<HeldClaim>(backend, options.clock, options.retentionMs, (claim, applied) => this.onFinished(claim, applied), (result) => {
       if (result.released > 0) {
         this.wake();
         this.onReleased?.();
       }
     }, reportError("complete"));
     this.renewer = new LeaseRenewer(backend, options.clock, owner, options.leaseMs,
-      () => [...this.held.values()].map((h) => ({ id: h.job.id, attempt: h.job.attempt })),
-      (lost) => this.onLeasesLost(lost), reportError("lease renewal"));
+      () => [...this.held.values()], (lost) => this.onLeasesLost(lost), reportError("lease renewal"));
   }
 
   /** Live worker count. */
@@ -122,9 +113,10 @@ export class WorkerPool<C> {
 
   /** Workers currently running a handler. */
   get busyCount(): number {
-    return this.slots.filter((s) => s.current !== null).length;
+    let busy = 0;
+    for (const slot of this.slots) if (slot.current !== null) busy++;
+    return busy;
   }
-
   start(): void {
     for (let i = 0; i < this.options.workerCount; i++) this.addWorker();
     this.renewer.start();
@@ -145,7 +137,7 @@ export class WorkerPool<C> {
   }
 
   private claimTarget(workers: number): number {
-    const { perWorker, max } = this.backend.capabilities.claimBatch;
+    const { perWorker, max } = this.claimBatch;
     return Math.max(workers * 2, Math.min(max, workers * perWorker));
   }
 
@@ -242,7 +234,7 @@ export class WorkerPool<C> {
   }
 
   private accept(job: ClaimedJob): void {
-    const claim: HeldClaim = { job, controller: null, abortReason: null, startedAt: 0, abandoned: false };
+    const claim = new HeldClaim(job);
     this.held.set(job.id, claim);
     const waiter = this.idle.shift();
     if (waiter) waiter(claim);
@@ -261,17 +253,8 @@ export class WorkerPool<C> {
 
   private abandon(h: HeldClaim, reason: Error): void {
     h.abandoned = true;
-    h.abortReason = reason;
-    this.held.delete(h.job.id);
-    h.controller?.abort(reason);
-  }
-
-  private signalOf(h: HeldClaim): AbortSignal {
-    if (!h.controller) {
-      h.controller = new AbortController();
-      if (h.abortReason) h.controller.abort(h.abortReason);
-    }
-    return h.controller.signal;
+    this.held.delete(h.id);
+    h.abort(reason);
   }
 
   /**
@@ -285,12 +268,21 @@ export class WorkerPool<C> {
       const now = clock.now();
       for (const slot of this.slots) {
         const h = slot.current;
-        if (h && !h.abandoned && !h.timedOut && now - h.startedAt >= timeoutMs) {
-          h.timedOut = true;
-          h.onTimeout?.();
-        }
+        if (h && !h.abandoned && !h.timedOut && now - h.startedAt >= timeoutMs) this.timeOut(slot, h, timeoutMs);
       }
     }
+  }
+
+  /** Fails an attempt past `jobTimeoutMs` now, aborts its signal, and gives its slot a fresh loop (the hung handler is left behind). */
+  private timeOut(slot: WorkerSlot, claim: HeldClaim, timeoutMs: number): void {
+    claim.timedOut = true;
+    const error = new JobTimeoutError(claim.id, timeoutMs);
+    claim.abort(error);
+    this.submit(claim, failureOutcome(this.options, this.options.handlers[claim.job.jobType]!, claim.job, describeThrown(error)));
+    slot.current = null;
+    if (this.stopping) return;
+    this.options.onEvent({ type: "worker", action: "replaced", workers: this.slots.length, reason: "job timeout" });
+    this.spawn(slot);
   }
 
   // ---- workers ------------------------------------------------------------
@@ -321,8 +313,8 @@ export class WorkerPool<C> {
       slot.current = claim;
       this.loopFault?.();
       const inFlightBefore = this.buffer.length + this.busyCount;
-      const replaced = await this.execute(slot, claim);
-      if (replaced) return; // a fresh loop took over this slot
+      await this.run(claim);
+      if (claim.timedOut) return; // the watchdog failed it and gave this slot a fresh loop
       slot.current = null;
       if (inFlightBefore - 1 <= this.claimTarget(this.slots.length) / 2) this.wake("capacity");
     }
@@ -338,67 +330,47 @@ export class WorkerPool<C> {
     for (const resolve of this.idle.splice(0)) resolve(null);
   }
 
-  /** Runs one claim to its outcome. True when the slot was handed to a fresh loop (timeout). */
-  private async execute(slot: WorkerSlot, claim: HeldClaim): Promise<boolean> {
-    const { job } = claim;
+  /** Runs one claim's handler and submits its outcome (unless the claim was abandoned or timed out meanwhile). */
+  private async run(claim: HeldClaim): Promise<void> {
+    const job = claim.job;
     const handler = this.options.handlers[job.jobType]!;
-    const emit = (stage: "running" | "success" | "requeued" | "failed", error?: string) =>
-      this.options.eventsEnabled && this.options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage, attempt: job.attempt, ...(error === undefined ? {} : { error }) });
     let payload: unknown;
     try {
-      payload = (handler.decode ?? JSON.parse)(job.payload);
+      payload = handler.decode === undefined ? JSON.parse(job.payload) : handler.decode(job.payload);
     } catch (cause) {
-      const error = new PayloadDecodeError(job.jobType, describeThrown(cause), cause).message;
-      this.finish(claim, { kind: "fail", error }, () => emit("failed", error));
-      return false;
+      this.submit(claim, { kind: "fail", error: new PayloadDecodeError(job.jobType, describeThrown(cause), cause).message });
+      return;
     }
-    emit("running");
-    const pool = this;
-    const ctx = {
-      app: this.options.context, jobId: job.id, jobType: job.jobType, attempt: job.attempt, publisher: this.publisher,
-      get signal() { return pool.signalOf(claim); },
-    };
-    const timeoutMs = this.options.jobTimeoutMs;
+    if (this.options.eventsEnabled) this.emit(job, "running", undefined);
     claim.startedAt = this.options.clock.now();
-    const run = Promise.resolve().then(() => handler.handle(ctx, payload));
-    const raced: Promise<unknown> = timeoutMs === null ? run : Promise.race([
-      run,
-      new Promise<never>((_, reject) => {
-        claim.onTimeout = () => reject(new JobTimeoutError(job.id, timeoutMs));
-      }),
-    ]);
-    let outcome: JobOutcome;
+    let outcome = SUCCESS;
     try {
-      await raced;
-      outcome = { kind: "success" };
+      await handler.handle(new JobRunContext(this.options.context, this.publisher, claim), payload);
     } catch (thrown) {
+      if (claim.timedOut) return;
       outcome = failureOutcome(this.options, handler, job, describeThrown(thrown));
     }
-    claim.onTimeout = undefined;
-    const timedOut = claim.timedOut === true;
-    if (timedOut) {
-      claim.abortReason = new JobTimeoutError(job.id, timeoutMs!);
-      claim.controller?.abort(claim.abortReason);
-      run.catch(() => undefined);
-    }
-    if (!claim.abandoned) {
-      const stage = outcome.kind === "success" ? "success" : outcome.kind === "retry" ? "requeued" : "failed";
-      this.finish(claim, outcome, () => emit(stage, outcome.kind === "success" ? undefined : outcome.error));
-    }
-    if (timedOut && !this.stopping) {
-      slot.current = null;
-      this.options.onEvent({ type: "worker", action: "replaced", workers: this.slots.length, reason: "job timeout" });
-      this.spawn(slot);
-      return true;
-    }
-    return false;
+    if (!claim.timedOut && !claim.abandoned) this.submit(claim, outcome);
   }
 
-  private finish(claim: HeldClaim, outcome: JobOutcome, onApplied: () => void): void {
-    void this.batcher.submit({ id: claim.job.id, attempt: claim.job.attempt, outcome }).then((applied) => {
-      if (this.held.get(claim.job.id) === claim) this.held.delete(claim.job.id);
-      if (applied) onApplied();
-      if (outcome.kind === "retry") this.wake();
-    });
+  private submit(claim: HeldClaim, outcome: JobOutcome): void {
+    claim.outcome = outcome;
+    this.batcher.submit(claim);
+  }
+
+  /** The batcher wrote (or dropped) a claim's outcome. */
+  private onFinished(claim: HeldClaim, applied: boolean): void {
+    if (this.held.get(claim.id) === claim) this.held.delete(claim.id);
+    const o = claim.outcome;
+    if (applied && this.options.eventsEnabled) {
+      this.emit(claim.job, o.kind === "success" ? "success" : o.kind === "retry" ? "requeued" : "failed", o.kind === "success" ? undefined : o.error);
+    }
+    if (o.kind === "retry") this.wake();
+  }
+
+  private emit(job: ClaimedJob, stage: "running" | "success" | "requeued" | "failed", error: string | undefined): void {
+    this.options.onEvent(error === undefined
+      ? { type: "job", jobId: job.id, jobType: job.jobType, stage, attempt: job.attempt }
+      : { type: "job", jobId: job.id, jobType: job.jobType, stage, attempt: job.attempt, error });
   }
 }
