@@ -93,7 +93,7 @@ export async function seedDatabase(file: string): Promise<SeededJobs> {
   /** Inserts a job of a type of its own and claims it, so it is `running` at attempt 1. */
   const claimed = async (jobType: string, payload: unknown): Promise<JobId> => {
     const id = await insert(backend, { jobType, payload: JSON.stringify(payload), runAt: now });
-    const claims = await backend.jobClaimReady({ owner: "worker-1", limit: 1, now: tick(), leaseExpiresAt: now + 30_000, jobTypes: [jobType] });
+    const claims = (await backend.jobClaimReady({ owner: "worker-1", limit: 1, now: tick(), leaseExpiresAt: now + 30_000, jobTypes: [jobType] })).jobs;
     if (claims[0]?.id !== id) throw new Error(`seed: expected to claim ${id}`);
     return id;
   };

@@ -188,6 +188,28 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     expect(await other.backend.jobGet({ id: ids[0]! })).toBeNull();
   });
 
+  it("J4: a short claim reports when the next delayed job of its types is due; a full one reads nothing more", async () => {
+    const h = harness();
+    const clock = new ManualClock();
+    await h.start({ clock, workerCount: 1, handlers: { other: { handle: () => undefined } } });
+    const backend = h.db.backend();
+    await backend.open();
+    const now = clock.now();
+    const policy = JSON.stringify(RetryPolicy.noRetries());
+    const job = (jobType: string, runAt: number) => ({ id: newJobId(now), jobType, payload: "{}", runAt, retryPolicy: policy });
+    await backend.jobInsertMany({ jobs: [job("ghost", now), job("ghost", now), job("ghost", now + 5_000), job("ghost", now + 9_000), job("spectre", now + 1_000)], now });
+    const full = await backend.jobClaimReady({ owner: "w1", limit: 1, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] });
+    expect(full.jobs).toHaveLength(1);
+    expect(full.nextRunAt).toBeUndefined();
+    const short = await backend.jobClaimReady({ owner: "w1", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] });
+    expect(short.jobs).toHaveLength(1);
+    expect(short.nextRunAt).toBe(now + 5_000); // not "spectre" (another type), not the jobs just claimed
+    const none = await backend.jobClaimReady({ owner: "w1", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["spectre", "ghost"] });
+    expect(none).toEqual({ jobs: [], nextRunAt: now + 1_000 });
+    expect(await backend.jobClaimReady({ owner: "w1", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["other"] })).toEqual({ jobs: [], nextRunAt: null });
+    await backend.close();
+  });
+
   it("J8: a stale claim can neither run again nor overwrite a newer attempt", async () => {
     const h = harness();
     const clock = new ManualClock();
@@ -197,13 +219,13 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const now = clock.now();
     const id = newJobId(now);
     await backend.jobInsertMany({ jobs: [{ id, jobType: "ghost", payload: "{}", runAt: now, retryPolicy: JSON.stringify(RetryPolicy.fixed(3, 0)) }], now });
-    const [first] = await backend.jobClaimReady({ owner: "w1", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] });
+    const [first] = (await backend.jobClaimReady({ owner: "w1", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] })).jobs;
     expect(first?.attempt).toBe(1);
     // A duplicate delivery finds nothing to claim: the job left `enqueued`.
-    expect(await backend.jobClaimReady({ owner: "w2", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] })).toEqual([]);
+    expect((await backend.jobClaimReady({ owner: "w2", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] })).jobs).toEqual([]);
     // The lease expires; the job is retried and claimed again (attempt 2).
     await backend.jobFinishMany({ finishes: [{ id, attempt: 1, outcome: { kind: "retry", runAt: now, error: "lost" } }], now: now + 20, retentionMs: 1000, leaseExpiredBefore: now + 20 });
-    const [second] = await backend.jobClaimReady({ owner: "w2", limit: 5, now: now + 20, leaseExpiresAt: now + 1000, jobTypes: ["ghost"] });
+    const [second] = (await backend.jobClaimReady({ owner: "w2", limit: 5, now: now + 20, leaseExpiresAt: now + 1000, jobTypes: ["ghost"] })).jobs;
     expect(second?.attempt).toBe(2);
     // The stale first claim's completion is rejected; the current one applies.
     const stale = await backend.jobFinishMany({ finishes: [{ id, attempt: 1, outcome: { kind: "success" } }], now: now + 30, retentionMs: 1000 });

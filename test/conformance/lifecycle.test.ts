@@ -54,7 +54,7 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
       { id, jobType: "work", payload: "{}", runAt: ahead, retryPolicy: policy },
       { id: spent, jobType: "work", payload: "{}", runAt: ahead, retryPolicy: JSON.stringify(RetryPolicy.noRetries()) },
     ] });
-    expect(await ghost.jobClaimReady({ owner: "ghost", limit: 2, now: ahead, leaseExpiresAt: now + 5_000, jobTypes: ["work"] })).toHaveLength(2);
+    expect((await ghost.jobClaimReady({ owner: "ghost", limit: 2, now: ahead, leaseExpiresAt: now + 5_000, jobTypes: ["work"] })).jobs).toHaveLength(2);
     await ghost.close();
     clock.advance(6_000); // expired, but not for long enough
     expect(await server.rescueStuckJobs()).toBe(0);

@@ -90,6 +90,18 @@ export interface JobClaimReadyParams {
   jobTypes: readonly string[];
 }
 
+/** What one claim took, and when to look again if it came back short. */
+export interface JobClaimReadyResult {
+  /** The claimed jobs, oldest `runAt` first. */
+  jobs: ClaimedJob[];
+  /**
+   * Only when fewer than `limit` jobs were claimed: the earliest `runAt`
+   * after `now` among claimable jobs of these types (null: none), read in
+   * the same round trip, so the fetcher knows how long it may sleep.
+   */
+  nextRunAt?: number | null;
+}
+
 /** A job claimed for one attempt. */
 export interface ClaimedJob {
   id: JobId;
@@ -160,10 +172,6 @@ export interface JobListStuckParams {
 export interface StuckJob extends ClaimKey {
   jobType: string;
   retryPolicy: string;
-}
-
-export interface JobNextRunAtParams {
-  jobTypes: readonly string[];
 }
 
 export interface JobCountReadyParams {
@@ -266,7 +274,7 @@ export interface Backend {
    */
   jobInsertMany(params: JobInsertManyParams): Promise<JobInsertManyResult>;
   /** Claims up to `limit` ready jobs (oldest `runAt` first) in one write: stage `running`, `attempt + 1`, a lease. */
-  jobClaimReady(params: JobClaimReadyParams): Promise<ClaimedJob[]>;
+  jobClaimReady(params: JobClaimReadyParams): Promise<JobClaimReadyResult>;
   /**
    * Stores attempt outcomes in one transaction, each guarded by its claim.
    * Success releases waiting continuations; a final failure fails them, down
@@ -279,8 +287,6 @@ export interface Backend {
   leaseRenew(params: LeaseRenewParams): Promise<LeaseRenewResult>;
   /** Running jobs whose lease expired before the given time. */
   jobListStuck(params: JobListStuckParams): Promise<StuckJob[]>;
-  /** Earliest `runAt` among claimable jobs of these types, or null. */
-  jobNextRunAt(params: JobNextRunAtParams): Promise<number | null>;
   /** Ready jobs of these types (due now): the backlog autoscaling reads. */
   jobCountReady(params: JobCountReadyParams): Promise<number>;
   /** Deletes up to `limit` expired rows; returns how many. */

@@ -18,12 +18,12 @@
  *      └─ every held claim's lease is renewed by the LeaseRenewer until written
  * ```
  *
- * The fetcher keeps a target of claims in flight (running plus buffered):
- * `2 × workers`, raised towards 32 (at most `4 × workers`) because larger
- * batches amortise each write transaction. It claims again once half of
- * the target is free, so a free worker starts its next job without a round
- * trip and each claim is a batch. Claimed-but-unstarted jobs hold a renewed
- * lease like running ones and are released at shutdown.
+ * The fetcher keeps a target of claims in flight (running plus buffered),
+ * paced by {@link ClaimPacer}: what the workers finish in a few claim round
+ * trips. It claims again once half of the target is free, so a free worker
+ * starts its next job without a round trip and each claim is a batch.
+ * Claimed-but-unstarted jobs hold a renewed lease like running ones and are
+ * released at shutdown.
  *
  * Supervision: a worker loop that throws (a bug in later, never a handler
  * error) is replaced; a handler that outlives `jobTimeoutMs` is failed by
@@ -38,6 +38,7 @@ import type { Backend, ClaimKey, ClaimedJob, JobOutcome } from "../backend/backe
 import { describeThrown, JobTimeoutError, LeaseLostError, PayloadDecodeError, ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../server/publisher.js";
 import type { ResolvedServerOptions } from "../server/server-options.js";
+import { ClaimPacer } from "./claim-pacer.js";
 import { CompletionBatcher } from "./completion-batcher.js";
 import { failureOutcome } from "./failure-outcome.js";
 import { HeldClaim, JobRunContext, SUCCESS } from "./held-claim.js";
@@ -70,7 +71,7 @@ export class WorkerPool<C> {
   private readonly batcher: CompletionBatcher<HeldClaim>;
   private readonly renewer: LeaseRenewer;
   private readonly jobTypes: string[];
-  private readonly claimBatch: { readonly perWorker: number; readonly max: number };
+  private readonly pacer: ClaimPacer;
   private readonly stopSignal = new AbortController();
   /**
    * Test seam (set through `@later/runtime/testing`): called in a worker loop
@@ -88,7 +89,7 @@ export class WorkerPool<C> {
     private readonly publisher: JobPublisher,
   ) {
     this.jobTypes = Object.keys(options.handlers);
-    this.claimBatch = backend.capabilities.claimBatch;
+    this.pacer = new ClaimPacer(backend.capabilities.claimBatch);
     const reportError = (where: string) => (error: unknown) =>
       options.onEvent({ type: "error", where, error: describeThrown(error) });
     this.batcher = new CompletionBatcher<HeldClaim>(backend, options.clock, options.retentionMs, (claim, applied) => this.onFinished(claim, applied), (result) => {
@@ -134,11 +135,6 @@ export class WorkerPool<C> {
   wake(reason: "work" | "capacity" = "work"): void {
     if (reason === "work") this.moreMayBeReady = true;
     this.wakeController.abort(WAKE); // a reason of ours: abort() without one builds a DOMException, measurable per job
-  }
-
-  private claimTarget(workers: number): number {
-    const { perWorker, max } = this.claimBatch;
-    return Math.max(workers * 2, Math.min(max, workers * perWorker));
   }
 
   addWorker(): number {
@@ -202,23 +198,25 @@ export class WorkerPool<C> {
       let waitMs = pollIntervalMs;
       const workers = this.slots.filter((s) => !s.stopRequested).length;
       const inFlight = this.buffer.length + this.busyCount;
-      const target = this.claimTarget(workers);
+      this.pacer.sample(clock.now());
+      const target = this.pacer.target(workers);
       if (inFlight <= target / 2 && workers > 0 && this.moreMayBeReady) {
         const limit = target - inFlight;
         try {
           const now = clock.now();
           this.moreMayBeReady = false;
           const claimed = await this.backend.jobClaimReady({ owner: this.owner, limit, now, leaseExpiresAt: now + leaseMs, jobTypes: this.jobTypes });
-          for (const job of claimed) this.accept(job);
-          if (claimed.length === limit) {
+          this.pacer.claimTook(clock.now() - now);
+          for (const job of claimed.jobs) this.accept(job);
+          if (claimed.jobs.length === limit) {
             this.moreMayBeReady = true;
             // Let completions, timers and I/O run before the next claim: with a
             // synchronous driver the whole loop would otherwise stay in microtasks.
             await new Promise<void>((r) => setImmediate(r));
             continue;
           }
-          const next = await this.backend.jobNextRunAt({ jobTypes: this.jobTypes });
-          // 0 when already due (the clock moved while the queries ran): claim again on the next timer turn.
+          const next = claimed.nextRunAt ?? null;
+          // 0 when already due (the clock moved while the claim ran): claim again on the next timer turn.
           if (next !== null) waitMs = Math.max(0, Math.min(pollIntervalMs, next - clock.now()));
         } catch (error) {
           if (this.stopping) break;
@@ -316,7 +314,8 @@ export class WorkerPool<C> {
       await this.run(claim);
       if (claim.timedOut) return; // the watchdog failed it and gave this slot a fresh loop
       slot.current = null;
-      if (inFlightBefore - 1 <= this.claimTarget(this.slots.length) / 2) this.wake("capacity");
+      this.pacer.jobFinished();
+      if (inFlightBefore - 1 <= this.pacer.target(this.slots.length) / 2) this.wake("capacity");
     }
     if (slot.stopRequested) {
       const i = this.slots.indexOf(slot);

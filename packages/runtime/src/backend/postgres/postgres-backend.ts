@@ -103,15 +103,15 @@ export class PostgresBackend implements B.Backend {
   /**
    * `crossProcessWake` is true while LISTEN/NOTIFY is in use: `listen` is
    * on and the probe at open succeeded. Never `supportsVacuum` (autovacuum
-   * does that job on PostgreSQL). Claims take up to 25 jobs per worker (250
-   * at most): each claim commit waits for a WAL flush, a few ms here, which
-   * batches of ten would pay per handful of jobs.
+   * does that job on PostgreSQL). Claims start at 25 jobs per worker and
+   * are paced from there (`ClaimPacer`) up to 500 in flight: each claim is a
+   * transaction with a commit, whose cost batches share.
    */
   get capabilities(): B.BackendCapabilities {
     return {
       crossProcessWake: this.options.listen !== false && !this.listenFellBack,
       supportsVacuum: false,
-      claimBatch: { perWorker: 25, max: 250 },
+      claimBatch: { perWorker: 25, max: 500 },
     };
   }
 
@@ -260,17 +260,18 @@ export class PostgresBackend implements B.Backend {
     return seqs;
   }
 
-  /** One statement (`PostgresJobQueries.claim`); rows come back as arrays, oldest first. */
-  async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.ClaimedJob[]> {
-    if (params.limit <= 0 || params.jobTypes.length === 0) return [];
+  /** One statement (`PostgresJobQueries.claim`), the next due time included when short; rows come back as arrays. */
+  async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
+    if (params.limit <= 0 || params.jobTypes.length === 0) return { jobs: [] };
     const rows = await this.executeArrays(this.queries.claim,
       [this.namespace, params.now, params.jobTypes, params.limit, params.owner, params.leaseExpiresAt]);
-    const claimed: B.ClaimedJob[] = new Array(rows.length);
-    for (let i = 0; i < rows.length; i++) {
-      const r = rows[i]!;
-      claimed[i] = { id: r[0] as string, jobType: r[1] as string, payload: r[2] as string, attempt: r[3] as number, retryPolicy: r[4] as string };
+    const jobs: B.ClaimedJob[] = [];
+    let nextRunAt: number | null | undefined;
+    for (const r of rows) {
+      if (r[0] === null) nextRunAt = r[5] === null ? null : Number(r[5]);
+      else jobs.push({ id: r[0] as string, jobType: r[1] as string, payload: r[2] as string, attempt: r[3] as number, retryPolicy: r[4] as string });
     }
-    return claimed;
+    return nextRunAt === undefined ? { jobs } : { jobs, nextRunAt };
   }
 
   /**
@@ -371,12 +372,6 @@ export class PostgresBackend implements B.Backend {
 
   async jobListStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
     return guarded("stuck-job list", () => this.kysely().jobListStuck(params));
-  }
-
-  async jobNextRunAt(params: B.JobNextRunAtParams): Promise<number | null> {
-    if (params.jobTypes.length === 0) return null;
-    const [row] = await this.execute(this.queries.nextRunAt, [this.namespace, params.jobTypes]);
-    return row?.t === null || row?.t === undefined ? null : Number(row.t);
   }
 
   async jobCountReady(params: B.JobCountReadyParams): Promise<number> {

@@ -54,6 +54,9 @@ export class PostgresJobQueries {
    * instead of queueing behind them; the UPDATE marks them running with a
    * lease and the next attempt number. Rows come back oldest first, with
    * only what a worker needs: `id, job_type, payload, attempt, retry_policy`.
+   * When fewer than `$4` were claimed, a last row with a null id carries the
+   * earliest `run_at` after now of the claimable rows (null: none), so the
+   * fetcher learns how long to sleep without another round trip.
    * `$1` namespace, `$2` now, `$3` job types, `$4` limit, `$5` owner, `$6` lease expiry.
    */
   readonly claim: Statement;
@@ -89,8 +92,6 @@ export class PostgresJobQueries {
   readonly release: Statement;
   /** `$1` lease expiry, `$2` namespace, `$3` owner, `$4` ids. */
   readonly renew: Statement;
-  /** `$1` namespace, `$2` job types. */
-  readonly nextRunAt: Statement;
   /**
    * Parents of continuations, locked in id order and marked (`waiters + 1`)
    * until this transaction commits: `$1` ids, `$2` namespace. A finish of
@@ -129,7 +130,12 @@ FROM ins`);
   FROM ready WHERE j.id = ready.id
   RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at
 )
-SELECT id, job_type, payload, attempt, retry_policy FROM claimed ORDER BY run_at, id`);
+(SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at FROM claimed ORDER BY run_at, id)
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, (
+  SELECT min(run_at) FROM ${jobs}
+  WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at > $2 AND job_type = ANY($3::text[])
+) WHERE (SELECT count(*) FROM claimed) < $4`);
     // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error, retry_policy]: a binary search in the jsonb object.
     const out = (i: number) => `($2::jsonb -> j.id ->> ${i})`;
     this.finish = statement(`WITH done AS (
@@ -185,7 +191,6 @@ SELECT count(*)::int AS released, (SELECT count(*) FROM (SELECT pg_notify($5, $6
     this.renew = statement(`UPDATE ${jobs} SET lease_expires_at = $1
 WHERE namespace = $2 AND ${RUNNING_BY_KEY.replace("j.", "")} AND lease_owner = $3 AND id = ANY($4::text[])
 RETURNING id, attempt`);
-    this.nextRunAt = statement(`SELECT min(run_at) AS t FROM ${jobs} WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND job_type = ANY($2::text[])`);
     this.reserveSeq = statement(`UPDATE ${schema}.later_partitions SET next_seq = next_seq + $4::bigint
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 RETURNING next_seq - $4::bigint AS first`);
     this.readParents = statement(`UPDATE ${jobs} j SET waiters = j.waiters + 1

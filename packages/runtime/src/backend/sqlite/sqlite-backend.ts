@@ -143,8 +143,9 @@ export class SqliteBackend implements B.Backend {
     return stages;
   }
 
-  async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.ClaimedJob[]> {
-    if (params.limit <= 0 || params.jobTypes.length === 0) return [];
+  async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
+    if (params.limit <= 0 || params.jobTypes.length === 0) return { jobs: [] };
+    const types = JSON.stringify(params.jobTypes);
     const rows = this.immediate(() =>
       this.all(
         `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
@@ -152,14 +153,20 @@ export class SqliteBackend implements B.Backend {
          WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
                         AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
          RETURNING id, job_type, payload, attempt, retry_policy, run_at`,
-        params.owner, params.leaseExpiresAt, params.now, params.now, this.namespace, params.now, JSON.stringify(params.jobTypes), params.limit,
+        params.owner, params.leaseExpiresAt, params.now, params.now, this.namespace, params.now, types, params.limit,
       ),
     );
     rows.sort((a, b) => Number(a.run_at) - Number(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
-    return rows.map((r) => ({
+    const jobs = rows.map((r) => ({
       id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), attempt: Number(r.attempt),
       retryPolicy: String(r.retry_policy),
     }));
+    if (jobs.length === params.limit) return { jobs };
+    const next = this.get(
+      `SELECT min(run_at) AS t FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
+         AND run_at > ? AND job_type IN (SELECT value FROM json_each(?))`,
+      this.namespace, params.now, types);
+    return { jobs, nextRunAt: next?.t === null || next?.t === undefined ? null : Number(next.t) };
   }
 
   async jobFinishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
@@ -269,15 +276,6 @@ export class SqliteBackend implements B.Backend {
        ORDER BY lease_expires_at LIMIT ?`,
       this.namespace, params.leaseExpiredBefore, params.limit,
     ).map((r) => ({ id: String(r.id), attempt: Number(r.attempt), jobType: String(r.job_type), retryPolicy: String(r.retry_policy) }));
-  }
-
-  async jobNextRunAt(params: B.JobNextRunAtParams): Promise<number | null> {
-    if (params.jobTypes.length === 0) return null;
-    const row = this.get(
-      `SELECT min(run_at) AS t FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
-         AND job_type IN (SELECT value FROM json_each(?))`,
-      this.namespace, JSON.stringify(params.jobTypes));
-    return row?.t === null || row?.t === undefined ? null : Number(row.t);
   }
 
   async jobCountReady(params: B.JobCountReadyParams): Promise<number> {
