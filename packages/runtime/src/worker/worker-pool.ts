@@ -134,6 +134,7 @@ export class WorkerPool<C> {
    */
   wake(reason: "work" | "capacity" = "work"): void {
     if (reason === "work") this.moreMayBeReady = true;
+    else if (!this.moreMayBeReady) return; // the fetcher would not claim anyway: no wake-up (and no new signal) per finished job
     this.wakeController.abort(WAKE); // a reason of ours: abort() without one builds a DOMException, measurable per job
   }
 
