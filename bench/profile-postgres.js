@@ -129,7 +129,8 @@ function summary(title, r, jobs) {
 
 const stat = (label) => processing.statements.get(label) ?? { calls: 0, totalMs: 0 };
 const claim = stat("claim");
-const finish = stat("finish");
+// Successes take `finishSuccess`; any other outcome `finish`.
+const finish = ["finish", "finishSuccess"].map(stat).reduce((a, b) => ({ calls: a.calls + b.calls, totalMs: a.totalMs + b.totalMs }));
 const out = [
   `## later PostgreSQL backend: cost per job (${int(N)} no-op jobs, concurrency ${CONCURRENCY}, one process)`,
   "",
@@ -137,6 +138,9 @@ const out = [
   `Claims: ${int(claim.calls)} statements, ${(N / Math.max(1, claim.calls)).toFixed(1)} jobs per claim on average, ${fmtUs(claim.totalMs / N)} µs round trip per job. ` +
     `Finishes: ${int(finish.calls)} statements, ${(N / Math.max(1, finish.calls)).toFixed(1)} jobs per finish, ${fmtUs(finish.totalMs / N)} µs per job. ` +
     `Handler: ${fmtUs(processing.handlerMs / N)} µs per job. Round trips overlap (several connections), so they add up to more than the wall time.`,
+  "",
+  `CPU per job: ${fmtUs(processing.nodeCpuMs / N)} µs in this process + ${fmtUs(processing.pgCpuMs / N)} µs in PostgreSQL = ${fmtUs((processing.nodeCpuMs + processing.pgCpuMs) / N)} µs, ` +
+    `against ${fmtUs((2 * processing.wallMs) / N)} µs of two cores' time per job: ${int((100 * (processing.nodeCpuMs + processing.pgCpuMs)) / (2 * processing.wallMs))} % of the machine's CPU was in use.`,
   "",
   summary("bulk enqueue (20 × 1000 via enqueueMany)", bulk, N),
   summary(`single enqueue (${int(SINGLE_N)} jobs, 10 in flight)`, single, SINGLE_N),
