@@ -112,11 +112,23 @@ async function runGraphile(withBlocked, fast) {
   const { Logger, makeWorkerUtils, run: runWorker, runMigrations } = await import("graphile-worker");
   const { EventEmitter } = await import("node:events");
   const { queryOnce } = await import("./pg-databases.js");
+  const { default: pg } = await import("pg");
   const logger = new Logger(() => (level, message) => { if (level === "error") log(`[graphile-worker] ${message}`); });
   const db = await dbs.create("gw_partitions");
+  // Pools of our own, each with an error listener that outlives graphile-worker's:
+  // its release ends a pool it made without waiting, then drops its listener, and
+  // a connection still closing when the database is dropped would end this process.
+  const pools = [];
+  const pool = () => {
+    const p = new pg.Pool({ connectionString: db.url, max: WORKERS + 2 });
+    p.on("error", () => {});
+    p.on("connect", (client) => client.on("error", () => {}));
+    pools.push(p);
+    return p;
+  };
   try {
-    await runMigrations({ connectionString: db.url, logger });
-    const utils = await makeWorkerUtils({ connectionString: db.url, logger });
+    await runMigrations({ pgPool: pool(), logger });
+    const utils = await makeWorkerUtils({ pgPool: pool(), logger });
     const add = async (specs) => { for (let i = 0; i < specs.length; i += 2_000) await utils.addJobs(specs.slice(i, i + 2_000)); };
     if (withBlocked) {
       await add(Array.from({ length: BLOCKED }, (_, i) => ({ identifier: "stuck", payload: {}, queueName: `stuck-${i % BLOCKED_HEADS}` })));
@@ -133,7 +145,7 @@ async function runGraphile(withBlocked, fast) {
     events.on("job:complete", ({ job, error }) => { if (!error && job.task_identifier === "order" && ++done === N) finished(); });
     const t0 = performance.now();
     const runner = await runWorker({
-      connectionString: db.url, concurrency: WORKERS, noHandleSignals: true, logger, events,
+      pgPool: pool(), concurrency: WORKERS, noHandleSignals: true, logger, events,
       taskList: { order: async (p) => { if ((lastN.get(p.key) ?? -1) >= p.n) outOfOrder++; lastN.set(p.key, p.n); }, stuck: async () => {} },
       ...(fast ? { preset: { worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } } : {}),
     });
@@ -150,6 +162,7 @@ async function runGraphile(withBlocked, fast) {
   } catch (error) {
     return { error: String(error?.stack ?? error) };
   } finally {
+    await Promise.all(pools.map((p) => p.end().catch(() => {})));
     await dbs.drop(db.name).catch(() => {});
   }
 }

@@ -34,12 +34,14 @@ export interface BackendCapabilities {
   /** `databaseVacuum` reclaims disk space (SQLite `VACUUM`). */
   readonly supportsVacuum: boolean;
   /**
-   * How many ready jobs one claim may take: `perWorker` × the live workers,
-   * at most `max` (and never fewer than two per worker). Claimed jobs wait
-   * in the server's local buffer, leased, until a worker is free. Where a
-   * commit costs much more than a row (PostgreSQL waits for its WAL flush)
-   * larger batches buy throughput; where commits are cheap (SQLite) small
-   * ones keep jobs spread evenly over processes.
+   * How many jobs a server keeps claimed (running plus buffered): `perWorker`
+   * × the live workers until the worker pool has measured its pace, then
+   * what the workers finish in a few claim round trips, at most `max` (and
+   * never fewer than two per worker); see `ClaimPacer`. Claimed jobs wait in
+   * the server's local buffer, leased, until a worker is free. Where a
+   * statement costs much more than a row (PostgreSQL: a round trip and a
+   * commit) larger batches buy throughput; where commits are cheap (SQLite)
+   * small ones keep jobs spread evenly over processes.
    */
   readonly claimBatch: { readonly perWorker: number; readonly max: number };
 }
