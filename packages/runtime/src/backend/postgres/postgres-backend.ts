@@ -5,8 +5,10 @@
  *
  * How it runs:
  * - Hot statements (claim, finish, insert, renew, release) are fixed SQL in
- *   `postgres-job-queries.ts`, one round trip each, run as named prepared
- *   statements; the rest is Kysely (`PostgresDialect`) on the same pool.
+ *   `postgres-job-queries.ts`, one round trip each, run by
+ *   {@link PostgresJobStore} as named prepared statements; partitions and
+ *   recurring schedules have stores of their own; the rest is Kysely
+ *   (`PostgresDialect`) on the same pool.
  * - Claims lock a batch `FOR UPDATE SKIP LOCKED`, so servers never wait on
  *   each other's rows. Every write of a claim is fenced by `(id, attempt)`.
  * - Wake-ups: statements that make work ready send one `pg_notify` on the
@@ -24,16 +26,13 @@
 import { createHash, randomBytes } from "node:crypto";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
-import { parentFailedReason } from "../../core/continuation-stage.js";
-import { insertStage } from "../shared/insert-stage.js";
-import type { JobStage } from "../../core/job-stage.js";
-import { DatabaseUnavailableError, UnknownTopicError } from "../../errors.js";
+import { DatabaseUnavailableError } from "../../errors.js";
 import { checkPostgresOptions, type PostgresBackendOptions, type PostgresBackendWarning } from "./postgres-backend-options.js";
 import type * as B from "../backend.js";
-import { renewedClaims } from "../shared/job-rows.js";
 import type { LaterDatabase } from "../schema.js";
 import { callerExecutor, clientExecutor, type Execute } from "./postgres-executors.js";
-import { PostgresJobQueries } from "./postgres-job-queries.js";
+import { PostgresJobQueries, type Statement } from "./postgres-job-queries.js";
+import { PostgresJobStore } from "./postgres-job-store.js";
 import { startProbedListener, type PostgresListener } from "./postgres-listener.js";
 import { applyMigrations, readMigrationStatus } from "./postgres-migrations.js";
 import { describeConnection, guarded, isConnectionError, retryConflicts, wrapDriverError } from "./postgres-errors.js";
@@ -41,9 +40,6 @@ import { PostgresKyselyQueries } from "./postgres-kysely-queries.js";
 import { PostgresPartitionStore } from "./postgres-partition-store.js";
 import { PostgresRecurringStore } from "./postgres-recurring-store.js";
 import type { Row } from "../shared/job-rows.js";
-
-/** Payload sender for writes into a caller-owned transaction: every listener, this process's too, must wake on its commit. */
-const FOREIGN_SENDER = "-";
 
 export type { PostgresBackendOptions, PostgresBackendWarning } from "./postgres-backend-options.js";
 
@@ -68,7 +64,7 @@ export class PostgresBackend implements B.Backend {
   private listenFellBack = false;
   private readonly wakeListeners = new Set<() => void>();
   private wakeScheduled = false;
-  private readonly queries: PostgresJobQueries;
+  private readonly jobs: PostgresJobStore;
   private readonly partitions: PostgresPartitionStore;
   private readonly recurring: PostgresRecurringStore;
   private readonly quoted: string;
@@ -91,9 +87,9 @@ export class PostgresBackend implements B.Backend {
   constructor(private readonly options: PostgresBackendOptions) {
     ({ schema: this.schema, namespace: this.namespace } = checkPostgresOptions(options));
     this.quoted = pg.escapeIdentifier(this.schema);
-    this.queries = new PostgresJobQueries(this.quoted);
-    this.partitions = new PostgresPartitionStore(this, this.quoted);
-    this.recurring = new PostgresRecurringStore(this, this.quoted);
+    this.jobs = new PostgresJobStore(this, new PostgresJobQueries(this.quoted));
+    this.partitions = new PostgresPartitionStore(this, this.jobs, this.quoted);
+    this.recurring = new PostgresRecurringStore(this, this.jobs, this.quoted);
     // Channel names are identifiers (63 bytes at most): a long schema name is replaced by its hash.
     this.channel = this.schema.length <= 57 ? `later:${this.schema}` : `later:${createHash("sha1").update(this.schema).digest("hex").slice(0, 16)}`;
     const where = describeConnection(options.connectionString, options.pool);
@@ -209,165 +205,28 @@ export class PostgresBackend implements B.Backend {
    */
   async jobInsertMany(params: B.JobInsertManyParams): Promise<B.JobInsertManyResult> {
     if (params.jobs.length === 0) return { stages: [] };
-    if (params.transaction !== undefined) return this.insertJobs(callerExecutor(params.transaction), params, FOREIGN_SENDER);
-    if (!params.jobs.some((j) => j.parentId || j.topic !== undefined)) return this.insertJobs(this.execute, params, this.sender);
-    return this.transaction("enqueue", (client) => this.insertJobs(clientExecutor(client, this.prepared), params, this.sender));
+    if (params.transaction !== undefined) return this.jobs.insert(callerExecutor(params.transaction), params, true);
+    if (!params.jobs.some((j) => j.parentId || j.topic !== undefined)) return this.jobs.insert(this.execute, params);
+    return this.transaction("enqueue", (client) => this.jobs.insert(clientExecutor(client, this.prepared), params));
   }
 
-  /** @internal The body of {@link jobInsertMany} on one executor (the recurring store runs it inside its own transaction). */
-  async insertJobs(execute: Execute, params: B.JobInsertManyParams, sender: string = this.sender): Promise<B.JobInsertManyResult> {
-    // Partition rows first, then parents: the lock order of a head's finish (partition, then its job rows).
-    const seqs = await this.reserveSequences(execute, params.jobs);
-    const parentIds = [...new Set(params.jobs.flatMap((j) => (j.parentId ? [j.parentId] : [])))].sort();
-    const parents = new Map<string, Row>();
-    if (parentIds.length > 0) {
-      for (const row of await execute(this.queries.readParents, [parentIds, this.namespace])) parents.set(String(row.id), row);
-    }
-    const stages: JobStage[] = [];
-    const rows = params.jobs.map((job, i) => {
-      const { stage, error } = insertStage(job, params.now, job.parentId ? parents.get(job.parentId) : undefined);
-      stages.push(stage);
-      return {
-        id: job.id, job_type: job.jobType, payload: job.payload, stage, retry_policy: job.retryPolicy, run_at: job.runAt, parent_id: job.parentId ?? null,
-        last_error: error, topic: job.topic ?? null, partition_no: job.partition ?? null, seq: seqs[i] ?? null,
-      };
-    });
-    await execute(this.queries.insert, [JSON.stringify(rows), this.namespace, params.now, this.channel, `${sender} ${this.namespace}`]);
-    return { stages };
-  }
-
-  /**
-   * Sequence numbers of the partitioned jobs (by index; none for the rest),
-   * reserved one partition at a time in (topic, partition) order, so two
-   * writers never lock partition rows in opposite orders.
-   */
-  private async reserveSequences(execute: Execute, jobs: readonly B.JobInsert[]): Promise<(number | undefined)[]> {
-    const seqs: (number | undefined)[] = [];
-    const groups = new Map<string, { topic: string; partition: number; indexes: number[] }>();
-    jobs.forEach((job, i) => {
-      if (job.topic === undefined) return;
-      const key = `${job.topic}\0${String(job.partition).padStart(10, "0")}`;
-      let g = groups.get(key);
-      if (!g) groups.set(key, (g = { topic: job.topic, partition: job.partition ?? -1, indexes: [] }));
-      g.indexes.push(i);
-    });
-    for (const key of [...groups.keys()].sort()) {
-      const g = groups.get(key)!;
-      const [row] = await execute(this.queries.reserveSeq, [this.namespace, g.topic, g.partition, g.indexes.length]);
-      if (!row) throw new UnknownTopicError(g.topic, g.partition);
-      g.indexes.forEach((index, k) => (seqs[index] = Number(row.first) + k));
-    }
-    return seqs;
-  }
-
-  /** One statement (`PostgresJobQueries.claim`), the next due time included when short; rows come back as arrays. */
   async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
     if (params.limit <= 0 || params.jobTypes.length === 0) return { jobs: [] };
-    const rows = await this.executeArrays(this.queries.claim,
-      [this.namespace, params.now, params.jobTypes, params.limit, params.owner, params.leaseExpiresAt]);
-    const jobs: B.ClaimedJob[] = [];
-    let nextRunAt: number | null | undefined;
-    for (const r of rows) {
-      if (r[0] === null) nextRunAt = r[5] === null ? null : Number(r[5]);
-      else jobs.push({ id: r[0] as string, jobType: r[1] as string, payload: r[2] as string, attempt: r[3] as number, retryPolicy: r[4] as string });
-    }
-    return nextRunAt === undefined ? { jobs } : { jobs, nextRunAt };
+    return this.jobs.claim(params);
   }
 
-  /**
-   * One statement for the whole batch (outcomes, released continuations,
-   * notify). A batch of successes only, the common case, takes the smaller
-   * `finishSuccess`; any other outcome takes `finish`, and a final failure
-   * runs it in a transaction that then fails the job's waiting
-   * continuations level by level down the chain.
-   */
   async jobFinishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
     if (params.finishes.length === 0) return { applied: [], released: 0 };
-    const finishes = [...params.finishes].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)); // one lock order for every writer
-    const expires = params.now + params.retentionMs;
-    if (params.leaseExpiredBefore === undefined && finishes.every((f) => f.outcome.kind === "success")) {
-      return retryConflicts(() => this.finishSuccesses(finishes, params.now, expires));
-    }
-    const values = this.finishValues(finishes, params.now, expires, params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER);
-    const run = (execute: Execute) => this.finishRows(execute, values, expires, params.now);
-    if (!finishes.some((f) => f.outcome.kind === "fail")) return retryConflicts(() => run(this.execute));
-    return retryConflicts(() => this.transaction("finish", (client) => run(clientExecutor(client, this.prepared))));
-  }
-
-  private async finishSuccesses(finishes: readonly B.JobFinish[], now: number, expires: number): Promise<B.JobFinishManyResult> {
-    // Ids are ULIDs (no quoting needed), so both parameters are built as text directly.
-    let ids = "{";
-    let attempts = "{";
-    for (let i = 0; i < finishes.length; i++) {
-      const f = finishes[i]!;
-      ids += i === 0 ? f.id : `,${f.id}`;
-      attempts += `${i === 0 ? "" : ","}"${f.id}":${f.attempt}`;
-    }
-    const [row] = await this.execute(this.queries.finishSuccess,
-      [`${ids}}`, `${attempts}}`, now, expires, this.namespace, this.channel, `${this.sender} ${this.namespace}`, finishes.length]);
-    const written = Number(row?.applied ?? 0) < finishes.length ? new Set(String(row?.ids ?? "").split(",")) : null;
-    const applied: B.ClaimKey[] = [];
-    for (const f of finishes) if (!written || written.has(f.id)) applied.push({ id: f.id, attempt: f.attempt });
-    let released = Number(row?.released ?? 0);
-    if (row?.marked) released += await this.releaseChildren(this.execute, String(row.marked).split(","), now);
-    return { applied, released };
-  }
-
-  /** The body of {@link jobFinishMany} on one executor (partition heads reuse it inside their transaction). */
-  async finishRows(execute: Execute, values: unknown[], expires: number, now: number): Promise<B.JobFinishManyResult> {
-    const rows = await execute(this.queries.finish, values);
-    const applied = rows.map((r) => ({ id: String(r.id), attempt: Number(r.attempt) }));
-    let released = Number(rows[0]?.released ?? 0);
-    const marked = rows.filter((r) => r.stage === "success" && Number(r.waiters) > 0).map((r) => String(r.id));
-    if (marked.length > 0) released += await this.releaseChildren(execute, marked, now);
-    await this.failWaitingChildren(execute, rows.filter((r) => r.stage === "failed").map((r) => ({ id: String(r.id), error: r.last_error as string | null })), now, expires);
-    return { applied, released };
-  }
-
-  /**
-   * Releases the waiting children of succeeded parents in a statement of its
-   * own, whose snapshot sees children committed while the finish waited for
-   * their parent's lock (see `PostgresJobQueries.readParents`).
-   */
-  async releaseChildren(execute: Execute, parentIds: string[], now: number): Promise<number> {
-    const [row] = await execute(this.queries.releaseChildren, [parentIds, this.namespace, now, this.channel, `${this.sender} ${this.namespace}`]);
-    return Number(row?.released ?? 0);
-  }
-
-  /** Fails the waiting continuations of failed jobs, level by level down the chain. */
-  async failWaitingChildren(execute: Execute, failed: { id: string; error: string | null }[], now: number, expires: number): Promise<void> {
-    while (failed.length > 0) {
-      const children = await execute(this.queries.failChildren,
-        [failed.map((f) => f.id), failed.map((f) => parentFailedReason(f.id, f.error)), now, expires, this.namespace]);
-      failed = children.map((c) => ({ id: String(c.id), error: c.last_error as string | null }));
-    }
-  }
-
-  /** The finish statement's parameters for a batch (see `PostgresJobQueries.finish`). */
-  finishValues(finishes: readonly B.JobFinish[], now: number, expires: number, leaseExpiredBefore: number): unknown[] {
-    const outcomes: Record<string, [number, string, number | null, string | null, string | null]> = {};
-    for (const f of finishes) {
-      const o = f.outcome;
-      outcomes[f.id] = o.kind === "success" ? [f.attempt, "success", null, null, null]
-        : o.kind === "retry" ? [f.attempt, "requeued", o.runAt, o.error, o.retryPolicy ?? null]
-        : [f.attempt, "failed", null, o.error, null];
-    }
-    return [finishes.map((f) => f.id), JSON.stringify(outcomes), now, expires, this.namespace, leaseExpiredBefore, this.channel, `${this.sender} ${this.namespace}`];
+    return this.jobs.finishMany(params);
   }
 
   async jobReleaseMany(params: B.JobReleaseManyParams): Promise<void> {
-    if (params.claims.length === 0) return;
-    const claims = [...params.claims].sort((a, b) => (a.id < b.id ? -1 : 1));
-    await retryConflicts(() => this.execute(this.queries.release,
-      [claims.map((c) => c.id), claims.map((c) => c.attempt), params.now, this.namespace, this.channel, `${this.sender} ${this.namespace}`]));
+    if (params.claims.length > 0) await this.jobs.releaseMany(params);
   }
 
   async leaseRenew(params: B.LeaseRenewParams): Promise<B.LeaseRenewResult> {
     if (params.claims.length === 0) return { renewed: [] };
-    const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
-    const rows = await retryConflicts(() => this.execute(this.queries.renew,
-      [params.leaseExpiresAt, this.namespace, params.owner, [...held.keys()].sort()]));
-    return { renewed: renewedClaims(held, rows) };
+    return this.jobs.renew(params);
   }
 
   async jobListStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
@@ -402,7 +261,7 @@ export class PostgresBackend implements B.Backend {
   /** Not supported (`capabilities.supportsVacuum` is false): autovacuum reclaims space on PostgreSQL. */
   async databaseVacuum(): Promise<void> {}
 
-  /** Notifications from other backends on this schema and namespace, coalesced per macrotask; also once after the listener reconnects. */
+  /** Notifications from other backends on this schema and namespace, coalesced per socket read; also once after the listener reconnects. */
   wakeSubscribe(listener: () => void): () => void {
     this.wakeListeners.add(listener);
     return () => this.wakeListeners.delete(listener);
@@ -417,7 +276,9 @@ export class PostgresBackend implements B.Backend {
   private scheduleWake(): void {
     if (this.wakeScheduled) return;
     this.wakeScheduled = true;
-    setImmediate(() => {
+    // A microtask: notifications parsed from one socket read are handled
+    // together, and the claim goes out before any other I/O callback runs.
+    queueMicrotask(() => {
       this.wakeScheduled = false;
       for (const listener of this.wakeListeners) listener();
     });
@@ -511,24 +372,17 @@ export class PostgresBackend implements B.Backend {
    * claim, an enqueue may then store a duplicate, as the caller's own retry
    * would. Any other failure is reported.
    */
-  readonly execute: Execute = async (s, values) => {
-    const query = this.prepared ? { name: s.name, text: s.text, values } : { text: s.text, values };
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return (await this.conn().query(query)).rows as Row[];
-      } catch (error) {
-        if (attempt < 3 && (isConnectionError(error) || /is not queryable/.test((error as Error)?.message ?? ""))) continue;
-        throw wrapDriverError(error, "query");
-      }
-    }
-  };
+  readonly execute: Execute = async (s, values) => (await this.autocommit(s, values, false)).rows as Row[];
 
-  /** {@link execute} with rows as arrays of column values (no object per row): for the claim, the hottest read. */
-  private async executeArrays(s: { name: string; text: string }, values: unknown[]): Promise<unknown[][]> {
-    const query = this.prepared ? { name: s.name, text: s.text, values, rowMode: "array" as const } : { text: s.text, values, rowMode: "array" as const };
+  /** @internal {@link execute} with rows as arrays of column values (no object per row): for the claim, the hottest read. */
+  readonly executeArrays = async (s: Statement, values: unknown[]): Promise<unknown[][]> => (await this.autocommit(s, values, true)).rows as unknown[][];
+
+  private async autocommit(s: Statement, values: unknown[], arrays: boolean): Promise<pg.QueryResult> {
+    const query: pg.QueryConfig & { rowMode?: "array" } = this.prepared ? { name: s.name, text: s.text, values } : { text: s.text, values };
+    if (arrays) query.rowMode = "array";
     for (let attempt = 1; ; attempt++) {
       try {
-        return (await this.conn().query(query)).rows as unknown[][];
+        return await this.conn().query(query);
       } catch (error) {
         if (attempt < 3 && (isConnectionError(error) || /is not queryable/.test((error as Error)?.message ?? ""))) continue;
         throw wrapDriverError(error, "query");

@@ -15,6 +15,7 @@ import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import { claimedHead, readyAt } from "../shared/partition-heads.js";
 import type { Execute } from "./postgres-executors.js";
+import type { PostgresJobStore } from "./postgres-job-store.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
 
 /** What the store needs of the backend. */
@@ -25,10 +26,6 @@ export interface PostgresPartitionHost {
   readonly notifyArgs: readonly [string, string];
   /** BEGIN … COMMIT on one connection, retried on deadlock or serialization conflict. */
   inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
-  finishValues(finishes: readonly B.JobFinish[], now: number, expires: number, leaseExpiredBefore: number): unknown[];
-  finishRows(execute: Execute, values: unknown[], expires: number, now: number): Promise<B.JobFinishManyResult>;
-  releaseChildren(execute: Execute, parentIds: string[], now: number): Promise<number>;
-  failWaitingChildren(execute: Execute, failed: { id: string; error: string | null }[], now: number, expires: number): Promise<void>;
 }
 
 const appendStage = (stage: string, ms: string) => `left(j.stages, -1) || ',["${stage}",' || ${ms} || ']]'`;
@@ -156,7 +153,12 @@ FROM ${parts} p WHERE p.namespace = $1 ORDER BY p.topic, p.partition_no`);
 export class PostgresPartitionStore {
   private readonly q: PartitionQueries;
 
-  constructor(private readonly host: PostgresPartitionHost, schema: string) {
+  constructor(
+    private readonly host: PostgresPartitionHost,
+    /** The job statements, whose finish bodies a head's finish reuses. */
+    private readonly jobs: PostgresJobStore,
+    schema: string,
+  ) {
     this.q = new PartitionQueries(schema);
   }
 
@@ -209,7 +211,7 @@ export class PostgresPartitionStore {
       const [row] = await this.host.execute(this.q.successNext, [this.ns, claim.topic, claim.partition, claim.epoch, params.owner, claim.id, now, expires,
         claim.attempt, next !== undefined, next?.jobTypes ?? [], next?.leaseExpiresAt ?? null, ...this.host.notifyArgs]);
       let released = Number(row?.released ?? 0);
-      if (Number(row?.waiters ?? 0) > 0) released += await this.host.releaseChildren(this.host.execute, [claim.id], now);
+      if (Number(row?.waiters ?? 0) > 0) released += await this.jobs.releaseChildren(this.host.execute, [claim.id], now);
       return {
         applied: Number(row?.applied ?? 0) > 0,
         released,
@@ -219,8 +221,8 @@ export class PostgresPartitionStore {
     return this.host.inTransaction("partition head finish", async (execute) => {
       const [held] = await execute(this.q.held, [this.ns, claim.topic, claim.partition, claim.epoch, params.owner]);
       if (!held) return { applied: false, released: 0, next: null };
-      const values = this.host.finishValues([{ id: claim.id, attempt: claim.attempt, outcome: params.outcome }], now, expires, Number.MAX_SAFE_INTEGER);
-      const result = await this.host.finishRows(execute, values, expires, now);
+      const values = this.jobs.finishValues([{ id: claim.id, attempt: claim.attempt, outcome: params.outcome }], now, expires, Number.MAX_SAFE_INTEGER);
+      const result = await this.jobs.finishRows(execute, values, expires, now);
       let next: B.ClaimedPartitionJob | null = null;
       if (params.claimNext) {
         const [h] = await execute(this.q.headOf, [this.ns, claim.topic, claim.partition]);
@@ -260,7 +262,7 @@ export class PostgresPartitionStore {
       if (!h) return null;
       const id = String(h.id);
       await execute(this.q.forceFail, [this.ns, id, params.now, expires, params.reason]);
-      await this.host.failWaitingChildren(execute, [{ id, error: params.reason }], params.now, expires);
+      await this.jobs.failWaitingChildren(execute, [{ id, error: params.reason }], params.now, expires);
       return id;
     });
   }

@@ -13,13 +13,14 @@
  *   others re-check the condition on the new row version, match nothing and
  *   insert nothing.
  * Occurrence jobs are written with the backend's own insert
- * (`insertJobs`, the body of `jobInsertMany`) on the same transaction.
+ * (`PostgresJobStore.insert`, the body of `jobInsertMany`) on the same transaction.
  * Lock order: schedule row, then (sequential) the partition row, then job
  * rows; no other writer takes a schedule row after those.
  */
 import type * as B from "../backend.js";
 import { occurrenceJob, recurringScheduleFromRow, sameDefinition } from "../shared/recurring-rows.js";
 import type { Execute } from "./postgres-executors.js";
+import type { PostgresJobStore } from "./postgres-job-store.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
 
 /** What the store needs of the backend. */
@@ -28,8 +29,6 @@ export interface PostgresRecurringHost {
   readonly execute: Execute;
   /** BEGIN … COMMIT on one connection, retried on deadlock or serialization conflict. */
   inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
-  /** The `jobInsertMany` insert on a given executor (here: this store's transaction). */
-  insertJobs(execute: Execute, params: B.JobInsertManyParams): Promise<B.JobInsertManyResult>;
 }
 
 const COLUMNS = "namespace, id, job_type, payload, cron, time_zone, sequential, partition_no, next_run_at, next_job_id, last_job_id, created_at, updated_at";
@@ -67,7 +66,12 @@ RETURNING last_job_id AS job_id, job_type, payload, sequential, partition_no`);
 export class PostgresRecurringStore {
   private readonly q: RecurringQueries;
 
-  constructor(private readonly host: PostgresRecurringHost, schema: string) {
+  constructor(
+    private readonly host: PostgresRecurringHost,
+    /** The job statements: an occurrence is inserted in the schedule's own transaction. */
+    private readonly jobs: PostgresJobStore,
+    schema: string,
+  ) {
     this.q = new RecurringQueries(schema);
   }
 
@@ -89,7 +93,7 @@ export class PostgresRecurringStore {
         }
         await execute(this.q.replace, [this.ns, s.id, ...definition]);
       }
-      if (params.firstJob) await this.host.insertJobs(execute, { jobs: [params.firstJob], now: params.now });
+      if (params.firstJob) await this.jobs.insert(execute, { jobs: [params.firstJob], now: params.now });
       return { changed: true };
     });
   }
@@ -105,7 +109,7 @@ export class PostgresRecurringStore {
         [this.ns, s.id, s.nextRunAt, s.cron, s.timeZone, s.sequential ? 1 : 0, params.nextRunAt, params.occurrence.id, params.now]);
       if (!row) return { inserted: null };
       const job = occurrenceJob(row, params.occurrence);
-      const { stages } = await this.host.insertJobs(execute, { jobs: [job], now: params.now });
+      const { stages } = await this.jobs.insert(execute, { jobs: [job], now: params.now });
       return { inserted: { job, stage: stages[0]! } };
     });
   }

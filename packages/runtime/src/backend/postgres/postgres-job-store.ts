@@ -1,0 +1,204 @@
+/**
+ * The job writes of the PostgreSQL backend: insert, claim, finish, release
+ * and renew, each one round trip of fixed SQL (`postgres-job-queries.ts`),
+ * run as named prepared statements. The partition and recurring stores
+ * reuse the insert and finish bodies inside transactions of their own.
+ *
+ * Fencing: every write of a claim matches its `(id, attempt)` while the row
+ * is still `running`. Lock order: rows of one batch are written in id
+ * order, partition rows before job rows, so writers never deadlock on each
+ * other (a conflict that happens anyway is retried by `retryConflicts`).
+ */
+import { parentFailedReason } from "../../core/continuation-stage.js";
+import type { JobStage } from "../../core/job-stage.js";
+import { UnknownTopicError } from "../../errors.js";
+import type * as B from "../backend.js";
+import { insertStage } from "../shared/insert-stage.js";
+import { renewedClaims, type Row } from "../shared/job-rows.js";
+import type { Execute } from "./postgres-executors.js";
+import { retryConflicts } from "./postgres-errors.js";
+import type { PostgresJobQueries, Statement } from "./postgres-job-queries.js";
+
+/** What the store needs of the backend. */
+export interface PostgresJobHost {
+  readonly namespace: string;
+  /** One autocommit statement on a pool connection (run again on a connection found dead). */
+  readonly execute: Execute;
+  /** {@link execute} with rows as arrays of column values. */
+  readonly executeArrays: (statement: Statement, values: unknown[]) => Promise<unknown[][]>;
+  /** The channel and payload of this backend's own `pg_notify` calls. */
+  readonly notifyArgs: readonly [string, string];
+  /** BEGIN … COMMIT on one connection, run again after a deadlock or serialization conflict. */
+  inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
+}
+
+/** Payload sender for writes into a caller-owned transaction: every listener, this process's too, must wake on its commit. */
+const FOREIGN_SENDER = "-";
+
+export class PostgresJobStore {
+  constructor(
+    private readonly host: PostgresJobHost,
+    private readonly q: PostgresJobQueries,
+  ) {}
+
+  private get ns(): string {
+    return this.host.namespace;
+  }
+
+  /**
+   * Inserts a batch on one executor: partition sequences first, then the
+   * parents of continuations (locked and marked), then one
+   * `INSERT … SELECT FROM json_to_recordset($1)` for every row. `foreign`:
+   * the executor is the caller's transaction, whose commit must wake this
+   * process's workers too.
+   */
+  async insert(execute: Execute, params: B.JobInsertManyParams, foreign = false): Promise<B.JobInsertManyResult> {
+    // Partition rows first, then parents: the lock order of a head's finish (partition, then its job rows).
+    const seqs = await this.reserveSequences(execute, params.jobs);
+    const parentIds = [...new Set(params.jobs.flatMap((j) => (j.parentId ? [j.parentId] : [])))].sort();
+    const parents = new Map<string, Row>();
+    if (parentIds.length > 0) {
+      for (const row of await execute(this.q.readParents, [parentIds, this.ns])) parents.set(String(row.id), row);
+    }
+    const stages: JobStage[] = [];
+    const rows = params.jobs.map((job, i) => {
+      const { stage, error } = insertStage(job, params.now, job.parentId ? parents.get(job.parentId) : undefined);
+      stages.push(stage);
+      return {
+        id: job.id, job_type: job.jobType, payload: job.payload, stage, retry_policy: job.retryPolicy, run_at: job.runAt, parent_id: job.parentId ?? null,
+        last_error: error, topic: job.topic ?? null, partition_no: job.partition ?? null, seq: seqs[i] ?? null,
+      };
+    });
+    const [channel, payload] = this.host.notifyArgs;
+    await execute(this.q.insert, [JSON.stringify(rows), this.ns, params.now, channel, foreign ? `${FOREIGN_SENDER} ${this.ns}` : payload]);
+    return { stages };
+  }
+
+  /**
+   * Sequence numbers of the partitioned jobs (by index; none for the rest),
+   * reserved one partition at a time in (topic, partition) order, so two
+   * writers never lock partition rows in opposite orders.
+   */
+  private async reserveSequences(execute: Execute, jobs: readonly B.JobInsert[]): Promise<(number | undefined)[]> {
+    const seqs: (number | undefined)[] = [];
+    const groups = new Map<string, { topic: string; partition: number; indexes: number[] }>();
+    jobs.forEach((job, i) => {
+      if (job.topic === undefined) return;
+      const key = `${job.topic}\0${String(job.partition).padStart(10, "0")}`;
+      let g = groups.get(key);
+      if (!g) groups.set(key, (g = { topic: job.topic, partition: job.partition ?? -1, indexes: [] }));
+      g.indexes.push(i);
+    });
+    for (const key of [...groups.keys()].sort()) {
+      const g = groups.get(key)!;
+      const [row] = await execute(this.q.reserveSeq, [this.ns, g.topic, g.partition, g.indexes.length]);
+      if (!row) throw new UnknownTopicError(g.topic, g.partition);
+      g.indexes.forEach((index, k) => (seqs[index] = Number(row.first) + k));
+    }
+    return seqs;
+  }
+
+  /** One statement (`claim`), the next due time included when short; rows come back as arrays. */
+  async claim(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
+    const rows = await this.host.executeArrays(this.q.claim, [this.ns, params.now, params.jobTypes, params.limit, params.owner, params.leaseExpiresAt]);
+    const jobs: B.ClaimedJob[] = [];
+    let nextRunAt: number | null | undefined;
+    for (const r of rows) {
+      if (r[0] === null) nextRunAt = r[5] === null ? null : Number(r[5]);
+      else jobs.push({ id: r[0] as string, jobType: r[1] as string, payload: r[2] as string, attempt: r[3] as number, retryPolicy: r[4] as string });
+    }
+    return nextRunAt === undefined ? { jobs } : { jobs, nextRunAt };
+  }
+
+  /**
+   * One statement for the whole batch (outcomes, released continuations,
+   * notify). A batch of successes only, the common case, takes the smaller
+   * `finishSuccess`; any other outcome takes `finish`, and a final failure
+   * runs it in a transaction that then fails the job's waiting
+   * continuations level by level down the chain.
+   */
+  async finishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
+    const finishes = [...params.finishes].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)); // one lock order for every writer
+    const expires = params.now + params.retentionMs;
+    if (params.leaseExpiredBefore === undefined && finishes.every((f) => f.outcome.kind === "success")) {
+      return retryConflicts(() => this.finishSuccesses(finishes, params.now, expires));
+    }
+    const values = this.finishValues(finishes, params.now, expires, params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER);
+    const run = (execute: Execute) => this.finishRows(execute, values, expires, params.now);
+    if (!finishes.some((f) => f.outcome.kind === "fail")) return retryConflicts(() => run(this.host.execute));
+    return this.host.inTransaction("finish", run);
+  }
+
+  private async finishSuccesses(finishes: readonly B.JobFinish[], now: number, expires: number): Promise<B.JobFinishManyResult> {
+    // Ids are ULIDs (no quoting needed), so both parameters are built as text directly.
+    let ids = "{";
+    let attempts = "{";
+    for (let i = 0; i < finishes.length; i++) {
+      const f = finishes[i]!;
+      ids += i === 0 ? f.id : `,${f.id}`;
+      attempts += `${i === 0 ? "" : ","}"${f.id}":${f.attempt}`;
+    }
+    const [row] = await this.host.execute(this.q.finishSuccess, [`${ids}}`, `${attempts}}`, now, expires, this.ns, ...this.host.notifyArgs, finishes.length]);
+    const written = Number(row?.applied ?? 0) < finishes.length ? new Set(String(row?.ids ?? "").split(",")) : null;
+    const applied: B.ClaimKey[] = [];
+    for (const f of finishes) if (!written || written.has(f.id)) applied.push({ id: f.id, attempt: f.attempt });
+    let released = Number(row?.released ?? 0);
+    if (row?.marked) released += await this.releaseChildren(this.host.execute, String(row.marked).split(","), now);
+    return { applied, released };
+  }
+
+  /** The general finish on one executor (partition heads run it inside their transaction). */
+  async finishRows(execute: Execute, values: unknown[], expires: number, now: number): Promise<B.JobFinishManyResult> {
+    const rows = await execute(this.q.finish, values);
+    const applied = rows.map((r) => ({ id: String(r.id), attempt: Number(r.attempt) }));
+    let released = Number(rows[0]?.released ?? 0);
+    const marked = rows.filter((r) => r.stage === "success" && Number(r.waiters) > 0).map((r) => String(r.id));
+    if (marked.length > 0) released += await this.releaseChildren(execute, marked, now);
+    await this.failWaitingChildren(execute, rows.filter((r) => r.stage === "failed").map((r) => ({ id: String(r.id), error: r.last_error as string | null })), now, expires);
+    return { applied, released };
+  }
+
+  /**
+   * Releases the waiting children of succeeded parents in a statement of its
+   * own, whose snapshot sees children committed while the finish waited for
+   * their parent's lock (see `PostgresJobQueries.readParents`).
+   */
+  async releaseChildren(execute: Execute, parentIds: string[], now: number): Promise<number> {
+    const [row] = await execute(this.q.releaseChildren, [parentIds, this.ns, now, ...this.host.notifyArgs]);
+    return Number(row?.released ?? 0);
+  }
+
+  /** Fails the waiting continuations of failed jobs, level by level down the chain. */
+  async failWaitingChildren(execute: Execute, failed: { id: string; error: string | null }[], now: number, expires: number): Promise<void> {
+    while (failed.length > 0) {
+      const children = await execute(this.q.failChildren,
+        [failed.map((f) => f.id), failed.map((f) => parentFailedReason(f.id, f.error)), now, expires, this.ns]);
+      failed = children.map((c) => ({ id: String(c.id), error: c.last_error as string | null }));
+    }
+  }
+
+  /** The `finish` statement's parameters for a batch (see `PostgresJobQueries.finish`). */
+  finishValues(finishes: readonly B.JobFinish[], now: number, expires: number, leaseExpiredBefore: number): unknown[] {
+    const outcomes: Record<string, [number, string, number | null, string | null, string | null]> = {};
+    for (const f of finishes) {
+      const o = f.outcome;
+      outcomes[f.id] = o.kind === "success" ? [f.attempt, "success", null, null, null]
+        : o.kind === "retry" ? [f.attempt, "requeued", o.runAt, o.error, o.retryPolicy ?? null]
+        : [f.attempt, "failed", null, o.error, null];
+    }
+    return [finishes.map((f) => f.id), JSON.stringify(outcomes), now, expires, this.ns, leaseExpiredBefore, ...this.host.notifyArgs];
+  }
+
+  /** Puts claimed-but-unstarted jobs back, in id order. */
+  async releaseMany(params: B.JobReleaseManyParams): Promise<void> {
+    const claims = [...params.claims].sort((a, b) => (a.id < b.id ? -1 : 1));
+    await retryConflicts(() => this.host.execute(this.q.release, [claims.map((c) => c.id), claims.map((c) => c.attempt), params.now, this.ns, ...this.host.notifyArgs]));
+  }
+
+  /** Renews every lease the owner holds among `claims` in one statement. */
+  async renew(params: B.LeaseRenewParams): Promise<B.LeaseRenewResult> {
+    const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
+    const rows = await retryConflicts(() => this.host.execute(this.q.renew, [params.leaseExpiresAt, this.ns, params.owner, [...held.keys()].sort()]));
+    return { renewed: renewedClaims(held, rows) };
+  }
+}
