@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { loadSystem } from "./lib.js";
 import { BenchDatabases } from "./pg-databases.js";
 import { killAll, runPhase, runWork } from "./phase-runner.js";
-import { cell, first, int, markdownTable, median, ms, ratio, values } from "./report.js";
+import { cell, int, markdownTable, median, ms, ratio, values } from "./report.js";
 
 const envInt = (name, dflt) => Math.max(1, Number.parseInt(process.env[name] ?? "", 10) || dflt);
 const N = envInt("BENCH_JOBS", 20_000);
@@ -139,9 +139,8 @@ const row = (label, fig, f, fmt) => [label, ...COLUMNS.map((c) => sameAs(c) && (
 /** The median over the latency runs of each of `fields`, formatted with `fmt` and joined with " / ". */
 const lat = (col, fields, fmt = ms) => {
   const rs = runs(col, "latency");
-  const head = first(rs, () => null);
-  if (head !== null) return head;
-  return fields.map((k) => { const v = values(rs, (x) => x[k]); return v.length ? fmt(median(v)) : "error"; }).join(" / ");
+  if (values(rs, () => 0).length === 0) return cell(rs, () => NaN); // "–", "n/a" or "error", as for the other rows
+  return fields.map((k) => fmt(median(values(rs, (x) => x[k])))).join(" / ");
 };
 
 const rows = [

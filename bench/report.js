@@ -22,12 +22,6 @@ export function cell(runs, f, fmt = int) {
   return `${fmt(median(ok))}${range}${failed ? ` [${failed} failed]` : ""}`;
 }
 
-/** `f` of the first run, or "n/a" / "error". */
-export function first(runs, f) {
-  const r = runs?.[0];
-  return !r ? "–" : r.na ? "n/a" : r.error ? "error" : f(r);
-}
-
 /** "a ÷ b = 1.23×" from medians, or why not. */
 export function ratio(aRuns, bRuns, f, fmt = int) {
   const x = values(aRuns, f);

@@ -33,7 +33,7 @@ import type { Backend, ClaimedPartitionJob, JobOutcome, PartitionClaim, Partitio
 import { ownedPartitions } from "../core/partition/rendezvous.js";
 import { describeThrown, JobTimeoutError, LeaseLostError, PayloadDecodeError, ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../server/publisher.js";
-import type { ResolvedServerOptions } from "../server/server-options.js";
+import { attemptEvent, type ResolvedServerOptions } from "../server/server-options.js";
 import { failureOutcome } from "../worker/failure-outcome.js";
 
 interface HeldHead {
@@ -218,7 +218,7 @@ export class PartitionRunner<C> {
       const claimNext = !this.stopping && this.ownedKeys.has(keyOf(job)) ? { leaseExpiresAt: now + leaseMs, jobTypes: this.jobTypes } : undefined;
       try {
         const result = await this.backend.partitionHeadFinish({ owner: this.owner, claim, outcome, now, retentionMs, claimNext });
-        if (result.applied) this.emit(job, outcome.kind === "success" ? "success" : outcome.kind === "retry" ? "requeued" : "failed", outcome.kind === "success" ? undefined : outcome.error);
+        if (result.applied) this.emit(job, outcome);
         if (result.released > 0) this.onReleased?.();
         return result.next;
       } catch (error) {
@@ -293,9 +293,8 @@ export class PartitionRunner<C> {
 
   // ---- events -------------------------------------------------------------
 
-  private emit(job: ClaimedPartitionJob, stage: "running" | "success" | "requeued" | "failed", error?: string): void {
-    if (!this.options.eventsEnabled) return;
-    this.options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage, attempt: job.attempt, ...(error === undefined ? {} : { error }) });
+  private emit(job: ClaimedPartitionJob, outcome: JobOutcome | "running"): void {
+    if (this.options.eventsEnabled) this.options.onEvent(attemptEvent(job, outcome));
   }
 
   private report(where: string, error: unknown): void {

@@ -1,4 +1,4 @@
-import type { Backend } from "../backend/backend.js";
+import type { Backend, ClaimedJob, JobOutcome } from "../backend/backend.js";
 import { systemClock, type Clock, type RandomSource } from "../core/clock.js";
 import type { JobStage } from "../core/job-stage.js";
 import { checkPartitions, RECURRING_SEQUENTIAL_TOPIC, type TopicConfig } from "../core/partition/topic.js";
@@ -45,6 +45,14 @@ export type ServerEvent =
   | { type: "worker"; action: "added" | "removed" | "replaced"; workers: number; reason?: string }
   | { type: "maintenance"; task: string; count: number }
   | { type: "error"; where: string; error: string };
+
+/** The `job` event of one attempt: `running` when it starts, else the stage its written outcome stored (with the error). */
+export function attemptEvent(job: ClaimedJob, outcome: JobOutcome | "running"): ServerEvent {
+  const base = { type: "job", jobId: job.id, jobType: job.jobType, attempt: job.attempt } as const;
+  if (outcome === "running") return { ...base, stage: "running" };
+  if (outcome.kind === "success") return { ...base, stage: "success" };
+  return { ...base, stage: outcome.kind === "retry" ? "requeued" : "failed", error: outcome.error };
+}
 
 /** Bounds for `workerAutoscale`. */
 export interface WorkerAutoscaleOptions {

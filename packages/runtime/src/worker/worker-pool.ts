@@ -37,7 +37,7 @@
 import type { Backend, ClaimKey, ClaimedJob, JobOutcome } from "../backend/backend.js";
 import { describeThrown, JobTimeoutError, LeaseLostError, PayloadDecodeError, ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../server/publisher.js";
-import type { ResolvedServerOptions } from "../server/server-options.js";
+import { attemptEvent, type ResolvedServerOptions } from "../server/server-options.js";
 import { ClaimPacer } from "./claim-pacer.js";
 import { CompletionBatcher } from "./completion-batcher.js";
 import { failureOutcome } from "./failure-outcome.js";
@@ -118,6 +118,7 @@ export class WorkerPool<C> {
     for (const slot of this.slots) if (slot.current !== null) busy++;
     return busy;
   }
+
   start(): void {
     for (let i = 0; i < this.options.workerCount; i++) this.addWorker();
     this.renewer.start();
@@ -341,7 +342,7 @@ export class WorkerPool<C> {
       this.submit(claim, { kind: "fail", error: new PayloadDecodeError(job.jobType, describeThrown(cause), cause).message });
       return;
     }
-    if (this.options.eventsEnabled) this.emit(job, "running", undefined);
+    if (this.options.eventsEnabled) this.options.onEvent(attemptEvent(job, "running"));
     claim.startedAt = this.options.clock.now();
     let outcome = SUCCESS;
     try {
@@ -361,16 +362,7 @@ export class WorkerPool<C> {
   /** The batcher wrote (or dropped) a claim's outcome. */
   private onFinished(claim: HeldClaim, applied: boolean): void {
     if (this.held.get(claim.id) === claim) this.held.delete(claim.id);
-    const o = claim.outcome;
-    if (applied && this.options.eventsEnabled) {
-      this.emit(claim.job, o.kind === "success" ? "success" : o.kind === "retry" ? "requeued" : "failed", o.kind === "success" ? undefined : o.error);
-    }
-    if (o.kind === "retry") this.wake();
-  }
-
-  private emit(job: ClaimedJob, stage: "running" | "success" | "requeued" | "failed", error: string | undefined): void {
-    this.options.onEvent(error === undefined
-      ? { type: "job", jobId: job.id, jobType: job.jobType, stage, attempt: job.attempt }
-      : { type: "job", jobId: job.id, jobType: job.jobType, stage, attempt: job.attempt, error });
+    if (applied && this.options.eventsEnabled) this.options.onEvent(attemptEvent(claim.job, claim.outcome));
+    if (claim.outcome.kind === "retry") this.wake();
   }
 }
