@@ -1,4 +1,5 @@
 // Number formatting and summaries for bench/postgres.js's table.
+import { percentile } from "./lib.js";
 
 export const int = (x) => (Number.isFinite(x) ? Math.round(x).toLocaleString("en-US") : "–");
 export const ms = (x) => (Number.isFinite(x) ? (x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : Math.round(x).toString()) : "–");
@@ -28,6 +29,25 @@ export function ratio(aRuns, bRuns, f, fmt = int) {
   const y = values(bRuns, f);
   if (!x.length || !y.length) return "n/a (a column has no figure)";
   return `${(median(x) / median(y)).toFixed(2)}× (${fmt(median(x))} ÷ ${fmt(median(y))})`;
+}
+
+/** Percentile `p` of every sample of the runs that did not fail, pooled (NaN when there are none). */
+export function pooledPercentile(runs, p) {
+  const all = (runs ?? []).filter((r) => !r.error && Array.isArray(r.samples)).flatMap((r) => r.samples).sort((a, b) => a - b);
+  return percentile(all, p);
+}
+
+/** How many paired runs (same repetition, run back to back) `f(a) < f(b)`: "k of n". */
+export function pairedWins(aRuns, bRuns, f) {
+  let wins = 0;
+  let pairs = 0;
+  for (let i = 0; i < Math.min(aRuns?.length ?? 0, bRuns?.length ?? 0); i++) {
+    const [x, y] = [aRuns[i], bRuns[i]];
+    if (x.error || y.error || !Number.isFinite(f(x)) || !Number.isFinite(f(y))) continue;
+    pairs++;
+    if (f(x) < f(y)) wins++;
+  }
+  return `${wins} of ${pairs}`;
 }
 
 export function markdownTable(header, rows) {

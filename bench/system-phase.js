@@ -125,6 +125,9 @@ async function latencyPhase() {
     offeredRate: producerStats?.achievedRate ?? null,
     producer: producerStats,
     ...latencySummary(latencies),
+    // Every sample (µs resolution), so the orchestrator can pool the runs: a p99 of
+    // all runs together is the 1 % tail of many more samples than one run's.
+    samples: latencies.map((x) => Math.round(x * 1000) / 1000),
     cpuPercent: ((cpu.user + cpu.system) / 1000 / wallMs) * 100,
     peakRssMb: peakRssMb(),
   };
