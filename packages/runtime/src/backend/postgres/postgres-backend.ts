@@ -13,7 +13,7 @@
  *   each other's rows. Every write of a claim is fenced by `(id, attempt)`.
  * - Wake-ups: statements that make work ready send one `pg_notify` on the
  *   channel `later:<schema>` (payload: sender and namespace); a dedicated
- *   LISTEN connection ({@link PostgresListener}) wakes this process's workers.
+ *   LISTEN connection ({@link PostgresWakeups}) wakes this process's workers.
  *   At open a probe checks that a NOTIFY comes back; when it does not
  *   (a transaction-mode pooler) the backend polls only and says so through
  *   `onWarning`. `listen: false` skips the listener altogether.
@@ -23,22 +23,22 @@
  *   listener reconnects by itself and then wakes the workers once.
  * - An application-owned `pool` is used as is and never ended.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { DatabaseUnavailableError } from "../../errors.js";
-import { checkPostgresOptions, type PostgresBackendOptions, type PostgresBackendWarning } from "./postgres-backend-options.js";
+import { checkPostgresOptions, type PostgresBackendOptions } from "./postgres-backend-options.js";
 import type * as B from "../backend.js";
 import type { LaterDatabase } from "../schema.js";
 import { callerExecutor, clientExecutor, type Execute } from "./postgres-executors.js";
 import { PostgresJobQueries, type Statement } from "./postgres-job-queries.js";
 import { PostgresJobStore } from "./postgres-job-store.js";
-import { startProbedListener, type PostgresListener } from "./postgres-listener.js";
 import { applyMigrations, readMigrationStatus } from "./postgres-migrations.js";
 import { describeConnection, guarded, isConnectionError, retryConflicts, wrapDriverError } from "./postgres-errors.js";
 import { PostgresKyselyQueries } from "./postgres-kysely-queries.js";
 import { PostgresPartitionStore } from "./postgres-partition-store.js";
 import { PostgresRecurringStore } from "./postgres-recurring-store.js";
+import { PostgresWakeups } from "./postgres-wakeups.js";
 import type { Row } from "../shared/job-rows.js";
 
 export type { PostgresBackendOptions, PostgresBackendWarning } from "./postgres-backend-options.js";
@@ -60,16 +60,11 @@ export class PostgresBackend implements B.Backend {
   private pool: pg.Pool | null = null;
   private db: PostgresKyselyQueries | null = null;
   private opening: Promise<void> | null = null;
-  private listener: PostgresListener | null = null;
-  private listenFellBack = false;
-  private readonly wakeListeners = new Set<() => void>();
-  private wakeScheduled = false;
+  private readonly wakeups: PostgresWakeups;
   private readonly jobs: PostgresJobStore;
   private readonly partitions: PostgresPartitionStore;
   private readonly recurring: PostgresRecurringStore;
   private readonly quoted: string;
-  /** Identifies this backend's own notifications, which its listener ignores (local writes wake local workers directly). */
-  private readonly sender = randomBytes(6).toString("hex");
   private readonly onPoolError = (): void => {
     // An idle connection died (server restart, pg_terminate_backend): the
     // pool has dropped it and opens a new one on demand. Nothing to do.
@@ -92,6 +87,7 @@ export class PostgresBackend implements B.Backend {
     this.recurring = new PostgresRecurringStore(this, this.jobs, this.quoted);
     // Channel names are identifiers (63 bytes at most): a long schema name is replaced by its hash.
     this.channel = this.schema.length <= 57 ? `later:${this.schema}` : `later:${createHash("sha1").update(this.schema).digest("hex").slice(0, 16)}`;
+    this.wakeups = new PostgresWakeups(options, this.channel, this.namespace);
     const where = describeConnection(options.connectionString, options.pool);
     this.migrateHint = `later migrate up --database ${where}${this.schema === "later" ? "" : ` --schema ${this.schema}`}`;
   }
@@ -105,7 +101,7 @@ export class PostgresBackend implements B.Backend {
    */
   get capabilities(): B.BackendCapabilities {
     return {
-      crossProcessWake: this.options.listen !== false && !this.listenFellBack,
+      crossProcessWake: this.wakeups.active,
       supportsVacuum: false,
       claimBatch: { perWorker: 25, max: 500 },
     };
@@ -142,39 +138,15 @@ export class PostgresBackend implements B.Backend {
     this.pool = pool;
     // Kysely on the same pool, for the statements off the hot path. Never destroyed: that would end the pool.
     this.db = new PostgresKyselyQueries(new Kysely<LaterDatabase>({ dialect: new PostgresDialect({ pool }) }).withSchema(this.schema), this.namespace);
-    this.listenFellBack = false;
-    if (this.options.listen !== false) await this.startListener(pool);
-  }
-
-  private async startListener(pool: pg.Pool): Promise<void> {
-    const timeout = this.options.listenCheckTimeoutMs ?? 2_000;
-    const started = await startProbedListener({
-      clientConfig: { ...pool.options, application_name: pool.options.application_name ?? this.options.applicationName ?? "later" },
-      channel: this.channel,
-      onNotification: (payload) => this.onNotification(payload),
-      onReconnected: () => this.scheduleWake(),
-    }, (payload) => pool.query("SELECT pg_notify($1, $2)", [this.channel, payload]), timeout);
-    if ("listener" in started) {
-      this.listener = started.listener;
-      return;
-    }
-    this.listenFellBack = true;
-    const warning: PostgresBackendWarning = {
-      code: "LISTEN_UNAVAILABLE",
-      message: `later: LISTEN/NOTIFY wake-ups are unavailable (${started.unavailable}); other processes' jobs are found by polling only. Pass listen: false to silence this.`,
-    };
-    if (this.options.onWarning) this.options.onWarning(warning);
-    else process.emitWarning(warning.message, { type: "LaterWarning", code: `LATER_${warning.code}` });
+    await this.wakeups.start(pool);
   }
 
   async close(): Promise<void> {
     await this.opening?.catch(() => undefined);
-    const listener = this.listener;
     const pool = this.pool;
-    this.listener = null;
     this.pool = null;
     this.db = null;
-    await listener?.stop();
+    await this.wakeups.stop();
     if (!pool) return;
     if (this.options.pool === undefined) await pool.end();
     else {
@@ -263,25 +235,7 @@ export class PostgresBackend implements B.Backend {
 
   /** Notifications from other backends on this schema and namespace, coalesced per socket read; also once after the listener reconnects. */
   wakeSubscribe(listener: () => void): () => void {
-    this.wakeListeners.add(listener);
-    return () => this.wakeListeners.delete(listener);
-  }
-
-  private onNotification(payload: string): void {
-    const space = payload.indexOf(" ");
-    if (space < 0 || payload.slice(space + 1) !== this.namespace || payload.slice(0, space) === this.sender) return;
-    this.scheduleWake();
-  }
-
-  private scheduleWake(): void {
-    if (this.wakeScheduled) return;
-    this.wakeScheduled = true;
-    // A microtask: notifications parsed from one socket read are handled
-    // together, and the claim goes out before any other I/O callback runs.
-    queueMicrotask(() => {
-      this.wakeScheduled = false;
-      for (const listener of this.wakeListeners) listener();
-    });
+    return this.wakeups.subscribe(listener);
   }
 
   // ---- topics and partitions (SQL in postgres-partition-store.ts) --------
@@ -348,7 +302,7 @@ export class PostgresBackend implements B.Backend {
 
   /** @internal The channel and payload of this backend's own `pg_notify` calls. */
   get notifyArgs(): readonly [string, string] {
-    return [this.channel, `${this.sender} ${this.namespace}`];
+    return this.wakeups.notifyArgs;
   }
 
   /** @internal BEGIN … COMMIT with the backend's statements on one connection, run again after a deadlock or serialization conflict. */

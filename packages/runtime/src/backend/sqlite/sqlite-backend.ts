@@ -13,19 +13,20 @@
  * compiling a query per call costs more than running it here. Times in the
  * stage history are cast to INTEGER: better-sqlite3 binds JS numbers as
  * REAL, which JSON would print as `1796221142587.0`. Pragmas and
- * the statement cache are in {@link SqliteConnection}.
+ * the statement cache are in {@link SqliteConnection}; the job statements in
+ * {@link SqliteJobStore}, partitions and recurring schedules in stores of
+ * their own.
  */
 import type Database from "better-sqlite3";
-import { parentFailedReason } from "../../core/continuation-stage.js";
 import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
-import { DatabaseUnavailableError, InvalidConfigError, UnknownTopicError } from "../../errors.js";
+import { DatabaseUnavailableError, InvalidConfigError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { SqliteConnection } from "./sqlite-connection.js";
+import { SqliteJobStore } from "./sqlite-job-store.js";
 import { SqlitePartitionStore } from "./sqlite-partition-store.js";
 import { SqliteRecurringStore } from "./sqlite-recurring-store.js";
-import { jobRecordFromRow, renewedClaims, type Row } from "../shared/job-rows.js";
+import { jobRecordFromRow, type Row } from "../shared/job-rows.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
-import { insertStage } from "../shared/insert-stage.js";
 import { applySqliteMigrations, readSqliteMigrationStatus } from "./sqlite-migrations.js";
 import { subscribeCommits, WalWatcher } from "./wal-watcher.js";
 
@@ -57,8 +58,9 @@ export class SqliteBackend implements B.Backend {
   readonly migrateHint: string;
 
   private connection: SqliteConnection | null = null;
-  private readonly partitions = new SqlitePartitionStore(this);
-  private readonly recurring = new SqliteRecurringStore(this);
+  private readonly jobs = new SqliteJobStore(this);
+  private readonly partitions = new SqlitePartitionStore(this.jobs);
+  private readonly recurring = new SqliteRecurringStore(this.jobs);
   private watcher: WalWatcher | null = null;
   constructor(private readonly options: SqliteBackendOptions) {
     if (options === null || typeof options !== "object") throw new InvalidConfigError("sqlite(options): options must be an object");
@@ -111,163 +113,25 @@ export class SqliteBackend implements B.Backend {
 
   async jobInsertMany(params: B.JobInsertManyParams): Promise<B.JobInsertManyResult> {
     if (params.transaction !== undefined) return insertIntoCallerTransaction(params.transaction, this.namespace, params);
-    return this.immediate(() => ({ stages: this.insertRows(params.jobs, params.now) }));
-  }
-
-  /**
-   * Inserts jobs inside the caller's `immediate` transaction and returns
-   * their stages. A partitioned job takes its partition's next sequence in
-   * the same transaction; an unknown partition throws, rolling back all.
-   */
-  insertRows(jobs: readonly B.JobInsert[], now: number): JobStage[] {
-    const stages: JobStage[] = [];
-    for (const job of jobs) {
-      const parent = job.parentId ? this.get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.namespace) : undefined;
-      const { stage, error } = insertStage(job, now, parent);
-      let seq: number | null = null;
-      if (job.topic !== undefined) {
-        const row = this.get(
-          "UPDATE later_partitions SET next_seq = next_seq + 1 WHERE namespace = ? AND topic = ? AND partition_no = ? RETURNING next_seq - 1 AS seq",
-          this.namespace, job.topic, job.partition ?? -1);
-        if (!row) throw new UnknownTopicError(job.topic, job.partition);
-        seq = Number(row.seq);
-      }
-      this.run(
-        `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq)
-         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, json_array(json_array(?, CAST(? AS INTEGER))), ?, ?, ?, ?, ?, ?)`,
-        job.id, this.namespace, job.jobType, job.payload, stage, job.retryPolicy, job.runAt, job.parentId ?? null,
-        error, stage, now, now, now, null, job.topic ?? null, job.partition ?? null, seq,
-      );
-      stages.push(stage);
-    }
-    return stages;
+    return this.immediate(() => ({ stages: this.jobs.insertRows(params.jobs, params.now) }));
   }
 
   async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
     if (params.limit <= 0 || params.jobTypes.length === 0) return { jobs: [] };
-    const types = JSON.stringify(params.jobTypes);
-    const rows = this.immediate(() =>
-      this.all(
-        `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
-           stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
-         WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
-                        AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
-         RETURNING id, job_type, payload, attempt, retry_policy, run_at`,
-        params.owner, params.leaseExpiresAt, params.now, params.now, this.namespace, params.now, types, params.limit,
-      ),
-    );
-    rows.sort((a, b) => Number(a.run_at) - Number(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
-    const jobs = rows.map((r) => ({
-      id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), attempt: Number(r.attempt),
-      retryPolicy: String(r.retry_policy),
-    }));
-    if (jobs.length === params.limit) return { jobs };
-    const next = this.get(
-      `SELECT min(run_at) AS t FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
-         AND run_at > ? AND job_type IN (SELECT value FROM json_each(?))`,
-      this.namespace, params.now, types);
-    return { jobs, nextRunAt: next?.t === null || next?.t === undefined ? null : Number(next.t) };
+    return this.jobs.claim(params);
   }
 
   async jobFinishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
-    return this.immediate(() => this.finishRows(params));
-  }
-
-  /** The body of {@link jobFinishMany}, inside the caller's `immediate` transaction (partition heads reuse it). */
-  finishRows(params: B.JobFinishManyParams): B.JobFinishManyResult {
-    const ns = this.namespace;
-    const guard = params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER;
-    const expires = params.now + params.retentionMs;
-    {
-      const applied: B.ClaimKey[] = [];
-      const succeeded: string[] = [];
-      const failed: { id: string; error: string }[] = [];
-      // Successes, the hot path: one statement for the whole batch, each row
-      // matched on its claim (id, attempt) through the primary key (the unary
-      // `+` keeps the planner off the running index, which it would scan).
-      const successes = params.finishes.filter((f) => f.outcome.kind === "success");
-      if (successes.length > 0) {
-        const claimsJson = JSON.stringify(successes.map((f) => [f.id, f.attempt]));
-        const rows = this.all(
-          `UPDATE later_jobs SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
-             stages = json_insert(stages, '$[#]', json_array('success', CAST(? AS INTEGER)))
-           WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
-             AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
-             AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
-           RETURNING id, attempt`,
-          params.now, expires, params.now, ns, guard, claimsJson, claimsJson);
-        for (const r of rows) {
-          applied.push({ id: String(r.id), attempt: Number(r.attempt) });
-          succeeded.push(String(r.id));
-        }
-      }
-      for (const f of params.finishes) {
-        const o = f.outcome;
-        if (o.kind === "success") continue;
-        const where = `WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? AND coalesce(lease_expires_at, 0) < ?`;
-        let changes: number;
-        if (o.kind === "retry") {
-          changes = this.run(
-            `UPDATE later_jobs SET stage = 'requeued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
-               retry_policy = coalesce(?, retry_policy), stages = json_insert(stages, '$[#]', json_array('requeued', CAST(? AS INTEGER))) ${where}`,
-            params.now, o.runAt, o.error, o.retryPolicy ?? null, params.now, f.id, ns, f.attempt, guard);
-        } else {
-          changes = this.run(
-            `UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
-               stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER))) ${where}`,
-            params.now, expires, o.error, params.now, f.id, ns, f.attempt, guard);
-          if (changes) failed.push({ id: f.id, error: o.error });
-        }
-        if (changes) applied.push({ id: f.id, attempt: f.attempt });
-      }
-      let released = 0;
-      if (succeeded.length > 0) {
-        released = this.run(
-          `UPDATE later_jobs SET stage = 'enqueued', run_at = ?, updated_at = ?, stages = json_insert(stages, '$[#]', json_array('enqueued', CAST(? AS INTEGER)))
-           WHERE parent_id IN (SELECT value FROM json_each(?)) AND namespace = ? AND stage = 'waiting'`,
-          params.now, params.now, params.now, JSON.stringify(succeeded), ns);
-      }
-      this.failWaitingChildren(failed, params.now, expires);
-      return { applied, released };
-    }
-  }
-
-  /** A final failure fails the waiting continuations, down the whole chain (inside the caller's transaction). */
-  failWaitingChildren(failed: { id: string; error: string }[], now: number, expires: number): void {
-    while (failed.length > 0) {
-      const parent = failed.pop()!;
-      const reason = parentFailedReason(parent.id, parent.error);
-      const children = this.all(
-        `UPDATE later_jobs SET stage = 'failed', updated_at = ?, expires_at = ?, last_error = ?, stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER)))
-         WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id`,
-        now, expires, reason, now, parent.id, this.namespace);
-      for (const c of children) failed.push({ id: String(c.id), error: reason });
-    }
+    return this.immediate(() => this.jobs.finishRows(params));
   }
 
   async jobReleaseMany(params: B.JobReleaseManyParams): Promise<void> {
-    this.immediate(() => {
-      for (const c of params.claims) {
-        this.run(
-          `UPDATE later_jobs SET stage = CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, attempt = attempt - 1,
-             lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
-             stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, CAST(? AS INTEGER)))
-           WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ?`,
-          params.now, params.now, c.id, this.namespace, c.attempt);
-      }
-    });
+    this.jobs.release(params);
   }
 
   async leaseRenew(params: B.LeaseRenewParams): Promise<B.LeaseRenewResult> {
     if (params.claims.length === 0) return { renewed: [] };
-    const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
-    const rows = this.immediate(() =>
-      this.all(
-        `UPDATE later_jobs SET lease_expires_at = ? WHERE namespace = ? AND stage = 'running' AND lease_owner = ?
-           AND id IN (SELECT value FROM json_each(?)) RETURNING id, attempt`,
-        params.leaseExpiresAt, this.namespace, params.owner, JSON.stringify([...held.keys()])),
-    );
-    return { renewed: renewedClaims(held, rows) };
+    return this.jobs.renew(params);
   }
 
   async jobListStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {

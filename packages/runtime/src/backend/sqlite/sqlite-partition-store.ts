@@ -13,7 +13,7 @@ import type * as B from "../backend.js";
 import { claimedHead, readyAt } from "../shared/partition-heads.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 
-/** What the store needs of the backend: its connection, namespace and the shared finish logic. */
+/** What the store needs: the connection, namespace and finish logic of the job store ({@link SqliteJobStore}). */
 export interface SqlitePartitionHost {
   readonly namespace: string;
   conn(): SqliteConnection;

@@ -4,7 +4,7 @@
  * write lock is taken before the schedule row is read, so two processes
  * upserting one schedule, or two pollers advancing it, run one after the
  * other and the second sees the first's work. Occurrence jobs are written
- * with the backend's own insert (`insertRows`, the body of `jobInsertMany`)
+ * with the job store's own insert (`insertRows`, the body of `jobInsertMany`)
  * inside that same transaction.
  */
 import type { JobStage } from "../../core/job-stage.js";
@@ -12,11 +12,11 @@ import type * as B from "../backend.js";
 import { occurrenceJob, recurringScheduleFromRow, sameDefinition } from "../shared/recurring-rows.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 
-/** What the store needs of the backend: its connection, namespace and job insert. */
+/** What the store needs: the connection, namespace and job insert of the job store ({@link SqliteJobStore}). */
 export interface SqliteRecurringHost {
   readonly namespace: string;
   conn(): SqliteConnection;
-  /** Inserts jobs inside the caller's `immediate` transaction (see `SqliteBackend.insertRows`). */
+  /** Inserts jobs inside the caller's `immediate` transaction (see `SqliteJobStore.insertRows`). */
   insertRows(jobs: readonly B.JobInsert[], now: number): JobStage[];
 }
 

@@ -1,0 +1,102 @@
+import { randomBytes } from "node:crypto";
+import type pg from "pg";
+import type { PostgresBackendOptions, PostgresBackendWarning } from "./postgres-backend-options.js";
+import { startProbedListener, type PostgresListener } from "./postgres-listener.js";
+
+/**
+ * The wake-ups of one PostgreSQL backend: what its statements send with
+ * `pg_notify`, and what its LISTEN connection hands to the worker pool.
+ *
+ * Payloads are `"<sender> <namespace>"`. A notification wakes the
+ * subscribers when it is for this namespace and from another backend (this
+ * backend's own writes wake its workers directly, without the round trip).
+ * Notifications parsed from one socket read are coalesced into one wake-up,
+ * delivered as a microtask so the claim goes out before any other I/O
+ * callback runs; after the listener reconnects, subscribers are woken once,
+ * since what was sent meanwhile is lost.
+ *
+ * ```text
+ *   start(pool) ──listen: false──────────────────────► off (polling only)
+ *        │ listener up, probe NOTIFY came back ──────► listening
+ *        └ probe lost or connection refused ─────────► fell back (polling only, onWarning)
+ * ```
+ */
+export class PostgresWakeups {
+  /** Identifies this backend's own notifications. */
+  private readonly sender = randomBytes(6).toString("hex");
+  private readonly subscribers = new Set<() => void>();
+  private listener: PostgresListener | null = null;
+  private fellBack = false;
+  private scheduled = false;
+
+  constructor(
+    private readonly options: Pick<PostgresBackendOptions, "listen" | "listenCheckTimeoutMs" | "applicationName" | "onWarning">,
+    private readonly channel: string,
+    private readonly namespace: string,
+  ) {}
+
+  /** True while LISTEN/NOTIFY is in use: `listen` is on and the probe at the last start succeeded. */
+  get active(): boolean {
+    return this.options.listen !== false && !this.fellBack;
+  }
+
+  /** The channel and payload of this backend's own `pg_notify` calls. */
+  get notifyArgs(): readonly [string, string] {
+    return [this.channel, `${this.sender} ${this.namespace}`];
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.subscribers.add(listener);
+    return () => this.subscribers.delete(listener);
+  }
+
+  /**
+   * Opens the LISTEN connection with the pool's settings and checks with a
+   * probe (sent through the pool) that notifications come back within
+   * `listenCheckTimeoutMs` (default 2000); when they do not, polling only,
+   * reported through `onWarning` (default: a process warning).
+   */
+  async start(pool: pg.Pool): Promise<void> {
+    this.fellBack = false;
+    if (this.options.listen === false) return;
+    const started = await startProbedListener({
+      clientConfig: { ...pool.options, application_name: pool.options.application_name ?? this.options.applicationName ?? "later" },
+      channel: this.channel,
+      onNotification: (payload) => this.onNotification(payload),
+      onReconnected: () => this.schedule(),
+    }, (payload) => pool.query("SELECT pg_notify($1, $2)", [this.channel, payload]), this.options.listenCheckTimeoutMs ?? 2_000);
+    if ("listener" in started) {
+      this.listener = started.listener;
+      return;
+    }
+    this.fellBack = true;
+    const warning: PostgresBackendWarning = {
+      code: "LISTEN_UNAVAILABLE",
+      message: `later: LISTEN/NOTIFY wake-ups are unavailable (${started.unavailable}); other processes' jobs are found by polling only. Pass listen: false to silence this.`,
+    };
+    if (this.options.onWarning) this.options.onWarning(warning);
+    else process.emitWarning(warning.message, { type: "LaterWarning", code: `LATER_${warning.code}` });
+  }
+
+  /** Closes the LISTEN connection, if any. */
+  async stop(): Promise<void> {
+    const listener = this.listener;
+    this.listener = null;
+    await listener?.stop();
+  }
+
+  private onNotification(payload: string): void {
+    const space = payload.indexOf(" ");
+    if (space < 0 || payload.slice(space + 1) !== this.namespace || payload.slice(0, space) === this.sender) return;
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    queueMicrotask(() => {
+      this.scheduled = false;
+      for (const listener of this.subscribers) listener();
+    });
+  }
+}

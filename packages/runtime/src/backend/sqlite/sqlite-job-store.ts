@@ -1,0 +1,198 @@
+/**
+ * The job statements of the SQLite backend: insert, claim, finish, release
+ * and lease renewal. Each public method here runs inside one `BEGIN
+ * IMMEDIATE` transaction ({@link SqliteConnection.immediate}), either its own
+ * or, for `insertRows`, `finishRows` and `failWaitingChildren`, the caller's:
+ * the partition and recurring stores reuse them inside their transactions.
+ */
+import { parentFailedReason } from "../../core/continuation-stage.js";
+import type { JobStage } from "../../core/job-stage.js";
+import { UnknownTopicError } from "../../errors.js";
+import type * as B from "../backend.js";
+import { insertStage } from "../shared/insert-stage.js";
+import { renewedClaims, type Row } from "../shared/job-rows.js";
+import type { SqliteConnection } from "./sqlite-connection.js";
+
+/** What the store needs of the backend: its namespace and open connection. */
+export interface SqliteJobHost {
+  readonly namespace: string;
+  conn(): SqliteConnection;
+}
+
+export class SqliteJobStore {
+  constructor(private readonly host: SqliteJobHost) {}
+
+  get namespace(): string {
+    return this.host.namespace;
+  }
+
+  /** The backend's open connection; throws when closed. */
+  conn(): SqliteConnection {
+    return this.host.conn();
+  }
+
+  /**
+   * Inserts jobs inside the caller's `immediate` transaction and returns
+   * their stages. A partitioned job takes its partition's next sequence in
+   * the same transaction; an unknown partition throws, rolling back all.
+   */
+  insertRows(jobs: readonly B.JobInsert[], now: number): JobStage[] {
+    const stages: JobStage[] = [];
+    for (const job of jobs) {
+      const parent = job.parentId ? this.get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.namespace) : undefined;
+      const { stage, error } = insertStage(job, now, parent);
+      let seq: number | null = null;
+      if (job.topic !== undefined) {
+        const row = this.get(
+          "UPDATE later_partitions SET next_seq = next_seq + 1 WHERE namespace = ? AND topic = ? AND partition_no = ? RETURNING next_seq - 1 AS seq",
+          this.namespace, job.topic, job.partition ?? -1);
+        if (!row) throw new UnknownTopicError(job.topic, job.partition);
+        seq = Number(row.seq);
+      }
+      this.run(
+        `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq)
+         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, json_array(json_array(?, CAST(? AS INTEGER))), ?, ?, ?, ?, ?, ?)`,
+        job.id, this.namespace, job.jobType, job.payload, stage, job.retryPolicy, job.runAt, job.parentId ?? null,
+        error, stage, now, now, now, null, job.topic ?? null, job.partition ?? null, seq,
+      );
+      stages.push(stage);
+    }
+    return stages;
+  }
+
+  /** Claims up to `limit` ready jobs in one `immediate` transaction; when short, also reads the next due time. */
+  claim(params: B.JobClaimReadyParams): B.JobClaimReadyResult {
+    const types = JSON.stringify(params.jobTypes);
+    const rows = this.conn().immediate(() =>
+      this.all(
+        `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
+           stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
+         WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
+                        AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
+         RETURNING id, job_type, payload, attempt, retry_policy, run_at`,
+        params.owner, params.leaseExpiresAt, params.now, params.now, this.namespace, params.now, types, params.limit,
+      ),
+    );
+    rows.sort((a, b) => Number(a.run_at) - Number(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
+    const jobs = rows.map((r) => ({
+      id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), attempt: Number(r.attempt),
+      retryPolicy: String(r.retry_policy),
+    }));
+    if (jobs.length === params.limit) return { jobs };
+    const next = this.get(
+      `SELECT min(run_at) AS t FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
+         AND run_at > ? AND job_type IN (SELECT value FROM json_each(?))`,
+      this.namespace, params.now, types);
+    return { jobs, nextRunAt: next?.t === null || next?.t === undefined ? null : Number(next.t) };
+  }
+
+  /** The body of {@link jobFinishMany}, inside the caller's `immediate` transaction (partition heads reuse it). */
+  finishRows(params: B.JobFinishManyParams): B.JobFinishManyResult {
+    const ns = this.namespace;
+    const guard = params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER;
+    const expires = params.now + params.retentionMs;
+    {
+      const applied: B.ClaimKey[] = [];
+      const succeeded: string[] = [];
+      const failed: { id: string; error: string }[] = [];
+      // Successes, the hot path: one statement for the whole batch, each row
+      // matched on its claim (id, attempt) through the primary key (the unary
+      // `+` keeps the planner off the running index, which it would scan).
+      const successes = params.finishes.filter((f) => f.outcome.kind === "success");
+      if (successes.length > 0) {
+        const claimsJson = JSON.stringify(successes.map((f) => [f.id, f.attempt]));
+        const rows = this.all(
+          `UPDATE later_jobs SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
+             stages = json_insert(stages, '$[#]', json_array('success', CAST(? AS INTEGER)))
+           WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
+             AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
+             AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
+           RETURNING id, attempt`,
+          params.now, expires, params.now, ns, guard, claimsJson, claimsJson);
+        for (const r of rows) {
+          applied.push({ id: String(r.id), attempt: Number(r.attempt) });
+          succeeded.push(String(r.id));
+        }
+      }
+      for (const f of params.finishes) {
+        const o = f.outcome;
+        if (o.kind === "success") continue;
+        const where = `WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? AND coalesce(lease_expires_at, 0) < ?`;
+        let changes: number;
+        if (o.kind === "retry") {
+          changes = this.run(
+            `UPDATE later_jobs SET stage = 'requeued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
+               retry_policy = coalesce(?, retry_policy), stages = json_insert(stages, '$[#]', json_array('requeued', CAST(? AS INTEGER))) ${where}`,
+            params.now, o.runAt, o.error, o.retryPolicy ?? null, params.now, f.id, ns, f.attempt, guard);
+        } else {
+          changes = this.run(
+            `UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
+               stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER))) ${where}`,
+            params.now, expires, o.error, params.now, f.id, ns, f.attempt, guard);
+          if (changes) failed.push({ id: f.id, error: o.error });
+        }
+        if (changes) applied.push({ id: f.id, attempt: f.attempt });
+      }
+      let released = 0;
+      if (succeeded.length > 0) {
+        released = this.run(
+          `UPDATE later_jobs SET stage = 'enqueued', run_at = ?, updated_at = ?, stages = json_insert(stages, '$[#]', json_array('enqueued', CAST(? AS INTEGER)))
+           WHERE parent_id IN (SELECT value FROM json_each(?)) AND namespace = ? AND stage = 'waiting'`,
+          params.now, params.now, params.now, JSON.stringify(succeeded), ns);
+      }
+      this.failWaitingChildren(failed, params.now, expires);
+      return { applied, released };
+    }
+  }
+
+  /** A final failure fails the waiting continuations, down the whole chain (inside the caller's transaction). */
+  failWaitingChildren(failed: { id: string; error: string }[], now: number, expires: number): void {
+    while (failed.length > 0) {
+      const parent = failed.pop()!;
+      const reason = parentFailedReason(parent.id, parent.error);
+      const children = this.all(
+        `UPDATE later_jobs SET stage = 'failed', updated_at = ?, expires_at = ?, last_error = ?, stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER)))
+         WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id`,
+        now, expires, reason, now, parent.id, this.namespace);
+      for (const c of children) failed.push({ id: String(c.id), error: reason });
+    }
+  }
+
+  /** Puts claims that never started back to their earlier stage (attempt undone). */
+  release(params: B.JobReleaseManyParams): void {
+    this.conn().immediate(() => {
+      for (const c of params.claims) {
+        this.run(
+          `UPDATE later_jobs SET stage = CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, attempt = attempt - 1,
+             lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
+             stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, CAST(? AS INTEGER)))
+           WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ?`,
+          params.now, params.now, c.id, this.namespace, c.attempt);
+      }
+    });
+  }
+
+  /** Extends the leases this owner still holds; reports which. */
+  renew(params: B.LeaseRenewParams): B.LeaseRenewResult {
+    const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
+    const rows = this.conn().immediate(() =>
+      this.all(
+        `UPDATE later_jobs SET lease_expires_at = ? WHERE namespace = ? AND stage = 'running' AND lease_owner = ?
+           AND id IN (SELECT value FROM json_each(?)) RETURNING id, attempt`,
+        params.leaseExpiresAt, this.namespace, params.owner, JSON.stringify([...held.keys()])),
+    );
+    return { renewed: renewedClaims(held, rows) };
+  }
+
+  private run(text: string, ...args: unknown[]): number {
+    return this.conn().run(text, ...args);
+  }
+
+  private all(text: string, ...args: unknown[]): Row[] {
+    return this.conn().all(text, ...args);
+  }
+
+  private get(text: string, ...args: unknown[]): Row | undefined {
+    return this.conn().get(text, ...args);
+  }
+}
