@@ -10,7 +10,7 @@ import type { JobStage } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { insertStage } from "../shared/insert-stage.js";
-import { renewedClaims, type Row } from "../shared/job-rows.js";
+import { renewedClaims } from "../shared/job-rows.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 
 /** What the store needs of the backend: its namespace and open connection. */
@@ -39,17 +39,17 @@ export class SqliteJobStore {
   insertRows(jobs: readonly B.JobInsert[], now: number): JobStage[] {
     const stages: JobStage[] = [];
     for (const job of jobs) {
-      const parent = job.parentId ? this.get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.namespace) : undefined;
+      const parent = job.parentId ? this.conn().get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.namespace) : undefined;
       const { stage, error } = insertStage(job, now, parent);
       let seq: number | null = null;
       if (job.topic !== undefined) {
-        const row = this.get(
+        const row = this.conn().get(
           "UPDATE later_partitions SET next_seq = next_seq + 1 WHERE namespace = ? AND topic = ? AND partition_no = ? RETURNING next_seq - 1 AS seq",
           this.namespace, job.topic, job.partition ?? -1);
         if (!row) throw new UnknownTopicError(job.topic, job.partition);
         seq = Number(row.seq);
       }
-      this.run(
+      this.conn().run(
         `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq)
          VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, json_array(json_array(?, CAST(? AS INTEGER))), ?, ?, ?, ?, ?, ?)`,
         job.id, this.namespace, job.jobType, job.payload, stage, job.retryPolicy, job.runAt, job.parentId ?? null,
@@ -64,7 +64,7 @@ export class SqliteJobStore {
   claim(params: B.JobClaimReadyParams): B.JobClaimReadyResult {
     const types = JSON.stringify(params.jobTypes);
     const rows = this.conn().immediate(() =>
-      this.all(
+      this.conn().all(
         `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
            stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
          WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
@@ -79,7 +79,7 @@ export class SqliteJobStore {
       retryPolicy: String(r.retry_policy),
     }));
     if (jobs.length === params.limit) return { jobs };
-    const next = this.get(
+    const next = this.conn().get(
       `SELECT min(run_at) AS t FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
          AND run_at > ? AND job_type IN (SELECT value FROM json_each(?))`,
       this.namespace, params.now, types);
@@ -101,7 +101,7 @@ export class SqliteJobStore {
       const successes = params.finishes.filter((f) => f.outcome.kind === "success");
       if (successes.length > 0) {
         const claimsJson = JSON.stringify(successes.map((f) => [f.id, f.attempt]));
-        const rows = this.all(
+        const rows = this.conn().all(
           `UPDATE later_jobs SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
              stages = json_insert(stages, '$[#]', json_array('success', CAST(? AS INTEGER)))
            WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
@@ -120,12 +120,12 @@ export class SqliteJobStore {
         const where = `WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? AND coalesce(lease_expires_at, 0) < ?`;
         let changes: number;
         if (o.kind === "retry") {
-          changes = this.run(
+          changes = this.conn().run(
             `UPDATE later_jobs SET stage = 'requeued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
                retry_policy = coalesce(?, retry_policy), stages = json_insert(stages, '$[#]', json_array('requeued', CAST(? AS INTEGER))) ${where}`,
             params.now, o.runAt, o.error, o.retryPolicy ?? null, params.now, f.id, ns, f.attempt, guard);
         } else {
-          changes = this.run(
+          changes = this.conn().run(
             `UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
                stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER))) ${where}`,
             params.now, expires, o.error, params.now, f.id, ns, f.attempt, guard);
@@ -135,7 +135,7 @@ export class SqliteJobStore {
       }
       let released = 0;
       if (succeeded.length > 0) {
-        released = this.run(
+        released = this.conn().run(
           `UPDATE later_jobs SET stage = 'enqueued', run_at = ?, updated_at = ?, stages = json_insert(stages, '$[#]', json_array('enqueued', CAST(? AS INTEGER)))
            WHERE parent_id IN (SELECT value FROM json_each(?)) AND namespace = ? AND stage = 'waiting'`,
           params.now, params.now, params.now, JSON.stringify(succeeded), ns);
@@ -150,7 +150,7 @@ export class SqliteJobStore {
     while (failed.length > 0) {
       const parent = failed.pop()!;
       const reason = parentFailedReason(parent.id, parent.error);
-      const children = this.all(
+      const children = this.conn().all(
         `UPDATE later_jobs SET stage = 'failed', updated_at = ?, expires_at = ?, last_error = ?, stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER)))
          WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id`,
         now, expires, reason, now, parent.id, this.namespace);
@@ -162,7 +162,7 @@ export class SqliteJobStore {
   release(params: B.JobReleaseManyParams): void {
     this.conn().immediate(() => {
       for (const c of params.claims) {
-        this.run(
+        this.conn().run(
           `UPDATE later_jobs SET stage = CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, attempt = attempt - 1,
              lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
              stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, CAST(? AS INTEGER)))
@@ -176,23 +176,11 @@ export class SqliteJobStore {
   renew(params: B.LeaseRenewParams): B.LeaseRenewResult {
     const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
     const rows = this.conn().immediate(() =>
-      this.all(
+      this.conn().all(
         `UPDATE later_jobs SET lease_expires_at = ? WHERE namespace = ? AND stage = 'running' AND lease_owner = ?
            AND id IN (SELECT value FROM json_each(?)) RETURNING id, attempt`,
         params.leaseExpiresAt, this.namespace, params.owner, JSON.stringify([...held.keys()])),
     );
     return { renewed: renewedClaims(held, rows) };
-  }
-
-  private run(text: string, ...args: unknown[]): number {
-    return this.conn().run(text, ...args);
-  }
-
-  private all(text: string, ...args: unknown[]): Row[] {
-    return this.conn().all(text, ...args);
-  }
-
-  private get(text: string, ...args: unknown[]): Row | undefined {
-    return this.conn().get(text, ...args);
   }
 }
