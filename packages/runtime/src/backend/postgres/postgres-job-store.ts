@@ -18,6 +18,7 @@ import { renewedClaims, type Row } from "../shared/job-rows.js";
 import type { Execute } from "./postgres-executors.js";
 import { retryConflicts } from "./postgres-errors.js";
 import type { PostgresJobQueries, Statement } from "./postgres-job-queries.js";
+import { foreignNotifyPayload } from "./postgres-wakeups.js";
 
 /** What the store needs of the backend. */
 export interface PostgresJobHost {
@@ -31,9 +32,6 @@ export interface PostgresJobHost {
   /** BEGIN … COMMIT on one connection, run again after a deadlock or serialization conflict. */
   inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
 }
-
-/** Payload sender for writes into a caller-owned transaction: every listener, this process's too, must wake on its commit. */
-const FOREIGN_SENDER = "-";
 
 export class PostgresJobStore {
   constructor(
@@ -70,7 +68,7 @@ export class PostgresJobStore {
       };
     });
     const [channel, payload] = this.host.notifyArgs;
-    await execute(this.q.insert, [JSON.stringify(rows), this.ns, params.now, channel, foreign ? `${FOREIGN_SENDER} ${this.ns}` : payload]);
+    await execute(this.q.insert, [JSON.stringify(rows), this.ns, params.now, channel, foreign ? foreignNotifyPayload(this.ns) : payload]);
     return { stages };
   }
 

@@ -3,6 +3,14 @@ import type pg from "pg";
 import type { PostgresBackendOptions, PostgresBackendWarning } from "./postgres-backend-options.js";
 import { startProbedListener, type PostgresListener } from "./postgres-listener.js";
 
+/** Sender of writes into a caller-owned transaction: no backend's own, so every listener, this process's too, wakes on its commit. */
+const FOREIGN_SENDER = "-";
+
+/** The `pg_notify` payload of a write into a caller-owned transaction on `namespace`. */
+export function foreignNotifyPayload(namespace: string): string {
+  return `${FOREIGN_SENDER} ${namespace}`;
+}
+
 /**
  * The wake-ups of one PostgreSQL backend: what its statements send with
  * `pg_notify`, and what its LISTEN connection hands to the worker pool.
