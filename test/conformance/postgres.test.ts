@@ -139,10 +139,13 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
 
   it("an unreachable server is DATABASE_UNAVAILABLE at start; bad options are INVALID_CONFIG", async () => {
     const handlers = { a: { handle: () => undefined } };
-    const closed = postgres({ connectionString: "postgres://postgres:secret@127.0.0.1:1/none" });
+    // The LISTEN connection opens alongside the reachability check: an unreachable server is one error, not also a wake-up warning.
+    const warnings: PostgresBackendWarning[] = [];
+    const closed = postgres({ connectionString: "postgres://postgres:secret@127.0.0.1:1/none", onWarning: (w) => void warnings.push(w) });
     const err = await BackgroundJobServer.start({ context: {}, handlers, backend: closed }).catch((e: unknown) => e as LaterError);
     expect((err as LaterError).code).toBe("DATABASE_UNAVAILABLE");
     expect((err as Error).message).not.toContain("secret");
+    expect(warnings).toEqual([]);
     expect(await codeOf(() => postgres({} as never))).toBe("INVALID_CONFIG");
     expect(await codeOf(() => postgres({ connectionString: url!, pool: new pg.Pool() }))).toBe("INVALID_CONFIG");
     expect(await codeOf(() => postgres({ connectionString: url!, schema: "no-dashes" }))).toBe("INVALID_CONFIG");

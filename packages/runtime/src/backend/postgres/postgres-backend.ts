@@ -43,6 +43,9 @@ import type { Row } from "../shared/job-rows.js";
 
 export type { PostgresBackendOptions, PostgresBackendWarning } from "./postgres-backend-options.js";
 
+/** Connections an owned pool opens at `open()`: a claim, a finish and one more (enqueue, maintenance) in flight at once. */
+const WARM_CONNECTIONS = 3;
+
 /** Creates the PostgreSQL backend. Nothing is opened until the server starts (or `open()`). */
 export function postgres(options: PostgresBackendOptions): PostgresBackend {
   return new PostgresBackend(options);
@@ -124,9 +127,16 @@ export class PostgresBackend implements B.Backend {
     });
     pool.on("error", this.onPoolError);
     pool.on("connect", this.onPoolConnect);
+    // Connections open side by side, not one after another: the LISTEN
+    // connection, and (an owned pool) the ones the first claim, finish and
+    // enqueue will use, so the first jobs do not wait for a connection each.
+    const warm = owned ? Math.min(WARM_CONNECTIONS, pool.options.max ?? 10) : 1;
+    const reachable = Promise.all(Array.from({ length: warm }, () => pool.query("SELECT 1")));
+    const wakeups = this.wakeups.start(pool, reachable);
     try {
-      await pool.query("SELECT 1");
+      await reachable;
     } catch (cause) {
+      await wakeups.catch(() => undefined);
       pool.off("error", this.onPoolError);
       pool.off("connect", this.onPoolConnect);
       if (owned) await pool.end().catch(() => undefined);
@@ -138,7 +148,7 @@ export class PostgresBackend implements B.Backend {
     this.pool = pool;
     // Kysely on the same pool, for the statements off the hot path. Never destroyed: that would end the pool.
     this.db = new PostgresKyselyQueries(new Kysely<LaterDatabase>({ dialect: new PostgresDialect({ pool }) }).withSchema(this.schema), this.namespace);
-    await this.wakeups.start(pool);
+    await wakeups;
   }
 
   async close(): Promise<void> {

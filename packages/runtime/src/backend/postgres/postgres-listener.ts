@@ -140,19 +140,33 @@ export class PostgresListener {
 }
 
 /**
- * Starts a listener and checks with a probe sent through `notify` that
- * notifications arrive. Resolves to the running listener, or (stopped) to
- * the reason wake-ups are unavailable.
+ * Starts a listener and, once `reachable` resolves, checks with a probe
+ * sent through `notify` that notifications arrive. Resolves to the running
+ * listener, or (stopped) to the reason wake-ups are unavailable; rejects
+ * (stopped) with `reachable`'s error.
  */
 export async function startProbedListener(
   options: PostgresListenerOptions,
   notify: (payload: string) => Promise<unknown>,
   timeoutMs: number,
+  reachable: Promise<unknown> = Promise.resolve(),
 ): Promise<{ listener: PostgresListener } | { unavailable: string }> {
   const listener = new PostgresListener(options);
+  // The LISTEN connection opens while the caller checks the database, which
+  // saves a connection set-up at start; a database found unreachable
+  // rejects here (the caller reports it) instead of counting as no wake-ups.
+  const listening = listener.start().then(() => null, (error: Error) => error);
+  try {
+    await reachable;
+  } catch (error) {
+    await listening;
+    await listener.stop();
+    throw error;
+  }
   let unavailable: string;
   try {
-    await listener.start();
+    const failed = await listening;
+    if (failed) throw failed;
     if (await listener.probe(notify, timeoutMs)) return { listener };
     unavailable = `no notification came back within ${timeoutMs} ms (a transaction-mode pooler?)`;
   } catch (error) {

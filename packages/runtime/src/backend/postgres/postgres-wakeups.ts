@@ -62,9 +62,12 @@ export class PostgresWakeups {
    * Opens the LISTEN connection with the pool's settings and checks with a
    * probe (sent through the pool) that notifications come back within
    * `listenCheckTimeoutMs` (default 2000); when they do not, polling only,
-   * reported through `onWarning` (default: a process warning).
+   * reported through `onWarning` (default: a process warning). The LISTEN
+   * connection opens at once; the probe waits for `reachable` (the caller's
+   * own check of the database), whose rejection this rethrows, listener
+   * closed and no warning given.
    */
-  async start(pool: pg.Pool): Promise<void> {
+  async start(pool: pg.Pool, reachable?: Promise<unknown>): Promise<void> {
     this.fellBack = false;
     if (this.options.listen === false) return;
     const started = await startProbedListener({
@@ -72,7 +75,7 @@ export class PostgresWakeups {
       channel: this.channel,
       onNotification: (payload) => this.onNotification(payload),
       onReconnected: () => this.schedule(),
-    }, (payload) => pool.query("SELECT pg_notify($1, $2)", [this.channel, payload]), this.options.listenCheckTimeoutMs ?? 2_000);
+    }, (payload) => pool.query("SELECT pg_notify($1, $2)", [this.channel, payload]), this.options.listenCheckTimeoutMs ?? 2_000, reachable);
     if ("listener" in started) {
       this.listener = started.listener;
       return;
