@@ -115,20 +115,24 @@ for (const col of COLUMNS) if (unavailable[col.key]) log(`  ${col.title}: n/a ($
 
 // Every phase runs REPS times, interleaved across systems (this kind of
 // machine is noisy: one latency run's p99 moves by half from run to run);
-// the table shows medians, with the range of the throughput figures.
+// the table shows medians, with the range of the throughput figures. Each
+// repetition starts one system further along, so that no system always runs
+// right after the same neighbour (whose disk writes or dropped database can
+// still be settling) or always first.
 const T = {}; // `${column}.${figure}` -> results of every repetition
 const add = (key, r) => (T[key] ??= []).push(r);
+const order = (rep) => COLUMNS.map((_, i) => COLUMNS[(i + rep - 1) % COLUMNS.length]);
 for (let rep = 1; rep <= REPS; rep++) {
   log(`repetition ${rep}/${REPS}`);
-  for (const col of COLUMNS) if (col.enqueue !== false) add(`${col.key}.bulk`, await bulk(col));
-  for (const col of COLUMNS) if (col.enqueue !== false) add(`${col.key}.single`, await single(col));
-  for (const col of COLUMNS) add(`${col.key}.process1`, await processing(col, 1));
-  for (const col of COLUMNS) add(`${col.key}.process2`, await processing(col, 2));
-  if (rep <= LATENCY_REPS) for (const col of COLUMNS) add(`${col.key}.latency`, await latency(col));
+  for (const col of order(rep)) if (col.enqueue !== false) add(`${col.key}.bulk`, await bulk(col));
+  for (const col of order(rep)) if (col.enqueue !== false) add(`${col.key}.single`, await single(col));
+  for (const col of order(rep)) add(`${col.key}.process1`, await processing(col, 1));
+  for (const col of order(rep)) add(`${col.key}.process2`, await processing(col, 2));
+  if (rep <= LATENCY_REPS) for (const col of order(rep)) add(`${col.key}.latency`, await latency(col));
 }
 for (let rep = REPS + 1; rep <= LATENCY_REPS; rep++) {
   log(`latency repetition ${rep}/${LATENCY_REPS}`);
-  for (const col of COLUMNS) add(`${col.key}.latency`, await latency(col));
+  for (const col of order(rep)) add(`${col.key}.latency`, await latency(col));
 }
 const load1 = os.loadavg();
 await cleanup();
@@ -179,7 +183,7 @@ const cpus = os.cpus();
 const out = [];
 out.push(`later @ ${revision}; ${cpus.length} cores × ${cpus[0]?.model ?? "?"}, Node ${process.version}, PostgreSQL ${pgVersion}, ${os.platform()} ${os.release()}`);
 out.push(`graphile-worker ${version("graphile-worker")}, pg-boss ${version("pg-boss")}, bullmq ${version("bullmq")}, pg ${version("pg")}; load average at start ${load0.map((x) => x.toFixed(2)).join(" ")}, at end ${load1.map((x) => x.toFixed(2)).join(" ")}`);
-out.push(`${N.toLocaleString("en-US")} no-op jobs per phase, a fresh database per system and phase. Throughput and processing RSS: ${REPS > 1 ? `median (min–max) of ${REPS} runs` : "one run"}; latency: ${LATENCY_REPS > 1 ? `${LATENCY_REPS} runs, percentiles of their samples pooled, other figures medians` : "one run"}, each ${LATENCY_JOBS} jobs at ${RATE} jobs/s from another process. Runs of every phase are interleaved across systems.`);
+out.push(`${N.toLocaleString("en-US")} no-op jobs per phase, a fresh database per system and phase. Throughput and processing RSS: ${REPS > 1 ? `median (min–max) of ${REPS} runs` : "one run"}; latency: ${LATENCY_REPS > 1 ? `${LATENCY_REPS} runs, percentiles of their samples pooled, other figures medians` : "one run"}, each ${LATENCY_JOBS} jobs at ${RATE} jobs/s from another process. Runs of every phase are interleaved across systems, each repetition starting one system further along.`);
 out.push("");
 out.push(markdownTable(["figure", ...COLUMNS.map((c) => c.title)], rows));
 
@@ -194,7 +198,7 @@ const pooledRatio = (a, b) => {
   return Number.isFinite(x) && Number.isFinite(y) ? `${(x / y).toFixed(2)}× (${ms(x)} ÷ ${ms(y)} ms)` : "n/a (a column has no figure)";
 };
 out.push(`* latency p99 (all runs pooled): later (PostgreSQL) ÷ graphile-worker fast path = ${pooledRatio(ours, gwFast)} [≤ 1]; ÷ defaults = ${pooledRatio(ours, gwDefaults)}`);
-out.push(`  median of the per-run p99s: ÷ fast path = ${ratio(runs(ours, "latency"), runs(gwFast, "latency"), p99, ms)} ms; later's p99 lower in ${pairedWins(runs(ours, "latency"), runs(gwFast, "latency"), p99)} back-to-back pairs of runs`);
+out.push(`  median of the per-run p99s: ÷ fast path = ${ratio(runs(ours, "latency"), runs(gwFast, "latency"), p99, ms)} ms; later's p99 lower in ${pairedWins(runs(ours, "latency"), runs(gwFast, "latency"), p99)} pairs of runs (one pair per repetition)`);
 out.push(`* single enqueue: later (PostgreSQL) ÷ graphile-worker = ${ratio(runs(ours, "single"), runs(gwDefaults, "single"), jps)} [≥ 1]`);
 out.push(`* bulk enqueue: later (PostgreSQL) ÷ graphile-worker = ${ratio(runs(ours, "bulk"), runs(gwDefaults, "bulk"), jps)} [≥ 1]`);
 
