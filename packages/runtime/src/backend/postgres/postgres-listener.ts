@@ -155,18 +155,18 @@ export async function startProbedListener(
   // The LISTEN connection opens while the caller checks the database, which
   // saves a connection set-up at start; a database found unreachable
   // rejects here (the caller reports it) instead of counting as no wake-ups.
-  const listening = listener.start().then(() => null, (error: Error) => error);
+  const listening = listener.start();
+  const settled = listening.catch(() => undefined); // a failed start is reported below, not as an unhandled rejection meanwhile
   try {
     await reachable;
   } catch (error) {
-    await listening;
+    await settled;
     await listener.stop();
     throw error;
   }
   let unavailable: string;
   try {
-    const failed = await listening;
-    if (failed) throw failed;
+    await listening;
     if (await listener.probe(notify, timeoutMs)) return { listener };
     unavailable = `no notification came back within ${timeoutMs} ms (a transaction-mode pooler?)`;
   } catch (error) {
