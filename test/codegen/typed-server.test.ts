@@ -152,6 +152,38 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
       await server.shutdown({ deadlineMs: 1_000 });
     }
   }));
+
+  it("the generated server and the publisher-only process both force-fail a partition head, truncate its history and delete a schedule", () => withDatabase(async (db) => {
+    const topics = [topic("orders", 4)];
+    const publisher = await openJobsPublisher({ backend: db.backend(), topics, autoMigrate: true });
+    const server = await new JobsBuilder({ context: {}, backend: db.backend(), ...FAST, topics })
+      .withSendEmailHandler(() => {})
+      .withCreateAccountHandler(() => {})
+      .withProcessOrderHandler(() => {})
+      .build();
+    try {
+      // A partition with a waiting head (its parent is delayed) and one job behind it.
+      const parent = await publisher.jobs.sendEmail.enqueueDelayed({ address: "a", body: "later" }, 3_600_000);
+      const head = await publisher.jobs.processOrder.enqueueContinueToPartition(parent, { customerId: 7, description: "blocked" });
+      const next = await publisher.jobs.processOrder.enqueueToPartition({ customerId: 7, description: "next" });
+      expect(await publisher.forceFailPartitionHead({ topic: "orders", key: 7 }, "skipped by an operator")).toBe(head);
+      expect(await server.backend.jobGet({ id: head })).toMatchObject({ stage: "failed", lastError: "skipped by an operator" });
+      expect((await finished(server, next)).stage).toBe("success");
+      expect(await server.truncatePartitionHistory({ topic: "orders", key: 7 }, 1)).toBe(1);
+      expect(await publisher.truncatePartitionHistory({ topic: "orders", key: 7 }, 0)).toBe(1);
+      expect(await server.forceFailPartitionHead({ topic: "orders", key: 7 })).toBeNull();
+      await expect(publisher.forceFailPartitionHead({ topic: "nope", key: 7 })).rejects.toMatchObject({ code: "UNKNOWN_TOPIC" });
+
+      await publisher.jobs.sendEmail.enqueueRecurring("news", { address: "a", body: "b" }, "0 0 6 * * *");
+      await server.jobs.sendEmail.enqueueRecurring("digest", { address: "a", body: "b" }, "0 0 7 * * *");
+      expect(await server.deleteRecurring("news")).toBe(true);
+      expect(await publisher.deleteRecurring("digest")).toBe(true);
+      expect(await publisher.deleteRecurring("news")).toBe(false);
+    } finally {
+      await publisher.close();
+      await server.shutdown({ deadlineMs: 1_000 });
+    }
+  }));
 });
 
 describe("generated module with the application's own transaction (SQLite)", () => {

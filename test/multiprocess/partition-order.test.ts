@@ -13,7 +13,10 @@
  * - order: in each partition no attempt of a job starts before the previous
  *   job's successful attempt ended; per key, the applied successes are strictly
  *   increasing in enqueue order (and so are sequences; stored success times
- *   never go back);
+ *   never go back). Applied lines are logged after the commit, by a process
+ *   that may be busy, so they are compared with each other only within one
+ *   process; across processes a success must be applied after the previous
+ *   job's handler ended (its end line precedes its write);
  * - fencing: no two attempts of one partition overlap in time unless one of
  *   them has no applied write (its claim lost the lease, or its process died).
  * Log times are `performance.timeOrigin + performance.now()`: sub-ms wall
@@ -181,6 +184,8 @@ function verify(records: readonly JobRecord[], logFiles: readonly string[], opti
 
   const outOfOrder: string[] = [];
   let skippedPairs = 0;
+  /** Pairs of one key whose applied lines, from two processes, are logged in the reverse order of their commits. */
+  let appliedLogInversions = 0;
   const keyed = new Map<string, JobRecord[]>();
   const partitioned = new Map<number, JobRecord[]>();
   for (const r of records) {
@@ -197,7 +202,14 @@ function verify(records: readonly JobRecord[], logFiles: readonly string[], opti
       if (!(c.seq! > p.seq!)) outOfOrder.push(`${key}: n=${wc.n} has seq ${c.seq}, not after ${p.seq}`);
       if (successAt(c) < successAt(p)) outOfOrder.push(`${key}: n=${wc.n} stored success at ${successAt(c)}, before n=${wp.n} at ${successAt(p)}`);
       if (!wp.applied || !wc.applied || options.lateApplied?.(wp) || options.lateApplied?.(wc)) skippedPairs++;
-      else if (!(wc.applied.t > wp.applied.t)) outOfOrder.push(`${key}: n=${wc.n} (${c.id}) applied success at ${wc.applied.t}, not after n=${wp.n} (${p.id}) at ${wp.applied.t}`);
+      else {
+        // An applied line is logged after its commit, by a process that may be busy: only within one
+        // process do two applied lines keep the order of their commits. Across processes the earlier
+        // job's commit is bounded from below by its handler's end line, logged before the write.
+        const prevDone = wp.pid === wc.pid ? wp.applied.t : wp.end!;
+        if (wp.pid !== wc.pid && !(wc.applied.t > wp.applied.t)) appliedLogInversions++;
+        if (!(wc.applied.t > prevDone)) outOfOrder.push(`${key}: n=${wc.n} (${c.id}, pid ${wc.pid}) applied success at ${wc.applied.t}, not after n=${wp.n} (${p.id}, pid ${wp.pid}) ${wp.pid === wc.pid ? "applied" : "ended"} at ${prevDone}`);
+      }
     }
   }
   const endOf = (a: Attempt) => a.end ?? options.killed?.get(a.pid) ?? Infinity;
@@ -234,7 +246,7 @@ function verify(records: readonly JobRecord[], logFiles: readonly string[], opti
   for (const a of attempts) perProcess[a.pid] = (perProcess[a.pid] ?? 0) + 1;
   return {
     jobs: records.length, attempts: attempts.length, retries: attempts.filter((a) => a.applied?.stage === "requeued").length,
-    unapplied: attempts.filter((a) => !writes(a)).length, takeovers, overlaps: overlapCount, overlapsAllowed: overlapCount, skippedPairs, perProcess,
+    unapplied: attempts.filter((a) => !writes(a)).length, takeovers, overlaps: overlapCount, overlapsAllowed: overlapCount, skippedPairs, appliedLogInversions, perProcess,
   };
 }
 

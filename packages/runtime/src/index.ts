@@ -14,6 +14,7 @@ export type { JobContext, HandlerRegistration, ServerOptions, ServerEvent, Worke
 export { payloadDecoder, type DatePath, type JobCatalog, type JobSpec } from "./typed/job-catalog.js";
 export { JobHandle, TopicJobHandle } from "./typed/job-handle.js";
 export { TypedJobServer, type TypedJobContext } from "./typed/typed-job-server.js";
+export { JobControl } from "./typed/job-control.js";
 export { TypedServerBuilder, jobHandles, type BuilderOptions, type HandlerOptions, type JobHandler } from "./typed/typed-server-builder.js";
 export { TypedJobPublisher, type PublisherOptions } from "./typed/typed-publisher.js";
 export { postgres, PostgresBackend, type PostgresBackendOptions, type PostgresBackendWarning } from "./backend/postgres/postgres-backend.js";

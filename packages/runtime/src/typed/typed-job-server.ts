@@ -1,6 +1,7 @@
 import type { Backend } from "../backend/backend.js";
 import type { BackgroundJobServer, ShutdownOptions } from "../server/background-job-server.js";
 import type { JobContext } from "../server/server-options.js";
+import { JobControl } from "./job-control.js";
 
 /** A handler's context in the generated module: {@link JobContext} plus typed `jobs` handles. */
 export type TypedJobContext<C, H> = JobContext<C> & {
@@ -10,15 +11,18 @@ export type TypedJobContext<C, H> = JobContext<C> & {
 
 /**
  * A running server of the generated module (`JobsServer<C>`): the typed
- * `jobs` handles over one {@link BackgroundJobServer}.
+ * `jobs` handles over one {@link BackgroundJobServer}, and the job and
+ * schedule operations of {@link JobControl}.
  */
-export class TypedJobServer<C, H> {
+export class TypedJobServer<C, H> extends JobControl {
   constructor(
     /** The untyped server underneath. */
     readonly core: BackgroundJobServer<C>,
     /** One typed handle per declared job. */
     readonly jobs: H,
-  ) {}
+  ) {
+    super(core.publisher);
+  }
 
   /** This server's id: the lease owner written on its claims. */
   get instanceId(): string {

@@ -7,6 +7,7 @@ import { JobPublisher } from "../server/publisher.js";
 import { resolveTopics } from "../server/server-options.js";
 import type { TopicConfig } from "../core/partition/topic.js";
 import type { JobCatalog } from "./job-catalog.js";
+import { JobControl } from "./job-control.js";
 import { jobHandles } from "./typed-server-builder.js";
 
 /** Options of a generated `open<Name>Publisher`. */
@@ -27,15 +28,18 @@ export interface PublisherOptions {
 /**
  * Enqueue-only access to declared jobs, for processes that run no workers
  * (a web server handing work to a worker fleet). Workers elsewhere on the
- * same database and namespace are woken by the commit itself.
+ * same database and namespace are woken by the commit itself. Also the job
+ * and schedule operations of {@link JobControl}.
  */
-export class TypedJobPublisher<H> {
+export class TypedJobPublisher<H> extends JobControl {
   private constructor(
-    private readonly publisher: JobPublisher,
+    publisher: JobPublisher,
     private readonly backend: Backend,
     /** One typed handle per declared job. */
     readonly jobs: H,
-  ) {}
+  ) {
+    super(publisher);
+  }
 
   /** Opens the backend, checks its schema and returns the handles. Used by the generated `open<Name>Publisher`. */
   static async open<H>(options: PublisherOptions, catalog: JobCatalog): Promise<TypedJobPublisher<H>> {
@@ -54,7 +58,7 @@ export class TypedJobPublisher<H> {
 
   /** Stops accepting jobs (later calls throw `ServerStoppedError`) and closes what the backend opened. */
   async close(): Promise<void> {
-    this.publisher.stop();
+    this.control.stop();
     await this.backend.close();
   }
 }

@@ -1,0 +1,37 @@
+import type { JobPublisher, PartitionTarget } from "../server/publisher.js";
+
+/**
+ * The operations on stored jobs and schedules that both handles a user holds
+ * offer: the generated server (`JobsServer`) and the enqueue-only publisher
+ * (`openJobsPublisher`). Each delegates to the untyped {@link JobPublisher}
+ * underneath, so a web process that runs no workers can skip a poison
+ * partition head or drop a schedule as a worker process can.
+ */
+export abstract class JobControl {
+  constructor(
+    /** The untyped publisher the typed handles write through. */
+    protected readonly control: JobPublisher,
+  ) {}
+
+  /**
+   * Fails the head of a partition at once (a poison job, or one to skip),
+   * without waiting for its retries or holding its lease, and frees the
+   * partition; its waiting continuations fail with it. A claim still running
+   * it loses its lease: its signal aborts and its outcome is discarded.
+   * Resolves to the failed job's id, or null when the partition is empty.
+   * An unregistered topic is `UNKNOWN_TOPIC`.
+   */
+  forceFailPartitionHead(target: PartitionTarget, reason?: string): Promise<string | null> {
+    return this.control.forceFailPartitionHead(target, reason);
+  }
+
+  /** Deletes a partition's finished jobs but the newest `keep` (by sequence). Resolves to how many were deleted. */
+  truncatePartitionHistory(target: PartitionTarget, keep: number): Promise<number> {
+    return this.control.truncatePartitionHistory(target, keep);
+  }
+
+  /** Deletes the recurring schedule `scheduleId`; occurrences already enqueued stay. Resolves to false when there was none. */
+  deleteRecurring(scheduleId: string): Promise<boolean> {
+    return this.control.deleteRecurring(scheduleId);
+  }
+}
