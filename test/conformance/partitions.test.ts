@@ -185,6 +185,36 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     expect(clock.now() - stoppedAt).toBeLessThan(expiry); // b left at once, not by expiry
   });
 
+  it("P6: lease renewals of many heads and enqueues across every partition, side by side, never deadlock", async () => {
+    const h = harness();
+    const WIDE = topic("wide", 16);
+    const server = await h.start({ topics: [WIDE], handlers: { other: { handle: () => undefined } } });
+    await server.shutdown(); // the topic is registered; the seam is driven directly below
+    const [renewer, writer] = [h.db.backend(), h.db.backend()];
+    await Promise.all([renewer.open(), writer.open()]);
+    try {
+      const now = Date.now();
+      const partitions = [...Array(16).keys()];
+      const batch = (round: number) => partitions.map((p) => ({ id: `job-${round}-${p}`, jobType: "x", payload: "{}", runAt: now, retryPolicy: "{}", topic: "wide", partition: p }));
+      await writer.jobInsertMany({ now, jobs: batch(0) });
+      const { claimed } = await renewer.partitionHeadClaim({ owner: "A", partitions: partitions.map((partition) => ({ topic: "wide", partition })), limit: 16, now, leaseExpiresAt: now + 60_000, jobTypes: ["x"] });
+      expect(claimed).toHaveLength(16);
+      // Renewals list the heads in an order opposite to the enqueue's (topic, partition) order.
+      const claims = claimed.map((c) => ({ id: c.id, attempt: c.attempt, topic: c.topic, partition: c.partition, epoch: c.epoch })).reverse();
+      const renewals = (async () => {
+        for (let i = 0; i < 200; i++) expect((await renewer.partitionLeaseRenew({ owner: "A", claims, leaseExpiresAt: now + 60_000 + i })).renewed).toHaveLength(16);
+      })();
+      // Two writers, so a renewal meets an enqueue transaction part-way through its partitions more often.
+      const enqueues = (first: number) => (async () => {
+        for (let round = first; round < first + 100; round++) await writer.jobInsertMany({ now, jobs: batch(round) });
+      })();
+      await Promise.all([renewals, enqueues(1), enqueues(101)]);
+      expect((await writer.partitionDepth()).partitions.reduce((n, p) => n + p.unfinished, 0)).toBe(16 * 201);
+    } finally {
+      await Promise.all([renewer.close(), writer.close()]);
+    }
+  });
+
   it("P6: a claim whose lease was taken over is fenced: its finish is rejected and only the new epoch advances the head", async () => {
     const h = harness();
     const server = await h.start({ topics: [ORDERS], handlers: { other: { handle: () => undefined } } });

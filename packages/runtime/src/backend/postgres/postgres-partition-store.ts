@@ -7,8 +7,10 @@
  * reads each head with one probe of `later_jobs_partition_head` (a LATERAL
  * `ORDER BY seq LIMIT 1`), so the jobs queued behind a blocked head are
  * never read. Every writer takes a partition row before that partition's job
- * rows (enqueue reserves sequences before reading parents), so head claims,
- * finishes and enqueues cannot deadlock.
+ * rows (enqueue reserves sequences before reading parents), and a writer of
+ * several partition rows takes them in (topic, partition) order (enqueue,
+ * lease renewal), so head claims, finishes, renewals and enqueues cannot
+ * deadlock.
  */
 import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
@@ -119,9 +121,17 @@ SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM releas
 FROM (SELECT 1) one LEFT JOIN claimed c ON true`);
     this.leaseFree = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);
-    this.renew = statement(`UPDATE ${parts} p SET lease_expires_at = $1
-FROM unnest($4::text[], $5::int[], $6::bigint[]) AS c(topic, partition_no, epoch)
-WHERE p.namespace = $2 AND p.lease_owner = $3 AND p.topic = c.topic AND p.partition_no = c.partition_no AND p.epoch = c.epoch
+    // The rows are locked first, in (topic, partition) order: an enqueue reserves sequences in that
+    // order inside its transaction, and a renewal taking them in another order would deadlock with it.
+    this.renew = statement(`WITH held AS (
+  SELECT p.topic, p.partition_no FROM ${parts} p
+  JOIN unnest($4::text[], $5::int[], $6::bigint[]) AS c(topic, partition_no, epoch) ON p.topic = c.topic AND p.partition_no = c.partition_no AND p.epoch = c.epoch
+  WHERE p.namespace = $2 AND p.lease_owner = $3
+  ORDER BY p.topic, p.partition_no
+  FOR UPDATE OF p
+)
+UPDATE ${parts} p SET lease_expires_at = $1 FROM held h
+WHERE p.namespace = $2 AND p.topic = h.topic AND p.partition_no = h.partition_no
 RETURNING p.topic, p.partition_no, p.epoch`);
     // One statement: the upsert, the purge of dead members, and the live list
     // (the main SELECT sees the snapshot before the statement, hence the UNION and the time filter).
