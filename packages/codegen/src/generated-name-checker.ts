@@ -1,5 +1,5 @@
 import type { Node } from "ts-morph";
-import { BUILDER_MEMBERS, FORBIDDEN_JOB_NAMES, ModuleNames } from "./module-names.js";
+import { FORBIDDEN_JOB_NAMES, ModuleNames } from "./module-names.js";
 import type { Locate } from "./payload-checker.js";
 
 /** The names a schema brings into the generated module, each with the node to report it at. */
@@ -86,7 +86,7 @@ export class GeneratedNameChecker {
         }
         seen.set(generated, job.name);
       }
-      if ((BUILDER_MEMBERS as readonly string[]).includes(method)) {
+      if (ModuleNames.builderMembers.includes(method)) {
         throw this.locate(job.node, `job "${job.name}" would generate the builder method ${method}, which the builder already has; rename the job`);
       }
     }

@@ -74,6 +74,14 @@ export class ModuleNames {
     return external;
   }
 
+  /**
+   * Members the generated builder inherits from `TypedServerBuilder` (public,
+   * protected and private, which TypeScript refuses to redeclare just the
+   * same): a `with<Job>Handler` method must not be one of them. A test checks
+   * this list against the runtime's declaration.
+   */
+  static readonly builderMembers: readonly string[] = ["constructor", "handler", "build", "jobsOf", "handlers", "jobs", "options", "catalog"];
+
   /** `sendEmail` → `withSendEmailHandler`: the builder method that registers a job's handler. */
   static handlerMethod(jobName: string): string {
     return `with${jobName[0]!.toUpperCase()}${jobName.slice(1)}Handler`;
@@ -96,14 +104,6 @@ export const RUNTIME_VALUE_IMPORTS = 2;
 
 /** Global types the generated module names. */
 export const GLOBAL_NAMES = ["Promise"] as const;
-
-/**
- * Members the generated builder inherits from `TypedServerBuilder` (public,
- * protected and private, which TypeScript refuses to redeclare just the
- * same): a `with<Job>Handler` method must not be one of them. The property
- * test of the generator checks this list against the runtime's declaration.
- */
-export const BUILDER_MEMBERS = ["constructor", "handler", "build", "jobsOf", "handlers", "jobs", "options", "catalog"] as const;
 
 /**
  * Member names a job must not have whatever the generated names are: as a
