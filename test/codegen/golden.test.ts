@@ -12,6 +12,7 @@ const GOLDEN = [
   { schema: "test/codegen/schemas/shop.schema.ts", out: "test/codegen/schemas/shop.generated.ts" },
   { schema: "test/codegen/schemas/dates.schema.ts", out: "test/codegen/schemas/dates.generated.ts" },
   { schema: "test/codegen/schemas/billing.schema.ts", out: "test/codegen/schemas/billing.generated.ts", interfaceName: "Billing" },
+  { schema: "test/codegen/schemas/names.schema.ts", out: "test/codegen/schemas/names.generated.ts", interfaceName: "Names" },
   { schema: "examples/quickstart/jobs.schema.ts", out: "examples/quickstart/jobs.generated.ts" },
 ];
 
