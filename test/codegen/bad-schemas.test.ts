@@ -70,6 +70,14 @@ describe("bad schemas", () => {
     }
   });
 
+  it("refuses to write the module over the schema file", async () => {
+    const lines: string[] = [];
+    const code = await runGen({ schemaPath: join(ROOT, "test/codegen/schemas/shop.schema.ts"), outPath: join(ROOT, "test/codegen/schemas/shop.schema.ts") }, { out: (l) => lines.push(l), err: (l) => lines.push(l) });
+    expect(code).toBe(1);
+    expect(lines).toEqual([`${join(ROOT, "test/codegen/schemas/shop.schema.ts")}:1:1: error: the generated module would overwrite the schema file; pick another --out`]);
+    expect(readFileSync(join(ROOT, "test/codegen/schemas/shop.schema.ts"), "utf8")).toMatch(/^\/\/ The schema of DESIGN/);
+  });
+
   it("reports an unreadable schema file (missing, or a directory)", () => {
     const dir = mkdtempSync(join(tmpdir(), "later-gen-"));
     try {

@@ -33,7 +33,7 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     `import {`,
     ...imports.filter(used).map((name) => `  ${name},`),
     `} from "@later/runtime";`,
-    `import type { ${schema.typeImports.join(", ")} } from "${schemaImport}";`,
+    `import type { ${schema.typeImports.join(", ")} } from ${JSON.stringify(schemaImport)};`,
     ``,
     `/** The declared jobs, by stored job type. */`,
     `const ${names.catalog}: JobCatalog = {`,
