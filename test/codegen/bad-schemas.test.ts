@@ -1,6 +1,7 @@
-// Every fixture in bad/ starts with "// expect: LINE:COL reason": later-gen must answer it with
-// "file:LINE:COL: error: reason..." on one line, exit code 1, and no stack trace.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+// Every fixture in bad/ starts with "// expect: LINE:COL reason" (then, if the jobs interface is not
+// `Jobs`, "// interface: NAME"): later-gen must answer it with "file:LINE:COL: error: reason..." on
+// one line, exit code 1, and no stack trace.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -9,10 +10,11 @@ import { laterGen, ROOT } from "./codegen-cli.js";
 
 const BAD = readdirSync(join(ROOT, "test/codegen/bad")).filter((f) => f.endsWith(".ts")).sort();
 
-async function gen(schemaPath: string): Promise<{ code: number; out: string[]; err: string[] }> {
+async function gen(schemaPath: string, interfaceName?: string): Promise<{ code: number; out: string[]; err: string[] }> {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runGen({ schemaPath, outPath: join(tmpdir(), "later-never-written.ts") }, { out: (l) => out.push(l), err: (l) => err.push(l) });
+  const options = { schemaPath, outPath: join(tmpdir(), "later-never-written.ts"), ...(interfaceName ? { interfaceName } : {}) };
+  const code = await runGen(options, { out: (l) => out.push(l), err: (l) => err.push(l) });
   return { code, out, err };
 }
 
@@ -26,11 +28,13 @@ describe("bad schemas", () => {
 
   it.each(BAD)("%s is reported at its line and column with one reason", async (file) => {
     const path = `test/codegen/bad/${file}`;
-    const [, line, col, reason] = /^\/\/ expect: (\d+):(\d+) (.*)$/.exec(readFileSync(join(ROOT, path), "utf8").split("\n")[0]!)!;
+    const [first, second] = readFileSync(join(ROOT, path), "utf8").split("\n");
+    const [, line, col, reason] = /^\/\/ expect: (\d+):(\d+) (.*)$/.exec(first!)!;
+    const interfaceName = /^\/\/ interface: (\w+)$/.exec(second!)?.[1];
     const cwd = process.cwd();
     process.chdir(ROOT);
     try {
-      const run = await gen(path);
+      const run = await gen(path, interfaceName);
       expect(run.code).toBe(1);
       expect(run.out).toEqual([]);
       expect(run.err).toHaveLength(1);
@@ -50,6 +54,28 @@ describe("bad schemas", () => {
       expect(run.stderr).toMatch(new RegExp(`^test/codegen/bad/${file.replace(".", "\\.")}:\\d+:\\d+: error: `));
       expect(run.stderr).not.toMatch(/\n\s+at /);
     }
+  });
+
+  it("refuses a schema file the generated module could not import its types from (.d.ts, not TypeScript)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "later-gen-"));
+    try {
+      for (const name of ["jobs.d.ts", "jobs.txt"]) {
+        writeFileSync(join(dir, name), "export interface Jobs { sendEmail: { address: string } }\n");
+        const run = await gen(join(dir, name));
+        expect(run.code).toBe(1);
+        expect(run.err).toEqual([`${join(dir, name)}:1:1: error: the schema file must be a TypeScript module (.ts, .mts, .cts or .tsx, not a .d.ts), so the generated module can import its types`]);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses to write the module over the schema file", async () => {
+    const lines: string[] = [];
+    const code = await runGen({ schemaPath: join(ROOT, "test/codegen/schemas/shop.schema.ts"), outPath: join(ROOT, "test/codegen/schemas/shop.schema.ts") }, { out: (l) => lines.push(l), err: (l) => lines.push(l) });
+    expect(code).toBe(1);
+    expect(lines).toEqual([`${join(ROOT, "test/codegen/schemas/shop.schema.ts")}:1:1: error: the generated module would overwrite the schema file; pick another --out`]);
+    expect(readFileSync(join(ROOT, "test/codegen/schemas/shop.schema.ts"), "utf8")).toMatch(/^\/\/ The schema of DESIGN/);
   });
 
   it("reports an unreadable schema file (missing, or a directory)", () => {

@@ -12,6 +12,7 @@ const GOLDEN = [
   { schema: "test/codegen/schemas/shop.schema.ts", out: "test/codegen/schemas/shop.generated.ts" },
   { schema: "test/codegen/schemas/dates.schema.ts", out: "test/codegen/schemas/dates.generated.ts" },
   { schema: "test/codegen/schemas/billing.schema.ts", out: "test/codegen/schemas/billing.generated.ts", interfaceName: "Billing" },
+  { schema: "test/codegen/schemas/names.schema.ts", out: "test/codegen/schemas/names.generated.ts", interfaceName: "Names" },
   { schema: "examples/quickstart/jobs.schema.ts", out: "examples/quickstart/jobs.generated.ts" },
 ];
 
@@ -33,6 +34,12 @@ describe("generated modules", () => {
     for (const name of ["JobsBuilder<C>", "JobsContext<C>", "JobsServer<C>", "JobsPublisher", "openJobsPublisher"]) expect(text).toContain(name);
     expect(text).toContain("readonly processOrder: TopicJobHandle<ProcessOrder>");
     expect(text).toContain("readonly sendEmail: JobHandle<SendEmail>");
+  });
+
+  it("imports the schema by a valid specifier whatever its file name", () => {
+    const schema = readJobsSchema(join(ROOT, "test/codegen/schemas/shop.schema.ts"));
+    const text = writeJobsModule({ ...schema, file: join(ROOT, 'test/codegen/schemas/it\'s "odd".schema.ts') }, { outFile: join(ROOT, "test/codegen/schemas/odd.generated.ts") });
+    expect(text).toContain(`import type { CreateAccount, ProcessOrder, SendEmail } from "./it's \\"odd\\".schema.js";`);
   });
 
   it("names follow the interface: Billing gives BillingBuilder, BillingContext, BillingServer", () => {

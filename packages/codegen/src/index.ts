@@ -3,3 +3,4 @@ export { readJobsSchema, type JobsSchema, type JobDeclaration } from "./schema-r
 export { writeJobsModule, handlerMethod, type ModuleTarget } from "./jobs-module-writer.js";
 export { SchemaError } from "./schema-error.js";
 export type { DatePath } from "./payload-checker.js";
+export { ModuleNames } from "./module-names.js";

@@ -51,11 +51,17 @@ export class PayloadChecker {
   private checkRoot(type: Type, at: Node): void {
     const parts = type.isUnion() && !type.isBoolean() ? type.getUnionTypes() : [type];
     for (const part of parts) {
-      if (!part.isObject() || part.isArray() || part.isReadonlyArray() || part.isTuple() || this.isDate(part) || part.getCallSignatures().length > 0) {
+      if (!this.isObjectType(part)) {
         throw this.locate(at, `payload of "${this.jobName}" must be an object type (an interface or { ... }), not ${text(type, at)}`);
       }
     }
     this.walk(type, [], at);
+  }
+
+  /** An object type that is not an array, tuple, Date or function; an intersection of such types is one too. */
+  private isObjectType(type: Type): boolean {
+    if (type.isIntersection()) return type.getIntersectionTypes().every((part) => this.isObjectType(part));
+    return type.isObject() && !type.isArray() && !type.isReadonlyArray() && !type.isTuple() && !this.isDate(type) && type.getCallSignatures().length === 0;
   }
 
   /** Returns whether a Date can appear at or below `path`. */
@@ -77,6 +83,7 @@ export class PayloadChecker {
       const parts = type.getIntersectionTypes();
       const primitive = parts.find((p) => !p.isObject());
       if (primitive) return this.walk(primitive, path, at); // a branded primitive: string & { __brand: "Id" }
+      return this.walkObject(type, path, at, where); // A & B: the properties of both
     }
     if (this.isDate(type)) {
       this.dates.set(key(path), { path: [...path], at });

@@ -24,11 +24,16 @@ export interface GenIo {
 
 /**
  * Runs `later-gen`; resolves to the process exit code: 0 written or current,
- * 1 a schema error (printed as `file:line:col: error: reason`) or, with
- * `check`, a stale or missing file.
+ * 1 a schema error (printed as `file:line:col: error: reason`, also when
+ * the output path is the schema file itself) or, with `check`, a stale or
+ * missing file.
  */
 export async function runGen(options: GenOptions, io: GenIo): Promise<number> {
   const outPath = options.outPath ?? defaultOutPath(options.schemaPath);
+  if (resolve(outPath) === resolve(options.schemaPath)) {
+    io.err(`${options.schemaPath}:1:1: error: the generated module would overwrite the schema file; pick another --out`);
+    return 1;
+  }
   let text: string;
   try {
     const schema = readJobsSchema(options.schemaPath, options.interfaceName ?? "Jobs");

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { relative, resolve } from "node:path";
-import { Node, Project, ts, type JSDocTag, type PropertySignature, type SourceFile, type Symbol as MorphSymbol, type Type } from "ts-morph";
-import { PayloadChecker, type DatePath } from "./payload-checker.js";
+import { Node, Project, ts, type InterfaceDeclaration, type JSDocTag, type PropertySignature, type SourceFile, type Symbol as MorphSymbol, type Type } from "ts-morph";
+import { GeneratedNameChecker } from "./generated-name-checker.js";
+import { PayloadChecker, type DatePath, type Locate } from "./payload-checker.js";
 import { SchemaError } from "./schema-error.js";
 
 /** One declared job: a member of the jobs interface. */
@@ -28,13 +29,18 @@ export interface JobsSchema {
   typeImports: string[];
 }
 
-const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 const TOPIC_NAME = /^[A-Za-z0-9._-]{1,200}$/;
+
+/** What the generated module can import a schema from: `x.ts` → `./x.js`. */
+const SCHEMA_EXTENSION = /\.(m|c)?tsx?$/;
 
 /**
  * Reads `jobs.schema.ts` with the TypeScript compiler and returns its jobs,
  * or throws the first {@link SchemaError} (`file:line:col` and one reason).
- * `displayPath` is how the user named the file, for messages.
+ * `displayPath` is how the user named the file, for messages. Every schema
+ * it returns gives a module that compiles (see {@link GeneratedNameChecker}).
+ * Calls in one process share the compiler's parsed lib files, so a second
+ * read takes tens of milliseconds instead of a second.
  */
 export function readJobsSchema(displayPath: string, interfaceName = "Jobs"): JobsSchema {
   const file = resolve(displayPath);
@@ -46,16 +52,13 @@ export function readJobsSchema(displayPath: string, interfaceName = "Jobs"): Job
     const why = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "is a directory" : code === "EACCES" ? "permission denied" : String(code ?? cause);
     throw new SchemaError(displayPath, 1, 1, `cannot read the schema file: ${why}`);
   }
-  const project = new Project({
-    compilerOptions: {
-      strict: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext,
-      moduleResolution: ts.ModuleResolutionKind.Bundler, skipLibCheck: true, noEmit: true,
-    },
-    skipAddingFilesFromTsConfig: true,
-  });
+  if (!SCHEMA_EXTENSION.test(file) || /\.d\.(m|c)?tsx?$/.test(file)) {
+    throw new SchemaError(displayPath, 1, 1, "the schema file must be a TypeScript module (.ts, .mts, .cts or .tsx, not a .d.ts), so the generated module can import its types");
+  }
+  const project = schemaProject();
   const source = project.createSourceFile(file, text, { overwrite: true });
   project.resolveSourceFileDependencies();
-  const locate = (node: Node, reason: string): SchemaError => {
+  const locate: Locate = (node, reason) => {
     const at = node.getSourceFile().getLineAndColumnAtPos(node.getStart());
     return new SchemaError(displayName(node.getSourceFile(), file, displayPath), at.line, at.column, reason);
   };
@@ -64,42 +67,80 @@ export function readJobsSchema(displayPath: string, interfaceName = "Jobs"): Job
   const declarations = source.getInterfaces().filter((i) => i.getName() === interfaceName);
   const first = declarations[0];
   if (!first) throw new SchemaError(displayPath, 1, 1, `no \`export interface ${interfaceName} { ... }\` in this file: declare one member per job, e.g. \`sendEmail: SendEmail\``);
-  if (!first.isExported()) throw locate(first.getNameNode(), `interface ${interfaceName} must be exported`);
+  if (!exportedAs(source, first.getSymbol(), interfaceName)) throw locate(first.getNameNode(), `interface ${interfaceName} must be exported, under its own name`);
   if (first.getTypeParameters().length > 0) throw locate(first.getNameNode(), `interface ${interfaceName} must not be generic`);
+  checkNoSignatures(first, declarations, locate);
 
   const program = project.getProgram();
   const jobs: JobDeclaration[] = [];
-  const typeImports = new Set<string>();
+  const typeImports = new Map<string, Node>();
+  const nameNodes: { name: string; node: Node }[] = [];
   for (const property of first.getType().getProperties()) {
-    const job = readJob(property, interfaceName, source, program, locate, typeImports);
+    const { job, nameNode } = readJob(property, first, declarations, source, program, locate, typeImports);
     jobs.push(job);
+    nameNodes.push({ name: job.name, node: nameNode });
   }
   if (jobs.length === 0) throw locate(first.getNameNode(), `interface ${interfaceName} declares no jobs: add one member per job, e.g. \`sendEmail: SendEmail\``);
-  return { file, interfaceName, jobs, typeImports: [...typeImports].sort() };
+  GeneratedNameChecker.check({ interfaceName, interfaceNode: first.getNameNode(), jobs: nameNodes, typeImports }, locate);
+  return { file, interfaceName, jobs, typeImports: [...typeImports.keys()].sort() };
+}
+
+/** The compiler set-up every read shares; each read starts from no source files. */
+let shared: Project | undefined;
+
+function schemaProject(): Project {
+  shared ??= new Project({
+    compilerOptions: {
+      strict: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler, skipLibCheck: true, noEmit: true,
+    },
+    skipAddingFilesFromTsConfig: true,
+  });
+  for (const old of shared.getSourceFiles()) shared.removeSourceFile(old);
+  return shared;
+}
+
+/** Jobs are named members only: an index, call or construct signature would be dropped from the generated module without a word. */
+function checkNoSignatures(first: InterfaceDeclaration, declarations: InterfaceDeclaration[], locate: Locate): void {
+  const name = first.getName();
+  for (const declaration of declarations) {
+    const index = declaration.getIndexSignatures()[0];
+    if (index) throw locate(index, `interface ${name} has an index signature; declare each job as a named member, e.g. \`sendEmail: SendEmail\``);
+    const signature = declaration.getCallSignatures()[0] ?? declaration.getConstructSignatures()[0];
+    if (signature) throw locate(signature, `interface ${name} has a call or construct signature; declare each job as a named member, e.g. \`sendEmail: SendEmail\``);
+  }
+  const type = first.getType();
+  if (type.getStringIndexType() || type.getNumberIndexType() || type.getCallSignatures().length > 0 || type.getConstructSignatures().length > 0) {
+    throw locate(first.getNameNode(), `interface ${name} inherits an index, call or construct signature; jobs are named members only`);
+  }
 }
 
 function readJob(
-  property: MorphSymbol, interfaceName: string, source: SourceFile, program: ReturnType<Project["getProgram"]>,
-  locate: (node: Node, reason: string) => SchemaError, typeImports: Set<string>,
-): JobDeclaration {
+  property: MorphSymbol, jobsInterface: InterfaceDeclaration, declarations: InterfaceDeclaration[], source: SourceFile,
+  program: ReturnType<Project["getProgram"]>, locate: Locate, typeImports: Map<string, Node>,
+): { job: JobDeclaration; nameNode: Node } {
+  const interfaceName = jobsInterface.getName();
   const [declaration, duplicate] = property.getDeclarations();
   const name = property.getName();
   if (duplicate) throw locate(duplicate, `job "${name}" is declared twice in ${interfaceName}; job names must be unique`);
   if (!declaration || !Node.isPropertySignature(declaration)) {
-    throw locate(declaration ?? source, `job "${name}" must be a property \`${name}: Payload\`, not a method`);
+    throw locate(declaration ?? jobsInterface.getNameNode(), `job "${name}" must be a property \`${name}: Payload\`, not a method`);
   }
-  if (!IDENTIFIER.test(name)) throw locate(declaration.getNameNode(), `job name ${JSON.stringify(name)} must be an identifier (it names methods such as with...Handler)`);
-  if (declaration.hasQuestionToken()) throw locate(declaration.getNameNode(), `job "${name}" must not be optional`);
+  const nameNode = declaration.getNameNode();
+  if (declaration.hasQuestionToken()) throw locate(nameNode, `job "${name}" must not be optional`);
   const typeNode = declaration.getTypeNode();
-  if (!typeNode) throw locate(declaration.getNameNode(), `job "${name}" needs a payload type`);
-  const payload = declaration.getType();
+  if (!typeNode) throw locate(nameNode, `job "${name}" needs a payload type`);
+  // The member's type as seen from the jobs interface: an inherited member of a generic base has its argument here.
+  const payload = property.getTypeAtLocation(jobsInterface);
   const datePaths = PayloadChecker.check(program, locate, name, payload, typeNode);
   const topic = readTopic(declaration, payload, name, locate);
-  return { name, payloadType: payloadTypeText(declaration, interfaceName, source, typeImports), datePaths, ...(topic ? { topic } : {}) };
+  const own = declarations.some((d) => declaration.getParent() === d);
+  const payloadType = payloadTypeText(declaration, name, own, interfaceName, jobsInterface, source, typeImports);
+  return { job: { name, payloadType, datePaths, ...(topic ? { topic } : {}) }, nameNode };
 }
 
 /** `@topic` and `@partitionKey` from the member's doc comment, checked against the payload. */
-function readTopic(declaration: PropertySignature, payload: Type, job: string, locate: (node: Node, reason: string) => SchemaError) {
+function readTopic(declaration: PropertySignature, payload: Type, job: string, locate: Locate) {
   const tags = declaration.getJsDocs().flatMap((doc) => doc.getTags());
   const one = (tagName: string): JSDocTag | undefined => {
     const found = tags.filter((t) => t.getTagName() === tagName);
@@ -126,23 +167,37 @@ function readTopic(declaration: PropertySignature, payload: Type, job: string, l
   return { name: topic, partitionKey: key };
 }
 
-/** A named type exported by the schema file is imported by name; anything else is written as `Jobs["name"]`. */
-function payloadTypeText(declaration: PropertySignature, interfaceName: string, source: SourceFile, typeImports: Set<string>): string {
+/**
+ * A member of the jobs interface itself whose type is a name the schema file
+ * declares and exports under that same name is imported by name; anything
+ * else is written as `Jobs["name"]` (inline types, types from other files,
+ * generic instances, inherited members).
+ */
+function payloadTypeText(
+  declaration: PropertySignature, name: string, own: boolean, interfaceName: string, jobsInterface: InterfaceDeclaration,
+  source: SourceFile, typeImports: Map<string, Node>,
+): string {
   const node = declaration.getTypeNode();
-  if (node && Node.isTypeReference(node) && node.getTypeArguments().length === 0) {
+  if (own && node && Node.isTypeReference(node) && node.getTypeArguments().length === 0) {
     const typeName = node.getTypeName();
-    if (Node.isIdentifier(typeName)) {
-      const symbol = typeName.getSymbol();
-      const exported = source.getExportSymbols().some((s) => s.getName() === typeName.getText());
-      const local = symbol?.getDeclarations().every((d) => d.getSourceFile() === source) ?? false;
-      if (exported && local) {
-        typeImports.add(typeName.getText());
-        return typeName.getText();
-      }
+    const symbol = Node.isIdentifier(typeName) ? typeName.getSymbol() : undefined;
+    const local = symbol?.getDeclarations().every((d) => d.getSourceFile() === source) ?? false;
+    if (symbol && local && exportedAs(source, symbol, typeName.getText())) {
+      const at = symbol.getDeclarations()[0]!;
+      typeImports.set(typeName.getText(), Node.hasName(at) ? at.getNameNode() : node);
+      return typeName.getText();
     }
   }
-  typeImports.add(interfaceName);
-  return `${interfaceName}[${JSON.stringify(declaration.getName())}]`;
+  typeImports.set(interfaceName, jobsInterface.getNameNode());
+  return `${interfaceName}[${JSON.stringify(name)}]`;
+}
+
+/** Whether `source` exports `symbol` itself (or an alias of it) under `name`. */
+function exportedAs(source: SourceFile, symbol: MorphSymbol | undefined, name: string): boolean {
+  const exported = source.getExportSymbols().find((s) => s.getName() === name);
+  if (!exported || !symbol) return false;
+  const target = exported.isAlias() ? exported.getAliasedSymbol() ?? exported : exported;
+  return target.compilerSymbol === symbol.compilerSymbol || exported.compilerSymbol === symbol.compilerSymbol;
 }
 
 /** The first error the compiler finds in the schema file (syntax first), as a SchemaError. */

@@ -1,0 +1,113 @@
+/**
+ * Every name the generated module declares, imports or relies on, for a jobs
+ * interface named `I`. The module writer writes these names and the schema
+ * reader refuses a schema whose own names would collide with them, so the two
+ * cannot drift apart: a name added here is both written and guarded.
+ *
+ * | name                     | what it is                                          |
+ * | ------------------------ | --------------------------------------------------- |
+ * | `IHandles`               | interface, one handle per job                       |
+ * | `IContext<C>`            | type, a handler's context                           |
+ * | `IServer<C>`             | type, a running server                              |
+ * | `IPublisher`             | type, enqueue-only access                           |
+ * | `IBuilder<C>`            | class, one `with<Job>Handler` method per job        |
+ * | `openIPublisher`         | function                                            |
+ * | `JOBS`                   | the catalog constant                                |
+ * | `C`                      | the builder's type parameter (the app context)      |
+ * | {@link RUNTIME_IMPORTS}  | imported from `@later/runtime`                      |
+ * | {@link GLOBAL_NAMES}     | globals the module uses (`Promise`)                 |
+ */
+export class ModuleNames {
+  /** `IHandles`: one `readonly <job>: JobHandle<P>` per job. */
+  readonly handles: string;
+  /** `IContext<C>`. */
+  readonly context: string;
+  /** `IServer<C>`. */
+  readonly server: string;
+  /** `IPublisher`. */
+  readonly publisher: string;
+  /** `IBuilder<C>`. */
+  readonly builder: string;
+  /** `openIPublisher(options)`. */
+  readonly open: string;
+  /** The catalog constant. */
+  readonly catalog = "JOBS";
+  /** The type parameter of the builder, context and server types. */
+  readonly typeParameter = "C";
+
+  constructor(
+    /** The jobs interface (`Jobs` by default). */
+    readonly interfaceName: string,
+  ) {
+    this.handles = `${interfaceName}Handles`;
+    this.context = `${interfaceName}Context`;
+    this.server = `${interfaceName}Server`;
+    this.publisher = `${interfaceName}Publisher`;
+    this.builder = `${interfaceName}Builder`;
+    this.open = `open${interfaceName}Publisher`;
+  }
+
+  /** The names the module declares at its top level, derived from the interface name. */
+  declared(): string[] {
+    return [this.handles, this.context, this.server, this.publisher, this.builder, this.open];
+  }
+
+  /**
+   * Names a type the module imports from the schema must not have: each
+   * would clash with a declaration or import of the module, or shadow the
+   * type parameter `C` or the global `Promise` it uses. Mapped to what they
+   * are, for the error message.
+   */
+  taken(): Map<string, string> {
+    const taken = new Map<string, string>(this.declared().map((name) => [name, "a name the generated module declares"]));
+    for (const [name, what] of this.external()) taken.set(name, what);
+    return taken;
+  }
+
+  /** {@link taken} but the declared names: what a declared name must not be. */
+  external(): Map<string, string> {
+    const external = new Map<string, string>();
+    external.set(this.catalog, "the generated module's job catalog constant");
+    external.set(this.typeParameter, "the type parameter of the generated builder (the application context)");
+    for (const name of GLOBAL_NAMES) external.set(name, "a global type the generated module uses");
+    for (const name of RUNTIME_IMPORTS) external.set(name, "a name the generated module imports from @later/runtime");
+    return external;
+  }
+
+  /**
+   * Members the generated builder inherits from `TypedServerBuilder` (public,
+   * protected and private, which TypeScript refuses to redeclare just the
+   * same): a `with<Job>Handler` method must not be one of them. A test checks
+   * this list against the runtime's declaration.
+   */
+  static readonly builderMembers: readonly string[] = ["constructor", "handler", "build", "jobsOf", "handlers", "jobs", "options", "catalog"];
+
+  /** `sendEmail` → `withSendEmailHandler`: the builder method that registers a job's handler. */
+  static handlerMethod(jobName: string): string {
+    return `with${jobName[0]!.toUpperCase()}${jobName.slice(1)}Handler`;
+  }
+
+  /** The job's handle on `server.jobs`, `ctx.jobs` and `publisher.jobs`: the member name itself. */
+  static handle(jobName: string): string {
+    return jobName;
+  }
+}
+
+/** What the generated module imports from `@later/runtime` (values first, then types). */
+export const RUNTIME_IMPORTS = [
+  "TypedJobPublisher", "TypedServerBuilder", "BuilderOptions", "HandlerOptions", "JobCatalog",
+  "JobHandle", "JobHandler", "PublisherOptions", "TopicJobHandle", "TypedJobContext", "TypedJobServer",
+] as const;
+
+/** How many of {@link RUNTIME_IMPORTS} are values; the rest are imported with `type`. */
+export const RUNTIME_VALUE_IMPORTS = 2;
+
+/** Global types the generated module names. */
+export const GLOBAL_NAMES = ["Promise"] as const;
+
+/**
+ * Member names a job must not have whatever the generated names are: as a
+ * key of the object literals the module and the runtime build, `__proto__`
+ * sets the object's prototype instead of adding the job.
+ */
+export const FORBIDDEN_JOB_NAMES = ["__proto__"] as const;
