@@ -11,7 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll } from "vitest";
-import { newJobId, RetryPolicy, sqlite, type JobId, type JobInsert, type SqliteBackend } from "@later/runtime";
+import { newJobId, RetryPolicy, type JobId, type JobInsert } from "@later/runtime";
+import { sqlite, type SqliteBackend } from "@later/runtime/sqlite";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const BINS = { later: "packages/cli/dist/later.js", "later-gen": "packages/cli/dist/later-gen.js" } as const;
