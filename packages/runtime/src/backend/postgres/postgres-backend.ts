@@ -197,14 +197,16 @@ export class PostgresBackend implements B.Backend {
    * One `INSERT … SELECT FROM json_to_recordset($1)` for the whole batch, in
    * autocommit when no job has a parent; with parents, a transaction that
    * first share-locks them, so a parent cannot finish between reading its
-   * stage and inserting its continuation. With `transaction`, the same
+   * stage and inserting its continuation (run again, up to three times, when
+   * PostgreSQL rolls it back for a deadlock with claims on the same
+   * partitions or parents). With `transaction`, the same
    * statements run on the caller's Kysely transaction or `pg` client.
    */
   async jobInsertMany(params: B.JobInsertManyParams): Promise<B.JobInsertManyResult> {
     if (params.jobs.length === 0) return { stages: [] };
     if (params.transaction !== undefined) return this.jobs.insert(callerExecutor(params.transaction), params, true);
     if (!params.jobs.some((j) => j.parentId || j.topic !== undefined)) return this.jobs.insert(this.execute, params);
-    return this.transaction("enqueue", (client) => this.jobs.insert(clientExecutor(client, this.prepared), params));
+    return retryConflicts(() => this.transaction("enqueue", (client) => this.jobs.insert(clientExecutor(client, this.prepared), params)));
   }
 
   async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
