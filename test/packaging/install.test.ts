@@ -86,6 +86,14 @@ describe("the packed packages installed with npm into an empty app", () => {
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
+  it("every tarball carries its README; cli and codegen their committed bin launchers", { concurrent: true }, async ({ expect }) => {
+    const listing = async (tarball: string) => (await mustRun("tar", ["tzf", tarball], { cwd: root })).stdout.split("\n");
+    const [runtime, codegen, cli] = await Promise.all(tarballs.map(listing));
+    for (const files of [runtime, codegen, cli]) expect(files).toContain("package/README.md");
+    expect(codegen).toContain("package/bin/later-gen.js");
+    expect(cli).toEqual(expect.arrayContaining(["package/bin/later.js", "package/bin/later-gen.js"]));
+  });
+
   it("an app on SQLite: later-gen, strict tsc, one job, later jobs list", { concurrent: true, timeout: INSTALL_TIMEOUT_MS }, async ({ expect }) => {
     const app = new PackedApp(join(root, "sqlite-app"));
     app.write({
