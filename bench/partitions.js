@@ -9,7 +9,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { BackgroundJobServer, partitionForKey, postgres, prepareBackend, RetryPolicy, sqlite, topic } from "@later/runtime";
+import { BackgroundJobServer, partitionForKey, prepareBackend, RetryPolicy, topic } from "@later/runtime";
+import { postgres } from "@later/runtime/postgres";
+import { sqlite } from "@later/runtime/sqlite";
 import { BenchDatabases } from "./pg-databases.js";
 import { cell, int, markdownTable } from "./report.js";
 

@@ -13,7 +13,8 @@ const errors = [];
 // ---------------------------------------------------------------- later ----
 
 async function later() {
-  return import("@later/runtime");
+  const [runtime, { sqlite }] = await Promise.all([import("@later/runtime"), import("@later/runtime/sqlite")]);
+  return { ...runtime, sqlite };
 }
 
 /** An enqueue-only publisher: no server, so nothing in this process claims jobs. */

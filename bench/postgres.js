@@ -62,7 +62,7 @@ const ALL_COLUMNS = [
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
 const COLUMNS = only ? ALL_COLUMNS.filter((c) => only.includes(c.key)) : ALL_COLUMNS;
 
-const { postgres } = await import("@later/runtime");
+const { postgres } = await import("@later/runtime/postgres");
 /** BullMQ 6 loads ioredis (an optional peer dependency) only when a queue connects: look for it the way bullmq will. */
 function ioredisMissing() {
   try {

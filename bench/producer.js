@@ -14,7 +14,8 @@ process.on("disconnect", () => process.exit(0));
 
 async function openEnqueuer() {
   if (cfg.system === "later") {
-    const { sqlite, JobPublisher, RetryPolicy, systemClock } = await import("@later/runtime");
+    const { JobPublisher, RetryPolicy, systemClock } = await import("@later/runtime");
+    const { sqlite } = await import("@later/runtime/sqlite");
     const backend = sqlite({ file: cfg.file, namespace: NAMESPACE });
     await backend.open();
     // A publisher without a server (no workers in this process). Same class

@@ -14,7 +14,7 @@ const N = Math.max(1, Number.parseInt(process.env.BENCH_JOBS ?? "", 10) || 20_00
 const SINGLE_N = Math.min(N, 5000);
 const CONCURRENCY = 10;
 const dbs = new BenchDatabases(process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres");
-const runtime = await import("@later/runtime");
+const runtime = { ...(await import("@later/runtime")), ...(await import("@later/runtime/postgres")) };
 if (typeof runtime.postgres !== "function") {
   console.log("profile-postgres: n/a (@later/runtime does not export postgres() yet)");
   process.exit(0);

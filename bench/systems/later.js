@@ -2,6 +2,8 @@
 // SQLite (target.file). See bench/systems/README in bench/README.md for the
 // interface every system module implements.
 import * as later from "@later/runtime";
+import { postgres } from "@later/runtime/postgres";
+import { sqlite } from "@later/runtime/sqlite";
 import { JOB_TYPE, NAMESPACE } from "../lib.js";
 
 export const completionIsStored = true; // the "success" event is sent after the outcome batch commits
@@ -9,7 +11,7 @@ export const completionIsStored = true; // the "success" event is sent after the
 // Loaded when this module is, before the phase child says "ready", as every
 // other system's library is: module loading is not part of a timed phase.
 async function runtime() {
-  return later;
+  return { ...later, postgres, sqlite };
 }
 
 async function newBackend(target) {

@@ -4,7 +4,8 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { RetryPolicy, sqlite, type ServerEvent } from "@later/runtime";
+import { RetryPolicy, type ServerEvent } from "@later/runtime";
+import { sqlite } from "@later/runtime/sqlite";
 import { JobsBuilder, type JobsContext } from "./jobs.generated.js";
 import type { ChainStep, ChargeCard, SendEmail } from "./jobs.schema.js";
 

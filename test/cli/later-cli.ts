@@ -1,6 +1,7 @@
 /**
- * Runs the built `later` / `later-gen` programs as a user would: a child
- * process of this Node, from the repository root, with the environment
+ * Runs `later` / `later-gen` as a user would: the package's bins (the
+ * committed launchers in packages/cli/bin, which import the built program)
+ * as a child process of this Node, from the repository root, with the environment
  * cleared of the variables the CLI reads (so a developer's
  * LATER_DATABASE_URL never leaks in). Plus temp folders and a seeded
  * SQLite database.
@@ -11,10 +12,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll } from "vitest";
-import { newJobId, RetryPolicy, sqlite, type JobId, type JobInsert, type SqliteBackend } from "@later/runtime";
+import { newJobId, RetryPolicy, type JobId, type JobInsert } from "@later/runtime";
+import { sqlite, type SqliteBackend } from "@later/runtime/sqlite";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const BINS = { later: "packages/cli/dist/later.js", "later-gen": "packages/cli/dist/later-gen.js" } as const;
+const BINS = { later: "packages/cli/bin/later.js", "later-gen": "packages/cli/bin/later-gen.js" } as const;
 
 export interface CliResult {
   status: number | null;
@@ -31,7 +33,7 @@ export interface CliRun {
 /** Runs `later ARGS...` to completion. */
 export function later(args: readonly string[], run: CliRun = {}): CliResult {
   const script = join(REPO_ROOT, BINS[run.bin ?? "later"]);
-  if (!existsSync(script)) throw new Error(`${script} is missing: run pnpm --filter @later/cli build`);
+  if (!existsSync(join(REPO_ROOT, "packages/cli/dist"))) throw new Error("packages/cli/dist is missing: run pnpm build");
   const env: Record<string, string | undefined> = { ...process.env, ...run.env };
   if (!run.env?.LATER_DATABASE_URL) delete env.LATER_DATABASE_URL;
   if (!run.env?.LATER_DEBUG) delete env.LATER_DEBUG;

@@ -2,7 +2,9 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JobPublisher, postgres, RECURRING_SEQUENTIAL_TOPIC, RetryPolicy, sqlite, type Backend, type RecurringSchedule } from "@later/runtime";
+import { JobPublisher, RECURRING_SEQUENTIAL_TOPIC, RetryPolicy, type Backend, type RecurringSchedule } from "@later/runtime";
+import { postgres } from "@later/runtime/postgres";
+import { sqlite } from "@later/runtime/sqlite";
 import { ManualClock } from "@later/runtime/testing";
 import { createPostgresSchema, postgresUrl, type PostgresSchema } from "../support/postgres.js";
 import { hasStackTrace, later, tempDir } from "./later-cli.js";

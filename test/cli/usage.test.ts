@@ -1,8 +1,9 @@
 /** Help, exit codes and usage errors of `later` and `later-gen`, run as child processes. */
-import { existsSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { hasStackTrace, later, tempDir } from "./later-cli.js";
+import { hasStackTrace, later, REPO_ROOT, tempDir } from "./later-cli.js";
 
 describe("later usage and exit codes", () => {
   const dir = tempDir();
@@ -71,5 +72,17 @@ describe("later usage and exit codes", () => {
     expect(help.stdout).toMatch(/^Exit codes:$/m);
     expect(later([], { bin: "later-gen" }).status).toBe(2);
     expect(later([schema, "--bogus"], { bin: "later-gen" }).status).toBe(2);
+  });
+
+  it("a launcher whose package is not built says to run pnpm build, in one line, exit 1", () => {
+    const pkg = join(dir, "unbuilt");
+    mkdirSync(join(pkg, "bin"), { recursive: true });
+    for (const [from, bin] of [["packages/cli", "later"], ["packages/cli", "later-gen"], ["packages/codegen", "later-gen"]] as const) {
+      copyFileSync(join(REPO_ROOT, from, "bin", `${bin}.js`), join(pkg, "bin", `${bin}.js`));
+      const result = spawnSync(process.execPath, [join(pkg, "bin", `${bin}.js`), "--help"], { encoding: "utf8" });
+      expect(result.status).toBe(1);
+      expect(result.stdout).toBe("");
+      expect(result.stderr).toMatch(new RegExp(`^${bin}: @later/\\w+ is not built \\(no dist/${bin}\\.js\\): run \`pnpm build\` at the repository root\n$`));
+    }
   });
 });

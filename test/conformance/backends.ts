@@ -14,7 +14,9 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { Kysely, PostgresDialect, SqliteDialect } from "kysely";
 import pg from "pg";
-import { postgres, sqlite, type Backend } from "@later/runtime";
+import type { Backend } from "@later/runtime";
+import { postgres } from "@later/runtime/postgres";
+import { sqlite } from "@later/runtime/sqlite";
 import { createPostgresSchema, postgresUrl } from "../support/postgres.js";
 
 export interface TestDatabase {

@@ -3,7 +3,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { BackgroundJobServer, LaterError, RetryPolicy, sqlite } from "@later/runtime";
+import { BackgroundJobServer, LaterError, RetryPolicy } from "@later/runtime";
+import { sqlite } from "@later/runtime/sqlite";
 import { BACKENDS } from "./backends.js";
 import { codeOf, useHarness, waitFor } from "./harness.js";
 

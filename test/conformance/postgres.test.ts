@@ -7,7 +7,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
-import { BackgroundJobServer, LaterError, postgres, type PostgresBackendWarning } from "@later/runtime";
+import { BackgroundJobServer, LaterError } from "@later/runtime";
+import { postgres, type PostgresBackendWarning } from "@later/runtime/postgres";
 import { createPostgresSchema, postgresUrl, withClient, type PostgresSchema } from "../support/postgres.js";
 import { codeOf, deferred, waitFor } from "./harness.js";
 

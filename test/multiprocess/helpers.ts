@@ -11,7 +11,9 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterEach } from "vitest";
-import { newJobId, postgres, RetryPolicy, sqlite, type Backend, type JobInsert, type JobRecord } from "@later/runtime";
+import { newJobId, RetryPolicy, type Backend, type JobInsert, type JobRecord } from "@later/runtime";
+import { postgres } from "@later/runtime/postgres";
+import { sqlite } from "@later/runtime/sqlite";
 import { createPostgresSchema, postgresUrl } from "../support/postgres.js";
 
 export const CHILD_SCRIPT = fileURLToPath(new URL("./worker-child.mjs", import.meta.url));

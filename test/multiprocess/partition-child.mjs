@@ -16,7 +16,9 @@
 // "stop" on stdin (or EOF) shuts the server down.
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { BackgroundJobServer, postgres, sqlite, topic } from "@later/runtime";
+import { BackgroundJobServer, topic } from "@later/runtime";
+import { postgres } from "@later/runtime/postgres";
+import { sqlite } from "@later/runtime/sqlite";
 
 const config = JSON.parse(process.argv[2]);
 const say = (line) => process.stdout.write(`${line}\n`);

@@ -10,7 +10,9 @@
 //   stopped                       graceful shutdown finished (after "stop" on stdin, or stdin EOF)
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { BackgroundJobServer, postgres, sqlite } from "@later/runtime";
+import { BackgroundJobServer } from "@later/runtime";
+import { postgres } from "@later/runtime/postgres";
+import { sqlite } from "@later/runtime/sqlite";
 
 const config = JSON.parse(process.argv[2]);
 const say = (line) => process.stdout.write(`${line}\n`);

@@ -8,9 +8,14 @@
  * | `sqlite:PATH` | SQLite file at PATH, relative to the working directory or absolute (`sqlite:later.db`, `sqlite:/var/lib/app/later.db`) |
  * | `sqlite:///ABS/PATH` | SQLite file at the absolute path `/ABS/PATH` (URL form, percent-decoded) |
  * | `postgres://...`, `postgresql://...` | PostgreSQL, the URL handed to `pg` as is; `--schema` picks the schema (default `later`) |
+ *
+ * Each backend is imported (`@later/runtime/sqlite`, `/postgres`) only for
+ * a URL of its scheme, so an application on PostgreSQL runs `later` without
+ * better-sqlite3 installed, and the reverse. A missing driver is the
+ * runtime's `DriverNotInstalledError` (printed as one line, exit 1).
  */
 import { InvalidArgumentError, Option } from "commander";
-import { postgres, sqlite, type Backend } from "@later/runtime";
+import type { Backend } from "@later/runtime";
 import { UsageError } from "./usage-error.js";
 
 /** A parsed `--database` value. */
@@ -70,17 +75,22 @@ export function displayDatabaseUrl(database: DatabaseUrl): string {
 }
 
 /**
- * Makes the (unopened) backend for a database URL. The CLI's PostgreSQL
- * backend runs one short command: no LISTEN connection (nothing to wake)
- * and a pool of two.
+ * Makes the (unopened) backend for a database URL, importing only that
+ * backend's module. The CLI's PostgreSQL backend runs one short command: no
+ * LISTEN connection (nothing to wake) and a pool of two. Rejects with a
+ * `UsageError` for `--schema` on SQLite, and with `DriverNotInstalledError`
+ * when the backend's driver is not installed.
  */
-export function backendForDatabase(database: DatabaseUrl, scope: DatabaseScope): Backend {
+export async function backendForDatabase(database: DatabaseUrl, scope: DatabaseScope): Promise<Backend> {
   const namespace = scope.namespace === undefined ? {} : { namespace: scope.namespace };
   switch (database.kind) {
-    case "sqlite":
+    case "sqlite": {
       if (scope.schema !== undefined) throw new UsageError("--schema applies to PostgreSQL databases only");
+      const { sqlite } = await import("@later/runtime/sqlite");
       return sqlite({ file: database.file, ...namespace });
-    case "postgres":
+    }
+    case "postgres": {
+      const { postgres } = await import("@later/runtime/postgres");
       return postgres({
         connectionString: database.connectionString,
         ...namespace,
@@ -89,6 +99,7 @@ export function backendForDatabase(database: DatabaseUrl, scope: DatabaseScope):
         maxConnections: 2,
         applicationName: "later-cli",
       });
+    }
   }
 }
 

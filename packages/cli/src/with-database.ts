@@ -25,7 +25,7 @@ export interface WithDatabaseOptions extends DatabaseScope {
  */
 export async function withDatabase<R>(options: WithDatabaseOptions, body: (backend: Backend) => Promise<R>): Promise<R> {
   const { database } = options;
-  const backend = backendForDatabase(database, options); // checks the options first: a usage error beats a missing file
+  const backend = await backendForDatabase(database, options); // checks the options first: a usage error beats a missing file
   if (database.kind === "sqlite" && !options.create && !existsSync(database.file)) {
     throw new DatabaseUnavailableError(
       `no SQLite database at ${database.file}: check the path (relative paths start at the working directory), or create it with \`later migrate up --database ${displayDatabaseUrl(database)}\``,

@@ -18,6 +18,7 @@
  * | `UNKNOWN_TOPIC` | {@link UnknownTopicError} | enqueue to a topic not registered in the options |
  * | `PARTITION_COUNT_MISMATCH` | {@link PartitionCountMismatchError} | a topic registered with another partition count |
  * | `INVALID_CRON` | {@link InvalidCronError} | a recurring schedule that does not parse |
+ * | `DRIVER_NOT_INSTALLED` | {@link DriverNotInstalledError} | a backend's driver (`better-sqlite3`, `pg`) is not installed, or does not load |
  */
 export type LaterErrorCode =
   | "INVALID_CONFIG"
@@ -32,7 +33,8 @@ export type LaterErrorCode =
   | "JOB_TIMEOUT"
   | "UNKNOWN_TOPIC"
   | "PARTITION_COUNT_MISMATCH"
-  | "INVALID_CRON";
+  | "INVALID_CRON"
+  | "DRIVER_NOT_INSTALLED";
 
 /** Base class of every error later throws on purpose. */
 export class LaterError extends Error {
@@ -157,6 +159,31 @@ export class PartitionCountMismatchError extends LaterError {
 export class InvalidCronError extends LaterError {
   constructor(field: string, reason: string) {
     super("INVALID_CRON", `invalid ${field}: ${reason}`);
+  }
+}
+
+/**
+ * A backend's database driver is an optional peer dependency of
+ * `@later/runtime` and the application has not installed it (or it is
+ * installed but does not load). Thrown by the backend's factory
+ * (`sqlite()`, `postgres()`), before anything is opened.
+ */
+export class DriverNotInstalledError extends LaterError {
+  /** The npm package to add: `"better-sqlite3"` or `"pg"`. */
+  readonly driver: string;
+  /**
+   * @param loadError Absent when the package cannot be found; else what
+   *   loading the found package threw (kept as `cause`).
+   */
+  constructor(driver: string, backend: string, loadError?: unknown) {
+    super(
+      "DRIVER_NOT_INSTALLED",
+      loadError === undefined
+        ? `the ${backend} backend needs the ${driver} package, which is not installed: run \`npm install ${driver}\` in the application`
+        : `the ${backend} backend needs the ${driver} package, which is installed but does not load (${(loadError as Error)?.message ?? String(loadError)}): reinstall it with \`npm install ${driver}\``,
+      loadError === undefined ? undefined : { cause: loadError },
+    );
+    this.driver = driver;
   }
 }
 

@@ -1,3 +1,10 @@
+/**
+ * `@later/runtime`: the server, publisher, typed layer, errors and the
+ * backend seam. The backends are subpaths, each needing its driver:
+ * `@later/runtime/sqlite` (better-sqlite3) and `@later/runtime/postgres`
+ * (pg). This entry loads neither driver. `@later/runtime/testing` holds
+ * test seams (a manual clock, fault injection).
+ */
 export * from "./errors.js";
 export type { Clock, RandomSource } from "./core/clock.js";
 export { systemClock } from "./core/clock.js";
@@ -5,7 +12,6 @@ export { newJobId, isJobId, type JobId } from "./core/job-id.js";
 export { JOB_STAGES, type JobStage, type StageChange } from "./core/job-stage.js";
 export { RetryPolicy, type RetryBackoff, type RetryPolicyJson } from "./core/retry/retry-policy.js";
 export type * from "./backend/backend.js";
-export { sqlite, SqliteBackend, type SqliteBackendOptions } from "./backend/sqlite/sqlite-backend.js";
 export { BackgroundJobServer, prepareBackend, type ShutdownOptions } from "./server/background-job-server.js";
 export { JobPublisher, type EnqueueOptions, type JobPublisherOptions, type PartitionTarget } from "./server/publisher.js";
 export { topic, RECURRING_SEQUENTIAL_TOPIC, MAX_PARTITIONS, type TopicConfig } from "./core/partition/topic.js";
@@ -17,6 +23,5 @@ export { TypedJobServer, type TypedJobContext } from "./typed/typed-job-server.j
 export { JobControl } from "./typed/job-control.js";
 export { TypedServerBuilder, jobHandles, type BuilderOptions, type HandlerOptions, type JobHandler } from "./typed/typed-server-builder.js";
 export { TypedJobPublisher, type PublisherOptions } from "./typed/typed-publisher.js";
-export { postgres, PostgresBackend, type PostgresBackendOptions, type PostgresBackendWarning } from "./backend/postgres/postgres-backend.js";
 export { CronSchedule } from "./core/cron/cron-schedule.js";
 export type { RecurringScheduleOptions } from "./recurring/recurring-scheduler.js";

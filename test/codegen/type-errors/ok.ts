@@ -1,5 +1,6 @@
 // The control: every use here is right, so this file must compile with no error.
-import { RetryPolicy, sqlite } from "@later/runtime";
+import { RetryPolicy } from "@later/runtime";
+import { sqlite } from "@later/runtime/sqlite";
 import { JobsBuilder, openJobsPublisher, type JobsContext } from "../schemas/shop.generated.js";
 import type { CreateAccount, SendEmail } from "../schemas/shop.schema.js";
 

@@ -1,5 +1,5 @@
 // The builder's context type is what handlers see as ctx.app.
-import { sqlite } from "@later/runtime";
+import { sqlite } from "@later/runtime/sqlite";
 import { JobsBuilder, type JobsContext } from "../schemas/shop.generated.js";
 import type { SendEmail } from "../schemas/shop.schema.js";
 

@@ -1,6 +1,24 @@
 /** Options of the PostgreSQL backend, and their checks (bad options fail at construction). */
-import type pg from "pg";
 import { InvalidConfigError } from "../../errors.js";
+
+/**
+ * What later uses of an application-owned `pg.Pool` (the value of
+ * `new pg.Pool(config)`). A structural type, as Kysely's `PostgresPool`, so
+ * an application compiles against `@later/runtime/postgres` without pg's
+ * type package; any pg 8 `Pool` fits. later runs statements on it, checks
+ * out clients for its transactions, adds (and at close removes) `error`
+ * and `connect` listeners, and opens its LISTEN connection with the pool's
+ * `options`.
+ */
+export interface PostgresPool {
+  /** The settings the pool was made with (host, user, database, ...). */
+  readonly options: object;
+  query(text: string, values?: any[]): Promise<unknown>;
+  connect(): Promise<unknown>;
+  end(): Promise<void>;
+  on(event: "error" | "connect", listener: (...args: any[]) => void): unknown;
+  off(event: "error" | "connect", listener: (...args: any[]) => void): unknown;
+}
 
 /** A warning the backend reports instead of failing (see {@link PostgresBackendOptions.onWarning}). */
 export interface PostgresBackendWarning {
@@ -14,7 +32,7 @@ export interface PostgresBackendOptions {
   /** `postgres://user:password@host:port/database`; the backend creates (and ends) its own pool. */
   connectionString?: string;
   /** An application-owned `pg.Pool` (e.g. the one the app's Kysely uses, for `enqueueIn`). later never ends it. */
-  pool?: pg.Pool;
+  pool?: PostgresPool;
   /** Schema holding the `later_*` tables; created by the first migration. Default `"later"`. */
   schema?: string;
   /** Servers on one database, schema and namespace share work. Default `"default"`. */

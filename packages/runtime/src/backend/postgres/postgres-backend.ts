@@ -22,11 +22,15 @@
  *   new one for the next statement; pool `error` events are handled; the
  *   listener reconnects by itself and then wakes the workers once.
  * - An application-owned `pool` is used as is and never ended.
+ * - The driver, pg, is an optional peer dependency: {@link postgres} loads
+ *   it (see `load-driver.ts`) and throws `DriverNotInstalledError` when the
+ *   application has not installed it.
  */
 import { createHash } from "node:crypto";
 import { Kysely, PostgresDialect } from "kysely";
-import pg from "pg";
+import type pg from "pg";
 import { DatabaseUnavailableError } from "../../errors.js";
+import { loadDriver } from "../load-driver.js";
 import { checkPostgresOptions, type PostgresBackendOptions } from "./postgres-backend-options.js";
 import type * as B from "../backend.js";
 import type { LaterDatabase } from "../schema.js";
@@ -41,12 +45,17 @@ import { PostgresRecurringStore } from "./postgres-recurring-store.js";
 import { PostgresWakeups } from "./postgres-wakeups.js";
 import type { Row } from "../shared/job-rows.js";
 
-export type { PostgresBackendOptions, PostgresBackendWarning } from "./postgres-backend-options.js";
+export type { PostgresBackendOptions, PostgresBackendWarning, PostgresPool } from "./postgres-backend-options.js";
 
 /** Connections an owned pool opens at `open()`: a claim, a finish and one more (enqueue, maintenance) in flight at once. */
 const WARM_CONNECTIONS = 3;
 
-/** Creates the PostgreSQL backend. Nothing is opened until the server starts (or `open()`). */
+/**
+ * Creates the PostgreSQL backend. Nothing is opened until the server starts
+ * (or `open()`). Loads pg first: throws `DriverNotInstalledError` (code
+ * `DRIVER_NOT_INSTALLED`) when it is not installed. Bad options throw
+ * `InvalidConfigError`.
+ */
 export function postgres(options: PostgresBackendOptions): PostgresBackend {
   return new PostgresBackend(options);
 }
@@ -68,6 +77,10 @@ export class PostgresBackend implements B.Backend {
   private readonly partitions: PostgresPartitionStore;
   private readonly recurring: PostgresRecurringStore;
   private readonly quoted: string;
+  /** The driver, loaded at construction. */
+  private readonly pg: typeof pg;
+  /** The application's pool (`options.pool`), if any. */
+  private readonly appPool: pg.Pool | undefined;
   private readonly onPoolError = (): void => {
     // An idle connection died (server restart, pg_terminate_backend): the
     // pool has dropped it and opens a new one on demand. Nothing to do.
@@ -84,14 +97,16 @@ export class PostgresBackend implements B.Backend {
 
   constructor(private readonly options: PostgresBackendOptions) {
     ({ schema: this.schema, namespace: this.namespace } = checkPostgresOptions(options));
-    this.quoted = pg.escapeIdentifier(this.schema);
+    this.pg = loadDriver("pg", "PostgreSQL");
+    this.appPool = options.pool as pg.Pool | undefined;
+    this.quoted = this.pg.escapeIdentifier(this.schema);
     this.jobs = new PostgresJobStore(this, new PostgresJobQueries(this.quoted));
     this.partitions = new PostgresPartitionStore(this, this.jobs, this.quoted);
     this.recurring = new PostgresRecurringStore(this, this.jobs, this.quoted);
     // Channel names are identifiers (63 bytes at most): a long schema name is replaced by its hash.
     this.channel = this.schema.length <= 57 ? `later:${this.schema}` : `later:${createHash("sha1").update(this.schema).digest("hex").slice(0, 16)}`;
     this.wakeups = new PostgresWakeups(options, this.channel, this.namespace);
-    const where = describeConnection(options.connectionString, options.pool);
+    const where = describeConnection(options.connectionString, this.appPool);
     this.migrateHint = `later migrate up --database ${where}${this.schema === "later" ? "" : ` --schema ${this.schema}`}`;
   }
 
@@ -118,8 +133,8 @@ export class PostgresBackend implements B.Backend {
   }
 
   private async connect(): Promise<void> {
-    const owned = this.options.pool === undefined;
-    const pool = this.options.pool ?? new pg.Pool({
+    const owned = this.appPool === undefined;
+    const pool = this.appPool ?? new this.pg.Pool({
       connectionString: this.options.connectionString,
       max: this.options.maxConnections ?? 10,
       application_name: this.options.applicationName ?? "later",
@@ -141,7 +156,7 @@ export class PostgresBackend implements B.Backend {
       pool.off("connect", this.onPoolConnect);
       if (owned) await pool.end().catch(() => undefined);
       throw new DatabaseUnavailableError(
-        `cannot connect to PostgreSQL at ${describeConnection(this.options.connectionString, this.options.pool)}: ${(cause as Error).message}; check that the server runs and accepts this user`,
+        `cannot connect to PostgreSQL at ${describeConnection(this.options.connectionString, this.appPool)}: ${(cause as Error).message}; check that the server runs and accepts this user`,
         cause,
       );
     }
@@ -182,14 +197,16 @@ export class PostgresBackend implements B.Backend {
    * One `INSERT … SELECT FROM json_to_recordset($1)` for the whole batch, in
    * autocommit when no job has a parent; with parents, a transaction that
    * first share-locks them, so a parent cannot finish between reading its
-   * stage and inserting its continuation. With `transaction`, the same
+   * stage and inserting its continuation (run again, up to three times, when
+   * PostgreSQL rolls it back for a deadlock with claims on the same
+   * partitions or parents). With `transaction`, the same
    * statements run on the caller's Kysely transaction or `pg` client.
    */
   async jobInsertMany(params: B.JobInsertManyParams): Promise<B.JobInsertManyResult> {
     if (params.jobs.length === 0) return { stages: [] };
     if (params.transaction !== undefined) return this.jobs.insert(callerExecutor(params.transaction), params, true);
     if (!params.jobs.some((j) => j.parentId || j.topic !== undefined)) return this.jobs.insert(this.execute, params);
-    return this.transaction("enqueue", (client) => this.jobs.insert(clientExecutor(client, this.prepared), params));
+    return retryConflicts(() => this.transaction("enqueue", (client) => this.jobs.insert(clientExecutor(client, this.prepared), params)));
   }
 
   async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {

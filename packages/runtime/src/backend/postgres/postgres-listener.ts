@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import pg from "pg";
+import type pg from "pg";
+import { loadDriver } from "../load-driver.js";
 
 /** Options of {@link PostgresListener}. */
 export interface PostgresListenerOptions {
@@ -87,6 +88,7 @@ export class PostgresListener {
   }
 
   private async connect(): Promise<void> {
+    const pg = loadDriver("pg", "PostgreSQL"); // loaded (and cached) by postgres() already
     const client = new pg.Client(this.options.clientConfig);
     // Both fire when the server kills the connection; either starts one reconnect.
     client.on("error", () => this.lost(client));

@@ -16,11 +16,16 @@
  * the statement cache are in {@link SqliteConnection}; the job statements in
  * {@link SqliteJobStore}, partitions and recurring schedules in stores of
  * their own.
+ *
+ * The driver, better-sqlite3, is an optional peer dependency: {@link sqlite}
+ * loads it (see `load-driver.ts`) and throws `DriverNotInstalledError` when
+ * the application has not installed it.
  */
 import type Database from "better-sqlite3";
 import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
 import { DatabaseUnavailableError, InvalidConfigError } from "../../errors.js";
 import type * as B from "../backend.js";
+import { loadDriver } from "../load-driver.js";
 import { SqliteConnection } from "./sqlite-connection.js";
 import { SqliteJobStore } from "./sqlite-job-store.js";
 import { SqlitePartitionStore } from "./sqlite-partition-store.js";
@@ -30,12 +35,31 @@ import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
 import { applySqliteMigrations, readSqliteMigrationStatus } from "./sqlite-migrations.js";
 import { subscribeCommits, WalWatcher } from "./wal-watcher.js";
 
+/**
+ * What later uses of an application-owned better-sqlite3 `Database` (the
+ * value of `new Database(file)`). A structural type, as Kysely's
+ * `SqliteDatabase`, so an application compiles against `@later/runtime/sqlite`
+ * without better-sqlite3's type package; any better-sqlite3 12 `Database`
+ * fits.
+ */
+export interface SqliteDatabase {
+  /** The file the database was opened with. */
+  readonly name: string;
+  prepare(source: string): unknown;
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  transaction(fn: (...args: any[]) => unknown): unknown;
+}
+
 /** Options of {@link sqlite}. Give either `file` or `database`. */
 export interface SqliteBackendOptions {
   /** Path of the database file; created when missing. */
   file?: string;
-  /** An application-owned better-sqlite3 database. later never closes it. */
-  database?: Database.Database;
+  /**
+   * An application-owned better-sqlite3 `Database` (e.g. the one the
+   * application's Kysely `SqliteDialect` uses, for `enqueueIn`). later sets
+   * its pragmas (WAL, `busy_timeout`) and never closes it.
+   */
+  database?: SqliteDatabase;
   /** Servers on one file and namespace share work. Default `"default"`. */
   namespace?: string;
   /** How long a writer waits for another process's write lock, ms. Default 5000. */
@@ -44,7 +68,12 @@ export interface SqliteBackendOptions {
 
 const OPTION_KEYS = new Set(["file", "database", "namespace", "busyTimeoutMs"]);
 
-/** Creates the SQLite backend. Nothing is opened until the server starts (or `open()`). */
+/**
+ * Creates the SQLite backend. Nothing is opened until the server starts (or
+ * `open()`). With `file`, loads better-sqlite3 first: throws
+ * `DriverNotInstalledError` (code `DRIVER_NOT_INSTALLED`) when it is not
+ * installed. Bad options throw `InvalidConfigError`.
+ */
 export function sqlite(options: SqliteBackendOptions): SqliteBackend {
   return new SqliteBackend(options);
 }
@@ -62,6 +91,8 @@ export class SqliteBackend implements B.Backend {
   private readonly partitions = new SqlitePartitionStore(this.jobs);
   private readonly recurring = new SqliteRecurringStore(this.jobs);
   private watcher: WalWatcher | null = null;
+  /** The driver, loaded at construction when the backend opens a file itself. */
+  private readonly driver: typeof Database | null;
   constructor(private readonly options: SqliteBackendOptions) {
     if (options === null || typeof options !== "object") throw new InvalidConfigError("sqlite(options): options must be an object");
     for (const key of Object.keys(options)) {
@@ -73,11 +104,16 @@ export class SqliteBackend implements B.Backend {
     if (options.file !== undefined && (typeof options.file !== "string" || options.file === "")) {
       throw new InvalidConfigError("sqlite(): `file` must be a non-empty path");
     }
+    const database = options.database as Partial<SqliteDatabase> | undefined;
+    if (database !== undefined && (typeof database !== "object" || database === null || typeof database.prepare !== "function" || typeof database.pragma !== "function")) {
+      throw new InvalidConfigError("sqlite(): `database` must be a better-sqlite3 Database (new Database(file))");
+    }
     this.namespace = options.namespace ?? "default";
     if (typeof this.namespace !== "string" || this.namespace === "") throw new InvalidConfigError("sqlite(): `namespace` must be a non-empty string");
     const busy = options.busyTimeoutMs ?? 5_000;
     if (!Number.isInteger(busy) || busy < 0) throw new InvalidConfigError("sqlite(): `busyTimeoutMs` must be an integer >= 0");
     this.migrateHint = `later migrate up --database sqlite:${options.file ?? options.database?.name ?? "PATH"}`;
+    this.driver = options.file === undefined ? null : loadDriver("better-sqlite3", "SQLite");
   }
 
   /** The database file path. */
@@ -88,7 +124,7 @@ export class SqliteBackend implements B.Backend {
   async open(): Promise<void> {
     if (this.connection) return;
     const { file, database } = this.options;
-    this.connection = SqliteConnection.open(database ? { database } : { file: file! }, this.options.busyTimeoutMs ?? 5_000);
+    this.connection = SqliteConnection.open(database ? { database: database as Database.Database } : { file: file!, driver: this.driver! }, this.options.busyTimeoutMs ?? 5_000);
   }
 
   async close(): Promise<void> {

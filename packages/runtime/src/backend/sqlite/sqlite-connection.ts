@@ -1,4 +1,4 @@
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import { DatabaseUnavailableError } from "../../errors.js";
 import type { Row } from "../shared/job-rows.js";
 
@@ -24,14 +24,15 @@ export class SqliteConnection {
   }
 
   /**
-   * Opens `file` (created when missing), or adopts an application-owned
-   * database, which {@link close} then leaves open. Throws
-   * `DatabaseUnavailableError` when the file cannot be opened or written.
+   * Opens `file` (created when missing) with the better-sqlite3 `driver`,
+   * or adopts an application-owned database, which {@link close} then
+   * leaves open. Throws `DatabaseUnavailableError` when the file cannot be
+   * opened or written.
    */
-  static open(target: { file: string } | { database: Database.Database }, busyTimeoutMs: number): SqliteConnection {
+  static open(target: { file: string; driver: typeof Database } | { database: Database.Database }, busyTimeoutMs: number): SqliteConnection {
     const name = "file" in target ? target.file : target.database.name;
     try {
-      const db = "file" in target ? new Database(target.file) : target.database;
+      const db = "file" in target ? new target.driver(target.file) : target.database;
       db.pragma("journal_mode = WAL");
       db.pragma("synchronous = NORMAL");
       db.pragma(`busy_timeout = ${busyTimeoutMs}`);

@@ -1,0 +1,6 @@
+/**
+ * `@later/runtime/postgres`: the PostgreSQL backend. Needs the application
+ * to install `pg` (an optional peer dependency); the root entry never loads
+ * it.
+ */
+export { postgres, PostgresBackend, type PostgresBackendOptions, type PostgresBackendWarning, type PostgresPool } from "./backend/postgres/postgres-backend.js";

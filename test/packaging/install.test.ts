@@ -1,0 +1,154 @@
+/**
+ * The packages as users install them: `pnpm pack` of runtime, codegen and
+ * cli, then `npm install` of the tarballs into empty folders, twice side by
+ * side (the registry is the real one; the SQLite app compiles better-sqlite3
+ * from source, about two minutes on two cores):
+ *
+ * - an app on SQLite (better-sqlite3, no pg);
+ * - an app on PostgreSQL (pg, and no better-sqlite3 in its node_modules).
+ *
+ * Each runs `later-gen`, type-checks every public entry and its own code
+ * with `strict` and `skipLibCheck: false` and no driver type packages (so a
+ * published `.d.ts` naming a driver's types fails here), runs one job
+ * through the generated module, and runs `later` against its database.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { createPostgresSchema, postgresUrl } from "../support/postgres.js";
+import { mustRun, packWorkspace, PackedApp } from "./packed-app.js";
+
+const INSTALL_TIMEOUT_MS = 20 * 60_000;
+
+/** The kysely and TypeScript a user would add, within the ranges our packages declare (kysely 0.29 needs Node 22). */
+const COMMON = ["kysely@^0.28", "typescript@5.9.3", "@types/node@^20"];
+
+const SCHEMA = `export interface Greet { name: string; at: Date }
+export interface Jobs {
+  greet: Greet;
+}
+`;
+
+/** Imports every public entry, so tsc checks every declaration file they reach. */
+const ENTRIES = `import * as runtime from "@later/runtime";
+import * as sqliteEntry from "@later/runtime/sqlite";
+import * as postgresEntry from "@later/runtime/postgres";
+import * as testing from "@later/runtime/testing";
+import * as codegen from "@later/codegen";
+export const entries = [runtime, sqliteEntry, postgresEntry, testing, codegen];
+`;
+
+/** One job enqueued through the generated module and processed; prints what the handler saw. `backend` is the expression making the backend. */
+function main(imports: string, backend: string, autoMigrate: boolean): string {
+  return `import { RetryPolicy } from "@later/runtime";
+${imports}
+import { JobsBuilder } from "./jobs.generated.js";
+
+let processed!: (line: string) => void;
+const done = new Promise<string>((resolve) => (processed = resolve));
+const server = await new JobsBuilder<{ greeting: string }>({
+  context: { greeting: "hello" },
+  backend: ${backend},
+  autoMigrate: ${autoMigrate},
+  defaultRetryPolicy: RetryPolicy.noRetries(),
+})
+  .withGreetHandler(async (ctx, job) => processed(\`\${ctx.app.greeting} \${job.name} at \${job.at.toISOString()}\`))
+  .build();
+await server.jobs.greet.enqueue({ name: "world", at: new Date(0) });
+console.log(await done);
+await server.shutdown({ deadlineMs: 5_000 });
+`;
+}
+
+/** later-gen, tsc, then the app itself; the job's line must come out. */
+async function genCheckRun(app: PackedApp, env: Record<string, string> = {}): Promise<string> {
+  const gen = await app.npx("later-gen", ["jobs.schema.ts"]);
+  if (gen.code !== 0) throw new Error(`later-gen failed (${gen.code}):\n${gen.stdout}${gen.stderr}`);
+  const tsc = await app.npx("tsc", ["-p", "tsconfig.json"]);
+  if (tsc.code !== 0) throw new Error(`tsc (strict, skipLibCheck false) failed:\n${tsc.stdout}${tsc.stderr}`);
+  return (await mustRun(process.execPath, ["dist/main.js"], { cwd: app.dir, env, timeoutMs: 60_000 })).stdout;
+}
+
+const JOB_LINE = "hello world at 1970-01-01T00:00:00.000Z";
+const pgUrl = postgresUrl();
+
+describe("the packed packages installed with npm into an empty app", () => {
+  let root: string;
+  let tarballs: string[];
+
+  beforeAll(async () => {
+    root = mkdtempSync(join(tmpdir(), "later-pack-"));
+    tarballs = await packWorkspace(join(root, "tarballs"));
+  }, 5 * 60_000);
+
+  afterAll(() => {
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  it("every tarball carries its README; cli and codegen their committed bin launchers", { concurrent: true }, async ({ expect }) => {
+    const listing = async (tarball: string) => (await mustRun("tar", ["tzf", tarball], { cwd: root })).stdout.split("\n");
+    const [runtime, codegen, cli] = await Promise.all(tarballs.map(listing));
+    for (const files of [runtime, codegen, cli]) expect(files).toContain("package/README.md");
+    expect(codegen).toContain("package/bin/later-gen.js");
+    expect(cli).toEqual(expect.arrayContaining(["package/bin/later.js", "package/bin/later-gen.js"]));
+  });
+
+  it("an app on SQLite: later-gen, strict tsc, one job, later jobs list", { concurrent: true, timeout: INSTALL_TIMEOUT_MS }, async ({ expect }) => {
+    const app = new PackedApp(join(root, "sqlite-app"));
+    app.write({
+      "jobs.schema.ts": SCHEMA,
+      "entries.ts": ENTRIES,
+      "main.ts": main(`import { sqlite } from "@later/runtime/sqlite";`, `sqlite({ file: "app.db" })`, true),
+    });
+    await app.install(tarballs, ["better-sqlite3@^12", ...COMMON]);
+    expect(app.has("pg")).toBe(false);
+    expect(app.copiesOf("kysely")).toHaveLength(1);
+
+    expect(await genCheckRun(app)).toContain(JOB_LINE);
+
+    const list = await app.npx("later", ["jobs", "list", "--database", "sqlite:app.db", "--json"]);
+    expect(list.stderr).toBe("");
+    expect(list.code).toBe(0);
+    expect(JSON.parse(list.stdout)).toMatchObject([{ jobType: "greet", stage: "success" }]);
+
+    // pg is not installed: asking for PostgreSQL names the package to add, in one line.
+    const missing = await app.npx("later", ["migrate", "status", "--database", "postgres://nobody@127.0.0.1:1/none"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr.trim()).toMatch(/^later: .*npm install pg/);
+    expect(missing.stderr.trim().split("\n")).toHaveLength(1);
+  });
+
+  it("an app on PostgreSQL with pg and no better-sqlite3: later migrate, strict tsc, one job", { concurrent: true, skip: pgUrl === null, timeout: INSTALL_TIMEOUT_MS }, async ({ expect }) => {
+    const db = await createPostgresSchema();
+    try {
+      const app = new PackedApp(join(root, "postgres-app"));
+      app.write({
+        "jobs.schema.ts": SCHEMA,
+        "entries.ts": ENTRIES,
+        "main.ts": main(
+          `import { postgres } from "@later/runtime/postgres";`,
+          `postgres({ connectionString: process.env.DATABASE_URL!, schema: process.env.LATER_SCHEMA! })`,
+          false,
+        ),
+      });
+      await app.install(tarballs, ["pg@^8", ...COMMON]);
+      expect(app.has("better-sqlite3")).toBe(false);
+      expect(app.copiesOf("kysely")).toHaveLength(1);
+
+      const migrate = await app.npx("later", ["migrate", "up", "--database", db.url, "--schema", db.schema]);
+      expect(migrate.stderr).toBe("");
+      expect(migrate.code).toBe(0);
+
+      expect(await genCheckRun(app, { DATABASE_URL: db.url, LATER_SCHEMA: db.schema })).toContain(JOB_LINE);
+
+      // better-sqlite3 is not installed: asking for SQLite names the package to add, in one line.
+      const missing = await app.npx("later", ["migrate", "up", "--database", "sqlite:app.db"]);
+      expect(missing.code).toBe(1);
+      expect(missing.stderr.trim()).toMatch(/^later: .*npm install better-sqlite3/);
+      expect(missing.stderr.trim().split("\n")).toHaveLength(1);
+    } finally {
+      await db.dispose();
+    }
+  });
+});
