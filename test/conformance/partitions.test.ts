@@ -197,20 +197,31 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const first = (await claim("A", now)).claimed[0]!;
     expect(first.id).toBe("job-1");
     expect((await claim("B", now + 10)).claimed).toEqual([]); // the lease holds
-    const second = (await claim("B", now + 2_000)).claimed[0]!; // A's lease expired: B takes the head over
+    // A's lease expired: B takes the head over, without a new attempt: A's attempt 1 is lost, B records its outcome.
+    const second = (await claim("B", now + 2_000)).claimed[0]!;
     expect(second.id).toBe("job-1");
     expect(second.epoch).toBeGreaterThan(first.epoch);
-    expect(second.attempt).toBe(first.attempt + 1);
+    expect(second).toMatchObject({ attempt: first.attempt, lostAttempt: true });
+    expect(first.lostAttempt).toBeUndefined();
     const key = (c: typeof first) => ({ id: c.id, attempt: c.attempt, topic: c.topic, partition: c.partition, epoch: c.epoch });
     expect((await b.partitionLeaseRenew({ owner: "A", claims: [key(first)], leaseExpiresAt: now + 9_000 })).renewed).toEqual([]);
     const late = await b.partitionHeadFinish({ owner: "A", claim: key(first), outcome: { kind: "success" }, now: now + 2_100, retentionMs: 1_000 });
     expect(late).toMatchObject({ applied: false, next: null });
     expect((await b.jobGet({ id: "job-1" }))!.stage).toBe("running");
-    const done = await b.partitionHeadFinish({ owner: "B", claim: key(second), outcome: { kind: "success" }, now: now + 2_200, retentionMs: 1_000,
+    // The lost attempt requeued at once; the same write claims its next attempt under a new epoch.
+    const retried = await b.partitionHeadFinish({ owner: "B", claim: key(second), outcome: { kind: "retry", runAt: now + 2_200, error: "worker lost" },
+      now: now + 2_200, retentionMs: 1_000, claimNext: { leaseExpiresAt: now + 5_000, jobTypes: ["x"] } });
+    expect(retried.applied).toBe(true);
+    const third = retried.next!;
+    expect(third).toMatchObject({ id: "job-1", attempt: 2 });
+    expect(third.lostAttempt).toBeUndefined();
+    expect(third.epoch).toBeGreaterThan(second.epoch);
+    const done = await b.partitionHeadFinish({ owner: "B", claim: key(third), outcome: { kind: "success" }, now: now + 2_300, retentionMs: 1_000,
       claimNext: { leaseExpiresAt: now + 5_000, jobTypes: ["x"] } });
     expect(done.applied).toBe(true);
     expect(done.next?.id).toBe("job-2");
-    expect(done.next!.epoch).toBeGreaterThan(second.epoch);
+    expect(done.next!.epoch).toBeGreaterThan(third.epoch);
+    expect((await b.jobGet({ id: "job-1" }))!.stages.map((x) => x.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
     await b.close();
   });
 
