@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { newJobId, RetryPolicy } from "@later/runtime";
 import { injectWorkerLoopFault, ManualClock } from "@later/runtime/testing";
 import { BACKENDS } from "./backends.js";
-import { deferred, useHarness, waitFor } from "./harness.js";
+import { afterCall, deferred, StallingClock, useHarness, waitFor } from "./harness.js";
 
 const policy = JSON.stringify(RetryPolicy.fixed(3, 0));
 
@@ -98,6 +98,31 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
       return false;
     }, "second attempt succeeds");
     expect((await server.backend.jobGet({ id }))?.attempt).toBe(2);
+  });
+
+  it("J7: a claim whose lease expired before its handler could start is not run; the stuck-job sweep retries it", async () => {
+    const h = harness();
+    // The process stalls right after its claim committed: when it resumes, its clock is past the lease
+    // (and its timers, the lease renewer's included, have not fired yet).
+    const clock = new StallingClock();
+    const leaseMs = 30_000;
+    const ran: number[] = [];
+    const server = await h.start({
+      clock, leaseMs, stuckGraceMs: 0, rescueIntervalMs: 1_000_000, defaultRetryPolicy: RetryPolicy.fixed(3, 0),
+      wrapBackend: (b) => afterCall(b, "jobClaimReady", (r) => { if (r.jobs.length > 0 && clock.offset === 0) clock.offset = leaseMs + 1; }),
+      handlers: { work: { handle: (ctx) => void ran.push(ctx.attempt) } },
+    });
+    const id = await server.publisher.enqueue("work", {});
+    const skipped = await waitFor(() => h.events.find((e) => e.type === "job-skipped"), "the skipped claim's event");
+    expect(skipped).toMatchObject({ jobId: id, jobType: "work", attempt: 1 });
+    expect(ran).toEqual([]);
+    expect((await server.backend.jobGet({ id }))?.stage).toBe("running");
+    expect(await server.rescueStuckJobs()).toBe(1);
+    await waitFor(() => ran.length === 1, "the retry to run");
+    expect(ran).toEqual([2]);
+    const job = await waitFor(async () => { const j = await server.backend.jobGet({ id }); return j?.stage === "success" ? j : null; }, "success");
+    expect(job.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
+    expect(job.lastError).toMatch(/worker lost/);
   });
 
   it("J9: addWorker raises concurrency at once; removeWorker waits for the current job and keeps the last worker", async () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { partitionForKey, RetryPolicy, topic, type JobRecord } from "@later/runtime";
 import { ManualClock } from "@later/runtime/testing";
 import { BACKENDS } from "./backends.js";
-import { codeOf, deferred, useHarness, waitFor } from "./harness.js";
+import { afterCall, codeOf, deferred, StallingClock, useHarness, waitFor } from "./harness.js";
 
 /** The job once it reached a terminal stage. */
 async function settled(read: () => Promise<JobRecord | null>, what = "job"): Promise<JobRecord> {
@@ -223,6 +223,29 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     expect(done.next!.epoch).toBeGreaterThan(third.epoch);
     expect((await b.jobGet({ id: "job-1" }))!.stages.map((x) => x.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
     await b.close();
+  });
+
+  it("P6: a head claim whose lease expired before its handler could start is not run; the next claim records the lost attempt and runs the next", async () => {
+    const h = harness();
+    // The process stalls right after its head claim committed (as under SIGSTOP): when it resumes, its
+    // clock is past the partition lease, which another owner may hold by now.
+    const clock = new StallingClock();
+    const leaseMs = 30_000;
+    const ran: number[] = [];
+    const server = await h.start({
+      clock, leaseMs, topics: [ORDERS], defaultRetryPolicy: RetryPolicy.fixed(3, 0),
+      wrapBackend: (b) => afterCall(b, "partitionHeadClaim", (r) => { if (r.claimed.length > 0 && clock.offset === 0) clock.offset = leaseMs + 1; }),
+      handlers: { order: { handle: (ctx) => void ran.push(ctx.attempt) } },
+    });
+    const id = await server.publisher.enqueueToPartition("order", {}, { topic: "orders", key: "k" });
+    const skipped = await waitFor(() => h.events.find((e) => e.type === "job-skipped"), "the skipped claim's event");
+    expect(skipped).toMatchObject({ jobId: id, attempt: 1 });
+    const job = await settled(() => server.backend.jobGet({ id }));
+    expect(ran).toEqual([2]);
+    expect(job.stage).toBe("success");
+    expect(job.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
+    expect(job.lastError).toMatch(/worker lost: the lease of attempt 1 expired/);
+    expect(h.events).toContainEqual({ type: "maintenance", task: "rescue-head", count: 1 });
   });
 
   it("P6/P8: forceFailPartitionHead fails a running head at once, its claim's signal aborts on renewal and its outcome is discarded; the next job runs", async () => {
