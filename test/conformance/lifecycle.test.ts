@@ -69,6 +69,31 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     expect(failed?.lastError).toMatch(/lease of attempt 1 expired/);
   });
 
+  it("J7/J11: the stuck-job rescuer and the expiry sweeper run on their own intervals and report what they did", async () => {
+    const h = harness();
+    const clock = new ManualClock();
+    const server = await h.start({
+      clock, leaseMs: 3_000, stuckGraceMs: 1_000, rescueIntervalMs: 10_000, retentionMs: 5_000, sweepIntervalMs: 20_000,
+      handlers: { work: { handle: () => undefined } },
+    });
+    const done = await server.publisher.enqueue("work", {});
+    await waitFor(() => h.stagesOf(done).includes("success"), "the job to succeed");
+    // A claim of a process that died: its lease runs out, nobody renews it.
+    const ghost = h.db.backend();
+    await ghost.open();
+    const id = newJobId(clock.now());
+    await ghost.jobInsertMany({ now: clock.now() + 1, jobs: [{ id, jobType: "work", payload: "{}", runAt: clock.now() + 1, retryPolicy: policy }] });
+    expect((await ghost.jobClaimReady({ owner: "ghost", limit: 1, now: clock.now() + 1, leaseExpiresAt: clock.now() + 3_000, jobTypes: ["work"] })).jobs).toHaveLength(1);
+    await ghost.close();
+    const maintenance = (task: string) => h.events.find((e) => e.type === "maintenance" && e.task === task);
+    clock.advance(10_000);
+    expect(await waitFor(() => maintenance("rescue-stuck"), "the rescuer's event")).toEqual({ type: "maintenance", task: "rescue-stuck", count: 1 });
+    await waitFor(() => h.stagesOf(id).includes("success"), "the rescued job to run again");
+    clock.advance(10_000);
+    expect(await waitFor(() => maintenance("sweep-expired"), "the sweeper's event")).toMatchObject({ task: "sweep-expired" });
+    expect(await server.backend.jobGet({ id: done })).toBeNull();
+  });
+
   it("J7: a lost lease aborts the handler's signal and its result is discarded", async () => {
     const h = harness();
     const clock = new ManualClock();
