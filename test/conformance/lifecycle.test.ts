@@ -69,6 +69,39 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     expect(failed?.lastError).toMatch(/lease of attempt 1 expired/);
   });
 
+  it("J3/J7: the stuck-job rescue asks the same retry decision as a throwing handler: the job type's own policy replaces the stored one", async () => {
+    const h = harness();
+    const clock = new ManualClock();
+    const server = await h.start({
+      clock, leaseMs: 3_000, stuckGraceMs: 0, rescueIntervalMs: 1_000_000,
+      handlers: { work: { handle: () => undefined, retry: () => RetryPolicy.fixed(1, 60_000) } },
+    });
+    const ghost = h.db.backend();
+    await ghost.open();
+    const at = clock.now() + 1;
+    const id = newJobId(clock.now());
+    // Stored with another policy (fixed(3, 0)); the type's own, one retry after a minute, wins.
+    await ghost.jobInsertMany({ now: at, jobs: [{ id, jobType: "work", payload: "{}", runAt: at, retryPolicy: policy }] });
+    expect((await ghost.jobClaimReady({ owner: "ghost", limit: 1, now: at, leaseExpiresAt: clock.now() + 3_000, jobTypes: ["work"] })).jobs).toHaveLength(1);
+    await ghost.close();
+    clock.advance(3_001);
+    expect(await server.rescueStuckJobs()).toBe(1);
+    const job = (await server.backend.jobGet({ id }))!;
+    expect(job.stage).toBe("requeued");
+    expect(job.runAt).toBe(clock.now() + 60_000);
+    // The replacement was stored: a server without the option (another version of the app) follows it
+    // when attempt 2 is lost too, so the job fails (one retry, spent) instead of retrying per fixed(3, 0).
+    const other = await h.start({ clock, leaseMs: 3_000, stuckGraceMs: 0, rescueIntervalMs: 1_000_000, handlers: { elsewhere: { handle: () => undefined } } });
+    const again = h.db.backend();
+    await again.open();
+    const due = job.runAt;
+    expect((await again.jobClaimReady({ owner: "ghost", limit: 1, now: due, leaseExpiresAt: due + 3_000, jobTypes: ["work"] })).jobs).toMatchObject([{ id, attempt: 2 }]);
+    await again.close();
+    clock.advance(due + 3_001 - clock.now());
+    expect(await other.rescueStuckJobs()).toBe(1);
+    expect(await server.backend.jobGet({ id })).toMatchObject({ stage: "failed", attempt: 2 });
+  });
+
   it("J7/J11: the stuck-job rescuer and the expiry sweeper run on their own intervals and report what they did", async () => {
     const h = harness();
     const clock = new ManualClock();
