@@ -13,6 +13,11 @@
  * - **lease / epoch**: a head claim holds the partition's lease, renewed
  *   every third of `leaseMs`, and carries the partition's fencing epoch,
  *   which every new claim bumps; writes of an older epoch are rejected.
+ * - **lost attempt**: a head found still `running` when its partition's
+ *   lease is free (its server died or stalled past the lease). The claim
+ *   takes the lease without starting an attempt; the lost attempt counts as
+ *   a failure through the retry decision, as the stuck-job sweep's do for
+ *   regular jobs, so a head that kills its process every time ends `failed`.
  *
  * ```text
  *   membership loop: heartbeat ─► live members ─► owned partitions (rendezvous)

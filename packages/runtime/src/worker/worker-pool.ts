@@ -11,11 +11,11 @@
  *
  * ```text
  *   claimed ─► buffered ─► running ─► outcome submitted ─► written (held no more)
- *      │          │           │
- *      │          │           ├─(lease lost / timeout / shutdown deadline)─► abandoned: signal aborts,
- *      │          │           │                                              result discarded
- *      │          │           └─(lease already expired at the start)─► skipped, never run
- *      │          │             (the JobExecutor runs the attempt: see job-executor.ts)
+ *      │          │  │         │
+ *      │          │  │         └─(lease lost / timeout / shutdown deadline)─► abandoned: signal aborts,
+ *      │          │  │                                                        result discarded
+ *      │          │  └─(lease already expired when a worker takes it)─► skipped: never run, renewed no
+ *      │          │                                                      more, left to the stuck-job sweep
  *      │          └─(shutdown)─► released back to its earlier stage
  *      └─ every held claim's lease is renewed by the LeaseRenewer until written
  * ```
