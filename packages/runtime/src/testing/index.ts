@@ -1,3 +1,3 @@
 export { ManualClock } from "./manual-clock.js";
 export { injectWorkerLoopFault } from "./inject-worker-loop-fault.js";
-export { liveServerIds } from "./live-servers.js";
+export { liveResources, openBackendsNow, type LiveResources } from "./live-resources.js";
