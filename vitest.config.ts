@@ -5,6 +5,8 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // Finds (or starts) PostgreSQL for the PostgreSQL suites; see the file.
     globalSetup: ["test/support/postgres-global-setup.ts"],
+    // Fails a test that leaves a server running; see the file.
+    setupFiles: ["test/support/leak-check.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",

@@ -1,6 +1,6 @@
 /** Shared test set-up: servers on a fresh database, event recording, condition waits. */
 import { afterEach, expect } from "vitest";
-import { BackgroundJobServer, LaterError, type ServerEvent, type ServerOptions } from "@later/runtime";
+import { BackgroundJobServer, LaterError, systemClock, type Backend, type Clock, type ServerEvent, type ServerOptions } from "@later/runtime";
 import type { BackendEntry, TestDatabase } from "./backends.js";
 
 /** Polls `condition` every 5 ms until it holds or `timeoutMs` passes (then throws with `what`). */
@@ -17,7 +17,8 @@ export async function waitFor<T>(condition: () => T | Promise<T>, what = "condit
 export interface Harness {
   db: TestDatabase;
   events: ServerEvent[];
-  start<C>(options: Omit<ServerOptions<C>, "backend" | "context"> & { context?: C; namespace?: string }): Promise<BackgroundJobServer<C>>;
+  /** Starts a server on the harness's database; `wrapBackend` may stand in for the backend it is given (to inject faults). */
+  start<C>(options: Omit<ServerOptions<C>, "backend" | "context"> & { context?: C; namespace?: string; wrapBackend?: (backend: Backend) => Backend }): Promise<BackgroundJobServer<C>>;
   /** Job events (type "job") for one job id. */
   stagesOf(jobId: string): string[];
 }
@@ -47,13 +48,14 @@ export function useHarness(entry: BackendEntry): () => Harness {
           db = await entry.createDatabase();
           dbs.push(db);
         }
-        const { namespace, onEvent, context, ...rest } = options;
+        const { namespace, onEvent, context, wrapBackend, ...rest } = options;
+        const backend = db.backend(namespace);
         const server = await BackgroundJobServer.start({
           autoMigrate: true,
           pollIntervalMs: 50,
           ...rest,
           context: context as never,
-          backend: db.backend(namespace),
+          backend: wrapBackend ? wrapBackend(backend) : backend,
           onEvent: (e) => {
             events.push(e);
             onEvent?.(e);
@@ -85,4 +87,35 @@ export async function codeOf(p: Promise<unknown> | (() => unknown)): Promise<str
     return (e as LaterError).code;
   }
   throw new Error("expected a LaterError");
+}
+
+/**
+ * A wall clock whose `now()` can jump ahead while its sleeps keep wall
+ * time: what a process sees when it resumes after a stall (SIGSTOP, a long
+ * GC pause) before any of its timers has fired.
+ */
+export class StallingClock implements Clock {
+  offset = 0;
+  now(): number {
+    return Date.now() + this.offset;
+  }
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return systemClock.sleep(ms, signal);
+  }
+}
+
+/** `backend`, with `method` calling the real one and then `after` with its result (before the caller sees it). */
+export function afterCall<K extends keyof Backend>(backend: Backend, method: K, after: (result: Awaited<ReturnType<Extract<Backend[K], (...args: never[]) => unknown>>>) => void): Backend {
+  return new Proxy(backend, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target) as unknown;
+      if (typeof value !== "function") return value;
+      if (prop !== method) return value.bind(target);
+      return async (...args: unknown[]) => {
+        const result = await (value as (...a: unknown[]) => Promise<never>).apply(target, args);
+        after(result);
+        return result;
+      };
+    },
+  });
 }

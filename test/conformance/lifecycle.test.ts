@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { newJobId, RetryPolicy } from "@later/runtime";
 import { injectWorkerLoopFault, ManualClock } from "@later/runtime/testing";
 import { BACKENDS } from "./backends.js";
-import { deferred, useHarness, waitFor } from "./harness.js";
+import { afterCall, deferred, StallingClock, useHarness, waitFor } from "./harness.js";
 
 const policy = JSON.stringify(RetryPolicy.fixed(3, 0));
 
@@ -69,6 +69,64 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     expect(failed?.lastError).toMatch(/lease of attempt 1 expired/);
   });
 
+  it("J3/J7: the stuck-job rescue asks the same retry decision as a throwing handler: the job type's own policy replaces the stored one", async () => {
+    const h = harness();
+    const clock = new ManualClock();
+    const server = await h.start({
+      clock, leaseMs: 3_000, stuckGraceMs: 0, rescueIntervalMs: 1_000_000,
+      handlers: { work: { handle: () => undefined, retry: () => RetryPolicy.fixed(1, 60_000) } },
+    });
+    const ghost = h.db.backend();
+    await ghost.open();
+    const at = clock.now() + 1;
+    const id = newJobId(clock.now());
+    // Stored with another policy (fixed(3, 0)); the type's own, one retry after a minute, wins.
+    await ghost.jobInsertMany({ now: at, jobs: [{ id, jobType: "work", payload: "{}", runAt: at, retryPolicy: policy }] });
+    expect((await ghost.jobClaimReady({ owner: "ghost", limit: 1, now: at, leaseExpiresAt: clock.now() + 3_000, jobTypes: ["work"] })).jobs).toHaveLength(1);
+    await ghost.close();
+    clock.advance(3_001);
+    expect(await server.rescueStuckJobs()).toBe(1);
+    const job = (await server.backend.jobGet({ id }))!;
+    expect(job.stage).toBe("requeued");
+    expect(job.runAt).toBe(clock.now() + 60_000);
+    // The replacement was stored: a server without the option (another version of the app) follows it
+    // when attempt 2 is lost too, so the job fails (one retry, spent) instead of retrying per fixed(3, 0).
+    const other = await h.start({ clock, leaseMs: 3_000, stuckGraceMs: 0, rescueIntervalMs: 1_000_000, handlers: { elsewhere: { handle: () => undefined } } });
+    const again = h.db.backend();
+    await again.open();
+    const due = job.runAt;
+    expect((await again.jobClaimReady({ owner: "ghost", limit: 1, now: due, leaseExpiresAt: due + 3_000, jobTypes: ["work"] })).jobs).toMatchObject([{ id, attempt: 2 }]);
+    await again.close();
+    clock.advance(due + 3_001 - clock.now());
+    expect(await other.rescueStuckJobs()).toBe(1);
+    expect(await server.backend.jobGet({ id })).toMatchObject({ stage: "failed", attempt: 2 });
+  });
+
+  it("J7/J11: the stuck-job rescuer and the expiry sweeper run on their own intervals and report what they did", async () => {
+    const h = harness();
+    const clock = new ManualClock();
+    const server = await h.start({
+      clock, leaseMs: 3_000, stuckGraceMs: 1_000, rescueIntervalMs: 10_000, retentionMs: 5_000, sweepIntervalMs: 20_000,
+      handlers: { work: { handle: () => undefined } },
+    });
+    const done = await server.publisher.enqueue("work", {});
+    await waitFor(() => h.stagesOf(done).includes("success"), "the job to succeed");
+    // A claim of a process that died: its lease runs out, nobody renews it.
+    const ghost = h.db.backend();
+    await ghost.open();
+    const id = newJobId(clock.now());
+    await ghost.jobInsertMany({ now: clock.now() + 1, jobs: [{ id, jobType: "work", payload: "{}", runAt: clock.now() + 1, retryPolicy: policy }] });
+    expect((await ghost.jobClaimReady({ owner: "ghost", limit: 1, now: clock.now() + 1, leaseExpiresAt: clock.now() + 3_000, jobTypes: ["work"] })).jobs).toHaveLength(1);
+    await ghost.close();
+    const maintenance = (task: string) => h.events.find((e) => e.type === "maintenance" && e.task === task);
+    clock.advance(10_000);
+    expect(await waitFor(() => maintenance("rescue-stuck"), "the rescuer's event")).toEqual({ type: "maintenance", task: "rescue-stuck", count: 1 });
+    await waitFor(() => h.stagesOf(id).includes("success"), "the rescued job to run again");
+    clock.advance(10_000);
+    expect(await waitFor(() => maintenance("sweep-expired"), "the sweeper's event")).toMatchObject({ task: "sweep-expired" });
+    expect(await server.backend.jobGet({ id: done })).toBeNull();
+  });
+
   it("J7: a lost lease aborts the handler's signal and its result is discarded", async () => {
     const h = harness();
     const clock = new ManualClock();
@@ -98,6 +156,31 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
       return false;
     }, "second attempt succeeds");
     expect((await server.backend.jobGet({ id }))?.attempt).toBe(2);
+  });
+
+  it("J7: a claim whose lease expired before its handler could start is not run; the stuck-job sweep retries it", async () => {
+    const h = harness();
+    // The process stalls right after its claim committed: when it resumes, its clock is past the lease
+    // (and its timers, the lease renewer's included, have not fired yet).
+    const clock = new StallingClock();
+    const leaseMs = 30_000;
+    const ran: number[] = [];
+    const server = await h.start({
+      clock, leaseMs, stuckGraceMs: 0, rescueIntervalMs: 1_000_000, defaultRetryPolicy: RetryPolicy.fixed(3, 0),
+      wrapBackend: (b) => afterCall(b, "jobClaimReady", (r) => { if (r.jobs.length > 0 && clock.offset === 0) clock.offset = leaseMs + 1; }),
+      handlers: { work: { handle: (ctx) => void ran.push(ctx.attempt) } },
+    });
+    const id = await server.publisher.enqueue("work", {});
+    const skipped = await waitFor(() => h.events.find((e) => e.type === "job-skipped"), "the skipped claim's event");
+    expect(skipped).toMatchObject({ jobId: id, jobType: "work", attempt: 1 });
+    expect(ran).toEqual([]);
+    expect((await server.backend.jobGet({ id }))?.stage).toBe("running");
+    expect(await server.rescueStuckJobs()).toBe(1);
+    await waitFor(() => ran.length === 1, "the retry to run");
+    expect(ran).toEqual([2]);
+    const job = await waitFor(async () => { const j = await server.backend.jobGet({ id }); return j?.stage === "success" ? j : null; }, "success");
+    expect(job.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
+    expect(job.lastError).toMatch(/worker lost/);
   });
 
   it("J9: addWorker raises concurrency at once; removeWorker waits for the current job and keeps the last worker", async () => {

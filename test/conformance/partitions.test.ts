@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { partitionForKey, RetryPolicy, topic, type JobRecord } from "@later/runtime";
 import { ManualClock } from "@later/runtime/testing";
 import { BACKENDS } from "./backends.js";
-import { codeOf, deferred, useHarness, waitFor } from "./harness.js";
+import { afterCall, codeOf, deferred, StallingClock, useHarness, waitFor } from "./harness.js";
 
 /** The job once it reached a terminal stage. */
 async function settled(read: () => Promise<JobRecord | null>, what = "job"): Promise<JobRecord> {
@@ -227,21 +227,55 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const first = (await claim("A", now)).claimed[0]!;
     expect(first.id).toBe("job-1");
     expect((await claim("B", now + 10)).claimed).toEqual([]); // the lease holds
-    const second = (await claim("B", now + 2_000)).claimed[0]!; // A's lease expired: B takes the head over
+    // A's lease expired: B takes the head over, without a new attempt: A's attempt 1 is lost, B records its outcome.
+    const second = (await claim("B", now + 2_000)).claimed[0]!;
     expect(second.id).toBe("job-1");
     expect(second.epoch).toBeGreaterThan(first.epoch);
-    expect(second.attempt).toBe(first.attempt + 1);
+    expect(second).toMatchObject({ attempt: first.attempt, lostAttempt: true });
+    expect(first.lostAttempt).toBeUndefined();
     const key = (c: typeof first) => ({ id: c.id, attempt: c.attempt, topic: c.topic, partition: c.partition, epoch: c.epoch });
     expect((await b.partitionLeaseRenew({ owner: "A", claims: [key(first)], leaseExpiresAt: now + 9_000 })).renewed).toEqual([]);
     const late = await b.partitionHeadFinish({ owner: "A", claim: key(first), outcome: { kind: "success" }, now: now + 2_100, retentionMs: 1_000 });
     expect(late).toMatchObject({ applied: false, next: null });
     expect((await b.jobGet({ id: "job-1" }))!.stage).toBe("running");
-    const done = await b.partitionHeadFinish({ owner: "B", claim: key(second), outcome: { kind: "success" }, now: now + 2_200, retentionMs: 1_000,
+    // The lost attempt requeued at once; the same write claims its next attempt under a new epoch.
+    const retried = await b.partitionHeadFinish({ owner: "B", claim: key(second), outcome: { kind: "retry", runAt: now + 2_200, error: "worker lost" },
+      now: now + 2_200, retentionMs: 1_000, claimNext: { leaseExpiresAt: now + 5_000, jobTypes: ["x"] } });
+    expect(retried.applied).toBe(true);
+    const third = retried.next!;
+    expect(third).toMatchObject({ id: "job-1", attempt: 2 });
+    expect(third.lostAttempt).toBeUndefined();
+    expect(third.epoch).toBeGreaterThan(second.epoch);
+    const done = await b.partitionHeadFinish({ owner: "B", claim: key(third), outcome: { kind: "success" }, now: now + 2_300, retentionMs: 1_000,
       claimNext: { leaseExpiresAt: now + 5_000, jobTypes: ["x"] } });
     expect(done.applied).toBe(true);
     expect(done.next?.id).toBe("job-2");
-    expect(done.next!.epoch).toBeGreaterThan(second.epoch);
+    expect(done.next!.epoch).toBeGreaterThan(third.epoch);
+    expect((await b.jobGet({ id: "job-1" }))!.stages.map((x) => x.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
     await b.close();
+  });
+
+  it("P6: a head claim whose lease expired before its handler could start is not run; the next claim records the lost attempt and runs the next", async () => {
+    const h = harness();
+    // The process stalls right after its head claim committed (as under SIGSTOP): when it resumes, its
+    // clock is past the partition lease, which another owner may hold by now.
+    const clock = new StallingClock();
+    const leaseMs = 30_000;
+    const ran: number[] = [];
+    const server = await h.start({
+      clock, leaseMs, topics: [ORDERS], defaultRetryPolicy: RetryPolicy.fixed(3, 0),
+      wrapBackend: (b) => afterCall(b, "partitionHeadClaim", (r) => { if (r.claimed.length > 0 && clock.offset === 0) clock.offset = leaseMs + 1; }),
+      handlers: { order: { handle: (ctx) => void ran.push(ctx.attempt) } },
+    });
+    const id = await server.publisher.enqueueToPartition("order", {}, { topic: "orders", key: "k" });
+    const skipped = await waitFor(() => h.events.find((e) => e.type === "job-skipped"), "the skipped claim's event");
+    expect(skipped).toMatchObject({ jobId: id, attempt: 1 });
+    const job = await settled(() => server.backend.jobGet({ id }));
+    expect(ran).toEqual([2]);
+    expect(job.stage).toBe("success");
+    expect(job.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
+    expect(job.lastError).toMatch(/worker lost: the lease of attempt 1 expired/);
+    expect(h.events).toContainEqual({ type: "maintenance", task: "rescue-head", count: 1 });
   });
 
   it("P6/P8: forceFailPartitionHead fails a running head at once, its claim's signal aborts on renewal and its outcome is discarded; the next job runs", async () => {

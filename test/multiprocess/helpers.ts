@@ -45,6 +45,10 @@ export interface ChildConfig {
   printDone?: boolean;
   /** Jobs whose payload is `{ hang: true }` print `started <id> <attempt>` and never finish. */
   hangOnPayload?: boolean;
+  /** Jobs whose payload is `{ die: true }` print `dying <id> <attempt>` and SIGKILL their own process. */
+  dieOnPayload?: boolean;
+  /** Topics the child's server registers (its "work" handler runs their jobs too). */
+  topics?: { name: string; partitions: number }[];
   /** Each handler waits this long (ms) before it returns: the job's work. Default 0. */
   handlerDelayMs?: number;
   /** Extra server options (leaseMs, pollIntervalMs, ...). */

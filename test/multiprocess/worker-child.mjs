@@ -5,12 +5,13 @@
 // one line each:
 //   ready <instanceId>            the server has started
 //   started <jobId> <attempt>     a { hang: true } job began and will never finish
+//   dying <jobId> <attempt>       a { die: true } job began: the process SIGKILLs itself (with dieOnPayload)
 //   done <jobId> <attempt> <ms>   a handler finished (with printDone), wall clock ms
 //   event-error <where> <error>   the runtime reported an error event
 //   stopped                       graceful shutdown finished (after "stop" on stdin, or stdin EOF)
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { BackgroundJobServer } from "@later/runtime";
+import { BackgroundJobServer, topic } from "@later/runtime";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
 
@@ -24,6 +25,7 @@ const server = await BackgroundJobServer.start({
     : sqlite({ file: config.backend.file, namespace: config.namespace }),
   autoMigrate: true,
   workerCount: config.workerCount,
+  ...(config.topics ? { topics: config.topics.map((t) => topic(t.name, t.partitions)) } : {}),
   ...config.server,
   handlers: {
     work: {
@@ -31,6 +33,10 @@ const server = await BackgroundJobServer.start({
         if (config.hangOnPayload && payload !== null && typeof payload === "object" && payload.hang === true) {
           say(`started ${ctx.jobId} ${ctx.attempt}`);
           await new Promise(() => {}); // never settles: only SIGKILL ends this attempt
+        }
+        if (config.dieOnPayload && payload !== null && typeof payload === "object" && payload.die === true) {
+          say(`dying ${ctx.jobId} ${ctx.attempt}`);
+          process.kill(process.pid, "SIGKILL"); // no cleanup of any kind: a crash inside the handler
         }
         if (config.handlerDelayMs) await new Promise((r) => setTimeout(r, config.handlerDelayMs));
         if (config.logFile) appendFileSync(config.logFile, `${ctx.jobId}\n`);

@@ -38,6 +38,17 @@ export interface ClaimedPartitionJob extends ClaimedJob, PartitionRef {
   seq: number;
   /** The partition lease's fencing epoch of this claim. */
   epoch: number;
+  /**
+   * True when the head was still `running` under a free or expired partition
+   * lease: attempt `attempt` ran on a server that died or stalled. The claim
+   * took the lease (a new epoch) but started no attempt (the attempt number
+   * is the lost one's, the stage stays `running`): its holder records the
+   * lost attempt's outcome, the retry decision's, with `partitionHeadFinish`,
+   * whose `claimNext` then starts the next attempt when it is due. So a head
+   * whose process dies on every attempt fails once its retries are spent and
+   * frees its partition, as the stuck-job sweep does for regular jobs.
+   */
+  lostAttempt?: boolean;
 }
 
 export interface PartitionHeadClaimParams {

@@ -13,44 +13,55 @@
  * - **lease / epoch**: a head claim holds the partition's lease, renewed
  *   every third of `leaseMs`, and carries the partition's fencing epoch,
  *   which every new claim bumps; writes of an older epoch are rejected.
+ * - **lost attempt**: a head found still `running` when its partition's
+ *   lease is free (its server died or stalled past the lease). The claim
+ *   takes the lease without starting an attempt; the lost attempt counts as
+ *   a failure through the retry decision, as the stuck-job sweep's do for
+ *   regular jobs, so a head that kills its process every time ends `failed`.
  *
  * ```text
  *   membership loop: heartbeat ─► live members ─► owned partitions (rendezvous)
  *   fetcher: owned, unleased partitions ─► partitionHeadClaim ─► one run per claimed head
- *   run:  claimed ─► handler ─► partitionHeadFinish ─┬─► next head claimed in the same write ─► handler ...
- *                     │                             └─► lease freed (next head not ready, or no longer owned)
- *                     └─(lease lost: renewal found another epoch, or forceFailPartitionHead)─► signal aborts, outcome discarded
+ *   run:  claimed ─► JobExecutor ─► partitionHeadFinish ─┬─► next head claimed in the same write ─► executor ...
+ *           │            │                                └─► lease freed (next head not ready, or no longer owned)
+ *           │            ├─(lease lost: renewal found another epoch, or forceFailPartitionHead)─► signal aborts, outcome discarded
+ *           │            └─(lease already expired when the handler would start)─► skipped, left to the next claim
+ *           └─(lost attempt: the head was still `running` under an expired lease, its process died or stalled)
+ *                 ─► the retry decision's outcome for that attempt ─► partitionHeadFinish (requeued, or failed once
+ *                    retries are spent, which frees the partition) ─► next attempt claimed in the same write when due
  * ```
+ *
+ * Each attempt is run by the {@link JobExecutor}, as the worker pool's are
+ * (lease check, decode, context with `ctx.partition`, signal, timeout, one
+ * retry decision); heads' leases are renewed by a {@link LeaseRenewer}
+ * given the partition leases to renew.
  *
  * Concurrency: at most `workerCount` heads at once (one per partition), next
  * to the regular worker pool. A membership change moves only the partitions
  * whose winner changed; a head already running finishes under its current
  * owner, which then stops claiming that partition. Shutdown deregisters at
  * once, lets running heads finish until the deadline, then aborts them and
- * leaves their partitions to lease expiry.
+ * leaves their partitions to lease expiry. A handler that outlives
+ * `jobTimeoutMs` has its failure written at once and its partition goes on;
+ * the hung handler is left behind, as in the worker pool.
  */
-import type { Backend, ClaimedPartitionJob, JobOutcome, PartitionClaim, PartitionRef } from "../backend/backend.js";
+import type { Backend, ClaimedPartitionJob, JobOutcome, PartitionRef } from "../backend/backend.js";
 import { ownedPartitions } from "../core/partition/rendezvous.js";
-import { describeThrown, JobTimeoutError, LeaseLostError, PayloadDecodeError, ServerStoppedError } from "../errors.js";
+import { describeThrown, LeaseLostError, ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../server/publisher.js";
 import { attemptEvent, type ResolvedServerOptions } from "../server/server-options.js";
-import { failureOutcome } from "../worker/failure-outcome.js";
-
-interface HeldHead {
-  job: ClaimedPartitionJob;
-  controller: AbortController;
-  /** Resolves when the claim is abandoned (lease lost, shutdown deadline). */
-  abandoned: Promise<void>;
-  abandon: (reason: Error) => void;
-  isAbandoned: boolean;
-}
+import { HeldClaim } from "../worker/held-claim.js";
+import { JobExecutor } from "../worker/job-executor.js";
+import { LeaseRenewer } from "../worker/lease-renewer.js";
+import { lostAttemptError, retryDecision } from "../worker/retry-decision.js";
 
 const keyOf = (p: PartitionRef) => `${p.topic}\0${p.partition}`;
 
 export class PartitionRunner<C> {
   private owned: PartitionRef[] = [];
   private ownedKeys = new Set<string>();
-  private readonly heads = new Map<string, HeldHead>();
+  /** The head claim held per partition key, from its claim until its chain moves on or ends. */
+  private readonly heads = new Map<string, HeldClaim>();
   private readonly runs = new Set<Promise<void>>();
   private readonly jobTypes: string[];
   private readonly slots: number;
@@ -58,8 +69,8 @@ export class PartitionRunner<C> {
   private wakeController = new AbortController();
   private readonly stopController = new AbortController();
   private loops: Promise<void>[] = [];
-  private renewLoop: Promise<void> | null = null;
-  private readonly renewStop = new AbortController();
+  private readonly renewer: LeaseRenewer;
+  private readonly executor: JobExecutor<C>;
   /** Told when a finished head released waiting continuations (they may be regular jobs). */
   onReleased: (() => void) | null = null;
 
@@ -67,10 +78,18 @@ export class PartitionRunner<C> {
     private readonly options: ResolvedServerOptions<C>,
     private readonly backend: Backend,
     private readonly owner: string,
-    private readonly publisher: JobPublisher,
+    publisher: JobPublisher,
   ) {
     this.jobTypes = Object.keys(options.handlers);
     this.slots = options.workerCount;
+    this.renewer = new LeaseRenewer({
+      clock: options.clock, leaseMs: options.leaseMs, renew: LeaseRenewer.partitionLeases(backend, owner),
+      heldClaims: () => [...this.heads.values()].filter((h) => !h.abandoned),
+      onLost: (lost) => { for (const h of lost) this.executor.abandon(h, new LeaseLostError(h.id)); },
+      onError: (error) => this.report("partition lease renewal", error),
+    });
+    // A timed-out head's chain goes on from here (the hung handler's own chain ends when, if ever, it settles).
+    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.startChain(claim, outcome));
   }
 
   /** Partitions this server owns after its last heartbeat. */
@@ -87,12 +106,18 @@ export class PartitionRunner<C> {
   async start(): Promise<void> {
     await this.heartbeat();
     this.loops.push(this.runMembership(), this.runFetcher());
-    this.renewLoop = this.runRenewer();
+    this.renewer.start();
+    this.executor.start();
   }
 
   /** New work may be ready (a local enqueue, another process's commit, released continuations). */
   wake(): void {
     this.wakeController.abort(WAKE);
+  }
+
+  /** Renews every held head's lease now; a head whose epoch moved on is abandoned. */
+  renewOnce(): Promise<void> {
+    return this.renewer.renewOnce();
   }
 
   /** Deregisters at once, waits up to `deadlineMs` for running heads, then abandons the rest to lease expiry. */
@@ -108,10 +133,11 @@ export class PartitionRunner<C> {
     const allDone = Promise.all([...this.runs]).then(() => deadline.abort());
     await Promise.race([allDone, this.options.clock.sleep(deadlineMs, deadline.signal)]);
     deadline.abort();
-    for (const h of this.heads.values()) h.abandon(new ServerStoppedError(`job ${h.job.id} was still running at the shutdown deadline`));
-    await Promise.all([...this.runs]);
-    this.renewStop.abort();
-    await this.renewLoop;
+    // Handlers still running are abandoned (their signal aborts) and left behind, as in the worker pool.
+    for (const h of this.heads.values()) this.executor.abandon(h, new ServerStoppedError(`job ${h.id} was still running at the shutdown deadline`));
+    await Promise.all([...this.runs]); // every chain ends at once now: none waits for an aborted handler
+    await this.renewer.stop();
+    await this.executor.stop();
   }
 
   // ---- membership ---------------------------------------------------------
@@ -150,10 +176,11 @@ export class PartitionRunner<C> {
       if (candidates.length > 0) {
         try {
           const now = clock.now();
+          const leaseExpiresAt = now + leaseMs;
           const { claimed, nextRunAt } = await this.backend.partitionHeadClaim({
-            owner: this.owner, partitions: candidates, limit: free, now, leaseExpiresAt: now + leaseMs, jobTypes: this.jobTypes,
+            owner: this.owner, partitions: candidates, limit: free, now, leaseExpiresAt, jobTypes: this.jobTypes,
           });
-          for (const job of claimed) this.startHead(job);
+          for (const job of claimed) this.startChain(this.hold(job, leaseExpiresAt), null);
           if (nextRunAt !== null) waitMs = Math.max(0, Math.min(waitMs, nextRunAt - clock.now()));
         } catch (error) {
           if (this.stopping) break;
@@ -166,135 +193,83 @@ export class PartitionRunner<C> {
     }
   }
 
-  private hold(job: ClaimedPartitionJob): HeldHead {
-    let abandon!: (reason: Error) => void;
-    const controller = new AbortController();
-    const held: HeldHead = {
-      job, controller, isAbandoned: false, abandon: (reason) => abandon(reason),
-      abandoned: new Promise<void>((resolve) => {
-        abandon = (reason) => {
-          if (held.isAbandoned) return;
-          held.isAbandoned = true;
-          controller.abort(reason);
-          resolve();
-        };
-      }),
-    };
-    this.heads.set(keyOf(job), held);
-    return held;
+  private hold(job: ClaimedPartitionJob, leaseExpiresAt: number): HeldClaim {
+    const claim = new HeldClaim(job, leaseExpiresAt, true);
+    this.heads.set(keyOf(job), claim);
+    return claim;
   }
 
-  private startHead(job: ClaimedPartitionJob): void {
-    const run: Promise<void> = this.runChain(this.hold(job)).catch((error) => this.report("partition head", error)).finally(() => {
+  /** Runs a chain of heads from `claim` (whose outcome is already known when given). */
+  private startChain(claim: HeldClaim, outcome: JobOutcome | null): void {
+    const run: Promise<void> = this.runChain(claim, outcome).catch((error) => this.report("partition head", error)).finally(() => {
       this.runs.delete(run);
       this.wake();
     });
     this.runs.add(run);
   }
 
-  /** Runs a head, writes its outcome, and goes on with the next head when the same write claimed it. */
-  private async runChain(held: HeldHead): Promise<void> {
-    const key = keyOf(held.job);
+  /**
+   * Runs a head, writes its outcome, and goes on with the next head when the
+   * same write claimed it. A lost attempt (see {@link ClaimedPartitionJob.lostAttempt})
+   * is not run: its outcome is the retry decision's, as the stuck-job sweep's for regular jobs.
+   */
+  private async runChain(held: HeldClaim, known: JobOutcome | null): Promise<void> {
+    const key = keyOf(held.head!);
+    let outcome = known;
     try {
       for (;;) {
-        const outcome = await this.attempt(held);
-        if (outcome === null || held.isAbandoned) return;
+        if (outcome === null) outcome = await this.attempt(held);
+        if (outcome === null && held.timedOut) return; // its chain goes on from the executor's onTimedOut
+        if (outcome === null || held.abandoned) break;
         const next = await this.finish(held, outcome);
-        if (!next) return;
-        held = this.hold(next);
+        if (!next) break;
+        this.release(key, held);
+        held = this.hold(next.job, next.leaseExpiresAt);
+        outcome = null;
       }
-    } finally {
-      if (this.heads.get(key) === held) this.heads.delete(key);
+    } catch (error) {
+      this.release(key, held);
+      throw error;
     }
+    this.release(key, held);
+  }
+
+  /** The head's outcome: the lost attempt's retry decision, or the executor's run (null once the claim is aborted, without waiting for its handler). */
+  private attempt(held: HeldClaim): Promise<JobOutcome | null> | JobOutcome {
+    const job = held.job as ClaimedPartitionJob;
+    if (job.lostAttempt) {
+      this.options.onEvent({ type: "maintenance", task: "rescue-head", count: 1 });
+      return retryDecision(this.options, job, lostAttemptError(job.attempt));
+    }
+    return new Promise((resolve) => {
+      held.onAbort = () => resolve(null);
+      void this.executor.run(held).then(resolve);
+    });
+  }
+
+  private release(key: string, held: HeldClaim): void {
+    if (this.heads.get(key) === held) this.heads.delete(key);
   }
 
   /** Stores the outcome (retrying a failed write until shutdown); the next head when it was claimed in the same write. */
-  private async finish(held: HeldHead, outcome: JobOutcome): Promise<ClaimedPartitionJob | null> {
+  private async finish(held: HeldClaim, outcome: JobOutcome): Promise<{ job: ClaimedPartitionJob; leaseExpiresAt: number } | null> {
     const { clock, leaseMs, retentionMs } = this.options;
-    const { job } = held;
-    const claim: PartitionClaim = { id: job.id, attempt: job.attempt, topic: job.topic, partition: job.partition, epoch: job.epoch };
+    const claim = held.head!;
     for (;;) {
       const now = clock.now();
-      const claimNext = !this.stopping && this.ownedKeys.has(keyOf(job)) ? { leaseExpiresAt: now + leaseMs, jobTypes: this.jobTypes } : undefined;
+      const leaseExpiresAt = now + leaseMs;
+      const claimNext = !this.stopping && this.ownedKeys.has(keyOf(claim)) ? { leaseExpiresAt, jobTypes: this.jobTypes } : undefined;
       try {
         const result = await this.backend.partitionHeadFinish({ owner: this.owner, claim, outcome, now, retentionMs, claimNext });
-        if (result.applied) this.emit(job, outcome);
+        if (result.applied && this.options.eventsEnabled && !(held.job as ClaimedPartitionJob).lostAttempt) this.options.onEvent(attemptEvent(held.job, outcome));
         if (result.released > 0) this.onReleased?.();
-        return result.next;
+        return result.next ? { job: result.next, leaseExpiresAt } : null;
       } catch (error) {
         this.report("partition complete", error);
-        if (this.stopping || held.isAbandoned) return null; // nothing written: the lease expires and the head runs again
+        if (this.stopping || held.abandoned) return null; // nothing written: the lease expires and the head is claimed again
         await clock.sleep(50, this.stopController.signal);
       }
     }
-  }
-
-  /** Runs the handler once. Null when the claim was abandoned meanwhile (its outcome must not be written). */
-  private async attempt(held: HeldHead): Promise<JobOutcome | null> {
-    const { job } = held;
-    const handler = this.options.handlers[job.jobType]!;
-    let payload: unknown;
-    try {
-      payload = (handler.decode ?? JSON.parse)(job.payload);
-    } catch (cause) {
-      return { kind: "fail", error: new PayloadDecodeError(job.jobType, describeThrown(cause), cause).message };
-    }
-    this.emit(job, "running");
-    const ctx = {
-      app: this.options.context, jobId: job.id, jobType: job.jobType, attempt: job.attempt, publisher: this.publisher,
-      signal: held.controller.signal, partition: { topic: job.topic, partition: job.partition },
-    };
-    const timeoutMs = this.options.jobTimeoutMs;
-    const timerStop = new AbortController();
-    const contenders: Promise<unknown>[] = [Promise.resolve().then(() => handler.handle(ctx, payload)), held.abandoned];
-    if (timeoutMs !== null) {
-      contenders.push(this.options.clock.sleep(timeoutMs, timerStop.signal).then(() => {
-        if (!timerStop.signal.aborted) throw new JobTimeoutError(job.id, timeoutMs);
-      }));
-    }
-    try {
-      await Promise.race(contenders);
-      return held.isAbandoned ? null : { kind: "success" };
-    } catch (thrown) {
-      if (held.isAbandoned) return null;
-      if (thrown instanceof JobTimeoutError) held.controller.abort(thrown);
-      return failureOutcome(this.options, handler, job, describeThrown(thrown));
-    } finally {
-      timerStop.abort();
-      contenders[0]!.catch(() => undefined);
-    }
-  }
-
-  // ---- leases -------------------------------------------------------------
-
-  private async runRenewer(): Promise<void> {
-    const { clock, leaseMs } = this.options;
-    const interval = Math.max(1, Math.floor(leaseMs / 3));
-    let due = clock.now() + interval;
-    while (!this.renewStop.signal.aborted) {
-      await clock.sleep(due - clock.now(), this.renewStop.signal);
-      due = Math.max(due, clock.now()) + interval;
-      if (this.renewStop.signal.aborted) break;
-      await this.renewOnce().catch((error) => this.report("partition lease renewal", error));
-    }
-  }
-
-  /** Renews every held head's lease now; a head whose epoch moved on is abandoned. */
-  async renewOnce(): Promise<void> {
-    const held = [...this.heads.values()].filter((h) => !h.isAbandoned);
-    if (held.length === 0) return;
-    const claims = held.map(({ job }) => ({ id: job.id, attempt: job.attempt, topic: job.topic, partition: job.partition, epoch: job.epoch }));
-    const { renewed } = await this.backend.partitionLeaseRenew({ owner: this.owner, claims, leaseExpiresAt: this.options.clock.now() + this.options.leaseMs });
-    const kept = new Set(renewed.map((c) => `${keyOf(c)}\0${c.epoch}`));
-    for (const h of held) {
-      if (!kept.has(`${keyOf(h.job)}\0${h.job.epoch}`)) h.abandon(new LeaseLostError(h.job.id));
-    }
-  }
-
-  // ---- events -------------------------------------------------------------
-
-  private emit(job: ClaimedPartitionJob, outcome: JobOutcome | "running"): void {
-    if (this.options.eventsEnabled) this.options.onEvent(attemptEvent(job, outcome));
   }
 
   private report(where: string, error: unknown): void {

@@ -2,7 +2,11 @@ import type { Backend, JobInsert, PartitionRef } from "../backend/backend.js";
 import { newJobId } from "../core/job-id.js";
 import type { JobStage } from "../core/job-stage.js";
 import { describeThrown, InvalidConfigError, SchemaVersionError, ServerStoppedError } from "../errors.js";
-import { MaintenanceRunner } from "../maintenance/maintenance-runner.js";
+import { ExpirySweeper } from "../maintenance/expiry-sweeper.js";
+import type { PeriodicService } from "../maintenance/periodic-service.js";
+import { StuckJobRescuer } from "../maintenance/stuck-job-rescuer.js";
+import { VacuumService } from "../maintenance/vacuum-service.js";
+import { WorkerAutoscaler } from "../maintenance/worker-autoscaler.js";
 import { PartitionRunner } from "../partition/partition-runner.js";
 import { RecurringPoller } from "../recurring/recurring-poller.js";
 import { WorkerPool } from "../worker/worker-pool.js";
@@ -32,7 +36,11 @@ export class BackgroundJobServer<C> {
   readonly publisher: JobPublisher;
   private readonly pool: WorkerPool<C>;
   private readonly partitions: PartitionRunner<C> | null;
-  private readonly maintenance: MaintenanceRunner<C>;
+  private readonly rescuer: StuckJobRescuer<C>;
+  private readonly sweeper: ExpirySweeper;
+  private readonly autoscaler: WorkerAutoscaler | null;
+  /** Every maintenance service this server runs (the rescuer, the sweeper, vacuum and autoscale when configured). */
+  private readonly services: PeriodicService[];
   private readonly recurring: RecurringPoller;
   private readonly unsubscribeWake: () => void;
   private stopped: Promise<void> | null = null;
@@ -62,7 +70,14 @@ export class BackgroundJobServer<C> {
     // Released continuations may be regular or partitioned jobs, whichever side finished their parent.
     this.pool.onReleased = wakeAll;
     if (this.partitions) this.partitions.onReleased = wakeAll;
-    this.maintenance = new MaintenanceRunner(options, backend, this.pool);
+    const host = { backend, clock: options.clock, onEvent: options.onEvent };
+    this.rescuer = new StuckJobRescuer(host, options, { intervalMs: options.rescueIntervalMs, graceMs: options.stuckGraceMs }, () => this.pool.wake());
+    this.sweeper = new ExpirySweeper(host, { intervalMs: options.sweepIntervalMs, batchSize: options.sweepBatchSize });
+    const auto = options.workerAutoscale;
+    this.autoscaler = auto && new WorkerAutoscaler(host, { ...auto, intervalMs: options.autoscaleIntervalMs, jobTypes: Object.keys(options.handlers) }, this.pool);
+    this.services = [this.rescuer, this.sweeper];
+    if (options.vacuumIntervalMs !== null && backend.capabilities.supportsVacuum) this.services.push(new VacuumService(host, { intervalMs: options.vacuumIntervalMs }));
+    if (this.autoscaler) this.services.push(this.autoscaler);
     this.recurring = new RecurringPoller({
       backend, clock: options.clock, intervalMs: options.recurringPollIntervalMs, retryPolicy: JSON.stringify(options.defaultRetryPolicy), onCommitted,
       onError: (where, error) => options.onEvent({ type: "error", where, error: describeThrown(error) }),
@@ -88,8 +103,9 @@ export class BackgroundJobServer<C> {
       throw error;
     }
     server.pool.start();
-    server.maintenance.start();
+    for (const service of server.services) service.start();
     server.recurring.start();
+    liveServers().add(server as BackgroundJobServer<unknown>);
     return server;
   }
 
@@ -131,12 +147,12 @@ export class BackgroundJobServer<C> {
 
   /** Runs the stuck-job sweep now (it also runs every `rescueIntervalMs`). Returns how many jobs it rescued. */
   rescueStuckJobs(): Promise<number> {
-    return this.maintenance.rescueStuck();
+    return this.rescuer.runOnce();
   }
 
   /** Runs the expiry sweep now. Returns how many rows it deleted. */
   sweepExpiredJobs(): Promise<number> {
-    return this.maintenance.sweepExpired();
+    return this.sweeper.runOnce();
   }
 
   /** Runs the recurring poller now (it also runs every `recurringPollIntervalMs`). Returns how many occurrences it enqueued. */
@@ -146,7 +162,7 @@ export class BackgroundJobServer<C> {
 
   /** Runs one autoscale decision now. */
   autoscaleTick(): Promise<number> {
-    return this.maintenance.autoscale();
+    return this.autoscaler?.runOnce() ?? Promise.resolve(0);
   }
 
   /**
@@ -160,13 +176,25 @@ export class BackgroundJobServer<C> {
     this.stopped ??= (async () => {
       this.publisher.stop();
       this.unsubscribeWake();
-      await Promise.all([this.maintenance.stop(), this.recurring.stop()]);
+      await Promise.all([...this.services.map((s) => s.stop()), this.recurring.stop()]);
       await Promise.all([this.pool.shutdown(deadlineMs), this.partitions?.shutdown(deadlineMs)]);
       await this.options.backend.close();
+      liveServers().delete(this as BackgroundJobServer<unknown>);
     })();
     return this.stopped;
   }
 }
+
+/**
+ * The servers of this process that were started and not yet shut down, kept
+ * under a process-global symbol so that `@later/runtime/testing`'s leak check
+ * sees them whichever copy of the module loaded them.
+ */
+export function liveServers(): Set<BackgroundJobServer<unknown>> {
+  const g = globalThis as { [LIVE_SERVERS]?: Set<BackgroundJobServer<unknown>> };
+  return (g[LIVE_SERVERS] ??= new Set());
+}
+const LIVE_SERVERS = Symbol.for("later.liveServers");
 
 /** Opens a backend and makes sure its schema is current (migrating when allowed). */
 export async function prepareBackend(backend: Backend, autoMigrate: boolean): Promise<void> {

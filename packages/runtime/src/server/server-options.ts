@@ -43,6 +43,17 @@ export interface HandlerRegistration<C> {
 export type ServerEvent =
   | { type: "job"; jobId: string; jobType: string; stage: JobStage; attempt: number; error?: string }
   | { type: "worker"; action: "added" | "removed" | "replaced"; workers: number; reason?: string }
+  /**
+   * A claim not run because its lease had already expired by the clock when
+   * its handler would have started (its process stalled after the claim):
+   * another server may hold it by now. Lease recovery takes it.
+   */
+  | { type: "job-skipped"; jobId: string; jobType: string; attempt: number; reason: string }
+  /**
+   * A maintenance task changed something: `rescue-stuck` (jobs retried or
+   * failed after their worker was lost), `rescue-head` (a crashed partition
+   * head's lost attempt recorded), `sweep-expired` (rows deleted), `vacuum`.
+   */
   | { type: "maintenance"; task: string; count: number }
   | { type: "error"; where: string; error: string };
 

@@ -1,4 +1,4 @@
-import type { ClaimedJob, JobFinish, JobOutcome } from "../backend/backend.js";
+import type { ClaimedJob, ClaimedPartitionJob, JobFinish, JobOutcome, PartitionClaim } from "../backend/backend.js";
 import type { JobPublisher } from "../server/publisher.js";
 import type { JobContext } from "../server/server-options.js";
 
@@ -6,35 +6,52 @@ import type { JobContext } from "../server/server-options.js";
 export const SUCCESS: JobOutcome = Object.freeze({ kind: "success" });
 
 /**
- * One claim this server holds, from the claim until its outcome is written
- * or the claim is abandoned. It is also the claim's {@link JobFinish}, so
- * handing an outcome to the completion batcher allocates nothing.
+ * One claim this server holds, a regular job or a partition head, from the
+ * claim until its outcome is written or the claim is given up. It is also
+ * the claim's {@link JobFinish}, so handing an outcome to the completion
+ * batcher allocates nothing.
  *
  * ```text
- *   claimed ─► buffered ─► running ─► outcome set, submitted ─► written (held no more)
- *                              └─(lease lost / shutdown deadline)─► abandoned: signal aborts, outcome not written
- *                              └─(past jobTimeoutMs)─► timed out: signal aborts, the failure is written at once
+ *   claimed ─► (buffered) ─► running ─► outcome set ─► written (held no more)
+ *      │                        ├─(lease lost / shutdown deadline)─► abandoned: signal aborts, outcome not written
+ *      │                        └─(past jobTimeoutMs)─► timed out: signal aborts, the failure is written at once
+ *      └─(lease already expired when the handler would start)─► skipped: never run, left to lease recovery
  * ```
+ *
+ * `leaseExpiresAt` is the lease this server last wrote (at the claim, then
+ * at each renewal): a claim whose lease has passed by the clock is no longer
+ * this server's to run, even if nobody has taken it over yet.
  */
 export class HeldClaim implements JobFinish {
   readonly id: string;
   readonly attempt: number;
+  /** The partition claim (topic, partition, fencing epoch) of a head; null for a regular job. */
+  readonly head: PartitionClaim | null;
   /** What the attempt led to; set when the handler settles (or times out). */
   outcome: JobOutcome = SUCCESS;
   /** When the handler started (clock ms), for the timeout watchdog. */
   startedAt = 0;
-  /** Lease lost or given up at shutdown: the outcome is not written. */
+  /** Lease lost, expired before the start, or given up at shutdown: the outcome is not written. */
   abandoned = false;
   /** The watchdog failed this attempt; the handler's own result is ignored. */
   timedOut = false;
+  /** Called once when the claim is aborted (abandoned or timed out): lets a runner stop waiting for its handler. */
+  onAbort: (() => void) | null = null;
   /** Created on first use of `ctx.signal` (most handlers never read it; one per job is measurable). */
   private controller: AbortController | null = null;
   /** Why the claim was aborted, for a signal created afterwards. */
   private abortReason: Error | null = null;
 
-  constructor(readonly job: ClaimedJob) {
+  constructor(
+    readonly job: ClaimedJob | ClaimedPartitionJob,
+    /** Clock ms when this server's lease on the claim ends; moved on by each renewal. */
+    public leaseExpiresAt: number,
+    head = false,
+  ) {
     this.id = job.id;
     this.attempt = job.attempt;
+    const p = job as ClaimedPartitionJob;
+    this.head = head ? { id: p.id, attempt: p.attempt, topic: p.topic, partition: p.partition, epoch: p.epoch } : null;
   }
 
   /** The handler's `ctx.signal`: aborted with the reason once the claim is abandoned or times out. */
@@ -47,19 +64,23 @@ export class HeldClaim implements JobFinish {
   }
 
   abort(reason: Error): void {
-    this.abortReason ??= reason;
+    if (this.abortReason) return;
+    this.abortReason = reason;
     this.controller?.abort(reason);
+    this.onAbort?.();
   }
 }
 
 /**
- * The `ctx` a handler receives: plain fields, and `signal` read through to
- * the claim (created only when a handler asks for it).
+ * The `ctx` a handler receives, the same class for a regular job and a
+ * partition head: plain fields, `partition` set for heads only, and
+ * `signal` read through to the claim (created only when a handler asks).
  */
 export class JobRunContext<C> implements JobContext<C> {
   readonly jobId: string;
   readonly jobType: string;
   readonly attempt: number;
+  readonly partition: { topic: string; partition: number } | undefined;
   readonly #claim: HeldClaim;
 
   constructor(
@@ -70,6 +91,8 @@ export class JobRunContext<C> implements JobContext<C> {
     this.jobId = claim.id;
     this.jobType = claim.job.jobType;
     this.attempt = claim.attempt;
+    const head = claim.head;
+    this.partition = head === null ? undefined : { topic: head.topic, partition: head.partition };
     this.#claim = claim;
   }
 

@@ -1,28 +1,64 @@
-import type { Backend, ClaimKey } from "../backend/backend.js";
+import type { Backend } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
+import type { HeldClaim } from "./held-claim.js";
+
+/** Writes new lease expiries for held claims; resolves to the claims still held (the others are lost). */
+export type RenewLeases = (claims: readonly HeldClaim[], leaseExpiresAt: number) => Promise<ReadonlySet<HeldClaim>>;
+
+/** What a {@link LeaseRenewer} is given. */
+export interface LeaseRenewerConfig {
+  clock: Clock;
+  /** Lease length; renewals go every third of it. */
+  leaseMs: number;
+  /** The claims to renew now (unwritten, not abandoned). */
+  heldClaims: () => readonly HeldClaim[];
+  /** What renewing is: {@link LeaseRenewer.jobLeases} or {@link LeaseRenewer.partitionLeases}. */
+  renew: RenewLeases;
+  /** Claims a renewal found lost: their signal must abort and their outcome must not be written. */
+  onLost: (lost: HeldClaim[]) => void;
+  onError: (error: unknown) => void;
+}
 
 /**
- * Renews the execution leases of every claim this server holds, in one write,
- * every third of the lease. A claim missing from the renewed set has been
- * lost (its lease expired and the stuck-job sweep took it): `onLost` is told,
- * so the handler's signal aborts and its result is discarded.
+ * Renews the leases of every claim one runner holds, in one write, every
+ * third of the lease: regular claims through `leaseRenew` (the job row's
+ * lease), partition heads through `partitionLeaseRenew` (the partition's
+ * lease, fenced by epoch). Each renewed claim's `leaseExpiresAt` moves on
+ * to the new expiry; a claim missing from the renewed set has been lost
+ * (the stuck-job sweep or another partition owner took it), and `onLost`
+ * is told, so the handler's signal aborts and its result is discarded.
  *
- * Lifecycle: `start()` begins the loop, `stop()` ends it (idempotent) and
- * resolves once the loop has exited.
+ * ```text
+ *   start() ──► every leaseMs/3: renew held claims ─┬─► kept: leaseExpiresAt = now + leaseMs
+ *                                                    └─► missing: onLost
+ *   stop() ──► loop exits (idempotent; resolves once it has)
+ * ```
  */
 export class LeaseRenewer {
   private loop: Promise<void> | null = null;
   private readonly stopController = new AbortController();
 
-  constructor(
-    private readonly backend: Backend,
-    private readonly clock: Clock,
-    private readonly owner: string,
-    private readonly leaseMs: number,
-    private readonly heldClaims: () => ClaimKey[],
-    private readonly onLost: (lost: ClaimKey[]) => void,
-    private readonly onError: (error: unknown) => void,
-  ) {}
+  constructor(private readonly config: LeaseRenewerConfig) {}
+
+  /** Regular claims: the job rows' leases, held by `owner`. */
+  static jobLeases(backend: Backend, owner: string): RenewLeases {
+    return async (claims, leaseExpiresAt) => {
+      const { renewed } = await backend.leaseRenew({ owner, claims, leaseExpiresAt });
+      const kept = new Set(renewed.map((c) => `${c.id}/${c.attempt}`));
+      return new Set(claims.filter((c) => kept.has(`${c.id}/${c.attempt}`)));
+    };
+  }
+
+  /** Partition heads: the partitions' leases, held by `owner` under each claim's epoch. */
+  static partitionLeases(backend: Backend, owner: string): RenewLeases {
+    const key = (c: { topic: string; partition: number; epoch: number }) => `${c.topic}\0${c.partition}\0${c.epoch}`;
+    return async (claims, leaseExpiresAt) => {
+      const heads = claims.flatMap((c) => (c.head ? [c.head] : []));
+      const { renewed } = await backend.partitionLeaseRenew({ owner, claims: heads, leaseExpiresAt });
+      const kept = new Set(renewed.map(key));
+      return new Set(claims.filter((c) => c.head !== null && kept.has(key(c.head))));
+    };
+  }
 
   start(): void {
     this.loop ??= this.run();
@@ -33,31 +69,36 @@ export class LeaseRenewer {
     await this.loop;
   }
 
-  /** Renews now; exposed for tests. */
+  /** Renews now (the loop calls it; exposed for tests and `renewPartitionLeases`). */
   async renewOnce(): Promise<void> {
-    const claims = this.heldClaims();
+    const claims = this.config.heldClaims();
     if (claims.length === 0) return;
-    const { renewed } = await this.backend.leaseRenew({ owner: this.owner, claims, leaseExpiresAt: this.clock.now() + this.leaseMs });
-    const kept = new Set(renewed.map((c) => `${c.id}/${c.attempt}`));
-    const lost = claims.filter((c) => !kept.has(`${c.id}/${c.attempt}`));
-    if (lost.length > 0) this.onLost(lost);
+    const leaseExpiresAt = this.config.clock.now() + this.config.leaseMs;
+    const kept = await this.config.renew(claims, leaseExpiresAt);
+    const lost: HeldClaim[] = [];
+    for (const c of claims) {
+      if (kept.has(c)) c.leaseExpiresAt = Math.max(c.leaseExpiresAt, leaseExpiresAt);
+      else lost.push(c);
+    }
+    if (lost.length > 0) this.config.onLost(lost);
   }
 
   private async run(): Promise<void> {
+    const { clock, leaseMs } = this.config;
     const signal = this.stopController.signal;
-    const interval = Math.max(1, Math.floor(this.leaseMs / 3));
+    const interval = Math.max(1, Math.floor(leaseMs / 3));
     // Renewals keep a schedule (every `interval` from start), so time spent in
     // the renewal write, or a clock that moved meanwhile, does not push the
     // next one back; after a stall it renews once and goes on from then.
-    let due = this.clock.now() + interval;
+    let due = clock.now() + interval;
     while (!signal.aborted) {
-      await this.clock.sleep(due - this.clock.now(), signal);
-      due = Math.max(due, this.clock.now()) + interval;
+      await clock.sleep(due - clock.now(), signal);
+      due = Math.max(due, clock.now()) + interval;
       if (signal.aborted) break;
       try {
         await this.renewOnce();
       } catch (error) {
-        this.onError(error);
+        this.config.onError(error);
       }
     }
   }

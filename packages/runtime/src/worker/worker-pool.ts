@@ -11,9 +11,11 @@
  *
  * ```text
  *   claimed ─► buffered ─► running ─► outcome submitted ─► written (held no more)
- *      │          │           │
- *      │          │           └─(lease lost / timeout / shutdown deadline)─► abandoned: signal aborts,
- *      │          │                                                          result discarded
+ *      │          │  │         │
+ *      │          │  │         └─(lease lost / timeout / shutdown deadline)─► abandoned: signal aborts,
+ *      │          │  │                                                        result discarded
+ *      │          │  └─(lease already expired when a worker takes it)─► skipped: never run, renewed no
+ *      │          │                                                      more, left to the stuck-job sweep
  *      │          └─(shutdown)─► released back to its earlier stage
  *      └─ every held claim's lease is renewed by the LeaseRenewer until written
  * ```
@@ -27,21 +29,22 @@
  *
  * Supervision: a worker loop that throws (a bug in later, never a handler
  * error) is replaced; a handler that outlives `jobTimeoutMs` is failed by
- * the watchdog, and its worker slot gets a fresh loop while the old promise
- * is abandoned.
+ * the executor's watchdog, and its worker slot gets a fresh loop while the
+ * old promise is abandoned.
  *
- * The per-job path allocates little: the claim is its own finish record
- * ({@link HeldClaim}), `ctx` is one small object, and no timer, race or
- * promise is made per job for the timeout.
+ * Each attempt is run by the {@link JobExecutor} (lease check, decode,
+ * context, signal, timeout, retry decision), as the partition runner's are;
+ * this pool only claims, buffers and batches the outcomes. The per-job path
+ * allocates little: the claim is its own finish record ({@link HeldClaim}).
  */
-import type { Backend, ClaimKey, ClaimedJob, JobOutcome } from "../backend/backend.js";
-import { describeThrown, JobTimeoutError, LeaseLostError, PayloadDecodeError, ServerStoppedError } from "../errors.js";
+import type { Backend, ClaimedJob, JobOutcome } from "../backend/backend.js";
+import { describeThrown, LeaseLostError, ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../server/publisher.js";
 import { attemptEvent, type ResolvedServerOptions } from "../server/server-options.js";
 import { ClaimPacer } from "./claim-pacer.js";
 import { CompletionBatcher } from "./completion-batcher.js";
-import { failureOutcome } from "./failure-outcome.js";
-import { HeldClaim, JobRunContext, SUCCESS } from "./held-claim.js";
+import { HeldClaim } from "./held-claim.js";
+import { JobExecutor } from "./job-executor.js";
 import { LeaseRenewer } from "./lease-renewer.js";
 
 /** The abort reason of a wake-up (not an error; nobody reads it). */
@@ -72,7 +75,7 @@ export class WorkerPool<C> {
   private readonly renewer: LeaseRenewer;
   private readonly jobTypes: string[];
   private readonly pacer: ClaimPacer;
-  private readonly stopSignal = new AbortController();
+  private readonly executor: JobExecutor<C>;
   /**
    * Test seam (set through `@later/runtime/testing`): called in a worker loop
    * right after it took a claim; a throw there is a dying worker loop.
@@ -80,7 +83,6 @@ export class WorkerPool<C> {
   loopFault: (() => void) | null = null;
   /** Told when written outcomes released waiting continuations (some may be partitioned jobs). */
   onReleased: (() => void) | null = null;
-  private watchdog: Promise<void> | null = null;
 
   constructor(
     private readonly options: ResolvedServerOptions<C>,
@@ -98,8 +100,11 @@ export class WorkerPool<C> {
         this.onReleased?.();
       }
     }, reportError("complete"));
-    this.renewer = new LeaseRenewer(backend, options.clock, owner, options.leaseMs,
-      () => [...this.held.values()], (lost) => this.onLeasesLost(lost), reportError("lease renewal"));
+    this.renewer = new LeaseRenewer({
+      clock: options.clock, leaseMs: options.leaseMs, renew: LeaseRenewer.jobLeases(backend, owner),
+      heldClaims: () => [...this.held.values()], onLost: (lost) => this.onLeasesLost(lost), onError: reportError("lease renewal"),
+    });
+    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.timedOut(claim, outcome));
   }
 
   /** Live worker count. */
@@ -123,7 +128,7 @@ export class WorkerPool<C> {
     for (let i = 0; i < this.options.workerCount; i++) this.addWorker();
     this.renewer.start();
     this.fetchLoop ??= this.runFetcher();
-    if (this.options.jobTimeoutMs !== null) this.watchdog ??= this.runWatchdog(this.options.jobTimeoutMs);
+    this.executor.start();
   }
 
   /**
@@ -166,7 +171,6 @@ export class WorkerPool<C> {
   async shutdown(deadlineMs: number): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    this.stopSignal.abort();
     this.wake();
     await this.fetchLoop;
     const unstarted = this.buffer.splice(0);
@@ -187,7 +191,7 @@ export class WorkerPool<C> {
     await this.batcher.drain();
     this.batcher.stop();
     await this.renewer.stop();
-    await this.watchdog;
+    await this.executor.stop();
     this.slots.length = 0;
   }
 
@@ -207,9 +211,10 @@ export class WorkerPool<C> {
         try {
           const now = clock.now();
           this.moreMayBeReady = false;
-          const claimed = await this.backend.jobClaimReady({ owner: this.owner, limit, now, leaseExpiresAt: now + leaseMs, jobTypes: this.jobTypes });
+          const leaseExpiresAt = now + leaseMs;
+          const claimed = await this.backend.jobClaimReady({ owner: this.owner, limit, now, leaseExpiresAt, jobTypes: this.jobTypes });
           this.pacer.claimTook(clock.now() - now);
-          for (const job of claimed.jobs) this.accept(job);
+          for (const job of claimed.jobs) this.accept(job, leaseExpiresAt);
           if (claimed.jobs.length === limit) {
             this.moreMayBeReady = true;
             // Let completions, timers and I/O run before the next claim: with a
@@ -233,52 +238,33 @@ export class WorkerPool<C> {
     }
   }
 
-  private accept(job: ClaimedJob): void {
-    const claim = new HeldClaim(job);
+  private accept(job: ClaimedJob, leaseExpiresAt: number): void {
+    const claim = new HeldClaim(job, leaseExpiresAt);
     this.held.set(job.id, claim);
     const waiter = this.idle.shift();
     if (waiter) waiter(claim);
     else this.buffer.push(claim);
   }
 
-  private onLeasesLost(lost: ClaimKey[]): void {
-    for (const key of lost) {
-      const h = this.held.get(key.id);
-      if (!h || h.job.attempt !== key.attempt) continue;
+  private onLeasesLost(lost: HeldClaim[]): void {
+    for (const h of lost) {
+      if (this.held.get(h.id) !== h) continue;
       const i = this.buffer.indexOf(h);
       if (i >= 0) this.buffer.splice(i, 1);
-      this.abandon(h, new LeaseLostError(key.id));
+      this.abandon(h, new LeaseLostError(h.id));
     }
   }
 
   private abandon(h: HeldClaim, reason: Error): void {
-    h.abandoned = true;
     this.held.delete(h.id);
-    h.abort(reason);
+    this.executor.abandon(h, reason);
   }
 
-  /**
-   * One loop for every handler's timeout, instead of a timer per job:
-   * checks the running claims every `min(jobTimeoutMs / 4, 1 s)`.
-   */
-  private async runWatchdog(timeoutMs: number): Promise<void> {
-    const { clock } = this.options;
-    while (!this.stopping) {
-      await clock.sleep(Math.max(1, Math.min(Math.floor(timeoutMs / 4), 1_000)), this.stopSignal.signal);
-      const now = clock.now();
-      for (const slot of this.slots) {
-        const h = slot.current;
-        if (h && !h.abandoned && !h.timedOut && now - h.startedAt >= timeoutMs) this.timeOut(slot, h, timeoutMs);
-      }
-    }
-  }
-
-  /** Fails an attempt past `jobTimeoutMs` now, aborts its signal, and gives its slot a fresh loop (the hung handler is left behind). */
-  private timeOut(slot: WorkerSlot, claim: HeldClaim, timeoutMs: number): void {
-    claim.timedOut = true;
-    const error = new JobTimeoutError(claim.id, timeoutMs);
-    claim.abort(error);
-    this.submit(claim, failureOutcome(this.options, this.options.handlers[claim.job.jobType]!, claim.job, describeThrown(error)));
+  /** The executor's watchdog failed `claim` (past `jobTimeoutMs`): writes the failure now and gives its slot a fresh loop (the hung handler is left behind). */
+  private timedOut(claim: HeldClaim, outcome: JobOutcome): void {
+    this.submit(claim, outcome);
+    const slot = this.slots.find((s) => s.current === claim);
+    if (!slot) return;
     slot.current = null;
     if (this.stopping) return;
     this.options.onEvent({ type: "worker", action: "replaced", workers: this.slots.length, reason: "job timeout" });
@@ -331,27 +317,11 @@ export class WorkerPool<C> {
     for (const resolve of this.idle.splice(0)) resolve(null);
   }
 
-  /** Runs one claim's handler and submits its outcome (unless the claim was abandoned or timed out meanwhile). */
+  /** Runs one claim's attempt and submits its outcome (none when it was skipped, abandoned or timed out meanwhile). */
   private async run(claim: HeldClaim): Promise<void> {
-    const job = claim.job;
-    const handler = this.options.handlers[job.jobType]!;
-    let payload: unknown;
-    try {
-      payload = handler.decode === undefined ? JSON.parse(job.payload) : handler.decode(job.payload);
-    } catch (cause) {
-      this.submit(claim, { kind: "fail", error: new PayloadDecodeError(job.jobType, describeThrown(cause), cause).message });
-      return;
-    }
-    if (this.options.eventsEnabled) this.options.onEvent(attemptEvent(job, "running"));
-    claim.startedAt = this.options.clock.now();
-    let outcome = SUCCESS;
-    try {
-      await handler.handle(new JobRunContext(this.options.context, this.publisher, claim), payload);
-    } catch (thrown) {
-      if (claim.timedOut) return;
-      outcome = failureOutcome(this.options, handler, job, describeThrown(thrown));
-    }
-    if (!claim.timedOut && !claim.abandoned) this.submit(claim, outcome);
+    const outcome = await this.executor.run(claim);
+    if (outcome !== null) this.submit(claim, outcome);
+    else if (claim.abandoned && !claim.timedOut && this.held.get(claim.id) === claim) this.held.delete(claim.id); // skipped: renewed no more
   }
 
   private submit(claim: HeldClaim, outcome: JobOutcome): void {

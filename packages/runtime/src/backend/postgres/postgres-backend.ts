@@ -33,6 +33,7 @@ import { DatabaseUnavailableError } from "../../errors.js";
 import { loadDriver } from "../load-driver.js";
 import { checkPostgresOptions, type PostgresBackendOptions } from "./postgres-backend-options.js";
 import type * as B from "../backend.js";
+import { liveBackends } from "../live-backends.js";
 import type { LaterDatabase } from "../schema.js";
 import { callerExecutor, clientExecutor, type Execute } from "./postgres-executors.js";
 import { PostgresJobQueries, type Statement } from "./postgres-job-queries.js";
@@ -161,6 +162,7 @@ export class PostgresBackend implements B.Backend {
       );
     }
     this.pool = pool;
+    liveBackends().set(this, `postgres schema ${this.schema} (namespace ${this.namespace})`);
     // Kysely on the same pool, for the statements off the hot path. Never destroyed: that would end the pool.
     this.db = new PostgresKyselyQueries(new Kysely<LaterDatabase>({ dialect: new PostgresDialect({ pool }) }).withSchema(this.schema), this.namespace);
     await wakeups;
@@ -171,6 +173,7 @@ export class PostgresBackend implements B.Backend {
     const pool = this.pool;
     this.pool = null;
     this.db = null;
+    liveBackends().delete(this);
     await this.wakeups.stop();
     if (!pool) return;
     if (this.options.pool === undefined) await pool.end();

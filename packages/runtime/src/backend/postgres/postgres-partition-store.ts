@@ -39,6 +39,7 @@ class PartitionQueries {
   readonly headOf: Statement;
   readonly leaseTake: Statement;
   readonly headsRun: Statement;
+  readonly headsTakeOver: Statement;
   readonly held: Statement;
   readonly successNext: Statement;
   readonly leaseFree: Statement;
@@ -76,6 +77,10 @@ RETURNING p.topic, p.partition_no, p.epoch`);
     this.headsRun = statement(`UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = $3,
   stages = ${appendStage("running", "$3::bigint")}
 WHERE j.namespace = $1 AND j.id = ANY($4::text[])
+RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.seq, j.topic, j.partition_no`);
+    // A head still `running` under a free lease: its claimer is gone; taken over without a new attempt (lostAttempt).
+    this.headsTakeOver = statement(`UPDATE ${jobs} j SET lease_owner = $2, updated_at = $3
+WHERE j.namespace = $1 AND j.id = ANY($4::text[]) AND j.stage = 'running'
 RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.seq, j.topic, j.partition_no`);
     this.held = statement(`SELECT 1 AS ok FROM ${parts}
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE`);
@@ -287,14 +292,22 @@ export class PostgresPartitionStore {
     return { partitions: rows.map((r) => ({ topic: String(r.topic), partition: Number(r.partition_no), unfinished: Number(r.unfinished), leaseOwner: (r.lease_owner as string | null) ?? null })) };
   }
 
-  /** Takes the leases (next epoch) of the heads' partitions and marks the heads running. */
+  /**
+   * Takes the leases (next epoch) of the heads' partitions and marks the heads
+   * running; heads already `running` (their claimer is gone) are taken over as
+   * they are, their lost attempts left for the caller to record.
+   */
   private async claim(execute: Execute, heads: Row[], owner: string, leaseExpiresAt: number, now: number): Promise<B.ClaimedPartitionJob[]> {
     const leases = await execute(this.q.leaseTake, [this.ns, owner, leaseExpiresAt, heads.map((h) => h.topic), heads.map((h) => Number(h.partition_no))]);
     const epochs = new Map(leases.map((l) => [`${String(l.topic)}\0${Number(l.partition_no)}`, Number(l.epoch)]));
-    const rows = await execute(this.q.headsRun, [this.ns, owner, now, heads.map((h) => String(h.id))]);
-    return rows.map((r) => {
+    const lost = heads.filter((h) => h.stage === "running").map((h) => String(h.id));
+    const fresh = heads.filter((h) => h.stage !== "running").map((h) => String(h.id));
+    const rows = fresh.length === 0 ? [] : await execute(this.q.headsRun, [this.ns, owner, now, fresh]);
+    const taken = lost.length === 0 ? [] : await execute(this.q.headsTakeOver, [this.ns, owner, now, lost]);
+    const head = (r: Row, lostAttempt: boolean) => {
       const ref = { topic: String(r.topic), partition: Number(r.partition_no) };
-      return claimedHead(r, ref, epochs.get(`${ref.topic}\0${ref.partition}`)!);
-    });
+      return claimedHead(r, ref, epochs.get(`${ref.topic}\0${ref.partition}`)!, lostAttempt);
+    };
+    return [...rows.map((r) => head(r, false)), ...taken.map((r) => head(r, true))];
   }
 }

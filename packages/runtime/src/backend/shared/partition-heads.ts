@@ -8,8 +8,9 @@ import type { Row } from "./job-rows.js";
 /**
  * When a head can be claimed: now for an enqueued head, at `run_at` for a
  * delayed or retrying one, at once for a `running` head whose partition
- * lease is free (its claimer is gone: the head runs again). Null for a
- * waiting continuation, which blocks until its parent succeeds.
+ * lease is free (its claimer is gone: the claim records the lost attempt,
+ * see `ClaimedPartitionJob.lostAttempt`). Null for a waiting continuation,
+ * which blocks until its parent succeeds.
  */
 export function readyAt(head: Row, now: number): number | null {
   switch (head.stage) {
@@ -25,9 +26,11 @@ export function readyAt(head: Row, now: number): number | null {
 }
 
 /** A claimed head row as the seam's {@link B.ClaimedPartitionJob}. */
-export function claimedHead(r: Row, ref: B.PartitionRef, epoch: number): B.ClaimedPartitionJob {
-  return {
+export function claimedHead(r: Row, ref: B.PartitionRef, epoch: number, lostAttempt = false): B.ClaimedPartitionJob {
+  const head: B.ClaimedPartitionJob = {
     id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), attempt: Number(r.attempt),
     retryPolicy: String(r.retry_policy), topic: ref.topic, partition: ref.partition, seq: Number(r.seq), epoch,
   };
+  if (lostAttempt) head.lostAttempt = true;
+  return head;
 }

@@ -25,6 +25,7 @@ import type Database from "better-sqlite3";
 import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
 import { DatabaseUnavailableError, InvalidConfigError } from "../../errors.js";
 import type * as B from "../backend.js";
+import { liveBackends } from "../live-backends.js";
 import { loadDriver } from "../load-driver.js";
 import { SqliteConnection } from "./sqlite-connection.js";
 import { SqliteJobStore } from "./sqlite-job-store.js";
@@ -125,6 +126,7 @@ export class SqliteBackend implements B.Backend {
     if (this.connection) return;
     const { file, database } = this.options;
     this.connection = SqliteConnection.open(database ? { database: database as Database.Database } : { file: file!, driver: this.driver! }, this.options.busyTimeoutMs ?? 5_000);
+    liveBackends().set(this, `sqlite ${this.file} (namespace ${this.namespace})`);
   }
 
   async close(): Promise<void> {
@@ -132,6 +134,7 @@ export class SqliteBackend implements B.Backend {
     this.watcher = null;
     this.connection?.close();
     this.connection = null;
+    liveBackends().delete(this);
   }
 
   // ---- migrations -------------------------------------------------------

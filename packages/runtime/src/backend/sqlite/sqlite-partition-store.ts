@@ -70,7 +70,7 @@ export class SqlitePartitionStore {
           nextRunAt = nextRunAt === null ? wait : Math.min(nextRunAt, wait);
           continue;
         }
-        claimed.push(this.claim(c, ref, String(head.id), params.owner, params.leaseExpiresAt, params.now));
+        claimed.push(this.claim(c, ref, head, params.owner, params.leaseExpiresAt, params.now));
       }
       return { claimed, nextRunAt };
     });
@@ -91,7 +91,7 @@ export class SqlitePartitionStore {
         const head = c.get(HEAD, this.ns, claim.topic, claim.partition);
         const at = head ? readyAt(head, now) : null;
         if (head && at !== null && at <= now && params.claimNext.jobTypes.includes(String(head.job_type))) {
-          next = this.claim(c, claim, String(head.id), params.owner, params.claimNext.leaseExpiresAt, now);
+          next = this.claim(c, claim, head, params.owner, params.claimNext.leaseExpiresAt, now);
         }
       }
       if (!next) {
@@ -163,12 +163,24 @@ export class SqlitePartitionStore {
     return { partitions: rows.map((r) => ({ topic: String(r.topic), partition: Number(r.partition_no), unfinished: Number(r.unfinished), leaseOwner: (r.lease_owner as string | null) ?? null })) };
   }
 
-  /** Takes the partition lease (next epoch) and marks its head running. */
-  private claim(c: SqliteConnection, ref: B.PartitionRef, id: string, owner: string, leaseExpiresAt: number, now: number): B.ClaimedPartitionJob {
+  /**
+   * Takes the partition lease (next epoch) and marks its head running; a head
+   * already `running` (its claimer is gone) is taken over as it is, its lost
+   * attempt left for the caller to record.
+   */
+  private claim(c: SqliteConnection, ref: B.PartitionRef, head: Record<string, unknown>, owner: string, leaseExpiresAt: number, now: number): B.ClaimedPartitionJob {
+    const id = String(head.id);
     const p = c.get(
       `UPDATE later_partitions SET lease_owner = ?, lease_expires_at = ?, epoch = epoch + 1
        WHERE namespace = ? AND topic = ? AND partition_no = ? RETURNING epoch`,
       owner, leaseExpiresAt, this.ns, ref.topic, ref.partition)!;
+    if (head.stage === "running") {
+      const lost = c.get(
+        `UPDATE later_jobs SET lease_owner = ?, updated_at = ? WHERE id = ? AND namespace = ?
+         RETURNING id, job_type, payload, attempt, retry_policy, parent_id, created_at, seq`,
+        owner, now, id, this.ns)!;
+      return claimedHead(lost, ref, Number(p.epoch), true);
+    }
     const j = c.get(
       `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = NULL, updated_at = ?,
          stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))

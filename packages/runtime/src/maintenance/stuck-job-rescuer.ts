@@ -1,0 +1,62 @@
+import type { JobFinish } from "../backend/backend.js";
+import type { ResolvedServerOptions } from "../server/server-options.js";
+import { lostAttemptError, retryDecision } from "../worker/retry-decision.js";
+import { checkInt, PeriodicService, type MaintenanceHost } from "./periodic-service.js";
+
+/** Settings of the {@link StuckJobRescuer}. */
+export interface StuckJobRescuerConfig {
+  /** How often it looks (one server per interval). Server option `rescueIntervalMs`, default 15000. */
+  intervalMs: number;
+  /** A running job is rescued once its lease has been expired this long. Server option `stuckGraceMs`, default `leaseMs`. */
+  graceMs: number;
+  /** Jobs read and finished per statement. Default 100. */
+  batchSize?: number;
+}
+
+/**
+ * Task `rescue-stuck` (J7): regular jobs still `running` whose lease expired
+ * more than `graceMs` ago lost their worker (its process crashed or
+ * stalled). Each lost attempt counts: the same retry decision as a handler
+ * that threw ({@link retryDecision}, the job type's own policy replacing the
+ * stored one) requeues it or, retries spent, fails it. The writes are fenced
+ * by the lease, so a worker that renewed meanwhile keeps its job. Partition
+ * heads are not its business: a crashed head's lost attempt is recorded by
+ * the next claim of its partition (`ClaimedPartitionJob.lostAttempt`).
+ *
+ * Event: `{ type: "maintenance", task: "rescue-stuck", count }` after a run
+ * that rescued jobs; `onRescued` wakes the local workers.
+ */
+export class StuckJobRescuer<C> extends PeriodicService {
+  readonly graceMs: number;
+  readonly batchSize: number;
+
+  constructor(
+    host: MaintenanceHost,
+    private readonly options: ResolvedServerOptions<C>,
+    config: StuckJobRescuerConfig,
+    private readonly onRescued: () => void,
+  ) {
+    super(host, "rescue-stuck", config.intervalMs, true);
+    this.graceMs = checkInt(this.task, "graceMs", config.graceMs, 0);
+    this.batchSize = checkInt(this.task, "batchSize", config.batchSize ?? 100, 1);
+  }
+
+  /** Retries or fails running jobs whose workers are gone. Resolves to how many. */
+  async runOnce(): Promise<number> {
+    const { backend, clock } = this.host;
+    const now = clock.now();
+    const leaseExpiredBefore = now - this.graceMs;
+    let total = 0;
+    for (;;) {
+      const stuck = await backend.jobListStuck({ leaseExpiredBefore, limit: this.batchSize });
+      if (stuck.length === 0) return total;
+      const finishes: JobFinish[] = stuck.map((job) => ({
+        id: job.id, attempt: job.attempt, outcome: retryDecision(this.options, job, lostAttemptError(job.attempt)),
+      }));
+      const { applied } = await backend.jobFinishMany({ finishes, now, retentionMs: this.options.retentionMs, leaseExpiredBefore });
+      total += applied.length;
+      if (applied.length > 0) this.onRescued();
+      if (applied.length === 0 || stuck.length < this.batchSize) return total;
+    }
+  }
+}

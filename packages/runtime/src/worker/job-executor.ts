@@ -1,0 +1,125 @@
+/**
+ * Runs one attempt of a claim, a regular job or a partition head: the one
+ * place every attempt goes through (so metrics, progress and tracing have
+ * one place to hook). The claimers differ (the worker pool batches claims
+ * and completions; the partition runner finishes a head and claims the
+ * next in one write); the attempt does not.
+ *
+ * ```text
+ *   run(claim) ─► lease still valid? ──no──► skipped (event "job-skipped"): null, nothing written
+ *                   │ yes
+ *                   ▼
+ *                 decode ──throws──► fail (no retry can fix a payload)
+ *                   ▼
+ *                 "running" event, ctx (ctx.partition for heads), handler(ctx, payload)
+ *                   ├─ resolves ─► success
+ *                   ├─ throws ──► retryDecision: retry at the policy's delay, or fail (retries spent)
+ *                   ├─ abandoned meanwhile (lease lost, shutdown deadline) ─► null: signal aborted, nothing written
+ *                   └─ past jobTimeoutMs (watchdog) ─► timed out: signal aborted, the retry decision's outcome
+ *                                                      goes to `onTimedOut` at once; run() then resolves null
+ * ```
+ *
+ * Timeouts: one watchdog loop per executor checks the running claims every
+ * `min(jobTimeoutMs / 4, 1 s)`, instead of a timer per job; a timed-out
+ * handler is left behind (it cannot be stopped), so its runner carries on
+ * from `onTimedOut` (the worker pool gives the slot a fresh loop).
+ *
+ * The per-job path allocates little: no timer, race or promise is made per
+ * job for the timeout or the lease, `ctx` is one small object and the
+ * handler's signal is created only when it is read.
+ *
+ * Lifecycle: `start()` starts the watchdog (when `jobTimeoutMs` is set),
+ * `stop()` (idempotent) ends it and resolves once it has exited.
+ */
+import type { JobOutcome } from "../backend/backend.js";
+import { describeThrown, JobTimeoutError, PayloadDecodeError } from "../errors.js";
+import type { JobPublisher } from "../server/publisher.js";
+import { attemptEvent, type ResolvedServerOptions } from "../server/server-options.js";
+import { HeldClaim, JobRunContext, SUCCESS } from "./held-claim.js";
+import { retryDecision } from "./retry-decision.js";
+
+export class JobExecutor<C> {
+  /** Claims whose handler is running now, for the watchdog. */
+  private readonly running = new Set<HeldClaim>();
+  private readonly stopController = new AbortController();
+  private watchdog: Promise<void> | null = null;
+
+  constructor(
+    private readonly options: ResolvedServerOptions<C>,
+    private readonly publisher: JobPublisher,
+    /** Told of an attempt the watchdog failed, with the outcome to write; the handler is still running, abandoned. */
+    private readonly onTimedOut: (claim: HeldClaim, outcome: JobOutcome) => void,
+  ) {}
+
+  start(): void {
+    const timeoutMs = this.options.jobTimeoutMs;
+    if (timeoutMs !== null) this.watchdog ??= this.runWatchdog(timeoutMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopController.abort();
+    await this.watchdog;
+  }
+
+  /**
+   * Runs one attempt of `claim`. Resolves to the outcome to write, or null
+   * when nothing may be written: the lease had expired before the start,
+   * the claim was abandoned meanwhile, or it timed out (its outcome went to
+   * `onTimedOut`). Never rejects.
+   */
+  async run(claim: HeldClaim): Promise<JobOutcome | null> {
+    const { options } = this;
+    const job = claim.job;
+    const now = options.clock.now();
+    if (now >= claim.leaseExpiresAt) {
+      // Its lease ended while it waited (a stalled process, a clock jump): another server may hold it
+      // already. Not run; lease recovery takes it (the stuck-job sweep, or the head's next claim).
+      claim.abandoned = true;
+      options.onEvent({ type: "job-skipped", jobId: job.id, jobType: job.jobType, attempt: job.attempt,
+        reason: `the lease of attempt ${job.attempt} expired ${now - claim.leaseExpiresAt} ms before its handler could start` });
+      return null;
+    }
+    const handler = options.handlers[job.jobType]!;
+    let payload: unknown;
+    try {
+      payload = handler.decode === undefined ? JSON.parse(job.payload) : handler.decode(job.payload);
+    } catch (cause) {
+      return { kind: "fail", error: new PayloadDecodeError(job.jobType, describeThrown(cause), cause).message };
+    }
+    if (options.eventsEnabled) options.onEvent(attemptEvent(job, "running"));
+    claim.startedAt = now;
+    this.running.add(claim);
+    let outcome = SUCCESS;
+    try {
+      await handler.handle(new JobRunContext(options.context, this.publisher, claim), payload);
+    } catch (thrown) {
+      if (!claim.timedOut) outcome = retryDecision(options, job, describeThrown(thrown));
+    }
+    this.running.delete(claim);
+    return claim.timedOut || claim.abandoned ? null : outcome;
+  }
+
+  /** Gives a claim up (lease lost, shutdown deadline): its signal aborts with `reason` and its outcome is not written. */
+  abandon(claim: HeldClaim, reason: Error): void {
+    claim.abandoned = true;
+    claim.abort(reason);
+  }
+
+  private async runWatchdog(timeoutMs: number): Promise<void> {
+    const { clock } = this.options;
+    const signal = this.stopController.signal;
+    while (!signal.aborted) {
+      await clock.sleep(Math.max(1, Math.min(Math.floor(timeoutMs / 4), 1_000)), signal);
+      const now = clock.now();
+      for (const claim of this.running) {
+        if (claim.abandoned) this.running.delete(claim); // given up: its handler may never settle
+        if (claim.abandoned || now - claim.startedAt < timeoutMs) continue;
+        this.running.delete(claim);
+        claim.timedOut = true;
+        const error = new JobTimeoutError(claim.id, timeoutMs);
+        claim.abort(error);
+        this.onTimedOut(claim, retryDecision(this.options, claim.job, describeThrown(error)));
+      }
+    }
+  }
+}
