@@ -296,6 +296,12 @@ export interface Backend {
   jobGet(params: JobGetParams): Promise<JobRecord | null>;
   /** A cursor page of jobs ordered by id (see {@link JobListParams.order}), filtered by stage and job type. */
   jobList(params: JobListParams): Promise<JobRecord[]>;
+  /**
+   * Jobs per stage of the namespace, read from the stage counters that
+   * every change keeps in its own transaction (SQLite: row triggers;
+   * PostgreSQL: statement triggers into sharded rows): a few small reads
+   * at any backlog, never a count of the jobs.
+   */
   jobCountByStage(): Promise<JobCountByStageResult>;
   /**
    * Takes this interval's turn at a maintenance task: true for exactly one
@@ -330,8 +336,10 @@ export interface Backend {
   partitionHeadForceFail(params: P.PartitionHeadForceFailParams): Promise<string | null>;
   /** Deletes the partition's terminal jobs but the newest `keep` (by sequence); returns how many. */
   partitionHistoryTruncate(params: P.PartitionHistoryTruncateParams): Promise<number>;
-  /** Unfinished jobs per partition of every registered topic. */
+  /** Unfinished jobs per partition of every registered topic, read from the counters (as {@link jobCountByStage}). */
   partitionDepth(): Promise<P.PartitionDepthResult>;
+  /** Unfinished jobs per registered topic, read from the counters (as {@link jobCountByStage}). */
+  topicDepth(): Promise<P.TopicDepthResult>;
 
   /**
    * Calls `listener` (soon, coalesced) after another process may have

@@ -38,6 +38,7 @@ import { describeConnection, guarded, isConnectionError, retryConflicts, wrapDri
 import { PostgresKyselyQueries } from "./postgres-kysely-queries.js";
 import { PostgresPartitionStore } from "./postgres-partition-store.js";
 import { PostgresRecurringStore } from "./postgres-recurring-store.js";
+import { PostgresStageCounters } from "./postgres-stage-counters.js";
 import { PostgresWakeups } from "./postgres-wakeups.js";
 import type { Row } from "../shared/job-rows.js";
 
@@ -67,6 +68,7 @@ export class PostgresBackend implements B.Backend {
   private readonly jobs: PostgresJobStore;
   private readonly partitions: PostgresPartitionStore;
   private readonly recurring: PostgresRecurringStore;
+  private readonly counters: PostgresStageCounters;
   private readonly quoted: string;
   private readonly onPoolError = (): void => {
     // An idle connection died (server restart, pg_terminate_backend): the
@@ -88,6 +90,7 @@ export class PostgresBackend implements B.Backend {
     this.jobs = new PostgresJobStore(this, new PostgresJobQueries(this.quoted));
     this.partitions = new PostgresPartitionStore(this, this.jobs, this.quoted);
     this.recurring = new PostgresRecurringStore(this, this.jobs, this.quoted);
+    this.counters = new PostgresStageCounters(this.quoted, this.execute, this.namespace);
     // Channel names are identifiers (63 bytes at most): a long schema name is replaced by its hash.
     this.channel = this.schema.length <= 57 ? `later:${this.schema}` : `later:${createHash("sha1").update(this.schema).digest("hex").slice(0, 16)}`;
     this.wakeups = new PostgresWakeups(options, this.channel, this.namespace);
@@ -232,8 +235,9 @@ export class PostgresBackend implements B.Backend {
     return guarded("job list", () => this.kysely().jobList(params));
   }
 
+  /** Sums the shards of the namespace's stage counters (see `postgres-stage-counters.ts`). */
   async jobCountByStage(): Promise<B.JobCountByStageResult> {
-    return guarded("stage counts", () => this.kysely().jobCountByStage());
+    return guarded("stage counts", () => this.counters.stageCounts());
   }
 
   async maintenanceClaim(params: B.MaintenanceClaimParams): Promise<boolean> {
@@ -283,7 +287,11 @@ export class PostgresBackend implements B.Backend {
   }
 
   async partitionDepth(): Promise<B.PartitionDepthResult> {
-    return this.partitions.depth();
+    return guarded("partition depth", () => this.counters.partitionDepth());
+  }
+
+  async topicDepth(): Promise<B.TopicDepthResult> {
+    return guarded("topic depth", () => this.counters.topicDepth());
   }
 
   // ---- recurring schedules (SQL in postgres-recurring-store.ts) ----------

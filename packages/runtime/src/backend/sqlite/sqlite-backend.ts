@@ -18,13 +18,13 @@
  * their own.
  */
 import type Database from "better-sqlite3";
-import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
 import { DatabaseUnavailableError, InvalidConfigError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { SqliteConnection } from "./sqlite-connection.js";
 import { SqliteJobStore } from "./sqlite-job-store.js";
 import { SqlitePartitionStore } from "./sqlite-partition-store.js";
 import { SqliteRecurringStore } from "./sqlite-recurring-store.js";
+import { SqliteStageCounters } from "./sqlite-stage-counters.js";
 import { jobRecordFromRow, type Row } from "../shared/job-rows.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
 import { applySqliteMigrations, readSqliteMigrationStatus } from "./sqlite-migrations.js";
@@ -49,8 +49,6 @@ export function sqlite(options: SqliteBackendOptions): SqliteBackend {
   return new SqliteBackend(options);
 }
 
-const STAGE_SET = new Set<string>(JOB_STAGES);
-
 export class SqliteBackend implements B.Backend {
   readonly kind = "sqlite";
   readonly namespace: string;
@@ -61,6 +59,7 @@ export class SqliteBackend implements B.Backend {
   private readonly jobs = new SqliteJobStore(this);
   private readonly partitions = new SqlitePartitionStore(this.jobs);
   private readonly recurring = new SqliteRecurringStore(this.jobs);
+  private readonly counters = new SqliteStageCounters(this);
   private watcher: WalWatcher | null = null;
   constructor(private readonly options: SqliteBackendOptions) {
     if (options === null || typeof options !== "object") throw new InvalidConfigError("sqlite(options): options must be an object");
@@ -176,12 +175,9 @@ export class SqliteBackend implements B.Backend {
     return rows.map(jobRecordFromRow);
   }
 
+  /** Reads the namespace's stage counters (see `sqlite-stage-counters.ts`). */
   async jobCountByStage(): Promise<B.JobCountByStageResult> {
-    const counts = Object.fromEntries(JOB_STAGES.map((s) => [s, 0])) as Record<JobStage, number>;
-    for (const r of this.all("SELECT stage, count(*) AS n FROM later_jobs WHERE namespace = ? GROUP BY stage", this.namespace)) {
-      if (STAGE_SET.has(String(r.stage))) counts[r.stage as JobStage] = Number(r.n);
-    }
-    return { counts };
+    return this.counters.stageCounts();
   }
 
   async maintenanceClaim(params: B.MaintenanceClaimParams): Promise<boolean> {
@@ -240,7 +236,11 @@ export class SqliteBackend implements B.Backend {
   }
 
   async partitionDepth(): Promise<B.PartitionDepthResult> {
-    return this.partitions.depth();
+    return this.counters.partitionDepth();
+  }
+
+  async topicDepth(): Promise<B.TopicDepthResult> {
+    return this.counters.topicDepth();
   }
 
   // ---- recurring schedules (SQL in sqlite-recurring-store.ts) ------------

@@ -154,15 +154,6 @@ export class SqlitePartitionStore {
       this.ns, params.topic, params.partition, params.keep));
   }
 
-  depth(): B.PartitionDepthResult {
-    const rows = this.host.conn().all(
-      `SELECT p.topic, p.partition_no, p.lease_owner,
-         (SELECT count(*) FROM later_jobs j WHERE j.namespace = p.namespace AND j.topic = p.topic AND j.partition_no = p.partition_no
-            AND j.stage NOT IN ('success', 'failed')) AS unfinished
-       FROM later_partitions p WHERE p.namespace = ? ORDER BY p.topic, p.partition_no`, this.ns);
-    return { partitions: rows.map((r) => ({ topic: String(r.topic), partition: Number(r.partition_no), unfinished: Number(r.unfinished), leaseOwner: (r.lease_owner as string | null) ?? null })) };
-  }
-
   /** Takes the partition lease (next epoch) and marks its head running. */
   private claim(c: SqliteConnection, ref: B.PartitionRef, id: string, owner: string, leaseExpiresAt: number, now: number): B.ClaimedPartitionJob {
     const p = c.get(
