@@ -10,7 +10,6 @@ import { BACKENDS } from "./backends.js";
 /** Removes what migration 4 created, leaving the schema of migration 3 (SQLite statements, or PostgreSQL ones). */
 const UNDO_MIGRATION_4: Record<string, string[]> = {
   sqlite: [
-    ...["count_insert", "count_update", "count_delete", "depth_insert", "depth_update", "depth_delete"].map((t) => `DROP TRIGGER later_jobs_${t}`),
     "DROP TABLE later_stage_counts",
     "DROP TABLE later_partition_counts",
     "DELETE FROM later_migrations WHERE version = 4",
@@ -33,10 +32,8 @@ describe.each(BACKENDS)("stage counters migration on $name", (entry) => {
       await backend.open();
       await backend.migrationUp();
       const app = db.appDatabase<Record<string, never>>();
-      for (const statement of UNDO_MIGRATION_4[entry.name]!) await sql.raw(statement).execute(app);
-      expect((await backend.migrationStatus()).current).toBe(3);
 
-      // Jobs written at migration 3: plain, delayed, partitioned, one running, one finished.
+      // Jobs, then the database as migration 3 left it: plain, delayed, partitioned, one running, one finished.
       await backend.topicRegister({ topics: [topic("orders", 2)], now: Date.now() });
       const now = Date.now();
       const policy = JSON.stringify(RetryPolicy.noRetries());
@@ -49,6 +46,9 @@ describe.each(BACKENDS)("stage counters migration on $name", (entry) => {
       await backend.jobInsertMany({ jobs, now });
       const claimed = await backend.jobClaimReady({ owner: "o", limit: 2, now, leaseExpiresAt: now + 60_000, jobTypes: ["work"] });
       await backend.jobFinishMany({ finishes: [{ ...claimed.jobs[0]!, outcome: { kind: "success" } }], now, retentionMs: 60_000 });
+
+      for (const statement of UNDO_MIGRATION_4[entry.name]!) await sql.raw(statement).execute(app);
+      expect((await backend.migrationStatus()).current).toBe(3);
 
       const applied = await backend.migrationUp();
       expect(applied.applied.map((m) => m.version)).toEqual([4]);

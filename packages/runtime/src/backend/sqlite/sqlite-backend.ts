@@ -24,7 +24,7 @@ import { SqliteConnection } from "./sqlite-connection.js";
 import { SqliteJobStore } from "./sqlite-job-store.js";
 import { SqlitePartitionStore } from "./sqlite-partition-store.js";
 import { SqliteRecurringStore } from "./sqlite-recurring-store.js";
-import { SqliteStageCounters } from "./sqlite-stage-counters.js";
+import { StageDeltas } from "./sqlite-stage-counters.js";
 import { jobRecordFromRow, type Row } from "../shared/job-rows.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
 import { applySqliteMigrations, readSqliteMigrationStatus } from "./sqlite-migrations.js";
@@ -59,7 +59,7 @@ export class SqliteBackend implements B.Backend {
   private readonly jobs = new SqliteJobStore(this);
   private readonly partitions = new SqlitePartitionStore(this.jobs);
   private readonly recurring = new SqliteRecurringStore(this.jobs);
-  private readonly counters = new SqliteStageCounters(this);
+  private readonly counters = this.jobs.counters;
   private watcher: WalWatcher | null = null;
   constructor(private readonly options: SqliteBackendOptions) {
     if (options === null || typeof options !== "object") throw new InvalidConfigError("sqlite(options): options must be an object");
@@ -151,11 +151,16 @@ export class SqliteBackend implements B.Backend {
   }
 
   async jobDeleteExpired(params: B.JobDeleteExpiredParams): Promise<number> {
-    return this.immediate(() =>
-      this.run(
-        `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?)`,
-        this.namespace, params.now, params.limit),
-    );
+    return this.immediate(() => {
+      const rows = this.all(
+        `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?)
+         RETURNING stage, topic, partition_no`,
+        this.namespace, params.now, params.limit);
+      const deltas = new StageDeltas();
+      for (const r of rows) deltas.move(r.stage, null, r.topic, r.partition_no);
+      this.counters.write(deltas);
+      return rows.length;
+    });
   }
 
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
