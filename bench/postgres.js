@@ -52,7 +52,7 @@ for (const [sig, code] of [["SIGINT", 130], ["SIGTERM", 143]]) process.on(sig, (
 // Columns. `enqueue: false`: the enqueue path is the same as another column's.
 const ALL_COLUMNS = [
   { key: "laterPg", title: "later (PostgreSQL)", system: "later", store: "pg" },
-  // The same build with its stage counters' triggers dropped in this column's databases (bench/counter-triggers.js).
+  // The same build with its stage counters turned off (bench/counters-off.js: PostgreSQL drops the triggers, SQLite skips the writes).
   { key: "laterPgOff", title: "later (PostgreSQL, counters off)", system: "later", variant: "countersOff", store: "pg", latency: false },
   { key: "gwDefaults", title: "graphile-worker (defaults)", system: "graphile-worker", variant: "defaults", store: "pg" },
   { key: "gwFast", title: "graphile-worker (fast path)", system: "graphile-worker", variant: "fast", store: "pg", enqueue: false },

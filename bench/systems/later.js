@@ -2,7 +2,7 @@
 // SQLite (target.file). See bench/systems/README in bench/README.md for the
 // interface every system module implements.
 import * as later from "@later/runtime";
-import { dropCounterTriggers, storedStageCounts } from "../counter-triggers.js";
+import { storedStageCounts, turnCountersOff } from "../counters-off.js";
 import { JOB_TYPE, NAMESPACE } from "../lib.js";
 
 export const completionIsStored = true; // the "success" event is sent after the outcome batch commits
@@ -20,7 +20,7 @@ async function newBackend(target) {
   return m.postgres({ connectionString: target.pgUrl, namespace: NAMESPACE, ...(target.backendOptions ?? {}) });
 }
 
-/** `target.variant === "countersOff"`: the same build with the stage counters' triggers dropped (bench/counter-triggers.js). */
+/** `target.variant === "countersOff"`: the same build with the stage counters turned off (bench/counters-off.js). */
 const countersOff = (target) => target.variant === "countersOff";
 
 export async function prepare(target) {
@@ -28,7 +28,7 @@ export async function prepare(target) {
   await backend.open();
   await backend.migrationUp();
   await backend.close();
-  if (countersOff(target)) await dropCounterTriggers(target);
+  if (countersOff(target)) await turnCountersOff(target);
 }
 
 /** A standalone JobPublisher (the class behind server.publisher) with no server: nothing here claims jobs. */
@@ -62,7 +62,7 @@ export async function startWorkers(target, { concurrency, onJob, onDone, onError
     },
   });
   return {
-    settings: `workerCount ${concurrency}, pollIntervalMs default (1000)${countersOff(target) ? ", stage counters off (triggers dropped)" : ""}`,
+    settings: `workerCount ${concurrency}, pollIntervalMs default (1000)${countersOff(target) ? ", stage counters off (bench/counters-off.js)" : ""}`,
     stored: async () => (countersOff(target) ? storedStageCounts(target, NAMESPACE) : (await server.backend.jobCountByStage()).counts),
     stop: () => server.shutdown({ deadlineMs: 5000 }),
   };
