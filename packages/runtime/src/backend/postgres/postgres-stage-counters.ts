@@ -54,7 +54,7 @@ const FINISHED = "('success', 'failed', 'cancelled')";
  */
 const countFunction = (name: string, tables: [string, string][]) => `
 CREATE FUNCTION {schema}.${name}() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE my_shard int := {schema}.later_counter_shard();
+DECLARE my_shard int := coalesce(nullif(current_setting('later.counter_shard', true), '')::int, {schema}.later_counter_shard());
 BEGIN
   WITH net AS (
     SELECT d.namespace, d.stage, d.topic, d.partition_no, sum(d.n) AS n
