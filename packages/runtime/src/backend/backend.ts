@@ -289,7 +289,11 @@ export interface Backend {
   leaseRenew(params: LeaseRenewParams): Promise<LeaseRenewResult>;
   /** Running jobs whose lease expired before the given time. */
   jobListStuck(params: JobListStuckParams): Promise<StuckJob[]>;
-  /** Ready jobs of these types (due now): the backlog autoscaling reads. */
+  /**
+   * Ready jobs of these types (due now): the backlog autoscaling reads. A
+   * query over the partial index of claimable rows, not a counter: which
+   * delayed and requeued jobs are ready depends on the time.
+   */
   jobCountReady(params: JobCountReadyParams): Promise<number>;
   /** Deletes up to `limit` expired rows; returns how many. */
   jobDeleteExpired(params: JobDeleteExpiredParams): Promise<number>;
@@ -298,9 +302,9 @@ export interface Backend {
   jobList(params: JobListParams): Promise<JobRecord[]>;
   /**
    * Jobs per stage of the namespace, read from the stage counters that
-   * every change keeps in its own transaction (SQLite: row triggers;
-   * PostgreSQL: statement triggers into sharded rows): a few small reads
-   * at any backlog, never a count of the jobs.
+   * every change keeps in its own transaction (SQLite: each statement adds
+   * its moves; PostgreSQL: statement-level triggers into sharded rows): a
+   * few small reads at any backlog, never a count of the jobs.
    */
   jobCountByStage(): Promise<JobCountByStageResult>;
   /**
