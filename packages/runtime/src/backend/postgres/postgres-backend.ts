@@ -192,7 +192,8 @@ export class PostgresBackend implements B.Backend {
     if (params.jobs.length === 0) return { stages: [] };
     if (params.transaction !== undefined) return this.jobs.insert(callerExecutor(params.transaction), params, true);
     if (!params.jobs.some((j) => j.parentId || j.topic !== undefined)) return this.jobs.insert(this.execute, params);
-    return this.transaction("enqueue", (client) => this.jobs.insert(clientExecutor(client, this.prepared), params));
+    // Run again after a deadlock: the transaction holds partition rows while its insert also updates the stage counters.
+    return this.inTransaction("enqueue", (execute) => this.jobs.insert(execute, params));
   }
 
   async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
