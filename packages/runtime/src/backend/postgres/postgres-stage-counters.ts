@@ -25,12 +25,13 @@
  *   that shares the shard waits for it (keep such transactions short).
  * - One statement per trigger call: the transition tables are read once into
  *   the net change per (namespace, stage, topic, partition), which feeds both
- *   upserts. Measured on claim and finish in batches of 500, server CPU per
- *   job: 52.5 µs with two statements each reading the transition tables,
- *   41.8 µs with this one, 43.8 µs without triggers (a loaded machine: the
- *   last two are equal within its noise). A statement of one row (a
- *   partition head's finish) pays the whole call for one job; see
- *   bench/README.md for what that costs.
+ *   upserts. Measured on claim and finish in batches of 500 on one
+ *   connection (bench/README.md, "Stage counters on and off"): about 4 µs
+ *   of server CPU per job (36.8 against 33.0 µs, +11 %), most of it the
+ *   transition tables' copies of every changed row and their aggregation;
+ *   two statements each reading the tables cost about twice that. A
+ *   statement of one row (a partition head's finish) pays a whole trigger
+ *   call for one job.
  * - Lock order: each upsert locks its counter rows in key order, and every
  *   trigger call runs the same plan, so two statements never lock them in
  *   opposite orders. (Two multi-statement transactions of sessions sharing a
