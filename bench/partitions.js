@@ -4,6 +4,7 @@
 // claim must not pay for (it locks partitions, then probes one head each).
 // Run: `pnpm bench:partitions` (builds first) or `node bench/partitions.js`; `pnpm bench` runs it after bench/postgres.js.
 // Env: BENCH_PART_JOBS (20000), BENCH_PART_BLOCKED (100000), BENCH_REPS (3), BENCH_PG_URL.
+// later also runs with its stage counters turned off (bench/counters-off.js), back to back with them on.
 // The server runs in this process (10 workers); the jobs are written before it starts, so only processing is timed.
 // Beside it, graphile-worker 0.17's ordered path (a job queue per key), on the same PostgreSQL server.
 import { mkdtempSync, rmSync } from "node:fs";
@@ -12,8 +13,9 @@ import path from "node:path";
 import { BackgroundJobServer, partitionForKey, prepareBackend, RetryPolicy, topic } from "@later/runtime";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
+import { storedStageCounts, turnCountersOff } from "./counters-off.js";
 import { BenchDatabases } from "./pg-databases.js";
-import { cell, int, markdownTable } from "./report.js";
+import { cell, int, markdownTable, pairedRatios, ratio } from "./report.js";
 
 const envInt = (name, dflt) => Math.max(1, Number.parseInt(process.env[name] ?? "", 10) || dflt);
 const N = envInt("BENCH_PART_JOBS", 20_000);
@@ -37,10 +39,10 @@ let seq = 0;
 async function freshStore(kind) {
   if (kind === "sqlite") {
     const file = path.join(tmp, `p${++seq}.db`);
-    return { backend: () => sqlite({ file, namespace: "bench" }), release: async () => {} };
+    return { target: { file }, backend: () => sqlite({ file, namespace: "bench" }), release: async () => {} };
   }
   const db = await dbs.create("partitions");
-  return { backend: () => postgres({ connectionString: db.url, namespace: "bench", maxConnections: 12 }), release: () => dbs.drop(db.name) };
+  return { target: { pgUrl: db.url }, backend: () => postgres({ connectionString: db.url, namespace: "bench", maxConnections: 12 }), release: () => dbs.drop(db.name) };
 }
 
 let idSeq = 0;
@@ -52,11 +54,14 @@ async function insert(backend, jobs) {
   for (let i = 0; i < jobs.length; i += 2_000) await backend.jobInsertMany({ jobs: jobs.slice(i, i + 2_000), now });
 }
 
-async function run(kind, withBlocked) {
+/** `countersOff`: the same build with the stage counters turned off (bench/counters-off.js). */
+async function run(kind, withBlocked, countersOff = false) {
   const store = await freshStore(kind);
   const setup = store.backend();
+  let countersOn = () => {};
   try {
     await prepareBackend(setup, true);
+    if (countersOff) countersOn = await turnCountersOff(store.target);
     await setup.topicRegister({ topics: TOPICS, now: Date.now() });
     const now = Date.now();
     if (withBlocked) {
@@ -92,13 +97,14 @@ async function run(kind, withBlocked) {
     await allDone;
     const seconds = (performance.now() - t0) / 1000;
     clearTimeout(deadline);
-    const stuckRan = (await server.backend.jobCountByStage()).counts.success - done;
+    const stuckRan = (countersOff ? (await storedStageCounts(store.target, "bench")).success ?? 0 : (await server.backend.jobCountByStage()).counts.success) - done;
     await server.shutdown({ deadlineMs: 5_000 });
     if (done < N) return { error: `deadline hit: ${done} of ${N} done` };
     return { jps: N / seconds, outOfOrder, stuckRan };
   } catch (error) {
     return { error: String(error?.stack ?? error) };
   } finally {
+    countersOn();
     await setup.close().catch(() => {});
     await store.release();
   }
@@ -180,20 +186,25 @@ for (const [name, fast] of [["graphile", false], ["graphileFast", true]]) {
     results[`${name}/${blocked}`] = runs;
   }
 }
+// later with its stage counters on and off, back to back in each repetition (which goes first alternates).
 for (const kind of ["sqlite", "postgres"]) {
   for (const blocked of [false, true]) {
-    const runs = [];
+    const on = [];
+    const off = [];
     for (let r = 0; r < REPS; r++) {
-      log(`${kind} ${blocked ? "with blocked heads" : "plain"} run ${r + 1}/${REPS}`);
-      runs.push(await run(kind, blocked));
+      for (const countersOff of r % 2 ? [true, false] : [false, true]) {
+        log(`${kind}${countersOff ? " (counters off)" : ""} ${blocked ? "with blocked heads" : "plain"} run ${r + 1}/${REPS}`);
+        (countersOff ? off : on).push(await run(kind, blocked, countersOff));
+      }
     }
-    results[`${kind}/${blocked}`] = runs;
+    results[`${kind}/${blocked}`] = on;
+    results[`${kind}Off/${blocked}`] = off;
   }
 }
 await dbs.dropAll();
 
 const jps = (r) => r.jps;
-const COLS = ["sqlite", "postgres", "graphile", "graphileFast"];
+const COLS = ["sqlite", "sqliteOff", "postgres", "postgresOff", "graphile", "graphileFast"];
 const rows = [
   [`ordered processing: ${int(N)} jobs, ${int(KEYS)} keys (later: ${PARTITIONS} partitions; graphile-worker: a queue per key) (jobs/s)`, ...COLS.map((c) => cell(results[`${c}/false`], jps))],
   [`the same with ${int(BLOCKED)} jobs behind ${BLOCKED_HEADS} blocked heads (graphile-worker: 50 locked queues) (jobs/s)`, ...COLS.map((c) => cell(results[`${c}/true`], jps))],
@@ -201,7 +212,16 @@ const rows = [
 const out = [];
 out.push(`${os.cpus().length} cores, Node ${process.version}; ${WORKERS} workers in one process; ${REPS > 1 ? `median (min–max) of ${REPS} runs` : "one run"}; a fresh database per run.`);
 out.push("");
-out.push(markdownTable(["figure", "later (SQLite)", "later (PostgreSQL)", "graphile-worker (defaults)", "graphile-worker (fast path)"], rows));
+out.push(markdownTable(["figure", "later (SQLite)", "later (SQLite, counters off)", "later (PostgreSQL)", "later (PostgreSQL, counters off)", "graphile-worker (defaults)", "graphile-worker (fast path)"], rows));
+out.push("");
+out.push("Stage counters (issue 13): on ÷ off [target ≥ 0.95], per repetition after the semicolon; and later (PostgreSQL) ÷ graphile-worker's fast path on this ordered path, for reference:");
+for (const blocked of [false, true]) {
+  const what = blocked ? "behind blocked heads" : "plain";
+  for (const kind of ["sqlite", "postgres"]) {
+    out.push(`* ${what}, later (${kind === "sqlite" ? "SQLite" : "PostgreSQL"}) counters on ÷ off = ${ratio(results[`${kind}/${blocked}`], results[`${kind}Off/${blocked}`], jps)} [≥ 0.95]; ${pairedRatios(results[`${kind}/${blocked}`], results[`${kind}Off/${blocked}`], jps)}`);
+  }
+  out.push(`* ${what}, later (PostgreSQL, counters on) ÷ graphile-worker fast path = ${ratio(results[`postgres/${blocked}`], results[`graphileFast/${blocked}`], jps)}`);
+}
 out.push("");
 for (const [key, runs] of Object.entries(results)) {
   runs.forEach((r, i) => {

@@ -5,6 +5,7 @@
 // argv[2]: JSON { system: "later" | "plainjob", phase, file, ... } (see bench/sqlite.js)
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { storedStageCounts, turnCountersOff } from "./counters-off.js";
 import { JOB_TYPE, NAMESPACE, gate, peakRssMb, percentile, quietLogger, sleep, wallNow } from "./lib.js";
 
 const cfg = JSON.parse(process.argv[2]);
@@ -23,6 +24,8 @@ async function laterPublisherOnly(file) {
   const backend = sqlite({ file, namespace: NAMESPACE });
   await backend.open();
   await backend.migrationUp();
+  // cfg.countersOff: the same build with the stage counters turned off (bench/counters-off.js).
+  if (cfg.countersOff) await turnCountersOff({ file });
   const publisher = new JobPublisher({ backend, clock: systemClock, defaultRetryPolicy: RetryPolicy.default(), encoders: new Map([[JOB_TYPE, JSON.stringify]]), topics: new Map(), retentionMs: 86_400_000, onCommitted: () => {} });
   return { publisher, close: () => backend.close(), info: "standalone JobPublisher, no server" };
 }
@@ -65,6 +68,7 @@ async function laterEnqueuer(kind) {
 
 async function laterProcess() {
   const { BackgroundJobServer, sqlite } = await later();
+  if (cfg.countersOff) await turnCountersOff({ file: cfg.file });
   const n = cfg.n;
   const done = gate();
   let succeeded = 0;
@@ -84,7 +88,7 @@ async function laterProcess() {
   });
   const timedOut = await Promise.race([done.promise.then(() => false), sleep(cfg.deadlineMs).then(() => true)]);
   const t1 = wallNow();
-  const { counts } = await server.backend.jobCountByStage();
+  const counts = cfg.countersOff ? await storedStageCounts({ file: cfg.file }, NAMESPACE) : (await server.backend.jobCountByStage()).counts;
   await server.shutdown({ deadlineMs: 5000 });
   return {
     elapsedMs: t1 - t0,

@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { loadSystem } from "./lib.js";
 import { BenchDatabases } from "./pg-databases.js";
 import { killAll, runPhase, runWork } from "./phase-runner.js";
-import { cell, int, markdownTable, median, ms, pairedWins, pooledPercentile, ratio, values } from "./report.js";
+import { cell, int, markdownTable, median, ms, pairedRatios, pairedWins, pooledPercentile, ratio, values } from "./report.js";
 
 const envInt = (name, dflt) => Math.max(1, Number.parseInt(process.env[name] ?? "", 10) || dflt);
 const N = envInt("BENCH_JOBS", 20_000);
@@ -52,13 +52,17 @@ for (const [sig, code] of [["SIGINT", 130], ["SIGTERM", 143]]) process.on(sig, (
 // Columns. `enqueue: false`: the enqueue path is the same as another column's.
 const ALL_COLUMNS = [
   { key: "laterPg", title: "later (PostgreSQL)", system: "later", store: "pg" },
+  // The same build with its stage counters turned off (bench/counters-off.js: PostgreSQL drops the triggers, SQLite skips the writes).
+  { key: "laterPgOff", title: "later (PostgreSQL, counters off)", system: "later", variant: "countersOff", store: "pg", latency: false },
   { key: "gwDefaults", title: "graphile-worker (defaults)", system: "graphile-worker", variant: "defaults", store: "pg" },
   { key: "gwFast", title: "graphile-worker (fast path)", system: "graphile-worker", variant: "fast", store: "pg", enqueue: false },
   { key: "pgBoss", title: "pg-boss", system: "pg-boss", store: "pg" },
   { key: "bullmq", title: "BullMQ (Redis)", system: "bullmq", store: "redis" },
   { key: "laterSqlite", title: "later (SQLite)", system: "later", store: "sqlite" },
+  { key: "laterSqliteOff", title: "later (SQLite, counters off)", system: "later", variant: "countersOff", store: "sqlite", latency: false },
 ];
-// BENCH_ONLY=laterPg,gwFast runs only those columns (for development; the ratios need laterPg, gwDefaults and gwFast).
+// BENCH_ONLY=laterPg,gwFast runs only those columns (for development; the ratios need laterPg, gwDefaults and gwFast,
+// and the counters' on/off ratios laterPg with laterPgOff and laterSqlite with laterSqliteOff).
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
 const COLUMNS = only ? ALL_COLUMNS.filter((c) => only.includes(c.key)) : ALL_COLUMNS;
 
@@ -128,11 +132,11 @@ for (let rep = 1; rep <= REPS; rep++) {
   for (const col of order(rep)) if (col.enqueue !== false) add(`${col.key}.single`, await single(col));
   for (const col of order(rep)) add(`${col.key}.process1`, await processing(col, 1));
   for (const col of order(rep)) add(`${col.key}.process2`, await processing(col, 2));
-  if (rep <= LATENCY_REPS) for (const col of order(rep)) add(`${col.key}.latency`, await latency(col));
+  if (rep <= LATENCY_REPS) for (const col of order(rep)) if (col.latency !== false) add(`${col.key}.latency`, await latency(col));
 }
 for (let rep = REPS + 1; rep <= LATENCY_REPS; rep++) {
   log(`latency repetition ${rep}/${LATENCY_REPS}`);
-  for (const col of order(rep)) add(`${col.key}.latency`, await latency(col));
+  for (const col of order(rep)) if (col.latency !== false) add(`${col.key}.latency`, await latency(col));
 }
 const load1 = os.loadavg();
 await cleanup();
@@ -201,6 +205,16 @@ out.push(`* latency p99 (all runs pooled): later (PostgreSQL) ÷ graphile-worker
 out.push(`  median of the per-run p99s: ÷ fast path = ${ratio(runs(ours, "latency"), runs(gwFast, "latency"), p99, ms)} ms; later's p99 lower in ${pairedWins(runs(ours, "latency"), runs(gwFast, "latency"), p99)} pairs of runs (one pair per repetition)`);
 out.push(`* single enqueue: later (PostgreSQL) ÷ graphile-worker = ${ratio(runs(ours, "single"), runs(gwDefaults, "single"), jps)} [≥ 1]`);
 out.push(`* bulk enqueue: later (PostgreSQL) ÷ graphile-worker = ${ratio(runs(ours, "bulk"), runs(gwDefaults, "bulk"), jps)} [≥ 1]`);
+
+// Issue 13: the stage counters cost at most 5% of processing, and later stays 1.5x graphile-worker's fast path with them.
+const [oursOff, sqliteOn, sqliteOff] = ["laterPgOff", "laterSqlite", "laterSqliteOff"].map((k) => ALL_COLUMNS.find((c) => c.key === k));
+out.push("");
+out.push("Targets of issue 13, stage counters (ratios in this run; target in brackets; per repetition in order after the semicolon):");
+for (const [fig, what] of [["process1", "1 process"], ["process2", "2 processes"]]) {
+  out.push(`* processing, ${what}: later (PostgreSQL) counters on ÷ off = ${ratio(runs(ours, fig), runs(oursOff, fig), jps)} [≥ 0.95]; ${pairedRatios(runs(ours, fig), runs(oursOff, fig), jps)}`);
+  out.push(`* processing, ${what}: later (SQLite) counters on ÷ off = ${ratio(runs(sqliteOn, fig), runs(sqliteOff, fig), jps)} [≥ 0.95]; ${pairedRatios(runs(sqliteOn, fig), runs(sqliteOff, fig), jps)}`);
+  out.push(`* processing, ${what}: later (PostgreSQL, counters on) ÷ graphile-worker fast path = ${ratio(runs(ours, fig), runs(gwFast, fig), jps)} [≥ 1.5]`);
+}
 
 // Anything that looked wrong, so it never hides behind a number; and the settings each system ran with.
 out.push("");

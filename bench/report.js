@@ -31,6 +31,16 @@ export function ratio(aRuns, bRuns, f, fmt = int) {
   return `${(median(x) / median(y)).toFixed(2)}× (${fmt(median(x))} ÷ ${fmt(median(y))})`;
 }
 
+/** `f(a) ÷ f(b)` of each pair of runs (same repetition), in run order: "0.97, 1.01, 0.99". */
+export function pairedRatios(aRuns, bRuns, f) {
+  const out = [];
+  for (let i = 0; i < Math.min(aRuns?.length ?? 0, bRuns?.length ?? 0); i++) {
+    const [x, y] = [aRuns[i], bRuns[i]];
+    out.push(x.error || y.error || !Number.isFinite(f(x)) || !Number.isFinite(f(y)) ? "–" : (f(x) / f(y)).toFixed(2));
+  }
+  return out.length ? out.join(", ") : "–";
+}
+
 /** Percentile `p` of every sample of the runs that did not fail, pooled (NaN when there are none). */
 export function pooledPercentile(runs, p) {
   const all = (runs ?? []).filter((r) => !r.error && Array.isArray(r.samples)).flatMap((r) => r.samples).sort((a, b) => a - b);

@@ -51,7 +51,7 @@ const RATE = 200;
 const LATENCY_JOBS = 2000;
 const FAST_POLL_MS = 10;
 const CHILD_TIMEOUT_MS = 60_000;
-const TOTAL_BUDGET_MS = 170_000;
+const TOTAL_BUDGET_MS = 230_000;
 const REPS = Math.max(1, Number.parseInt(process.env.BENCH_REPS ?? "3", 10) || 3);
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -109,9 +109,9 @@ async function phase(label, cfg) {
 
 async function processing(system, extra = {}) {
   const file = freshFile(`${system}-process`);
-  const pre = await phase(`${system} prefill`, { system, phase: "prefill", file, n: N, variant: "publisher" });
+  const pre = await phase(`${system} prefill`, { system, phase: "prefill", file, n: N, variant: "publisher", countersOff: extra.countersOff });
   if (pre.error) return pre;
-  return phase(`${system} process${extra.pollMs ? ` poll ${extra.pollMs}` : ""}`, {
+  return phase(`${system} process${extra.pollMs ? ` poll ${extra.pollMs}` : ""}${extra.countersOff ? " counters off" : ""}`, {
     system, phase: "process", file, n: N, concurrency: CONCURRENCY, deadlineMs: 45_000, ...extra,
   });
 }
@@ -158,7 +158,9 @@ for (let rep = 1; rep <= REPS; rep++) {
   add("later.single", await phase("later single", { system: "later", phase: "single", file: freshFile("later-single"), n: N, concurrency: CONCURRENCY, variant: "publisher" }));
   add("later.singleServer", await phase("later single (server up)", { system: "later", phase: "single", file: freshFile("later-single-srv"), n: N, concurrency: CONCURRENCY, variant: "server" }));
   add("pj.single", await phase("plainjob single", { system: "plainjob", phase: "single", file: freshFile("plainjob-single"), n: N, concurrency: CONCURRENCY }));
-  add("later.process", await processing("later"));
+  // With the stage counters on, and the same build with them turned off (bench/counters-off.js),
+  // back to back; which of the two goes first alternates with the repetition.
+  for (const off of rep % 2 ? [false, true] : [true, false]) add(off ? "later.processOff" : "later.process", await processing("later", off ? { countersOff: true } : {}));
   add("pj.process", await processing("plainjob"));
   add("pjFast.process", await processing("plainjob", { pollMs: FAST_POLL_MS }));
   // Old files are not needed any more; removing them keeps the disk's dirty-page backlog small.
@@ -202,6 +204,7 @@ const rows = [
   ["single enqueue, 10 in flight (jobs/s)", stat("later.single", jps), stat("pj.single", jps), "(no worker: same as defaults)"],
   ["single enqueue, 10 in flight, server running (jobs/s)", stat("later.singleServer", jps), "n/a", "n/a"],
   ["processing, 1 process, concurrency 10 (jobs/s)", stat("later.process", jps), stat("pj.process", jps), stat("pjFast.process", jps)],
+  ["processing, 1 process, concurrency 10, stage counters off (same build, bench/counters-off.js) (jobs/s)", stat("later.processOff", jps), "n/a", "n/a"],
   ["peak RSS, processing worker process (MB)", ...["later.process", "pj.process", "pjFast.process"].map((k) => stat(k, (r) => r.peakRssMb))],
   ["latency enqueue→handler start, p50 / p95 / p99 (ms)", ...LAT.map(lat)],
   ["latency max (ms)", ...LAT.map((k) => one(k, (x) => ms(x.max)))],
@@ -233,13 +236,23 @@ out.push("");
 out.push(`| figure | later | plainjob (defaults, poll 1000 ms) | plainjob (poll ${FAST_POLL_MS} ms) |`);
 out.push("| --- | ---: | ---: | ---: |");
 for (const r of rows) out.push(`| ${r.join(" | ")} |`);
+out.push("");
+const offRatio = (fmt) => {
+  const [on, off] = ["later.process", "later.processOff"].map((k) => (T[k] ?? []).filter((r) => !r.error).map(jps));
+  return on.length && off.length ? `${(median(on) / median(off)).toFixed(2)}× (${int(median(on))} ÷ ${int(median(off))})` : "n/a (a run failed)";
+};
+const perRep = (T["later.process"] ?? []).map((r, i) => {
+  const off = T["later.processOff"]?.[i];
+  return r.error || !off || off.error ? "–" : (jps(r) / jps(off)).toFixed(2);
+}).join(", ");
+out.push(`Stage counters (issue 13): processing with counters on ÷ off = ${offRatio()} [≥ 0.95]; per repetition ${perRep}`);
 
 // Anything that looked wrong, so it never hides behind a number.
 const notes = [];
 const names = {
   "later.bulk": "later bulk", "later.bulkServer": "later bulk (server up)", "pj.bulk": "plainjob bulk",
   "later.single": "later single", "later.singleServer": "later single (server up)", "pj.single": "plainjob single",
-  "later.process": "later process", "pj.process": "plainjob process", "pjFast.process": `plainjob process (poll ${FAST_POLL_MS})`,
+  "later.process": "later process", "later.processOff": "later process (counters off)", "pj.process": "plainjob process", "pjFast.process": `plainjob process (poll ${FAST_POLL_MS})`,
   "later.latency": "later latency", "pj.latency": "plainjob latency", "pjFast.latency": `plainjob latency (poll ${FAST_POLL_MS})`,
 };
 for (const [key, name] of Object.entries(names)) {

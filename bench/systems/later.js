@@ -4,6 +4,7 @@
 import * as later from "@later/runtime";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
+import { storedStageCounts, turnCountersOff } from "../counters-off.js";
 import { JOB_TYPE, NAMESPACE } from "../lib.js";
 
 export const completionIsStored = true; // the "success" event is sent after the outcome batch commits
@@ -21,11 +22,15 @@ async function newBackend(target) {
   return m.postgres({ connectionString: target.pgUrl, namespace: NAMESPACE, ...(target.backendOptions ?? {}) });
 }
 
+/** `target.variant === "countersOff"`: the same build with the stage counters turned off (bench/counters-off.js). */
+const countersOff = (target) => target.variant === "countersOff";
+
 export async function prepare(target) {
   const backend = await newBackend(target);
   await backend.open();
   await backend.migrationUp();
   await backend.close();
+  if (countersOff(target)) await turnCountersOff(target);
 }
 
 /** A standalone JobPublisher (the class behind server.publisher) with no server: nothing here claims jobs. */
@@ -59,8 +64,8 @@ export async function startWorkers(target, { concurrency, onJob, onDone, onError
     },
   });
   return {
-    settings: `workerCount ${concurrency}, pollIntervalMs default (1000)`,
-    stored: async () => (await server.backend.jobCountByStage()).counts,
+    settings: `workerCount ${concurrency}, pollIntervalMs default (1000)${countersOff(target) ? ", stage counters off (bench/counters-off.js)" : ""}`,
+    stored: async () => (countersOff(target) ? storedStageCounts(target, NAMESPACE) : (await server.backend.jobCountByStage()).counts),
     stop: () => server.shutdown({ deadlineMs: 5000 }),
   };
 }

@@ -99,6 +99,7 @@ function describeFilter(options: JobsListOptions): string {
   return parts.join("");
 }
 
+/** The summary line of `jobs list`: jobs per stage, read from the stage counters (a few rows at any backlog, never a count of the jobs). */
 async function stageSummary(backend: Backend): Promise<string> {
   const { counts } = await backend.jobCountByStage();
   const total = JOB_STAGES.reduce((sum, s) => sum + counts[s], 0);

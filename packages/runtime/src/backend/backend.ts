@@ -289,13 +289,23 @@ export interface Backend {
   leaseRenew(params: LeaseRenewParams): Promise<LeaseRenewResult>;
   /** Running jobs whose lease expired before the given time. */
   jobListStuck(params: JobListStuckParams): Promise<StuckJob[]>;
-  /** Ready jobs of these types (due now): the backlog autoscaling reads. */
+  /**
+   * Ready jobs of these types (due now): the backlog autoscaling reads. A
+   * query over the partial index of claimable rows, not a counter: which
+   * delayed and requeued jobs are ready depends on the time.
+   */
   jobCountReady(params: JobCountReadyParams): Promise<number>;
   /** Deletes up to `limit` expired rows; returns how many. */
   jobDeleteExpired(params: JobDeleteExpiredParams): Promise<number>;
   jobGet(params: JobGetParams): Promise<JobRecord | null>;
   /** A cursor page of jobs ordered by id (see {@link JobListParams.order}), filtered by stage and job type. */
   jobList(params: JobListParams): Promise<JobRecord[]>;
+  /**
+   * Jobs per stage of the namespace, read from the stage counters that
+   * every change keeps in its own transaction (SQLite: each statement adds
+   * its moves; PostgreSQL: statement-level triggers into sharded rows): a
+   * few small reads at any backlog, never a count of the jobs.
+   */
   jobCountByStage(): Promise<JobCountByStageResult>;
   /**
    * Takes this interval's turn at a maintenance task: true for exactly one
@@ -330,8 +340,10 @@ export interface Backend {
   partitionHeadForceFail(params: P.PartitionHeadForceFailParams): Promise<string | null>;
   /** Deletes the partition's terminal jobs but the newest `keep` (by sequence); returns how many. */
   partitionHistoryTruncate(params: P.PartitionHistoryTruncateParams): Promise<number>;
-  /** Unfinished jobs per partition of every registered topic. */
+  /** Unfinished jobs per partition of every registered topic, read from the counters (as {@link jobCountByStage}). */
   partitionDepth(): Promise<P.PartitionDepthResult>;
+  /** Unfinished jobs per registered topic, read from the counters (as {@link jobCountByStage}). */
+  topicDepth(): Promise<P.TopicDepthResult>;
 
   /**
    * Calls `listener` (soon, coalesced) after another process may have

@@ -125,6 +125,14 @@ export interface PartitionHistoryTruncateParams extends PartitionRef {
   keep: number;
 }
 
+/** Read from the counters kept with every change (never a count of the jobs). */
 export interface PartitionDepthResult {
+  /** Every partition of the namespace's topics, by topic and partition: its unfinished jobs (not `success`, `failed` or `cancelled`) and lease owner. */
   partitions: { topic: string; partition: number; unfinished: number; leaseOwner: string | null }[];
+}
+
+/** Read from the counters kept with every change (never a count of the jobs). */
+export interface TopicDepthResult {
+  /** Every topic of the namespace, by name: its partition count and unfinished jobs over all its partitions. */
+  topics: { topic: string; partitions: number; unfinished: number }[];
 }

@@ -43,6 +43,7 @@ import { describeConnection, guarded, isConnectionError, retryConflicts, wrapDri
 import { PostgresKyselyQueries } from "./postgres-kysely-queries.js";
 import { PostgresPartitionStore } from "./postgres-partition-store.js";
 import { PostgresRecurringStore } from "./postgres-recurring-store.js";
+import { PostgresStageCounters } from "./postgres-stage-counters.js";
 import { PostgresWakeups } from "./postgres-wakeups.js";
 import type { Row } from "../shared/job-rows.js";
 
@@ -77,6 +78,7 @@ export class PostgresBackend implements B.Backend {
   private readonly jobs: PostgresJobStore;
   private readonly partitions: PostgresPartitionStore;
   private readonly recurring: PostgresRecurringStore;
+  private readonly counters: PostgresStageCounters;
   private readonly quoted: string;
   /** The driver, loaded at construction. */
   private readonly pg: typeof pg;
@@ -104,6 +106,7 @@ export class PostgresBackend implements B.Backend {
     this.jobs = new PostgresJobStore(this, new PostgresJobQueries(this.quoted));
     this.partitions = new PostgresPartitionStore(this, this.jobs, this.quoted);
     this.recurring = new PostgresRecurringStore(this, this.jobs, this.quoted);
+    this.counters = new PostgresStageCounters(this.quoted, this.execute, this.namespace);
     // Channel names are identifiers (63 bytes at most): a long schema name is replaced by its hash.
     this.channel = this.schema.length <= 57 ? `later:${this.schema}` : `later:${createHash("sha1").update(this.schema).digest("hex").slice(0, 16)}`;
     this.wakeups = new PostgresWakeups(options, this.channel, this.namespace);
@@ -209,7 +212,8 @@ export class PostgresBackend implements B.Backend {
     if (params.jobs.length === 0) return { stages: [] };
     if (params.transaction !== undefined) return this.jobs.insert(callerExecutor(params.transaction), params, true);
     if (!params.jobs.some((j) => j.parentId || j.topic !== undefined)) return this.jobs.insert(this.execute, params);
-    return retryConflicts(() => this.transaction("enqueue", (client) => this.jobs.insert(clientExecutor(client, this.prepared), params)));
+    // Run again after a deadlock: the transaction holds partition rows while its insert also updates the stage counters.
+    return this.inTransaction("enqueue", (execute) => this.jobs.insert(execute, params));
   }
 
   async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
@@ -252,8 +256,9 @@ export class PostgresBackend implements B.Backend {
     return guarded("job list", () => this.kysely().jobList(params));
   }
 
+  /** Sums the shards of the namespace's stage counters (see `postgres-stage-counters.ts`). */
   async jobCountByStage(): Promise<B.JobCountByStageResult> {
-    return guarded("stage counts", () => this.kysely().jobCountByStage());
+    return guarded("stage counts", () => this.counters.stageCounts());
   }
 
   async maintenanceClaim(params: B.MaintenanceClaimParams): Promise<boolean> {
@@ -303,7 +308,11 @@ export class PostgresBackend implements B.Backend {
   }
 
   async partitionDepth(): Promise<B.PartitionDepthResult> {
-    return this.partitions.depth();
+    return guarded("partition depth", () => this.counters.partitionDepth());
+  }
+
+  async topicDepth(): Promise<B.TopicDepthResult> {
+    return guarded("topic depth", () => this.counters.topicDepth());
   }
 
   // ---- recurring schedules (SQL in postgres-recurring-store.ts) ----------

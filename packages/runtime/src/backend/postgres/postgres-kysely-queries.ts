@@ -6,12 +6,9 @@
  * and are turned into numbers here.
  */
 import { sql, type Kysely } from "kysely";
-import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
 import type { LaterDatabase } from "../schema.js";
 import { jobRecordFromRow, type Row } from "../shared/job-rows.js";
-
-const STAGE_SET = new Set<string>(JOB_STAGES);
 
 export class PostgresKyselyQueries {
   constructor(private readonly db: Kysely<LaterDatabase>, private readonly namespace: string) {}
@@ -54,14 +51,6 @@ export class PostgresKyselyQueries {
     if (params.stage !== undefined) q = q.where("stage", "=", params.stage);
     if (params.jobType !== undefined) q = q.where("job_type", "=", params.jobType);
     return (await q.execute()).map((r) => jobRecordFromRow(r as unknown as Row));
-  }
-
-  async jobCountByStage(): Promise<B.JobCountByStageResult> {
-    const counts = Object.fromEntries(JOB_STAGES.map((s) => [s, 0])) as Record<JobStage, number>;
-    const rows = await this.db.selectFrom("later_jobs").select(["stage", (eb) => eb.fn.countAll<string>().as("n")])
-      .where("namespace", "=", this.namespace).groupBy("stage").execute();
-    for (const r of rows) if (STAGE_SET.has(r.stage)) counts[r.stage] = Number(r.n);
-    return { counts };
   }
 
   /** One upsert: inserts the task's row, or moves its time only when the last run is at least `intervalMs` old. */

@@ -11,6 +11,7 @@
  */
 import type pg from "pg";
 import type * as B from "../backend.js";
+import { POSTGRES_STAGE_COUNTERS_SQL } from "./postgres-stage-counters.js";
 
 export interface PostgresMigration {
   version: number;
@@ -141,6 +142,7 @@ CREATE TABLE {schema}.later_recurring (
 CREATE INDEX later_recurring_due ON {schema}.later_recurring (namespace, next_run_at);
 `,
   },
+  { version: 4, name: "stage-counters", sql: POSTGRES_STAGE_COUNTERS_SQL },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

@@ -49,7 +49,6 @@ class PartitionQueries {
   readonly forceFail: Statement;
   readonly bumpEpoch: Statement;
   readonly truncate: Statement;
-  readonly depth: Statement;
 
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
@@ -158,10 +157,6 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3`);
   SELECT id FROM ${jobs} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND stage IN ('success', 'failed')
   ORDER BY seq DESC OFFSET $4)
 RETURNING 1`);
-    this.depth = statement(`SELECT p.topic, p.partition_no, p.lease_owner,
-  (SELECT count(*) FROM ${jobs} j WHERE j.namespace = p.namespace AND j.topic = p.topic AND j.partition_no = p.partition_no
-     AND j.stage NOT IN ('success', 'failed'))::int AS unfinished
-FROM ${parts} p WHERE p.namespace = $1 ORDER BY p.topic, p.partition_no`);
   }
 }
 
@@ -285,11 +280,6 @@ export class PostgresPartitionStore {
   async historyTruncate(params: B.PartitionHistoryTruncateParams): Promise<number> {
     const rows = await this.host.execute(this.q.truncate, [this.ns, params.topic, params.partition, params.keep]);
     return rows.length;
-  }
-
-  async depth(): Promise<B.PartitionDepthResult> {
-    const rows = await this.host.execute(this.q.depth, [this.ns]);
-    return { partitions: rows.map((r) => ({ topic: String(r.topic), partition: Number(r.partition_no), unfinished: Number(r.unfinished), leaseOwner: (r.lease_owner as string | null) ?? null })) };
   }
 
   /**

@@ -22,7 +22,6 @@
  * the application has not installed it.
  */
 import type Database from "better-sqlite3";
-import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
 import { DatabaseUnavailableError, InvalidConfigError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { liveBackends } from "../live-backends.js";
@@ -31,6 +30,7 @@ import { SqliteConnection } from "./sqlite-connection.js";
 import { SqliteJobStore } from "./sqlite-job-store.js";
 import { SqlitePartitionStore } from "./sqlite-partition-store.js";
 import { SqliteRecurringStore } from "./sqlite-recurring-store.js";
+import { StageDeltas } from "./sqlite-stage-counters.js";
 import { jobRecordFromRow, type Row } from "../shared/job-rows.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
 import { applySqliteMigrations, readSqliteMigrationStatus } from "./sqlite-migrations.js";
@@ -79,8 +79,6 @@ export function sqlite(options: SqliteBackendOptions): SqliteBackend {
   return new SqliteBackend(options);
 }
 
-const STAGE_SET = new Set<string>(JOB_STAGES);
-
 export class SqliteBackend implements B.Backend {
   readonly kind = "sqlite";
   readonly namespace: string;
@@ -91,6 +89,7 @@ export class SqliteBackend implements B.Backend {
   private readonly jobs = new SqliteJobStore(this);
   private readonly partitions = new SqlitePartitionStore(this.jobs);
   private readonly recurring = new SqliteRecurringStore(this.jobs);
+  private readonly counters = this.jobs.counters;
   private watcher: WalWatcher | null = null;
   /** The driver, loaded at construction when the backend opens a file itself. */
   private readonly driver: typeof Database | null;
@@ -191,11 +190,16 @@ export class SqliteBackend implements B.Backend {
   }
 
   async jobDeleteExpired(params: B.JobDeleteExpiredParams): Promise<number> {
-    return this.immediate(() =>
-      this.run(
-        `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?)`,
-        this.namespace, params.now, params.limit),
-    );
+    return this.immediate(() => {
+      const rows = this.all(
+        `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?)
+         RETURNING stage, topic, partition_no`,
+        this.namespace, params.now, params.limit);
+      const deltas = new StageDeltas();
+      for (const r of rows) deltas.move(r.stage, null, r.topic, r.partition_no);
+      this.counters.write(deltas);
+      return rows.length;
+    });
   }
 
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
@@ -215,12 +219,9 @@ export class SqliteBackend implements B.Backend {
     return rows.map(jobRecordFromRow);
   }
 
+  /** Reads the namespace's stage counters (see `sqlite-stage-counters.ts`). */
   async jobCountByStage(): Promise<B.JobCountByStageResult> {
-    const counts = Object.fromEntries(JOB_STAGES.map((s) => [s, 0])) as Record<JobStage, number>;
-    for (const r of this.all("SELECT stage, count(*) AS n FROM later_jobs WHERE namespace = ? GROUP BY stage", this.namespace)) {
-      if (STAGE_SET.has(String(r.stage))) counts[r.stage as JobStage] = Number(r.n);
-    }
-    return { counts };
+    return this.counters.stageCounts();
   }
 
   async maintenanceClaim(params: B.MaintenanceClaimParams): Promise<boolean> {
@@ -279,7 +280,11 @@ export class SqliteBackend implements B.Backend {
   }
 
   async partitionDepth(): Promise<B.PartitionDepthResult> {
-    return this.partitions.depth();
+    return this.counters.partitionDepth();
+  }
+
+  async topicDepth(): Promise<B.TopicDepthResult> {
+    return this.counters.topicDepth();
   }
 
   // ---- recurring schedules (SQL in sqlite-recurring-store.ts) ------------

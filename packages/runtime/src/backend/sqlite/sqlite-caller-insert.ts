@@ -2,9 +2,10 @@
  * `enqueueIn` on SQLite: the jobs are written into a caller-owned Kysely
  * transaction on the same database file, with the queries compiled by
  * Kysely (only Kysely knows how to run on the caller's transaction). A
- * partitioned job takes its sequence in that transaction too.
+ * partitioned job takes its sequence in that transaction too, and the stage
+ * counters are added to there (see `sqlite-stage-counters.ts`).
  */
-import { DummyDriver, Kysely, sql, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from "kysely";
+import { CompiledQuery, DummyDriver, Kysely, sql, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler } from "kysely";
 import type { JobStage } from "../../core/job-stage.js";
 import { InvalidArgumentError, UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
@@ -12,6 +13,7 @@ import type { LaterDatabase, LaterJobsTable } from "../schema.js";
 import { insertStage } from "../shared/insert-stage.js";
 import type { Row } from "../shared/job-rows.js";
 import { isKyselyExecutor } from "./kysely-executor.js";
+import { StageDeltas } from "./sqlite-stage-counters.js";
 
 /** Compiles Kysely queries to SQLite SQL without a connection. */
 const compiler = new Kysely<LaterDatabase>({
@@ -28,6 +30,7 @@ export async function insertIntoCallerTransaction(transaction: B.TransactionHand
     throw new InvalidArgumentError("enqueueIn: the SQLite backend takes a Kysely transaction (db.transaction().execute(trx => ...)) on the same database file");
   }
   const stages: JobStage[] = [];
+  const deltas = new StageDeltas();
   for (const job of params.jobs) {
     let parent: Row | undefined;
     if (job.parentId) {
@@ -52,6 +55,15 @@ export async function insertIntoCallerTransaction(transaction: B.TransactionHand
     } satisfies LaterJobsTable).compile();
     await transaction.executeQuery(q);
     stages.push(stage);
+    deltas.move(null, stage, job.topic, job.partition);
+  }
+  for (const [stage, n] of deltas.stages) {
+    await transaction.executeQuery(CompiledQuery.raw(`INSERT INTO later_stage_counts (namespace, stage, n) VALUES (?, ?, ?)
+      ON CONFLICT (namespace, stage) DO UPDATE SET n = n + excluded.n`, [namespace, stage, n]));
+  }
+  for (const p of deltas.partitions.values()) {
+    await transaction.executeQuery(CompiledQuery.raw(`INSERT INTO later_partition_counts (namespace, topic, partition_no, n) VALUES (?, ?, ?, ?)
+      ON CONFLICT (namespace, topic, partition_no) DO UPDATE SET n = n + excluded.n`, [namespace, p.topic, p.partition, p.n]));
   }
   return { stages };
 }

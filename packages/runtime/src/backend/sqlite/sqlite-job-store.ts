@@ -4,14 +4,17 @@
  * IMMEDIATE` transaction ({@link SqliteConnection.immediate}), either its own
  * or, for `insertRows`, `finishRows` and `failWaitingChildren`, the caller's:
  * the partition and recurring stores reuse them inside their transactions.
+ * Every statement that changes a stage adds its moves to the stage counters
+ * in the same transaction ({@link SqliteStageCounters}).
  */
 import { parentFailedReason } from "../../core/continuation-stage.js";
 import type { JobStage } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { insertStage } from "../shared/insert-stage.js";
-import { renewedClaims } from "../shared/job-rows.js";
+import { renewedClaims, type Row } from "../shared/job-rows.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
+import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
 
 /** What the store needs of the backend: its namespace and open connection. */
 export interface SqliteJobHost {
@@ -20,7 +23,12 @@ export interface SqliteJobHost {
 }
 
 export class SqliteJobStore {
-  constructor(private readonly host: SqliteJobHost) {}
+  /** The stage counters, written by every statement here that changes a stage. */
+  readonly counters: SqliteStageCounters;
+
+  constructor(private readonly host: SqliteJobHost) {
+    this.counters = new SqliteStageCounters(host);
+  }
 
   get namespace(): string {
     return this.host.namespace;
@@ -38,6 +46,7 @@ export class SqliteJobStore {
    */
   insertRows(jobs: readonly B.JobInsert[], now: number): JobStage[] {
     const stages: JobStage[] = [];
+    const deltas = new StageDeltas();
     for (const job of jobs) {
       const parent = job.parentId ? this.conn().get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.namespace) : undefined;
       const { stage, error } = insertStage(job, now, parent);
@@ -56,23 +65,30 @@ export class SqliteJobStore {
         error, stage, now, now, now, null, job.topic ?? null, job.partition ?? null, seq,
       );
       stages.push(stage);
+      deltas.move(null, stage, job.topic, job.partition);
     }
+    this.counters.write(deltas);
     return stages;
   }
 
   /** Claims up to `limit` ready jobs in one `immediate` transaction; when short, also reads the next due time. */
   claim(params: B.JobClaimReadyParams): B.JobClaimReadyResult {
     const types = JSON.stringify(params.jobTypes);
-    const rows = this.conn().immediate(() =>
-      this.conn().all(
+    // The stage each row left is the one before 'running' in its new stage history.
+    const rows = this.conn().immediate(() => {
+      const claimed = this.conn().all(
         `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
            stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
          WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
                         AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
-         RETURNING id, job_type, payload, attempt, retry_policy, run_at`,
+         RETURNING id, job_type, payload, attempt, retry_policy, run_at, json_extract(stages, '$[#-2][0]') AS was`,
         params.owner, params.leaseExpiresAt, params.now, params.now, this.namespace, params.now, types, params.limit,
-      ),
-    );
+      );
+      const deltas = new StageDeltas();
+      for (const r of claimed) deltas.move(r.was, "running");
+      this.counters.write(deltas);
+      return claimed;
+    });
     rows.sort((a, b) => Number(a.run_at) - Number(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
     const jobs = rows.map((r) => ({
       id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), attempt: Number(r.attempt),
@@ -91,6 +107,7 @@ export class SqliteJobStore {
     const ns = this.namespace;
     const guard = params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER;
     const expires = params.now + params.retentionMs;
+    const deltas = new StageDeltas();
     {
       const applied: B.ClaimKey[] = [];
       const succeeded: string[] = [];
@@ -107,31 +124,35 @@ export class SqliteJobStore {
            WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
              AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
              AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
-           RETURNING id, attempt`,
+           RETURNING id, attempt, topic, partition_no`,
           params.now, expires, params.now, ns, guard, claimsJson, claimsJson);
         for (const r of rows) {
           applied.push({ id: String(r.id), attempt: Number(r.attempt) });
           succeeded.push(String(r.id));
+          deltas.move("running", "success", r.topic, r.partition_no);
         }
       }
       for (const f of params.finishes) {
         const o = f.outcome;
         if (o.kind === "success") continue;
-        const where = `WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? AND coalesce(lease_expires_at, 0) < ?`;
-        let changes: number;
+        const where = `WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? AND coalesce(lease_expires_at, 0) < ? RETURNING topic, partition_no`;
+        let row: Row | undefined;
         if (o.kind === "retry") {
-          changes = this.conn().run(
+          row = this.conn().get(
             `UPDATE later_jobs SET stage = 'requeued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
                retry_policy = coalesce(?, retry_policy), stages = json_insert(stages, '$[#]', json_array('requeued', CAST(? AS INTEGER))) ${where}`,
             params.now, o.runAt, o.error, o.retryPolicy ?? null, params.now, f.id, ns, f.attempt, guard);
         } else {
-          changes = this.conn().run(
+          row = this.conn().get(
             `UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
                stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER))) ${where}`,
             params.now, expires, o.error, params.now, f.id, ns, f.attempt, guard);
-          if (changes) failed.push({ id: f.id, error: o.error });
+          if (row) failed.push({ id: f.id, error: o.error });
         }
-        if (changes) applied.push({ id: f.id, attempt: f.attempt });
+        if (row) {
+          applied.push({ id: f.id, attempt: f.attempt });
+          deltas.move("running", o.kind === "retry" ? "requeued" : "failed", row.topic, row.partition_no);
+        }
       }
       let released = 0;
       if (succeeded.length > 0) {
@@ -139,7 +160,9 @@ export class SqliteJobStore {
           `UPDATE later_jobs SET stage = 'enqueued', run_at = ?, updated_at = ?, stages = json_insert(stages, '$[#]', json_array('enqueued', CAST(? AS INTEGER)))
            WHERE parent_id IN (SELECT value FROM json_each(?)) AND namespace = ? AND stage = 'waiting'`,
           params.now, params.now, params.now, JSON.stringify(succeeded), ns);
+        deltas.moveMany("waiting", "enqueued", released); // both unfinished: no partition depth changes
       }
+      this.counters.write(deltas);
       this.failWaitingChildren(failed, params.now, expires);
       return { applied, released };
     }
@@ -147,28 +170,36 @@ export class SqliteJobStore {
 
   /** A final failure fails the waiting continuations, down the whole chain (inside the caller's transaction). */
   failWaitingChildren(failed: { id: string; error: string }[], now: number, expires: number): void {
+    const deltas = new StageDeltas();
     while (failed.length > 0) {
       const parent = failed.pop()!;
       const reason = parentFailedReason(parent.id, parent.error);
       const children = this.conn().all(
         `UPDATE later_jobs SET stage = 'failed', updated_at = ?, expires_at = ?, last_error = ?, stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER)))
-         WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id`,
+         WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id, topic, partition_no`,
         now, expires, reason, now, parent.id, this.namespace);
-      for (const c of children) failed.push({ id: String(c.id), error: reason });
+      for (const c of children) {
+        failed.push({ id: String(c.id), error: reason });
+        deltas.move("waiting", "failed", c.topic, c.partition_no);
+      }
     }
+    this.counters.write(deltas);
   }
 
   /** Puts claims that never started back to their earlier stage (attempt undone). */
   release(params: B.JobReleaseManyParams): void {
     this.conn().immediate(() => {
+      const deltas = new StageDeltas();
       for (const c of params.claims) {
-        this.conn().run(
+        const row = this.conn().get(
           `UPDATE later_jobs SET stage = CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, attempt = attempt - 1,
              lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
              stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, CAST(? AS INTEGER)))
-           WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ?`,
+           WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? RETURNING stage, topic, partition_no`,
           params.now, params.now, c.id, this.namespace, c.attempt);
+        if (row) deltas.move("running", row.stage, row.topic, row.partition_no);
       }
+      this.counters.write(deltas);
     });
   }
 

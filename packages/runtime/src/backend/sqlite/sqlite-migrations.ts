@@ -5,6 +5,7 @@
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
+import { SQLITE_STAGE_COUNTERS_SQL } from "./sqlite-stage-counters.js";
 
 export interface SqliteMigration {
   version: number;
@@ -135,6 +136,7 @@ CREATE TABLE later_recurring (
 CREATE INDEX later_recurring_due ON later_recurring (namespace, next_run_at);
 `,
   },
+  { version: 4, name: "stage-counters", sql: SQLITE_STAGE_COUNTERS_SQL },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */

@@ -12,6 +12,7 @@ import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { claimedHead, readyAt } from "../shared/partition-heads.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
+import { StageDeltas, type SqliteStageCounters } from "./sqlite-stage-counters.js";
 
 /** What the store needs: the connection, namespace and finish logic of the job store ({@link SqliteJobStore}). */
 export interface SqlitePartitionHost {
@@ -19,6 +20,8 @@ export interface SqlitePartitionHost {
   conn(): SqliteConnection;
   finishRows(params: B.JobFinishManyParams): B.JobFinishManyResult;
   failWaitingChildren(failed: { id: string; error: string }[], now: number, expires: number): void;
+  /** The stage counters, which every statement here that changes a stage adds its moves to. */
+  readonly counters: SqliteStageCounters;
 }
 
 const HEAD = `SELECT id, job_type, stage, run_at FROM later_jobs
@@ -139,6 +142,7 @@ export class SqlitePartitionStore {
       c.run(`UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
                stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER))) WHERE id = ? AND namespace = ?`,
       params.now, expires, params.reason, params.now, id, this.ns);
+      this.host.counters.write(new StageDeltas().move(head.stage, "failed", params.topic, params.partition));
       this.host.failWaitingChildren([{ id, error: params.reason }], params.now, expires);
       c.run(`UPDATE later_partitions SET lease_owner = NULL, lease_expires_at = NULL, epoch = epoch + 1
              WHERE namespace = ? AND topic = ? AND partition_no = ?`, this.ns, params.topic, params.partition);
@@ -148,19 +152,16 @@ export class SqlitePartitionStore {
 
   historyTruncate(params: B.PartitionHistoryTruncateParams): number {
     const c = this.host.conn();
-    return c.immediate(() => c.run(
-      `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND topic = ? AND partition_no = ?
-         AND stage IN ('success', 'failed') ORDER BY seq DESC LIMIT -1 OFFSET ?)`,
-      this.ns, params.topic, params.partition, params.keep));
-  }
-
-  depth(): B.PartitionDepthResult {
-    const rows = this.host.conn().all(
-      `SELECT p.topic, p.partition_no, p.lease_owner,
-         (SELECT count(*) FROM later_jobs j WHERE j.namespace = p.namespace AND j.topic = p.topic AND j.partition_no = p.partition_no
-            AND j.stage NOT IN ('success', 'failed')) AS unfinished
-       FROM later_partitions p WHERE p.namespace = ? ORDER BY p.topic, p.partition_no`, this.ns);
-    return { partitions: rows.map((r) => ({ topic: String(r.topic), partition: Number(r.partition_no), unfinished: Number(r.unfinished), leaseOwner: (r.lease_owner as string | null) ?? null })) };
+    return c.immediate(() => {
+      const rows = c.all(
+        `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND topic = ? AND partition_no = ?
+           AND stage IN ('success', 'failed') ORDER BY seq DESC LIMIT -1 OFFSET ?) RETURNING stage`,
+        this.ns, params.topic, params.partition, params.keep);
+      const deltas = new StageDeltas();
+      for (const r of rows) deltas.move(r.stage, null, params.topic, params.partition);
+      this.host.counters.write(deltas);
+      return rows.length;
+    });
   }
 
   /**
@@ -184,8 +185,9 @@ export class SqlitePartitionStore {
     const j = c.get(
       `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = NULL, updated_at = ?,
          stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
-       WHERE id = ? AND namespace = ? RETURNING id, job_type, payload, attempt, retry_policy, parent_id, created_at, seq`,
+       WHERE id = ? AND namespace = ? RETURNING id, job_type, payload, attempt, retry_policy, parent_id, created_at, seq, json_extract(stages, '$[#-2][0]') AS was`,
       owner, now, now, id, this.ns)!;
+    this.host.counters.write(new StageDeltas().move(j.was, "running", ref.topic, ref.partition));
     return claimedHead(j, ref, Number(p.epoch));
   }
 }

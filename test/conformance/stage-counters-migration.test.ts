@@ -1,0 +1,73 @@
+/**
+ * Migration 4 (stage counters) seeds the counters by a recount: jobs written
+ * before it are counted once it has run, and the counters go on from there.
+ */
+import { sql } from "kysely";
+import { describe, expect, it } from "vitest";
+import { newJobId, RetryPolicy, topic, type JobInsert } from "@later/runtime";
+import { BACKENDS } from "./backends.js";
+
+/** Removes what migration 4 created, leaving the schema of migration 3 (SQLite statements, or PostgreSQL ones). */
+const UNDO_MIGRATION_4: Record<string, string[]> = {
+  sqlite: [
+    "DROP TABLE later_stage_counts",
+    "DROP TABLE later_partition_counts",
+    "DELETE FROM later_migrations WHERE version = 4",
+  ],
+  postgres: [
+    ...["insert", "update", "delete"].map((t) => `DROP FUNCTION later_jobs_count_${t}() CASCADE`),
+    "DROP FUNCTION later_counter_shard()",
+    "DROP SEQUENCE later_counter_shards",
+    "DROP TABLE later_stage_counts",
+    "DROP TABLE later_partition_counts",
+    "DELETE FROM later_migrations WHERE version = 4",
+  ],
+};
+
+describe.each(BACKENDS)("stage counters migration on $name", (entry) => {
+  it("a database with jobs from migration 3, migrated up: the counters equal the recount, and keep counting", async () => {
+    const db = await entry.createDatabase();
+    const backend = db.backend();
+    try {
+      await backend.open();
+      await backend.migrationUp();
+      const app = db.appDatabase<Record<string, never>>();
+
+      // Jobs, then the database as migration 3 left it: plain, delayed, partitioned, one running, one finished.
+      await backend.topicRegister({ topics: [topic("orders", 2)], now: Date.now() });
+      const now = Date.now();
+      const policy = JSON.stringify(RetryPolicy.noRetries());
+      const job = (i: number, extra: Partial<JobInsert> = {}): JobInsert => ({ id: newJobId(now + i), jobType: "work", payload: "{}", runAt: now, retryPolicy: policy, ...extra });
+      const jobs = [
+        ...Array.from({ length: 6 }, (_, i) => job(i)),
+        job(10, { runAt: now + 3_600_000 }),
+        ...Array.from({ length: 5 }, (_, i) => job(20 + i, { topic: "orders", partition: i % 2 })),
+      ];
+      await backend.jobInsertMany({ jobs, now });
+      const claimed = await backend.jobClaimReady({ owner: "o", limit: 2, now, leaseExpiresAt: now + 60_000, jobTypes: ["work"] });
+      await backend.jobFinishMany({ finishes: [{ ...claimed.jobs[0]!, outcome: { kind: "success" } }], now, retentionMs: 60_000 });
+
+      for (const statement of UNDO_MIGRATION_4[entry.name]!) await sql.raw(statement).execute(app);
+      expect((await backend.migrationStatus()).current).toBe(3);
+
+      const applied = await backend.migrationUp();
+      expect(applied.applied.map((m) => m.version)).toEqual([4]);
+      const recount = async () => Object.fromEntries((await sql<{ stage: string; n: number }>`SELECT stage, count(*) AS n FROM later_jobs GROUP BY stage`.execute(app)).rows
+        .map((r) => [r.stage, Number(r.n)]));
+      const { counts } = await backend.jobCountByStage();
+      expect(counts).toMatchObject(await recount());
+      expect(counts).toMatchObject({ enqueued: 9, delayed: 1, running: 1, success: 1, waiting: 0 });
+      expect((await backend.partitionDepth()).partitions.map((p) => p.unfinished)).toEqual([3, 2]);
+      expect((await backend.topicDepth()).topics).toEqual([{ topic: "orders", partitions: 2, unfinished: 5 }]);
+
+      // And they go on counting from there.
+      await backend.jobFinishMany({ finishes: [{ ...claimed.jobs[1]!, outcome: { kind: "fail", error: "x" } }], now, retentionMs: 0 });
+      expect(await backend.jobDeleteExpired({ now: now + 1, limit: 10 })).toBe(1);
+      expect((await backend.jobCountByStage()).counts).toMatchObject({ ...(await recount()), failed: 0, running: 0 });
+      await app.destroy();
+    } finally {
+      await backend.close();
+      await db.dispose();
+    }
+  });
+});

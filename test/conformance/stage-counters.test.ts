@@ -1,0 +1,186 @@
+/**
+ * Stage counters (DESIGN §4, D7): after a mixed workload touching every
+ * statement that changes a stage, the counters the backend reads
+ * (`jobCountByStage`, `partitionDepth`, `topicDepth`) equal a GROUP BY over
+ * the jobs computed here.
+ */
+import { sql } from "kysely";
+import { describe, expect, it } from "vitest";
+import { JOB_STAGES, newJobId, RetryPolicy, topic, type Backend } from "@later/runtime";
+import { BACKENDS, type TestDatabase } from "./backends.js";
+import { deferred, useHarness, waitFor } from "./harness.js";
+
+interface Recount {
+  stages: Record<string, number>;
+  partitions: { topic: string; partition: number; unfinished: number }[];
+  topics: { topic: string; unfinished: number }[];
+}
+
+/** Jobs per stage, and unfinished jobs per partition and per topic, of `namespace`, counted over the jobs. */
+async function recount(db: TestDatabase, namespace: string): Promise<Recount> {
+  const app = db.appDatabase<Record<string, never>>();
+  try {
+    const stages = await sql<{ stage: string; n: number }>`SELECT stage, count(*) AS n FROM later_jobs WHERE namespace = ${namespace} GROUP BY stage`.execute(app);
+    const parts = await sql<{ topic: string; partition_no: number; n: number }>`SELECT topic, partition_no, count(*) AS n FROM later_jobs
+      WHERE namespace = ${namespace} AND topic IS NOT NULL AND stage NOT IN ('success', 'failed', 'cancelled') GROUP BY topic, partition_no`.execute(app);
+    const partitions = parts.rows.map((r) => ({ topic: r.topic, partition: Number(r.partition_no), unfinished: Number(r.n) }));
+    const byTopic = new Map<string, number>();
+    for (const p of partitions) byTopic.set(p.topic, (byTopic.get(p.topic) ?? 0) + p.unfinished);
+    return {
+      stages: Object.fromEntries(JOB_STAGES.map((s) => [s, Number(stages.rows.find((r) => r.stage === s)?.n ?? 0)])),
+      partitions,
+      topics: [...byTopic].map(([t, unfinished]) => ({ topic: t, unfinished })),
+    };
+  } finally {
+    await app.destroy();
+  }
+}
+
+interface Counted {
+  stages: Record<string, number>;
+  partitions: { topic: string; partition: number; unfinished: number }[];
+  topics: { topic: string; unfinished: number }[];
+}
+
+/** What the backend's counters say, in the recount's shape (partitions and topics without unfinished jobs left out). */
+async function counted(backend: Backend): Promise<Counted> {
+  const sortKey = (p: { topic: string; partition: number }) => `${p.topic}\0${String(p.partition).padStart(6, "0")}`;
+  return {
+    stages: (await backend.jobCountByStage()).counts,
+    partitions: (await backend.partitionDepth()).partitions.filter((p) => p.unfinished !== 0)
+      .map(({ topic: t, partition, unfinished }) => ({ topic: t, partition, unfinished })).sort((a, b) => (sortKey(a) < sortKey(b) ? -1 : 1)),
+    topics: (await backend.topicDepth()).topics.filter((t) => t.unfinished !== 0).map(({ topic: t, unfinished }) => ({ topic: t, unfinished })),
+  };
+}
+
+/**
+ * Asserts that the backend's counters equal the recount. While a server
+ * still works the two reads may straddle a commit, so they are compared
+ * until they agree (a counter that drifted never would) for up to 10 s.
+ */
+async function expectCountersMatch(db: TestDatabase, backend: Backend): Promise<Recount> {
+  const sortKey = (p: { topic: string; partition: number }) => `${p.topic}\0${String(p.partition).padStart(6, "0")}`;
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const expected = await recount(db, backend.namespace);
+    expected.partitions.sort((a, b) => (sortKey(a) < sortKey(b) ? -1 : 1));
+    expected.topics.sort((a, b) => (a.topic < b.topic ? -1 : 1));
+    const actual = await counted(backend);
+    if (JSON.stringify(actual) === JSON.stringify(expected) || Date.now() > deadline) {
+      expect(actual).toEqual(expected);
+      return expected;
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe.each(BACKENDS)("stage counters on $name", (entry) => {
+  const harness = useHarness(entry);
+  const ORDERS = topic("orders", 4);
+  const policy = JSON.stringify(RetryPolicy.fixed(2, 0));
+
+  it("D7: after a mixed workload the counters equal a GROUP BY over the jobs, per namespace, stage, topic and partition", async () => {
+    const h = harness();
+    let flakyRuns = 0;
+    const server = await h.start({
+      topics: [ORDERS], workerCount: 4, retentionMs: 60_000, stuckGraceMs: 0, rescueIntervalMs: 1_000_000, recurringPollIntervalMs: 1_000_000,
+      defaultRetryPolicy: RetryPolicy.fixed(2, 0),
+      handlers: {
+        ok: { handle: () => undefined },
+        flaky: { handle: () => { if (flakyRuns++ % 2 === 0) throw new Error("first try fails"); } },
+        doomed: { handle: () => { throw new Error("never works"); }, retry: () => RetryPolicy.noRetries() },
+        order: { handle: (ctx) => { if (ctx.attempt === 1 && (ctx.jobId.charCodeAt(25) & 1) === 1) throw new Error("retry me"); } },
+      },
+    });
+    const p = server.publisher;
+    // Plain jobs, retries, a delayed job, continuations released and a failed parent cascading down a chain.
+    const oks = await p.enqueueMany("ok", Array.from({ length: 30 }, (_, i) => ({ i })));
+    await p.enqueueMany("flaky", Array.from({ length: 10 }, (_, i) => ({ i })));
+    await p.enqueue("ok", {}, { delayMs: 3_600_000 });
+    await p.enqueue("ok", { child: true }, { parentId: oks[0]! });
+    const doomed = await p.enqueue("doomed", {});
+    const child = await p.enqueue("ok", { child: 1 }, { parentId: doomed });
+    await p.enqueue("ok", { child: 2 }, { parentId: child });
+    // Partitioned jobs, some retried, with a continuation inside a partition.
+    const orders: string[] = [];
+    for (let i = 0; i < 24; i++) orders.push(await p.enqueueToPartition("order", { i }, { topic: "orders", key: `k${i % 6}` }));
+    await p.enqueueToPartition("order", { after: true }, { topic: "orders", partition: 3 }, { parentId: orders[0]! });
+    // A rolled-back and a committed enqueue in the application's transaction.
+    const app = h.db.appDatabase<Record<string, never>>();
+    await app.transaction().execute(async (trx) => p.enqueueIn(trx, "ok", { committed: true }));
+    await expect(app.transaction().execute(async (trx) => {
+      await p.enqueueIn(trx, "ok", { rolledBack: true });
+      throw new Error("roll back");
+    })).rejects.toThrow("roll back");
+    await app.destroy();
+    // Recurring occurrences.
+    await p.enqueueRecurring("ok", "every-second", {}, "* * * * * *");
+    await waitFor(async () => {
+      const { counts } = await server.backend.jobCountByStage();
+      return counts.enqueued + counts.running + counts.requeued === 0 && counts.waiting === 0;
+    }, "the workload to settle", 20_000);
+    await expectCountersMatch(h.db, server.backend);
+
+    // A partition blocked by a delayed head, with jobs and a continuation behind it: force-failed, then its history truncated.
+    const head = await p.enqueueToPartition("order", { head: true }, { topic: "orders", partition: 2 }, { delayMs: 3_600_000 });
+    await p.enqueueToPartition("order", { behind: true }, { topic: "orders", partition: 2 }, { parentId: head });
+    await p.enqueueToPartition("order", { behind: 2 }, { topic: "orders", partition: 2 });
+    await expectCountersMatch(h.db, server.backend);
+    expect(await p.forceFailPartitionHead({ topic: "orders", partition: 2 }, "poison")).toBe(head);
+    await waitFor(async () => (await server.backend.partitionDepth()).partitions.find((x) => x.partition === 2)?.unfinished === 0, "partition 2 drained");
+    await expectCountersMatch(h.db, server.backend);
+    expect(await p.truncatePartitionHistory({ topic: "orders", partition: 2 }, 1)).toBeGreaterThan(0);
+    await expectCountersMatch(h.db, server.backend);
+
+    // A stuck job: claimed by a process that died (its lease already expired), rescued: one retried, one failed for good.
+    const ghost = h.db.backend();
+    await ghost.open();
+    const now = Date.now() + 10;
+    await ghost.jobInsertMany({ now, jobs: [
+      { id: newJobId(now), jobType: "ghostly", payload: "{}", runAt: now, retryPolicy: policy },
+      { id: newJobId(now + 1), jobType: "ghostly", payload: "{}", runAt: now, retryPolicy: JSON.stringify(RetryPolicy.noRetries()) },
+    ] });
+    expect((await ghost.jobClaimReady({ owner: "ghost", limit: 2, now, leaseExpiresAt: now - 60_000, jobTypes: ["ghostly"] })).jobs).toHaveLength(2);
+    await ghost.close();
+    await expectCountersMatch(h.db, server.backend);
+    expect(await server.rescueStuckJobs()).toBe(2);
+    const afterRescue = await expectCountersMatch(h.db, server.backend);
+    expect(afterRescue.stages).toMatchObject({ requeued: 1 });
+
+    // Expiry: a server with no retention finishes jobs that expire at once; the sweep deletes them.
+    const sweeper = await h.start({ retentionMs: 0, recurringPollIntervalMs: 1_000_000, sweepIntervalMs: 1_000_000, handlers: { brief: { handle: () => undefined } } });
+    const briefs = await sweeper.publisher.enqueueMany("brief", Array.from({ length: 12 }, (_, i) => ({ i })));
+    await waitFor(async () => (await sweeper.backend.jobGet({ id: briefs[11]! }))?.stage === "success", "brief jobs done");
+    await waitFor(async () => (await sweeper.backend.jobCountByStage()).counts.success >= 12 + afterRescue.stages.success!, "brief jobs stored");
+    await new Promise((r) => setTimeout(r, 5));
+    expect(await sweeper.sweepExpiredJobs()).toBeGreaterThanOrEqual(12);
+    await expectCountersMatch(h.db, server.backend);
+
+    // Shutdown with claims buffered: the running handler is aborted and every claimed job goes back.
+    const started = deferred();
+    const holder = await h.start({
+      namespace: "other", workerCount: 1, pollIntervalMs: 20,
+      handlers: { hold: { handle: async (ctx) => { started.resolve(); await new Promise((r) => ctx.signal.addEventListener("abort", r)); throw new Error("aborted"); } } },
+    });
+    await holder.publisher.enqueueMany("hold", Array.from({ length: 8 }, (_, i) => ({ i })));
+    await started.promise;
+    await waitFor(async () => (await holder.backend.jobCountByStage()).counts.running >= 2, "claims buffered");
+    await holder.shutdown({ deadlineMs: 0 });
+    const otherBackend = h.db.backend("other");
+    await otherBackend.open();
+    const other = await expectCountersMatch(h.db, otherBackend);
+    // The aborted handler's job stays running, left to lease recovery; the buffered claims went back.
+    expect(other.stages.running).toBeLessThanOrEqual(1);
+    expect(other.stages.enqueued! + other.stages.running!).toBe(8);
+    await otherBackend.close();
+
+    await server.shutdown({ deadlineMs: 1_000 });
+    await sweeper.shutdown({ deadlineMs: 1_000 });
+    const mainBackend = h.db.backend();
+    await mainBackend.open();
+    const final = await expectCountersMatch(h.db, mainBackend);
+    await mainBackend.close();
+    expect(final.stages.failed).toBeGreaterThanOrEqual(4); // doomed, its chain, the poison head and its continuation, the spent ghost
+    expect(final.stages.delayed).toBeGreaterThanOrEqual(1); // the job delayed by an hour (and maybe a recurring occurrence)
+  }, 60_000);
+});
