@@ -86,5 +86,8 @@ describe.each(PROCESS_BACKENDS)("a job whose process dies every time it runs, on
     expect(job.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "requeued", "running", "requeued", "running", "failed"]);
     const next = (await parent.jobGet({ id: behind!.id }))!;
     expect(next.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "success"]);
+    // The take-overs of the dead head moved it running → requeued → running: the stage counters followed.
+    expect((await parent.jobCountByStage()).counts).toMatchObject({ failed: 1, success: 1, running: 0, requeued: 0, enqueued: 0 });
+    expect((await parent.partitionDepth()).partitions.find((p) => p.topic === "orders" && p.partition === 0)?.unfinished).toBe(0);
   });
 });
