@@ -65,6 +65,13 @@ describe("later jobs (sqlite)", () => {
     expect(none.stdout).toMatch(/^no jobs of type noSuchType in namespace "default"$/m);
   });
 
+  it("list in a namespace with no jobs names the namespaces that have some", () => {
+    const result = later(["jobs", "list", "--namespace", "nobody", ...db]);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('no jobs in namespace "nobody"');
+    expect(result.stdout).toContain('namespace "nobody" holds no jobs; namespaces with jobs: "default" (7 jobs), "other" (1 job) (--namespace NS)');
+  });
+
   it("list --json prints a JSON array of jobs with decoded payloads", () => {
     const result = later(["jobs", "list", "--json", "--stage", "failed", ...db]);
     expect(result.status).toBe(0);

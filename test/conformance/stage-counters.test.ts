@@ -179,6 +179,12 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     const mainBackend = h.db.backend();
     await mainBackend.open();
     const final = await expectCountersMatch(h.db, mainBackend);
+    // Across namespaces: the namespaces holding jobs, with how many (what `later jobs list` names for an empty one).
+    const reader = h.db.appDatabase<Record<string, never>>();
+    const perNamespace = await sql<{ namespace: string; n: number }>`SELECT namespace, count(*) AS n FROM later_jobs GROUP BY namespace ORDER BY namespace`.execute(reader);
+    await reader.destroy();
+    expect(await mainBackend.namespaceCounts()).toEqual(perNamespace.rows.map((r) => ({ namespace: r.namespace, jobs: Number(r.n) })));
+    expect((await mainBackend.namespaceCounts()).map((c) => c.namespace)).toEqual(["other", "test"]);
     await mainBackend.close();
     expect(final.stages.failed).toBeGreaterThanOrEqual(4); // doomed, its chain, the poison head and its continuation, the spent ghost
     expect(final.stages.delayed).toBeGreaterThanOrEqual(1); // the job delayed by an hour (and maybe a recurring occurrence)

@@ -100,9 +100,20 @@ function describeFilter(options: JobsListOptions): string {
 }
 
 /** The summary line of `jobs list`: jobs per stage, read from the stage counters (a few rows at any backlog, never a count of the jobs). */
+/**
+ * The namespace's count per stage; for a namespace with no jobs, the
+ * namespaces that have some instead (a mistyped or forgotten `--namespace`
+ * is the usual reason for an empty list).
+ */
 async function stageSummary(backend: Backend): Promise<string> {
   const { counts } = await backend.jobCountByStage();
   const total = JOB_STAGES.reduce((sum, s) => sum + counts[s], 0);
+  if (total === 0) {
+    const others = await backend.namespaceCounts();
+    if (others.length === 0) return `namespace "${backend.namespace}" holds no jobs, and neither does any other namespace of this database`;
+    const named = others.map((o) => `"${o.namespace}" (${o.jobs} job${o.jobs === 1 ? "" : "s"})`).join(", ");
+    return `namespace "${backend.namespace}" holds no jobs; namespaces with jobs: ${named} (--namespace NS)`;
+  }
   return `namespace "${backend.namespace}" holds ${total} job${total === 1 ? "" : "s"}: ${JOB_STAGES.map((s) => `${s} ${counts[s]}`).join(", ")}`;
 }
 

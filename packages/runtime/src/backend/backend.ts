@@ -226,6 +226,12 @@ export interface JobListParams {
   limit: number;
 }
 
+/** A namespace and the number of jobs it holds (every stage). */
+export interface NamespaceCount {
+  namespace: string;
+  jobs: number;
+}
+
 export interface JobCountByStageResult {
   counts: Record<JobStage, number>;
 }
@@ -307,6 +313,13 @@ export interface Backend {
    * few small reads at any backlog, never a count of the jobs.
    */
   jobCountByStage(): Promise<JobCountByStageResult>;
+  /**
+   * Every namespace of the database that holds jobs, with how many, read
+   * from the stage counters (never the jobs), ordered by namespace. The one
+   * read that is not scoped to the backend's namespace: `later jobs list`
+   * names these when the namespace it was given holds none.
+   */
+  namespaceCounts(): Promise<NamespaceCount[]>;
   /**
    * Takes this interval's turn at a maintenance task: true for exactly one
    * caller per `intervalMs` across every process, tracked in the database so

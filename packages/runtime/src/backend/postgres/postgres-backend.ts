@@ -261,6 +261,10 @@ export class PostgresBackend implements B.Backend {
     return guarded("stage counts", () => this.counters.stageCounts());
   }
 
+  async namespaceCounts(): Promise<B.NamespaceCount[]> {
+    return guarded("namespace counts", () => this.counters.namespaceCounts());
+  }
+
   async maintenanceClaim(params: B.MaintenanceClaimParams): Promise<boolean> {
     return guarded("maintenance claim", () => this.kysely().maintenanceClaim(params));
   }

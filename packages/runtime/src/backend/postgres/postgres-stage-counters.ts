@@ -136,9 +136,11 @@ export class PostgresStageCounters {
   private readonly byStage: Statement;
   private readonly byPartition: Statement;
   private readonly byTopic: Statement;
+  private readonly byNamespace: Statement;
 
   constructor(schema: string, private readonly execute: Execute, private readonly namespace: string) {
     const counts = `${schema}.later_partition_counts`;
+    this.byNamespace = statement(`SELECT namespace, sum(n)::bigint AS n FROM ${schema}.later_stage_counts GROUP BY namespace HAVING sum(n) > 0 ORDER BY namespace`);
     this.byStage = statement(`SELECT stage, sum(n)::bigint AS n FROM ${schema}.later_stage_counts WHERE namespace = $1 GROUP BY stage`);
     this.byPartition = statement(`SELECT p.topic, p.partition_no, p.lease_owner,
   (SELECT coalesce(sum(c.n), 0) FROM ${counts} c WHERE c.namespace = p.namespace AND c.topic = p.topic AND c.partition_no = p.partition_no)::bigint AS unfinished
@@ -155,6 +157,11 @@ FROM ${schema}.later_topics t WHERE t.namespace = $1 ORDER BY t.topic`);
       if (String(r.stage) in counts) counts[r.stage as JobStage] = Number(r.n);
     }
     return { counts };
+  }
+
+  /** Every namespace holding jobs, with how many (a sum over the counter rows, never the jobs). */
+  async namespaceCounts(): Promise<B.NamespaceCount[]> {
+    return (await this.execute(this.byNamespace, [])).map((r) => ({ namespace: String(r.namespace), jobs: Number(r.n) }));
   }
 
   /** Unfinished jobs and the lease owner of every partition of the namespace's topics. */

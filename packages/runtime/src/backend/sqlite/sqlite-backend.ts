@@ -224,6 +224,10 @@ export class SqliteBackend implements B.Backend {
     return this.counters.stageCounts();
   }
 
+  async namespaceCounts(): Promise<B.NamespaceCount[]> {
+    return this.counters.namespaceCounts();
+  }
+
   async maintenanceClaim(params: B.MaintenanceClaimParams): Promise<boolean> {
     return this.immediate(() => {
       const changes = this.run(

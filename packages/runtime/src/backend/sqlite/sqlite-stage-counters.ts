@@ -124,6 +124,12 @@ export class SqliteStageCounters {
     return { counts };
   }
 
+  /** Every namespace holding jobs, with how many (a sum over the counter rows, never the jobs). */
+  namespaceCounts(): B.NamespaceCount[] {
+    const rows = this.host.conn().all("SELECT namespace, sum(n) AS n FROM later_stage_counts GROUP BY namespace HAVING sum(n) > 0 ORDER BY namespace");
+    return rows.map((r) => ({ namespace: String(r.namespace), jobs: Number(r.n) }));
+  }
+
   /** Unfinished jobs and the lease owner of every partition of the namespace's topics. */
   partitionDepth(): B.PartitionDepthResult {
     const rows = this.host.conn().all(
