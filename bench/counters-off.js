@@ -32,13 +32,14 @@ export async function turnCountersOff(target) {
     const { SqliteStageCounters } = await import(url.href);
     const write = SqliteStageCounters.prototype.write;
     SqliteStageCounters.prototype.write = function skipped() {};
-    return () => { SqliteStageCounters.prototype.write = write; };
+    return () => {
+      SqliteStageCounters.prototype.write = write;
+    };
   }
   const client = new pg.Client({ connectionString: target.pgUrl });
   await client.connect();
   try {
-    const { rows } = await client.query(
-      "SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass($1) AND NOT tgisinternal", [`${SCHEMA}.later_jobs`]);
+    const { rows } = await client.query("SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass($1) AND NOT tgisinternal", [`${SCHEMA}.later_jobs`]);
     for (const { tgname } of rows) await client.query(`DROP TRIGGER IF EXISTS ${pg.escapeIdentifier(tgname)} ON ${SCHEMA}.later_jobs`);
     return () => {};
   } finally {

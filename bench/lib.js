@@ -69,7 +69,10 @@ export async function pacedCalls(count, rate, call, maxInFlight = 10) {
     const t = wallNow();
     while (inFlight.size >= maxInFlight) await Promise.race(inFlight);
     maxBehindMs = Math.max(maxBehindMs, wallNow() - target);
-    const p = call(k, t).then(() => { callMs.push(wallNow() - t); inFlight.delete(p); });
+    const p = call(k, t).then(() => {
+      callMs.push(wallNow() - t);
+      inFlight.delete(p);
+    });
     inFlight.add(p);
   }
   await Promise.all(inFlight);

@@ -42,7 +42,11 @@ async function freshStore(kind) {
     return { target: { file }, backend: () => sqlite({ file, namespace: "bench" }), release: async () => {} };
   }
   const db = await dbs.create("partitions");
-  return { target: { pgUrl: db.url }, backend: () => postgres({ connectionString: db.url, namespace: "bench", maxConnections: 12 }), release: () => dbs.drop(db.name) };
+  return {
+    target: { pgUrl: db.url },
+    backend: () => postgres({ connectionString: db.url, namespace: "bench", maxConnections: 12 }),
+    release: () => dbs.drop(db.name),
+  };
 }
 
 let idSeq = 0;
@@ -66,13 +70,40 @@ async function run(kind, withBlocked, countersOff = false) {
     const now = Date.now();
     if (withBlocked) {
       // Each of the 50 partitions of "stuck": a head delayed by a day, then its share of the 100,000.
-      const heads = Array.from({ length: BLOCKED_HEADS }, (_, p) => ({ id: id(), jobType: "stuck", payload: "{}", runAt: now + 86_400_000, retryPolicy: POLICY, topic: "stuck", partition: p }));
+      const heads = Array.from({ length: BLOCKED_HEADS }, (_, p) => ({
+        id: id(),
+        jobType: "stuck",
+        payload: "{}",
+        runAt: now + 86_400_000,
+        retryPolicy: POLICY,
+        topic: "stuck",
+        partition: p,
+      }));
       await insert(setup, heads);
-      await insert(setup, Array.from({ length: BLOCKED }, (_, i) => ({ id: id(), jobType: "stuck", payload: "{}", runAt: now, retryPolicy: POLICY, topic: "stuck", partition: i % BLOCKED_HEADS })));
+      await insert(
+        setup,
+        Array.from({ length: BLOCKED }, (_, i) => ({
+          id: id(),
+          jobType: "stuck",
+          payload: "{}",
+          runAt: now,
+          retryPolicy: POLICY,
+          topic: "stuck",
+          partition: i % BLOCKED_HEADS,
+        })),
+      );
     }
     const orders = Array.from({ length: N }, (_, i) => {
       const key = `customer-${i % KEYS}`;
-      return { id: id(), jobType: "order", payload: JSON.stringify({ key, n: Math.floor(i / KEYS) }), runAt: now, retryPolicy: POLICY, topic: "orders", partition: partitionForKey(key, PARTITIONS) };
+      return {
+        id: id(),
+        jobType: "order",
+        payload: JSON.stringify({ key, n: Math.floor(i / KEYS) }),
+        runAt: now,
+        retryPolicy: POLICY,
+        topic: "orders",
+        partition: partitionForKey(key, PARTITIONS),
+      };
     });
     await insert(setup, orders);
     await setup.close();
@@ -84,9 +115,17 @@ async function run(kind, withBlocked, countersOff = false) {
     const allDone = new Promise((r) => (finished = r));
     const t0 = performance.now();
     const server = await BackgroundJobServer.start({
-      context: null, backend: store.backend(), workerCount: WORKERS, topics: TOPICS,
+      context: null,
+      backend: store.backend(),
+      workerCount: WORKERS,
+      topics: TOPICS,
       handlers: {
-        order: { handle: (_ctx, p) => { if ((lastN.get(p.key) ?? -1) >= p.n) outOfOrder++; lastN.set(p.key, p.n); } },
+        order: {
+          handle: (_ctx, p) => {
+            if ((lastN.get(p.key) ?? -1) >= p.n) outOfOrder++;
+            lastN.set(p.key, p.n);
+          },
+        },
         stuck: { handle: () => undefined },
       },
       onEvent: (e) => {
@@ -97,7 +136,8 @@ async function run(kind, withBlocked, countersOff = false) {
     await allDone;
     const seconds = (performance.now() - t0) / 1000;
     clearTimeout(deadline);
-    const stuckRan = (countersOff ? (await storedStageCounts(store.target, "bench")).success ?? 0 : (await server.backend.jobCountByStage()).counts.success) - done;
+    const stuckRan =
+      (countersOff ? ((await storedStageCounts(store.target, "bench")).success ?? 0) : (await server.backend.jobCountByStage()).counts.success) - done;
     await server.shutdown({ deadlineMs: 5_000 });
     if (done < N) return { error: `deadline hit: ${done} of ${N} done` };
     return { jps: N / seconds, outOfOrder, stuckRan };
@@ -121,7 +161,9 @@ async function runGraphile(withBlocked, fast) {
   const { EventEmitter } = await import("node:events");
   const { queryOnce } = await import("./pg-databases.js");
   const { default: pg } = await import("pg");
-  const logger = new Logger(() => (level, message) => { if (level === "error") log(`[graphile-worker] ${message}`); });
+  const logger = new Logger(() => (level, message) => {
+    if (level === "error") log(`[graphile-worker] ${message}`);
+  });
   const db = await dbs.create("gw_partitions");
   // Pools of our own, each with an error listener that outlives graphile-worker's:
   // its release ends a pool it made without waiting, then drops its listener, and
@@ -137,12 +179,20 @@ async function runGraphile(withBlocked, fast) {
   try {
     await runMigrations({ pgPool: pool(), logger });
     const utils = await makeWorkerUtils({ pgPool: pool(), logger });
-    const add = async (specs) => { for (let i = 0; i < specs.length; i += 2_000) await utils.addJobs(specs.slice(i, i + 2_000)); };
+    const add = async (specs) => {
+      for (let i = 0; i < specs.length; i += 2_000) await utils.addJobs(specs.slice(i, i + 2_000));
+    };
     if (withBlocked) {
       await add(Array.from({ length: BLOCKED }, (_, i) => ({ identifier: "stuck", payload: {}, queueName: `stuck-${i % BLOCKED_HEADS}` })));
       await queryOnce(db.url, "update graphile_worker._private_job_queues set locked_at = now(), locked_by = 'blocked-head' where queue_name like 'stuck-%'");
     }
-    await add(Array.from({ length: N }, (_, i) => ({ identifier: "order", payload: { key: `customer-${i % KEYS}`, n: Math.floor(i / KEYS) }, queueName: `customer-${i % KEYS}` })));
+    await add(
+      Array.from({ length: N }, (_, i) => ({
+        identifier: "order",
+        payload: { key: `customer-${i % KEYS}`, n: Math.floor(i / KEYS) },
+        queueName: `customer-${i % KEYS}`,
+      })),
+    );
     await utils.release();
     let done = 0;
     let outOfOrder = 0;
@@ -150,18 +200,38 @@ async function runGraphile(withBlocked, fast) {
     let finished;
     const allDone = new Promise((r) => (finished = r));
     const events = new EventEmitter();
-    events.on("job:complete", ({ job, error }) => { if (!error && job.task_identifier === "order" && ++done === N) finished(); });
+    events.on("job:complete", ({ job, error }) => {
+      if (!error && job.task_identifier === "order" && ++done === N) finished();
+    });
     const t0 = performance.now();
     const runner = await runWorker({
-      pgPool: pool(), concurrency: WORKERS, noHandleSignals: true, logger, events,
-      taskList: { order: async (p) => { if ((lastN.get(p.key) ?? -1) >= p.n) outOfOrder++; lastN.set(p.key, p.n); }, stuck: async () => {} },
+      pgPool: pool(),
+      concurrency: WORKERS,
+      noHandleSignals: true,
+      logger,
+      events,
+      taskList: {
+        order: async (p) => {
+          if ((lastN.get(p.key) ?? -1) >= p.n) outOfOrder++;
+          lastN.set(p.key, p.n);
+        },
+        stuck: async () => {},
+      },
       ...(fast ? { preset: { worker: { localQueue: { size: 500 }, completeJobBatchDelay: 0, failJobBatchDelay: 0 } } } : {}),
     });
     const deadline = setTimeout(() => finished(), 120_000);
     await allDone;
     // job:complete comes before the batched DELETE: wait for the table to hold no "order" job.
-    while ((await queryOnce(db.url, "select count(*)::int as n from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'order'")).rows[0].n > 0
-      && performance.now() - t0 < 120_000) await new Promise((r) => setTimeout(r, 2));
+    while (
+      (
+        await queryOnce(
+          db.url,
+          "select count(*)::int as n from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'order'",
+        )
+      ).rows[0].n > 0 &&
+      performance.now() - t0 < 120_000
+    )
+      await new Promise((r) => setTimeout(r, 2));
     const seconds = (performance.now() - t0) / 1000;
     clearTimeout(deadline);
     await runner.stop();
@@ -176,7 +246,10 @@ async function runGraphile(withBlocked, fast) {
 }
 
 const results = {};
-for (const [name, fast] of [["graphile", false], ["graphileFast", true]]) {
+for (const [name, fast] of [
+  ["graphile", false],
+  ["graphileFast", true],
+]) {
   for (const blocked of [false, true]) {
     const runs = [];
     for (let r = 0; r < REPS; r++) {
@@ -206,21 +279,48 @@ await dbs.dropAll();
 const jps = (r) => r.jps;
 const COLS = ["sqlite", "sqliteOff", "postgres", "postgresOff", "graphile", "graphileFast"];
 const rows = [
-  [`ordered processing: ${int(N)} jobs, ${int(KEYS)} keys (later: ${PARTITIONS} partitions; graphile-worker: a queue per key) (jobs/s)`, ...COLS.map((c) => cell(results[`${c}/false`], jps))],
-  [`the same with ${int(BLOCKED)} jobs behind ${BLOCKED_HEADS} blocked heads (graphile-worker: 50 locked queues) (jobs/s)`, ...COLS.map((c) => cell(results[`${c}/true`], jps))],
+  [
+    `ordered processing: ${int(N)} jobs, ${int(KEYS)} keys (later: ${PARTITIONS} partitions; graphile-worker: a queue per key) (jobs/s)`,
+    ...COLS.map((c) => cell(results[`${c}/false`], jps)),
+  ],
+  [
+    `the same with ${int(BLOCKED)} jobs behind ${BLOCKED_HEADS} blocked heads (graphile-worker: 50 locked queues) (jobs/s)`,
+    ...COLS.map((c) => cell(results[`${c}/true`], jps)),
+  ],
 ];
 const out = [];
-out.push(`${os.cpus().length} cores, Node ${process.version}; ${WORKERS} workers in one process; ${REPS > 1 ? `median (min–max) of ${REPS} runs` : "one run"}; a fresh database per run.`);
+out.push(
+  `${os.cpus().length} cores, Node ${process.version}; ${WORKERS} workers in one process; ${REPS > 1 ? `median (min–max) of ${REPS} runs` : "one run"}; a fresh database per run.`,
+);
 out.push("");
-out.push(markdownTable(["figure", "later (SQLite)", "later (SQLite, counters off)", "later (PostgreSQL)", "later (PostgreSQL, counters off)", "graphile-worker (defaults)", "graphile-worker (fast path)"], rows));
+out.push(
+  markdownTable(
+    [
+      "figure",
+      "later (SQLite)",
+      "later (SQLite, counters off)",
+      "later (PostgreSQL)",
+      "later (PostgreSQL, counters off)",
+      "graphile-worker (defaults)",
+      "graphile-worker (fast path)",
+    ],
+    rows,
+  ),
+);
 out.push("");
-out.push("Stage counters (issue 13): on ÷ off [target ≥ 0.95], per repetition after the semicolon; and later (PostgreSQL) ÷ graphile-worker's fast path on this ordered path, for reference:");
+out.push(
+  "Stage counters (issue 13): on ÷ off [target ≥ 0.95], per repetition after the semicolon; and later (PostgreSQL) ÷ graphile-worker's fast path on this ordered path, for reference:",
+);
 for (const blocked of [false, true]) {
   const what = blocked ? "behind blocked heads" : "plain";
   for (const kind of ["sqlite", "postgres"]) {
-    out.push(`* ${what}, later (${kind === "sqlite" ? "SQLite" : "PostgreSQL"}) counters on ÷ off = ${ratio(results[`${kind}/${blocked}`], results[`${kind}Off/${blocked}`], jps)} [≥ 0.95]; ${pairedRatios(results[`${kind}/${blocked}`], results[`${kind}Off/${blocked}`], jps)}`);
+    out.push(
+      `* ${what}, later (${kind === "sqlite" ? "SQLite" : "PostgreSQL"}) counters on ÷ off = ${ratio(results[`${kind}/${blocked}`], results[`${kind}Off/${blocked}`], jps)} [≥ 0.95]; ${pairedRatios(results[`${kind}/${blocked}`], results[`${kind}Off/${blocked}`], jps)}`,
+    );
   }
-  out.push(`* ${what}, later (PostgreSQL, counters on) ÷ graphile-worker fast path = ${ratio(results[`postgres/${blocked}`], results[`graphileFast/${blocked}`], jps)}`);
+  out.push(
+    `* ${what}, later (PostgreSQL, counters on) ÷ graphile-worker fast path = ${ratio(results[`postgres/${blocked}`], results[`graphileFast/${blocked}`], jps)}`,
+  );
 }
 out.push("");
 for (const [key, runs] of Object.entries(results)) {

@@ -7,7 +7,11 @@ import pg from "pg";
 export async function queryOnce(url, text, values) {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
-  try { return await client.query(text, values); } finally { await client.end(); }
+  try {
+    return await client.query(text, values);
+  } finally {
+    await client.end();
+  }
 }
 
 export class BenchDatabases {

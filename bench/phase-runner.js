@@ -15,7 +15,10 @@ export function killAll() {
 }
 
 function spawnPhase(cfg) {
-  const child = fork(path.join(here, "system-phase.js"), [JSON.stringify(cfg)], { cwd: path.resolve(here, ".."), stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork(path.join(here, "system-phase.js"), [JSON.stringify(cfg)], {
+    cwd: path.resolve(here, ".."),
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   children.add(child);
   child.on("exit", () => children.delete(child));
   return child;
@@ -24,13 +27,21 @@ function spawnPhase(cfg) {
 /** Resolves to the child's first message of `type` (or its final { ok } message when `type` is "result"), or { error } on exit/timeout. */
 function awaitMessage(child, type, timeoutMs) {
   return new Promise((resolve) => {
-    const done = (v) => { clearTimeout(timer); child.off("message", onMessage); child.off("exit", onExit); resolve(v); };
+    const done = (v) => {
+      clearTimeout(timer);
+      child.off("message", onMessage);
+      child.off("exit", onExit);
+      resolve(v);
+    };
     const onMessage = (m) => {
       if (type === "result" && "ok" in m) done(m.ok ? m.result : { error: m.error, errors: m.errors });
       else if (m?.type === type) done(m);
     };
     const onExit = (code, signal) => done({ error: `exited (code ${code}, signal ${signal}) before "${type}"` });
-    const timer = setTimeout(() => { child.kill("SIGKILL"); done({ error: `killed after ${timeoutMs} ms waiting for "${type}"` }); }, timeoutMs);
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      done({ error: `killed after ${timeoutMs} ms waiting for "${type}"` });
+    }, timeoutMs);
     child.on("message", onMessage);
     child.on("exit", onExit);
   });
@@ -51,16 +62,21 @@ export async function runWork(cfg, { processes, completionIsStored, deadlineMs }
   const kids = Array.from({ length: processes }, (_, i) => spawnPhase({ ...cfg, phase: "work", reportStored: i === 0 }));
   const ready = await Promise.all(kids.map((c) => awaitMessage(c, "ready", 30_000)));
   const notReady = ready.find((r) => r.error);
-  if (notReady) { kids.forEach((c) => c.kill("SIGKILL")); return notReady; }
+  if (notReady) {
+    for (const c of kids) c.kill("SIGKILL");
+    return notReady;
+  }
 
   const latest = kids.map(() => ({ done: 0, at: 0 }));
   let allDone;
   const allDonePromise = new Promise((r) => (allDone = r));
-  kids.forEach((c, i) => c.on("message", (m) => {
-    if (m?.type !== "progress") return;
-    latest[i] = m;
-    if (latest.reduce((s, x) => s + x.done, 0) >= cfg.n) allDone(true);
-  }));
+  for (const [i, c] of kids.entries()) {
+    c.on("message", (m) => {
+      if (m?.type !== "progress") return;
+      latest[i] = m;
+      if (latest.reduce((s, x) => s + x.done, 0) >= cfg.n) allDone(true);
+    });
+  }
   const results = kids.map((c) => awaitMessage(c, "result", deadlineMs + 60_000 + STOP_TIMEOUT_MS));
   const t0 = wallNow();
   for (const c of kids) c.send({ type: "go" });
@@ -81,7 +97,10 @@ export async function runWork(cfg, { processes, completionIsStored, deadlineMs }
   const per = await Promise.race([Promise.all(results), new Promise((r) => (stopTimer = setTimeout(() => r(null), STOP_TIMEOUT_MS)))]);
   clearTimeout(stopTimer);
   const where = `${done} of ${cfg.n} done${timedOut ? ` when the ${deadlineMs} ms deadline hit` : ""}`;
-  if (!per) { kids.forEach((c) => c.kill("SIGKILL")); return { error: `workers did not stop within ${STOP_TIMEOUT_MS} ms (${where})` }; }
+  if (!per) {
+    for (const c of kids) c.kill("SIGKILL");
+    return { error: `workers did not stop within ${STOP_TIMEOUT_MS} ms (${where})` };
+  }
   const failed = per.find((r) => r.error);
   if (failed) return { ...failed, error: `${failed.error} (${where})` };
   return {

@@ -26,7 +26,15 @@ async function laterPublisherOnly(file) {
   await backend.migrationUp();
   // cfg.countersOff: the same build with the stage counters turned off (bench/counters-off.js).
   if (cfg.countersOff) await turnCountersOff({ file });
-  const publisher = new JobPublisher({ backend, clock: systemClock, defaultRetryPolicy: RetryPolicy.default(), encoders: new Map([[JOB_TYPE, JSON.stringify]]), topics: new Map(), retentionMs: 86_400_000, onCommitted: () => {} });
+  const publisher = new JobPublisher({
+    backend,
+    clock: systemClock,
+    defaultRetryPolicy: RetryPolicy.default(),
+    encoders: new Map([[JOB_TYPE, JSON.stringify]]),
+    topics: new Map(),
+    retentionMs: 86_400_000,
+    onCommitted: () => {},
+  });
   return { publisher, close: () => backend.close(), info: "standalone JobPublisher, no server" };
 }
 
@@ -40,7 +48,14 @@ async function laterBlockedServer(file) {
     backend: sqlite({ file, namespace: NAMESPACE }),
     autoMigrate: true,
     workerCount: 1,
-    handlers: { [JOB_TYPE]: { handle: async () => { started++; await g.promise; } } },
+    handlers: {
+      [JOB_TYPE]: {
+        handle: async () => {
+          started++;
+          await g.promise;
+        },
+      },
+    },
     onEvent: (e) => e.type === "error" && errors.push(`${e.where}: ${e.error}`),
   });
   let claimed = "?";
@@ -80,7 +95,14 @@ async function laterProcess() {
     backend: sqlite({ file: cfg.file, namespace: NAMESPACE }),
     autoMigrate: true,
     workerCount: cfg.concurrency,
-    handlers: { [JOB_TYPE]: { handle: async () => { handled++; lastHandlerAt = wallNow(); } } },
+    handlers: {
+      [JOB_TYPE]: {
+        handle: async () => {
+          handled++;
+          lastHandlerAt = wallNow();
+        },
+      },
+    },
     onEvent: (e) => {
       if (e.type === "job" && e.stage === "success" && ++succeeded === n) done.open();
       else if (e.type === "error") errors.push(`${e.where}: ${e.error}`);
@@ -144,12 +166,14 @@ async function plainjobWorkers(queue, processor, extra = {}) {
   const { defineWorker } = await plainjob();
   const workers = [];
   for (let i = 0; i < cfg.concurrency; i++) {
-    workers.push(defineWorker(JOB_TYPE, processor, {
-      queue,
-      logger: quietLogger,
-      ...(cfg.pollMs === undefined ? {} : { pollIntervall: cfg.pollMs }),
-      ...extra,
-    }));
+    workers.push(
+      defineWorker(JOB_TYPE, processor, {
+        queue,
+        logger: quietLogger,
+        ...(cfg.pollMs === undefined ? {} : { pollIntervall: cfg.pollMs }),
+        ...extra,
+      }),
+    );
   }
   const running = workers.map((w) => w.start().catch((e) => errors.push(`worker: ${e?.message ?? e}`)));
   return async () => {
@@ -167,9 +191,18 @@ async function plainjobProcess() {
   let lastHandlerAt = 0;
   const t0 = wallNow();
   const queue = await plainjobQueue(cfg.file);
-  const stop = await plainjobWorkers(queue, async () => { handled++; lastHandlerAt = wallNow(); }, {
-    onCompleted: () => { if (++completed === n) done.open(); },
-  });
+  const stop = await plainjobWorkers(
+    queue,
+    async () => {
+      handled++;
+      lastHandlerAt = wallNow();
+    },
+    {
+      onCompleted: () => {
+        if (++completed === n) done.open();
+      },
+    },
+  );
   const timedOut = await Promise.race([done.promise.then(() => false), sleep(cfg.deadlineMs).then(() => true)]);
   const t1 = wallNow();
   await stop();
@@ -191,7 +224,10 @@ async function plainjobLatencyWorkers(onStart) {
   const queue = await plainjobQueue(cfg.file);
   const stop = await plainjobWorkers(queue, async (job) => onStart(JSON.parse(job.data).t));
   return {
-    stop: async () => { await stop(); queue.close(); },
+    stop: async () => {
+      await stop();
+      queue.close();
+    },
     settings: cfg.pollMs === undefined ? "pollIntervall default (1000)" : `pollIntervall ${cfg.pollMs}`,
   };
 }
@@ -264,22 +300,41 @@ async function latencyPhase() {
   };
   const workers = cfg.system === "later" ? await laterLatencyWorkers(onStart) : await plainjobLatencyWorkers(onStart);
 
-  const producer = fork(fileURLToPath(new URL("./producer.js", import.meta.url)), [JSON.stringify({
-    system: cfg.system, file: cfg.file, rate: cfg.rate, count: cfg.count, hardDeadlineMs: cfg.deadlineMs + 10_000,
-  })], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const producer = fork(
+    fileURLToPath(new URL("./producer.js", import.meta.url)),
+    [
+      JSON.stringify({
+        system: cfg.system,
+        file: cfg.file,
+        rate: cfg.rate,
+        count: cfg.count,
+        hardDeadlineMs: cfg.deadlineMs + 10_000,
+      }),
+    ],
+    { stdio: ["ignore", "inherit", "inherit", "ipc"] },
+  );
   let producerStats = null;
   const producerDone = gate();
   const producerReady = gate();
   producer.on("message", (m) => {
     if (m?.type === "ready") producerReady.open();
-    if (m?.type === "done") { producerStats = m; producerDone.open(); }
+    if (m?.type === "done") {
+      producerStats = m;
+      producerDone.open();
+    }
   });
-  producer.on("exit", (code) => { if (code) errors.push(`producer exited with ${code}`); producerReady.open(); producerDone.open(); });
+  producer.on("exit", (code) => {
+    if (code) errors.push(`producer exited with ${code}`);
+    producerReady.open();
+    producerDone.open();
+  });
   await producerReady.promise;
 
   // RSS sampling as a cross-check of getrusage's peak.
   let sampledPeak = process.memoryUsage().rss;
-  const sampler = setInterval(() => { sampledPeak = Math.max(sampledPeak, process.memoryUsage().rss); }, 100);
+  const sampler = setInterval(() => {
+    sampledPeak = Math.max(sampledPeak, process.memoryUsage().rss);
+  }, 100);
   const cpu0 = process.cpuUsage();
   const t0 = wallNow();
   producer.send({ type: "go" });

@@ -46,8 +46,15 @@ async function cleanup() {
   await dbs.dropAll();
   rmSync(tmp, { recursive: true, force: true });
 }
-process.on("exit", () => { killAll(); rmSync(tmp, { recursive: true, force: true }); });
-for (const [sig, code] of [["SIGINT", 130], ["SIGTERM", 143]]) process.on(sig, () => cleanup().finally(() => process.exit(code)));
+process.on("exit", () => {
+  killAll();
+  rmSync(tmp, { recursive: true, force: true });
+});
+for (const [sig, code] of [
+  ["SIGINT", 130],
+  ["SIGTERM", 143],
+])
+  process.on(sig, () => cleanup().finally(() => process.exit(code)));
 
 // Columns. `enqueue: false`: the enqueue path is the same as another column's.
 const ALL_COLUMNS = [
@@ -98,23 +105,38 @@ async function phase(col, label, run) {
   const t = Date.now();
   const { target, release } = await freshTarget(col, label);
   let r;
-  try { r = await run(target); } catch (e) { r = { error: String(e?.stack ?? e) }; } finally { await release().catch(() => {}); }
+  try {
+    r = await run(target);
+  } catch (e) {
+    r = { error: String(e?.stack ?? e) };
+  } finally {
+    await release().catch(() => {});
+  }
   log(`  ${col.title} ${label}: ${r.error ? `ERROR ${String(r.error).split("\n")[0]}` : "ok"} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
   return r;
 }
 
 const bulk = (col) => phase(col, "bulk", (target) => runPhase({ phase: "bulk", target, n: N, batch: BATCH }, CHILD_TIMEOUT_MS));
 const single = (col) => phase(col, "single", (target) => runPhase({ phase: "single", target, n: N, inFlight: IN_FLIGHT }, CHILD_TIMEOUT_MS));
-const processing = (col, processes) => phase(col, `process x${processes}`, async (target) => {
-  const pre = await runPhase({ phase: "prefill", target, n: N, batch: BATCH }, CHILD_TIMEOUT_MS);
-  if (pre.error) return pre;
-  return runWork({ target, n: N, concurrency: CONCURRENCY }, { processes, completionIsStored: systems[col.system].completionIsStored, deadlineMs: WORK_DEADLINE_MS });
-});
-const latency = (col) => phase(col, "latency", (target) => runPhase({ phase: "latency", target, rate: RATE, count: LATENCY_JOBS, concurrency: CONCURRENCY, deadlineMs: 30_000 }, CHILD_TIMEOUT_MS));
+const processing = (col, processes) =>
+  phase(col, `process x${processes}`, async (target) => {
+    const pre = await runPhase({ phase: "prefill", target, n: N, batch: BATCH }, CHILD_TIMEOUT_MS);
+    if (pre.error) return pre;
+    return runWork(
+      { target, n: N, concurrency: CONCURRENCY },
+      { processes, completionIsStored: systems[col.system].completionIsStored, deadlineMs: WORK_DEADLINE_MS },
+    );
+  });
+const latency = (col) =>
+  phase(col, "latency", (target) =>
+    runPhase({ phase: "latency", target, rate: RATE, count: LATENCY_JOBS, concurrency: CONCURRENCY, deadlineMs: 30_000 }, CHILD_TIMEOUT_MS),
+  );
 
 const load0 = os.loadavg();
 const pgVersion = await dbs.serverVersion();
-log(`later PostgreSQL side-by-side bench: ${N} no-op jobs, ${REPS} repetition(s), PostgreSQL ${pgVersion} at ${new URL(PG_URL).host}, Redis ${REDIS.host}:${REDIS.port} db ${REDIS.db}`);
+log(
+  `later PostgreSQL side-by-side bench: ${N} no-op jobs, ${REPS} repetition(s), PostgreSQL ${pgVersion} at ${new URL(PG_URL).host}, Redis ${REDIS.host}:${REDIS.port} db ${REDIS.db}`,
+);
 for (const col of COLUMNS) if (unavailable[col.key]) log(`  ${col.title}: n/a (${unavailable[col.key]})`);
 
 // Every phase runs REPS times, interleaved across systems (this kind of
@@ -146,7 +168,10 @@ await cleanup();
 const jps = (r) => r.jobsPerSec;
 const runs = (col, fig) => T[`${col.key}.${fig}`];
 const sameAs = (col) => (col.enqueue === false ? "(same as defaults)" : null);
-const row = (label, fig, f, fmt) => [label, ...COLUMNS.map((c) => sameAs(c) && (fig === "bulk" || fig === "single") ? sameAs(c) : cell(runs(c, fig), f, fmt))];
+const row = (label, fig, f, fmt) => [
+  label,
+  ...COLUMNS.map((c) => (sameAs(c) && (fig === "bulk" || fig === "single") ? sameAs(c) : cell(runs(c, fig), f, fmt))),
+];
 /** The median over the latency runs of each of `fields`, formatted with `fmt` and joined with " / ". */
 const lat = (col, fields, fmt = ms) => {
   const rs = runs(col, "latency");
@@ -176,18 +201,30 @@ const rows = [
 ];
 
 const version = (pkg) => {
-  try { return JSON.parse(readFileSync(path.join(root, "node_modules", pkg, "package.json"), "utf8")).version; } catch { return "?"; }
+  try {
+    return JSON.parse(readFileSync(path.join(root, "node_modules", pkg, "package.json"), "utf8")).version;
+  } catch {
+    return "?";
+  }
 };
 let revision = "?";
 try {
   const git = (...a) => execFileSync("git", a, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
   revision = git("rev-parse", "--short", "HEAD") + (git("status", "--porcelain", "--", "packages/runtime") ? " (runtime has uncommitted changes)" : "");
-} catch { /* informational only */ }
+} catch {
+  /* informational only */
+}
 const cpus = os.cpus();
 const out = [];
-out.push(`later @ ${revision}; ${cpus.length} cores × ${cpus[0]?.model ?? "?"}, Node ${process.version}, PostgreSQL ${pgVersion}, ${os.platform()} ${os.release()}`);
-out.push(`graphile-worker ${version("graphile-worker")}, pg-boss ${version("pg-boss")}, bullmq ${version("bullmq")}, pg ${version("pg")}; load average at start ${load0.map((x) => x.toFixed(2)).join(" ")}, at end ${load1.map((x) => x.toFixed(2)).join(" ")}`);
-out.push(`${N.toLocaleString("en-US")} no-op jobs per phase, a fresh database per system and phase. Throughput and processing RSS: ${REPS > 1 ? `median (min–max) of ${REPS} runs` : "one run"}; latency: ${LATENCY_REPS > 1 ? `${LATENCY_REPS} runs, percentiles of their samples pooled, other figures medians` : "one run"}, each ${LATENCY_JOBS} jobs at ${RATE} jobs/s from another process. Runs of every phase are interleaved across systems, each repetition starting one system further along.`);
+out.push(
+  `later @ ${revision}; ${cpus.length} cores × ${cpus[0]?.model ?? "?"}, Node ${process.version}, PostgreSQL ${pgVersion}, ${os.platform()} ${os.release()}`,
+);
+out.push(
+  `graphile-worker ${version("graphile-worker")}, pg-boss ${version("pg-boss")}, bullmq ${version("bullmq")}, pg ${version("pg")}; load average at start ${load0.map((x) => x.toFixed(2)).join(" ")}, at end ${load1.map((x) => x.toFixed(2)).join(" ")}`,
+);
+out.push(
+  `${N.toLocaleString("en-US")} no-op jobs per phase, a fresh database per system and phase. Throughput and processing RSS: ${REPS > 1 ? `median (min–max) of ${REPS} runs` : "one run"}; latency: ${LATENCY_REPS > 1 ? `${LATENCY_REPS} runs, percentiles of their samples pooled, other figures medians` : "one run"}, each ${LATENCY_JOBS} jobs at ${RATE} jobs/s from another process. Runs of every phase are interleaved across systems, each repetition starting one system further along.`,
+);
 out.push("");
 out.push(markdownTable(["figure", ...COLUMNS.map((c) => c.title)], rows));
 
@@ -201,8 +238,12 @@ const pooledRatio = (a, b) => {
   const [x, y] = [pooledPercentile(runs(a, "latency"), 99), pooledPercentile(runs(b, "latency"), 99)];
   return Number.isFinite(x) && Number.isFinite(y) ? `${(x / y).toFixed(2)}× (${ms(x)} ÷ ${ms(y)} ms)` : "n/a (a column has no figure)";
 };
-out.push(`* latency p99 (all runs pooled): later (PostgreSQL) ÷ graphile-worker fast path = ${pooledRatio(ours, gwFast)} [≤ 1]; ÷ defaults = ${pooledRatio(ours, gwDefaults)}`);
-out.push(`  median of the per-run p99s: ÷ fast path = ${ratio(runs(ours, "latency"), runs(gwFast, "latency"), p99, ms)} ms; later's p99 lower in ${pairedWins(runs(ours, "latency"), runs(gwFast, "latency"), p99)} pairs of runs (one pair per repetition)`);
+out.push(
+  `* latency p99 (all runs pooled): later (PostgreSQL) ÷ graphile-worker fast path = ${pooledRatio(ours, gwFast)} [≤ 1]; ÷ defaults = ${pooledRatio(ours, gwDefaults)}`,
+);
+out.push(
+  `  median of the per-run p99s: ÷ fast path = ${ratio(runs(ours, "latency"), runs(gwFast, "latency"), p99, ms)} ms; later's p99 lower in ${pairedWins(runs(ours, "latency"), runs(gwFast, "latency"), p99)} pairs of runs (one pair per repetition)`,
+);
 out.push(`* single enqueue: later (PostgreSQL) ÷ graphile-worker = ${ratio(runs(ours, "single"), runs(gwDefaults, "single"), jps)} [≥ 1]`);
 out.push(`* bulk enqueue: later (PostgreSQL) ÷ graphile-worker = ${ratio(runs(ours, "bulk"), runs(gwDefaults, "bulk"), jps)} [≥ 1]`);
 
@@ -210,9 +251,16 @@ out.push(`* bulk enqueue: later (PostgreSQL) ÷ graphile-worker = ${ratio(runs(o
 const [oursOff, sqliteOn, sqliteOff] = ["laterPgOff", "laterSqlite", "laterSqliteOff"].map((k) => ALL_COLUMNS.find((c) => c.key === k));
 out.push("");
 out.push("Targets of issue 13, stage counters (ratios in this run; target in brackets; per repetition in order after the semicolon):");
-for (const [fig, what] of [["process1", "1 process"], ["process2", "2 processes"]]) {
-  out.push(`* processing, ${what}: later (PostgreSQL) counters on ÷ off = ${ratio(runs(ours, fig), runs(oursOff, fig), jps)} [≥ 0.95]; ${pairedRatios(runs(ours, fig), runs(oursOff, fig), jps)}`);
-  out.push(`* processing, ${what}: later (SQLite) counters on ÷ off = ${ratio(runs(sqliteOn, fig), runs(sqliteOff, fig), jps)} [≥ 0.95]; ${pairedRatios(runs(sqliteOn, fig), runs(sqliteOff, fig), jps)}`);
+for (const [fig, what] of [
+  ["process1", "1 process"],
+  ["process2", "2 processes"],
+]) {
+  out.push(
+    `* processing, ${what}: later (PostgreSQL) counters on ÷ off = ${ratio(runs(ours, fig), runs(oursOff, fig), jps)} [≥ 0.95]; ${pairedRatios(runs(ours, fig), runs(oursOff, fig), jps)}`,
+  );
+  out.push(
+    `* processing, ${what}: later (SQLite) counters on ÷ off = ${ratio(runs(sqliteOn, fig), runs(sqliteOff, fig), jps)} [≥ 0.95]; ${pairedRatios(runs(sqliteOn, fig), runs(sqliteOff, fig), jps)}`,
+  );
   out.push(`* processing, ${what}: later (PostgreSQL, counters on) ÷ graphile-worker fast path = ${ratio(runs(ours, fig), runs(gwFast, fig), jps)} [≥ 1.5]`);
 }
 
@@ -223,15 +271,22 @@ for (const col of COLUMNS) {
   for (const fig of ["bulk", "single", "process1", "process2", "latency"]) {
     (runs(col, fig) ?? []).forEach((r, i) => {
       const tag = `${col.title} ${fig}${runs(col, fig).length > 1 ? ` #${i + 1}` : ""}`;
-      if (r.na) { if (i === 0 && fig === "bulk") out.push(`* ${col.title}: n/a (${r.error})`); return; }
+      if (r.na) {
+        if (i === 0 && fig === "bulk") out.push(`* ${col.title}: n/a (${r.error})`);
+        return;
+      }
       if (r.error) out.push(`* ${tag}: ERROR ${String(r.error).split("\n").slice(0, 3).join(" / ")}`);
       if (r.timedOut) out.push(`* ${tag}: deadline hit, ${r.done} of ${N} done`);
       if (r.errorCount) out.push(`* ${tag}: ${r.errorCount} error(s), e.g. ${r.errors[0]}`);
       if (fig.startsWith("process") && !r.error && i === 0) {
-        out.push(`* ${tag}: ${r.settings}; stored at the end ${JSON.stringify(r.stored)}; per process handled/done ${r.perProcess.map((p) => `${p.handled}/${p.done}`).join(", ")}${r.settleMs ? `; waited ${ms(r.settleMs)} ms after the last handler for the completion writes` : ""}`);
+        out.push(
+          `* ${tag}: ${r.settings}; stored at the end ${JSON.stringify(r.stored)}; per process handled/done ${r.perProcess.map((p) => `${p.handled}/${p.done}`).join(", ")}${r.settleMs ? `; waited ${ms(r.settleMs)} ms after the last handler for the completion writes` : ""}`,
+        );
       }
       if (fig === "latency" && !r.error) {
-        out.push(`* ${tag}: ${r.settings}; outcome ${r.outcome}; mean ${ms(r.mean)} ms; producer call p50/p99 ${ms(r.producer?.callP50Ms)} / ${ms(r.producer?.callP99Ms)} ms, max behind schedule ${ms(r.producer?.maxBehindMs)} ms`);
+        out.push(
+          `* ${tag}: ${r.settings}; outcome ${r.outcome}; mean ${ms(r.mean)} ms; producer call p50/p99 ${ms(r.producer?.callP50Ms)} / ${ms(r.producer?.callP99Ms)} ms, max behind schedule ${ms(r.producer?.maxBehindMs)} ms`,
+        );
       }
     });
   }

@@ -20,7 +20,15 @@ async function openEnqueuer() {
     await backend.open();
     // A publisher without a server (no workers in this process). Same class
     // and code path as server.publisher; only the local wake hook is a no-op.
-    const publisher = new JobPublisher({ backend, clock: systemClock, defaultRetryPolicy: RetryPolicy.default(), encoders: new Map([[JOB_TYPE, JSON.stringify]]), topics: new Map(), retentionMs: 86_400_000, onCommitted: () => {} });
+    const publisher = new JobPublisher({
+      backend,
+      clock: systemClock,
+      defaultRetryPolicy: RetryPolicy.default(),
+      encoders: new Map([[JOB_TYPE, JSON.stringify]]),
+      topics: new Map(),
+      retentionMs: 86_400_000,
+      onCommitted: () => {},
+    });
     return { enqueue: (payload) => publisher.enqueue(JOB_TYPE, payload), close: () => backend.close() };
   }
   const { default: Database } = await import("better-sqlite3");

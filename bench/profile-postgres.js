@@ -26,9 +26,17 @@ const { BackgroundJobServer, JobPublisher, RetryPolicy, postgres, systemClock } 
 let names = new Map();
 try {
   const { PostgresJobQueries } = await import("../packages/runtime/dist/backend/postgres/postgres-job-queries.js");
-  names = new Map(Object.entries(new PostgresJobQueries("\"later\"")).filter(([, s]) => s?.name).map(([k, s]) => [s.name, k]));
-} catch { /* labels from text only */ }
-const meter = new StatementMeter((name, text) => names.get(name) ?? (/^\s*(begin|commit|rollback)\b/i.test(text) ? text.trim().split(/\s/)[0].toUpperCase() : undefined));
+  names = new Map(
+    Object.entries(new PostgresJobQueries('"later"'))
+      .filter(([, s]) => s?.name)
+      .map(([k, s]) => [s.name, k]),
+  );
+} catch {
+  /* labels from text only */
+}
+const meter = new StatementMeter(
+  (name, text) => names.get(name) ?? (/^\s*(begin|commit|rollback)\b/i.test(text) ? text.trim().split(/\s/)[0].toUpperCase() : undefined),
+);
 meter.install();
 
 const backendFor = (url) => postgres({ connectionString: url, namespace: NAMESPACE });
@@ -64,21 +72,43 @@ async function withDatabase(label, body) {
 async function withPublisher(url, body) {
   const backend = backendFor(url);
   await backend.open();
-  const publisher = new JobPublisher({ backend, clock: systemClock, defaultRetryPolicy: RetryPolicy.default(), encoders: new Map([[JOB_TYPE, JSON.stringify]]), topics: new Map(), retentionMs: 86_400_000, onCommitted: () => {} });
-  try { return await body(publisher); } finally { await backend.close(); }
+  const publisher = new JobPublisher({
+    backend,
+    clock: systemClock,
+    defaultRetryPolicy: RetryPolicy.default(),
+    encoders: new Map([[JOB_TYPE, JSON.stringify]]),
+    topics: new Map(),
+    retentionMs: 86_400_000,
+    onCommitted: () => {},
+  });
+  try {
+    return await body(publisher);
+  } finally {
+    await backend.close();
+  }
 }
 
 const payloads = (n) => Array.from({ length: n }, (_, i) => ({ i }));
 
-const bulk = await withDatabase("bulk", (url) => withPublisher(url, (p) => measured(async () => {
-  const all = payloads(N);
-  for (let i = 0; i < N; i += 1000) await p.enqueueMany(JOB_TYPE, all.slice(i, i + 1000));
-})));
-const single = await withDatabase("single", (url) => withPublisher(url, (p) => measured(async () => {
-  let next = 0;
-  const loop = async () => { while (next < SINGLE_N) await p.enqueue(JOB_TYPE, { i: next++ }); };
-  await Promise.all(Array.from({ length: 10 }, loop));
-})));
+const bulk = await withDatabase("bulk", (url) =>
+  withPublisher(url, (p) =>
+    measured(async () => {
+      const all = payloads(N);
+      for (let i = 0; i < N; i += 1000) await p.enqueueMany(JOB_TYPE, all.slice(i, i + 1000));
+    }),
+  ),
+);
+const single = await withDatabase("single", (url) =>
+  withPublisher(url, (p) =>
+    measured(async () => {
+      let next = 0;
+      const loop = async () => {
+        while (next < SINGLE_N) await p.enqueue(JOB_TYPE, { i: next++ });
+      };
+      await Promise.all(Array.from({ length: 10 }, loop));
+    }),
+  ),
+);
 const processing = await withDatabase("process", async (url) => {
   await withPublisher(url, async (p) => {
     const all = payloads(N);
@@ -94,8 +124,17 @@ const processing = await withDatabase("process", async (url) => {
       context: {},
       backend: backendFor(url),
       workerCount: CONCURRENCY,
-      handlers: { [JOB_TYPE]: { handle: async () => { const t = performance.now(); handlerMs += performance.now() - t; } } },
-      onEvent: (e) => { if (e.type === "job" && e.stage === "success" && ++done === N) allDone(); },
+      handlers: {
+        [JOB_TYPE]: {
+          handle: async () => {
+            const t = performance.now();
+            handlerMs += performance.now() - t;
+          },
+        },
+      },
+      onEvent: (e) => {
+        if (e.type === "job" && e.stage === "success" && ++done === N) allDone();
+      },
     });
     await finished;
     return { handlerMs };
@@ -108,9 +147,16 @@ meter.uninstall();
 // ---------------------------------------------------------------- report ----
 
 function statementTable(r, jobs) {
-  const rows = [...r.statements].sort((a, b) => b[1].totalMs - a[1].totalMs).map(([label, s]) => [
-    label, int(s.calls), (s.calls / jobs).toFixed(s.calls / jobs < 0.1 ? 4 : 2), (s.totalMs / s.calls).toFixed(2), fmtUs(s.totalMs / jobs), s.maxMs.toFixed(1),
-  ]);
+  const rows = [...r.statements]
+    .sort((a, b) => b[1].totalMs - a[1].totalMs)
+    .map(([label, s]) => [
+      label,
+      int(s.calls),
+      (s.calls / jobs).toFixed(s.calls / jobs < 0.1 ? 4 : 2),
+      (s.totalMs / s.calls).toFixed(2),
+      fmtUs(s.totalMs / jobs),
+      s.maxMs.toFixed(1),
+    ]);
   return markdownTable(["statement", "calls", "per job", "mean round trip (ms)", "round-trip µs per job", "max (ms)"], rows);
 }
 

@@ -10,7 +10,11 @@ export function median(xs) {
 }
 
 /** The numbers `f(r)` of the runs that did not fail. */
-export const values = (runs, f) => (runs ?? []).filter((r) => !r.error).map(f).filter(Number.isFinite);
+export const values = (runs, f) =>
+  (runs ?? [])
+    .filter((r) => !r.error)
+    .map(f)
+    .filter(Number.isFinite);
 
 /** "median (min–max) [k failed]" of `f` over `runs`; "n/a" when the column did not run, "error" when every run failed. */
 export function cell(runs, f, fmt = int) {
@@ -43,7 +47,10 @@ export function pairedRatios(aRuns, bRuns, f) {
 
 /** Percentile `p` of every sample of the runs that did not fail, pooled (NaN when there are none). */
 export function pooledPercentile(runs, p) {
-  const all = (runs ?? []).filter((r) => !r.error && Array.isArray(r.samples)).flatMap((r) => r.samples).sort((a, b) => a - b);
+  const all = (runs ?? [])
+    .filter((r) => !r.error && Array.isArray(r.samples))
+    .flatMap((r) => r.samples)
+    .sort((a, b) => a - b);
   return percentile(all, p);
 }
 

@@ -66,8 +66,14 @@ function cleanup() {
   rmSync(tmp, { recursive: true, force: true });
 }
 process.on("exit", cleanup); // also on a crash of this script: no child or temp file is left behind
-process.on("SIGINT", () => { cleanup(); process.exit(130); });
-process.on("SIGTERM", () => { cleanup(); process.exit(143); });
+process.on("SIGINT", () => {
+  cleanup();
+  process.exit(130);
+});
+process.on("SIGTERM", () => {
+  cleanup();
+  process.exit(143);
+});
 
 function freshFile(label) {
   return path.join(tmp, `${String(++fileSeq).padStart(2, "0")}-${label}.db`);
@@ -112,14 +118,26 @@ async function processing(system, extra = {}) {
   const pre = await phase(`${system} prefill`, { system, phase: "prefill", file, n: N, variant: "publisher", countersOff: extra.countersOff });
   if (pre.error) return pre;
   return phase(`${system} process${extra.pollMs ? ` poll ${extra.pollMs}` : ""}${extra.countersOff ? " counters off" : ""}`, {
-    system, phase: "process", file, n: N, concurrency: CONCURRENCY, deadlineMs: 45_000, ...extra,
+    system,
+    phase: "process",
+    file,
+    n: N,
+    concurrency: CONCURRENCY,
+    deadlineMs: 45_000,
+    ...extra,
   });
 }
 
 function latency(system, extra = {}) {
   return phase(`${system} latency${extra.pollMs ? ` poll ${extra.pollMs}` : ""}`, {
-    system, phase: "latency", file: freshFile(`${system}-latency`), rate: RATE, count: LATENCY_JOBS,
-    concurrency: CONCURRENCY, deadlineMs: 25_000, ...extra,
+    system,
+    phase: "latency",
+    file: freshFile(`${system}-latency`),
+    rate: RATE,
+    count: LATENCY_JOBS,
+    concurrency: CONCURRENCY,
+    deadlineMs: 25_000,
+    ...extra,
   });
 }
 
@@ -129,7 +147,11 @@ function staleBuildWarning() {
   const srcDir = path.join(root, "packages/runtime/src");
   const distIndex = path.join(root, "packages/runtime/dist/index.js");
   let built;
-  try { built = statSync(distIndex).mtimeMs; } catch { return "packages/runtime/dist/index.js is missing: build the runtime first"; }
+  try {
+    built = statSync(distIndex).mtimeMs;
+  } catch {
+    return "packages/runtime/dist/index.js is missing: build the runtime first";
+  }
   const newer = [];
   const walk = (dir) => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
@@ -139,7 +161,9 @@ function staleBuildWarning() {
     }
   };
   walk(srcDir);
-  return newer.length ? `runtime dist is older than ${newer.length} source file(s) (e.g. ${newer[0]}): run \`cd packages/runtime && npx tsc -p tsconfig.json\`` : null;
+  return newer.length
+    ? `runtime dist is older than ${newer.length} source file(s) (e.g. ${newer[0]}): run \`cd packages/runtime && npx tsc -p tsconfig.json\``
+    : null;
 }
 const stale = staleBuildWarning();
 if (stale) log(`WARNING: ${stale}`);
@@ -153,14 +177,31 @@ const add = (key, r) => (T[key] ??= []).push(r);
 for (let rep = 1; rep <= REPS; rep++) {
   log(`repetition ${rep}/${REPS}`);
   add("later.bulk", await phase("later bulk", { system: "later", phase: "bulk", file: freshFile("later-bulk"), n: N, batch: BATCH, variant: "publisher" }));
-  add("later.bulkServer", await phase("later bulk (server up)", { system: "later", phase: "bulk", file: freshFile("later-bulk-srv"), n: N, batch: BATCH, variant: "server" }));
+  add(
+    "later.bulkServer",
+    await phase("later bulk (server up)", { system: "later", phase: "bulk", file: freshFile("later-bulk-srv"), n: N, batch: BATCH, variant: "server" }),
+  );
   add("pj.bulk", await phase("plainjob bulk", { system: "plainjob", phase: "bulk", file: freshFile("plainjob-bulk"), n: N, batch: BATCH }));
-  add("later.single", await phase("later single", { system: "later", phase: "single", file: freshFile("later-single"), n: N, concurrency: CONCURRENCY, variant: "publisher" }));
-  add("later.singleServer", await phase("later single (server up)", { system: "later", phase: "single", file: freshFile("later-single-srv"), n: N, concurrency: CONCURRENCY, variant: "server" }));
+  add(
+    "later.single",
+    await phase("later single", { system: "later", phase: "single", file: freshFile("later-single"), n: N, concurrency: CONCURRENCY, variant: "publisher" }),
+  );
+  add(
+    "later.singleServer",
+    await phase("later single (server up)", {
+      system: "later",
+      phase: "single",
+      file: freshFile("later-single-srv"),
+      n: N,
+      concurrency: CONCURRENCY,
+      variant: "server",
+    }),
+  );
   add("pj.single", await phase("plainjob single", { system: "plainjob", phase: "single", file: freshFile("plainjob-single"), n: N, concurrency: CONCURRENCY }));
   // With the stage counters on, and the same build with them turned off (bench/counters-off.js),
   // back to back; which of the two goes first alternates with the repetition.
-  for (const off of rep % 2 ? [false, true] : [true, false]) add(off ? "later.processOff" : "later.process", await processing("later", off ? { countersOff: true } : {}));
+  for (const off of rep % 2 ? [false, true] : [true, false])
+    add(off ? "later.processOff" : "later.process", await processing("later", off ? { countersOff: true } : {}));
   add("pj.process", await processing("plainjob"));
   add("pjFast.process", await processing("plainjob", { pollMs: FAST_POLL_MS }));
   // Old files are not needed any more; removing them keeps the disk's dirty-page backlog small.
@@ -184,7 +225,10 @@ const median = (xs) => {
 /** Median (min–max) of field `f` over the successful repetitions of `key`. */
 const stat = (key, f, fmt = int) => {
   const rs = T[key] ?? [];
-  const ok = rs.filter((r) => !r.error).map(f).filter(Number.isFinite);
+  const ok = rs
+    .filter((r) => !r.error)
+    .map(f)
+    .filter(Number.isFinite);
   if (ok.length === 0) return rs.length ? "error" : "–";
   const failed = rs.length - ok.length;
   const range = ok.length > 1 ? ` (${fmt(Math.min(...ok))}–${fmt(Math.max(...ok))})` : "";
@@ -218,9 +262,15 @@ try {
   const db = new Database(":memory:");
   sqliteVersion = db.prepare("select sqlite_version() as v").get().v;
   db.close();
-} catch { /* informational only */ }
+} catch {
+  /* informational only */
+}
 const pjVersion = (() => {
-  try { return JSON.parse(readFileSync(path.join(root, "node_modules/plainjob/package.json"), "utf8")).version; } catch { return "?"; }
+  try {
+    return JSON.parse(readFileSync(path.join(root, "node_modules/plainjob/package.json"), "utf8")).version;
+  } catch {
+    return "?";
+  }
 })();
 const cpus = os.cpus();
 
@@ -228,44 +278,68 @@ let revision = "?";
 try {
   const git = (...a) => execFileSync("git", a, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
   revision = git("rev-parse", "--short", "HEAD") + (git("status", "--porcelain", "--", "packages/runtime") ? " (runtime has uncommitted changes)" : "");
-} catch { /* informational only */ }
+} catch {
+  /* informational only */
+}
 const out = [];
-out.push(`later @ ${revision}; Node ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? "?"}, SQLite ${sqliteVersion} (better-sqlite3), plainjob ${pjVersion}, ${os.platform()} ${os.release()}`);
-out.push(`${N.toLocaleString("en-US")} no-op jobs per phase, fresh SQLite file (WAL) per phase under ${os.tmpdir()}. Throughput and processing RSS: ${REPS > 1 ? `median (min–max) of ${REPS} runs` : "one run"}; latency: one run of ${LATENCY_JOBS} jobs at ${RATE} jobs/s from another process.`);
+out.push(
+  `later @ ${revision}; Node ${process.version}, ${cpus.length} × ${cpus[0]?.model ?? "?"}, SQLite ${sqliteVersion} (better-sqlite3), plainjob ${pjVersion}, ${os.platform()} ${os.release()}`,
+);
+out.push(
+  `${N.toLocaleString("en-US")} no-op jobs per phase, fresh SQLite file (WAL) per phase under ${os.tmpdir()}. Throughput and processing RSS: ${REPS > 1 ? `median (min–max) of ${REPS} runs` : "one run"}; latency: one run of ${LATENCY_JOBS} jobs at ${RATE} jobs/s from another process.`,
+);
 out.push("");
 out.push(`| figure | later | plainjob (defaults, poll 1000 ms) | plainjob (poll ${FAST_POLL_MS} ms) |`);
 out.push("| --- | ---: | ---: | ---: |");
 for (const r of rows) out.push(`| ${r.join(" | ")} |`);
 out.push("");
-const offRatio = (fmt) => {
+const offRatio = (_fmt) => {
   const [on, off] = ["later.process", "later.processOff"].map((k) => (T[k] ?? []).filter((r) => !r.error).map(jps));
   return on.length && off.length ? `${(median(on) / median(off)).toFixed(2)}× (${int(median(on))} ÷ ${int(median(off))})` : "n/a (a run failed)";
 };
-const perRep = (T["later.process"] ?? []).map((r, i) => {
-  const off = T["later.processOff"]?.[i];
-  return r.error || !off || off.error ? "–" : (jps(r) / jps(off)).toFixed(2);
-}).join(", ");
+const perRep = (T["later.process"] ?? [])
+  .map((r, i) => {
+    const off = T["later.processOff"]?.[i];
+    return r.error || !off || off.error ? "–" : (jps(r) / jps(off)).toFixed(2);
+  })
+  .join(", ");
 out.push(`Stage counters (issue 13): processing with counters on ÷ off = ${offRatio()} [≥ 0.95]; per repetition ${perRep}`);
 
 // Anything that looked wrong, so it never hides behind a number.
 const notes = [];
 const names = {
-  "later.bulk": "later bulk", "later.bulkServer": "later bulk (server up)", "pj.bulk": "plainjob bulk",
-  "later.single": "later single", "later.singleServer": "later single (server up)", "pj.single": "plainjob single",
-  "later.process": "later process", "later.processOff": "later process (counters off)", "pj.process": "plainjob process", "pjFast.process": `plainjob process (poll ${FAST_POLL_MS})`,
-  "later.latency": "later latency", "pj.latency": "plainjob latency", "pjFast.latency": `plainjob latency (poll ${FAST_POLL_MS})`,
+  "later.bulk": "later bulk",
+  "later.bulkServer": "later bulk (server up)",
+  "pj.bulk": "plainjob bulk",
+  "later.single": "later single",
+  "later.singleServer": "later single (server up)",
+  "pj.single": "plainjob single",
+  "later.process": "later process",
+  "later.processOff": "later process (counters off)",
+  "pj.process": "plainjob process",
+  "pjFast.process": `plainjob process (poll ${FAST_POLL_MS})`,
+  "later.latency": "later latency",
+  "pj.latency": "plainjob latency",
+  "pjFast.latency": `plainjob latency (poll ${FAST_POLL_MS})`,
 };
 for (const [key, name] of Object.entries(names)) {
   (T[key] ?? []).forEach((r, i) => {
-    const tag = (T[key].length > 1 ? `${name} #${i + 1}` : name);
+    const tag = T[key].length > 1 ? `${name} #${i + 1}` : name;
     if (r.error) notes.push(`${tag}: ${r.error.split("\n").slice(0, 3).join(" | ")}`);
     if (r.errorCount) notes.push(`${tag}: ${r.errorCount} error event(s), first: ${r.errors[0]}`);
     if (r.timedOut) notes.push(`${tag}: deadline hit after ${ms(r.elapsedMs)} ms with ${r.succeeded}/${N} done`);
-    if (r.stored && (r.succeeded !== N || r.handled !== N)) notes.push(`${tag}: ${r.succeeded} done, ${r.handled} handler calls, stored ${JSON.stringify(r.stored)}`);
-    if (r.stored && i === 0) notes.push(`${tag}: stored at the end ${JSON.stringify(r.stored)}; handler calls ${r.handled}; last handler start at ${ms(r.lastHandlerMs)} ms, last job stored as done at ${ms(r.elapsedMs)} ms`);
+    if (r.stored && (r.succeeded !== N || r.handled !== N))
+      notes.push(`${tag}: ${r.succeeded} done, ${r.handled} handler calls, stored ${JSON.stringify(r.stored)}`);
+    if (r.stored && i === 0)
+      notes.push(
+        `${tag}: stored at the end ${JSON.stringify(r.stored)}; handler calls ${r.handled}; last handler start at ${ms(r.lastHandlerMs)} ms, last job stored as done at ${ms(r.elapsedMs)} ms`,
+      );
     if (r.info && i === 0) notes.push(`${tag}: ${r.info}`);
     if (r.outcome && r.outcome !== "all") notes.push(`${tag}: only ${r.received}/${r.sent} jobs reached a handler (${r.outcome})`);
-    if (r.producer) notes.push(`${tag}: ${r.settings}; producer enqueue call p50 ${ms(r.producer.enqueueCallP50Ms)} ms, p99 ${ms(r.producer.enqueueCallP99Ms)} ms, max lag behind schedule ${ms(r.producer.maxBehindMs)} ms; mean latency ${ms(r.mean)} ms; sampled peak RSS ${int(r.sampledPeakRssMb)} MB`);
+    if (r.producer)
+      notes.push(
+        `${tag}: ${r.settings}; producer enqueue call p50 ${ms(r.producer.enqueueCallP50Ms)} ms, p99 ${ms(r.producer.enqueueCallP99Ms)} ms, max lag behind schedule ${ms(r.producer.maxBehindMs)} ms; mean latency ${ms(r.mean)} ms; sampled peak RSS ${int(r.sampledPeakRssMb)} MB`,
+      );
   });
 }
 if (stale) notes.unshift(`WARNING: ${stale}`);

@@ -16,21 +16,28 @@ export class StatementMeter {
   install() {
     const meter = this;
     const original = (this.original = pg.Client.prototype.query);
-    pg.Client.prototype.query = function query(config, values, callback) {
-      const text = typeof config === "string" ? config : config?.text ?? "";
+    pg.Client.prototype.query = function query(...args) {
+      const [config, values, callback] = args;
+      const text = typeof config === "string" ? config : (config?.text ?? "");
       const label = meter.label(config?.name, text);
       const t0 = wallNow();
       const record = () => meter.record(label, wallNow() - t0);
       const cbIndex = [values, callback].findIndex((a) => typeof a === "function");
       if (cbIndex >= 0) {
-        const args = [config, values, callback];
-        const cb = args[cbIndex + 1];
-        args[cbIndex + 1] = function (...r) { record(); return cb.apply(this, r); };
-        return original.apply(this, args.slice(0, arguments.length));
+        const wrapped = [...args];
+        const cb = wrapped[cbIndex + 1];
+        wrapped[cbIndex + 1] = function (...r) {
+          record();
+          return cb.apply(this, r);
+        };
+        return original.apply(this, wrapped);
       }
-      const result = original.apply(this, arguments);
+      const result = original.apply(this, args);
       if (result && typeof result.then === "function") result.then(record, record);
-      else if (result && typeof result.on === "function") { result.on("end", record); result.on("error", record); }
+      else if (result && typeof result.on === "function") {
+        result.on("end", record);
+        result.on("error", record);
+      }
       return result;
     };
   }

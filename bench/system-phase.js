@@ -56,15 +56,20 @@ async function workPhase() {
   let done = 0;
   let handled = 0;
   let lastAt = 0;
-  let flushTimer = null;
-  const flush = () => { flushTimer = null; process.send({ type: "progress", done, at: lastAt }); };
+  let _flushTimer = null;
+  const flush = () => {
+    _flushTimer = null;
+    process.send({ type: "progress", done, at: lastAt });
+  };
   const workers = await system.startWorkers(cfg.target, {
     concurrency: cfg.concurrency,
-    onJob: () => { handled++; },
+    onJob: () => {
+      handled++;
+    },
     onDone: () => {
       done++;
       lastAt = wallNow();
-      flushTimer ??= setTimeout(flush, 5);
+      _flushTimer ??= setTimeout(flush, 5);
     },
     onError,
   });
@@ -93,17 +98,33 @@ async function latencyPhase() {
     onDone: () => {},
     onError,
   });
-  const producer = fork(fileURLToPath(new URL("./system-producer.js", import.meta.url)), [JSON.stringify({
-    target: cfg.target, rate: cfg.rate, count: cfg.count, hardDeadlineMs: cfg.deadlineMs + 10_000,
-  })], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const producer = fork(
+    fileURLToPath(new URL("./system-producer.js", import.meta.url)),
+    [
+      JSON.stringify({
+        target: cfg.target,
+        rate: cfg.rate,
+        count: cfg.count,
+        hardDeadlineMs: cfg.deadlineMs + 10_000,
+      }),
+    ],
+    { stdio: ["ignore", "inherit", "inherit", "ipc"] },
+  );
   let producerStats = null;
   const producerReady = gate();
   const producerDone = gate();
   producer.on("message", (m) => {
     if (m?.type === "ready") producerReady.open();
-    if (m?.type === "done") { producerStats = m; producerDone.open(); }
+    if (m?.type === "done") {
+      producerStats = m;
+      producerDone.open();
+    }
   });
-  producer.on("exit", (code) => { if (code) errors.push(`producer exited with ${code}`); producerReady.open(); producerDone.open(); });
+  producer.on("exit", (code) => {
+    if (code) errors.push(`producer exited with ${code}`);
+    producerReady.open();
+    producerDone.open();
+  });
   await producerReady.promise;
 
   const cpu0 = process.cpuUsage();
@@ -136,7 +157,13 @@ async function latencyPhase() {
 const phases = {
   bulk: () => enqueueTimed(bulkAll),
   single: singlePhase,
-  prefill: async () => { await system.prepare(cfg.target); const e = await system.openEnqueuer(cfg.target); await bulkAll(e); await e.close(); return { prefilled: cfg.n }; },
+  prefill: async () => {
+    await system.prepare(cfg.target);
+    const e = await system.openEnqueuer(cfg.target);
+    await bulkAll(e);
+    await e.close();
+    return { prefilled: cfg.n };
+  },
   work: workPhase,
   latency: latencyPhase,
 };

@@ -34,7 +34,11 @@ export async function startWorkers(target, { concurrency, onJob, onDone, onError
     settings: `Worker concurrency ${concurrency}, defaults otherwise (completed jobs kept)`,
     stored: async () => {
       const q = queue(target);
-      try { return await q.getJobCounts("completed", "waiting", "active", "failed"); } finally { await q.close(); }
+      try {
+        return await q.getJobCounts("completed", "waiting", "active", "failed");
+      } finally {
+        await q.close();
+      }
     },
     stop: () => worker.close(),
   };

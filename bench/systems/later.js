@@ -38,7 +38,15 @@ export async function openEnqueuer(target) {
   const { JobPublisher, RetryPolicy, systemClock } = await runtime();
   const backend = await newBackend(target);
   await backend.open();
-  const publisher = new JobPublisher({ backend, clock: systemClock, defaultRetryPolicy: RetryPolicy.default(), encoders: new Map([[JOB_TYPE, JSON.stringify]]), topics: new Map(), retentionMs: 86_400_000, onCommitted: () => {} });
+  const publisher = new JobPublisher({
+    backend,
+    clock: systemClock,
+    defaultRetryPolicy: RetryPolicy.default(),
+    encoders: new Map([[JOB_TYPE, JSON.stringify]]),
+    topics: new Map(),
+    retentionMs: 86_400_000,
+    onCommitted: () => {},
+  });
   return {
     bulk: (payloads) => publisher.enqueueMany(JOB_TYPE, payloads),
     single: (payload) => publisher.enqueue(JOB_TYPE, payload),

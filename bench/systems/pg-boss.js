@@ -45,7 +45,9 @@ export async function startWorkers(target, { concurrency, onJob, onDone, onError
     await b.work(JOB_TYPE, options, async (jobs) => {
       for (const job of jobs) onJob(job.data);
       // onDone after the handler: the completion write happens after this returns.
-      queueMicrotask(() => { for (let k = 0; k < jobs.length; k++) onDone(); });
+      queueMicrotask(() => {
+        for (let k = 0; k < jobs.length; k++) onDone();
+      });
     });
   }
   return {

@@ -16,7 +16,12 @@ describe("later jobs (sqlite)", () => {
   });
 
   /** The id column of a table printed by `jobs list`. */
-  const idsOf = (stdout: string) => stdout.split("\n").slice(1).filter((l) => /^[0-9a-z]{26} /.test(l)).map((l) => l.slice(0, 26));
+  const idsOf = (stdout: string) =>
+    stdout
+      .split("\n")
+      .slice(1)
+      .filter((l) => /^[0-9a-z]{26} /.test(l))
+      .map((l) => l.slice(0, 26));
 
   it("list prints an aligned table of every job, newest first, and the stage counts", () => {
     const result = later(["jobs", "list", ...db]);
@@ -36,9 +41,7 @@ describe("later jobs (sqlite)", () => {
     expect(row(seeded.failed)).toMatch(/ sendEmail +failed +1 {2}2025-01-02T03:04:05Z/);
     expect(row(seeded.delayed)).toMatch(/ sendEmail +delayed +0 {2}2025-01-02T04:04:05Z/);
     expect(row(seeded.waiting)).toMatch(/ createAccount +waiting +0 /);
-    expect(result.stdout).toContain(
-      'namespace "default" holds 7 jobs: enqueued 1, delayed 1, waiting 1, running 1, requeued 1, success 1, failed 1',
-    );
+    expect(result.stdout).toContain('namespace "default" holds 7 jobs: enqueued 1, delayed 1, waiting 1, running 1, requeued 1, success 1, failed 1');
     expect(result.stdout).not.toContain(seeded.otherNamespace);
   });
 
@@ -146,7 +149,10 @@ describe("later jobs (sqlite)", () => {
 
   it("a missing file is an error and is not created", () => {
     const missing = join(dir, "missing.db");
-    for (const args of [["jobs", "list"], ["jobs", "show", seeded.failed]]) {
+    for (const args of [
+      ["jobs", "list"],
+      ["jobs", "show", seeded.failed],
+    ]) {
       const result = later([...args, "--database", `sqlite:${missing}`]);
       expect(result.status).toBe(1);
       expect(result.stderr).toMatch(/^later: no SQLite database at .*missing\.db: .*later migrate up --database sqlite:.*missing\.db`\n$/);
@@ -157,7 +163,10 @@ describe("later jobs (sqlite)", () => {
   it("a database whose schema is behind gives the SchemaVersionError message", () => {
     const behind = join(dir, "behind.db");
     writeFileSync(behind, "");
-    for (const args of [["jobs", "list"], ["jobs", "show", seeded.failed]]) {
+    for (const args of [
+      ["jobs", "list"],
+      ["jobs", "show", seeded.failed],
+    ]) {
       const result = later([...args, "--database", `sqlite:${behind}`]);
       expect(result.status).toBe(1);
       expect(result.stdout).toBe("");

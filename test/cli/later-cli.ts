@@ -110,7 +110,11 @@ export async function seedDatabase(file: string): Promise<SeededJobs> {
     await finish(requeued, { kind: "retry", runAt: now + 60_000, error: "disk full" });
     const running = await claimed("reportUsage", { month: 1 });
     const enqueued = await insert(backend, { jobType: "sendEmail", payload: JSON.stringify({ address: "b@example.com", body: "hi" }), runAt: now });
-    const delayed = await insert(backend, { jobType: "sendEmail", payload: JSON.stringify({ address: "c@example.com", body: "later" }), runAt: now + 3_600_000 });
+    const delayed = await insert(backend, {
+      jobType: "sendEmail",
+      payload: JSON.stringify({ address: "c@example.com", body: "later" }),
+      runAt: now + 3_600_000,
+    });
     const waiting = await insert(backend, { jobType: "createAccount", payload: JSON.stringify({ id: "acct-1" }), runAt: now, parentId: enqueued });
     const other = sqlite({ file, namespace: "other" });
     await other.open();

@@ -47,7 +47,9 @@ describe.skipIf(postgresUrl() === null)("later migrate (postgres)", () => {
     const { db, args } = await fresh();
     const result = later(["jobs", "list", ...args]);
     expect(result.status).toBe(1);
-    expect(result.stderr).toMatch(/^later: the later schema in this database is behind \(version 0, this release needs \d+\): run `later migrate up --database /);
+    expect(result.stderr).toMatch(
+      /^later: the later schema in this database is behind \(version 0, this release needs \d+\): run `later migrate up --database /,
+    );
     expect(result.stderr).toContain(`--schema ${db.schema}\``);
     expect(result.stderr.trim().split("\n")).toHaveLength(1);
     later(["migrate", "up", ...args]);

@@ -102,7 +102,10 @@ describe("later migrate (sqlite)", () => {
     expect(status.status).toBe(0);
     expect(status.stdout).toMatch(/^current version 99$/m);
     expect(status.stdout).toMatch(/^state +ahead: this release of later knows up to version \d+; upgrade later/m);
-    for (const args of [["migrate", "up"], ["jobs", "list"]]) {
+    for (const args of [
+      ["migrate", "up"],
+      ["jobs", "list"],
+    ]) {
       const result = later([...args, "--database", `sqlite:${file}`]);
       expect(result.status).toBe(1);
       expect(result.stderr).toMatch(/^later: the later schema in this database is ahead \(version 99, this release knows up to \d+\): upgrade later[^\n]*\n$/);

@@ -23,9 +23,16 @@ async function seedSchedules(backend: () => Backend, other: Backend): Promise<Se
     await b.open();
     await b.migrationUp();
     const publisher = new JobPublisher({
-      backend: b, clock: new ManualClock(NOW), defaultRetryPolicy: RetryPolicy.noRetries(), retentionMs: 86_400_000,
-      encoders: new Map([["sendReport", JSON.stringify], ["cleanUp", JSON.stringify]]),
-      topics: new Map([[RECURRING_SEQUENTIAL_TOPIC, 4]]), onCommitted: () => undefined,
+      backend: b,
+      clock: new ManualClock(NOW),
+      defaultRetryPolicy: RetryPolicy.noRetries(),
+      retentionMs: 86_400_000,
+      encoders: new Map([
+        ["sendReport", JSON.stringify],
+        ["cleanUp", JSON.stringify],
+      ]),
+      topics: new Map([[RECURRING_SEQUENTIAL_TOPIC, 4]]),
+      onCommitted: () => undefined,
     });
     try {
       return await publisher.enqueueRecurring(options.sequential ? "cleanUp" : "sendReport", scheduleId, payload, cron, options);
@@ -47,13 +54,23 @@ function expectTable(stdout: string, seeded: Seeded): void {
   const at = (title: string) => lines[0]!.indexOf(title);
   const cell = (line: string, title: string) => line.slice(at(title)).split("  ")[0]!.trim();
   const [cleanup, report] = [lines[1]!, lines[2]!];
-  expect([cell(cleanup, "ID"), cell(cleanup, "TYPE"), cell(cleanup, "CRON"), cell(cleanup, "TIME ZONE"), cell(cleanup, "MODE")])
-    .toEqual(["cleanup", "cleanUp", "0 */15 * * * *", "UTC", expect.stringMatching(/^sequential\/[0-3]$/)]);
+  expect([cell(cleanup, "ID"), cell(cleanup, "TYPE"), cell(cleanup, "CRON"), cell(cleanup, "TIME ZONE"), cell(cleanup, "MODE")]).toEqual([
+    "cleanup",
+    "cleanUp",
+    "0 */15 * * * *",
+    "UTC",
+    expect.stringMatching(/^sequential\/[0-3]$/),
+  ]);
   // Sequential: the first occurrence (03:15) is not enqueued yet, so it is the next run.
   expect(cell(cleanup, "NEXT RUN")).toBe("2025-01-02T03:15:00Z");
   expect(cell(cleanup, "LAST JOB")).toBe("-");
-  expect([cell(report, "ID"), cell(report, "TYPE"), cell(report, "CRON"), cell(report, "TIME ZONE"), cell(report, "MODE")])
-    .toEqual(["daily-report", "sendReport", "0 0 6 * * *", "Europe/Paris", "plain"]);
+  expect([cell(report, "ID"), cell(report, "TYPE"), cell(report, "CRON"), cell(report, "TIME ZONE"), cell(report, "MODE")]).toEqual([
+    "daily-report",
+    "sendReport",
+    "0 0 6 * * *",
+    "Europe/Paris",
+    "plain",
+  ]);
   // Plain: the first occurrence (06:00 Paris, 05:00Z on the 2nd) is enqueued; the next one is on the 3rd.
   expect(cell(report, "NEXT RUN")).toBe("2025-01-03T05:00:00Z");
   expect(cell(report, "LAST JOB")).toBe(seeded.plain);
@@ -82,11 +99,22 @@ describe("later recurring (sqlite)", () => {
     const schedules = JSON.parse(result.stdout) as (Omit<RecurringSchedule, "payload"> & { payload: unknown })[];
     expect(schedules.map((s) => s.id)).toEqual(["cleanup", "daily-report"]);
     expect(schedules[0]).toMatchObject({
-      jobType: "cleanUp", payload: { keep: 7 }, sequential: true, nextRunAt: Date.UTC(2025, 0, 2, 3, 15), nextJobId: seeded.sequential, lastJobId: null,
+      jobType: "cleanUp",
+      payload: { keep: 7 },
+      sequential: true,
+      nextRunAt: Date.UTC(2025, 0, 2, 3, 15),
+      nextJobId: seeded.sequential,
+      lastJobId: null,
     });
     expect(schedules[1]).toMatchObject({
-      jobType: "sendReport", payload: { to: "ops@example.com" }, timeZone: "Europe/Paris", sequential: false, partition: null,
-      nextRunAt: Date.UTC(2025, 0, 3, 5), lastJobId: seeded.plain, createdAt: NOW,
+      jobType: "sendReport",
+      payload: { to: "ops@example.com" },
+      timeZone: "Europe/Paris",
+      sequential: false,
+      partition: null,
+      nextRunAt: Date.UTC(2025, 0, 3, 5),
+      lastJobId: seeded.plain,
+      createdAt: NOW,
     });
   });
 

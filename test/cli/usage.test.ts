@@ -32,9 +32,17 @@ describe("later usage and exit codes", () => {
     ["no --database and no LATER_DATABASE_URL", ["jobs", "list"], /^error: required option '--database <url>' not specified$/m],
     ["an option without its value", ["jobs", "list", "--database"], /^error: option '--database <url>' argument missing$/m],
     ["a --limit that is not a positive number", ["jobs", "list", "--limit", "0", ...db], /argument '0' is invalid\. expected a whole number from 1 to 10000$/m],
-    ["an unknown URL scheme", ["migrate", "status", "--database", "mysql://localhost/db"], /argument 'mysql:\/\/localhost\/db' is invalid\. not a database URL; expected sqlite:PATH/m],
+    [
+      "an unknown URL scheme",
+      ["migrate", "status", "--database", "mysql://localhost/db"],
+      /argument 'mysql:\/\/localhost\/db' is invalid\. not a database URL; expected sqlite:PATH/m,
+    ],
     ["a sqlite: URL without a path", ["migrate", "status", "--database", "sqlite:"], /sqlite: needs a file path/m],
-    ["a sqlite:// URL with a host", ["migrate", "status", "--database", "sqlite://later.db"], /sqlite:\/\/ URLs take an absolute path .*write sqlite:later\.db/m],
+    [
+      "a sqlite:// URL with a host",
+      ["migrate", "status", "--database", "sqlite://later.db"],
+      /sqlite:\/\/ URLs take an absolute path .*write sqlite:later\.db/m,
+    ],
     ["--schema with a SQLite database", ["migrate", "status", "--schema", "x", ...db], /^error: --schema applies to PostgreSQL databases only$/m],
     ["gen without a schema file", ["gen"], /^error: missing required argument 'schema'$/m],
   ];
@@ -77,7 +85,11 @@ describe("later usage and exit codes", () => {
   it("a launcher whose package is not built says to run pnpm build, in one line, exit 1", () => {
     const pkg = join(dir, "unbuilt");
     mkdirSync(join(pkg, "bin"), { recursive: true });
-    for (const [from, bin] of [["packages/cli", "later"], ["packages/cli", "later-gen"], ["packages/codegen", "later-gen"]] as const) {
+    for (const [from, bin] of [
+      ["packages/cli", "later"],
+      ["packages/cli", "later-gen"],
+      ["packages/codegen", "later-gen"],
+    ] as const) {
       copyFileSync(join(REPO_ROOT, from, "bin", `${bin}.js`), join(pkg, "bin", `${bin}.js`));
       const result = spawnSync(process.execPath, [join(pkg, "bin", `${bin}.js`), "--help"], { encoding: "utf8" });
       expect(result.status).toBe(1);

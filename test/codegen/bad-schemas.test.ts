@@ -8,7 +8,9 @@ import { describe, expect, it } from "vitest";
 import { runGen } from "@later/codegen";
 import { laterGen, ROOT } from "./codegen-cli.js";
 
-const BAD = readdirSync(join(ROOT, "test/codegen/bad")).filter((f) => f.endsWith(".ts")).sort();
+const BAD = readdirSync(join(ROOT, "test/codegen/bad"))
+  .filter((f) => f.endsWith(".ts"))
+  .sort();
 
 async function gen(schemaPath: string, interfaceName?: string): Promise<{ code: number; out: string[]; err: string[] }> {
   const out: string[] = [];
@@ -20,7 +22,15 @@ async function gen(schemaPath: string, interfaceName?: string): Promise<{ code: 
 
 describe("bad schemas", () => {
   it("has at least the eight kinds of mistakes the design names", () => {
-    for (const kind of ["no-jobs-interface", "non-object-payload", "function-field", "unknown-partition-key", "partition-key-type", "duplicate-member", "syntax-error"]) {
+    for (const kind of [
+      "no-jobs-interface",
+      "non-object-payload",
+      "function-field",
+      "unknown-partition-key",
+      "partition-key-type",
+      "duplicate-member",
+      "syntax-error",
+    ]) {
       expect(BAD).toContain(`${kind}.ts`);
     }
     expect(BAD.length).toBeGreaterThanOrEqual(8);
@@ -63,7 +73,9 @@ describe("bad schemas", () => {
         writeFileSync(join(dir, name), "export interface Jobs { sendEmail: { address: string } }\n");
         const run = await gen(join(dir, name));
         expect(run.code).toBe(1);
-        expect(run.err).toEqual([`${join(dir, name)}:1:1: error: the schema file must be a TypeScript module (.ts, .mts, .cts or .tsx, not a .d.ts), so the generated module can import its types`]);
+        expect(run.err).toEqual([
+          `${join(dir, name)}:1:1: error: the schema file must be a TypeScript module (.ts, .mts, .cts or .tsx, not a .d.ts), so the generated module can import its types`,
+        ]);
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -72,9 +84,14 @@ describe("bad schemas", () => {
 
   it("refuses to write the module over the schema file", async () => {
     const lines: string[] = [];
-    const code = await runGen({ schemaPath: join(ROOT, "test/codegen/schemas/shop.schema.ts"), outPath: join(ROOT, "test/codegen/schemas/shop.schema.ts") }, { out: (l) => lines.push(l), err: (l) => lines.push(l) });
+    const code = await runGen(
+      { schemaPath: join(ROOT, "test/codegen/schemas/shop.schema.ts"), outPath: join(ROOT, "test/codegen/schemas/shop.schema.ts") },
+      { out: (l) => lines.push(l), err: (l) => lines.push(l) },
+    );
     expect(code).toBe(1);
-    expect(lines).toEqual([`${join(ROOT, "test/codegen/schemas/shop.schema.ts")}:1:1: error: the generated module would overwrite the schema file; pick another --out`]);
+    expect(lines).toEqual([
+      `${join(ROOT, "test/codegen/schemas/shop.schema.ts")}:1:1: error: the generated module would overwrite the schema file; pick another --out`,
+    ]);
     expect(readFileSync(join(ROOT, "test/codegen/schemas/shop.schema.ts"), "utf8")).toMatch(/^\/\/ The schema of DESIGN/);
   });
 

@@ -84,7 +84,14 @@ describe("every schema later-gen accepts compiles", () => {
         seen.accepted++;
         if (schema.jobs.some((j) => j.topic)) seen.topics++;
         const module = writeJobsModule({ ...schema, file: SCHEMA }, { outFile: MODULE });
-        const problems = checker.check(new Map([[SCHEMA, text], [MODULE, module], [USAGE, usageFile(schema)]]))
+        const problems = checker
+          .check(
+            new Map([
+              [SCHEMA, text],
+              [MODULE, module],
+              [USAGE, usageFile(schema)],
+            ]),
+          )
           .filter((p) => !p.startsWith(SCHEMA.slice(ROOT.length))); // the schema compiled for later-gen; stricter flags are the user's business
         if (problems.length > 0) {
           throw new Error(
@@ -105,8 +112,10 @@ describe("every schema later-gen accepts compiles", () => {
   it("knows every member the generated builder inherits from TypedServerBuilder", () => {
     const path = join(ROOT, "packages/runtime/dist/typed/typed-server-builder.d.ts");
     const source = ts.createSourceFile(path, readFileSync(path, "utf8"), ts.ScriptTarget.ES2022);
-    const members = source.statements.filter(ts.isClassDeclaration).find((c) => c.name?.text === "TypedServerBuilder")!.members
-      .map((m) => (ts.isConstructorDeclaration(m) ? "constructor" : m.name && ts.isIdentifier(m.name) ? m.name.text : "?"));
+    const members = source.statements
+      .filter(ts.isClassDeclaration)
+      .find((c) => c.name?.text === "TypedServerBuilder")!
+      .members.map((m) => (ts.isConstructorDeclaration(m) ? "constructor" : m.name && ts.isIdentifier(m.name) ? m.name.text : "?"));
     expect(members.length).toBeGreaterThan(2);
     expect([...ModuleNames.builderMembers].sort()).toEqual([...new Set(members)].sort());
   });

@@ -38,13 +38,22 @@ describe("generated modules", () => {
 
   it("imports the schema by a valid specifier whatever its file name", () => {
     const schema = readJobsSchema(join(ROOT, "test/codegen/schemas/shop.schema.ts"));
-    const text = writeJobsModule({ ...schema, file: join(ROOT, 'test/codegen/schemas/it\'s "odd".schema.ts') }, { outFile: join(ROOT, "test/codegen/schemas/odd.generated.ts") });
+    const text = writeJobsModule(
+      { ...schema, file: join(ROOT, 'test/codegen/schemas/it\'s "odd".schema.ts') },
+      { outFile: join(ROOT, "test/codegen/schemas/odd.generated.ts") },
+    );
     expect(text).toContain(`import type { CreateAccount, ProcessOrder, SendEmail } from "./it's \\"odd\\".schema.js";`);
   });
 
   it("names follow the interface: Billing gives BillingBuilder, BillingContext, BillingServer", () => {
     const text = readFileSync(join(ROOT, "test/codegen/schemas/billing.generated.ts"), "utf8");
-    for (const name of ["class BillingBuilder<C>", "type BillingContext<C>", "type BillingServer<C>", "type BillingPublisher", "function openBillingPublisher"]) {
+    for (const name of [
+      "class BillingBuilder<C>",
+      "type BillingContext<C>",
+      "type BillingServer<C>",
+      "type BillingPublisher",
+      "function openBillingPublisher",
+    ]) {
       expect(text).toContain(name);
     }
     expect(text).toContain('readonly refund: JobHandle<Billing["refund"]>');

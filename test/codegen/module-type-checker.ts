@@ -28,8 +28,12 @@ export class ModuleTypeChecker {
   constructor() {
     const config = ts.getParsedCommandLineOfConfigFile(join(ROOT, "test/tsconfig.json"), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} })!;
     this.options = {
-      ...config.options, noEmit: true, types: [],
-      exactOptionalPropertyTypes: true, noUnusedLocals: true, noUnusedParameters: true,
+      ...config.options,
+      noEmit: true,
+      types: [],
+      exactOptionalPropertyTypes: true,
+      noUnusedLocals: true,
+      noUnusedParameters: true,
     };
     const base = ts.createCompilerHost(this.options, true);
     this.host = {
@@ -60,7 +64,8 @@ export class ModuleTypeChecker {
     const program = ts.createProgram([...files.keys()], this.options, this.host, this.previous);
     this.previous = program;
     const diagnostics = [
-      ...program.getOptionsDiagnostics(), ...program.getGlobalDiagnostics(),
+      ...program.getOptionsDiagnostics(),
+      ...program.getGlobalDiagnostics(),
       ...[...files.keys()].flatMap((name) => {
         const source = program.getSourceFile(name);
         return source ? [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)] : [];

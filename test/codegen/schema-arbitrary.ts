@@ -20,10 +20,7 @@ export interface FieldModel {
 }
 
 /** A job member's payload. */
-export type PayloadModel =
-  | { kind: "ref"; ref: number }
-  | { kind: "inline"; fields: FieldModel[] }
-  | { kind: "other"; text: string };
+export type PayloadModel = { kind: "ref"; ref: number } | { kind: "inline"; fields: FieldModel[] } | { kind: "other"; text: string };
 
 export interface JobModel {
   name: string;
@@ -43,8 +40,7 @@ export interface SchemaModel {
 
 const weighted = <T>(plain: T[], hostile: T[], hostileWeight = 1, plainWeight = 5) =>
   fc.oneof({ arbitrary: fc.constantFrom(...plain), weight: plainWeight }, { arbitrary: fc.constantFrom(...hostile), weight: hostileWeight });
-const mostly = <T>(usual: T, rare: T, odds: number) =>
-  fc.oneof({ arbitrary: fc.constant(usual), weight: odds }, { arbitrary: fc.constant(rare), weight: 1 });
+const mostly = <T>(usual: T, rare: T, odds: number) => fc.oneof({ arbitrary: fc.constant(usual), weight: odds }, { arbitrary: fc.constant(rare), weight: 1 });
 
 const FIELD_NAME = weighted(
   ["id", "address", "body", "customerId", "count", "at", "createdAt", "tags", "note", "amount"],
@@ -52,8 +48,34 @@ const FIELD_NAME = weighted(
 );
 const JOB_NAME = weighted(
   ["sendEmail", "createAccount", "processOrder", "ping", "refund", "chargeCard", "sync", "report", "a", "b1", "send_email"],
-  ["foo", "Foo", "SendEmail", "constructor", "then", "__proto__", "toString", "hasOwnProperty", "class", "default", "await",
-    "handler", "build", "jobs", "catalog", "$", "_", "$job", '"send-email"', '"quoted"', '"0"', "C", "Promise", "JOBS", "prototype", "name"],
+  [
+    "foo",
+    "Foo",
+    "SendEmail",
+    "constructor",
+    "then",
+    "__proto__",
+    "toString",
+    "hasOwnProperty",
+    "class",
+    "default",
+    "await",
+    "handler",
+    "build",
+    "jobs",
+    "catalog",
+    "$",
+    "_",
+    "$job",
+    '"send-email"',
+    '"quoted"',
+    '"0"',
+    "C",
+    "Promise",
+    "JOBS",
+    "prototype",
+    "name",
+  ],
   2,
 );
 const INTERFACE_NAME = weighted(
@@ -62,8 +84,24 @@ const INTERFACE_NAME = weighted(
 );
 const PAYLOAD_NAME = weighted(
   ["SendEmail", "Order", "Invoice", "Payload", "Account", "Item", "Meeting", "Entry"],
-  ["C", "P", "T", "Promise", "JOBS", "JobHandle", "JobsBuilder", "JobsHandles", "BillingServer", "TypedJobServer",
-    "Date", "Jobs", "JobHandler", "HandlerOptions", "Context", "Billing"],
+  [
+    "C",
+    "P",
+    "T",
+    "Promise",
+    "JOBS",
+    "JobHandle",
+    "JobsBuilder",
+    "JobsHandles",
+    "BillingServer",
+    "TypedJobServer",
+    "Date",
+    "Jobs",
+    "JobHandler",
+    "HandlerOptions",
+    "Context",
+    "Billing",
+  ],
 );
 const TOPIC = weighted(["orders", "ledger", "a.b-c_d"], ["bad name", ""], 1, 20);
 
@@ -103,7 +141,8 @@ const PAYLOAD: fc.Arbitrary<PayloadModel> = fc.oneof(
   { arbitrary: fc.nat(7).map((ref) => ({ kind: "ref" as const, ref })), weight: 10 },
   { arbitrary: fields(1, 1).map((f) => ({ kind: "inline" as const, fields: f })), weight: 8 },
   {
-    arbitrary: fc.constantFrom("Wrap<string>", "Wrap<Date>", "Partial<@REF0>", "@REF0 | @REF1", "@REF0 & { extra: string }", "Readonly<@REF1>")
+    arbitrary: fc
+      .constantFrom("Wrap<string>", "Wrap<Date>", "Partial<@REF0>", "@REF0 | @REF1", "@REF0 & { extra: string }", "Readonly<@REF1>")
       .map((text) => ({ kind: "other" as const, text })),
     weight: 4,
   },
@@ -129,10 +168,11 @@ export const schemaArbitrary: fc.Arbitrary<SchemaModel> = fc.record({
     }),
     { minLength: 1, maxLength: 3, selector: (i) => i.name },
   ),
-  payloads: fc.uniqueArray(
-    fc.record({ name: PAYLOAD_NAME, exported: mostly(true, false, 5), id: mostly(true, false, 3), fields: fields(2, 1) }),
-    { minLength: 1, maxLength: 4, selector: (p) => p.name },
-  ),
+  payloads: fc.uniqueArray(fc.record({ name: PAYLOAD_NAME, exported: mostly(true, false, 5), id: mostly(true, false, 3), fields: fields(2, 1) }), {
+    minLength: 1,
+    maxLength: 4,
+    selector: (p) => p.name,
+  }),
 });
 
 const KEY_TYPES = ["string", "number", '"draft" | "sent"', "1 | 2 | 3", 'string & { readonly __brand: "Id" }'];
@@ -142,10 +182,12 @@ const isKey = (f: FieldModel) => !f.optional && KEY_TYPES.includes(f.type);
 /** The schema file's text. */
 export function renderSchema(model: SchemaModel): string {
   const taken = new Set(model.interfaces.map((i) => i.name));
-  const payloads = model.payloads.filter((p) => !taken.has(p.name)).map((p) => ({
-    ...p,
-    fields: p.id && !p.fields.some((f) => f.name === "id") ? [{ name: "id", optional: false, readonly: false, type: "string" }, ...p.fields] : p.fields,
-  }));
+  const payloads = model.payloads
+    .filter((p) => !taken.has(p.name))
+    .map((p) => ({
+      ...p,
+      fields: p.id && !p.fields.some((f) => f.name === "id") ? [{ name: "id", optional: false, readonly: false, type: "string" }, ...p.fields] : p.fields,
+    }));
   const ref = (n: number) => (payloads.length === 0 ? "{ none: null }" : payloads[n % payloads.length]!.name);
   const resolve = (text: string) => text.replace(/@REF(\d+)/g, (_, n: string) => ref(Number(n)));
   const body = (list: FieldModel[]) => list.map((f) => `  ${f.readonly ? "readonly " : ""}${f.name}${f.optional ? "?" : ""}: ${resolve(f.type)};`);
@@ -155,7 +197,12 @@ export function renderSchema(model: SchemaModel): string {
     const base = i.extendsNext ? model.interfaces[n + 1] : undefined;
     lines.push(`${i.exported ? "export " : ""}interface ${i.name}${base ? ` extends ${base.name}` : ""} {`);
     for (const job of i.jobs) {
-      const fieldsOf = job.payload.kind === "inline" ? [...job.payload.fields] : job.payload.kind === "ref" ? payloads[job.payload.ref % payloads.length]?.fields ?? [] : knownFields(job.payload.text);
+      const fieldsOf =
+        job.payload.kind === "inline"
+          ? [...job.payload.fields]
+          : job.payload.kind === "ref"
+            ? (payloads[job.payload.ref % payloads.length]?.fields ?? [])
+            : knownFields(job.payload.text);
       if (job.topic && job.payload.kind === "inline" && job.topic.keyPick < 4 && !fieldsOf.some(isKey)) {
         fieldsOf.push({ name: "partition", optional: false, readonly: job.topic.keyPick % 2 === 0, type: "string" });
       }

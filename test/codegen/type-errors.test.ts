@@ -8,11 +8,16 @@ import { describe, expect, it } from "vitest";
 import { ROOT } from "./codegen-cli.js";
 
 const DIR = join(ROOT, "test/codegen/type-errors");
-const FILES = readdirSync(DIR).filter((f) => f.endsWith(".ts")).sort();
+const FILES = readdirSync(DIR)
+  .filter((f) => f.endsWith(".ts"))
+  .sort();
 
 function compile(): Map<string, ts.Diagnostic[]> {
   const config = ts.getParsedCommandLineOfConfigFile(join(ROOT, "test/tsconfig.json"), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} })!;
-  const program = ts.createProgram(FILES.map((f) => join(DIR, f)), { ...config.options, noEmit: true });
+  const program = ts.createProgram(
+    FILES.map((f) => join(DIR, f)),
+    { ...config.options, noEmit: true },
+  );
   const byFile = new Map<string, ts.Diagnostic[]>(FILES.map((f) => [f, []]));
   for (const d of ts.getPreEmitDiagnostics(program)) {
     const name = d.file ? d.file.fileName.slice(DIR.length + 1) : "(global)";

@@ -3,7 +3,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { BackgroundJobServer, LaterError, RetryPolicy } from "@later/runtime";
+import { BackgroundJobServer, type LaterError, RetryPolicy } from "@later/runtime";
 import { sqlite } from "@later/runtime/sqlite";
 import { BACKENDS } from "./backends.js";
 import { codeOf, useHarness, waitFor } from "./harness.js";
@@ -48,16 +48,32 @@ describe.each(BACKENDS)("bad input on $name", (entry) => {
     const h = harness();
     const thrown: unknown[] = ["plain string", { code: 7 }, undefined, null, 42];
     const server = await h.start({
-      workerCount: 1, defaultRetryPolicy: RetryPolicy.noRetries(),
-      handlers: { odd: { handle: (_c, p) => { throw thrown[(p as { i: number }).i]; } }, fine: { handle: () => undefined } },
+      workerCount: 1,
+      defaultRetryPolicy: RetryPolicy.noRetries(),
+      handlers: {
+        odd: {
+          handle: (_c, p) => {
+            throw thrown[(p as { i: number }).i];
+          },
+        },
+        fine: { handle: () => undefined },
+      },
     });
-    const ids = await server.publisher.enqueueMany("odd", thrown.map((_, i) => ({ i })));
+    const ids = await server.publisher.enqueueMany(
+      "odd",
+      thrown.map((_, i) => ({ i })),
+    );
     const fine = await server.publisher.enqueue("fine", {});
     await waitFor(async () => (await server.backend.jobGet({ id: fine }))?.stage === "success", "worker still runs");
-    const reasons = await Promise.all(ids.map(async (id) => {
-      const j = await waitFor(async () => { const r = await server.backend.jobGet({ id }); return r?.stage === "failed" ? r : null; }, "failed");
-      return j.lastError;
-    }));
+    const reasons = await Promise.all(
+      ids.map(async (id) => {
+        const j = await waitFor(async () => {
+          const r = await server.backend.jobGet({ id });
+          return r?.stage === "failed" ? r : null;
+        }, "failed");
+        return j.lastError;
+      }),
+    );
     expect(reasons).toEqual(["plain string", 'handler threw {"code":7}', "handler threw undefined", "handler threw null", "handler threw 42"]);
   });
 });
@@ -69,10 +85,21 @@ describe.each(BACKENDS)("misbehaving options on $name", (entry) => {
     const h = harness();
     const server = await h.start({
       defaultRetryPolicy: RetryPolicy.noRetries(),
-      handlers: { bad: { handle: () => { throw new Error("nope"); }, retry: (() => undefined) as never }, fine: { handle: () => undefined } },
+      handlers: {
+        bad: {
+          handle: () => {
+            throw new Error("nope");
+          },
+          retry: (() => undefined) as never,
+        },
+        fine: { handle: () => undefined },
+      },
     });
     const id = await server.publisher.enqueue("bad", {});
-    const job = await waitFor(async () => { const j = await server.backend.jobGet({ id }); return j?.stage === "failed" ? j : null; }, "failed");
+    const job = await waitFor(async () => {
+      const j = await server.backend.jobGet({ id });
+      return j?.stage === "failed" ? j : null;
+    }, "failed");
     expect(job.lastError).toMatch(/nope \(retry policy unavailable: .*not a RetryPolicy\)/);
     const fine = await server.publisher.enqueue("fine", {});
     await waitFor(async () => (await server.backend.jobGet({ id: fine }))?.stage === "success", "worker still runs");
@@ -84,7 +111,9 @@ describe("schema and database checks (SQLite)", () => {
   const handlers = { a: { handle: () => undefined } };
 
   it("an unwritable database path is DATABASE_UNAVAILABLE", async () => {
-    expect(await codeOf(BackgroundJobServer.start({ context: {}, handlers, backend: sqlite({ file: "/nonexistent/dir/jobs.db" }), autoMigrate: true }))).toBe("DATABASE_UNAVAILABLE");
+    expect(await codeOf(BackgroundJobServer.start({ context: {}, handlers, backend: sqlite({ file: "/nonexistent/dir/jobs.db" }), autoMigrate: true }))).toBe(
+      "DATABASE_UNAVAILABLE",
+    );
   });
 
   it("a schema that is behind refuses to start and says what to run, unless autoMigrate", async () => {

@@ -17,10 +17,14 @@ describe.each(BACKENDS)("continuations enqueued while their parent finishes, on 
       const parent = await server.publisher.enqueue("step", { i });
       children.push(await server.publisher.enqueue("step", { i, child: true }, { parentId: parent }));
     }
-    await waitFor(async () => {
-      const jobs = await Promise.all(children.map((id) => server.backend.jobGet({ id })));
-      return jobs.every((j) => j?.stage === "success");
-    }, "every continuation to succeed", 10_000);
+    await waitFor(
+      async () => {
+        const jobs = await Promise.all(children.map((id) => server.backend.jobGet({ id })));
+        return jobs.every((j) => j?.stage === "success");
+      },
+      "every continuation to succeed",
+      10_000,
+    );
     expect(children).toHaveLength(40);
   });
 });

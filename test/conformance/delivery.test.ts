@@ -31,7 +31,14 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     let runs = 0;
     const server = await h.start({
       defaultRetryPolicy: RetryPolicy.fixed(2, 0),
-      handlers: { flaky: { handle: () => { runs++; throw new Error(`boom ${runs}`); } } },
+      handlers: {
+        flaky: {
+          handle: () => {
+            runs++;
+            throw new Error(`boom ${runs}`);
+          },
+        },
+      },
     });
     const id = await server.publisher.enqueue("flaky", {});
     const job = await waitFor(async () => {
@@ -49,7 +56,15 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     let runs = 0;
     const server = await h.start({
       defaultRetryPolicy: RetryPolicy.fixed(5, 0),
-      handlers: { once: { handle: () => { runs++; throw new Error("no"); }, retry: () => RetryPolicy.noRetries() } },
+      handlers: {
+        once: {
+          handle: () => {
+            runs++;
+            throw new Error("no");
+          },
+          retry: () => RetryPolicy.noRetries(),
+        },
+      },
     });
     const id = await server.publisher.enqueue("once", {});
     await waitFor(async () => (await server.backend.jobGet({ id }))?.stage === "failed", "failed");
@@ -78,10 +93,21 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const retriedStarts: number[] = [];
     let fail = true;
     const server = await h.start({
-      clock, workerCount: 1, pollIntervalMs: 1_000, defaultRetryPolicy: RetryPolicy.fixed(1, 30_000),
+      clock,
+      workerCount: 1,
+      pollIntervalMs: 1_000,
+      defaultRetryPolicy: RetryPolicy.fixed(1, 30_000),
       handlers: {
         later: { handle: () => void started.push(clock.now()) },
-        retried: { handle: () => { retriedStarts.push(clock.now()); if (fail) { fail = false; throw new Error("first"); } } },
+        retried: {
+          handle: () => {
+            retriedStarts.push(clock.now());
+            if (fail) {
+              fail = false;
+              throw new Error("first");
+            }
+          },
+        },
       },
     });
     const t0 = clock.now();
@@ -120,7 +146,15 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const gate = deferred();
     const server = await h.start({
       workerCount: 4,
-      handlers: { step: { handle: async (_c, p) => { const { name } = p as { name: string }; if (name === "a") await gate.promise; order.push(name); } } },
+      handlers: {
+        step: {
+          handle: async (_c, p) => {
+            const { name } = p as { name: string };
+            if (name === "a") await gate.promise;
+            order.push(name);
+          },
+        },
+      },
     });
     const a = await server.publisher.enqueue("step", { name: "a" });
     const b = await server.publisher.enqueue("step", { name: "b" }, { parentId: a });
@@ -139,7 +173,13 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const gate = deferred();
     const server = await h.start({
       handlers: {
-        bad: { handle: async () => { await gate.promise; throw new Error("card declined"); }, retry: () => RetryPolicy.noRetries() },
+        bad: {
+          handle: async () => {
+            await gate.promise;
+            throw new Error("card declined");
+          },
+          retry: () => RetryPolicy.noRetries(),
+        },
         next: { handle: () => undefined },
       },
     });
@@ -175,11 +215,25 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const h = harness();
     const ranBy: Record<string, string[]> = { a: [], b: [], other: [] };
     const mk = (who: string, namespace: string) =>
-      h.start({ namespace, workerCount: 2, handlers: { job: { handle: async (ctx) => { ranBy[who]!.push(ctx.jobId); await new Promise((r) => setTimeout(r, 2)); } } } });
+      h.start({
+        namespace,
+        workerCount: 2,
+        handlers: {
+          job: {
+            handle: async (ctx) => {
+              ranBy[who]!.push(ctx.jobId);
+              await new Promise((r) => setTimeout(r, 2));
+            },
+          },
+        },
+      });
     const a = await mk("a", "shop");
     await mk("b", "shop");
     const other = await mk("other", "elsewhere");
-    const ids = await a.publisher.enqueueMany("job", Array.from({ length: 200 }, (_, i) => ({ i })));
+    const ids = await a.publisher.enqueueMany(
+      "job",
+      Array.from({ length: 200 }, (_, i) => ({ i })),
+    );
     await waitFor(() => ranBy.a!.length + ranBy.b!.length === 200, "all jobs");
     expect(new Set([...ranBy.a!, ...ranBy.b!])).toEqual(new Set(ids));
     expect(ranBy.a!.length).toBeGreaterThan(0);
@@ -197,7 +251,10 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const now = clock.now();
     const policy = JSON.stringify(RetryPolicy.noRetries());
     const job = (jobType: string, runAt: number) => ({ id: newJobId(now), jobType, payload: "{}", runAt, retryPolicy: policy });
-    await backend.jobInsertMany({ jobs: [job("ghost", now), job("ghost", now), job("ghost", now + 5_000), job("ghost", now + 9_000), job("spectre", now + 1_000)], now });
+    await backend.jobInsertMany({
+      jobs: [job("ghost", now), job("ghost", now), job("ghost", now + 5_000), job("ghost", now + 9_000), job("spectre", now + 1_000)],
+      now,
+    });
     const full = await backend.jobClaimReady({ owner: "w1", limit: 1, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] });
     expect(full.jobs).toHaveLength(1);
     expect(full.nextRunAt).toBeUndefined();
@@ -224,7 +281,12 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     // A duplicate delivery finds nothing to claim: the job left `enqueued`.
     expect((await backend.jobClaimReady({ owner: "w2", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] })).jobs).toEqual([]);
     // The lease expires; the job is retried and claimed again (attempt 2).
-    await backend.jobFinishMany({ finishes: [{ id, attempt: 1, outcome: { kind: "retry", runAt: now, error: "lost" } }], now: now + 20, retentionMs: 1000, leaseExpiredBefore: now + 20 });
+    await backend.jobFinishMany({
+      finishes: [{ id, attempt: 1, outcome: { kind: "retry", runAt: now, error: "lost" } }],
+      now: now + 20,
+      retentionMs: 1000,
+      leaseExpiredBefore: now + 20,
+    });
     const [second] = (await backend.jobClaimReady({ owner: "w2", limit: 5, now: now + 20, leaseExpiresAt: now + 1000, jobTypes: ["ghost"] })).jobs;
     expect(second?.attempt).toBe(2);
     // The stale first claim's completion is rejected; the current one applies.
@@ -245,11 +307,14 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     try {
       await appDb.schema.createTable("orders").ifNotExists().addColumn("id", "integer").execute();
       let rolledBackId = "";
-      await appDb.transaction().execute(async (trx) => {
-        await trx.insertInto("orders").values({ id: 1 }).execute();
-        rolledBackId = await server.publisher.enqueueIn(trx, "audit", { order: 1 });
-        throw new Error("rollback");
-      }).catch(() => undefined);
+      await appDb
+        .transaction()
+        .execute(async (trx) => {
+          await trx.insertInto("orders").values({ id: 1 }).execute();
+          rolledBackId = await server.publisher.enqueueIn(trx, "audit", { order: 1 });
+          throw new Error("rollback");
+        })
+        .catch(() => undefined);
       expect(await server.backend.jobGet({ id: rolledBackId })).toBeNull();
       const committed = await appDb.transaction().execute(async (trx) => {
         await trx.insertInto("orders").values({ id: 2 }).execute();
@@ -285,10 +350,13 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const policy = JSON.stringify(RetryPolicy.fixed(3, 0));
     const broken = newJobId(now);
     const wrongField = newJobId(now);
-    await backend.jobInsertMany({ jobs: [
-      { id: broken, jobType: "typed", payload: "{not json", runAt: now, retryPolicy: policy },
-      { id: wrongField, jobType: "typed", payload: '{"n":"seven"}', runAt: now, retryPolicy: policy },
-    ], now });
+    await backend.jobInsertMany({
+      jobs: [
+        { id: broken, jobType: "typed", payload: "{not json", runAt: now, retryPolicy: policy },
+        { id: wrongField, jobType: "typed", payload: '{"n":"seven"}', runAt: now, retryPolicy: policy },
+      ],
+      now,
+    });
     await backend.close();
     const good = await server.publisher.enqueue("typed", { n: 7 });
     await waitFor(async () => (await server.backend.jobGet({ id: good }))?.stage === "success", "good job after bad ones");
@@ -306,7 +374,10 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const h = harness();
     let count = 0;
     const server = await h.start({ workerCount: 4, handlers: { bulk: { handle: () => void count++ } } });
-    const ids = await server.publisher.enqueueMany("bulk", Array.from({ length: 500 }, (_, i) => ({ i })));
+    const ids = await server.publisher.enqueueMany(
+      "bulk",
+      Array.from({ length: 500 }, (_, i) => ({ i })),
+    );
     expect(new Set(ids).size).toBe(500);
     await waitFor(() => count === 500, "500 jobs");
     // Outcomes are written in batches after the handlers return.

@@ -18,7 +18,9 @@ export interface Harness {
   db: TestDatabase;
   events: ServerEvent[];
   /** Starts a server on the harness's database; `wrapBackend` may stand in for the backend it is given (to inject faults). */
-  start<C>(options: Omit<ServerOptions<C>, "backend" | "context"> & { context?: C; namespace?: string; wrapBackend?: (backend: Backend) => Backend }): Promise<BackgroundJobServer<C>>;
+  start<C>(
+    options: Omit<ServerOptions<C>, "backend" | "context"> & { context?: C; namespace?: string; wrapBackend?: (backend: Backend) => Backend },
+  ): Promise<BackgroundJobServer<C>>;
   /** Job events (type "job") for one job id. */
   stagesOf(jobId: string): string[];
 }
@@ -105,7 +107,11 @@ export class StallingClock implements Clock {
 }
 
 /** `backend`, with `method` calling the real one and then `after` with its result (before the caller sees it). */
-export function afterCall<K extends keyof Backend>(backend: Backend, method: K, after: (result: Awaited<ReturnType<Extract<Backend[K], (...args: never[]) => unknown>>>) => void): Backend {
+export function afterCall<K extends keyof Backend>(
+  backend: Backend,
+  method: K,
+  after: (result: Awaited<ReturnType<Extract<Backend[K], (...args: never[]) => unknown>>>) => void,
+): Backend {
   return new Proxy(backend, {
     get(target, prop) {
       const value = Reflect.get(target, prop, target) as unknown;

@@ -14,8 +14,11 @@ describe.each(BACKENDS)("inspection on $name", (entry) => {
       const now = 1_800_000_000_000;
       const policy = JSON.stringify(RetryPolicy.default());
       const jobs: JobInsert[] = Array.from({ length: 7 }, (_, i) => ({
-        id: newJobId(now + i), jobType: i % 2 === 0 ? "even" : "odd", payload: `{"i":${i}}`,
-        runAt: i === 6 ? now + 60_000 : now, retryPolicy: policy,
+        id: newJobId(now + i),
+        jobType: i % 2 === 0 ? "even" : "odd",
+        payload: `{"i":${i}}`,
+        runAt: i === 6 ? now + 60_000 : now,
+        retryPolicy: policy,
       }));
       await backend.jobInsertMany({ jobs, now });
       const ids = jobs.map((j) => j.id);

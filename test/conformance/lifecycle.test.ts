@@ -15,11 +15,30 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const gate = deferred();
     let runs = 0;
     const opts = { clock, leaseMs: 3_000, stuckGraceMs: 1_000, rescueIntervalMs: 1_000_000 };
-    const slow = await h.start({ ...opts, handlers: { slow: { handle: async () => { runs++; await gate.promise; } } } });
+    const slow = await h.start({
+      ...opts,
+      handlers: {
+        slow: {
+          handle: async () => {
+            runs++;
+            await gate.promise;
+          },
+        },
+      },
+    });
     const id = await slow.publisher.enqueue("slow", {});
     await waitFor(() => runs === 1, "handler started");
     // Started once the slow server holds the job (else either server may claim it first).
-    const rescuer = await h.start({ ...opts, handlers: { slow: { handle: () => { runs++; } } } });
+    const rescuer = await h.start({
+      ...opts,
+      handlers: {
+        slow: {
+          handle: () => {
+            runs++;
+          },
+        },
+      },
+    });
     const before = (await slow.backend.jobGet({ id }))!.leaseExpiresAt!;
     for (let i = 0; i < 10; i++) {
       clock.advance(1_000); // the renewer wakes every leaseMs / 3
@@ -38,7 +57,10 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const clock = new ManualClock();
     const ran: number[] = [];
     const server = await h.start({
-      clock, leaseMs: 5_000, stuckGraceMs: 2_000, rescueIntervalMs: 1_000_000,
+      clock,
+      leaseMs: 5_000,
+      stuckGraceMs: 2_000,
+      rescueIntervalMs: 1_000_000,
       handlers: { work: { handle: (ctx) => void ran.push(ctx.attempt) } },
     });
     // A worker of another process claims the job and dies without a trace.
@@ -50,10 +72,13 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const ahead = now + 1;
     const id = newJobId(now);
     const spent = newJobId(now + 1);
-    await ghost.jobInsertMany({ now: ahead, jobs: [
-      { id, jobType: "work", payload: "{}", runAt: ahead, retryPolicy: policy },
-      { id: spent, jobType: "work", payload: "{}", runAt: ahead, retryPolicy: JSON.stringify(RetryPolicy.noRetries()) },
-    ] });
+    await ghost.jobInsertMany({
+      now: ahead,
+      jobs: [
+        { id, jobType: "work", payload: "{}", runAt: ahead, retryPolicy: policy },
+        { id: spent, jobType: "work", payload: "{}", runAt: ahead, retryPolicy: JSON.stringify(RetryPolicy.noRetries()) },
+      ],
+    });
     expect((await ghost.jobClaimReady({ owner: "ghost", limit: 2, now: ahead, leaseExpiresAt: now + 5_000, jobTypes: ["work"] })).jobs).toHaveLength(2);
     await ghost.close();
     clock.advance(6_000); // expired, but not for long enough
@@ -62,7 +87,10 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     expect(await server.rescueStuckJobs()).toBe(2);
     await waitFor(() => ran.length === 1, "retried job ran");
     expect(ran).toEqual([2]);
-    const job = await waitFor(async () => { const j = await server.backend.jobGet({ id }); return j?.stage === "success" ? j : null; }, "success");
+    const job = await waitFor(async () => {
+      const j = await server.backend.jobGet({ id });
+      return j?.stage === "success" ? j : null;
+    }, "success");
     expect(job.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
     const failed = await server.backend.jobGet({ id: spent });
     expect(failed?.stage).toBe("failed");
@@ -73,7 +101,10 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const h = harness();
     const clock = new ManualClock();
     const server = await h.start({
-      clock, leaseMs: 3_000, stuckGraceMs: 0, rescueIntervalMs: 1_000_000,
+      clock,
+      leaseMs: 3_000,
+      stuckGraceMs: 0,
+      rescueIntervalMs: 1_000_000,
       handlers: { work: { handle: () => undefined, retry: () => RetryPolicy.fixed(1, 60_000) } },
     });
     const ghost = h.db.backend();
@@ -95,7 +126,9 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const again = h.db.backend();
     await again.open();
     const due = job.runAt;
-    expect((await again.jobClaimReady({ owner: "ghost", limit: 1, now: due, leaseExpiresAt: due + 3_000, jobTypes: ["work"] })).jobs).toMatchObject([{ id, attempt: 2 }]);
+    expect((await again.jobClaimReady({ owner: "ghost", limit: 1, now: due, leaseExpiresAt: due + 3_000, jobTypes: ["work"] })).jobs).toMatchObject([
+      { id, attempt: 2 },
+    ]);
     await again.close();
     clock.advance(due + 3_001 - clock.now());
     expect(await other.rescueStuckJobs()).toBe(1);
@@ -106,7 +139,12 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const h = harness();
     const clock = new ManualClock();
     const server = await h.start({
-      clock, leaseMs: 3_000, stuckGraceMs: 1_000, rescueIntervalMs: 10_000, retentionMs: 5_000, sweepIntervalMs: 20_000,
+      clock,
+      leaseMs: 3_000,
+      stuckGraceMs: 1_000,
+      rescueIntervalMs: 10_000,
+      retentionMs: 5_000,
+      sweepIntervalMs: 20_000,
       handlers: { work: { handle: () => undefined } },
     });
     const done = await server.publisher.enqueue("work", {});
@@ -116,7 +154,9 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     await ghost.open();
     const id = newJobId(clock.now());
     await ghost.jobInsertMany({ now: clock.now() + 1, jobs: [{ id, jobType: "work", payload: "{}", runAt: clock.now() + 1, retryPolicy: policy }] });
-    expect((await ghost.jobClaimReady({ owner: "ghost", limit: 1, now: clock.now() + 1, leaseExpiresAt: clock.now() + 3_000, jobTypes: ["work"] })).jobs).toHaveLength(1);
+    expect(
+      (await ghost.jobClaimReady({ owner: "ghost", limit: 1, now: clock.now() + 1, leaseExpiresAt: clock.now() + 3_000, jobTypes: ["work"] })).jobs,
+    ).toHaveLength(1);
     await ghost.close();
     const maintenance = (task: string) => h.events.find((e) => e.type === "maintenance" && e.task === task);
     clock.advance(10_000);
@@ -133,15 +173,31 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const gate = deferred();
     let signal: AbortSignal | null = null;
     const server = await h.start({
-      clock, leaseMs: 3_000, stuckGraceMs: 0, rescueIntervalMs: 1_000_000,
-      handlers: { work: { handle: async (ctx) => { if (ctx.attempt === 1) { signal = ctx.signal; await gate.promise; } } } },
+      clock,
+      leaseMs: 3_000,
+      stuckGraceMs: 0,
+      rescueIntervalMs: 1_000_000,
+      handlers: {
+        work: {
+          handle: async (ctx) => {
+            if (ctx.attempt === 1) {
+              signal = ctx.signal;
+              await gate.promise;
+            }
+          },
+        },
+      },
     });
     const id = await server.publisher.enqueue("work", {});
     await waitFor(() => signal, "first attempt running");
     // Someone else takes the job over (as the sweep does once the lease expired).
     const other = h.db.backend();
     await other.open();
-    await other.jobFinishMany({ finishes: [{ id, attempt: 1, outcome: { kind: "retry", runAt: clock.now() + 60_000, error: "taken over" } }], now: clock.now(), retentionMs: 1000 });
+    await other.jobFinishMany({
+      finishes: [{ id, attempt: 1, outcome: { kind: "retry", runAt: clock.now() + 60_000, error: "taken over" } }],
+      now: clock.now(),
+      retentionMs: 1000,
+    });
     await other.close();
     clock.advance(1_000);
     await waitFor(() => signal!.aborted, "signal aborted");
@@ -166,8 +222,15 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const leaseMs = 30_000;
     const ran: number[] = [];
     const server = await h.start({
-      clock, leaseMs, stuckGraceMs: 0, rescueIntervalMs: 1_000_000, defaultRetryPolicy: RetryPolicy.fixed(3, 0),
-      wrapBackend: (b) => afterCall(b, "jobClaimReady", (r) => { if (r.jobs.length > 0 && clock.offset === 0) clock.offset = leaseMs + 1; }),
+      clock,
+      leaseMs,
+      stuckGraceMs: 0,
+      rescueIntervalMs: 1_000_000,
+      defaultRetryPolicy: RetryPolicy.fixed(3, 0),
+      wrapBackend: (b) =>
+        afterCall(b, "jobClaimReady", (r) => {
+          if (r.jobs.length > 0 && clock.offset === 0) clock.offset = leaseMs + 1;
+        }),
       handlers: { work: { handle: (ctx) => void ran.push(ctx.attempt) } },
     });
     const id = await server.publisher.enqueue("work", {});
@@ -178,7 +241,10 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     expect(await server.rescueStuckJobs()).toBe(1);
     await waitFor(() => ran.length === 1, "the retry to run");
     expect(ran).toEqual([2]);
-    const job = await waitFor(async () => { const j = await server.backend.jobGet({ id }); return j?.stage === "success" ? j : null; }, "success");
+    const job = await waitFor(async () => {
+      const j = await server.backend.jobGet({ id });
+      return j?.stage === "success" ? j : null;
+    }, "success");
     expect(job.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
     expect(job.lastError).toMatch(/worker lost/);
   });
@@ -189,7 +255,17 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     let running = 0;
     const server = await h.start({
       workerCount: 1,
-      handlers: { hold: { handle: async (_c, p) => { running++; const g = deferred(); gates.set((p as { i: number }).i, g); await g.promise; running--; } } },
+      handlers: {
+        hold: {
+          handle: async (_c, p) => {
+            running++;
+            const g = deferred();
+            gates.set((p as { i: number }).i, g);
+            await g.promise;
+            running--;
+          },
+        },
+      },
     });
     await server.publisher.enqueueMany("hold", [{ i: 0 }, { i: 1 }, { i: 2 }]);
     await waitFor(() => running === 1, "one running");
@@ -215,8 +291,17 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const server = await h.start({
       workerCount: 2,
       handlers: {
-        quick: { handle: async () => { await finishing.promise; } },
-        never: { handle: (ctx) => { signals.push(ctx.signal); return new Promise(() => undefined); } },
+        quick: {
+          handle: async () => {
+            await finishing.promise;
+          },
+        },
+        never: {
+          handle: (ctx) => {
+            signals.push(ctx.signal);
+            return new Promise(() => undefined);
+          },
+        },
       },
     });
     const quick = await server.publisher.enqueue("quick", {});
@@ -238,8 +323,17 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
   it("J11: terminal jobs expire and the sweep deletes them in batches", async () => {
     const h = harness();
     const clock = new ManualClock();
-    const server = await h.start({ clock, retentionMs: 60_000, sweepBatchSize: 3, sweepIntervalMs: 1_000_000_000, handlers: { t: { handle: () => undefined } } });
-    const ids = await server.publisher.enqueueMany("t", Array.from({ length: 10 }, (_, i) => ({ i })));
+    const server = await h.start({
+      clock,
+      retentionMs: 60_000,
+      sweepBatchSize: 3,
+      sweepIntervalMs: 1_000_000_000,
+      handlers: { t: { handle: () => undefined } },
+    });
+    const ids = await server.publisher.enqueueMany(
+      "t",
+      Array.from({ length: 10 }, (_, i) => ({ i })),
+    );
     await waitFor(async () => (await server.backend.jobCountByStage()).counts.success === 10, "all done");
     const pending = await server.publisher.enqueue("t", {}, { delayMs: 1_000_000 });
     clock.advance(30_000);
@@ -255,7 +349,10 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const clock = new ManualClock();
     const done: string[] = [];
     const server = await h.start({
-      clock, workerCount: 1, jobTimeoutMs: 10_000, defaultRetryPolicy: RetryPolicy.noRetries(),
+      clock,
+      workerCount: 1,
+      jobTimeoutMs: 10_000,
+      defaultRetryPolicy: RetryPolicy.noRetries(),
       handlers: { hang: { handle: () => new Promise(() => undefined) }, ok: { handle: (ctx) => void done.push(ctx.jobId) } },
     });
     const hung = await server.publisher.enqueue("hang", {});
@@ -264,7 +361,10 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     clock.advance(10_000);
     await waitFor(() => done.includes(next), "the replacement worker runs the next job");
     // The failed attempt is written by the completion batcher, asynchronously.
-    const job = await waitFor(async () => { const j = await server.backend.jobGet({ id: hung }); return j?.stage === "failed" ? j : null; }, "hung job failed");
+    const job = await waitFor(async () => {
+      const j = await server.backend.jobGet({ id: hung });
+      return j?.stage === "failed" ? j : null;
+    }, "hung job failed");
     expect(job?.stage).toBe("failed");
     expect(job?.lastError).toMatch(/longer than jobTimeoutMs/);
     expect(h.events.some((e) => e.type === "worker" && e.action === "replaced")).toBe(true);
@@ -276,7 +376,12 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const clock = new ManualClock();
     const ran: { id: string; attempt: number }[] = [];
     const server = await h.start({
-      clock, workerCount: 1, leaseMs: 3_000, stuckGraceMs: 1_000, rescueIntervalMs: 1_000_000, defaultRetryPolicy: RetryPolicy.fixed(3, 0),
+      clock,
+      workerCount: 1,
+      leaseMs: 3_000,
+      stuckGraceMs: 1_000,
+      rescueIntervalMs: 1_000_000,
+      defaultRetryPolicy: RetryPolicy.fixed(3, 0),
       handlers: { w: { handle: (ctx) => void ran.push({ id: ctx.jobId, attempt: ctx.attempt }) } },
     });
     injectWorkerLoopFault(server as never, 1);
@@ -298,10 +403,23 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const gate = deferred();
     let started = 0;
     const server = await h.start({
-      clock, workerCount: 1, workerAutoscale: { min: 1, max: 2 }, autoscaleIntervalMs: 15_000,
-      handlers: { w: { handle: async () => { started++; await gate.promise; } } },
+      clock,
+      workerCount: 1,
+      workerAutoscale: { min: 1, max: 2 },
+      autoscaleIntervalMs: 15_000,
+      handlers: {
+        w: {
+          handle: async () => {
+            started++;
+            await gate.promise;
+          },
+        },
+      },
     });
-    await server.publisher.enqueueMany("w", Array.from({ length: 50 }, (_, i) => ({ i })));
+    await server.publisher.enqueueMany(
+      "w",
+      Array.from({ length: 50 }, (_, i) => ({ i })),
+    );
     await waitFor(() => started === 1, "first job running");
     expect(await server.autoscaleTick()).toBe(1);
     expect(server.workerCount).toBe(2);

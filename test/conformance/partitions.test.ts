@@ -39,7 +39,8 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     let running = 0;
     let overlap = false;
     const server = await h.start({
-      topics: [ORDERS], workerCount: 4,
+      topics: [ORDERS],
+      workerCount: 4,
       handlers: {
         order: {
           handle: async (_ctx, p) => {
@@ -68,7 +69,9 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const log: string[] = [];
     let fails = 0;
     const server = await h.start({
-      topics: [ORDERS], workerCount: 3, defaultRetryPolicy: RetryPolicy.fixed(1, 0),
+      topics: [ORDERS],
+      workerCount: 3,
+      defaultRetryPolicy: RetryPolicy.fixed(1, 0),
       handlers: {
         order: {
           handle: (_ctx, p) => {
@@ -112,9 +115,16 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const gate = deferred();
     const ran: string[] = [];
     const server = await h.start({
-      topics: [ORDERS], workerCount: 2, defaultRetryPolicy: RetryPolicy.noRetries(),
+      topics: [ORDERS],
+      workerCount: 2,
+      defaultRetryPolicy: RetryPolicy.noRetries(),
       handlers: {
-        parent: { handle: async (_ctx, p) => { await gate.promise; if ((p as { fail: boolean }).fail) throw new Error("parent broke"); } },
+        parent: {
+          handle: async (_ctx, p) => {
+            await gate.promise;
+            if ((p as { fail: boolean }).fail) throw new Error("parent broke");
+          },
+        },
         order: { handle: (_ctx, p) => void ran.push((p as { n: string }).n) },
       },
     });
@@ -143,7 +153,8 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const h = harness();
     const gate = deferred();
     const server = await h.start({
-      topics: [ORDERS, topic("payments", 4)], workerCount: 3,
+      topics: [ORDERS, topic("payments", 4)],
+      workerCount: 3,
       handlers: { slow: { handle: () => gate.promise }, quick: { handle: () => undefined } },
     });
     const blocked = await server.publisher.enqueueToPartition("slow", {}, { topic: "orders", partition: 0 });
@@ -171,17 +182,26 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const keys = (s: typeof a) => s.ownedPartitions.map((p) => `${p.topic}/${p.partition}`);
     const total = () => a.ownedPartitions.length + b.ownedPartitions.length;
     // b saw the ghost at start; a sees both at its next heartbeat (every third of the expiry)
-    await waitFor(() => (clock.advance(100), total() < 16 && a.ownedPartitions.length < 16), "a to see b and the ghost");
+    await waitFor(() => {
+      clock.advance(100);
+      return total() < 16 && a.ownedPartitions.length < 16;
+    }, "a to see b and the ghost");
     expect(keys(a).filter((k) => keys(b).includes(k))).toEqual([]);
     const before = { a: keys(a), b: keys(b) };
-    await waitFor(() => (clock.advance(100), total() === 16), "the ghost's partitions to move once its heartbeat expired");
+    await waitFor(() => {
+      clock.advance(100);
+      return total() === 16;
+    }, "the ghost's partitions to move once its heartbeat expired");
     expect(new Set([...keys(a), ...keys(b)]).size).toBe(16);
     for (const k of before.a) expect(keys(a)).toContain(k); // only the ghost's partitions moved
     for (const k of before.b) expect(keys(b)).toContain(k);
     await ghost.close();
     await b.shutdown();
     const stoppedAt = clock.now();
-    await waitFor(() => (clock.advance(100), a.ownedPartitions.length === 16), "a to own every partition again");
+    await waitFor(() => {
+      clock.advance(100);
+      return a.ownedPartitions.length === 16;
+    }, "a to own every partition again");
     expect(clock.now() - stoppedAt).toBeLessThan(expiry); // b left at once, not by expiry
   });
 
@@ -195,19 +215,29 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     try {
       const now = Date.now();
       const partitions = [...Array(16).keys()];
-      const batch = (round: number) => partitions.map((p) => ({ id: `job-${round}-${p}`, jobType: "x", payload: "{}", runAt: now, retryPolicy: "{}", topic: "wide", partition: p }));
+      const batch = (round: number) =>
+        partitions.map((p) => ({ id: `job-${round}-${p}`, jobType: "x", payload: "{}", runAt: now, retryPolicy: "{}", topic: "wide", partition: p }));
       await writer.jobInsertMany({ now, jobs: batch(0) });
-      const { claimed } = await renewer.partitionHeadClaim({ owner: "A", partitions: partitions.map((partition) => ({ topic: "wide", partition })), limit: 16, now, leaseExpiresAt: now + 60_000, jobTypes: ["x"] });
+      const { claimed } = await renewer.partitionHeadClaim({
+        owner: "A",
+        partitions: partitions.map((partition) => ({ topic: "wide", partition })),
+        limit: 16,
+        now,
+        leaseExpiresAt: now + 60_000,
+        jobTypes: ["x"],
+      });
       expect(claimed).toHaveLength(16);
       // Renewals list the heads in an order opposite to the enqueue's (topic, partition) order.
       const claims = claimed.map((c) => ({ id: c.id, attempt: c.attempt, topic: c.topic, partition: c.partition, epoch: c.epoch })).reverse();
       const renewals = (async () => {
-        for (let i = 0; i < 200; i++) expect((await renewer.partitionLeaseRenew({ owner: "A", claims, leaseExpiresAt: now + 60_000 + i })).renewed).toHaveLength(16);
+        for (let i = 0; i < 200; i++)
+          expect((await renewer.partitionLeaseRenew({ owner: "A", claims, leaseExpiresAt: now + 60_000 + i })).renewed).toHaveLength(16);
       })();
       // Two writers, so a renewal meets an enqueue transaction part-way through its partitions more often.
-      const enqueues = (first: number) => (async () => {
-        for (let round = first; round < first + 100; round++) await writer.jobInsertMany({ now, jobs: batch(round) });
-      })();
+      const enqueues = (first: number) =>
+        (async () => {
+          for (let round = first; round < first + 100; round++) await writer.jobInsertMany({ now, jobs: batch(round) });
+        })();
       await Promise.all([renewals, enqueues(1), enqueues(101)]);
       expect((await writer.partitionDepth()).partitions.reduce((n, p) => n + p.unfinished, 0)).toBe(16 * 201);
     } finally {
@@ -222,8 +252,20 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const b = h.db.backend();
     await b.open();
     const now = Date.now();
-    await b.jobInsertMany({ now, jobs: [1, 2].map((n) => ({ id: `job-${n}`, jobType: "x", payload: "{}", runAt: now, retryPolicy: JSON.stringify(RetryPolicy.noRetries()), topic: "orders", partition: 0 })) });
-    const claim = (owner: string, at: number) => b.partitionHeadClaim({ owner, partitions: [{ topic: "orders", partition: 0 }], limit: 1, now: at, leaseExpiresAt: at + 1_000, jobTypes: ["x"] });
+    await b.jobInsertMany({
+      now,
+      jobs: [1, 2].map((n) => ({
+        id: `job-${n}`,
+        jobType: "x",
+        payload: "{}",
+        runAt: now,
+        retryPolicy: JSON.stringify(RetryPolicy.noRetries()),
+        topic: "orders",
+        partition: 0,
+      })),
+    });
+    const claim = (owner: string, at: number) =>
+      b.partitionHeadClaim({ owner, partitions: [{ topic: "orders", partition: 0 }], limit: 1, now: at, leaseExpiresAt: at + 1_000, jobTypes: ["x"] });
     const first = (await claim("A", now)).claimed[0]!;
     expect(first.id).toBe("job-1");
     expect((await claim("B", now + 10)).claimed).toEqual([]); // the lease holds
@@ -239,15 +281,27 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     expect(late).toMatchObject({ applied: false, next: null });
     expect((await b.jobGet({ id: "job-1" }))!.stage).toBe("running");
     // The lost attempt requeued at once; the same write claims its next attempt under a new epoch.
-    const retried = await b.partitionHeadFinish({ owner: "B", claim: key(second), outcome: { kind: "retry", runAt: now + 2_200, error: "worker lost" },
-      now: now + 2_200, retentionMs: 1_000, claimNext: { leaseExpiresAt: now + 5_000, jobTypes: ["x"] } });
+    const retried = await b.partitionHeadFinish({
+      owner: "B",
+      claim: key(second),
+      outcome: { kind: "retry", runAt: now + 2_200, error: "worker lost" },
+      now: now + 2_200,
+      retentionMs: 1_000,
+      claimNext: { leaseExpiresAt: now + 5_000, jobTypes: ["x"] },
+    });
     expect(retried.applied).toBe(true);
     const third = retried.next!;
     expect(third).toMatchObject({ id: "job-1", attempt: 2 });
     expect(third.lostAttempt).toBeUndefined();
     expect(third.epoch).toBeGreaterThan(second.epoch);
-    const done = await b.partitionHeadFinish({ owner: "B", claim: key(third), outcome: { kind: "success" }, now: now + 2_300, retentionMs: 1_000,
-      claimNext: { leaseExpiresAt: now + 5_000, jobTypes: ["x"] } });
+    const done = await b.partitionHeadFinish({
+      owner: "B",
+      claim: key(third),
+      outcome: { kind: "success" },
+      now: now + 2_300,
+      retentionMs: 1_000,
+      claimNext: { leaseExpiresAt: now + 5_000, jobTypes: ["x"] },
+    });
     expect(done.applied).toBe(true);
     expect(done.next?.id).toBe("job-2");
     expect(done.next!.epoch).toBeGreaterThan(third.epoch);
@@ -263,8 +317,14 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const leaseMs = 30_000;
     const ran: number[] = [];
     const server = await h.start({
-      clock, leaseMs, topics: [ORDERS], defaultRetryPolicy: RetryPolicy.fixed(3, 0),
-      wrapBackend: (b) => afterCall(b, "partitionHeadClaim", (r) => { if (r.claimed.length > 0 && clock.offset === 0) clock.offset = leaseMs + 1; }),
+      clock,
+      leaseMs,
+      topics: [ORDERS],
+      defaultRetryPolicy: RetryPolicy.fixed(3, 0),
+      wrapBackend: (b) =>
+        afterCall(b, "partitionHeadClaim", (r) => {
+          if (r.claimed.length > 0 && clock.offset === 0) clock.offset = leaseMs + 1;
+        }),
       handlers: { order: { handle: (ctx) => void ran.push(ctx.attempt) } },
     });
     const id = await server.publisher.enqueueToPartition("order", {}, { topic: "orders", key: "k" });
@@ -285,9 +345,17 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const started = deferred();
     const release = deferred();
     const server = await h.start({
-      clock, topics: [ORDERS], workerCount: 2,
+      clock,
+      topics: [ORDERS],
+      workerCount: 2,
       handlers: {
-        stuck: { handle: async (ctx) => { ctx.signal.addEventListener("abort", () => (aborted = ctx.signal.reason)); started.resolve(); await release.promise; } },
+        stuck: {
+          handle: async (ctx) => {
+            ctx.signal.addEventListener("abort", () => (aborted = ctx.signal.reason));
+            started.resolve();
+            await release.promise;
+          },
+        },
         next: { handle: () => undefined },
       },
     });
@@ -344,7 +412,8 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
           handle: async (ctx, p) => {
             const { name } = p as { name: string };
             ran.push(name);
-            if (name === "first" || name === "plain") chained.push(await ctx.publisher.enqueueRecurringContinue("step", ctx.jobId, { name: `${name} follow-up` }));
+            if (name === "first" || name === "plain")
+              chained.push(await ctx.publisher.enqueueRecurringContinue("step", ctx.jobId, { name: `${name} follow-up` }));
           },
         },
       },

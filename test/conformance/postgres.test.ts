@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
-import { BackgroundJobServer, LaterError } from "@later/runtime";
+import { BackgroundJobServer, type LaterError } from "@later/runtime";
 import { postgres, type PostgresBackendWarning } from "@later/runtime/postgres";
 import { createPostgresSchema, postgresUrl, withClient, type PostgresSchema } from "../support/postgres.js";
 import { codeOf, deferred, waitFor } from "./harness.js";
@@ -26,15 +26,26 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
   }
   async function serve(options: Parameters<typeof postgres>[0], handlers: Record<string, (jobId: string) => unknown>) {
     const server = await BackgroundJobServer.start({
-      context: {}, autoMigrate: true, pollIntervalMs: 50, backend: postgres(options),
+      context: {},
+      autoMigrate: true,
+      pollIntervalMs: 50,
+      backend: postgres(options),
       handlers: Object.fromEntries(Object.entries(handlers).map(([type, h]) => [type, { handle: (ctx: { jobId: string }) => h(ctx.jobId) }])),
     });
     cleanups.push(() => server.shutdown({ deadlineMs: 0 }));
     return server;
   }
   /** Terminates every connection with this application_name (never the caller's own). */
-  const terminate = (applicationName: string) => withClient(url!, async (c) => Number((await c.query(
-    "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()", [applicationName])).rows[0].n));
+  const terminate = (applicationName: string) =>
+    withClient(url!, async (c) =>
+      Number(
+        (
+          await c.query("SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()", [
+            applicationName,
+          ])
+        ).rows[0].n,
+      ),
+    );
 
   it("J10 on an app-owned pool: enqueueIn on a pg client inside BEGIN/COMMIT runs; ROLLBACK leaves nothing; the pool stays open after shutdown", async () => {
     const db = await fresh();
@@ -80,11 +91,14 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
     const server = await serve({ pool, schema: db.schema }, { audit: (id) => void ran.push(id) });
     await app.schema.createTable("orders").addColumn("id", "integer").execute();
     let rolledBack = "";
-    await app.transaction().execute(async (trx) => {
-      await trx.insertInto("orders").values({ id: 1 }).execute();
-      rolledBack = await server.publisher.enqueueIn(trx, "audit", {});
-      throw new Error("rollback");
-    }).catch(() => undefined);
+    await app
+      .transaction()
+      .execute(async (trx) => {
+        await trx.insertInto("orders").values({ id: 1 }).execute();
+        rolledBack = await server.publisher.enqueueIn(trx, "audit", {});
+        throw new Error("rollback");
+      })
+      .catch(() => undefined);
     const committed = await app.transaction().execute(async (trx) => {
       await trx.insertInto("orders").values({ id: 2 }).execute();
       return server.publisher.enqueueIn(trx, "audit", {});
@@ -109,7 +123,10 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
     const db = await fresh();
     const a = postgres({ connectionString: db.url, schema: db.schema, listen: false });
     const b = postgres({ connectionString: db.url, schema: db.schema, listen: false });
-    cleanups.push(() => a.close(), () => b.close());
+    cleanups.push(
+      () => a.close(),
+      () => b.close(),
+    );
     await Promise.all([a.open(), b.open()]);
     expect((await a.migrationStatus()).current).toBe(0);
     const [ra, rb] = await Promise.all([a.migrationUp(), b.migrationUp()]);
@@ -126,14 +143,26 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
   it("a schema behind refuses to start with the command to run; one ahead refuses even with autoMigrate", async () => {
     const db = await fresh();
     const handlers = { a: { handle: () => undefined } };
-    const err = await BackgroundJobServer.start({ context: {}, handlers, backend: postgres({ connectionString: db.url, schema: db.schema }) }).catch((e: unknown) => e as LaterError);
+    const err = await BackgroundJobServer.start({ context: {}, handlers, backend: postgres({ connectionString: db.url, schema: db.schema }) }).catch(
+      (e: unknown) => e as LaterError,
+    );
     expect((err as LaterError).code).toBe("SCHEMA_VERSION_MISMATCH");
     expect((err as Error).message).toContain(`later migrate up --database ${db.url}`);
     expect((err as Error).message).toContain(`--schema ${db.schema}`);
-    const server = await BackgroundJobServer.start({ context: {}, handlers, autoMigrate: true, backend: postgres({ connectionString: db.url, schema: db.schema }) });
+    const server = await BackgroundJobServer.start({
+      context: {},
+      handlers,
+      autoMigrate: true,
+      backend: postgres({ connectionString: db.url, schema: db.schema }),
+    });
     await server.shutdown();
     await withClient(db.url, (c) => c.query(`INSERT INTO ${db.schema}.later_migrations VALUES (999, 'future', 0)`));
-    const ahead = await BackgroundJobServer.start({ context: {}, handlers, autoMigrate: true, backend: postgres({ connectionString: db.url, schema: db.schema }) }).catch((e: unknown) => e as LaterError);
+    const ahead = await BackgroundJobServer.start({
+      context: {},
+      handlers,
+      autoMigrate: true,
+      backend: postgres({ connectionString: db.url, schema: db.schema }),
+    }).catch((e: unknown) => e as LaterError);
     expect((ahead as LaterError).code).toBe("SCHEMA_VERSION_MISMATCH");
     expect((ahead as Error).message).toMatch(/ahead/);
   });
@@ -165,7 +194,8 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
     cleanups.push(() => real.end());
     const listenerOptions = { ...real.options, connectionString: elsewhere };
     const pool = new Proxy(real, {
-      get: (target, key) => (key === "options" ? listenerOptions : typeof Reflect.get(target, key) === "function" ? Reflect.get(target, key).bind(target) : Reflect.get(target, key)),
+      get: (target, key) =>
+        key === "options" ? listenerOptions : typeof Reflect.get(target, key) === "function" ? Reflect.get(target, key).bind(target) : Reflect.get(target, key),
     });
     const warnings: PostgresBackendWarning[] = [];
     const backend = postgres({ pool, schema: db.schema, listenCheckTimeoutMs: 300, onWarning: (w) => void warnings.push(w) });
@@ -189,7 +219,10 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
     const applicationName = `later-listen-${db.schema}`.slice(0, 63);
     const listening = postgres({ connectionString: db.url, schema: db.schema, applicationName });
     const writer = postgres({ connectionString: db.url, schema: db.schema });
-    cleanups.push(() => listening.close(), () => writer.close());
+    cleanups.push(
+      () => listening.close(),
+      () => writer.close(),
+    );
     await writer.open();
     await writer.migrationUp();
     await listening.open();
@@ -208,15 +241,24 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
     const applicationName = `later-kill-${db.schema}`.slice(0, 63);
     const ran = new Map<string, number>();
     const gate = deferred();
-    const server = await serve({ connectionString: db.url, schema: db.schema, applicationName }, {
-      slow: async (id) => { ran.set(id, (ran.get(id) ?? 0) + 1); await gate.promise; },
-      quick: (id) => void ran.set(id, (ran.get(id) ?? 0) + 1),
-    });
+    const server = await serve(
+      { connectionString: db.url, schema: db.schema, applicationName },
+      {
+        slow: async (id) => {
+          ran.set(id, (ran.get(id) ?? 0) + 1);
+          await gate.promise;
+        },
+        quick: (id) => void ran.set(id, (ran.get(id) ?? 0) + 1),
+      },
+    );
     const slow = await server.publisher.enqueueMany("slow", [{}, {}]);
     await waitFor(() => slow.every((id) => ran.has(id)), "slow jobs running");
     expect(await terminate(applicationName)).toBeGreaterThan(0);
     gate.resolve();
-    const quick = await server.publisher.enqueueMany("quick", Array.from({ length: 50 }, (_, i) => ({ i })));
+    const quick = await server.publisher.enqueueMany(
+      "quick",
+      Array.from({ length: 50 }, (_, i) => ({ i })),
+    );
     await waitFor(async () => (await server.backend.jobCountByStage()).counts.success === 52, "all 52 jobs stored as success");
     for (const id of [...slow, ...quick]) expect(ran.get(id)).toBe(1);
   });
@@ -227,7 +269,10 @@ async function otherDatabase(base: string): Promise<string> {
   const name = "later_test_elsewhere";
   await withClient(base, async (c) => {
     const found = await c.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
-    if (found.rowCount === 0) await c.query(`CREATE DATABASE ${name}`).catch((e: { code?: string }) => { if (e.code !== "42P04" && e.code !== "23505") throw e; });
+    if (found.rowCount === 0)
+      await c.query(`CREATE DATABASE ${name}`).catch((e: { code?: string }) => {
+        if (e.code !== "42P04" && e.code !== "23505") throw e;
+      });
   });
   const u = new URL(base);
   u.pathname = `/${name}`;

@@ -33,12 +33,25 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
     const id = await server.publisher.enqueueRecurring("report", "daily-report", { n: 1 }, "0 0 6 * * *");
     expect(isJobId(id)).toBe(true);
     expect(await server.backend.jobGet({ id: id! })).toMatchObject({
-      stage: "delayed", runAt: Date.UTC(2026, 0, 1, 6), jobType: "report", payload: JSON.stringify({ n: 1 }), topic: null,
+      stage: "delayed",
+      runAt: Date.UTC(2026, 0, 1, 6),
+      jobType: "report",
+      payload: JSON.stringify({ n: 1 }),
+      topic: null,
     });
-    expect(await server.backend.recurringList()).toEqual([expect.objectContaining({
-      id: "daily-report", jobType: "report", cron: "0 0 6 * * *", timeZone: "UTC", sequential: false, partition: null,
-      nextRunAt: Date.UTC(2026, 0, 2, 6), nextJobId: null, lastJobId: id,
-    })]);
+    expect(await server.backend.recurringList()).toEqual([
+      expect.objectContaining({
+        id: "daily-report",
+        jobType: "report",
+        cron: "0 0 6 * * *",
+        timeZone: "UTC",
+        sequential: false,
+        partition: null,
+        nextRunAt: Date.UTC(2026, 0, 2, 6),
+        nextJobId: null,
+        lastJobId: id,
+      }),
+    ]);
   });
 
   it("R1: the same id and cron returns null and updates the payload, which the next occurrences carry", async () => {
@@ -51,7 +64,10 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
     clock.advance(20_000);
     expect(await server.pollRecurring()).toBe(1);
     const jobs = await jobsOf(server, "report");
-    expect(jobs.map((j) => [j.runAt, JSON.parse(j.payload)])).toEqual([[T0 + 10_000, { v: 1 }], [T0 + 20_000, { v: 2 }]]);
+    expect(jobs.map((j) => [j.runAt, JSON.parse(j.payload)])).toEqual([
+      [T0 + 10_000, { v: 1 }],
+      [T0 + 20_000, { v: 2 }],
+    ]);
     expect((await server.backend.recurringList())[0]).toMatchObject({ nextRunAt: T0 + 30_000, lastJobId: jobs[1]!.id });
   });
 
@@ -87,7 +103,8 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
     const runs: string[] = [];
     let first: string | null = null;
     const options = {
-      clock, recurringPollIntervalMs: 1,
+      clock,
+      recurringPollIntervalMs: 1,
       handlers: {
         tick: {
           handle: async (ctx: { jobId: string }) => {
@@ -164,12 +181,17 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
   it("R2: an invalid cron or time zone is INVALID_CRON naming the field, and nothing is written", async () => {
     const h = harness();
     const server = await h.start({ clock: new ManualClock(), ...MANUAL_POLL, handlers: { report: noop } });
-    const message = async (p: Promise<unknown>) => p.then(() => "resolved", (e: Error & { code?: string }) => `${e.code}: ${e.message}`);
+    const message = async (p: Promise<unknown>) =>
+      p.then(
+        () => "resolved",
+        (e: Error & { code?: string }) => `${e.code}: ${e.message}`,
+      );
     expect(await message(server.publisher.enqueueRecurring("report", "r", {}, "0 0 25 * * *"))).toMatch(/^INVALID_CRON: invalid cron hour field/);
     expect(await message(server.publisher.enqueueRecurring("report", "r", {}, "0 61 * * * *"))).toMatch(/^INVALID_CRON: invalid cron minutes field/);
     expect(await message(server.publisher.enqueueRecurring("report", "r", {}, "0 6 * * *"))).toMatch(/^INVALID_CRON: invalid cron: .*5 fields/);
-    expect(await message(server.publisher.enqueueRecurring("report", "r", {}, "0 0 6 * * *", { timeZone: "Mars/Olympus" })))
-      .toMatch(/^INVALID_CRON: invalid time zone: "Mars\/Olympus"/);
+    expect(await message(server.publisher.enqueueRecurring("report", "r", {}, "0 0 6 * * *", { timeZone: "Mars/Olympus" }))).toMatch(
+      /^INVALID_CRON: invalid time zone: "Mars\/Olympus"/,
+    );
     expect(await codeOf(server.publisher.enqueueRecurring("nope", "r", {}, "0 0 6 * * *"))).toBe("INVALID_ARGUMENT");
     expect(await codeOf(server.publisher.enqueueRecurring("report", "", {}, "0 0 6 * * *"))).toBe("INVALID_ARGUMENT");
     expect(await codeOf(server.publisher.enqueueRecurring("report", "r", {}, "0 0 6 * * *", { zone: "UTC" } as never))).toBe("INVALID_ARGUMENT");
@@ -191,7 +213,10 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
       log.push(what);
     };
     const server = await h.start({
-      clock, ...MANUAL_POLL, workerCount: 4, recurringSequentialPartitions: 2,
+      clock,
+      ...MANUAL_POLL,
+      workerCount: 4,
+      recurringSequentialPartitions: 2,
       handlers: {
         report: {
           handle: async (ctx) => {
@@ -202,7 +227,12 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
             active--;
           },
         },
-        step: { handle: (_ctx, p) => { enter(`step ${(p as { n: number }).n}`); active--; } },
+        step: {
+          handle: (_ctx, p) => {
+            enter(`step ${(p as { n: number }).n}`);
+            active--;
+          },
+        },
         probe: noop,
       },
     });
@@ -224,7 +254,11 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
     const probe = await server.publisher.enqueue("probe", {});
     await waitFor(async () => (await server.backend.jobGet({ id: probe }))?.stage === "success", "the probe job to run");
     const reports = await jobsOf(server, "report");
-    expect(reports.map((j) => [j.stage, j.partition])).toEqual([["running", partition], ["enqueued", partition], ["enqueued", partition]]);
+    expect(reports.map((j) => [j.stage, j.partition])).toEqual([
+      ["running", partition],
+      ["enqueued", partition],
+      ["enqueued", partition],
+    ]);
     expect(reports[1]!.seq).toBeGreaterThan(reports[0]!.seq!);
     expect(log).toEqual(["report 1"]);
 

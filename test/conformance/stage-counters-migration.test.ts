@@ -9,11 +9,7 @@ import { BACKENDS } from "./backends.js";
 
 /** Removes what migration 4 created, leaving the schema of migration 3 (SQLite statements, or PostgreSQL ones). */
 const UNDO_MIGRATION_4: Record<string, string[]> = {
-  sqlite: [
-    "DROP TABLE later_stage_counts",
-    "DROP TABLE later_partition_counts",
-    "DELETE FROM later_migrations WHERE version = 4",
-  ],
+  sqlite: ["DROP TABLE later_stage_counts", "DROP TABLE later_partition_counts", "DELETE FROM later_migrations WHERE version = 4"],
   postgres: [
     ...["insert", "update", "delete"].map((t) => `DROP FUNCTION later_jobs_count_${t}() CASCADE`),
     "DROP FUNCTION later_counter_shard()",
@@ -37,7 +33,14 @@ describe.each(BACKENDS)("stage counters migration on $name", (entry) => {
       await backend.topicRegister({ topics: [topic("orders", 2)], now: Date.now() });
       const now = Date.now();
       const policy = JSON.stringify(RetryPolicy.noRetries());
-      const job = (i: number, extra: Partial<JobInsert> = {}): JobInsert => ({ id: newJobId(now + i), jobType: "work", payload: "{}", runAt: now, retryPolicy: policy, ...extra });
+      const job = (i: number, extra: Partial<JobInsert> = {}): JobInsert => ({
+        id: newJobId(now + i),
+        jobType: "work",
+        payload: "{}",
+        runAt: now,
+        retryPolicy: policy,
+        ...extra,
+      });
       const jobs = [
         ...Array.from({ length: 6 }, (_, i) => job(i)),
         job(10, { runAt: now + 3_600_000 }),
@@ -52,8 +55,13 @@ describe.each(BACKENDS)("stage counters migration on $name", (entry) => {
 
       const applied = await backend.migrationUp();
       expect(applied.applied.map((m) => m.version)).toEqual([4]);
-      const recount = async () => Object.fromEntries((await sql<{ stage: string; n: number }>`SELECT stage, count(*) AS n FROM later_jobs GROUP BY stage`.execute(app)).rows
-        .map((r) => [r.stage, Number(r.n)]));
+      const recount = async () =>
+        Object.fromEntries(
+          (await sql<{ stage: string; n: number }>`SELECT stage, count(*) AS n FROM later_jobs GROUP BY stage`.execute(app)).rows.map((r) => [
+            r.stage,
+            Number(r.n),
+          ]),
+        );
       const { counts } = await backend.jobCountByStage();
       expect(counts).toMatchObject(await recount());
       expect(counts).toMatchObject({ enqueued: 9, delayed: 1, running: 1, success: 1, waiting: 0 });

@@ -20,7 +20,9 @@ interface Recount {
 async function recount(db: TestDatabase, namespace: string): Promise<Recount> {
   const app = db.appDatabase<Record<string, never>>();
   try {
-    const stages = await sql<{ stage: string; n: number }>`SELECT stage, count(*) AS n FROM later_jobs WHERE namespace = ${namespace} GROUP BY stage`.execute(app);
+    const stages = await sql<{ stage: string; n: number }>`SELECT stage, count(*) AS n FROM later_jobs WHERE namespace = ${namespace} GROUP BY stage`.execute(
+      app,
+    );
     const parts = await sql<{ topic: string; partition_no: number; n: number }>`SELECT topic, partition_no, count(*) AS n FROM later_jobs
       WHERE namespace = ${namespace} AND topic IS NOT NULL AND stage NOT IN ('success', 'failed', 'cancelled') GROUP BY topic, partition_no`.execute(app);
     const partitions = parts.rows.map((r) => ({ topic: r.topic, partition: Number(r.partition_no), unfinished: Number(r.n) }));
@@ -47,8 +49,10 @@ async function counted(backend: Backend): Promise<Counted> {
   const sortKey = (p: { topic: string; partition: number }) => `${p.topic}\0${String(p.partition).padStart(6, "0")}`;
   return {
     stages: (await backend.jobCountByStage()).counts,
-    partitions: (await backend.partitionDepth()).partitions.filter((p) => p.unfinished !== 0)
-      .map(({ topic: t, partition, unfinished }) => ({ topic: t, partition, unfinished })).sort((a, b) => (sortKey(a) < sortKey(b) ? -1 : 1)),
+    partitions: (await backend.partitionDepth()).partitions
+      .filter((p) => p.unfinished !== 0)
+      .map(({ topic: t, partition, unfinished }) => ({ topic: t, partition, unfinished }))
+      .sort((a, b) => (sortKey(a) < sortKey(b) ? -1 : 1)),
     topics: (await backend.topicDepth()).topics.filter((t) => t.unfinished !== 0).map(({ topic: t, unfinished }) => ({ topic: t, unfinished })),
   };
 }
@@ -83,19 +87,43 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     const h = harness();
     let flakyRuns = 0;
     const server = await h.start({
-      topics: [ORDERS], workerCount: 4, retentionMs: 60_000, stuckGraceMs: 0, rescueIntervalMs: 1_000_000, recurringPollIntervalMs: 1_000_000,
+      topics: [ORDERS],
+      workerCount: 4,
+      retentionMs: 60_000,
+      stuckGraceMs: 0,
+      rescueIntervalMs: 1_000_000,
+      recurringPollIntervalMs: 1_000_000,
       defaultRetryPolicy: RetryPolicy.fixed(2, 0),
       handlers: {
         ok: { handle: () => undefined },
-        flaky: { handle: () => { if (flakyRuns++ % 2 === 0) throw new Error("first try fails"); } },
-        doomed: { handle: () => { throw new Error("never works"); }, retry: () => RetryPolicy.noRetries() },
-        order: { handle: (ctx) => { if (ctx.attempt === 1 && (ctx.jobId.charCodeAt(25) & 1) === 1) throw new Error("retry me"); } },
+        flaky: {
+          handle: () => {
+            if (flakyRuns++ % 2 === 0) throw new Error("first try fails");
+          },
+        },
+        doomed: {
+          handle: () => {
+            throw new Error("never works");
+          },
+          retry: () => RetryPolicy.noRetries(),
+        },
+        order: {
+          handle: (ctx) => {
+            if (ctx.attempt === 1 && (ctx.jobId.charCodeAt(25) & 1) === 1) throw new Error("retry me");
+          },
+        },
       },
     });
     const p = server.publisher;
     // Plain jobs, retries, a delayed job, continuations released and a failed parent cascading down a chain.
-    const oks = await p.enqueueMany("ok", Array.from({ length: 30 }, (_, i) => ({ i })));
-    await p.enqueueMany("flaky", Array.from({ length: 10 }, (_, i) => ({ i })));
+    const oks = await p.enqueueMany(
+      "ok",
+      Array.from({ length: 30 }, (_, i) => ({ i })),
+    );
+    await p.enqueueMany(
+      "flaky",
+      Array.from({ length: 10 }, (_, i) => ({ i })),
+    );
     await p.enqueue("ok", {}, { delayMs: 3_600_000 });
     await p.enqueue("ok", { child: true }, { parentId: oks[0]! });
     const doomed = await p.enqueue("doomed", {});
@@ -108,17 +136,23 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     // A rolled-back and a committed enqueue in the application's transaction.
     const app = h.db.appDatabase<Record<string, never>>();
     await app.transaction().execute(async (trx) => p.enqueueIn(trx, "ok", { committed: true }));
-    await expect(app.transaction().execute(async (trx) => {
-      await p.enqueueIn(trx, "ok", { rolledBack: true });
-      throw new Error("roll back");
-    })).rejects.toThrow("roll back");
+    await expect(
+      app.transaction().execute(async (trx) => {
+        await p.enqueueIn(trx, "ok", { rolledBack: true });
+        throw new Error("roll back");
+      }),
+    ).rejects.toThrow("roll back");
     await app.destroy();
     // Recurring occurrences.
     await p.enqueueRecurring("ok", "every-second", {}, "* * * * * *");
-    await waitFor(async () => {
-      const { counts } = await server.backend.jobCountByStage();
-      return counts.enqueued + counts.running + counts.requeued === 0 && counts.waiting === 0;
-    }, "the workload to settle", 20_000);
+    await waitFor(
+      async () => {
+        const { counts } = await server.backend.jobCountByStage();
+        return counts.enqueued + counts.running + counts.requeued === 0 && counts.waiting === 0;
+      },
+      "the workload to settle",
+      20_000,
+    );
     await expectCountersMatch(h.db, server.backend);
 
     // A partition blocked by a delayed head, with jobs and a continuation behind it: force-failed, then its history truncated.
@@ -136,10 +170,13 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     const ghost = h.db.backend();
     await ghost.open();
     const now = Date.now() + 10;
-    await ghost.jobInsertMany({ now, jobs: [
-      { id: newJobId(now), jobType: "ghostly", payload: "{}", runAt: now, retryPolicy: policy },
-      { id: newJobId(now + 1), jobType: "ghostly", payload: "{}", runAt: now, retryPolicy: JSON.stringify(RetryPolicy.noRetries()) },
-    ] });
+    await ghost.jobInsertMany({
+      now,
+      jobs: [
+        { id: newJobId(now), jobType: "ghostly", payload: "{}", runAt: now, retryPolicy: policy },
+        { id: newJobId(now + 1), jobType: "ghostly", payload: "{}", runAt: now, retryPolicy: JSON.stringify(RetryPolicy.noRetries()) },
+      ],
+    });
     expect((await ghost.jobClaimReady({ owner: "ghost", limit: 2, now, leaseExpiresAt: now - 60_000, jobTypes: ["ghostly"] })).jobs).toHaveLength(2);
     await ghost.close();
     await expectCountersMatch(h.db, server.backend);
@@ -148,8 +185,16 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     expect(afterRescue.stages).toMatchObject({ requeued: 1 });
 
     // Expiry: a server with no retention finishes jobs that expire at once; the sweep deletes them.
-    const sweeper = await h.start({ retentionMs: 0, recurringPollIntervalMs: 1_000_000, sweepIntervalMs: 1_000_000, handlers: { brief: { handle: () => undefined } } });
-    const briefs = await sweeper.publisher.enqueueMany("brief", Array.from({ length: 12 }, (_, i) => ({ i })));
+    const sweeper = await h.start({
+      retentionMs: 0,
+      recurringPollIntervalMs: 1_000_000,
+      sweepIntervalMs: 1_000_000,
+      handlers: { brief: { handle: () => undefined } },
+    });
+    const briefs = await sweeper.publisher.enqueueMany(
+      "brief",
+      Array.from({ length: 12 }, (_, i) => ({ i })),
+    );
     await waitFor(async () => (await sweeper.backend.jobGet({ id: briefs[11]! }))?.stage === "success", "brief jobs done");
     await waitFor(async () => (await sweeper.backend.jobCountByStage()).counts.success >= 12 + afterRescue.stages.success!, "brief jobs stored");
     await new Promise((r) => setTimeout(r, 5));
@@ -159,10 +204,23 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     // Shutdown with claims buffered: the running handler is aborted and every claimed job goes back.
     const started = deferred();
     const holder = await h.start({
-      namespace: "other", workerCount: 1, pollIntervalMs: 20,
-      handlers: { hold: { handle: async (ctx) => { started.resolve(); await new Promise((r) => ctx.signal.addEventListener("abort", r)); throw new Error("aborted"); } } },
+      namespace: "other",
+      workerCount: 1,
+      pollIntervalMs: 20,
+      handlers: {
+        hold: {
+          handle: async (ctx) => {
+            started.resolve();
+            await new Promise((r) => ctx.signal.addEventListener("abort", r));
+            throw new Error("aborted");
+          },
+        },
+      },
     });
-    await holder.publisher.enqueueMany("hold", Array.from({ length: 8 }, (_, i) => ({ i })));
+    await holder.publisher.enqueueMany(
+      "hold",
+      Array.from({ length: 8 }, (_, i) => ({ i })),
+    );
     await started.promise;
     await waitFor(async () => (await holder.backend.jobCountByStage()).counts.running >= 2, "claims buffered");
     await holder.shutdown({ deadlineMs: 0 });
@@ -181,7 +239,10 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     const final = await expectCountersMatch(h.db, mainBackend);
     // Across namespaces: the namespaces holding jobs, with how many (what `later jobs list` names for an empty one).
     const reader = h.db.appDatabase<Record<string, never>>();
-    const perNamespace = await sql<{ namespace: string; n: number }>`SELECT namespace, count(*) AS n FROM later_jobs GROUP BY namespace ORDER BY namespace`.execute(reader);
+    const perNamespace = await sql<{
+      namespace: string;
+      n: number;
+    }>`SELECT namespace, count(*) AS n FROM later_jobs GROUP BY namespace ORDER BY namespace`.execute(reader);
     await reader.destroy();
     expect(await mainBackend.namespaceCounts()).toEqual(perNamespace.rows.map((r) => ({ namespace: r.namespace, jobs: Number(r.n) })));
     expect((await mainBackend.namespaceCounts()).map((c) => c.namespace)).toEqual(["other", "test"]);

@@ -28,41 +28,75 @@ describe.skipIf(POSTGRES_PROCESS_BACKEND === null)("PostgreSQL connections kille
     await prepareBackend(parent, true);
     const dir = processes.tempDir();
     const logs = Array.from({ length: CHILDREN }, (_, i) => join(dir, `child-${i}.log`));
-    const children = logs.map((logFile, i) => processes.spawnChild(`child-${i}`, {
-      backend, namespace: NAMESPACE, workerCount: 4, logFile, handlerDelayMs: 1, server: SERVER,
-    }));
+    const children = logs.map((logFile, i) =>
+      processes.spawnChild(`child-${i}`, {
+        backend,
+        namespace: NAMESPACE,
+        workerCount: 4,
+        logFile,
+        handlerDelayMs: 1,
+        server: SERVER,
+      }),
+    );
     await Promise.all(children.map((c) => c.ready()));
 
     const now = Date.now();
-    const rows = jobRows(Array.from({ length: JOBS }, (_, i) => ({ n: i })), { now });
+    const rows = jobRows(
+      Array.from({ length: JOBS }, (_, i) => ({ n: i })),
+      { now },
+    );
     await parent.jobInsertMany({ jobs: rows, now });
 
     const applicationName = childApplicationName(backend);
     const succeeded = async () => (await parent.jobCountByStage()).counts.success;
     const killed: { atSuccess: number; connections: number }[] = [];
     for (const fraction of [0.2, 0.4, 0.6, 0.8]) {
-      const at = await waitFor(async () => {
-        const n = await succeeded();
-        return n >= JOBS * fraction ? n : 0;
-      }, `${fraction * 100}% of the jobs`, 30_000, 20);
-      const connections = await withClient(backend.connectionString, async (c) => Number((await c.query(
-        "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()",
-        [applicationName])).rows[0].n));
+      const at = await waitFor(
+        async () => {
+          const n = await succeeded();
+          return n >= JOBS * fraction ? n : 0;
+        },
+        `${fraction * 100}% of the jobs`,
+        30_000,
+        20,
+      );
+      const connections = await withClient(backend.connectionString, async (c) =>
+        Number(
+          (
+            await c.query("SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()", [
+              applicationName,
+            ])
+          ).rows[0].n,
+        ),
+      );
       killed.push({ atSuccess: at, connections });
     }
-    await waitFor(async () => {
-      for (const c of children) if (!c.alive) throw new Error(`${c.name} died: ${c.stderr.join("\n")}`);
-      return (await succeeded()) === JOBS;
-    }, `all ${JOBS} jobs to succeed after the kills`, 45_000, 100);
+    await waitFor(
+      async () => {
+        for (const c of children) if (!c.alive) throw new Error(`${c.name} died: ${c.stderr.join("\n")}`);
+        return (await succeeded()) === JOBS;
+      },
+      `all ${JOBS} jobs to succeed after the kills`,
+      45_000,
+      100,
+    );
     for (const c of children) expect(c.alive).toBe(true);
     await Promise.all(children.map((c) => c.stop()));
     console.log(`connections terminated: ${killed.map((k) => `${k.connections} at ${k.atSuccess} done`).join(", ")}`);
     const errors = children.flatMap((c) => c.errorLines());
     const where = [...new Set(errors.map((l) => l.split(" ")[1]))].join(", ");
-    console.log(`error events the children reported (and recovered from): ${children.map((c) => c.errorLines().length).join(", ")} (in: ${where}); first: ${errors[0] ?? "none"}`);
+    console.log(
+      `error events the children reported (and recovered from): ${children.map((c) => c.errorLines().length).join(", ")} (in: ${where}); first: ${errors[0] ?? "none"}`,
+    );
 
     expect(killed.every((k) => k.connections > 0)).toBe(true);
-    const ran = logs.flatMap((f) => (existsSync(f) ? readFileSync(f, "utf8").split("\n").filter((l) => l !== "") : []));
+    const ran = logs.flatMap((f) =>
+      existsSync(f)
+        ? readFileSync(f, "utf8")
+            .split("\n")
+            .filter((l) => l !== "")
+        : [],
+    );
     // Nothing lost, nothing run twice.
     expect(ran.length).toBe(JOBS);
     expect(new Set(ran).size).toBe(JOBS);

@@ -26,7 +26,16 @@ describe.each(PROCESS_BACKENDS)("stage counters when a worker process is killed 
     await prepareBackend(parent, true);
     const now = Date.now();
     const [hang] = jobRows([{ hang: true }], { now, runAt: now - 1_000 });
-    await parent.jobInsertMany({ jobs: [hang!, ...jobRows(Array.from({ length: 30 }, (_, i) => ({ n: i })), { now })], now });
+    await parent.jobInsertMany({
+      jobs: [
+        hang!,
+        ...jobRows(
+          Array.from({ length: 30 }, (_, i) => ({ n: i })),
+          { now },
+        ),
+      ],
+      now,
+    });
 
     const victim = processes.spawnChild("victim", { backend, namespace: NAMESPACE, workerCount: 1, hangOnPayload: true, server: SHORT_LEASE });
     await victim.ready();

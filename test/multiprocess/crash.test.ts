@@ -23,11 +23,19 @@ describe.each(PROCESS_BACKENDS)("a worker process killed mid-job on $name", (ent
     // fetcher claims a batch, so more jobs sit claimed (leased, unstarted) in that child's buffer.
     const now = Date.now();
     const [hang] = jobRows([{ hang: true }], { now, runAt: now - 1_000 });
-    const others = jobRows(Array.from({ length: OTHERS }, (_, i) => ({ n: i })), { now });
+    const others = jobRows(
+      Array.from({ length: OTHERS }, (_, i) => ({ n: i })),
+      { now },
+    );
     await parent.jobInsertMany({ jobs: [hang!, ...others], now });
 
     const victim = processes.spawnChild("victim", {
-      backend, namespace: NAMESPACE, workerCount: 1, hangOnPayload: true, printDone: true, server: SHORT_LEASE,
+      backend,
+      namespace: NAMESPACE,
+      workerCount: 1,
+      hangOnPayload: true,
+      printDone: true,
+      server: SHORT_LEASE,
     });
     const victimId = await victim.ready();
     const started = await victim.waitForLine((l) => l.startsWith("started "), "the hanging job to start");
@@ -50,7 +58,11 @@ describe.each(PROCESS_BACKENDS)("a worker process killed mid-job on $name", (ent
     const victimDone = victim.lines.filter((l) => l.startsWith("done ")).map((l) => l.split(" ")[1]!);
 
     const rescuer = processes.spawnChild("rescuer", {
-      backend, namespace: NAMESPACE, workerCount: 4, printDone: true, server: SHORT_LEASE,
+      backend,
+      namespace: NAMESPACE,
+      workerCount: 4,
+      printDone: true,
+      server: SHORT_LEASE,
     });
     const rescuerId = await rescuer.ready();
     await rescuer.waitForLine((l) => l.startsWith(`done ${hang!.id} `), "the rescued job to run again", 20_000);

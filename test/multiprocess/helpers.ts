@@ -30,9 +30,7 @@ export async function waitFor<T>(condition: () => T | Promise<T>, what: string, 
 }
 
 /** Which database a child (and the test) opens. */
-export type BackendSpec =
-  | { kind: "sqlite"; file: string }
-  | { kind: "postgres"; connectionString: string; schema: string };
+export type BackendSpec = { kind: "sqlite"; file: string } | { kind: "postgres"; connectionString: string; schema: string };
 
 /** What `worker-child.mjs` is told in its argv (JSON). */
 export interface ChildConfig {
@@ -104,7 +102,10 @@ export class Child {
   private readonly listeners = new Set<() => void>();
   private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | null = null;
 
-  constructor(readonly name: string, readonly proc: ChildProcess) {
+  constructor(
+    readonly name: string,
+    readonly proc: ChildProcess,
+  ) {
     createInterface({ input: proc.stdout! }).on("line", (line) => {
       this.lines.push(line);
       for (const l of this.listeners) l();
@@ -133,7 +134,10 @@ export class Child {
           return finish(() => reject(new Error(`${this.name} exited (${JSON.stringify(this.exitInfo)}) before ${what}; stderr:\n${this.stderr.join("\n")}`)));
         }
       };
-      const timer = setTimeout(() => finish(() => reject(new Error(`${this.name}: timed out after ${timeoutMs} ms waiting for ${what}; stderr:\n${this.stderr.join("\n")}`))), timeoutMs);
+      const timer = setTimeout(
+        () => finish(() => reject(new Error(`${this.name}: timed out after ${timeoutMs} ms waiting for ${what}; stderr:\n${this.stderr.join("\n")}`))),
+        timeoutMs,
+      );
       const finish = (settle: () => void) => {
         clearTimeout(timer);
         this.listeners.delete(check);

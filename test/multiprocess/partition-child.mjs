@@ -37,9 +37,10 @@ const random = () => {
 
 const server = await BackgroundJobServer.start({
   context: {},
-  backend: config.backend.kind === "postgres"
-    ? postgres({ connectionString: config.backend.connectionString, schema: config.backend.schema, namespace: config.namespace })
-    : sqlite({ file: config.backend.file, namespace: config.namespace }),
+  backend:
+    config.backend.kind === "postgres"
+      ? postgres({ connectionString: config.backend.connectionString, schema: config.backend.schema, namespace: config.namespace })
+      : sqlite({ file: config.backend.file, namespace: config.namespace }),
   autoMigrate: true,
   workerCount: config.workerCount,
   topics: [topic("orders", 8)],
@@ -55,10 +56,14 @@ const server = await BackgroundJobServer.start({
         const result = await new Promise((resolve) => {
           if (ctx.signal.aborted) return resolve("aborted");
           const timer = setTimeout(() => resolve(fail ? "fail" : "ok"), delayMs);
-          ctx.signal.addEventListener("abort", () => {
-            clearTimeout(timer);
-            resolve("aborted");
-          }, { once: true });
+          ctx.signal.addEventListener(
+            "abort",
+            () => {
+              clearTimeout(timer);
+              resolve("aborted");
+            },
+            { once: true },
+          );
         });
         log(`end ${id} ${now()} ${result}`);
         if (result === "aborted") throw ctx.signal.reason;
@@ -85,6 +90,8 @@ const stop = async () => {
   process.exit(0);
 };
 // EOF on stdin too: a parent that died takes its children with it.
-createInterface({ input: process.stdin }).on("line", (line) => {
-  if (line.trim() === "stop") void stop();
-}).on("close", () => void stop());
+createInterface({ input: process.stdin })
+  .on("line", (line) => {
+    if (line.trim() === "stop") void stop();
+  })
+  .on("close", () => void stop());

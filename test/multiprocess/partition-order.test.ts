@@ -28,7 +28,17 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { newJobId, partitionForKey, prepareBackend, RetryPolicy, type Backend, type JobInsert, type JobRecord } from "@later/runtime";
-import { allJobs, openBackend, PROCESS_BACKENDS, useProcesses, waitFor, type BackendSpec, type Child, type Processes, type ProcessBackendEntry } from "./helpers.js";
+import {
+  allJobs,
+  openBackend,
+  PROCESS_BACKENDS,
+  useProcesses,
+  waitFor,
+  type BackendSpec,
+  type Child,
+  type Processes,
+  type ProcessBackendEntry,
+} from "./helpers.js";
 
 const NAMESPACE = "mp";
 const PARTITIONS = 8;
@@ -79,14 +89,24 @@ interface Run {
   children: RunChild[];
 }
 
-async function startRun(entry: ProcessBackendEntry, processes: Processes, config: Omit<PartitionChildConfig, "backend" | "namespace" | "logFile">): Promise<Run> {
+async function startRun(
+  entry: ProcessBackendEntry,
+  processes: Processes,
+  config: Omit<PartitionChildConfig, "backend" | "namespace" | "logFile">,
+): Promise<Run> {
   const spec = await entry.create(processes);
   const parent = processes.track(openBackend(spec, NAMESPACE));
   await prepareBackend(parent, true);
   const dir = processes.tempDir();
   const spawned = ["a", "b", "c"].map((name, i) => {
     const logFile = join(dir, `${name}.log`);
-    const child = processes.spawnScript(name, SCRIPT, { ...config, seed: config.seed * 10 + i, backend: spec, namespace: NAMESPACE, logFile } satisfies PartitionChildConfig);
+    const child = processes.spawnScript(name, SCRIPT, {
+      ...config,
+      seed: config.seed * 10 + i,
+      backend: spec,
+      namespace: NAMESPACE,
+      logFile,
+    } satisfies PartitionChildConfig);
     return { child, logFile, pid: child.proc.pid! };
   });
   const ids = await Promise.all(spawned.map((s) => s.child.ready())); // each child registers the topic at start
@@ -96,13 +116,23 @@ async function startRun(entry: ProcessBackendEntry, processes: Processes, config
 /** Writes `perKey` jobs for each key (fewer for `counts`), in rounds n = 0, 1, ...: one insert per round, keys shuffled, so partitions mix keys. */
 async function enqueue(parent: Backend, keys: readonly string[], perKey: number, counts: Record<string, number> = {}): Promise<number> {
   let seed = 7;
-  const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+  const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
   let total = 0;
   for (let n = 0; n < perKey; n++) {
-    const round = keys.filter((k) => n < (counts[k] ?? perKey)).map((k) => ({ k, r: random() })).sort((a, b) => a.r - b.r).map(({ k }) => k);
+    const round = keys
+      .filter((k) => n < (counts[k] ?? perKey))
+      .map((k) => ({ k, r: random() }))
+      .sort((a, b) => a.r - b.r)
+      .map(({ k }) => k);
     const at = Date.now();
     const jobs: JobInsert[] = round.map((key) => ({
-      id: newJobId(at), jobType: "ordered", payload: JSON.stringify({ key, n }), runAt: at, retryPolicy: RETRY, topic: "orders", partition: partitionForKey(key, PARTITIONS),
+      id: newJobId(at),
+      jobType: "ordered",
+      payload: JSON.stringify({ key, n }),
+      runAt: at,
+      retryPolicy: RETRY,
+      topic: "orders",
+      partition: partitionForKey(key, PARTITIONS),
     }));
     await parent.jobInsertMany({ jobs, now: at });
     total += jobs.length;
@@ -112,11 +142,16 @@ async function enqueue(parent: Backend, keys: readonly string[], perKey: number,
 
 /** Waits until all `total` jobs succeeded (fails fast on a failed job). */
 async function allSucceed(parent: Backend, total: number, timeoutMs: number): Promise<void> {
-  await waitFor(async () => {
-    const { counts } = await parent.jobCountByStage();
-    if (counts.failed > 0) throw new Error(`${counts.failed} jobs failed`);
-    return counts.success === total;
-  }, `all ${total} jobs to succeed`, timeoutMs, 50);
+  await waitFor(
+    async () => {
+      const { counts } = await parent.jobCountByStage();
+      if (counts.failed > 0) throw new Error(`${counts.failed} jobs failed`);
+      return counts.success === total;
+    },
+    `all ${total} jobs to succeed`,
+    timeoutMs,
+    50,
+  );
 }
 
 /** Parses the children's logs; `problems` lists lines that break the protocol (a claim logged twice, an end or applied line without its start). */
@@ -124,13 +159,27 @@ function readAttempts(logFiles: readonly string[]): { attempts: Attempt[]; probl
   const attempts = new Map<string, Attempt>();
   const problems: string[] = [];
   for (const file of logFiles) {
-    const lines = existsSync(file) ? readFileSync(file, "utf8").split("\n").filter((l) => l !== "") : [];
+    const lines = existsSync(file)
+      ? readFileSync(file, "utf8")
+          .split("\n")
+          .filter((l) => l !== "")
+      : [];
     for (const line of lines) {
       const f = line.split(" ");
       if (f[0] === "start") {
         const key = `${f[1]} ${f[4]}`;
         if (attempts.has(key)) problems.push(`claim logged twice: ${line}`);
-        attempts.set(key, { jobId: f[1]!, key: f[2]!, n: Number(f[3]), attempt: Number(f[4]), pid: Number(f[5]), start: Number(f[6]), end: null, result: null, applied: null });
+        attempts.set(key, {
+          jobId: f[1]!,
+          key: f[2]!,
+          n: Number(f[3]),
+          attempt: Number(f[4]),
+          pid: Number(f[5]),
+          start: Number(f[6]),
+          end: null,
+          result: null,
+          applied: null,
+        });
       } else if (f[0] === "end" || f[0] === "applied") {
         const a = attempts.get(`${f[1]} ${f[0] === "end" ? f[4] : f[2]}`);
         if (!a || (f[0] === "end" && a.pid !== Number(f[5]))) problems.push(`no start in the same process for: ${line}`);
@@ -145,7 +194,12 @@ function readAttempts(logFiles: readonly string[]): { attempts: Attempt[]; probl
 
 /** One job's attempts, for failure messages: `#attempt pid start..end result applied@t`. */
 function trace(tries: readonly Attempt[]): string {
-  return tries.map((a) => `#${a.attempt} pid ${a.pid} ${a.start.toFixed(3)}..${a.end?.toFixed(3) ?? "-"} ${a.result ?? "-"} ${a.applied ? `${a.applied.stage}@${a.applied.t.toFixed(3)}` : "unapplied"}`).join(", ");
+  return tries
+    .map(
+      (a) =>
+        `#${a.attempt} pid ${a.pid} ${a.start.toFixed(3)}..${a.end?.toFixed(3) ?? "-"} ${a.result ?? "-"} ${a.applied ? `${a.applied.stage}@${a.applied.t.toFixed(3)}` : "unapplied"}`,
+    )
+    .join(", ");
 }
 
 interface VerifyOptions {
@@ -169,15 +223,21 @@ function verify(records: readonly JobRecord[], logFiles: readonly string[], opti
     const tries = byJob.get(r.id) ?? [];
     const w = tries.find((a) => a.attempt === r.attempt);
     if (r.stage !== "success") lost.push(`${r.id} is ${r.stage}`);
-    else if (!w || w.result !== "ok") lost.push(`${r.id}: stored success of attempt ${r.attempt}, whose handler did not end ok (${w?.result ?? "never started"})`);
-    else if (w.applied?.stage !== "success" && !(w.applied === null && options.killed?.has(w.pid))) lost.push(`${r.id}: attempt ${r.attempt} succeeded without an applied success`);
+    else if (w?.result !== "ok") lost.push(`${r.id}: stored success of attempt ${r.attempt}, whose handler did not end ok (${w?.result ?? "never started"})`);
+    else if (w.applied?.stage !== "success" && !(w.applied === null && options.killed?.has(w.pid)))
+      lost.push(`${r.id}: attempt ${r.attempt} succeeded without an applied success`);
     else won.set(r.id, w);
     const story = `stored ${r.stage} #${r.attempt}, stages ${r.stages.map((x) => `${x.stage}@${x.at}`).join(" ")}; attempts ${trace(tries)}`;
     if (r.stages.filter((x) => x.stage === "success").length !== 1) lost.push(`${r.id}: stored success more than once: ${story}`);
-    if (tries.length > 0 && tries[tries.length - 1]!.attempt !== r.attempt) lost.push(`${r.id}: attempt ${tries[tries.length - 1]!.attempt} started after the successful attempt ${r.attempt}: ${story}`);
+    if (tries.length > 0 && tries[tries.length - 1]!.attempt !== r.attempt)
+      lost.push(`${r.id}: attempt ${tries[tries.length - 1]!.attempt} started after the successful attempt ${r.attempt}: ${story}`);
     for (const a of tries) {
       if (a === w || a.applied === null || (a.applied.stage === "requeued" && a.result === "fail")) continue;
-      lost.push(a.applied.stage === "success" ? `${r.id}: ran again after attempt ${a.attempt}'s success was applied: ${story}` : `${r.id}: attempt ${a.attempt} ended ${a.result} but applied ${a.applied.stage}: ${story}`);
+      lost.push(
+        a.applied.stage === "success"
+          ? `${r.id}: ran again after attempt ${a.attempt}'s success was applied: ${story}`
+          : `${r.id}: attempt ${a.attempt} ended ${a.result} but applied ${a.applied.stage}: ${story}`,
+      );
     }
   }
   expect(lost, "every job succeeded exactly once").toEqual([]);
@@ -208,7 +268,10 @@ function verify(records: readonly JobRecord[], logFiles: readonly string[], opti
         // job's commit is bounded from below by its handler's end line, logged before the write.
         const prevDone = wp.pid === wc.pid ? wp.applied.t : wp.end!;
         if (wp.pid !== wc.pid && !(wc.applied.t > wp.applied.t)) appliedLogInversions++;
-        if (!(wc.applied.t > prevDone)) outOfOrder.push(`${key}: n=${wc.n} (${c.id}, pid ${wc.pid}) applied success at ${wc.applied.t}, not after n=${wp.n} (${p.id}, pid ${wp.pid}) ${wp.pid === wc.pid ? "applied" : "ended"} at ${prevDone}`);
+        if (!(wc.applied.t > prevDone))
+          outOfOrder.push(
+            `${key}: n=${wc.n} (${c.id}, pid ${wc.pid}) applied success at ${wc.applied.t}, not after n=${wp.n} (${p.id}, pid ${wp.pid}) ${wp.pid === wc.pid ? "applied" : "ended"} at ${prevDone}`,
+          );
       }
     }
   }
@@ -221,7 +284,10 @@ function verify(records: readonly JobRecord[], logFiles: readonly string[], opti
     for (let i = 1; i < list.length; i++) {
       const prevEnd = won.get(list[i - 1]!.id)!.end!;
       for (const a of byJob.get(list[i]!.id) ?? []) {
-        if (a.start <= prevEnd) outOfOrder.push(`partition ${partition}: ${a.jobId} attempt ${a.attempt} started at ${a.start}, before ${list[i - 1]!.id} (the previous seq) ended its successful attempt at ${prevEnd}`);
+        if (a.start <= prevEnd)
+          outOfOrder.push(
+            `partition ${partition}: ${a.jobId} attempt ${a.attempt} started at ${a.start}, before ${list[i - 1]!.id} (the previous seq) ended its successful attempt at ${prevEnd}`,
+          );
       }
     }
     const runs = list.flatMap((r) => byJob.get(r.id) ?? []).sort((x, y) => x.start - y.start);
@@ -230,7 +296,9 @@ function verify(records: readonly JobRecord[], logFiles: readonly string[], opti
         overlapCount++;
         const [a, b] = [runs[i]!, runs[j]!];
         if (writes(a) && writes(b)) {
-          overlaps.push(`partition ${partition}: ${a.jobId}#${a.attempt} (pid ${a.pid}, ${a.start}..${a.end}, applied ${a.applied?.stage}) and ${b.jobId}#${b.attempt} (pid ${b.pid}, ${b.start}..${b.end}, applied ${b.applied?.stage})`);
+          overlaps.push(
+            `partition ${partition}: ${a.jobId}#${a.attempt} (pid ${a.pid}, ${a.start}..${a.end}, applied ${a.applied?.stage}) and ${b.jobId}#${b.attempt} (pid ${b.pid}, ${b.start}..${b.end}, applied ${b.applied?.stage})`,
+          );
         }
       }
     }
@@ -245,8 +313,16 @@ function verify(records: readonly JobRecord[], logFiles: readonly string[], opti
   const perProcess: Record<number, number> = {};
   for (const a of attempts) perProcess[a.pid] = (perProcess[a.pid] ?? 0) + 1;
   return {
-    jobs: records.length, attempts: attempts.length, retries: attempts.filter((a) => a.applied?.stage === "requeued").length,
-    unapplied: attempts.filter((a) => !writes(a)).length, takeovers, overlaps: overlapCount, overlapsAllowed: overlapCount, skippedPairs, appliedLogInversions, perProcess,
+    jobs: records.length,
+    attempts: attempts.length,
+    retries: attempts.filter((a) => a.applied?.stage === "requeued").length,
+    unapplied: attempts.filter((a) => !writes(a)).length,
+    takeovers,
+    overlaps: overlapCount,
+    overlapsAllowed: overlapCount,
+    skippedPairs,
+    appliedLogInversions,
+    perProcess,
   };
 }
 
@@ -271,11 +347,20 @@ describe.each(PROCESS_BACKENDS)("partition order under faults, 3 processes on $n
 
   it("random failures and delays: every job succeeds, per key in enqueue order, one attempt at a time per partition", async () => {
     const started = now();
-    const run = await startRun(entry, processes, { workerCount: 4, seed: 1, failProbability: 0.15, maxDelayMs: 3, server: { pollIntervalMs: 50, partitionMemberExpiryMs: 3_000 } });
+    const run = await startRun(entry, processes, {
+      workerCount: 4,
+      seed: 1,
+      failProbability: 0.15,
+      maxDelayMs: 3,
+      server: { pollIntervalMs: 50, partitionMemberExpiryMs: 3_000 },
+    });
     const total = await enqueue(run.parent, keys(200), 20);
     await allSucceed(run.parent, total, 60_000);
     await Promise.all(run.children.map((c) => c.child.stop()));
-    const figures = verify(await allJobs(run.parent), run.children.map((c) => c.logFile));
+    const figures = verify(
+      await allJobs(run.parent),
+      run.children.map((c) => c.logFile),
+    );
     console.log(`${entry.name} baseline: ${JSON.stringify(figures)}, ${Math.round(now() - started)} ms`);
     expect(figures.jobs).toBe(4_000);
     // Without faults every claim keeps its lease: every attempt's write is applied, and none overlap.
@@ -290,9 +375,14 @@ describe.each(PROCESS_BACKENDS)("partition order under faults, 3 processes on $n
     const run = await startRun(entry, processes, { workerCount: 4, seed: 2, failProbability: 0.15, maxDelayMs: 3, server: FAULT_SERVER });
     const total = await enqueue(run.parent, keys(100), 10);
     const byId = new Map(run.children.map((c) => [c.id, c]));
-    const busy = await waitFor(async () => (await run.parent.partitionDepth()).partitions
-      .filter((p) => p.leaseOwner !== null && byId.has(p.leaseOwner) && p.unfinished >= 20)
-      .sort((a, b) => b.unfinished - a.unfinished)[0], "a busy partition held by a child", 20_000);
+    const busy = await waitFor(
+      async () =>
+        (await run.parent.partitionDepth()).partitions
+          .filter((p) => p.leaseOwner !== null && byId.has(p.leaseOwner) && p.unfinished >= 20)
+          .sort((a, b) => b.unfinished - a.unfinished)[0],
+      "a busy partition held by a child",
+      20_000,
+    );
     const victim = byId.get(busy.leaseOwner!)!;
     await victim.child.kill();
     const diedAt = now();
@@ -300,14 +390,21 @@ describe.each(PROCESS_BACKENDS)("partition order under faults, 3 processes on $n
     await allSucceed(run.parent, total, 30_000);
     await Promise.all(run.children.map((c) => c.child.stop()));
     const records = await allJobs(run.parent);
-    const figures = verify(records, run.children.map((c) => c.logFile), { killed: new Map([[victim.pid, diedAt]]) });
+    const figures = verify(
+      records,
+      run.children.map((c) => c.logFile),
+      { killed: new Map([[victim.pid, diedAt]]) },
+    );
     // The busy partition was finished by the survivors.
     const { attempts } = readAttempts(run.children.map((c) => c.logFile));
-    const finishers = new Set(records.filter((r) => r.partition === busy.partition)
-      .map((r) => attempts.find((a) => a.jobId === r.id && a.attempt === r.attempt)!.pid));
+    const finishers = new Set(
+      records.filter((r) => r.partition === busy.partition).map((r) => attempts.find((a) => a.jobId === r.id && a.attempt === r.attempt)!.pid),
+    );
     expect([...finishers].some((pid) => pid !== victim.pid)).toBe(true);
     const cut = attempts.filter((a) => a.pid === victim.pid && a.end === null).length;
-    console.log(`${entry.name} SIGKILL of partition ${busy.partition}'s owner (${busy.unfinished} unfinished): attempts cut by the kill ${cut}, ${JSON.stringify(figures)}, ${Math.round(now() - started)} ms`);
+    console.log(
+      `${entry.name} SIGKILL of partition ${busy.partition}'s owner (${busy.unfinished} unfinished): attempts cut by the kill ${cut}, ${JSON.stringify(figures)}, ${Math.round(now() - started)} ms`,
+    );
   });
 
   it("SIGSTOP of an owner past its lease, then SIGCONT: its late completion is rejected, nothing runs out of order, nothing is lost", async () => {
@@ -331,12 +428,18 @@ describe.each(PROCESS_BACKENDS)("partition order under faults, 3 processes on $n
     }
     const { c, a, at: stoppedAt } = stopped;
     // Another child takes the partition over once the lease expired, and runs that job to success.
-    const rerun = await waitFor(() => readAttempts(logs).attempts.find((x) => x.jobId === a.jobId && x.attempt > a.attempt && x.pid !== c.pid && x.applied?.stage === "success"),
-      "another child to run the stopped head to success", 20_000);
+    const rerun = await waitFor(
+      () => readAttempts(logs).attempts.find((x) => x.jobId === a.jobId && x.attempt > a.attempt && x.pid !== c.pid && x.applied?.stage === "success"),
+      "another child to run the stopped head to success",
+      20_000,
+    );
     c.child.proc.kill("SIGCONT");
     const continuedAt = now();
-    const late = await waitFor(() => readAttempts([c.logFile]).attempts.find((x) => x.jobId === a.jobId && x.attempt === a.attempt && x.end !== null),
-      "the stopped attempt to end", 10_000);
+    const late = await waitFor(
+      () => readAttempts([c.logFile]).attempts.find((x) => x.jobId === a.jobId && x.attempt === a.attempt && x.end !== null),
+      "the stopped attempt to end",
+      10_000,
+    );
     await allSucceed(run.parent, total, 30_000);
     await Promise.all(run.children.map((x) => x.child.stop()));
     const records = await allJobs(run.parent);
@@ -347,6 +450,8 @@ describe.each(PROCESS_BACKENDS)("partition order under faults, 3 processes on $n
     expect(rerun.start).toBeGreaterThan(stoppedAt);
     const job = records.find((r) => r.id === a.jobId)!;
     expect(job).toMatchObject({ stage: "success", attempt: rerun.attempt });
-    console.log(`${entry.name} SIGSTOP of ${c.child.name} during ${a.jobId}#${a.attempt} (stop ${stops}; ended ${late.result}, rejected), rerun #${rerun.attempt} by pid ${rerun.pid}: ${JSON.stringify(figures)}, ${Math.round(now() - started)} ms`);
+    console.log(
+      `${entry.name} SIGSTOP of ${c.child.name} during ${a.jobId}#${a.attempt} (stop ${stops}; ended ${late.result}, rejected), rerun #${rerun.attempt} by pid ${rerun.pid}: ${JSON.stringify(figures)}, ${Math.round(now() - started)} ms`,
+    );
   });
 });

@@ -23,25 +23,38 @@ describe.each(PROCESS_BACKENDS)("several processes on one $name database", (entr
     await prepareBackend(parent, true);
 
     const logs = Array.from({ length: CHILDREN }, (_, i) => join(dir, `child-${i}.log`));
-    const children = logs.map((logFile, i) =>
-      processes.spawnChild(`child-${i}`, { backend, namespace: NAMESPACE, workerCount: 4, logFile }));
+    const children = logs.map((logFile, i) => processes.spawnChild(`child-${i}`, { backend, namespace: NAMESPACE, workerCount: 4, logFile }));
     await Promise.all(children.map((c) => c.ready()));
 
     // One bulk insert, while all three are idle and waiting for work.
     const now = Date.now();
-    const rows = jobRows(Array.from({ length: JOBS }, (_, i) => ({ n: i })), { now });
+    const rows = jobRows(
+      Array.from({ length: JOBS }, (_, i) => ({ n: i })),
+      { now },
+    );
     const { stages } = await parent.jobInsertMany({ jobs: rows, now });
     expect(stages.every((s) => s === "enqueued")).toBe(true);
 
     const started = Date.now();
-    await waitFor(async () => {
-      for (const c of children) if (!c.alive) throw new Error(`${c.name} died: ${c.stderr.join("\n")}`);
-      return (await parent.jobCountByStage()).counts.success === JOBS;
-    }, `all ${JOBS} jobs to succeed`, 45_000, 100); // a count over the whole table: not too often, it competes with the workers
+    await waitFor(
+      async () => {
+        for (const c of children) if (!c.alive) throw new Error(`${c.name} died: ${c.stderr.join("\n")}`);
+        return (await parent.jobCountByStage()).counts.success === JOBS;
+      },
+      `all ${JOBS} jobs to succeed`,
+      45_000,
+      100,
+    ); // a count over the whole table: not too often, it competes with the workers
     console.log(`${entry.name}: ${JOBS} jobs on ${CHILDREN} processes in ${Date.now() - started} ms (insert to last success seen)`);
     await Promise.all(children.map((c) => c.stop()));
 
-    const perChild = logs.map((f) => (existsSync(f) ? readFileSync(f, "utf8").split("\n").filter((l) => l !== "") : []));
+    const perChild = logs.map((f) =>
+      existsSync(f)
+        ? readFileSync(f, "utf8")
+            .split("\n")
+            .filter((l) => l !== "")
+        : [],
+    );
     console.log(`jobs run per child: ${perChild.map((l) => l.length).join(", ")}`);
     const ran = perChild.flat();
     const expected = rows.map((r) => r.id).sort();

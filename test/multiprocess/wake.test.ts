@@ -20,7 +20,10 @@ describe.each(PROCESS_BACKENDS)("cross-process wake-up on $name", (entry) => {
   it(`an idle server with a 60 s poll runs jobs committed by another process (${ROUNDS} in sequence)`, async () => {
     const backend = await entry.create(processes);
     const child = processes.spawnChild("idle", {
-      backend, namespace: NAMESPACE, workerCount: 1, printDone: true,
+      backend,
+      namespace: NAMESPACE,
+      workerCount: 1,
+      printDone: true,
       server: { pollIntervalMs: 60_000, rescueIntervalMs: NEVER, sweepIntervalMs: NEVER },
     });
     await child.ready();
@@ -48,7 +51,9 @@ describe.each(PROCESS_BACKENDS)("cross-process wake-up on $name", (entry) => {
       const v = sorted(k);
       return `min ${v[0]} / median ${v[Math.floor(v.length / 2)]} / max ${v[v.length - 1]} ms`;
     };
-    console.log(`${entry.name} wake latency, commit -> handler start: ${summary("committedToHandler")}; all: ${latencies.map((l) => l.committedToHandler).join(", ")}`);
+    console.log(
+      `${entry.name} wake latency, commit -> handler start: ${summary("committedToHandler")}; all: ${latencies.map((l) => l.committedToHandler).join(", ")}`,
+    );
     console.log(`${entry.name} wake latency, insert -> parent saw "done": ${summary("roundTrip")}`);
 
     const { counts } = await parent.jobCountByStage();

@@ -20,9 +20,10 @@ const say = (line) => process.stdout.write(`${line}\n`);
 
 const server = await BackgroundJobServer.start({
   context: {},
-  backend: config.backend.kind === "postgres"
-    ? postgres({ connectionString: config.backend.connectionString, schema: config.backend.schema, namespace: config.namespace })
-    : sqlite({ file: config.backend.file, namespace: config.namespace }),
+  backend:
+    config.backend.kind === "postgres"
+      ? postgres({ connectionString: config.backend.connectionString, schema: config.backend.schema, namespace: config.namespace })
+      : sqlite({ file: config.backend.file, namespace: config.namespace }),
   autoMigrate: true,
   workerCount: config.workerCount,
   ...(config.topics ? { topics: config.topics.map((t) => topic(t.name, t.partitions)) } : {}),
@@ -59,6 +60,8 @@ const stop = async () => {
   process.exit(0);
 };
 // EOF on stdin too: a parent that died takes its children with it.
-createInterface({ input: process.stdin }).on("line", (line) => {
-  if (line.trim() === "stop") void stop();
-}).on("close", () => void stop());
+createInterface({ input: process.stdin })
+  .on("line", (line) => {
+    if (line.trim() === "stop") void stop();
+  })
+  .on("close", () => void stop());

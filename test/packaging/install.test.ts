@@ -119,7 +119,11 @@ describe("the packed packages installed with npm into an empty app", () => {
     expect(missing.stderr.trim().split("\n")).toHaveLength(1);
   });
 
-  it("an app on PostgreSQL with pg and no better-sqlite3: later migrate, strict tsc, one job", { concurrent: true, skip: pgUrl === null, timeout: INSTALL_TIMEOUT_MS }, async ({ expect }) => {
+  it("an app on PostgreSQL with pg and no better-sqlite3: later migrate, strict tsc, one job", {
+    concurrent: true,
+    skip: pgUrl === null,
+    timeout: INSTALL_TIMEOUT_MS,
+  }, async ({ expect }) => {
     const db = await createPostgresSchema();
     try {
       const app = new PackedApp(join(root, "postgres-app"));

@@ -157,7 +157,8 @@ export class PackedApp {
         if (!entry.isDirectory()) continue;
         const path = join(modules, entry.name);
         if (entry.name.startsWith("@")) {
-          for (const scoped of readdirSync(path, { withFileTypes: true })) if (scoped.isDirectory()) visit(join(path, scoped.name), `${entry.name}/${scoped.name}`);
+          for (const scoped of readdirSync(path, { withFileTypes: true }))
+            if (scoped.isDirectory()) visit(join(path, scoped.name), `${entry.name}/${scoped.name}`);
         } else if (!entry.name.startsWith(".")) visit(path, entry.name);
       }
     };

@@ -24,7 +24,8 @@ beforeEach(() => {
 
 afterEach(async () => {
   const leaked = await liveResources({ shutDown: true, except: before });
-  if (leaked.servers.length > 0 || leaked.backends.length > 0) throw new Error(`the test left ${describe(leaked)}: shut servers down and close backends in the test or in an afterEach`);
+  if (leaked.servers.length > 0 || leaked.backends.length > 0)
+    throw new Error(`the test left ${describe(leaked)}: shut servers down and close backends in the test or in an afterEach`);
 });
 
 afterAll(async () => {

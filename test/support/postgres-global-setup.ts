@@ -48,7 +48,9 @@ function findBinaries(): string | null {
   if (process.env.LATER_TEST_PG_BIN) return process.env.LATER_TEST_PG_BIN;
   const root = "/usr/lib/postgresql";
   if (!existsSync(root)) return null;
-  const versions = readdirSync(root).filter((v) => existsSync(join(root, v, "bin", "initdb"))).sort((a, b) => Number(b) - Number(a));
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, "bin", "initdb")))
+    .sort((a, b) => Number(b) - Number(a));
   return versions[0] ? join(root, versions[0], "bin") : null;
 }
 
@@ -57,12 +59,22 @@ async function startThrowawayCluster(bin: string): Promise<{ url: string; stop: 
   const dir = mkdtempSync(join(tmpdir(), "later-pg-"));
   const data = join(dir, "data");
   const asRoot = process.getuid?.() === 0;
-  if (asRoot) chownSync(dir, Number(execFileSync("id", ["-u", "postgres"]).toString().trim()), Number(execFileSync("id", ["-g", "postgres"]).toString().trim()));
+  if (asRoot)
+    chownSync(dir, Number(execFileSync("id", ["-u", "postgres"]).toString().trim()), Number(execFileSync("id", ["-g", "postgres"]).toString().trim()));
   const run = (tool: string, args: string[]) =>
     execFileSync(asRoot ? "runuser" : join(bin, tool), asRoot ? ["-u", "postgres", "--", join(bin, tool), ...args] : args, { stdio: "pipe" });
   const port = await freePort();
   run("initdb", ["-A", "trust", "--no-sync", "-U", "postgres", "-D", data]);
-  run("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-w", "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`, "start"]);
+  run("pg_ctl", [
+    "-D",
+    data,
+    "-l",
+    join(dir, "server.log"),
+    "-w",
+    "-o",
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`,
+    "start",
+  ]);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     stop: () => {
@@ -85,9 +97,11 @@ export default async function setup(project: TestProject): Promise<() => void> {
   let url: string | null = null;
   let stop: (() => void) | null = null;
   const forceCluster = process.env.LATER_TEST_PG_CLUSTER === "1";
-  const candidates = forceCluster ? [] : process.env.LATER_TEST_PG_URL
-    ? [process.env.LATER_TEST_PG_URL]
-    : ["postgres://postgres@127.0.0.1:5432/test", "postgres://postgres@127.0.0.1:5432/postgres"];
+  const candidates = forceCluster
+    ? []
+    : process.env.LATER_TEST_PG_URL
+      ? [process.env.LATER_TEST_PG_URL]
+      : ["postgres://postgres@127.0.0.1:5432/test", "postgres://postgres@127.0.0.1:5432/postgres"];
   for (const candidate of candidates) {
     const error = await reachable(candidate);
     if (error === null) {
@@ -111,8 +125,11 @@ export default async function setup(project: TestProject): Promise<() => void> {
     }
   }
   if (url === null) {
-    const lines = ["NO POSTGRESQL: the PostgreSQL conformance and multi-process suites are SKIPPED.", ...tried,
-      "Set LATER_TEST_PG_URL=postgres://user@host:port/db to run them."];
+    const lines = [
+      "NO POSTGRESQL: the PostgreSQL conformance and multi-process suites are SKIPPED.",
+      ...tried,
+      "Set LATER_TEST_PG_URL=postgres://user@host:port/db to run them.",
+    ];
     if (process.env.CI === "true") throw new Error(`${lines.join("\n")}\nCI=true: PostgreSQL is required, failing the run.`);
     notice(lines);
   }

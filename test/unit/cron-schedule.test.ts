@@ -38,7 +38,18 @@ describe("CronSchedule.parse", () => {
   });
 
   it("accepts the syntax cron-parser offers: lists, ranges, steps, names, L, #, ?", () => {
-    for (const e of ["0,30 * * * * *", "0 0 9-17 * * 1-5", "0 10-40/10 * * * *", "0 0 0 1 jan,jul *", "0 0 0 * * MON-FRI", "0 0 0 L * *", "0 0 0 * * 5L", "0 0 0 * * 1#2", "0 0 0 ? * *", "0 0 0 * * 7"]) {
+    for (const e of [
+      "0,30 * * * * *",
+      "0 0 9-17 * * 1-5",
+      "0 10-40/10 * * * *",
+      "0 0 0 1 jan,jul *",
+      "0 0 0 * * MON-FRI",
+      "0 0 0 L * *",
+      "0 0 0 * * 5L",
+      "0 0 0 * * 1#2",
+      "0 0 0 ? * *",
+      "0 0 0 * * 7",
+    ]) {
       expect(() => CronSchedule.parse(e)).not.toThrow();
     }
   });
@@ -145,21 +156,13 @@ describe("CronSchedule.nextAfter", () => {
     expect(s.nextAfter(t - 1)).toBe(t);
     expect(s.nextAfter(t + 1)).toBe(t + 1000);
     expect(s.nextAfter(t + 999)).toBe(t + 1000);
-    expect(run(s, "2024-01-01T00:00:00.000Z", 3)).toEqual([
-      "2024-01-01T00:00:01.000Z",
-      "2024-01-01T00:00:02.000Z",
-      "2024-01-01T00:00:03.000Z",
-    ]);
+    expect(run(s, "2024-01-01T00:00:00.000Z", 3)).toEqual(["2024-01-01T00:00:01.000Z", "2024-01-01T00:00:02.000Z", "2024-01-01T00:00:03.000Z"]);
   });
 
   it("every 5 minutes", () => {
     const s = CronSchedule.parse("0 */5 * * * *");
     expect(iso(s.nextAfter(utc("2024-01-01T00:07:30.000Z")))).toBe("2024-01-01T00:10:00.000Z");
-    expect(run(s, "2024-01-01T23:52:00.000Z", 3)).toEqual([
-      "2024-01-01T23:55:00.000Z",
-      "2024-01-02T00:00:00.000Z",
-      "2024-01-02T00:05:00.000Z",
-    ]);
+    expect(run(s, "2024-01-01T23:52:00.000Z", 3)).toEqual(["2024-01-01T23:55:00.000Z", "2024-01-02T00:00:00.000Z", "2024-01-02T00:05:00.000Z"]);
   });
 
   it("an instant exactly on an occurrence gets the next one", () => {
@@ -181,10 +184,7 @@ describe("CronSchedule.nextAfter", () => {
       "2024-05-31T12:30:00.000Z",
       "2024-07-31T12:30:00.000Z",
     ]);
-    expect(run(CronSchedule.parse("0 0 0 L * *"), "2024-01-31T00:00:00.000Z", 2)).toEqual([
-      "2024-02-29T00:00:00.000Z",
-      "2024-03-31T00:00:00.000Z",
-    ]);
+    expect(run(CronSchedule.parse("0 0 0 L * *"), "2024-01-31T00:00:00.000Z", 2)).toEqual(["2024-02-29T00:00:00.000Z", "2024-03-31T00:00:00.000Z"]);
     expect(iso(CronSchedule.parse("0 0 0 29 2 *").nextAfter(utc("2024-03-01T00:00:00.000Z")))).toBe("2028-02-29T00:00:00.000Z");
   });
 

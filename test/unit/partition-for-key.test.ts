@@ -182,7 +182,7 @@ describe("key bytes", () => {
     }
   });
 
-  it("keeps 42 and \"42\" apart: LongSerializer bytes vs StringSerializer bytes", () => {
+  it('keeps 42 and "42" apart: LongSerializer bytes vs StringSerializer bytes', () => {
     expect(partitionKeyBytes(42)).toEqual(bytes(0, 0, 0, 0, 0, 0, 0, 42));
     expect(partitionKeyBytes("42")).toEqual(bytes(0x34, 0x32));
     expect(murmur2(partitionKeyBytes(42))).not.toBe(murmur2(partitionKeyBytes("42")));

@@ -6,8 +6,7 @@ import { ownedPartitions, rendezvousOwner, rendezvousWeight } from "../../packag
 const THREE = ["server-a", "server-b", "server-c"];
 const PARTITIONS = 64;
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
-const owners = (members: readonly string[], topic = "orders", partitions = PARTITIONS) =>
-  range(partitions).map((p) => rendezvousOwner(members, topic, p));
+const owners = (members: readonly string[], topic = "orders", partitions = PARTITIONS) => range(partitions).map((p) => rendezvousOwner(members, topic, p));
 
 describe("rendezvousWeight", () => {
   it("is SHA-256 of the length-prefixed (member, topic, partition), first 8 bytes big-endian", () => {
@@ -22,7 +21,7 @@ describe("rendezvousWeight", () => {
     expect(rendezvousWeight("server-a", "orders", 0)).toBe(8143352589289200959n);
   });
 
-  it("keeps (\"ab\", \"c\") and (\"a\", \"bc\") apart thanks to the length prefixes", () => {
+  it('keeps ("ab", "c") and ("a", "bc") apart thanks to the length prefixes', () => {
     expect(rendezvousWeight("ab", "c", 0)).not.toBe(rendezvousWeight("a", "bc", 0));
   });
 });
@@ -124,10 +123,7 @@ describe("ownedPartitions", () => {
     for (const self of THREE) {
       const owned = ownedPartitions(self, THREE, TOPICS);
       for (const { topic, partition } of owned) expect(rendezvousOwner(THREE, topic, partition)).toBe(self);
-      const expectedCount = TOPICS.reduce(
-        (sum, t) => sum + range(t.partitions).filter((p) => rendezvousOwner(THREE, t.name, p) === self).length,
-        0,
-      );
+      const expectedCount = TOPICS.reduce((sum, t) => sum + range(t.partitions).filter((p) => rendezvousOwner(THREE, t.name, p) === self).length, 0);
       expect(owned).toHaveLength(expectedCount);
     }
   });
@@ -157,9 +153,7 @@ describe("ownedPartitions", () => {
   });
 
   it("does not depend on the order of members", () => {
-    expect(ownedPartitions("server-c", ["server-c", "server-b", "server-a"], TOPICS)).toEqual(
-      ownedPartitions("server-c", THREE, TOPICS),
-    );
+    expect(ownedPartitions("server-c", ["server-c", "server-b", "server-a"], TOPICS)).toEqual(ownedPartitions("server-c", THREE, TOPICS));
   });
 
   it("returns nothing for no topics", () => {
@@ -175,7 +169,11 @@ describe("ownedPartitions", () => {
       () => ownedPartitions("server-a", THREE, [{ name: 5 as never, partitions: 2 }]),
       () => ownedPartitions("server-a", THREE, [null as never]),
       () => ownedPartitions("server-a", THREE, "orders" as never),
-      () => ownedPartitions("server-a", THREE, [{ name: "orders", partitions: 2 }, { name: "orders", partitions: 2 }]),
+      () =>
+        ownedPartitions("server-a", THREE, [
+          { name: "orders", partitions: 2 },
+          { name: "orders", partitions: 2 },
+        ]),
     ];
     for (const call of bad) expect(call).toThrow(InvalidArgumentError);
   });

@@ -20,7 +20,7 @@ import { UsageError } from "./usage-error.js";
 
 /** A parsed `--database` value. */
 export type DatabaseUrl =
-  | { kind: "sqlite"; /** The file, as given (relative paths resolve against the working directory). */ file: string; /** The URL as typed. */ url: string }
+  | { kind: "sqlite" /** The file, as given (relative paths resolve against the working directory). */; file: string /** The URL as typed. */; url: string }
   | { kind: "postgres"; connectionString: string; url: string };
 
 /** Which part of the database a command works on. */
@@ -105,10 +105,7 @@ export async function backendForDatabase(database: DatabaseUrl, scope: DatabaseS
 
 /** `--database <url>`, required, defaulting to `LATER_DATABASE_URL`; parsed by {@link parseDatabaseUrl}. */
 export function databaseOption(): Option {
-  return new Option("--database <url>", `the database: ${SUPPORTED}`)
-    .env("LATER_DATABASE_URL")
-    .argParser(parseDatabaseUrl)
-    .makeOptionMandatory();
+  return new Option("--database <url>", `the database: ${SUPPORTED}`).env("LATER_DATABASE_URL").argParser(parseDatabaseUrl).makeOptionMandatory();
 }
 
 /** `--schema <name>`: the PostgreSQL schema of the later tables. */

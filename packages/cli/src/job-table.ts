@@ -41,6 +41,6 @@ export function formatJobTable(jobs: readonly JobRecord[]): string[] {
 
 /** Control characters (a newline in a job type) would break the table's lines. */
 function oneLine(text: string): string {
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
   return text.replace(/[\u0000-\u001f\u007f]/g, " ");
 }

@@ -71,10 +71,14 @@ const COLUMNS: readonly { title: string; value(s: RecurringSchedule): string }[]
 /** A header and one line per schedule, columns padded to their widest cell, two spaces apart, no trailing spaces. */
 export function formatScheduleTable(schedules: readonly RecurringSchedule[]): string[] {
   // Control characters (a newline in an id) would break the table's lines.
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
   const cells = schedules.map((s) => COLUMNS.map((c) => c.value(s).replace(/[\u0000-\u001f\u007f]/g, " ")));
   const widths = COLUMNS.map((c, i) => Math.max(c.title.length, ...cells.map((row) => row[i]!.length)));
-  const line = (row: readonly string[]) => row.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd();
+  const line = (row: readonly string[]) =>
+    row
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
   return [line(COLUMNS.map((c) => c.title)), ...cells.map(line)];
 }
 

@@ -71,15 +71,25 @@ export class GeneratedNameChecker {
     const methods = new Map<string, string>();
     for (const job of jobs) {
       if ((FORBIDDEN_JOB_NAMES as readonly string[]).includes(job.name)) {
-        throw this.locate(job.node, `job name "${job.name}" cannot be used: as a key of the job catalog it sets the object's prototype instead of adding the job`);
+        throw this.locate(
+          job.node,
+          `job name "${job.name}" cannot be used: as a key of the job catalog it sets the object's prototype instead of adding the job`,
+        );
       }
       if (!IDENTIFIER.test(job.name)) {
-        throw this.locate(job.node, `job name ${JSON.stringify(job.name)} must be an identifier (letters, digits, "_" or "$"; it names methods such as ${ModuleNames.handlerMethod("sendEmail")})`);
+        throw this.locate(
+          job.node,
+          `job name ${JSON.stringify(job.name)} must be an identifier (letters, digits, "_" or "$"; it names methods such as ${ModuleNames.handlerMethod("sendEmail")})`,
+        );
       }
       const handle = ModuleNames.handle(job.name);
       const method = ModuleNames.handlerMethod(job.name);
-      for (const [kind, generated, seen] of [["handle", handle, handles], ["method", method, methods]] as const) {
-        if (!IDENTIFIER.test(generated)) throw this.locate(job.node, `job "${job.name}" would generate the ${kind} ${JSON.stringify(generated)}, which is not an identifier; rename the job`);
+      for (const [kind, generated, seen] of [
+        ["handle", handle, handles],
+        ["method", method, methods],
+      ] as const) {
+        if (!IDENTIFIER.test(generated))
+          throw this.locate(job.node, `job "${job.name}" would generate the ${kind} ${JSON.stringify(generated)}, which is not an identifier; rename the job`);
         const other = seen.get(generated);
         if (other !== undefined) {
           throw this.locate(job.node, `jobs "${other}" and "${job.name}" would both generate the ${kind} ${generated}; rename one of them`);

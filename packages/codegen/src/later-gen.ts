@@ -13,12 +13,14 @@ exit codes: 0 written or current, 1 schema error or stale file, 2 usage error`;
 
 /** The `later-gen` program; the `later` CLI's \`gen\` command runs the same {@link runGen}. */
 async function main(argv: string[]): Promise<number> {
-  let parsed;
+  const config = {
+    args: argv,
+    allowPositionals: true,
+    options: { out: { type: "string" }, check: { type: "boolean" }, interface: { type: "string" }, help: { type: "boolean", short: "h" } },
+  } as const;
+  let parsed: ReturnType<typeof parseArgs<typeof config>>;
   try {
-    parsed = parseArgs({
-      args: argv, allowPositionals: true,
-      options: { out: { type: "string" }, check: { type: "boolean" }, interface: { type: "string" }, help: { type: "boolean", short: "h" } },
-    });
+    parsed = parseArgs(config);
   } catch (error) {
     console.error(`later-gen: ${(error as Error).message}\n${USAGE}`);
     return 2;
@@ -33,7 +35,12 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   return runGen(
-    { schemaPath, ...(parsed.values.out ? { outPath: parsed.values.out } : {}), check: parsed.values.check ?? false, ...(parsed.values.interface ? { interfaceName: parsed.values.interface } : {}) },
+    {
+      schemaPath,
+      ...(parsed.values.out ? { outPath: parsed.values.out } : {}),
+      check: parsed.values.check ?? false,
+      ...(parsed.values.interface ? { interfaceName: parsed.values.interface } : {}),
+    },
     { out: (line) => console.log(line), err: (line) => console.error(line) },
   );
 }

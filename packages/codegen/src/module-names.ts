@@ -95,8 +95,17 @@ export class ModuleNames {
 
 /** What the generated module imports from `@later/runtime` (values first, then types). */
 export const RUNTIME_IMPORTS = [
-  "TypedJobPublisher", "TypedServerBuilder", "BuilderOptions", "HandlerOptions", "JobCatalog",
-  "JobHandle", "JobHandler", "PublisherOptions", "TopicJobHandle", "TypedJobContext", "TypedJobServer",
+  "TypedJobPublisher",
+  "TypedServerBuilder",
+  "BuilderOptions",
+  "HandlerOptions",
+  "JobCatalog",
+  "JobHandle",
+  "JobHandler",
+  "PublisherOptions",
+  "TopicJobHandle",
+  "TypedJobContext",
+  "TypedJobServer",
 ] as const;
 
 /** How many of {@link RUNTIME_IMPORTS} are values; the rest are imported with `type`. */

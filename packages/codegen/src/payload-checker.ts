@@ -1,5 +1,5 @@
 import { Node, ts, type Program, type Symbol as MorphSymbol, type Type } from "ts-morph";
-import { SchemaError } from "./schema-error.js";
+import type { SchemaError } from "./schema-error.js";
 
 /**
  * A path to a `Date` inside a payload: a property name, or `null` for "every
@@ -95,7 +95,9 @@ export class PayloadChecker {
     }
     if (type.isTuple()) {
       let any = false;
-      type.getTupleElements().forEach((element, i) => (any = this.walk(element, [...path, String(i)], at) || any));
+      type.getTupleElements().forEach((element, i) => {
+        any = this.walk(element, [...path, String(i)], at) || any;
+      });
       return any;
     }
     if (!type.isObject()) throw this.locate(at, `${where()} has type ${type.getText()}, which JSON cannot hold`);

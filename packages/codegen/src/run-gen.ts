@@ -62,7 +62,7 @@ export async function runGen(options: GenOptions, io: GenIo): Promise<number> {
 
 /** `jobs.schema.ts` → `jobs.generated.ts`; any other `x.ts` → `x.generated.ts`. */
 export function defaultOutPath(schemaPath: string): string {
-  return schemaPath.replace(/(\.schema)?\.(m|c)?tsx?$/, "") + ".generated.ts";
+  return `${schemaPath.replace(/(\.schema)?\.(m|c)?tsx?$/, "")}.generated.ts`;
 }
 
 function readIfExists(path: string): string | null {

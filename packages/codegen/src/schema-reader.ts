@@ -1,6 +1,16 @@
 import { readFileSync } from "node:fs";
 import { relative, resolve } from "node:path";
-import { Node, Project, ts, type InterfaceDeclaration, type JSDocTag, type PropertySignature, type SourceFile, type Symbol as MorphSymbol, type Type } from "ts-morph";
+import {
+  Node,
+  Project,
+  ts,
+  type InterfaceDeclaration,
+  type JSDocTag,
+  type PropertySignature,
+  type SourceFile,
+  type Symbol as MorphSymbol,
+  type Type,
+} from "ts-morph";
 import { GeneratedNameChecker } from "./generated-name-checker.js";
 import { PayloadChecker, type DatePath, type Locate } from "./payload-checker.js";
 import { SchemaError } from "./schema-error.js";
@@ -53,7 +63,12 @@ export function readJobsSchema(displayPath: string, interfaceName = "Jobs"): Job
     throw new SchemaError(displayPath, 1, 1, `cannot read the schema file: ${why}`);
   }
   if (!SCHEMA_EXTENSION.test(file) || /\.d\.(m|c)?tsx?$/.test(file)) {
-    throw new SchemaError(displayPath, 1, 1, "the schema file must be a TypeScript module (.ts, .mts, .cts or .tsx, not a .d.ts), so the generated module can import its types");
+    throw new SchemaError(
+      displayPath,
+      1,
+      1,
+      "the schema file must be a TypeScript module (.ts, .mts, .cts or .tsx, not a .d.ts), so the generated module can import its types",
+    );
   }
   const project = schemaProject();
   const source = project.createSourceFile(file, text, { overwrite: true });
@@ -66,8 +81,15 @@ export function readJobsSchema(displayPath: string, interfaceName = "Jobs"): Job
 
   const declarations = source.getInterfaces().filter((i) => i.getName() === interfaceName);
   const first = declarations[0];
-  if (!first) throw new SchemaError(displayPath, 1, 1, `no \`export interface ${interfaceName} { ... }\` in this file: declare one member per job, e.g. \`sendEmail: SendEmail\``);
-  if (!exportedAs(source, first.getSymbol(), interfaceName)) throw locate(first.getNameNode(), `interface ${interfaceName} must be exported, under its own name`);
+  if (!first)
+    throw new SchemaError(
+      displayPath,
+      1,
+      1,
+      `no \`export interface ${interfaceName} { ... }\` in this file: declare one member per job, e.g. \`sendEmail: SendEmail\``,
+    );
+  if (!exportedAs(source, first.getSymbol(), interfaceName))
+    throw locate(first.getNameNode(), `interface ${interfaceName} must be exported, under its own name`);
   if (first.getTypeParameters().length > 0) throw locate(first.getNameNode(), `interface ${interfaceName} must not be generic`);
   checkNoSignatures(first, declarations, locate);
 
@@ -80,7 +102,8 @@ export function readJobsSchema(displayPath: string, interfaceName = "Jobs"): Job
     jobs.push(job);
     nameNodes.push({ name: job.name, node: nameNode });
   }
-  if (jobs.length === 0) throw locate(first.getNameNode(), `interface ${interfaceName} declares no jobs: add one member per job, e.g. \`sendEmail: SendEmail\``);
+  if (jobs.length === 0)
+    throw locate(first.getNameNode(), `interface ${interfaceName} declares no jobs: add one member per job, e.g. \`sendEmail: SendEmail\``);
   GeneratedNameChecker.check({ interfaceName, interfaceNode: first.getNameNode(), jobs: nameNodes, typeImports }, locate);
   return { file, interfaceName, jobs, typeImports: [...typeImports.keys()].sort() };
 }
@@ -91,8 +114,12 @@ let shared: Project | undefined;
 function schemaProject(): Project {
   shared ??= new Project({
     compilerOptions: {
-      strict: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext,
-      moduleResolution: ts.ModuleResolutionKind.Bundler, skipLibCheck: true, noEmit: true,
+      strict: true,
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      skipLibCheck: true,
+      noEmit: true,
     },
     skipAddingFilesFromTsConfig: true,
   });
@@ -107,7 +134,8 @@ function checkNoSignatures(first: InterfaceDeclaration, declarations: InterfaceD
     const index = declaration.getIndexSignatures()[0];
     if (index) throw locate(index, `interface ${name} has an index signature; declare each job as a named member, e.g. \`sendEmail: SendEmail\``);
     const signature = declaration.getCallSignatures()[0] ?? declaration.getConstructSignatures()[0];
-    if (signature) throw locate(signature, `interface ${name} has a call or construct signature; declare each job as a named member, e.g. \`sendEmail: SendEmail\``);
+    if (signature)
+      throw locate(signature, `interface ${name} has a call or construct signature; declare each job as a named member, e.g. \`sendEmail: SendEmail\``);
   }
   const type = first.getType();
   if (type.getStringIndexType() || type.getNumberIndexType() || type.getCallSignatures().length > 0 || type.getConstructSignatures().length > 0) {
@@ -116,8 +144,13 @@ function checkNoSignatures(first: InterfaceDeclaration, declarations: InterfaceD
 }
 
 function readJob(
-  property: MorphSymbol, jobsInterface: InterfaceDeclaration, declarations: InterfaceDeclaration[], source: SourceFile,
-  program: ReturnType<Project["getProgram"]>, locate: Locate, typeImports: Map<string, Node>,
+  property: MorphSymbol,
+  jobsInterface: InterfaceDeclaration,
+  declarations: InterfaceDeclaration[],
+  source: SourceFile,
+  program: ReturnType<Project["getProgram"]>,
+  locate: Locate,
+  typeImports: Map<string, Node>,
 ): { job: JobDeclaration; nameNode: Node } {
   const interfaceName = jobsInterface.getName();
   const [declaration, duplicate] = property.getDeclarations();
@@ -157,7 +190,10 @@ function readTopic(declaration: PropertySignature, payload: Type, job: string, l
   const key = (keyTag.getCommentText() ?? "").trim();
   const field = payload.getProperty(key);
   if (!field) {
-    const fields = payload.getProperties().map((p) => p.getName()).join(", ");
+    const fields = payload
+      .getProperties()
+      .map((p) => p.getName())
+      .join(", ");
     throw locate(keyTag, `@partitionKey "${key}" is not a field of the payload of "${job}" (its fields: ${fields})`);
   }
   const fieldType = field.getTypeAtLocation(declaration);
@@ -174,8 +210,13 @@ function readTopic(declaration: PropertySignature, payload: Type, job: string, l
  * generic instances, inherited members).
  */
 function payloadTypeText(
-  declaration: PropertySignature, name: string, own: boolean, interfaceName: string, jobsInterface: InterfaceDeclaration,
-  source: SourceFile, typeImports: Map<string, Node>,
+  declaration: PropertySignature,
+  name: string,
+  own: boolean,
+  interfaceName: string,
+  jobsInterface: InterfaceDeclaration,
+  source: SourceFile,
+  typeImports: Map<string, Node>,
 ): string {
   const node = declaration.getTypeNode();
   if (own && node && Node.isTypeReference(node) && node.getTypeArguments().length === 0) {
@@ -196,7 +237,7 @@ function payloadTypeText(
 function exportedAs(source: SourceFile, symbol: MorphSymbol | undefined, name: string): boolean {
   const exported = source.getExportSymbols().find((s) => s.getName() === name);
   if (!exported || !symbol) return false;
-  const target = exported.isAlias() ? exported.getAliasedSymbol() ?? exported : exported;
+  const target = exported.isAlias() ? (exported.getAliasedSymbol() ?? exported) : exported;
   return target.compilerSymbol === symbol.compilerSymbol || exported.compilerSymbol === symbol.compilerSymbol;
 }
 

@@ -66,10 +66,7 @@ export class InvalidArgumentError extends LaterError {
 export class ParentNotFoundError extends LaterError {
   readonly parentId: string;
   constructor(parentId: string) {
-    super(
-      "PARENT_NOT_FOUND",
-      `parent job ${parentId} not found in this namespace (it never existed, or it finished and expired); nothing was enqueued`,
-    );
+    super("PARENT_NOT_FOUND", `parent job ${parentId} not found in this namespace (it never existed, or it finished and expired); nothing was enqueued`);
     this.parentId = parentId;
   }
 }
@@ -139,9 +136,12 @@ export class JobTimeoutError extends LaterError {
 export class UnknownTopicError extends LaterError {
   /** With `partition`: the options name the topic but the database holds no such partition (no server registered it yet). */
   constructor(topic: string, partition?: number) {
-    super("UNKNOWN_TOPIC", partition === undefined
-      ? `topic "${topic}" is not registered: add topic("${topic}", N) to the server's topics`
-      : `topic "${topic}" partition ${partition} is not in the database: start a server with topic("${topic}", N) in its topics first`);
+    super(
+      "UNKNOWN_TOPIC",
+      partition === undefined
+        ? `topic "${topic}" is not registered: add topic("${topic}", N) to the server's topics`
+        : `topic "${topic}" partition ${partition} is not in the database: start a server with topic("${topic}", N) in its topics first`,
+    );
   }
 }
 

@@ -9,7 +9,7 @@ export interface Names {
   then: Job;
   toString: Job;
   class: Job;
-  "quoted": Job;
+  quoted: Job;
   $: { at: Date };
   /** @topic names
    *  @partitionKey key */

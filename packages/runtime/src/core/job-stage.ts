@@ -38,15 +38,7 @@
 export type JobStage = "enqueued" | "delayed" | "waiting" | "running" | "requeued" | "success" | "failed";
 
 /** Every stage, in lifecycle order. */
-export const JOB_STAGES: readonly JobStage[] = [
-  "enqueued",
-  "delayed",
-  "waiting",
-  "running",
-  "requeued",
-  "success",
-  "failed",
-];
+export const JOB_STAGES: readonly JobStage[] = ["enqueued", "delayed", "waiting", "running", "requeued", "success", "failed"];
 
 /** Stages a worker may claim from once the job's `runAt` has passed. */
 export const CLAIMABLE_STAGES: readonly JobStage[] = ["enqueued", "delayed", "requeued"];

@@ -51,7 +51,9 @@ export class StuckJobRescuer<C> extends PeriodicService {
       const stuck = await backend.jobListStuck({ leaseExpiredBefore, limit: this.batchSize });
       if (stuck.length === 0) return total;
       const finishes: JobFinish[] = stuck.map((job) => ({
-        id: job.id, attempt: job.attempt, outcome: retryDecision(this.options, job, lostAttemptError(job.attempt)),
+        id: job.id,
+        attempt: job.attempt,
+        outcome: retryDecision(this.options, job, lostAttemptError(job.attempt)),
       }));
       const { applied } = await backend.jobFinishMany({ finishes, now, retentionMs: this.options.retentionMs, leaseExpiredBefore });
       total += applied.length;

@@ -39,7 +39,11 @@ export class WorkerAutoscaler extends PeriodicService {
   readonly min: number;
   readonly max: number;
 
-  constructor(host: MaintenanceHost, private readonly config: WorkerAutoscalerConfig, private readonly workers: Scalable) {
+  constructor(
+    host: MaintenanceHost,
+    private readonly config: WorkerAutoscalerConfig,
+    private readonly workers: Scalable,
+  ) {
     super(host, "autoscale", config.intervalMs, false);
     this.min = checkInt(this.task, "min", config.min, 1);
     this.max = checkInt(this.task, "max", config.max, 1);

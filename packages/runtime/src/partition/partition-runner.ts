@@ -83,9 +83,13 @@ export class PartitionRunner<C> {
     this.jobTypes = Object.keys(options.handlers);
     this.slots = options.workerCount;
     this.renewer = new LeaseRenewer({
-      clock: options.clock, leaseMs: options.leaseMs, renew: LeaseRenewer.partitionLeases(backend, owner),
+      clock: options.clock,
+      leaseMs: options.leaseMs,
+      renew: LeaseRenewer.partitionLeases(backend, owner),
       heldClaims: () => [...this.heads.values()].filter((h) => !h.abandoned),
-      onLost: (lost) => { for (const h of lost) this.executor.abandon(h, new LeaseLostError(h.id)); },
+      onLost: (lost) => {
+        for (const h of lost) this.executor.abandon(h, new LeaseLostError(h.id));
+      },
       onError: (error) => this.report("partition lease renewal", error),
     });
     // A timed-out head's chain goes on from here (the hung handler's own chain ends when, if ever, it settles).
@@ -127,8 +131,7 @@ export class PartitionRunner<C> {
     this.stopController.abort();
     this.wake();
     await Promise.all(this.loops);
-    await this.backend.partitionMemberRemove({ member: this.owner })
-      .catch((error) => this.report("partition deregistration", error));
+    await this.backend.partitionMemberRemove({ member: this.owner }).catch((error) => this.report("partition deregistration", error));
     const deadline = new AbortController();
     const allDone = Promise.all([...this.runs]).then(() => deadline.abort());
     await Promise.race([allDone, this.options.clock.sleep(deadlineMs, deadline.signal)]);
@@ -178,7 +181,12 @@ export class PartitionRunner<C> {
           const now = clock.now();
           const leaseExpiresAt = now + leaseMs;
           const { claimed, nextRunAt } = await this.backend.partitionHeadClaim({
-            owner: this.owner, partitions: candidates, limit: free, now, leaseExpiresAt, jobTypes: this.jobTypes,
+            owner: this.owner,
+            partitions: candidates,
+            limit: free,
+            now,
+            leaseExpiresAt,
+            jobTypes: this.jobTypes,
           });
           for (const job of claimed) this.startChain(this.hold(job, leaseExpiresAt), null);
           if (nextRunAt !== null) waitMs = Math.max(0, Math.min(waitMs, nextRunAt - clock.now()));
@@ -201,10 +209,12 @@ export class PartitionRunner<C> {
 
   /** Runs a chain of heads from `claim` (whose outcome is already known when given). */
   private startChain(claim: HeldClaim, outcome: JobOutcome | null): void {
-    const run: Promise<void> = this.runChain(claim, outcome).catch((error) => this.report("partition head", error)).finally(() => {
-      this.runs.delete(run);
-      this.wake();
-    });
+    const run: Promise<void> = this.runChain(claim, outcome)
+      .catch((error) => this.report("partition head", error))
+      .finally(() => {
+        this.runs.delete(run);
+        this.wake();
+      });
     this.runs.add(run);
   }
 
@@ -261,7 +271,8 @@ export class PartitionRunner<C> {
       const claimNext = !this.stopping && this.ownedKeys.has(keyOf(claim)) ? { leaseExpiresAt, jobTypes: this.jobTypes } : undefined;
       try {
         const result = await this.backend.partitionHeadFinish({ owner: this.owner, claim, outcome, now, retentionMs, claimNext });
-        if (result.applied && this.options.eventsEnabled && !(held.job as ClaimedPartitionJob).lostAttempt) this.options.onEvent(attemptEvent(held.job, outcome));
+        if (result.applied && this.options.eventsEnabled && !(held.job as ClaimedPartitionJob).lostAttempt)
+          this.options.onEvent(attemptEvent(held.job, outcome));
         if (result.released > 0) this.onReleased?.();
         return result.next ? { job: result.next, leaseExpiresAt } : null;
       } catch (error) {

@@ -137,7 +137,10 @@ export class RecurringPoller {
     while (schedule.nextRunAt <= now && !this.stopped) {
       const { runAt, nextRunAt } = this.occurrence(cron, schedule.nextRunAt, now);
       const { inserted } = await this.options.backend.recurringAdvance({
-        schedule, occurrence: { id: newJobId(now), runAt, retryPolicy: this.options.retryPolicy }, nextRunAt, now,
+        schedule,
+        occurrence: { id: newJobId(now), runAt, retryPolicy: this.options.retryPolicy },
+        nextRunAt,
+        now,
       });
       if (!inserted) return { enqueued, lost: true };
       enqueued++;

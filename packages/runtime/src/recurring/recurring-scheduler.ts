@@ -101,15 +101,17 @@ export class RecurringScheduler {
     const first = schedule.nextAfter(now);
     const firstId = newJobId(now);
     const write = { id: scheduleId, jobType, payload: encoded, cron: normalizeCron(cron), timeZone, sequential, partition };
-    const { changed } = await this.options.backend.recurringUpsert(sequential
-      ? { schedule: write, firstJob: null, nextRunAt: first, nextJobId: firstId, now }
-      : {
-        schedule: write,
-        firstJob: { id: firstId, jobType, payload: encoded, runAt: first, retryPolicy: JSON.stringify(this.options.defaultRetryPolicy) },
-        nextRunAt: schedule.nextAfter(first),
-        nextJobId: null,
-        now,
-      });
+    const { changed } = await this.options.backend.recurringUpsert(
+      sequential
+        ? { schedule: write, firstJob: null, nextRunAt: first, nextJobId: firstId, now }
+        : {
+            schedule: write,
+            firstJob: { id: firstId, jobType, payload: encoded, runAt: first, retryPolicy: JSON.stringify(this.options.defaultRetryPolicy) },
+            nextRunAt: schedule.nextAfter(first),
+            nextJobId: null,
+            now,
+          },
+    );
     return changed ? firstId : null;
   }
 

@@ -54,10 +54,14 @@ export class BackgroundJobServer<C> {
       if (stages.includes("enqueued")) this.pool.wake();
       if (this.partitions && jobs.some((j) => j.topic !== undefined)) this.partitions.wake();
       if (!options.eventsEnabled) return;
-      jobs.forEach((job, i) => options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage: stages[i]!, attempt: 0 }));
+      for (const [i, job] of jobs.entries()) options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage: stages[i]!, attempt: 0 });
     };
     this.publisher = new JobPublisher({
-      backend, clock: options.clock, defaultRetryPolicy: options.defaultRetryPolicy, encoders, retentionMs: options.retentionMs,
+      backend,
+      clock: options.clock,
+      defaultRetryPolicy: options.defaultRetryPolicy,
+      encoders,
+      retentionMs: options.retentionMs,
       topics: new Map(options.topics.map((t) => [t.name, t.partitions])),
       onCommitted,
     });
@@ -74,12 +78,18 @@ export class BackgroundJobServer<C> {
     this.rescuer = new StuckJobRescuer(host, options, { intervalMs: options.rescueIntervalMs, graceMs: options.stuckGraceMs }, () => this.pool.wake());
     this.sweeper = new ExpirySweeper(host, { intervalMs: options.sweepIntervalMs, batchSize: options.sweepBatchSize });
     const auto = options.workerAutoscale;
-    this.autoscaler = auto && new WorkerAutoscaler(host, { ...auto, intervalMs: options.autoscaleIntervalMs, jobTypes: Object.keys(options.handlers) }, this.pool);
+    this.autoscaler =
+      auto && new WorkerAutoscaler(host, { ...auto, intervalMs: options.autoscaleIntervalMs, jobTypes: Object.keys(options.handlers) }, this.pool);
     this.services = [this.rescuer, this.sweeper];
-    if (options.vacuumIntervalMs !== null && backend.capabilities.supportsVacuum) this.services.push(new VacuumService(host, { intervalMs: options.vacuumIntervalMs }));
+    if (options.vacuumIntervalMs !== null && backend.capabilities.supportsVacuum)
+      this.services.push(new VacuumService(host, { intervalMs: options.vacuumIntervalMs }));
     if (this.autoscaler) this.services.push(this.autoscaler);
     this.recurring = new RecurringPoller({
-      backend, clock: options.clock, intervalMs: options.recurringPollIntervalMs, retryPolicy: JSON.stringify(options.defaultRetryPolicy), onCommitted,
+      backend,
+      clock: options.clock,
+      intervalMs: options.recurringPollIntervalMs,
+      retryPolicy: JSON.stringify(options.defaultRetryPolicy),
+      onCommitted,
       onError: (where, error) => options.onEvent({ type: "error", where, error: describeThrown(error) }),
     });
     this.unsubscribeWake = backend.wakeSubscribe(wakeAll);

@@ -55,7 +55,10 @@ export class JobPublisher {
     this.backend = options.backend;
     this.clock = options.clock;
     this.recurring = new RecurringScheduler({
-      backend: options.backend, clock: options.clock, encoders: options.encoders, defaultRetryPolicy: options.defaultRetryPolicy,
+      backend: options.backend,
+      clock: options.clock,
+      encoders: options.encoders,
+      defaultRetryPolicy: options.defaultRetryPolicy,
       sequentialPartitions: options.topics.get(RECURRING_SEQUENTIAL_TOPIC) ?? null,
     });
   }
@@ -113,7 +116,13 @@ export class JobPublisher {
   }
 
   /** {@link enqueueToPartition} inside a caller-owned transaction (the sequence is taken in it too). */
-  async enqueueToPartitionIn(transaction: TransactionHandle, jobType: string, payload: unknown, target: PartitionTarget, options: EnqueueOptions = {}): Promise<JobId> {
+  async enqueueToPartitionIn(
+    transaction: TransactionHandle,
+    jobType: string,
+    payload: unknown,
+    target: PartitionTarget,
+    options: EnqueueOptions = {},
+  ): Promise<JobId> {
     if (transaction === undefined || transaction === null) throw new InvalidArgumentError("enqueueToPartitionIn: a transaction is required");
     const [id] = await this.insert(jobType, [payload], options, transaction, this.resolvePartition(target));
     return id!;
@@ -158,12 +167,14 @@ export class JobPublisher {
 
   /** The partition a target names; throws `UnknownTopicError` or `InvalidArgumentError`. */
   resolvePartition(target: PartitionTarget): PartitionRef {
-    if (target === null || typeof target !== "object" || typeof target.topic !== "string") throw new InvalidArgumentError("a partition target is { topic, key } or { topic, partition }");
+    if (target === null || typeof target !== "object" || typeof target.topic !== "string")
+      throw new InvalidArgumentError("a partition target is { topic, key } or { topic, partition }");
     const partitions = this.options.topics.get(target.topic);
     if (partitions === undefined) throw new UnknownTopicError(target.topic);
     if ("key" in target) return { topic: target.topic, partition: partitionForKey(target.key, partitions) };
     const p = target.partition;
-    if (!Number.isInteger(p) || p < 0 || p >= partitions) throw new InvalidArgumentError(`topic "${target.topic}" has partitions 0 to ${partitions - 1}, not ${String(p)}`);
+    if (!Number.isInteger(p) || p < 0 || p >= partitions)
+      throw new InvalidArgumentError(`topic "${target.topic}" has partitions 0 to ${partitions - 1}, not ${String(p)}`);
     return { topic: target.topic, partition: p };
   }
 
@@ -172,8 +183,13 @@ export class JobPublisher {
     this.stopped = true;
   }
 
-  private async insert(jobType: string, payloads: readonly unknown[], options: EnqueueOptions, transaction: TransactionHandle | undefined,
-    partition?: PartitionRef): Promise<JobId[]> {
+  private async insert(
+    jobType: string,
+    payloads: readonly unknown[],
+    options: EnqueueOptions,
+    transaction: TransactionHandle | undefined,
+    partition?: PartitionRef,
+  ): Promise<JobId[]> {
     if (this.stopped) throw new ServerStoppedError(`enqueue of "${jobType}"`);
     const encode = this.options.encoders.get(jobType);
     if (!encode) throw new InvalidArgumentError(`unknown job type "${jobType}": no handler is registered for it`);

@@ -62,7 +62,14 @@ export function attemptEvent(job: ClaimedJob, outcome: JobOutcome | "running"): 
   // Whole literals, not a spread of a shared base: two of these are made per job when events are on.
   if (outcome === "running") return { type: "job", jobId: job.id, jobType: job.jobType, attempt: job.attempt, stage: "running" };
   if (outcome.kind === "success") return { type: "job", jobId: job.id, jobType: job.jobType, attempt: job.attempt, stage: "success" };
-  return { type: "job", jobId: job.id, jobType: job.jobType, attempt: job.attempt, stage: outcome.kind === "retry" ? "requeued" : "failed", error: outcome.error };
+  return {
+    type: "job",
+    jobId: job.id,
+    jobType: job.jobType,
+    attempt: job.attempt,
+    stage: outcome.kind === "retry" ? "requeued" : "failed",
+    error: outcome.error,
+  };
 }
 
 /** Bounds for `workerAutoscale`. */
@@ -148,9 +155,29 @@ export interface ResolvedServerOptions<C> extends Required<Omit<ServerOptions<C>
 }
 
 const KEYS = new Set([
-  "context", "backend", "handlers", "workerCount", "workerAutoscale", "defaultRetryPolicy", "pollIntervalMs", "leaseMs",
-  "stuckGraceMs", "rescueIntervalMs", "retentionMs", "sweepIntervalMs", "sweepBatchSize", "vacuumIntervalMs", "jobTimeoutMs",
-  "autoscaleIntervalMs", "autoMigrate", "clock", "random", "onEvent", "topics", "recurringSequentialPartitions", "partitionMemberExpiryMs",
+  "context",
+  "backend",
+  "handlers",
+  "workerCount",
+  "workerAutoscale",
+  "defaultRetryPolicy",
+  "pollIntervalMs",
+  "leaseMs",
+  "stuckGraceMs",
+  "rescueIntervalMs",
+  "retentionMs",
+  "sweepIntervalMs",
+  "sweepBatchSize",
+  "vacuumIntervalMs",
+  "jobTimeoutMs",
+  "autoscaleIntervalMs",
+  "autoMigrate",
+  "clock",
+  "random",
+  "onEvent",
+  "topics",
+  "recurringSequentialPartitions",
+  "partitionMemberExpiryMs",
   "recurringPollIntervalMs",
 ]);
 
@@ -232,7 +259,8 @@ export function resolveTopics(topics: readonly TopicConfig[] | undefined, recurr
   const resolved: TopicConfig[] = [];
   const names = new Set<string>();
   for (const t of topics ?? []) {
-    if (t === null || typeof t !== "object" || typeof t.name !== "string" || t.name === "") throw new InvalidConfigError("each of `topics` must be topic(name, partitions)");
+    if (t === null || typeof t !== "object" || typeof t.name !== "string" || t.name === "")
+      throw new InvalidConfigError("each of `topics` must be topic(name, partitions)");
     if (t.name.startsWith("__later")) throw new InvalidConfigError(`topic name "${t.name}" is reserved`);
     if (names.has(t.name)) throw new InvalidConfigError(`topic "${t.name}" is listed twice in \`topics\``);
     names.add(t.name);

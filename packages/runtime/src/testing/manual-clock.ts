@@ -25,7 +25,13 @@ export class ManualClock implements Clock {
         resolve();
       };
       // Woken by time: drop the abort listener too, or long-lived signals collect one per sleep.
-      const entry = { until: this.current + Math.max(0, ms), resolve: () => (signal?.removeEventListener("abort", onAbort), resolve()) };
+      const entry = {
+        until: this.current + Math.max(0, ms),
+        resolve: () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        },
+      };
       this.sleepers.push(entry);
       signal?.addEventListener("abort", onAbort, { once: true });
     });

@@ -62,5 +62,8 @@ function reviveAt(holder: unknown, path: DatePath, depth: number, jobType: strin
 }
 
 function describePath(path: DatePath): string {
-  return path.map((s) => (s === null ? "[*]" : `.${s}`)).join("").replace(/^\./, "");
+  return path
+    .map((s) => (s === null ? "[*]" : `.${s}`))
+    .join("")
+    .replace(/^\./, "");
 }

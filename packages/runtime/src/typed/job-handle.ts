@@ -130,7 +130,9 @@ export class TopicJobHandle<P> extends JobHandle<P> {
     const field = this.spec.partitionKey!;
     const key = payload !== null && typeof payload === "object" ? (payload as Record<string, unknown>)[field] : undefined;
     if (typeof key !== "string" && typeof key !== "number" && typeof key !== "bigint") {
-      throw new InvalidArgumentError(`"${this.jobType}": the partition key field "${field}" must be a string or an integer, got ${key === null ? "null" : typeof key}`);
+      throw new InvalidArgumentError(
+        `"${this.jobType}": the partition key field "${field}" must be a string or an integer, got ${key === null ? "null" : typeof key}`,
+      );
     }
     return { topic: this.topic, key };
   }

@@ -50,8 +50,13 @@ export class TypedJobPublisher<H> extends JobControl {
     const encoders = new Map(Object.keys(catalog).map((type) => [type, JSON.stringify as (payload: unknown) => string]));
     const topics = resolveTopics(options.topics, options.recurringSequentialPartitions);
     const publisher = new JobPublisher({
-      backend: options.backend, clock: options.clock ?? systemClock, defaultRetryPolicy: policy, encoders, retentionMs: 86_400_000,
-      topics: new Map(topics.map((t) => [t.name, t.partitions])), onCommitted: () => {},
+      backend: options.backend,
+      clock: options.clock ?? systemClock,
+      defaultRetryPolicy: policy,
+      encoders,
+      retentionMs: 86_400_000,
+      topics: new Map(topics.map((t) => [t.name, t.partitions])),
+      onCommitted: () => {},
     });
     return new TypedJobPublisher(publisher, options.backend, jobHandles<H>(catalog, publisher));
   }

@@ -35,7 +35,7 @@ import type { JobOutcome } from "../backend/backend.js";
 import { describeThrown, JobTimeoutError, PayloadDecodeError } from "../errors.js";
 import type { JobPublisher } from "../server/publisher.js";
 import { attemptEvent, type ResolvedServerOptions } from "../server/server-options.js";
-import { HeldClaim, JobRunContext, SUCCESS } from "./held-claim.js";
+import { type HeldClaim, JobRunContext, SUCCESS } from "./held-claim.js";
 import { retryDecision } from "./retry-decision.js";
 
 export class JobExecutor<C> {
@@ -75,8 +75,13 @@ export class JobExecutor<C> {
       // Its lease ended while it waited (a stalled process, a clock jump): another server may hold it
       // already. Not run; lease recovery takes it (the stuck-job sweep, or the head's next claim).
       claim.abandoned = true;
-      options.onEvent({ type: "job-skipped", jobId: job.id, jobType: job.jobType, attempt: job.attempt,
-        reason: `the lease of attempt ${job.attempt} expired ${now - claim.leaseExpiresAt} ms before its handler could start` });
+      options.onEvent({
+        type: "job-skipped",
+        jobId: job.id,
+        jobType: job.jobType,
+        attempt: job.attempt,
+        reason: `the lease of attempt ${job.attempt} expired ${now - claim.leaseExpiresAt} ms before its handler could start`,
+      });
       return null;
     }
     const handler = options.handlers[job.jobType]!;

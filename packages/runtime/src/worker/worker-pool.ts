@@ -88,21 +88,31 @@ export class WorkerPool<C> {
     private readonly options: ResolvedServerOptions<C>,
     private readonly backend: Backend,
     private readonly owner: string,
-    private readonly publisher: JobPublisher,
+    publisher: JobPublisher,
   ) {
     this.jobTypes = Object.keys(options.handlers);
     this.pacer = new ClaimPacer(backend.capabilities.claimBatch);
-    const reportError = (where: string) => (error: unknown) =>
-      options.onEvent({ type: "error", where, error: describeThrown(error) });
-    this.batcher = new CompletionBatcher<HeldClaim>(backend, options.clock, options.retentionMs, (claim, applied) => this.onFinished(claim, applied), (result) => {
-      if (result.released > 0) {
-        this.wake();
-        this.onReleased?.();
-      }
-    }, reportError("complete"));
+    const reportError = (where: string) => (error: unknown) => options.onEvent({ type: "error", where, error: describeThrown(error) });
+    this.batcher = new CompletionBatcher<HeldClaim>(
+      backend,
+      options.clock,
+      options.retentionMs,
+      (claim, applied) => this.onFinished(claim, applied),
+      (result) => {
+        if (result.released > 0) {
+          this.wake();
+          this.onReleased?.();
+        }
+      },
+      reportError("complete"),
+    );
     this.renewer = new LeaseRenewer({
-      clock: options.clock, leaseMs: options.leaseMs, renew: LeaseRenewer.jobLeases(backend, owner),
-      heldClaims: () => [...this.held.values()], onLost: (lost) => this.onLeasesLost(lost), onError: reportError("lease renewal"),
+      clock: options.clock,
+      leaseMs: options.leaseMs,
+      renew: LeaseRenewer.jobLeases(backend, owner),
+      heldClaims: () => [...this.held.values()],
+      onLost: (lost) => this.onLeasesLost(lost),
+      onError: reportError("lease renewal"),
     });
     this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.timedOut(claim, outcome));
   }
@@ -177,7 +187,8 @@ export class WorkerPool<C> {
     for (const h of unstarted) this.held.delete(h.job.id);
     for (const resolve of this.idle.splice(0)) resolve(null);
     if (unstarted.length > 0) {
-      await this.backend.jobReleaseMany({ claims: unstarted.map((h) => ({ id: h.job.id, attempt: h.job.attempt })), now: this.options.clock.now() })
+      await this.backend
+        .jobReleaseMany({ claims: unstarted.map((h) => ({ id: h.job.id, attempt: h.job.attempt })), now: this.options.clock.now() })
         .catch((error) => this.options.onEvent({ type: "error", where: "release", error: describeThrown(error) }));
     }
     const deadline = new AbortController();

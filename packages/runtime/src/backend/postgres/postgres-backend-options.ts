@@ -13,11 +13,11 @@ import { InvalidConfigError } from "../../errors.js";
 export interface PostgresPool {
   /** The settings the pool was made with (host, user, database, ...). */
   readonly options: object;
-  query(text: string, values?: any[]): Promise<unknown>;
+  query(text: string, values?: unknown[]): Promise<unknown>;
   connect(): Promise<unknown>;
   end(): Promise<void>;
-  on(event: "error" | "connect", listener: (...args: any[]) => void): unknown;
-  off(event: "error" | "connect", listener: (...args: any[]) => void): unknown;
+  on(event: "error" | "connect", listener: (...args: unknown[]) => void): unknown;
+  off(event: "error" | "connect", listener: (...args: unknown[]) => void): unknown;
 }
 
 /** A warning the backend reports instead of failing (see {@link PostgresBackendOptions.onWarning}). */
@@ -55,10 +55,17 @@ export interface PostgresBackendOptions {
   onWarning?: (warning: PostgresBackendWarning) => void;
 }
 
-
 const OPTION_KEYS = new Set([
-  "connectionString", "pool", "schema", "namespace", "listen", "listenCheckTimeoutMs", "maxConnections", "applicationName",
-  "preparedStatements", "onWarning",
+  "connectionString",
+  "pool",
+  "schema",
+  "namespace",
+  "listen",
+  "listenCheckTimeoutMs",
+  "maxConnections",
+  "applicationName",
+  "preparedStatements",
+  "onWarning",
 ]);
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -74,7 +81,10 @@ export function checkPostgresOptions(options: PostgresBackendOptions): { schema:
   if (options.connectionString !== undefined && (typeof options.connectionString !== "string" || options.connectionString === "")) {
     throw new InvalidConfigError("postgres(): `connectionString` must be a non-empty string such as postgres://user@host:5432/db");
   }
-  if (options.pool !== undefined && (typeof options.pool !== "object" || options.pool === null || typeof options.pool.query !== "function" || typeof options.pool.connect !== "function")) {
+  if (
+    options.pool !== undefined &&
+    (typeof options.pool !== "object" || options.pool === null || typeof options.pool.query !== "function" || typeof options.pool.connect !== "function")
+  ) {
     throw new InvalidConfigError("postgres(): `pool` must be a pg.Pool");
   }
   const schema = options.schema ?? "later";
@@ -85,7 +95,8 @@ export function checkPostgresOptions(options: PostgresBackendOptions): { schema:
   if (typeof namespace !== "string" || namespace === "") throw new InvalidConfigError("postgres(): `namespace` must be a non-empty string");
   const checkInt = (name: "listenCheckTimeoutMs" | "maxConnections", min: number) => {
     const v = options[name];
-    if (v !== undefined && (typeof v !== "number" || !Number.isInteger(v) || v < min)) throw new InvalidConfigError(`postgres(): \`${name}\` must be an integer >= ${min}`);
+    if (v !== undefined && (typeof v !== "number" || !Number.isInteger(v) || v < min))
+      throw new InvalidConfigError(`postgres(): \`${name}\` must be an integer >= ${min}`);
   };
   checkInt("listenCheckTimeoutMs", 1);
   checkInt("maxConnections", 1);

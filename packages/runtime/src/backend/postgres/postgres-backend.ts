@@ -138,12 +138,14 @@ export class PostgresBackend implements B.Backend {
 
   private async connect(): Promise<void> {
     const owned = this.appPool === undefined;
-    const pool = this.appPool ?? new this.pg.Pool({
-      connectionString: this.options.connectionString,
-      max: this.options.maxConnections ?? 10,
-      application_name: this.options.applicationName ?? "later",
-      connectionTimeoutMillis: 10_000,
-    });
+    const pool =
+      this.appPool ??
+      new this.pg.Pool({
+        connectionString: this.options.connectionString,
+        max: this.options.maxConnections ?? 10,
+        application_name: this.options.applicationName ?? "later",
+        connectionTimeoutMillis: 10_000,
+      });
     pool.on("error", this.onPoolError);
     pool.on("connect", this.onPoolConnect);
     // Connections open side by side, not one after another: the LISTEN

@@ -20,7 +20,7 @@ export function isConnectionError(error: unknown): boolean {
 
 /** Deadlock or serialization failure: PostgreSQL rolled the transaction back, so running it again is safe. */
 export function isRetryableConflict(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code ?? ((error as { cause?: { code?: unknown } } | null)?.cause?.code);
+  const code = (error as { code?: unknown } | null)?.code ?? (error as { cause?: { code?: unknown } } | null)?.cause?.code;
   return code === "40P01" || code === "40001";
 }
 

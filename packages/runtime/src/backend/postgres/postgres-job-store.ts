@@ -63,8 +63,17 @@ export class PostgresJobStore {
       const { stage, error } = insertStage(job, params.now, job.parentId ? parents.get(job.parentId) : undefined);
       stages.push(stage);
       return {
-        id: job.id, job_type: job.jobType, payload: job.payload, stage, retry_policy: job.retryPolicy, run_at: job.runAt, parent_id: job.parentId ?? null,
-        last_error: error, topic: job.topic ?? null, partition_no: job.partition ?? null, seq: seqs[i] ?? null,
+        id: job.id,
+        job_type: job.jobType,
+        payload: job.payload,
+        stage,
+        retry_policy: job.retryPolicy,
+        run_at: job.runAt,
+        parent_id: job.parentId ?? null,
+        last_error: error,
+        topic: job.topic ?? null,
+        partition_no: job.partition ?? null,
+        seq: seqs[i] ?? null,
       };
     });
     const [channel, payload] = this.host.notifyArgs;
@@ -91,7 +100,9 @@ export class PostgresJobStore {
       const g = groups.get(key)!;
       const [row] = await execute(this.q.reserveSeq, [this.ns, g.topic, g.partition, g.indexes.length]);
       if (!row) throw new UnknownTopicError(g.topic, g.partition);
-      g.indexes.forEach((index, k) => (seqs[index] = Number(row.first) + k));
+      g.indexes.forEach((index, k) => {
+        seqs[index] = Number(row.first) + k;
+      });
     }
     return seqs;
   }
@@ -152,7 +163,12 @@ export class PostgresJobStore {
     let released = Number(rows[0]?.released ?? 0);
     const marked = rows.filter((r) => r.stage === "success" && Number(r.waiters) > 0).map((r) => String(r.id));
     if (marked.length > 0) released += await this.releaseChildren(execute, marked, now);
-    await this.failWaitingChildren(execute, rows.filter((r) => r.stage === "failed").map((r) => ({ id: String(r.id), error: r.last_error as string | null })), now, expires);
+    await this.failWaitingChildren(
+      execute,
+      rows.filter((r) => r.stage === "failed").map((r) => ({ id: String(r.id), error: r.last_error as string | null })),
+      now,
+      expires,
+    );
     return { applied, released };
   }
 
@@ -169,8 +185,13 @@ export class PostgresJobStore {
   /** Fails the waiting continuations of failed jobs, level by level down the chain. */
   async failWaitingChildren(execute: Execute, failed: { id: string; error: string | null }[], now: number, expires: number): Promise<void> {
     while (failed.length > 0) {
-      const children = await execute(this.q.failChildren,
-        [failed.map((f) => f.id), failed.map((f) => parentFailedReason(f.id, f.error)), now, expires, this.ns]);
+      const children = await execute(this.q.failChildren, [
+        failed.map((f) => f.id),
+        failed.map((f) => parentFailedReason(f.id, f.error)),
+        now,
+        expires,
+        this.ns,
+      ]);
       failed = children.map((c) => ({ id: String(c.id), error: c.last_error as string | null }));
     }
   }
@@ -180,9 +201,12 @@ export class PostgresJobStore {
     const outcomes: Record<string, [number, string, number | null, string | null, string | null]> = {};
     for (const f of finishes) {
       const o = f.outcome;
-      outcomes[f.id] = o.kind === "success" ? [f.attempt, "success", null, null, null]
-        : o.kind === "retry" ? [f.attempt, "requeued", o.runAt, o.error, o.retryPolicy ?? null]
-        : [f.attempt, "failed", null, o.error, null];
+      outcomes[f.id] =
+        o.kind === "success"
+          ? [f.attempt, "success", null, null, null]
+          : o.kind === "retry"
+            ? [f.attempt, "requeued", o.runAt, o.error, o.retryPolicy ?? null]
+            : [f.attempt, "failed", null, o.error, null];
     }
     return [finishes.map((f) => f.id), JSON.stringify(outcomes), now, expires, this.ns, leaseExpiredBefore, ...this.host.notifyArgs];
   }
@@ -190,7 +214,9 @@ export class PostgresJobStore {
   /** Puts claimed-but-unstarted jobs back, in id order. */
   async releaseMany(params: B.JobReleaseManyParams): Promise<void> {
     const claims = [...params.claims].sort((a, b) => (a.id < b.id ? -1 : 1));
-    await retryConflicts(() => this.host.execute(this.q.release, [claims.map((c) => c.id), claims.map((c) => c.attempt), params.now, this.ns, ...this.host.notifyArgs]));
+    await retryConflicts(() =>
+      this.host.execute(this.q.release, [claims.map((c) => c.id), claims.map((c) => c.attempt), params.now, this.ns, ...this.host.notifyArgs]),
+    );
   }
 
   /** Renews every lease the owner holds among `claims` in one statement. */

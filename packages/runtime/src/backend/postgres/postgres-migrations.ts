@@ -152,8 +152,11 @@ const MIGRATION_LOCK_CLASS = 0x4c415452;
 export async function readMigrationStatus(pool: pg.Pool, quoted: string): Promise<B.MigrationStatusResult> {
   const exists = await pool.query<{ t: string | null }>("SELECT to_regclass($1) AS t", [`${quoted}.later_migrations`]);
   const rows = exists.rows[0]?.t
-    ? (await pool.query<{ version: number; name: string; applied_at: string }>(
-      `SELECT version, name, applied_at FROM ${quoted}.later_migrations ORDER BY version`)).rows
+    ? (
+        await pool.query<{ version: number; name: string; applied_at: string }>(
+          `SELECT version, name, applied_at FROM ${quoted}.later_migrations ORDER BY version`,
+        )
+      ).rows
     : [];
   const applied = rows.map((r) => ({ version: Number(r.version), name: String(r.name), appliedAt: Number(r.applied_at) }));
   const current = applied.reduce((m, r) => Math.max(m, r.version), 0);
@@ -174,8 +177,7 @@ export async function applyMigrations(pool: pg.Pool, schema: string, quoted: str
     // privilege on the database even when the schema is already there.
     const found = await client.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
     if (found.rowCount === 0) await client.query(`CREATE SCHEMA ${quoted}`);
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS ${quoted}.later_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`);
+    await client.query(`CREATE TABLE IF NOT EXISTS ${quoted}.later_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`);
     const row = await client.query<{ v: number }>(`SELECT coalesce(max(version), 0) AS v FROM ${quoted}.later_migrations`);
     const current = Number(row.rows[0]?.v ?? 0);
     for (const m of POSTGRES_MIGRATIONS) {

@@ -148,7 +148,8 @@ RETURNING p.topic, p.partition_no, p.epoch`);
 SELECT member_id FROM ${schema}.later_partition_members WHERE namespace = $1 AND expires_at > $4
 UNION SELECT member_id FROM up ORDER BY member_id`);
     this.memberRemove = statement(`DELETE FROM ${schema}.later_partition_members WHERE namespace = $1 AND member_id = $2`);
-    this.forceFail = statement(`UPDATE ${jobs} j SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4, last_error = $5,
+    this.forceFail =
+      statement(`UPDATE ${jobs} j SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4, last_error = $5,
   stages = ${appendStage("failed", "$3::bigint")}
 WHERE j.namespace = $1 AND j.id = $2`);
     this.bumpEpoch = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL, epoch = epoch + 1
@@ -197,8 +198,7 @@ export class PostgresPartitionStore {
     if (params.limit <= 0 || params.partitions.length === 0) return { claimed: [], nextRunAt: null };
     const types = new Set(params.jobTypes);
     return this.host.inTransaction("partition head claim", async (execute) => {
-      const heads = await execute(this.q.freeHeads,
-        [this.ns, params.partitions.map((p) => p.topic), params.partitions.map((p) => p.partition), params.now]);
+      const heads = await execute(this.q.freeHeads, [this.ns, params.partitions.map((p) => p.topic), params.partitions.map((p) => p.partition), params.now]);
       const chosen: Row[] = [];
       let nextRunAt: number | null = null;
       for (const h of heads) {
@@ -218,8 +218,21 @@ export class PostgresPartitionStore {
     const expires = now + params.retentionMs;
     if (params.outcome.kind === "success") {
       const next = params.claimNext;
-      const [row] = await this.host.execute(this.q.successNext, [this.ns, claim.topic, claim.partition, claim.epoch, params.owner, claim.id, now, expires,
-        claim.attempt, next !== undefined, next?.jobTypes ?? [], next?.leaseExpiresAt ?? null, ...this.host.notifyArgs]);
+      const [row] = await this.host.execute(this.q.successNext, [
+        this.ns,
+        claim.topic,
+        claim.partition,
+        claim.epoch,
+        params.owner,
+        claim.id,
+        now,
+        expires,
+        claim.attempt,
+        next !== undefined,
+        next?.jobTypes ?? [],
+        next?.leaseExpiresAt ?? null,
+        ...this.host.notifyArgs,
+      ]);
       let released = Number(row?.released ?? 0);
       if (Number(row?.waiters ?? 0) > 0) released += await this.jobs.releaseChildren(this.host.execute, [claim.id], now);
       return {
@@ -238,7 +251,13 @@ export class PostgresPartitionStore {
         const [h] = await execute(this.q.headOf, [this.ns, claim.topic, claim.partition]);
         const at = h ? readyAt(h, now) : null;
         if (h && at !== null && at <= now && params.claimNext.jobTypes.includes(String(h.job_type))) {
-          [next = null] = await this.claim(execute, [{ ...h, topic: claim.topic, partition_no: claim.partition }], params.owner, params.claimNext.leaseExpiresAt, now);
+          [next = null] = await this.claim(
+            execute,
+            [{ ...h, topic: claim.topic, partition_no: claim.partition }],
+            params.owner,
+            params.claimNext.leaseExpiresAt,
+            now,
+          );
         }
       }
       if (!next) await execute(this.q.leaseFree, [this.ns, claim.topic, claim.partition, claim.epoch]);
@@ -249,8 +268,14 @@ export class PostgresPartitionStore {
   async leaseRenew(params: B.PartitionLeaseRenewParams): Promise<B.PartitionLeaseRenewResult> {
     if (params.claims.length === 0) return { renewed: [] };
     const sorted = [...params.claims].sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
-    const rows = await this.host.execute(this.q.renew, [params.leaseExpiresAt, this.ns, params.owner,
-      sorted.map((c) => c.topic), sorted.map((c) => c.partition), sorted.map((c) => c.epoch)]);
+    const rows = await this.host.execute(this.q.renew, [
+      params.leaseExpiresAt,
+      this.ns,
+      params.owner,
+      sorted.map((c) => c.topic),
+      sorted.map((c) => c.partition),
+      sorted.map((c) => c.epoch),
+    ]);
     const kept = new Set(rows.map((r) => `${String(r.topic)}\0${Number(r.partition_no)}\0${Number(r.epoch)}`));
     return { renewed: params.claims.filter((k) => kept.has(`${k.topic}\0${k.partition}\0${k.epoch}`)) };
   }

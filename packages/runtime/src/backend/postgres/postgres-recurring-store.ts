@@ -81,8 +81,18 @@ export class PostgresRecurringStore {
 
   async upsert(params: B.RecurringUpsertParams): Promise<B.RecurringUpsertResult> {
     const s = params.schedule;
-    const definition = [s.jobType, s.payload, s.cron, s.timeZone, s.sequential ? 1 : 0, s.partition, params.nextRunAt, params.nextJobId,
-      params.firstJob?.id ?? null, params.now];
+    const definition = [
+      s.jobType,
+      s.payload,
+      s.cron,
+      s.timeZone,
+      s.sequential ? 1 : 0,
+      s.partition,
+      params.nextRunAt,
+      params.nextJobId,
+      params.firstJob?.id ?? null,
+      params.now,
+    ];
     return this.host.inTransaction("recurring upsert", async (execute) => {
       const created = await execute(this.q.insertNew, [this.ns, s.id, ...definition]);
       if (created.length === 0) {
@@ -105,8 +115,17 @@ export class PostgresRecurringStore {
   async advance(params: B.RecurringAdvanceParams): Promise<B.RecurringAdvanceResult> {
     const s = params.schedule;
     return this.host.inTransaction("recurring advance", async (execute) => {
-      const [row] = await execute(this.q.advance,
-        [this.ns, s.id, s.nextRunAt, s.cron, s.timeZone, s.sequential ? 1 : 0, params.nextRunAt, params.occurrence.id, params.now]);
+      const [row] = await execute(this.q.advance, [
+        this.ns,
+        s.id,
+        s.nextRunAt,
+        s.cron,
+        s.timeZone,
+        s.sequential ? 1 : 0,
+        params.nextRunAt,
+        params.occurrence.id,
+        params.now,
+      ]);
       if (!row) return { inserted: null };
       const job = occurrenceJob(row, params.occurrence);
       const { stages } = await this.jobs.insert(execute, { jobs: [job], now: params.now });

@@ -112,7 +112,10 @@ BEGIN
   RETURN s::int;
 END $$;
 ${countFunction("later_jobs_count_insert", [["new_rows", "+"]])}
-${countFunction("later_jobs_count_update", [["new_rows", "+"], ["old_rows", "-"]])}
+${countFunction("later_jobs_count_update", [
+  ["new_rows", "+"],
+  ["old_rows", "-"],
+])}
 ${countFunction("later_jobs_count_delete", [["old_rows", "-"]])}
 CREATE TRIGGER later_jobs_count_insert AFTER INSERT ON {schema}.later_jobs
   REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {schema}.later_jobs_count_insert();
@@ -138,9 +141,15 @@ export class PostgresStageCounters {
   private readonly byTopic: Statement;
   private readonly byNamespace: Statement;
 
-  constructor(schema: string, private readonly execute: Execute, private readonly namespace: string) {
+  constructor(
+    schema: string,
+    private readonly execute: Execute,
+    private readonly namespace: string,
+  ) {
     const counts = `${schema}.later_partition_counts`;
-    this.byNamespace = statement(`SELECT namespace, sum(n)::bigint AS n FROM ${schema}.later_stage_counts GROUP BY namespace HAVING sum(n) > 0 ORDER BY namespace`);
+    this.byNamespace = statement(
+      `SELECT namespace, sum(n)::bigint AS n FROM ${schema}.later_stage_counts GROUP BY namespace HAVING sum(n) > 0 ORDER BY namespace`,
+    );
     this.byStage = statement(`SELECT stage, sum(n)::bigint AS n FROM ${schema}.later_stage_counts WHERE namespace = $1 GROUP BY stage`);
     this.byPartition = statement(`SELECT p.topic, p.partition_no, p.lease_owner,
   (SELECT coalesce(sum(c.n), 0) FROM ${counts} c WHERE c.namespace = p.namespace AND c.topic = p.topic AND c.partition_no = p.partition_no)::bigint AS unfinished
@@ -169,7 +178,10 @@ FROM ${schema}.later_topics t WHERE t.namespace = $1 ORDER BY t.topic`);
     const rows = await this.execute(this.byPartition, [this.namespace]);
     return {
       partitions: rows.map((r) => ({
-        topic: String(r.topic), partition: Number(r.partition_no), unfinished: Number(r.unfinished), leaseOwner: (r.lease_owner as string | null) ?? null,
+        topic: String(r.topic),
+        partition: Number(r.partition_no),
+        unfinished: Number(r.unfinished),
+        leaseOwner: (r.lease_owner as string | null) ?? null,
       })),
     };
   }

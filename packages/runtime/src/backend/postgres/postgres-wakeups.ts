@@ -70,12 +70,17 @@ export class PostgresWakeups {
   async start(pool: pg.Pool, reachable?: Promise<unknown>): Promise<void> {
     this.fellBack = false;
     if (this.options.listen === false) return;
-    const started = await startProbedListener({
-      clientConfig: { ...pool.options, application_name: pool.options.application_name ?? this.options.applicationName ?? "later" },
-      channel: this.channel,
-      onNotification: (payload) => this.onNotification(payload),
-      onReconnected: () => this.schedule(),
-    }, (payload) => pool.query("SELECT pg_notify($1, $2)", [this.channel, payload]), this.options.listenCheckTimeoutMs ?? 2_000, reachable);
+    const started = await startProbedListener(
+      {
+        clientConfig: { ...pool.options, application_name: pool.options.application_name ?? this.options.applicationName ?? "later" },
+        channel: this.channel,
+        onNotification: (payload) => this.onNotification(payload),
+        onReconnected: () => this.schedule(),
+      },
+      (payload) => pool.query("SELECT pg_notify($1, $2)", [this.channel, payload]),
+      this.options.listenCheckTimeoutMs ?? 2_000,
+      reachable,
+    );
     if ("listener" in started) {
       this.listener = started.listener;
       return;

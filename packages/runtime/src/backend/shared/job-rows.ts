@@ -13,13 +13,23 @@ export type Row = Record<string, unknown>;
 export function jobRecordFromRow(r: Row): JobRecord {
   const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
   return {
-    id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), stage: r.stage as JobStage,
-    attempt: Number(r.attempt), runAt: Number(r.run_at), parentId: (r.parent_id as string | null) ?? null,
-    leaseOwner: (r.lease_owner as string | null) ?? null, leaseExpiresAt: num(r.lease_expires_at),
+    id: String(r.id),
+    jobType: String(r.job_type),
+    payload: String(r.payload),
+    stage: r.stage as JobStage,
+    attempt: Number(r.attempt),
+    runAt: Number(r.run_at),
+    parentId: (r.parent_id as string | null) ?? null,
+    leaseOwner: (r.lease_owner as string | null) ?? null,
+    leaseExpiresAt: num(r.lease_expires_at),
     lastError: (r.last_error as string | null) ?? null,
     stages: (JSON.parse(String(r.stages)) as [JobStage, number][]).map(([stage, at]) => ({ stage, at })),
-    createdAt: Number(r.created_at), updatedAt: Number(r.updated_at), expiresAt: num(r.expires_at),
-    topic: (r.topic as string | null | undefined) ?? null, partition: num(r.partition_no), seq: num(r.seq),
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+    expiresAt: num(r.expires_at),
+    topic: (r.topic as string | null | undefined) ?? null,
+    partition: num(r.partition_no),
+    seq: num(r.seq),
   };
 }
 

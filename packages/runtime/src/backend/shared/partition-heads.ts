@@ -28,8 +28,15 @@ export function readyAt(head: Row, now: number): number | null {
 /** A claimed head row as the seam's {@link B.ClaimedPartitionJob}. */
 export function claimedHead(r: Row, ref: B.PartitionRef, epoch: number, lostAttempt = false): B.ClaimedPartitionJob {
   const head: B.ClaimedPartitionJob = {
-    id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), attempt: Number(r.attempt),
-    retryPolicy: String(r.retry_policy), topic: ref.topic, partition: ref.partition, seq: Number(r.seq), epoch,
+    id: String(r.id),
+    jobType: String(r.job_type),
+    payload: String(r.payload),
+    attempt: Number(r.attempt),
+    retryPolicy: String(r.retry_policy),
+    topic: ref.topic,
+    partition: ref.partition,
+    seq: Number(r.seq),
+    epoch,
   };
   if (lostAttempt) head.lostAttempt = true;
   return head;

@@ -11,10 +11,18 @@ import type { Row } from "./job-rows.js";
 /** A `later_recurring` row as the seam's {@link RecurringSchedule}. */
 export function recurringScheduleFromRow(r: Row): RecurringSchedule {
   return {
-    id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), cron: String(r.cron), timeZone: String(r.time_zone),
-    sequential: Number(r.sequential) === 1, partition: r.partition_no === null || r.partition_no === undefined ? null : Number(r.partition_no),
-    nextRunAt: Number(r.next_run_at), nextJobId: (r.next_job_id as string | null) ?? null, lastJobId: (r.last_job_id as string | null) ?? null,
-    createdAt: Number(r.created_at), updatedAt: Number(r.updated_at),
+    id: String(r.id),
+    jobType: String(r.job_type),
+    payload: String(r.payload),
+    cron: String(r.cron),
+    timeZone: String(r.time_zone),
+    sequential: Number(r.sequential) === 1,
+    partition: r.partition_no === null || r.partition_no === undefined ? null : Number(r.partition_no),
+    nextRunAt: Number(r.next_run_at),
+    nextJobId: (r.next_job_id as string | null) ?? null,
+    lastJobId: (r.last_job_id as string | null) ?? null,
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
   };
 }
 
@@ -31,7 +39,11 @@ export function sameDefinition(row: Row, write: RecurringScheduleWrite): boolean
  */
 export function occurrenceJob(row: Row, occurrence: RecurringAdvanceParams["occurrence"]): JobInsert {
   const job: JobInsert = {
-    id: String(row.job_id), jobType: String(row.job_type), payload: String(row.payload), runAt: occurrence.runAt, retryPolicy: occurrence.retryPolicy,
+    id: String(row.job_id),
+    jobType: String(row.job_type),
+    payload: String(row.payload),
+    runAt: occurrence.runAt,
+    retryPolicy: occurrence.retryPolicy,
   };
   if (Number(row.sequential) === 1) {
     job.topic = RECURRING_SEQUENTIAL_TOPIC;

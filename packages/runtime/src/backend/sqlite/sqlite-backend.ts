@@ -48,7 +48,7 @@ export interface SqliteDatabase {
   readonly name: string;
   prepare(source: string): unknown;
   pragma(source: string, options?: { simple?: boolean }): unknown;
-  transaction(fn: (...args: any[]) => unknown): unknown;
+  transaction(fn: (...args: never[]) => unknown): unknown;
 }
 
 /** Options of {@link sqlite}. Give either `file` or `database`. */
@@ -105,7 +105,10 @@ export class SqliteBackend implements B.Backend {
       throw new InvalidConfigError("sqlite(): `file` must be a non-empty path");
     }
     const database = options.database as Partial<SqliteDatabase> | undefined;
-    if (database !== undefined && (typeof database !== "object" || database === null || typeof database.prepare !== "function" || typeof database.pragma !== "function")) {
+    if (
+      database !== undefined &&
+      (typeof database !== "object" || database === null || typeof database.prepare !== "function" || typeof database.pragma !== "function")
+    ) {
       throw new InvalidConfigError("sqlite(): `database` must be a better-sqlite3 Database (new Database(file))");
     }
     this.namespace = options.namespace ?? "default";
@@ -124,7 +127,10 @@ export class SqliteBackend implements B.Backend {
   async open(): Promise<void> {
     if (this.connection) return;
     const { file, database } = this.options;
-    this.connection = SqliteConnection.open(database ? { database: database as Database.Database } : { file: file!, driver: this.driver! }, this.options.busyTimeoutMs ?? 5_000);
+    this.connection = SqliteConnection.open(
+      database ? { database: database as Database.Database } : { file: file!, driver: this.driver! },
+      this.options.busyTimeoutMs ?? 5_000,
+    );
     liveBackends().set(this, `sqlite ${this.file} (namespace ${this.namespace})`);
   }
 
@@ -176,7 +182,9 @@ export class SqliteBackend implements B.Backend {
     return this.all(
       `SELECT id, attempt, job_type, retry_policy FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND lease_expires_at < ?
        ORDER BY lease_expires_at LIMIT ?`,
-      this.namespace, params.leaseExpiredBefore, params.limit,
+      this.namespace,
+      params.leaseExpiredBefore,
+      params.limit,
     ).map((r) => ({ id: String(r.id), attempt: Number(r.attempt), jobType: String(r.job_type), retryPolicy: String(r.retry_policy) }));
   }
 
@@ -185,7 +193,10 @@ export class SqliteBackend implements B.Backend {
     const row = this.get(
       `SELECT count(*) AS n FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL AND run_at <= ?
          AND job_type IN (SELECT value FROM json_each(?))`,
-      this.namespace, params.now, JSON.stringify(params.jobTypes));
+      this.namespace,
+      params.now,
+      JSON.stringify(params.jobTypes),
+    );
     return Number(row?.n ?? 0);
   }
 
@@ -194,7 +205,10 @@ export class SqliteBackend implements B.Backend {
       const rows = this.all(
         `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?)
          RETURNING stage, topic, partition_no`,
-        this.namespace, params.now, params.limit);
+        this.namespace,
+        params.now,
+        params.limit,
+      );
       const deltas = new StageDeltas();
       for (const r of rows) deltas.move(r.stage, null, r.topic, r.partition_no);
       this.counters.write(deltas);
@@ -214,8 +228,14 @@ export class SqliteBackend implements B.Backend {
     const rows = this.all(
       `SELECT * FROM later_jobs WHERE namespace = ? AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?)
          AND ${desc ? "id < ? ORDER BY id DESC" : "id > ? ORDER BY id"} LIMIT ?`,
-      this.namespace, params.stage ?? null, params.stage ?? null, params.jobType ?? null, params.jobType ?? null,
-      params.afterId ?? (desc ? "~" : ""), params.limit);
+      this.namespace,
+      params.stage ?? null,
+      params.stage ?? null,
+      params.jobType ?? null,
+      params.jobType ?? null,
+      params.afterId ?? (desc ? "~" : ""),
+      params.limit,
+    );
     return rows.map(jobRecordFromRow);
   }
 
@@ -234,7 +254,11 @@ export class SqliteBackend implements B.Backend {
         `INSERT INTO later_maintenance (namespace, task, last_run_at) VALUES (?, ?, ?)
          ON CONFLICT (namespace, task) DO UPDATE SET last_run_at = excluded.last_run_at
          WHERE later_maintenance.last_run_at <= ?`,
-        this.namespace, params.task, params.now, params.now - params.intervalMs);
+        this.namespace,
+        params.task,
+        params.now,
+        params.now - params.intervalMs,
+      );
       return changes > 0;
     });
   }

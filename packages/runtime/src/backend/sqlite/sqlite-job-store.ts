@@ -48,21 +48,41 @@ export class SqliteJobStore {
     const stages: JobStage[] = [];
     const deltas = new StageDeltas();
     for (const job of jobs) {
-      const parent = job.parentId ? this.conn().get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.namespace) : undefined;
+      const parent = job.parentId
+        ? this.conn().get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.namespace)
+        : undefined;
       const { stage, error } = insertStage(job, now, parent);
       let seq: number | null = null;
       if (job.topic !== undefined) {
         const row = this.conn().get(
           "UPDATE later_partitions SET next_seq = next_seq + 1 WHERE namespace = ? AND topic = ? AND partition_no = ? RETURNING next_seq - 1 AS seq",
-          this.namespace, job.topic, job.partition ?? -1);
+          this.namespace,
+          job.topic,
+          job.partition ?? -1,
+        );
         if (!row) throw new UnknownTopicError(job.topic, job.partition);
         seq = Number(row.seq);
       }
       this.conn().run(
         `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq)
          VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, json_array(json_array(?, CAST(? AS INTEGER))), ?, ?, ?, ?, ?, ?)`,
-        job.id, this.namespace, job.jobType, job.payload, stage, job.retryPolicy, job.runAt, job.parentId ?? null,
-        error, stage, now, now, now, null, job.topic ?? null, job.partition ?? null, seq,
+        job.id,
+        this.namespace,
+        job.jobType,
+        job.payload,
+        stage,
+        job.retryPolicy,
+        job.runAt,
+        job.parentId ?? null,
+        error,
+        stage,
+        now,
+        now,
+        now,
+        null,
+        job.topic ?? null,
+        job.partition ?? null,
+        seq,
       );
       stages.push(stage);
       deltas.move(null, stage, job.topic, job.partition);
@@ -82,7 +102,14 @@ export class SqliteJobStore {
          WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
                         AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
          RETURNING id, job_type, payload, attempt, retry_policy, run_at, json_extract(stages, '$[#-2][0]') AS was`,
-        params.owner, params.leaseExpiresAt, params.now, params.now, this.namespace, params.now, types, params.limit,
+        params.owner,
+        params.leaseExpiresAt,
+        params.now,
+        params.now,
+        this.namespace,
+        params.now,
+        types,
+        params.limit,
       );
       const deltas = new StageDeltas();
       for (const r of claimed) deltas.move(r.was, "running");
@@ -91,14 +118,20 @@ export class SqliteJobStore {
     });
     rows.sort((a, b) => Number(a.run_at) - Number(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
     const jobs = rows.map((r) => ({
-      id: String(r.id), jobType: String(r.job_type), payload: String(r.payload), attempt: Number(r.attempt),
+      id: String(r.id),
+      jobType: String(r.job_type),
+      payload: String(r.payload),
+      attempt: Number(r.attempt),
       retryPolicy: String(r.retry_policy),
     }));
     if (jobs.length === params.limit) return { jobs };
     const next = this.conn().get(
       `SELECT min(run_at) AS t FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
          AND run_at > ? AND job_type IN (SELECT value FROM json_each(?))`,
-      this.namespace, params.now, types);
+      this.namespace,
+      params.now,
+      types,
+    );
     return { jobs, nextRunAt: next?.t === null || next?.t === undefined ? null : Number(next.t) };
   }
 
@@ -125,7 +158,14 @@ export class SqliteJobStore {
              AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
              AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
            RETURNING id, attempt, topic, partition_no`,
-          params.now, expires, params.now, ns, guard, claimsJson, claimsJson);
+          params.now,
+          expires,
+          params.now,
+          ns,
+          guard,
+          claimsJson,
+          claimsJson,
+        );
         for (const r of rows) {
           applied.push({ id: String(r.id), attempt: Number(r.attempt) });
           succeeded.push(String(r.id));
@@ -141,12 +181,29 @@ export class SqliteJobStore {
           row = this.conn().get(
             `UPDATE later_jobs SET stage = 'requeued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
                retry_policy = coalesce(?, retry_policy), stages = json_insert(stages, '$[#]', json_array('requeued', CAST(? AS INTEGER))) ${where}`,
-            params.now, o.runAt, o.error, o.retryPolicy ?? null, params.now, f.id, ns, f.attempt, guard);
+            params.now,
+            o.runAt,
+            o.error,
+            o.retryPolicy ?? null,
+            params.now,
+            f.id,
+            ns,
+            f.attempt,
+            guard,
+          );
         } else {
           row = this.conn().get(
             `UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
                stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER))) ${where}`,
-            params.now, expires, o.error, params.now, f.id, ns, f.attempt, guard);
+            params.now,
+            expires,
+            o.error,
+            params.now,
+            f.id,
+            ns,
+            f.attempt,
+            guard,
+          );
           if (row) failed.push({ id: f.id, error: o.error });
         }
         if (row) {
@@ -159,7 +216,12 @@ export class SqliteJobStore {
         released = this.conn().run(
           `UPDATE later_jobs SET stage = 'enqueued', run_at = ?, updated_at = ?, stages = json_insert(stages, '$[#]', json_array('enqueued', CAST(? AS INTEGER)))
            WHERE parent_id IN (SELECT value FROM json_each(?)) AND namespace = ? AND stage = 'waiting'`,
-          params.now, params.now, params.now, JSON.stringify(succeeded), ns);
+          params.now,
+          params.now,
+          params.now,
+          JSON.stringify(succeeded),
+          ns,
+        );
         deltas.moveMany("waiting", "enqueued", released); // both unfinished: no partition depth changes
       }
       this.counters.write(deltas);
@@ -177,7 +239,13 @@ export class SqliteJobStore {
       const children = this.conn().all(
         `UPDATE later_jobs SET stage = 'failed', updated_at = ?, expires_at = ?, last_error = ?, stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER)))
          WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id, topic, partition_no`,
-        now, expires, reason, now, parent.id, this.namespace);
+        now,
+        expires,
+        reason,
+        now,
+        parent.id,
+        this.namespace,
+      );
       for (const c of children) {
         failed.push({ id: String(c.id), error: reason });
         deltas.move("waiting", "failed", c.topic, c.partition_no);
@@ -196,7 +264,12 @@ export class SqliteJobStore {
              lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
              stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, CAST(? AS INTEGER)))
            WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? RETURNING stage, topic, partition_no`,
-          params.now, params.now, c.id, this.namespace, c.attempt);
+          params.now,
+          params.now,
+          c.id,
+          this.namespace,
+          c.attempt,
+        );
         if (row) deltas.move("running", row.stage, row.topic, row.partition_no);
       }
       this.counters.write(deltas);
@@ -210,7 +283,11 @@ export class SqliteJobStore {
       this.conn().all(
         `UPDATE later_jobs SET lease_expires_at = ? WHERE namespace = ? AND stage = 'running' AND lease_owner = ?
            AND id IN (SELECT value FROM json_each(?)) RETURNING id, attempt`,
-        params.leaseExpiresAt, this.namespace, params.owner, JSON.stringify([...held.keys()])),
+        params.leaseExpiresAt,
+        this.namespace,
+        params.owner,
+        JSON.stringify([...held.keys()]),
+      ),
     );
     return { renewed: renewedClaims(held, rows) };
   }

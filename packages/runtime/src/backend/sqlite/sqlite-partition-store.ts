@@ -59,7 +59,10 @@ export class SqlitePartitionStore {
         `SELECT p.topic, p.partition_no FROM json_each(?) o
            JOIN later_partitions p ON p.namespace = ? AND p.topic = json_extract(o.value, '$[0]') AND p.partition_no = json_extract(o.value, '$[1]')
          WHERE p.lease_owner IS NULL OR p.lease_expires_at < ?`,
-        JSON.stringify(params.partitions.map((p) => [p.topic, p.partition])), this.ns, params.now);
+        JSON.stringify(params.partitions.map((p) => [p.topic, p.partition])),
+        this.ns,
+        params.now,
+      );
       const claimed: B.ClaimedPartitionJob[] = [];
       let nextRunAt: number | null = null;
       for (const p of free) {
@@ -85,9 +88,18 @@ export class SqlitePartitionStore {
     return c.immediate(() => {
       const held = c.get(
         "SELECT 1 AS ok FROM later_partitions WHERE namespace = ? AND topic = ? AND partition_no = ? AND epoch = ? AND lease_owner = ?",
-        this.ns, claim.topic, claim.partition, claim.epoch, params.owner);
+        this.ns,
+        claim.topic,
+        claim.partition,
+        claim.epoch,
+        params.owner,
+      );
       if (!held) return { applied: false, released: 0, next: null };
-      const result = this.host.finishRows({ finishes: [{ id: claim.id, attempt: claim.attempt, outcome: params.outcome }], now, retentionMs: params.retentionMs });
+      const result = this.host.finishRows({
+        finishes: [{ id: claim.id, attempt: claim.attempt, outcome: params.outcome }],
+        now,
+        retentionMs: params.retentionMs,
+      });
       const applied = result.applied.length > 0;
       let next: B.ClaimedPartitionJob | null = null;
       if (params.claimNext) {
@@ -98,8 +110,13 @@ export class SqlitePartitionStore {
         }
       }
       if (!next) {
-        c.run("UPDATE later_partitions SET lease_owner = NULL, lease_expires_at = NULL WHERE namespace = ? AND topic = ? AND partition_no = ? AND epoch = ?",
-          this.ns, claim.topic, claim.partition, claim.epoch);
+        c.run(
+          "UPDATE later_partitions SET lease_owner = NULL, lease_expires_at = NULL WHERE namespace = ? AND topic = ? AND partition_no = ? AND epoch = ?",
+          this.ns,
+          claim.topic,
+          claim.partition,
+          claim.epoch,
+        );
       }
       return { applied, released: result.released, next };
     });
@@ -108,11 +125,17 @@ export class SqlitePartitionStore {
   leaseRenew(params: B.PartitionLeaseRenewParams): B.PartitionLeaseRenewResult {
     if (params.claims.length === 0) return { renewed: [] };
     const c = this.host.conn();
-    const rows = c.immediate(() => c.all(
-      `UPDATE later_partitions SET lease_expires_at = ? WHERE namespace = ? AND lease_owner = ?
+    const rows = c.immediate(() =>
+      c.all(
+        `UPDATE later_partitions SET lease_expires_at = ? WHERE namespace = ? AND lease_owner = ?
          AND (topic, partition_no, epoch) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?))
        RETURNING topic, partition_no, epoch`,
-      params.leaseExpiresAt, this.ns, params.owner, JSON.stringify(params.claims.map((k) => [k.topic, k.partition, k.epoch]))));
+        params.leaseExpiresAt,
+        this.ns,
+        params.owner,
+        JSON.stringify(params.claims.map((k) => [k.topic, k.partition, k.epoch])),
+      ),
+    );
     const kept = new Set(rows.map((r) => `${String(r.topic)}\0${Number(r.partition_no)}\0${Number(r.epoch)}`));
     return { renewed: params.claims.filter((k) => kept.has(`${k.topic}\0${k.partition}\0${k.epoch}`)) };
   }
@@ -120,10 +143,17 @@ export class SqlitePartitionStore {
   memberHeartbeat(params: B.PartitionMemberHeartbeatParams): B.PartitionMemberHeartbeatResult {
     const c = this.host.conn();
     return c.immediate(() => {
-      c.run(`INSERT INTO later_partition_members (namespace, member_id, expires_at) VALUES (?, ?, ?)
-             ON CONFLICT (namespace, member_id) DO UPDATE SET expires_at = excluded.expires_at`, this.ns, params.member, params.expiresAt);
+      c.run(
+        `INSERT INTO later_partition_members (namespace, member_id, expires_at) VALUES (?, ?, ?)
+             ON CONFLICT (namespace, member_id) DO UPDATE SET expires_at = excluded.expires_at`,
+        this.ns,
+        params.member,
+        params.expiresAt,
+      );
       c.run("DELETE FROM later_partition_members WHERE namespace = ? AND expires_at <= ?", this.ns, params.now);
-      return { members: c.all("SELECT member_id FROM later_partition_members WHERE namespace = ? ORDER BY member_id", this.ns).map((r) => String(r.member_id)) };
+      return {
+        members: c.all("SELECT member_id FROM later_partition_members WHERE namespace = ? ORDER BY member_id", this.ns).map((r) => String(r.member_id)),
+      };
     });
   }
 
@@ -139,13 +169,25 @@ export class SqlitePartitionStore {
       const head = c.get(HEAD, this.ns, params.topic, params.partition);
       if (!head) return null;
       const id = String(head.id);
-      c.run(`UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
+      c.run(
+        `UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
                stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER))) WHERE id = ? AND namespace = ?`,
-      params.now, expires, params.reason, params.now, id, this.ns);
+        params.now,
+        expires,
+        params.reason,
+        params.now,
+        id,
+        this.ns,
+      );
       this.host.counters.write(new StageDeltas().move(head.stage, "failed", params.topic, params.partition));
       this.host.failWaitingChildren([{ id, error: params.reason }], params.now, expires);
-      c.run(`UPDATE later_partitions SET lease_owner = NULL, lease_expires_at = NULL, epoch = epoch + 1
-             WHERE namespace = ? AND topic = ? AND partition_no = ?`, this.ns, params.topic, params.partition);
+      c.run(
+        `UPDATE later_partitions SET lease_owner = NULL, lease_expires_at = NULL, epoch = epoch + 1
+             WHERE namespace = ? AND topic = ? AND partition_no = ?`,
+        this.ns,
+        params.topic,
+        params.partition,
+      );
       return id;
     });
   }
@@ -156,7 +198,11 @@ export class SqlitePartitionStore {
       const rows = c.all(
         `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND topic = ? AND partition_no = ?
            AND stage IN ('success', 'failed') ORDER BY seq DESC LIMIT -1 OFFSET ?) RETURNING stage`,
-        this.ns, params.topic, params.partition, params.keep);
+        this.ns,
+        params.topic,
+        params.partition,
+        params.keep,
+      );
       const deltas = new StageDeltas();
       for (const r of rows) deltas.move(r.stage, null, params.topic, params.partition);
       this.host.counters.write(deltas);
@@ -169,24 +215,45 @@ export class SqlitePartitionStore {
    * already `running` (its claimer is gone) is taken over as it is, its lost
    * attempt left for the caller to record.
    */
-  private claim(c: SqliteConnection, ref: B.PartitionRef, head: Record<string, unknown>, owner: string, leaseExpiresAt: number, now: number): B.ClaimedPartitionJob {
+  private claim(
+    c: SqliteConnection,
+    ref: B.PartitionRef,
+    head: Record<string, unknown>,
+    owner: string,
+    leaseExpiresAt: number,
+    now: number,
+  ): B.ClaimedPartitionJob {
     const id = String(head.id);
     const p = c.get(
       `UPDATE later_partitions SET lease_owner = ?, lease_expires_at = ?, epoch = epoch + 1
        WHERE namespace = ? AND topic = ? AND partition_no = ? RETURNING epoch`,
-      owner, leaseExpiresAt, this.ns, ref.topic, ref.partition)!;
+      owner,
+      leaseExpiresAt,
+      this.ns,
+      ref.topic,
+      ref.partition,
+    )!;
     if (head.stage === "running") {
       const lost = c.get(
         `UPDATE later_jobs SET lease_owner = ?, updated_at = ? WHERE id = ? AND namespace = ?
          RETURNING id, job_type, payload, attempt, retry_policy, parent_id, created_at, seq`,
-        owner, now, id, this.ns)!;
+        owner,
+        now,
+        id,
+        this.ns,
+      )!;
       return claimedHead(lost, ref, Number(p.epoch), true);
     }
     const j = c.get(
       `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = NULL, updated_at = ?,
          stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
        WHERE id = ? AND namespace = ? RETURNING id, job_type, payload, attempt, retry_policy, parent_id, created_at, seq, json_extract(stages, '$[#-2][0]') AS was`,
-      owner, now, now, id, this.ns)!;
+      owner,
+      now,
+      now,
+      id,
+      this.ns,
+    )!;
     this.host.counters.write(new StageDeltas().move(j.was, "running", ref.topic, ref.partition));
     return claimedHead(j, ref, Number(p.epoch));
   }

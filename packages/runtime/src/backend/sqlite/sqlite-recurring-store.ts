@@ -33,8 +33,14 @@ export class SqliteRecurringStore {
     return c.immediate(() => {
       const existing = c.get("SELECT cron, time_zone, sequential FROM later_recurring WHERE namespace = ? AND id = ?", this.ns, s.id);
       if (existing && sameDefinition(existing, s)) {
-        c.run("UPDATE later_recurring SET job_type = ?, payload = ?, updated_at = ? WHERE namespace = ? AND id = ?",
-          s.jobType, s.payload, params.now, this.ns, s.id);
+        c.run(
+          "UPDATE later_recurring SET job_type = ?, payload = ?, updated_at = ? WHERE namespace = ? AND id = ?",
+          s.jobType,
+          s.payload,
+          params.now,
+          this.ns,
+          s.id,
+        );
         return { changed: false };
       }
       if (params.firstJob) this.host.insertRows([params.firstJob], params.now);
@@ -44,17 +50,29 @@ export class SqliteRecurringStore {
          ON CONFLICT (namespace, id) DO UPDATE SET job_type = excluded.job_type, payload = excluded.payload, cron = excluded.cron,
            time_zone = excluded.time_zone, sequential = excluded.sequential, partition_no = excluded.partition_no, next_run_at = excluded.next_run_at,
            next_job_id = excluded.next_job_id, last_job_id = coalesce(excluded.last_job_id, later_recurring.last_job_id), updated_at = excluded.updated_at`,
-        this.ns, s.id, s.jobType, s.payload, s.cron, s.timeZone, s.sequential ? 1 : 0, s.partition, params.nextRunAt, params.nextJobId,
-        params.firstJob?.id ?? null, params.now, params.now);
+        this.ns,
+        s.id,
+        s.jobType,
+        s.payload,
+        s.cron,
+        s.timeZone,
+        s.sequential ? 1 : 0,
+        s.partition,
+        params.nextRunAt,
+        params.nextJobId,
+        params.firstJob?.id ?? null,
+        params.now,
+        params.now,
+      );
       return { changed: true };
     });
   }
 
   dueList(params: B.RecurringDueListParams): B.RecurringSchedule[] {
-    return this.host.conn().all(
-      "SELECT * FROM later_recurring WHERE namespace = ? AND next_run_at <= ? ORDER BY next_run_at, id LIMIT ?",
-      this.ns, params.now, params.limit,
-    ).map(recurringScheduleFromRow);
+    return this.host
+      .conn()
+      .all("SELECT * FROM later_recurring WHERE namespace = ? AND next_run_at <= ? ORDER BY next_run_at, id LIMIT ?", this.ns, params.now, params.limit)
+      .map(recurringScheduleFromRow);
   }
 
   advance(params: B.RecurringAdvanceParams): B.RecurringAdvanceResult {
@@ -66,7 +84,16 @@ export class SqliteRecurringStore {
         `UPDATE later_recurring SET next_run_at = ?, last_job_id = coalesce(next_job_id, ?), next_job_id = NULL, updated_at = ?
          WHERE namespace = ? AND id = ? AND next_run_at = ? AND cron = ? AND time_zone = ? AND sequential = ?
          RETURNING last_job_id AS job_id, job_type, payload, sequential, partition_no`,
-        params.nextRunAt, params.occurrence.id, params.now, this.ns, s.id, s.nextRunAt, s.cron, s.timeZone, s.sequential ? 1 : 0);
+        params.nextRunAt,
+        params.occurrence.id,
+        params.now,
+        this.ns,
+        s.id,
+        s.nextRunAt,
+        s.cron,
+        s.timeZone,
+        s.sequential ? 1 : 0,
+      );
       if (!row) return { inserted: null };
       const job = occurrenceJob(row, params.occurrence);
       const [stage] = this.host.insertRows([job], params.now);

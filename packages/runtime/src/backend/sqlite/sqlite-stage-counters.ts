@@ -105,13 +105,24 @@ export class SqliteStageCounters {
     const c = this.host.conn();
     for (const [stage, n] of deltas.stages) {
       if (n === 0) continue;
-      c.run(`INSERT INTO later_stage_counts (namespace, stage, n) VALUES (?, ?, ?)
-             ON CONFLICT (namespace, stage) DO UPDATE SET n = n + excluded.n`, this.host.namespace, stage, n);
+      c.run(
+        `INSERT INTO later_stage_counts (namespace, stage, n) VALUES (?, ?, ?)
+             ON CONFLICT (namespace, stage) DO UPDATE SET n = n + excluded.n`,
+        this.host.namespace,
+        stage,
+        n,
+      );
     }
     for (const p of deltas.partitions.values()) {
       if (p.n === 0) continue;
-      c.run(`INSERT INTO later_partition_counts (namespace, topic, partition_no, n) VALUES (?, ?, ?, ?)
-             ON CONFLICT (namespace, topic, partition_no) DO UPDATE SET n = n + excluded.n`, this.host.namespace, p.topic, p.partition, p.n);
+      c.run(
+        `INSERT INTO later_partition_counts (namespace, topic, partition_no, n) VALUES (?, ?, ?, ?)
+             ON CONFLICT (namespace, topic, partition_no) DO UPDATE SET n = n + excluded.n`,
+        this.host.namespace,
+        p.topic,
+        p.partition,
+        p.n,
+      );
     }
   }
 
@@ -135,10 +146,15 @@ export class SqliteStageCounters {
     const rows = this.host.conn().all(
       `SELECT p.topic, p.partition_no, p.lease_owner, coalesce(c.n, 0) AS unfinished FROM later_partitions p
          LEFT JOIN later_partition_counts c ON c.namespace = p.namespace AND c.topic = p.topic AND c.partition_no = p.partition_no
-       WHERE p.namespace = ? ORDER BY p.topic, p.partition_no`, this.host.namespace);
+       WHERE p.namespace = ? ORDER BY p.topic, p.partition_no`,
+      this.host.namespace,
+    );
     return {
       partitions: rows.map((r) => ({
-        topic: String(r.topic), partition: Number(r.partition_no), unfinished: Number(r.unfinished), leaseOwner: (r.lease_owner as string | null) ?? null,
+        topic: String(r.topic),
+        partition: Number(r.partition_no),
+        unfinished: Number(r.unfinished),
+        leaseOwner: (r.lease_owner as string | null) ?? null,
       })),
     };
   }
@@ -148,7 +164,9 @@ export class SqliteStageCounters {
     const rows = this.host.conn().all(
       `SELECT t.topic, t.partitions,
          (SELECT coalesce(sum(c.n), 0) FROM later_partition_counts c WHERE c.namespace = t.namespace AND c.topic = t.topic) AS unfinished
-       FROM later_topics t WHERE t.namespace = ? ORDER BY t.topic`, this.host.namespace);
+       FROM later_topics t WHERE t.namespace = ? ORDER BY t.topic`,
+      this.host.namespace,
+    );
     return { topics: rows.map((r) => ({ topic: String(r.topic), partitions: Number(r.partitions), unfinished: Number(r.unfinished) })) };
   }
 }

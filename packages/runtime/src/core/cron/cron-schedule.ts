@@ -88,7 +88,7 @@ export class CronSchedule {
           (fields.length === 5 ? `: put the seconds in front of a 5-field crontab line, e.g. "0 ${fields.join(" ")}"` : ""),
       );
     }
-    fields.forEach((field, index) => checkField(expression, field, index));
+    for (const [index, field] of fields.entries()) checkField(expression, field, index);
     checkTimeZone(timeZone);
     try {
       CronExpressionParser.parse(expression, { tz: timeZone, currentDate: 0 });
@@ -97,10 +97,7 @@ export class CronSchedule {
       // refuses a day of month that none of the listed months has (Feb 30).
       const reason = `${JSON.stringify(expression)}: ${messageOf(error)}`;
       if (/day of month/i.test(messageOf(error))) {
-        throw new InvalidCronError(
-          "cron day-of-month field",
-          `day ${fields[3]} does not occur in month ${fields[4]} (${reason})`,
-        );
+        throw new InvalidCronError("cron day-of-month field", `day ${fields[3]} does not occur in month ${fields[4]} (${reason})`);
       }
       throw new InvalidCronError("cron", reason);
     }

@@ -105,15 +105,11 @@ export function partitionKeyBytes(key: PartitionKey): Uint8Array {
   }
   if (typeof key === "bigint") {
     if (key < INT64_MIN || key > INT64_MAX) {
-      throw new InvalidArgumentError(
-        `partition key ${key}n is outside the signed 64-bit range (-2^63 to 2^63 - 1) that Kafka's LongSerializer encodes`,
-      );
+      throw new InvalidArgumentError(`partition key ${key}n is outside the signed 64-bit range (-2^63 to 2^63 - 1) that Kafka's LongSerializer encodes`);
     }
     return int64Bytes(key);
   }
-  throw new InvalidArgumentError(
-    `partition key must be a string, an integer number or a bigint, got ${key === null ? "null" : typeof key}`,
-  );
+  throw new InvalidArgumentError(`partition key must be a string, an integer number or a bigint, got ${key === null ? "null" : typeof key}`);
 }
 
 /**

@@ -45,17 +45,14 @@ export function rendezvousOwner(members: readonly string[], topic: string, parti
  * Throws `InvalidArgumentError` on a non-string member or self, a topic
  * listed twice, or a partition count that is not an integer from 1 to 2^32 - 1.
  */
-export function ownedPartitions(
-  self: string,
-  members: readonly string[],
-  topics: readonly { name: string; partitions: number }[],
-): TopicPartition[] {
+export function ownedPartitions(self: string, members: readonly string[], topics: readonly { name: string; partitions: number }[]): TopicPartition[] {
   if (typeof self !== "string") throw new InvalidArgumentError(`self must be a member id string, got ${typeof self}`);
   checkMembers(members);
   if (!Array.isArray(topics)) throw new InvalidArgumentError("topics must be an array of { name, partitions }");
   const seen = new Set<string>();
   for (const t of topics) {
-    if (typeof t !== "object" || t === null) throw new InvalidArgumentError(`every topic must be a { name, partitions } object, got ${t === null ? "null" : typeof t}`);
+    if (typeof t !== "object" || t === null)
+      throw new InvalidArgumentError(`every topic must be a { name, partitions } object, got ${t === null ? "null" : typeof t}`);
     checkTopic(t.name);
     if (typeof t.partitions !== "number" || !Number.isInteger(t.partitions) || t.partitions < 1 || t.partitions > 0xffffffff) {
       throw new InvalidArgumentError(`topic "${t.name}": partitions must be an integer from 1 to 4294967295, got ${String(t.partitions)}`);

@@ -20,7 +20,8 @@ export const MAX_PARTITIONS = 4096;
  * `InvalidConfigError` otherwise.
  */
 export function topic(name: string, partitions: number): TopicConfig {
-  if (typeof name !== "string" || name.length === 0 || name.length > 200) throw new InvalidConfigError(`topic name must be a string of 1 to 200 characters, got ${JSON.stringify(name)}`);
+  if (typeof name !== "string" || name.length === 0 || name.length > 200)
+    throw new InvalidConfigError(`topic name must be a string of 1 to 200 characters, got ${JSON.stringify(name)}`);
   if (name.startsWith("__later")) throw new InvalidConfigError(`topic name "${name}" is reserved (names starting with "__later" are later's own)`);
   return Object.freeze({ name, partitions: checkPartitions(`topic "${name}"`, partitions) });
 }

@@ -54,10 +54,7 @@ export class RetryPolicy {
    * `maxMs`, each scaled by a random factor in [1 - jitter, 1 + jitter].
    * Defaults: 1 s initial, factor 2, 10 min cap, jitter 0.2.
    */
-  static exponential(
-    retries: number,
-    options: { initialMs?: number; factor?: number; maxMs?: number; jitter?: number } = {},
-  ): RetryPolicy {
+  static exponential(retries: number, options: { initialMs?: number; factor?: number; maxMs?: number; jitter?: number } = {}): RetryPolicy {
     return new RetryPolicy(retries, {
       kind: "exponential",
       initialMs: options.initialMs ?? 1_000,
@@ -94,7 +91,7 @@ export class RetryPolicy {
     if (retry > this.maxRetries) return null;
     const b = this.backoff;
     if (b.kind === "fixed") return b.delayMs;
-    const base = Math.min(b.maxMs, b.initialMs * Math.pow(b.factor, retry - 1));
+    const base = Math.min(b.maxMs, b.initialMs * b.factor ** (retry - 1));
     const scale = 1 - b.jitter + 2 * b.jitter * random();
     return Math.max(0, Math.round(base * scale));
   }
