@@ -28,7 +28,8 @@ export interface FailedAttempt {
  *   has no delay left, the outcome is a final `fail` with the error kept.
  */
 export function retryDecision<C>(options: ResolvedServerOptions<C>, job: FailedAttempt, error: string): JobOutcome {
-  const handler = options.handlers[job.jobType];
+  // Own keys only: a rescued job of a type this server has no handler for may be named like an Object member (`constructor`).
+  const handler = Object.hasOwn(options.handlers, job.jobType) ? options.handlers[job.jobType] : undefined;
   let policy: RetryPolicy;
   let replacement: string | undefined;
   try {
