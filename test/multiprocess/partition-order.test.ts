@@ -411,19 +411,21 @@ describe.each(PROCESS_BACKENDS)("partition order under faults, 3 processes on $n
     const started = now();
     const slow = { key: "slow", delayMs: 1_500 };
     const run = await startRun(entry, processes, { workerCount: 4, seed: 3, failProbability: 0.15, maxDelayMs: 3, slow, server: FAULT_SERVER });
-    const total = await enqueue(run.parent, [slow.key, ...keys(100)], 10, { [slow.key]: 3 });
+    const total = await enqueue(run.parent, [slow.key, ...keys(100)], 10, { [slow.key]: 6 });
     const logs = run.children.map((c) => c.logFile);
-    // Stop a child while it runs a slow head; on SQLite, not while it holds the database's write lock.
+    // Stop a child while it runs a slow head; on SQLite, not while it holds the database's write lock
+    // (a running writer holds it for milliseconds, so 250 ms without it means the stopped child has it;
+    // a busy child is often inside a write, hence up to 20 tries over six slow heads).
     let stopped: { c: RunChild; a: Attempt; at: number } | null = null;
     let stops = 0;
     while (stopped === null) {
-      if (stops++ === 5) throw new Error("could not stop a child running a slow head outside a write transaction");
+      if (stops++ === 20) throw new Error("could not stop a child running a slow head outside a write transaction");
       const head = await waitFor(() => readAttempts(logs).attempts.find((a) => a.key === slow.key && a.end === null), "a slow head to start", 20_000);
       const c = run.children.find((x) => x.pid === head.pid)!;
       c.child.proc.kill("SIGSTOP");
       const at = now();
       const still = readAttempts([c.logFile]).attempts.find((a) => a.jobId === head.jobId && a.attempt === head.attempt)!;
-      if (still.end === null && sqliteWriteLockFree(run.spec, 1_000)) stopped = { c, a: head, at };
+      if (still.end === null && sqliteWriteLockFree(run.spec, 250)) stopped = { c, a: head, at };
       else c.child.proc.kill("SIGCONT");
     }
     const { c, a, at: stoppedAt } = stopped;
