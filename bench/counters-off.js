@@ -1,15 +1,16 @@
 // The bench-only switch that turns later's stage counters off, so a run can
-// show processing with counters on beside the same build with them off.
+// show processing with counters on beside the same build with them off. Both
+// backends keep the counters in their own statements, so the switch works per
+// process: `turnCountersOff(target)` must run in every process that writes to
+// the bench database, before it opens a backend (bench/systems/later.js calls
+// it whenever it creates one).
 //
-// * PostgreSQL keeps the counters with triggers on later_jobs (migration 4):
-//   `turnCountersOff({ pgUrl })` drops them in that bench database, which
-//   holds for every process using it; every statement of the runtime stays
-//   as it is.
-// * SQLite keeps them in its own statements (one upsert per changed counter
-//   per transaction, `SqliteStageCounters.write`): `turnCountersOff({ file })`
-//   makes that write a no-op in this process, so it must run in every process
-//   that writes to the file (each bench phase process calls it before it
-//   opens the backend). The rest of every statement stays as it is.
+// * PostgreSQL: every statement that changes a stage ends with the counter
+//   CTEs of `PostgresStageCounters.countMoves`; with the counters off that
+//   returns no CTE, so the statements are built without them. The rest of
+//   every statement stays as it is.
+// * SQLite: one upsert per changed counter per transaction
+//   (`SqliteStageCounters.write`) becomes a no-op.
 //
 // With them off the counters are stale, so stage counts of such a database
 // are read with a GROUP BY over the jobs (`storedStageCounts`), as the runtime
@@ -20,31 +21,26 @@ import pg from "pg";
 const SCHEMA = "later";
 
 /**
- * Turns the counters off: `{ pgUrl }` (schema `later`) drops the triggers on
- * later_jobs; `{ file }` (SQLite) disables the writes in this process.
- * Resolves to a function that turns SQLite's writes back on in this process
- * (for PostgreSQL it does nothing: the database is dropped after the run).
+ * Turns the counters off in this process (`{ pgUrl }` or `{ file }`: only the
+ * kind matters). Resolves to a function that turns them back on.
  */
 export async function turnCountersOff(target) {
+  // The same module instances the runtime loads (its dist, resolved through the workspace link).
+  const dist = (path) => new URL(`../packages/runtime/dist/backend/${path}`, import.meta.url).href;
   if (target.file) {
-    // The same module instance the runtime loads (its dist, resolved through the workspace link).
-    const url = new URL("../packages/runtime/dist/backend/sqlite/sqlite-stage-counters.js", import.meta.url);
-    const { SqliteStageCounters } = await import(url.href);
+    const { SqliteStageCounters } = await import(dist("sqlite/sqlite-stage-counters.js"));
     const write = SqliteStageCounters.prototype.write;
     SqliteStageCounters.prototype.write = function skipped() {};
     return () => {
       SqliteStageCounters.prototype.write = write;
     };
   }
-  const client = new pg.Client({ connectionString: target.pgUrl });
-  await client.connect();
-  try {
-    const { rows } = await client.query("SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass($1) AND NOT tgisinternal", [`${SCHEMA}.later_jobs`]);
-    for (const { tgname } of rows) await client.query(`DROP TRIGGER IF EXISTS ${pg.escapeIdentifier(tgname)} ON ${SCHEMA}.later_jobs`);
-    return () => {};
-  } finally {
-    await client.end();
-  }
+  const { PostgresStageCounters } = await import(dist("postgres/postgres-stage-counters.js"));
+  const countMoves = PostgresStageCounters.countMoves;
+  PostgresStageCounters.countMoves = () => "";
+  return () => {
+    PostgresStageCounters.countMoves = countMoves;
+  };
 }
 
 /** Jobs per stage of `namespace`, counted over the jobs (for databases whose counters were turned off). */

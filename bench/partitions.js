@@ -61,11 +61,11 @@ async function insert(backend, jobs) {
 /** `countersOff`: the same build with the stage counters turned off (bench/counters-off.js). */
 async function run(kind, withBlocked, countersOff = false) {
   const store = await freshStore(kind);
+  // Before any backend of the run is created: PostgreSQL builds its statements (with or without counting) at construction.
+  const countersOn = countersOff ? await turnCountersOff(store.target) : () => {};
   const setup = store.backend();
-  let countersOn = () => {};
   try {
     await prepareBackend(setup, true);
-    if (countersOff) countersOn = await turnCountersOff(store.target);
     await setup.topicRegister({ topics: TOPICS, now: Date.now() });
     const now = Date.now();
     if (withBlocked) {

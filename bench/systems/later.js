@@ -15,22 +15,22 @@ async function runtime() {
   return { ...later, postgres, sqlite };
 }
 
+/** `target.variant === "countersOff"`: the same build with the stage counters turned off (bench/counters-off.js). */
+const countersOff = (target) => target.variant === "countersOff";
+
 async function newBackend(target) {
   const m = await runtime();
+  if (countersOff(target)) await turnCountersOff(target);
   if (target.file) return m.sqlite({ file: target.file, namespace: NAMESPACE });
   if (typeof m.postgres !== "function") throw new Error("n/a: @later/runtime does not export postgres() yet");
   return m.postgres({ connectionString: target.pgUrl, namespace: NAMESPACE, ...(target.backendOptions ?? {}) });
 }
-
-/** `target.variant === "countersOff"`: the same build with the stage counters turned off (bench/counters-off.js). */
-const countersOff = (target) => target.variant === "countersOff";
 
 export async function prepare(target) {
   const backend = await newBackend(target);
   await backend.open();
   await backend.migrationUp();
   await backend.close();
-  if (countersOff(target)) await turnCountersOff(target);
 }
 
 /** A standalone JobPublisher (the class behind server.publisher) with no server: nothing here claims jobs. */

@@ -247,7 +247,7 @@ export class PostgresBackend implements B.Backend {
   }
 
   async jobDeleteExpired(params: B.JobDeleteExpiredParams): Promise<number> {
-    return guarded("expiry sweep", () => this.kysely().jobDeleteExpired(params));
+    return guarded("expiry sweep", () => this.jobs.deleteExpired(params));
   }
 
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {

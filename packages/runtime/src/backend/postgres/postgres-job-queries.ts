@@ -14,6 +14,7 @@
  * rolled-back enqueue wakes nobody.
  */
 import { createHash } from "node:crypto";
+import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
 
 /** A statement with a name derived from its text (names are per connection; the text differs per schema). */
 export interface Statement {
@@ -103,24 +104,32 @@ export class PostgresJobQueries {
   readonly readParents: Statement;
   /** Releases the waiting children of succeeded parents: `$1` parent ids, `$2` namespace, `$3` now, `$4`/`$5` channel and payload. */
   readonly releaseChildren: Statement;
+  /**
+   * Deletes up to `$3` rows of namespace `$1` expired before `$2`, skipping
+   * rows another sweeper has locked. Fixed SQL rather than Kysely because it
+   * counts its moves in the same statement (postgres-stage-counters.ts).
+   */
+  readonly deleteExpired: Statement;
   /** Reserves `$4` sequence numbers of one partition, returning the first: `$1` namespace, `$2` topic, `$3` partition. Locks the partition row until commit. */
   readonly reserveSeq: Statement;
 
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
+    /** The counter CTEs of a statement in namespace `ns` (see postgres-stage-counters.ts). */
+    const counted = (ns: string, ...moved: string[]) => PostgresStageCounters.countMoves(schema, ns, moved.join(" UNION ALL "));
     this.insert = statement(`WITH ins AS (
   INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, run_at, parent_id, last_error, stages, created_at, updated_at, topic, partition_no, seq)
   SELECT r.id, $2, r.job_type, r.payload, r.stage, 0, r.retry_policy, r.run_at, r.parent_id, r.last_error,
          '[["' || r.stage || '",' || $3::bigint || ']]', $3, $3, r.topic, r.partition_no, r.seq
   FROM json_to_recordset($1::json) AS r(id text, job_type text, payload text, stage text, retry_policy text, run_at bigint, parent_id text, last_error text,
     topic text, partition_no integer, seq bigint)
-  RETURNING stage
-)
+  RETURNING stage, topic, partition_no
+)${counted("$2", moves("ins", null, "stage"))}
 SELECT count(*)::int AS inserted,
   (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM ins WHERE stage IN ('enqueued', 'delayed') LIMIT 1) n)::int AS notified
 FROM ins`);
     this.claim = statement(`WITH ready AS (
-  SELECT id FROM ${jobs}
+  SELECT id, stage FROM ${jobs}
   WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at <= $2 AND job_type = ANY($3::text[])
   ORDER BY run_at LIMIT $4
   FOR UPDATE SKIP LOCKED
@@ -128,8 +137,8 @@ FROM ins`);
   UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $5, lease_expires_at = $6, updated_at = $2,
     stages = ${appendStage("j.stages", "'running'", "$2::bigint")}
   FROM ready WHERE j.id = ready.id
-  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at
-)
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, ready.stage AS old_stage, j.topic, j.partition_no
+)${counted("$1", moves("claimed", "old_stage", "'running'"))}
 (SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at FROM claimed ORDER BY run_at, id)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, (
@@ -147,12 +156,12 @@ SELECT NULL, NULL, NULL, NULL, NULL, (
     stages = ${appendStage("j.stages", out(1), "$3::bigint")}
   WHERE j.id = ANY($1::text[]) AND j.attempt = ${out(0)}::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
     AND coalesce(j.lease_expires_at, 0) < $6
-  RETURNING j.id, j.attempt, j.stage, j.last_error, j.waiters
+  RETURNING j.id, j.attempt, j.stage, j.last_error, j.waiters, j.topic, j.partition_no
 ), released AS (
   UPDATE ${jobs} k SET stage = 'enqueued', run_at = $3, updated_at = $3, stages = ${appendStage("k.stages", "'enqueued'", "$3::bigint")}
   WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE stage = 'success')
-  RETURNING k.id
-), notified AS (
+  RETURNING k.id, k.topic, k.partition_no
+)${counted("$5", moves("done", "'running'", "stage"), moves("released", "'waiting'", "'enqueued'"))}, notified AS (
   SELECT pg_notify($7, $8) FROM (SELECT 1 FROM released UNION ALL SELECT 1 FROM done WHERE stage = 'requeued' LIMIT 1) x
 )
 SELECT d.id, d.attempt, d.stage, d.last_error, d.waiters,
@@ -162,35 +171,44 @@ FROM done d`);
   UPDATE ${jobs} j SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4,
     stages = ${appendStage("j.stages", "'success'", "$3::bigint")}
   WHERE j.id = ANY($1::text[]) AND j.attempt = ($2::jsonb ->> j.id)::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
-  RETURNING j.id, j.waiters
+  RETURNING j.id, j.waiters, j.topic, j.partition_no
 ), released AS (
   UPDATE ${jobs} k SET stage = 'enqueued', run_at = $3, updated_at = $3, stages = ${appendStage("k.stages", "'enqueued'", "$3::bigint")}
   WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE waiters > 0)
-  RETURNING 1
-), notified AS (
+  RETURNING k.topic, k.partition_no
+)${counted("$5", moves("done", "'running'", "'success'"), moves("released", "'waiting'", "'enqueued'"))}, notified AS (
   SELECT pg_notify($6, $7) FROM released LIMIT 1
 )
 SELECT count(*)::int AS applied, CASE WHEN count(*) < $8 THEN string_agg(id, ',') END AS ids,
   string_agg(id, ',') FILTER (WHERE waiters > 0) AS marked,
   (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified
 FROM done`);
-    this.failChildren = statement(`UPDATE ${jobs} k SET stage = 'failed', updated_at = $3, expires_at = $4, last_error = f.reason,
-  stages = ${appendStage("k.stages", "'failed'", "$3::bigint")}
-FROM unnest($1::text[], $2::text[]) AS f(parent_id, reason)
-WHERE k.parent_id = f.parent_id AND k.namespace = $5 AND k.stage = 'waiting'
-RETURNING k.id, k.last_error`);
+    this.failChildren = statement(`WITH failed AS (
+  UPDATE ${jobs} k SET stage = 'failed', updated_at = $3, expires_at = $4, last_error = f.reason,
+    stages = ${appendStage("k.stages", "'failed'", "$3::bigint")}
+  FROM unnest($1::text[], $2::text[]) AS f(parent_id, reason)
+  WHERE k.parent_id = f.parent_id AND k.namespace = $5 AND k.stage = 'waiting'
+  RETURNING k.id, k.last_error, k.topic, k.partition_no
+)${counted("$5", moves("failed", "'waiting'", "'failed'"))}
+SELECT id, last_error FROM failed`);
     const back = "CASE WHEN j.attempt <= 1 THEN 'enqueued' ELSE 'requeued' END";
     this.release = statement(`WITH rel AS (
   UPDATE ${jobs} j SET stage = ${back}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
     stages = ${appendStage("j.stages", back, "$3::bigint")}
   FROM unnest($1::text[], $2::int[]) AS c(id, attempt)
   WHERE j.id = c.id AND j.attempt = c.attempt AND j.namespace = $4 AND j.stage = 'running'
-  RETURNING 1
-)
+  RETURNING j.stage, j.topic, j.partition_no
+)${counted("$4", moves("rel", "'running'", "stage"))}
 SELECT count(*)::int AS released, (SELECT count(*) FROM (SELECT pg_notify($5, $6) FROM rel LIMIT 1) n)::int AS notified FROM rel`);
     this.renew = statement(`UPDATE ${jobs} SET lease_expires_at = $1
 WHERE namespace = $2 AND ${RUNNING_BY_KEY.replace("j.", "")} AND lease_owner = $3 AND id = ANY($4::text[])
 RETURNING id, attempt`);
+    this.deleteExpired = statement(`WITH gone AS (
+  DELETE FROM ${jobs} WHERE id IN (
+    SELECT id FROM ${jobs} WHERE namespace = $1 AND expires_at IS NOT NULL AND expires_at < $2 LIMIT $3 FOR UPDATE SKIP LOCKED)
+  RETURNING stage, topic, partition_no
+)${counted("$1", moves("gone", "stage", null))}
+SELECT count(*)::int AS deleted FROM gone`);
     this.reserveSeq = statement(`UPDATE ${schema}.later_partitions SET next_seq = next_seq + $4::bigint
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 RETURNING next_seq - $4::bigint AS first`);
     this.readParents = statement(`UPDATE ${jobs} j SET waiters = j.waiters + 1
@@ -199,8 +217,8 @@ RETURNING j.id, j.stage, j.last_error`);
     this.releaseChildren = statement(`WITH rel AS (
   UPDATE ${jobs} k SET stage = 'enqueued', run_at = $3, updated_at = $3, stages = ${appendStage("k.stages", "'enqueued'", "$3::bigint")}
   WHERE k.parent_id = ANY($1::text[]) AND k.namespace = $2 AND k.stage = 'waiting'
-  RETURNING 1
-)
+  RETURNING k.topic, k.partition_no
+)${counted("$2", moves("rel", "'waiting'", "'enqueued'"))}
 SELECT count(*)::int AS released, (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM rel LIMIT 1) n)::int AS notified FROM rel`);
   }
 }

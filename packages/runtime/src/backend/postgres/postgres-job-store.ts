@@ -43,6 +43,12 @@ export class PostgresJobStore {
     return this.host.namespace;
   }
 
+  /** Deletes a batch of expired rows (see {@link PostgresJobQueries.deleteExpired}); returns how many. */
+  async deleteExpired(params: B.JobDeleteExpiredParams): Promise<number> {
+    const [row] = await this.host.execute(this.q.deleteExpired, [this.ns, params.now, params.limit]);
+    return Number(row?.deleted ?? 0);
+  }
+
   /**
    * Inserts a batch on one executor: partition sequences first, then the
    * parents of continuations (locked and marked), then one

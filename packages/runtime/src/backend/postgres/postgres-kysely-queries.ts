@@ -43,27 +43,6 @@ export class PostgresKyselyQueries {
     return Number(row?.n ?? 0);
   }
 
-  /** Deletes a batch of expired rows, skipping rows another sweeper has locked. */
-  async jobDeleteExpired(params: B.JobDeleteExpiredParams): Promise<number> {
-    const result = await this.db
-      .deleteFrom("later_jobs")
-      .where(
-        "id",
-        "in",
-        this.db
-          .selectFrom("later_jobs")
-          .select("id")
-          .where("namespace", "=", this.namespace)
-          .where("expires_at", "is not", null)
-          .where("expires_at", "<", params.now)
-          .limit(params.limit)
-          .forUpdate()
-          .skipLocked(),
-      )
-      .executeTakeFirst();
-    return Number(result.numDeletedRows);
-  }
-
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
     const row = await this.db.selectFrom("later_jobs").selectAll().where("id", "=", params.id).where("namespace", "=", this.namespace).executeTakeFirst();
     return row ? jobRecordFromRow(row as unknown as Row) : null;

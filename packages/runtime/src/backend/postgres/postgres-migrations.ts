@@ -11,7 +11,7 @@
  */
 import type pg from "pg";
 import type * as B from "../backend.js";
-import { POSTGRES_STAGE_COUNTERS_SQL } from "./postgres-stage-counters.js";
+import { POSTGRES_COUNT_IN_STATEMENTS_SQL, POSTGRES_STAGE_COUNTERS_SQL } from "./postgres-counter-migrations.js";
 
 export interface PostgresMigration {
   version: number;
@@ -143,6 +143,7 @@ CREATE INDEX later_recurring_due ON {schema}.later_recurring (namespace, next_ru
 `,
   },
   { version: 4, name: "stage-counters", sql: POSTGRES_STAGE_COUNTERS_SQL },
+  { version: 5, name: "count-in-statements", sql: POSTGRES_COUNT_IN_STATEMENTS_SQL },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

@@ -19,6 +19,7 @@ import { claimedHead, readyAt } from "../shared/partition-heads.js";
 import type { Execute } from "./postgres-executors.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
+import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
 
 /** What the store needs of the backend. */
 export interface PostgresPartitionHost {
@@ -53,6 +54,8 @@ class PartitionQueries {
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
     const parts = `${schema}.later_partitions`;
+    /** The counter CTEs of a statement (see postgres-stage-counters.ts); `$1` is every statement's namespace. */
+    const counted = (...moved: string[]) => PostgresStageCounters.countMoves(schema, "$1", moved.join(" UNION ALL "));
     const head = (p: string) => `SELECT j.id, j.job_type, j.stage, j.run_at FROM ${jobs} j
       WHERE j.namespace = ${p}.namespace AND j.topic = ${p}.topic AND j.partition_no = ${p}.partition_no
         AND j.stage NOT IN ('success', 'failed') ORDER BY j.seq LIMIT 1`;
@@ -73,10 +76,16 @@ WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3`);
 FROM unnest($4::text[], $5::int[]) AS c(topic, partition_no)
 WHERE p.namespace = $1 AND p.topic = c.topic AND p.partition_no = c.partition_no
 RETURNING p.topic, p.partition_no, p.epoch`);
-    this.headsRun = statement(`UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = $3,
-  stages = ${appendStage("running", "$3::bigint")}
-WHERE j.namespace = $1 AND j.id = ANY($4::text[])
-RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.seq, j.topic, j.partition_no`);
+    // The heads are locked first (id order, as every writer of several job rows) to read the stage each leaves.
+    this.headsRun = statement(`WITH heads AS (
+  SELECT id, stage FROM ${jobs} WHERE namespace = $1 AND id = ANY($4::text[]) ORDER BY id FOR UPDATE
+), run AS (
+  UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = $3,
+    stages = ${appendStage("running", "$3::bigint")}
+  FROM heads h WHERE j.id = h.id
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.seq, j.topic, j.partition_no, h.stage AS old_stage
+)${counted(moves("run", "old_stage", "'running'"))}
+SELECT id, job_type, payload, attempt, retry_policy, seq, topic, partition_no FROM run`);
     // A head still `running` under a free lease: its claimer is gone; taken over without a new attempt (lostAttempt).
     this.headsTakeOver = statement(`UPDATE ${jobs} j SET lease_owner = $2, updated_at = $3
 WHERE j.namespace = $1 AND j.id = ANY($4::text[]) AND j.stage = 'running'
@@ -94,11 +103,11 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
   UPDATE ${jobs} j SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
     stages = ${appendStage("success", "$7::bigint")}
   WHERE j.id = $6 AND j.attempt = $9 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
-  RETURNING j.id, j.waiters
+  RETURNING j.id, j.waiters, j.topic, j.partition_no
 ), released AS (
   UPDATE ${jobs} j SET stage = 'enqueued', run_at = $7, updated_at = $7, stages = ${appendStage("enqueued", "$7::bigint")}
   WHERE j.stage = 'waiting' AND j.namespace = $1 AND j.parent_id IN (SELECT id FROM done)
-  RETURNING j.id
+  RETURNING j.id, j.topic, j.partition_no
 ), notified AS (
   SELECT pg_notify($13, $14) FROM released LIMIT 1
 ), nxt AS (
@@ -107,7 +116,7 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
     AND $10::boolean AND EXISTS (SELECT 1 FROM done)
   ORDER BY j.seq LIMIT 1
 ), ready AS (
-  SELECT id FROM nxt WHERE job_type = ANY($11::text[]) AND (stage = 'enqueued' OR (stage IN ('delayed', 'requeued') AND run_at <= $7))
+  SELECT id, stage FROM nxt WHERE job_type = ANY($11::text[]) AND (stage = 'enqueued' OR (stage IN ('delayed', 'requeued') AND run_at <= $7))
 ), lease AS (
   UPDATE ${parts} p SET
     lease_owner = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN p.lease_owner END,
@@ -118,10 +127,11 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
 ), claimed AS (
   UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $5, updated_at = $7, stages = ${appendStage("running", "$7::bigint")}
   FROM ready r WHERE j.id = r.id
-  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.seq
-)
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.seq, j.topic, j.partition_no, r.stage AS old_stage
+)${counted(moves("done", "'running'", "'success'"), moves("released", "'waiting'", "'enqueued'"), moves("claimed", "old_stage", "'running'"))}
 SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM released)::int AS released, (SELECT max(waiters) FROM done) AS waiters,
-  (SELECT count(*) FROM notified)::int AS notified, (SELECT epoch FROM lease) AS epoch, c.*
+  (SELECT count(*) FROM notified)::int AS notified, (SELECT epoch FROM lease) AS epoch,
+  c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.seq
 FROM (SELECT 1) one LEFT JOIN claimed c ON true`);
     this.leaseFree = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);
@@ -148,16 +158,24 @@ RETURNING p.topic, p.partition_no, p.epoch`);
 SELECT member_id FROM ${schema}.later_partition_members WHERE namespace = $1 AND expires_at > $4
 UNION SELECT member_id FROM up ORDER BY member_id`);
     this.memberRemove = statement(`DELETE FROM ${schema}.later_partition_members WHERE namespace = $1 AND member_id = $2`);
-    this.forceFail =
-      statement(`UPDATE ${jobs} j SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4, last_error = $5,
-  stages = ${appendStage("failed", "$3::bigint")}
-WHERE j.namespace = $1 AND j.id = $2`);
+    this.forceFail = statement(`WITH head AS (
+  SELECT id, stage FROM ${jobs} WHERE namespace = $1 AND id = $2 FOR UPDATE
+), failed AS (
+  UPDATE ${jobs} j SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4, last_error = $5,
+    stages = ${appendStage("failed", "$3::bigint")}
+  FROM head h WHERE j.id = h.id
+  RETURNING j.topic, j.partition_no, h.stage AS old_stage
+)${counted(moves("failed", "old_stage", "'failed'"))}
+SELECT count(*)::int AS failed FROM failed`);
     this.bumpEpoch = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL, epoch = epoch + 1
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3`);
-    this.truncate = statement(`DELETE FROM ${jobs} WHERE id IN (
-  SELECT id FROM ${jobs} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND stage IN ('success', 'failed')
-  ORDER BY seq DESC OFFSET $4)
-RETURNING 1`);
+    this.truncate = statement(`WITH gone AS (
+  DELETE FROM ${jobs} WHERE id IN (
+    SELECT id FROM ${jobs} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND stage IN ('success', 'failed')
+    ORDER BY seq DESC OFFSET $4)
+  RETURNING stage, topic, partition_no
+)${counted(moves("gone", "stage", null))}
+SELECT 1 AS one FROM gone`);
   }
 }
 
