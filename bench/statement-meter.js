@@ -68,12 +68,16 @@ export class StatementMeter {
   }
 }
 
-/** Summed user+system CPU ms of every process named `postgres` on this machine (the local server), from /proc. */
-export async function postgresServerCpuMs() {
+/**
+ * Summed user+system CPU ms of every process named `postgres` on this machine
+ * (the local server), from /proc; with `pids`, of those processes only (the
+ * backends serving one database, say).
+ */
+export async function postgresServerCpuMs(pids) {
   const { readdir, readFile } = await import("node:fs/promises");
   const tick = 1000 / 100; // CLK_TCK is 100 on Linux
   let total = 0;
-  for (const pid of await readdir("/proc").catch(() => [])) {
+  for (const pid of pids?.map(String) ?? (await readdir("/proc").catch(() => []))) {
     if (!/^\d+$/.test(pid)) continue;
     const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
     const close = stat.lastIndexOf(")");

@@ -22,9 +22,21 @@ export interface PostgresPool {
 
 /** A warning the backend reports instead of failing (see {@link PostgresBackendOptions.onWarning}). */
 export interface PostgresBackendWarning {
-  /** `LISTEN_UNAVAILABLE`: no NOTIFY came back at open; this backend polls only. */
-  code: "LISTEN_UNAVAILABLE";
+  /**
+   * `LISTEN_UNAVAILABLE`: no NOTIFY came back at open; this backend polls
+   * only. `PREPARED_STATEMENTS_UNAVAILABLE`: a named prepared statement was
+   * lost between statements of one connection (a transaction-mode pooler
+   * hands each transaction another server connection); this backend runs
+   * its statements unnamed from then on.
+   */
+  code: "LISTEN_UNAVAILABLE" | "PREPARED_STATEMENTS_UNAVAILABLE";
   message: string;
+}
+
+/** Reports a warning through `onWarning`, or as a process warning (type `LaterWarning`, code `LATER_<code>`). */
+export function reportWarning(options: Pick<PostgresBackendOptions, "onWarning">, warning: PostgresBackendWarning): void {
+  if (options.onWarning) options.onWarning(warning);
+  else process.emitWarning(warning.message, { type: "LaterWarning", code: `LATER_${warning.code}` });
 }
 
 /** Options of {@link postgres}. Give either `connectionString` or `pool`. */
@@ -49,7 +61,15 @@ export interface PostgresBackendOptions {
   maxConnections?: number;
   /** `application_name` of the connections the backend opens (a URL parameter wins). Default `"later"`. */
   applicationName?: string;
-  /** Named prepared statements for the hot path. Default true; false for poolers that cannot keep them (PgBouncer < 1.21 in transaction mode). */
+  /**
+   * Named prepared statements for the hot path. Default true. Behind a
+   * transaction-mode pooler that cannot keep them (PgBouncer before 1.21, or
+   * without `max_prepared_statements`), the first statement that finds its
+   * prepared statement gone (SQLSTATE 26000) or already there (42P05) is
+   * run again unnamed, and so is every statement after it, with a
+   * `PREPARED_STATEMENTS_UNAVAILABLE` warning; set false (with `listen:
+   * false`) to start that way.
+   */
   preparedStatements?: boolean;
   /** Where warnings go. Default `process.emitWarning(message, { type: "LaterWarning", code })`. */
   onWarning?: (warning: PostgresBackendWarning) => void;

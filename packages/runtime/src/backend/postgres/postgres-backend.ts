@@ -17,6 +17,10 @@
  *   At open a probe checks that a NOTIFY comes back; when it does not
  *   (a transaction-mode pooler) the backend polls only and says so through
  *   `onWarning`. `listen: false` skips the listener altogether.
+ * - Named prepared statements, until one is found lost between statements
+ *   of a connection (a transaction-mode pooler): that statement, and every
+ *   one after it, runs unnamed, with a warning through `onWarning`
+ *   (`preparedStatements: false` starts that way).
  * - Connections: a killed connection fails only the statement running on it
  *   (the caller retries: the worker pool's loops all do); the pool opens a
  *   new one for the next statement; pool `error` events are handled; the
@@ -31,7 +35,7 @@ import { Kysely, PostgresDialect } from "kysely";
 import type pg from "pg";
 import { DatabaseUnavailableError } from "../../errors.js";
 import { loadDriver } from "../load-driver.js";
-import { checkPostgresOptions, type PostgresBackendOptions } from "./postgres-backend-options.js";
+import { checkPostgresOptions, reportWarning, type PostgresBackendOptions } from "./postgres-backend-options.js";
 import type * as B from "../backend.js";
 import { liveBackends } from "../live-backends.js";
 import type { LaterDatabase } from "../schema.js";
@@ -39,7 +43,7 @@ import { callerExecutor, clientExecutor, type Execute } from "./postgres-executo
 import { PostgresJobQueries, type Statement } from "./postgres-job-queries.js";
 import { PostgresJobStore } from "./postgres-job-store.js";
 import { applyMigrations, readMigrationStatus } from "./postgres-migrations.js";
-import { describeConnection, guarded, isConnectionError, retryConflicts, wrapDriverError } from "./postgres-errors.js";
+import { describeConnection, guarded, isConnectionError, isPreparedStatementLost, retryConflicts, wrapDriverError } from "./postgres-errors.js";
 import { PostgresKyselyQueries } from "./postgres-kysely-queries.js";
 import { PostgresPartitionStore } from "./postgres-partition-store.js";
 import { PostgresRecurringStore } from "./postgres-recurring-store.js";
@@ -80,6 +84,8 @@ export class PostgresBackend implements B.Backend {
   private readonly recurring: PostgresRecurringStore;
   private readonly counters: PostgresStageCounters;
   private readonly quoted: string;
+  /** Named prepared statements in use: `preparedStatements` (default true) until a pooler loses one. */
+  private named: boolean;
   /** The driver, loaded at construction. */
   private readonly pg: typeof pg;
   /** The application's pool (`options.pool`), if any. */
@@ -102,6 +108,7 @@ export class PostgresBackend implements B.Backend {
     ({ schema: this.schema, namespace: this.namespace } = checkPostgresOptions(options));
     this.pg = loadDriver("pg", "PostgreSQL");
     this.appPool = options.pool as pg.Pool | undefined;
+    this.named = options.preparedStatements !== false;
     this.quoted = this.pg.escapeIdentifier(this.schema);
     this.jobs = new PostgresJobStore(this, new PostgresJobQueries(this.quoted));
     this.partitions = new PostgresPartitionStore(this, this.jobs, this.quoted);
@@ -352,11 +359,27 @@ export class PostgresBackend implements B.Backend {
 
   /** @internal BEGIN … COMMIT with the backend's statements on one connection, run again after a deadlock or serialization conflict. */
   inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R> {
-    return retryConflicts(() => this.transaction(what, (client) => body(clientExecutor(client, this.prepared))));
+    return retryConflicts(async () => {
+      const named = this.named;
+      try {
+        return await this.transaction(what, (client) => body(clientExecutor(client, named)));
+      } catch (error) {
+        // Rolled back before anything of it applied: run it again, unnamed.
+        if (!named || !isPreparedStatementLost(error)) throw error;
+        this.namedStatementsLost(error);
+        return this.transaction(what, (client) => body(clientExecutor(client, false)));
+      }
+    });
   }
 
-  private get prepared(): boolean {
-    return this.options.preparedStatements !== false;
+  /** Runs every statement unnamed from now on, and says so once. */
+  private namedStatementsLost(error: unknown): void {
+    if (!this.named) return;
+    this.named = false;
+    reportWarning(this.options, {
+      code: "PREPARED_STATEMENTS_UNAVAILABLE",
+      message: `later: a named prepared statement was lost between statements of one connection (${(error as Error).message}: a transaction-mode pooler such as PgBouncer?); statements run unnamed from now on. Pass preparedStatements: false and listen: false to start that way and silence this.`,
+    });
   }
 
   /**
@@ -377,12 +400,17 @@ export class PostgresBackend implements B.Backend {
   readonly executeArrays = async (s: Statement, values: unknown[]): Promise<unknown[][]> => (await this.autocommit(s, values, true)).rows as unknown[][];
 
   private async autocommit(s: Statement, values: unknown[], arrays: boolean): Promise<pg.QueryResult> {
-    const query: pg.QueryConfig & { rowMode?: "array" } = this.prepared ? { name: s.name, text: s.text, values } : { text: s.text, values };
-    if (arrays) query.rowMode = "array";
     for (let attempt = 1; ; attempt++) {
+      const named = this.named;
+      const query: pg.QueryConfig & { rowMode?: "array" } = named ? { name: s.name, text: s.text, values } : { text: s.text, values };
+      if (arrays) query.rowMode = "array";
       try {
         return await this.conn().query(query);
       } catch (error) {
+        if (named && isPreparedStatementLost(error)) {
+          this.namedStatementsLost(error);
+          continue;
+        }
         if (attempt < 3 && (isConnectionError(error) || /is not queryable/.test((error as Error)?.message ?? ""))) continue;
         throw wrapDriverError(error, "query");
       }

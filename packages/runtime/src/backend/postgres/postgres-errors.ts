@@ -24,6 +24,17 @@ export function isRetryableConflict(error: unknown): boolean {
   return code === "40P01" || code === "40001";
 }
 
+/**
+ * A named prepared statement missing on the server connection (26000) or
+ * already defined there (42P05): the connection is shared through a
+ * transaction-mode pooler. The statement did not run (both fail before
+ * execution), so running it again unnamed is safe.
+ */
+export function isPreparedStatementLost(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (code === "26000" || code === "42P05") && /prepared statement/i.test((error as Error).message ?? "");
+}
+
 /** Wraps connection failures in `DatabaseUnavailableError`; leaves `LaterError`s and other errors as they are. */
 export function wrapDriverError(error: unknown, what: string): unknown {
   if (error instanceof LaterError || !isConnectionError(error)) return error;

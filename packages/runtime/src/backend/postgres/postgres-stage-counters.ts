@@ -63,10 +63,10 @@ const TERMINAL = `(${TERMINAL_STAGES.map((stage) => `'${stage}'`).join(", ")})`;
  * `'running'`), null for an insert (`from`) or a delete (`to`).
  */
 export function moves(rows: string, from: string | null, to: string | null): string {
-  const parts: string[] = [];
-  if (to !== null) parts.push(`SELECT (${to})::text AS stage, topic, partition_no, 1 AS n FROM ${rows}`);
-  if (from !== null) parts.push(`SELECT (${from})::text AS stage, topic, partition_no, -1 AS n FROM ${rows}`);
-  return parts.join(" UNION ALL ");
+  // Counted per set first: the net then groups a few rows, not one per job and direction.
+  const side = (stage: string, sign: string) =>
+    `SELECT (${stage})::text AS stage, topic, partition_no, ${sign}count(*)::int AS n FROM ${rows} GROUP BY 1, topic, partition_no`;
+  return [to === null ? null : side(to, ""), from === null ? null : side(from, "-")].filter((s) => s !== null).join(" UNION ALL ");
 }
 
 /**
@@ -88,7 +88,7 @@ export class PostgresStageCounters {
   static countMoves(schema: string, namespace: string, moved: string): string {
     const shard = `(pg_backend_pid() % ${COUNTER_SHARDS})::smallint`;
     return `, counter_net AS (
-  SELECT stage, topic, partition_no, sum(n) AS n FROM (${moved}) m GROUP BY stage, topic, partition_no HAVING sum(n) <> 0
+  SELECT stage, topic, partition_no, sum(n)::int AS n FROM (${moved}) m GROUP BY stage, topic, partition_no HAVING sum(n) <> 0
 ), counted_stages AS (
   INSERT INTO ${schema}.later_stage_counts AS c (namespace, stage, shard, n)
   SELECT ${namespace}, stage, ${shard}, sum(n)::bigint FROM counter_net GROUP BY stage HAVING sum(n) <> 0 ORDER BY stage

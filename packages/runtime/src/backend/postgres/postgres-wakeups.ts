@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type pg from "pg";
-import type { PostgresBackendOptions, PostgresBackendWarning } from "./postgres-backend-options.js";
+import { reportWarning, type PostgresBackendOptions, type PostgresBackendWarning } from "./postgres-backend-options.js";
 import { startProbedListener, type PostgresListener } from "./postgres-listener.js";
 
 /** Sender of writes into a caller-owned transaction: no backend's own, so every listener, this process's too, wakes on its commit. */
@@ -90,8 +90,7 @@ export class PostgresWakeups {
       code: "LISTEN_UNAVAILABLE",
       message: `later: LISTEN/NOTIFY wake-ups are unavailable (${started.unavailable}); other processes' jobs are found by polling only. Pass listen: false to silence this.`,
     };
-    if (this.options.onWarning) this.options.onWarning(warning);
-    else process.emitWarning(warning.message, { type: "LaterWarning", code: `LATER_${warning.code}` });
+    reportWarning(this.options, warning);
   }
 
   /** Closes the LISTEN connection, if any. */
