@@ -10,6 +10,8 @@
  * | `PARENT_NOT_FOUND` | {@link ParentNotFoundError} | continuation of a job id the database does not hold |
  * | `SCHEMA_VERSION_MISMATCH` | {@link SchemaVersionError} | database schema behind or ahead of this release |
  * | `DATABASE_UNAVAILABLE` | {@link DatabaseUnavailableError} | the database cannot be opened or written |
+ * | `DATABASE_FULL` | {@link DatabaseFullError} | the disk (or SQLite's `max_page_count`) is full: the write stored nothing |
+ * | `DATABASE_BUSY` | {@link DatabaseBusyError} | another process held SQLite's write lock past `busyTimeoutMs`: the write stored nothing |
  * | `SERVER_STOPPED` | {@link ServerStoppedError} | enqueue or scaling after `shutdown()` |
  * | `LEASE_LOST` | {@link LeaseLostError} | a claim's lease was taken over; its writes are rejected |
  * | `PAYLOAD_DECODE` | {@link PayloadDecodeError} | a stored payload no longer decodes for its handler |
@@ -26,6 +28,8 @@ export type LaterErrorCode =
   | "PARENT_NOT_FOUND"
   | "SCHEMA_VERSION_MISMATCH"
   | "DATABASE_UNAVAILABLE"
+  | "DATABASE_FULL"
+  | "DATABASE_BUSY"
   | "SERVER_STOPPED"
   | "LEASE_LOST"
   | "PAYLOAD_DECODE"
@@ -90,6 +94,30 @@ export class SchemaVersionError extends LaterError {
 export class DatabaseUnavailableError extends LaterError {
   constructor(message: string, cause?: unknown) {
     super("DATABASE_UNAVAILABLE", message, { cause });
+  }
+}
+
+/**
+ * The database has no room for a write: the disk is full, or SQLite's
+ * `max_page_count` is reached. The write was rolled back whole; nothing of
+ * it is stored. Transient once space is freed: the server's loops retry
+ * their writes (an outcome is kept and written then), an enqueue is the
+ * caller's to retry.
+ */
+export class DatabaseFullError extends LaterError {
+  constructor(message: string, cause?: unknown) {
+    super("DATABASE_FULL", message, { cause });
+  }
+}
+
+/**
+ * Another process held SQLite's write lock for longer than the backend's
+ * `busyTimeoutMs`. The write was not made; retrying later is safe (the
+ * server's loops do).
+ */
+export class DatabaseBusyError extends LaterError {
+  constructor(message: string, cause?: unknown) {
+    super("DATABASE_BUSY", message, { cause });
   }
 }
 

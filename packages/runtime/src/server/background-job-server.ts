@@ -1,7 +1,7 @@
 import type { Backend, JobInsert, PartitionRef } from "../backend/backend.js";
 import { newJobId } from "../core/job-id.js";
 import type { JobStage } from "../core/job-stage.js";
-import { describeThrown, InvalidConfigError, SchemaVersionError, ServerStoppedError } from "../errors.js";
+import { InvalidConfigError, SchemaVersionError, ServerStoppedError } from "../errors.js";
 import { ExpirySweeper } from "../maintenance/expiry-sweeper.js";
 import type { PeriodicService } from "../maintenance/periodic-service.js";
 import { StuckJobRescuer } from "../maintenance/stuck-job-rescuer.js";
@@ -11,7 +11,7 @@ import { PartitionRunner } from "../partition/partition-runner.js";
 import { RecurringPoller } from "../recurring/recurring-poller.js";
 import { WorkerPool } from "../worker/worker-pool.js";
 import { JobPublisher } from "./publisher.js";
-import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
+import { errorEvent, resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
 
 /** Options of {@link BackgroundJobServer.shutdown}. */
 export interface ShutdownOptions {
@@ -90,7 +90,7 @@ export class BackgroundJobServer<C> {
       intervalMs: options.recurringPollIntervalMs,
       retryPolicy: JSON.stringify(options.defaultRetryPolicy),
       onCommitted,
-      onError: (where, error) => options.onEvent({ type: "error", where, error: describeThrown(error) }),
+      onError: (where, error) => options.onEvent(errorEvent(where, error)),
     });
     this.unsubscribeWake = backend.wakeSubscribe(wakeAll);
   }

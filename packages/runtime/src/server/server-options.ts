@@ -3,7 +3,7 @@ import { systemClock, type Clock, type RandomSource } from "../core/clock.js";
 import type { JobStage } from "../core/job-stage.js";
 import { checkPartitions, RECURRING_SEQUENTIAL_TOPIC, type TopicConfig } from "../core/partition/topic.js";
 import { RetryPolicy } from "../core/retry/retry-policy.js";
-import { InvalidConfigError } from "../errors.js";
+import { describeThrown, InvalidConfigError, LaterError, type LaterErrorCode } from "../errors.js";
 import type { JobPublisher } from "./publisher.js";
 
 /** What a handler receives besides its payload. */
@@ -55,7 +55,21 @@ export type ServerEvent =
    * head's lost attempt recorded), `sweep-expired` (rows deleted), `vacuum`.
    */
   | { type: "maintenance"; task: string; count: number }
-  | { type: "error"; where: string; error: string };
+  /**
+   * Something failed where no caller could be told: `where` names the loop
+   * (`claim`, `finish`, `renew`, a maintenance task, ...), `error` says what
+   * happened, and `code` is the {@link LaterError} code when the failure
+   * was one (`DATABASE_UNAVAILABLE`, `DATABASE_FULL`, `DATABASE_BUSY`, ...).
+   * The loop goes on: it tries again.
+   */
+  | { type: "error"; where: string; error: string; code?: LaterErrorCode };
+
+/** The `error` event of a failure in `where`. */
+export function errorEvent(where: string, error: unknown): ServerEvent {
+  return error instanceof LaterError
+    ? { type: "error", where, error: describeThrown(error), code: error.code }
+    : { type: "error", where, error: describeThrown(error) };
+}
 
 /** The `job` event of one attempt: `running` when it starts, else the stage its written outcome stored (with the error). */
 export function attemptEvent(job: ClaimedJob, outcome: JobOutcome | "running"): ServerEvent {

@@ -11,9 +11,17 @@ import type { Clock } from "../core/clock.js";
  * Lifecycle: `submit` any time; `onFinished(finish, applied)` is called once
  * per submitted finish, after its write (applied: false when the claim had
  * lost its lease, or the batcher was stopped first). `drain()` resolves once
- * everything submitted so far is written. A failed write is retried after
- * `retryDelayMs` until it succeeds or the batcher is `stop()`ped.
+ * everything submitted so far is written. A failed write (the database
+ * down, full or locked) is reported to `onError` and retried, first after
+ * `retryDelayMs`, then twice as long each time up to {@link MAX_RETRY_DELAY_MS},
+ * until it succeeds or the batcher is `stop()`ped: the outcomes wait in
+ * memory meanwhile (a claim whose lease runs out before its outcome is
+ * written is recovered by the stuck-job rescue, as after a crash, and its
+ * late write is then rejected by the fencing).
  */
+/** The longest wait between two tries of a failing write: an outage of minutes reports about one error a second. */
+const MAX_RETRY_DELAY_MS = 1_000;
+
 export class CompletionBatcher<F extends JobFinish> {
   private pending: F[] = [];
   private flushing: Promise<void> | null = null;
@@ -54,6 +62,7 @@ export class CompletionBatcher<F extends JobFinish> {
 
   private async flushLoop(): Promise<void> {
     await new Promise<void>((r) => setImmediate(r));
+    let delay = this.retryDelayMs;
     while (this.pending.length > 0 && !this.stopped) {
       const batch = this.pending;
       this.pending = [];
@@ -63,9 +72,11 @@ export class CompletionBatcher<F extends JobFinish> {
       } catch (error) {
         this.onError(error);
         this.pending = batch.concat(this.pending);
-        await new Promise<void>((r) => setTimeout(r, this.retryDelayMs));
+        await new Promise<void>((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
         continue;
       }
+      delay = this.retryDelayMs;
       if (result.applied.length === batch.length) {
         for (const f of batch) this.onFinished(f, true); // the usual case: every claim of the batch was written
       } else {

@@ -264,7 +264,7 @@ export class SqliteBackend implements B.Backend {
   }
 
   async databaseVacuum(): Promise<void> {
-    this.conn().db.exec("VACUUM");
+    this.conn().exec("VACUUM");
   }
 
   /** Other processes' commits, from the WAL file filtered by `PRAGMA data_version` (see {@link subscribeCommits}). */

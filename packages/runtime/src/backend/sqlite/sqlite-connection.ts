@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { DatabaseUnavailableError } from "../../errors.js";
 import type { Row } from "../shared/job-rows.js";
+import { translateSqliteError } from "./sqlite-errors.js";
 
 /**
  * One open better-sqlite3 connection with the pragmas later needs, a cache
@@ -9,6 +10,10 @@ import type { Row } from "../shared/job-rows.js";
  * Pragmas: WAL (readers never block the writer), `synchronous = NORMAL`
  * (durable across process crashes; a power cut may lose the last commits),
  * `busy_timeout` for the write lock between processes.
+ *
+ * Errors: every statement and transaction turns SQLite's errors about the
+ * database (full, locked past `busy_timeout`, unreadable) into typed
+ * `LaterError`s (see `sqlite-errors.ts`).
  */
 export class SqliteConnection {
   private readonly statements = new Map<string, Database.Statement>();
@@ -17,6 +22,7 @@ export class SqliteConnection {
   private constructor(
     readonly db: Database.Database,
     private readonly owned: boolean,
+    private readonly busyTimeoutMs: number,
   ) {
     // One better-sqlite3 transaction wrapper per connection, given the body as
     // its argument: making a wrapper per call costs more than a small transaction.
@@ -37,7 +43,7 @@ export class SqliteConnection {
       db.pragma("synchronous = NORMAL");
       db.pragma(`busy_timeout = ${busyTimeoutMs}`);
       db.prepare("CREATE TABLE IF NOT EXISTS later_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)").run();
-      return new SqliteConnection(db, "file" in target);
+      return new SqliteConnection(db, "file" in target, busyTimeoutMs);
     } catch (cause) {
       throw new DatabaseUnavailableError(
         `cannot open SQLite database ${name}: ${(cause as Error).message}; check that the folder exists and is writable`,
@@ -53,19 +59,48 @@ export class SqliteConnection {
 
   /** Runs `body` in `BEGIN IMMEDIATE ... COMMIT` (rolled back if it throws): the write lock is taken up front, so two processes never deadlock upgrading a read lock. */
   immediate<R>(body: () => R): R {
-    return this.transactionRunner.immediate(body) as R;
+    try {
+      return this.transactionRunner.immediate(body) as R;
+    } catch (error) {
+      throw this.typed(error);
+    }
   }
 
   run(text: string, ...args: unknown[]): number {
-    return this.statement(text).run(...args).changes;
+    try {
+      return this.statement(text).run(...args).changes;
+    } catch (error) {
+      throw this.typed(error);
+    }
   }
 
   all(text: string, ...args: unknown[]): Row[] {
-    return this.statement(text).all(...args) as Row[];
+    try {
+      return this.statement(text).all(...args) as Row[];
+    } catch (error) {
+      throw this.typed(error);
+    }
   }
 
   get(text: string, ...args: unknown[]): Row | undefined {
-    return this.statement(text).get(...args) as Row | undefined;
+    try {
+      return this.statement(text).get(...args) as Row | undefined;
+    } catch (error) {
+      throw this.typed(error);
+    }
+  }
+
+  /** Runs SQL text that returns nothing (`VACUUM`), uncached. */
+  exec(text: string): void {
+    try {
+      this.db.exec(text);
+    } catch (error) {
+      throw this.typed(error);
+    }
+  }
+
+  private typed(error: unknown): unknown {
+    return translateSqliteError(error, this.db.name, this.busyTimeoutMs);
   }
 
   /** Changes only when another connection commits (`PRAGMA data_version`); null when it cannot be read. */
