@@ -215,6 +215,20 @@ export class DriverNotInstalledError extends LaterError {
   }
 }
 
+/**
+ * A rejected option or argument as short text for an error message, safe for
+ * any value: one whose `toString` throws or is not a function (a hostile
+ * object) is described by its type instead of taking the caller down.
+ */
+export function describeValue(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
+  try {
+    return String(value);
+  } catch {
+    return value === null ? "null" : `a value of type ${typeof value}`;
+  }
+}
+
 /** Turns anything a handler threw into a one-line reason to store. */
 export function describeThrown(thrown: unknown): string {
   if (thrown instanceof Error) return thrown.message || thrown.name;

@@ -1,6 +1,6 @@
 import type { Backend } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
-import { InvalidConfigError } from "../errors.js";
+import { InvalidConfigError, describeValue } from "../errors.js";
 import { errorEvent, type ServerEvent } from "../server/server-options.js";
 
 /** What every maintenance service is given by its server. */
@@ -12,7 +12,8 @@ export interface MaintenanceHost {
 
 /** Throws `InvalidConfigError` unless `value` is an integer >= `min` (a service checks its config when it is made). */
 export function checkInt(service: string, name: string, value: number, min: number): number {
-  if (!Number.isInteger(value) || value < min) throw new InvalidConfigError(`${service}: \`${name}\` must be an integer >= ${min}, got ${String(value)}`);
+  if (!Number.isInteger(value) || value < min)
+    throw new InvalidConfigError(`${service}: \`${name}\` must be an integer >= ${min}, got ${describeValue(value)}`);
   return value;
 }
 

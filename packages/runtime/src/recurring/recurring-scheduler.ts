@@ -23,6 +23,7 @@ import { partitionForKey } from "../core/partition/partition-for-key.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
 import { InvalidArgumentError, InvalidConfigError } from "../errors.js";
 import { encodePayload } from "../server/encode-payload.js";
+import { describeName, nameProblem } from "../core/stored-name.js";
 
 /** Options of `enqueueRecurring`. */
 export interface RecurringScheduleOptions {
@@ -50,7 +51,6 @@ export interface RecurringSchedulerOptions {
 }
 
 /** Longest schedule id: ids are shown in tables and error messages. */
-const MAX_ID_LENGTH = 200;
 const OPTION_KEYS = new Set(["timeZone", "sequential"]);
 
 export class RecurringScheduler {
@@ -133,9 +133,8 @@ export function normalizeCron(cron: string): string {
 }
 
 function checkScheduleId(scheduleId: unknown): asserts scheduleId is string {
-  if (typeof scheduleId !== "string" || scheduleId.length === 0 || scheduleId.length > MAX_ID_LENGTH) {
-    throw new InvalidArgumentError(`a recurring schedule id must be a string of 1 to ${MAX_ID_LENGTH} characters, got ${describe(scheduleId)}`);
-  }
+  const bad = nameProblem(scheduleId);
+  if (bad !== null) throw new InvalidArgumentError(`recurring schedule id ${describeName(scheduleId)} ${bad}`);
 }
 
 function checkOptions(options: RecurringScheduleOptions): { timeZone: string; sequential: boolean } {
@@ -147,9 +146,4 @@ function checkOptions(options: RecurringScheduleOptions): { timeZone: string; se
   if (typeof sequential !== "boolean") throw new InvalidArgumentError("the recurring schedule option `sequential` must be a boolean");
   // The time zone itself is checked by CronSchedule.parse, which names it in an InvalidCronError.
   return { timeZone: options.timeZone ?? "UTC", sequential };
-}
-
-function describe(value: unknown): string {
-  if (typeof value === "string") return value.length === 0 ? "an empty string" : `a string of ${value.length} characters`;
-  return value === null ? "null" : typeof value;
 }

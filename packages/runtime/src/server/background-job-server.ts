@@ -12,6 +12,7 @@ import { RecurringPoller } from "../recurring/recurring-poller.js";
 import { WorkerPool } from "../worker/worker-pool.js";
 import { JobPublisher } from "./publisher.js";
 import { errorEvent, resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
+import { jsonPayload } from "./encode-payload.js";
 
 /** Options of {@link BackgroundJobServer.shutdown}. */
 export interface ShutdownOptions {
@@ -48,7 +49,7 @@ export class BackgroundJobServer<C> {
   private constructor(private readonly options: ResolvedServerOptions<C>) {
     const backend = options.backend;
     this.instanceId = newJobId(options.clock.now());
-    const encoders = new Map(Object.entries(options.handlers).map(([type, h]) => [type, h.encode ?? JSON.stringify]));
+    const encoders = new Map(Object.entries(options.handlers).map(([type, h]) => [type, h.encode ?? jsonPayload]));
     // Local enqueues (the publisher's and the recurring poller's) wake local workers and pollers at once (P7).
     const onCommitted = (jobs: readonly JobInsert[], stages: readonly JobStage[]): void => {
       if (stages.includes("enqueued")) this.pool.wake();

@@ -3,8 +3,20 @@ import { systemClock, type Clock, type RandomSource } from "../core/clock.js";
 import type { JobStage } from "../core/job-stage.js";
 import { checkPartitions, RECURRING_SEQUENTIAL_TOPIC, type TopicConfig } from "../core/partition/topic.js";
 import { RetryPolicy } from "../core/retry/retry-policy.js";
-import { describeThrown, InvalidConfigError, LaterError, type LaterErrorCode } from "../errors.js";
+import { describeThrown, InvalidConfigError, LaterError, type LaterErrorCode, describeValue } from "../errors.js";
 import type { JobPublisher } from "./publisher.js";
+import { describeName, nameProblem } from "../core/stored-name.js";
+
+/**
+ * Upper bounds of the numeric options. Times are waited with `setTimeout`,
+ * which fires at once (with a warning) past 2^31 − 1 ms, about 24.8 days;
+ * workers are slots allocated up front. Past these a value is a mistake, and
+ * taking it would spin a loop or exhaust memory.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+export const MAX_WORKERS = 10_000;
+/** A hundred years: retention is added to a timestamp, never waited for. */
+const MAX_RETENTION_MS = 100 * 365 * 86_400_000;
 
 /** What a handler receives besides its payload. */
 export interface JobContext<C> {
@@ -30,7 +42,12 @@ export interface HandlerRegistration<C> {
   retry?: (app: C) => RetryPolicy;
   /** Turns stored JSON text into the payload; throw to fail the job as undecodable. Default `JSON.parse`. */
   decode?: (json: string) => unknown;
-  /** Turns a payload into JSON text. Default `JSON.stringify`. */
+  /**
+   * Turns a payload into JSON text. Default: `JSON.stringify` that refuses
+   * what would not come back the same (`NaN`, functions, `Map`, an invalid
+   * `Date`, cycles, ...) with `INVALID_ARGUMENT` naming the value's path
+   * (see `encode-payload.ts`).
+   */
   encode?: (payload: unknown) => string;
 }
 
@@ -205,31 +222,47 @@ export function resolveServerOptions<C>(options: ServerOptions<C>): ResolvedServ
   if (!b || typeof b.jobClaimReady !== "function") throw new InvalidConfigError("`backend` is required: sqlite({ file }) or postgres({ ... })");
   if (!options.handlers || typeof options.handlers !== "object") throw new InvalidConfigError("`handlers` must be an object of job type -> handler");
   for (const [type, h] of Object.entries(options.handlers)) {
+    const bad = nameProblem(type);
+    if (bad !== null) throw new InvalidConfigError(`handlers: job type ${describeName(type)} ${bad}`);
     if (!h || typeof h.handle !== "function") throw new InvalidConfigError(`handler for "${type}" must have a handle function`);
   }
-  const int = (name: keyof ServerOptions<C>, fallback: number, min: number): number => {
+  const int = (name: keyof ServerOptions<C>, fallback: number, min: number, max = MAX_TIMER_MS): number => {
     const v = options[name] ?? fallback;
-    if (typeof v !== "number" || !Number.isInteger(v) || v < min) {
-      throw new InvalidConfigError(`\`${String(name)}\` must be an integer >= ${min}, got ${String(v)}`);
+    if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) {
+      throw new InvalidConfigError(`\`${String(name)}\` must be an integer from ${min} to ${max}, got ${describeValue(v)}`);
     }
     return v;
   };
   const nullableInt = (name: "vacuumIntervalMs" | "jobTimeoutMs", fallback: number | null): number | null => {
     const v = options[name] === undefined ? fallback : options[name];
     if (v === null) return null;
-    if (typeof v !== "number" || !Number.isInteger(v) || v < 1) throw new InvalidConfigError(`\`${name}\` must be an integer >= 1 or null, got ${String(v)}`);
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 1 || v > MAX_TIMER_MS) {
+      throw new InvalidConfigError(`\`${name}\` must be an integer from 1 to ${MAX_TIMER_MS} or null, got ${describeValue(v)}`);
+    }
     return v;
   };
   const leaseMs = int("leaseMs", 30_000, 30);
   const auto = options.workerAutoscale ?? null;
   if (auto !== null) {
-    if (typeof auto !== "object" || !Number.isInteger(auto.min) || !Number.isInteger(auto.max) || auto.min < 1 || auto.max < auto.min) {
-      throw new InvalidConfigError("`workerAutoscale` must be { min, max } with 1 <= min <= max");
+    if (
+      typeof auto !== "object" ||
+      !Number.isInteger(auto.min) ||
+      !Number.isInteger(auto.max) ||
+      auto.min < 1 ||
+      auto.max < auto.min ||
+      auto.max > MAX_WORKERS
+    ) {
+      throw new InvalidConfigError(`\`workerAutoscale\` must be { min, max } with 1 <= min <= max <= ${MAX_WORKERS}`);
     }
   }
   if (options.defaultRetryPolicy !== undefined && !(options.defaultRetryPolicy instanceof RetryPolicy)) {
     throw new InvalidConfigError("`defaultRetryPolicy` must be a RetryPolicy (RetryPolicy.fixed / exponential / noRetries)");
   }
+  if (options.clock !== undefined && (options.clock === null || typeof (options.clock as Partial<Clock>).now !== "function")) {
+    throw new InvalidConfigError("`clock` must be a Clock: an object with a now() method returning epoch milliseconds");
+  }
+  if (options.random !== undefined && typeof options.random !== "function")
+    throw new InvalidConfigError("`random` must be a function returning a number in [0, 1)");
   const onEvent = options.onEvent;
   if (onEvent !== undefined && typeof onEvent !== "function") throw new InvalidConfigError("`onEvent` must be a function");
   return {
@@ -240,16 +273,16 @@ export function resolveServerOptions<C>(options: ServerOptions<C>): ResolvedServ
     context: options.context,
     backend: options.backend,
     handlers: options.handlers,
-    workerCount: int("workerCount", 6, 1),
+    workerCount: int("workerCount", 6, 1, MAX_WORKERS),
     workerAutoscale: auto,
     defaultRetryPolicy: options.defaultRetryPolicy ?? RetryPolicy.default(),
     pollIntervalMs: int("pollIntervalMs", 1_000, 1),
     leaseMs,
     stuckGraceMs: int("stuckGraceMs", leaseMs, 0),
     rescueIntervalMs: int("rescueIntervalMs", 15_000, 1),
-    retentionMs: int("retentionMs", 86_400_000, 0),
+    retentionMs: int("retentionMs", 86_400_000, 0, MAX_RETENTION_MS),
     sweepIntervalMs: int("sweepIntervalMs", 60_000, 1),
-    sweepBatchSize: int("sweepBatchSize", 500, 1),
+    sweepBatchSize: int("sweepBatchSize", 500, 1, 100_000),
     vacuumIntervalMs: nullableInt("vacuumIntervalMs", null),
     jobTimeoutMs: nullableInt("jobTimeoutMs", 15 * 60_000),
     autoscaleIntervalMs: int("autoscaleIntervalMs", 15_000, 1),

@@ -1,6 +1,6 @@
 import type { TransactionHandle } from "../backend/backend.js";
 import type { JobId } from "../core/job-id.js";
-import type { PartitionKey } from "../core/partition/partition-for-key.js";
+import { partitionForKey, type PartitionKey } from "../core/partition/partition-for-key.js";
 import { InvalidArgumentError } from "../errors.js";
 import type { EnqueueOptions, JobPublisher } from "../server/publisher.js";
 import type { JobSpec } from "./job-catalog.js";
@@ -133,6 +133,11 @@ export class TopicJobHandle<P> extends JobHandle<P> {
       throw new InvalidArgumentError(
         `"${this.jobType}": the partition key field "${field}" must be a string or an integer, got ${key === null ? "null" : typeof key}`,
       );
+    }
+    try {
+      partitionForKey(key, 1); // the key's own checks, here so that the error names the field
+    } catch (error) {
+      throw new InvalidArgumentError(`"${this.jobType}": the partition key field "${field}": ${(error as Error).message}`);
     }
     return { topic: this.topic, key };
   }

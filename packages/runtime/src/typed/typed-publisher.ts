@@ -9,6 +9,7 @@ import type { TopicConfig } from "../core/partition/topic.js";
 import type { JobCatalog } from "./job-catalog.js";
 import { JobControl } from "./job-control.js";
 import { jobHandles } from "./typed-server-builder.js";
+import { jsonPayload } from "../server/encode-payload.js";
 
 /** Options of a generated `open<Name>Publisher`. */
 export interface PublisherOptions {
@@ -47,7 +48,7 @@ export class TypedJobPublisher<H> extends JobControl {
     const policy = options.defaultRetryPolicy ?? RetryPolicy.default();
     if (!(policy instanceof RetryPolicy)) throw new InvalidConfigError("`defaultRetryPolicy` must be a RetryPolicy");
     await prepareBackend(options.backend, options.autoMigrate ?? false);
-    const encoders = new Map(Object.keys(catalog).map((type) => [type, JSON.stringify as (payload: unknown) => string]));
+    const encoders = new Map(Object.keys(catalog).map((type) => [type, jsonPayload]));
     const topics = resolveTopics(options.topics, options.recurringSequentialPartitions);
     const publisher = new JobPublisher({
       backend: options.backend,

@@ -1,5 +1,6 @@
 /** Options of the PostgreSQL backend, and their checks (bad options fail at construction). */
 import { InvalidConfigError } from "../../errors.js";
+import { nameProblem } from "../../core/stored-name.js";
 
 /**
  * What later uses of an application-owned `pg.Pool` (the value of
@@ -112,14 +113,15 @@ export function checkPostgresOptions(options: PostgresBackendOptions): { schema:
     throw new InvalidConfigError("postgres(): `schema` must be an identifier of letters, digits and _ (at most 63), not starting with a digit");
   }
   const namespace = options.namespace ?? "default";
-  if (typeof namespace !== "string" || namespace === "") throw new InvalidConfigError("postgres(): `namespace` must be a non-empty string");
-  const checkInt = (name: "listenCheckTimeoutMs" | "maxConnections", min: number) => {
+  const bad = nameProblem(namespace);
+  if (bad !== null) throw new InvalidConfigError(`postgres(): \`namespace\` ${bad}`);
+  const checkInt = (name: "listenCheckTimeoutMs" | "maxConnections", min: number, max: number) => {
     const v = options[name];
-    if (v !== undefined && (typeof v !== "number" || !Number.isInteger(v) || v < min))
-      throw new InvalidConfigError(`postgres(): \`${name}\` must be an integer >= ${min}`);
+    if (v !== undefined && (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max))
+      throw new InvalidConfigError(`postgres(): \`${name}\` must be an integer from ${min} to ${max}`);
   };
-  checkInt("listenCheckTimeoutMs", 1);
-  checkInt("maxConnections", 1);
+  checkInt("listenCheckTimeoutMs", 1, 2_147_483_647); // a timer: setTimeout's limit
+  checkInt("maxConnections", 1, 10_000);
   for (const name of ["listen", "preparedStatements"] as const) {
     if (options[name] !== undefined && typeof options[name] !== "boolean") throw new InvalidConfigError(`postgres(): \`${name}\` must be a boolean`);
   }

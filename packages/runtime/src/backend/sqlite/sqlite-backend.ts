@@ -35,6 +35,7 @@ import { jobRecordFromRow, type Row } from "../shared/job-rows.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
 import { applySqliteMigrations, readSqliteMigrationStatus } from "./sqlite-migrations.js";
 import { subscribeCommits, WalWatcher } from "./wal-watcher.js";
+import { nameProblem } from "../../core/stored-name.js";
 
 /**
  * What later uses of an application-owned better-sqlite3 `Database` (the
@@ -112,9 +113,11 @@ export class SqliteBackend implements B.Backend {
       throw new InvalidConfigError("sqlite(): `database` must be a better-sqlite3 Database (new Database(file))");
     }
     this.namespace = options.namespace ?? "default";
-    if (typeof this.namespace !== "string" || this.namespace === "") throw new InvalidConfigError("sqlite(): `namespace` must be a non-empty string");
+    const bad = nameProblem(this.namespace);
+    if (bad !== null) throw new InvalidConfigError(`sqlite(): \`namespace\` ${bad}`);
     const busy = options.busyTimeoutMs ?? 5_000;
-    if (!Number.isInteger(busy) || busy < 0) throw new InvalidConfigError("sqlite(): `busyTimeoutMs` must be an integer >= 0");
+    if (!Number.isInteger(busy) || busy < 0 || busy > 2_147_483_647)
+      throw new InvalidConfigError("sqlite(): `busyTimeoutMs` must be an integer from 0 to 2147483647");
     this.migrateHint = `later migrate up --database sqlite:${options.file ?? options.database?.name ?? "PATH"}`;
     this.driver = options.file === undefined ? null : loadDriver("better-sqlite3", "SQLite");
   }

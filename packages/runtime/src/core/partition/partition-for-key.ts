@@ -14,7 +14,7 @@
  * `common/serialization/StringSerializer.java` and `LongSerializer.java`
  * (the key bytes).
  */
-import { InvalidArgumentError } from "../../errors.js";
+import { InvalidArgumentError, describeValue } from "../../errors.js";
 
 /**
  * A partitioning key: a string, an integer `number`, or a `bigint`.
@@ -133,7 +133,7 @@ export function partitionKeyBytes(key: PartitionKey): Uint8Array {
  */
 export function partitionForKey(key: PartitionKey, partitions: number): number {
   if (typeof partitions !== "number" || !Number.isSafeInteger(partitions) || partitions < 1) {
-    throw new InvalidArgumentError(`partitions must be an integer >= 1, got ${String(partitions)}`);
+    throw new InvalidArgumentError(`partitions must be an integer >= 1, got ${describeValue(partitions)}`);
   }
   return (murmur2(partitionKeyBytes(key)) & 0x7fffffff) % partitions;
 }

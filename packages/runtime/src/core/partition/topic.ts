@@ -1,4 +1,5 @@
-import { InvalidConfigError } from "../../errors.js";
+import { InvalidConfigError, describeValue } from "../../errors.js";
+import { describeName, nameProblem } from "../stored-name.js";
 
 /** A topic registered in the server options: a name and a fixed partition count. */
 export interface TopicConfig {
@@ -15,13 +16,14 @@ export const MAX_PARTITIONS = 4096;
 
 /**
  * Declares a topic for the `topics` server option: `topic("orders", 8)`.
- * Names are 1–200 characters and may not start with `__later` (reserved);
+ * Names are 1–200 characters of well-formed Unicode without NUL (see
+ * `stored-name.ts`) and may not start with `__later` (reserved);
  * `partitions` is an integer from 1 to {@link MAX_PARTITIONS}. Throws
  * `InvalidConfigError` otherwise.
  */
 export function topic(name: string, partitions: number): TopicConfig {
-  if (typeof name !== "string" || name.length === 0 || name.length > 200)
-    throw new InvalidConfigError(`topic name must be a string of 1 to 200 characters, got ${JSON.stringify(name)}`);
+  const bad = nameProblem(name);
+  if (bad !== null) throw new InvalidConfigError(`topic name ${describeName(name)} ${bad}`);
   if (name.startsWith("__later")) throw new InvalidConfigError(`topic name "${name}" is reserved (names starting with "__later" are later's own)`);
   return Object.freeze({ name, partitions: checkPartitions(`topic "${name}"`, partitions) });
 }
@@ -29,7 +31,7 @@ export function topic(name: string, partitions: number): TopicConfig {
 /** Checks a partition count; `what` names it in the error. */
 export function checkPartitions(what: string, partitions: unknown): number {
   if (typeof partitions !== "number" || !Number.isInteger(partitions) || partitions < 1 || partitions > MAX_PARTITIONS) {
-    throw new InvalidConfigError(`${what}: partitions must be an integer from 1 to ${MAX_PARTITIONS}, got ${String(partitions)}`);
+    throw new InvalidConfigError(`${what}: partitions must be an integer from 1 to ${MAX_PARTITIONS}, got ${describeValue(partitions)}`);
   }
   return partitions;
 }

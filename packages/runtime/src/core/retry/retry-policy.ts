@@ -1,4 +1,4 @@
-import { InvalidConfigError } from "../../errors.js";
+import { InvalidConfigError, describeValue } from "../../errors.js";
 import type { RandomSource } from "../clock.js";
 
 /** How the delay before retry number `n` (1-based) grows. */
@@ -100,7 +100,7 @@ export class RetryPolicy {
 function validateBackoff(b: RetryBackoff): void {
   const finiteNonNegative = (name: string, v: number) => {
     if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
-      throw new InvalidConfigError(`retry ${name} must be a finite number >= 0, got ${String(v)}`);
+      throw new InvalidConfigError(`retry ${name} must be a finite number >= 0, got ${describeValue(v)}`);
     }
   };
   if (b.kind === "fixed") {
