@@ -8,11 +8,12 @@
  * in the same transaction ({@link SqliteStageCounters}).
  */
 import { parentFailedReason } from "../../core/continuation-stage.js";
-import type { JobStage } from "../../core/job-stage.js";
+import { CLAIMABLE_STAGES, type JobStage } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { insertStage } from "../shared/insert-stage.js";
 import { renewedClaims, type Row } from "../shared/job-rows.js";
+import { stageList } from "../shared/stage-list.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
 
@@ -21,6 +22,9 @@ export interface SqliteJobHost {
   readonly namespace: string;
   conn(): SqliteConnection;
 }
+
+/** The ready index's predicate, word for word (`later_jobs_ready` in `sqlite-migrations.ts`; the migrations keep their literal lists, frozen as shipped). */
+const CLAIMABLE = stageList(CLAIMABLE_STAGES);
 
 export class SqliteJobStore {
   /** The stage counters, written by every statement here that changes a stage. */
@@ -99,7 +103,7 @@ export class SqliteJobStore {
       const claimed = this.conn().all(
         `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
            stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
-         WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
+         WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL
                         AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
          RETURNING id, job_type, payload, attempt, retry_policy, run_at, json_extract(stages, '$[#-2][0]') AS was`,
         params.owner,
@@ -126,7 +130,7 @@ export class SqliteJobStore {
     }));
     if (jobs.length === params.limit) return { jobs };
     const next = this.conn().get(
-      `SELECT min(run_at) AS t FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
+      `SELECT min(run_at) AS t FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL
          AND run_at > ? AND job_type IN (SELECT value FROM json_each(?))`,
       this.namespace,
       params.now,

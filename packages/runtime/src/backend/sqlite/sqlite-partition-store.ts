@@ -8,9 +8,11 @@
  * (`ORDER BY seq LIMIT 1` over unfinished rows): the jobs queued behind a
  * blocked head are never read.
  */
+import { TERMINAL_STAGES } from "../../core/job-stage.js";
 import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { claimedHead, readyAt } from "../shared/partition-heads.js";
+import { stageList } from "../shared/stage-list.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { StageDeltas, type SqliteStageCounters } from "./sqlite-stage-counters.js";
 
@@ -24,8 +26,10 @@ export interface SqlitePartitionHost {
   readonly counters: SqliteStageCounters;
 }
 
+const TERMINAL = stageList(TERMINAL_STAGES);
+/** The head of a partition: its unfinished job with the lowest sequence, one probe of the partition-head index (whose predicate this repeats). */
 const HEAD = `SELECT id, job_type, stage, run_at FROM later_jobs
-  WHERE namespace = ? AND topic = ? AND partition_no = ? AND stage NOT IN ('success', 'failed') ORDER BY seq LIMIT 1`;
+  WHERE namespace = ? AND topic = ? AND partition_no = ? AND stage NOT IN ${TERMINAL} ORDER BY seq LIMIT 1`;
 
 export class SqlitePartitionStore {
   constructor(private readonly host: SqlitePartitionHost) {}
@@ -197,7 +201,7 @@ export class SqlitePartitionStore {
     return c.immediate(() => {
       const rows = c.all(
         `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND topic = ? AND partition_no = ?
-           AND stage IN ('success', 'failed') ORDER BY seq DESC LIMIT -1 OFFSET ?) RETURNING stage`,
+           AND stage IN ${TERMINAL} ORDER BY seq DESC LIMIT -1 OFFSET ?) RETURNING stage`,
         this.ns,
         params.topic,
         params.partition,

@@ -24,12 +24,13 @@
  * Seeded by a recount in the migration's `BEGIN IMMEDIATE` transaction, so
  * no write falls between the recount and the first counted change.
  */
-import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
+import { JOB_STAGES, UNFINISHED_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 
+/** The migration's own list, frozen with it (a migration's text never changes once shipped). */
 const FINISHED = "('success', 'failed', 'cancelled')";
-const FINISHED_STAGES = new Set(["success", "failed", "cancelled"]);
+const UNFINISHED = new Set<string>(UNFINISHED_STAGES);
 
 /** Migration 4. */
 export const SQLITE_STAGE_COUNTERS_SQL = `
@@ -71,7 +72,7 @@ export class StageDeltas {
     if (from !== null && from !== undefined) this.stages.set(String(from), (this.stages.get(String(from)) ?? 0) - 1);
     if (to !== null && to !== undefined) this.stages.set(String(to), (this.stages.get(String(to)) ?? 0) + 1);
     if (topic === null || topic === undefined) return this;
-    const unfinished = (s: unknown) => (s === null || s === undefined || FINISHED_STAGES.has(String(s)) ? 0 : 1);
+    const unfinished = (s: unknown) => (UNFINISHED.has(String(s)) ? 1 : 0);
     const change = unfinished(to) - unfinished(from);
     if (change === 0) return this;
     const key = `${String(topic)}\0${String(partition)}`;
