@@ -35,7 +35,7 @@ import { checkPostgresOptions, type PostgresBackendOptions } from "./postgres-ba
 import type * as B from "../backend.js";
 import { liveBackends } from "../live-backends.js";
 import type { LaterDatabase } from "../schema.js";
-import { callerExecutor, clientExecutor, type Execute } from "./postgres-executors.js";
+import { callerExecutor, clientExecutor, type Execute, sharedRunner } from "./postgres-executors.js";
 import { PostgresJobQueries, type Statement } from "./postgres-job-queries.js";
 import { PostgresJobStore } from "./postgres-job-store.js";
 import { applyMigrations, readMigrationStatus } from "./postgres-migrations.js";
@@ -46,6 +46,10 @@ import { PostgresRecurringStore } from "./postgres-recurring-store.js";
 import { PostgresStageCounters } from "./postgres-stage-counters.js";
 import { PostgresWakeups } from "./postgres-wakeups.js";
 import type { Row } from "../shared/job-rows.js";
+import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
+import { READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
+import { MAINTENANCE_CLAIM } from "../shared/maintenance-statements.js";
+import { postgresCompiler, type StatementCompiler } from "../shared/shared-statement.js";
 
 export type { PostgresBackendOptions, PostgresBackendWarning, PostgresPool } from "./postgres-backend-options.js";
 
@@ -80,6 +84,8 @@ export class PostgresBackend implements B.Backend {
   private readonly recurring: PostgresRecurringStore;
   private readonly counters: PostgresStageCounters;
   private readonly quoted: string;
+  /** @internal Compiles the shared statements for this schema (each once). */
+  readonly compiler: StatementCompiler;
   /** The driver, loaded at construction. */
   private readonly pg: typeof pg;
   /** The application's pool (`options.pool`), if any. */
@@ -103,6 +109,7 @@ export class PostgresBackend implements B.Backend {
     this.pg = loadDriver("pg", "PostgreSQL");
     this.appPool = options.pool as pg.Pool | undefined;
     this.quoted = this.pg.escapeIdentifier(this.schema);
+    this.compiler = postgresCompiler(this.schema);
     this.jobs = new PostgresJobStore(this, new PostgresJobQueries(this.quoted));
     this.partitions = new PostgresPartitionStore(this, this.jobs, this.quoted);
     this.recurring = new PostgresRecurringStore(this, this.jobs, this.quoted);
@@ -238,12 +245,12 @@ export class PostgresBackend implements B.Backend {
   }
 
   async jobListStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
-    return guarded("stuck-job list", () => this.kysely().jobListStuck(params));
+    return STUCK_JOBS.run(this.compiler, this.shared, { ...params, namespace: this.namespace });
   }
 
   async jobCountReady(params: B.JobCountReadyParams): Promise<number> {
     if (params.jobTypes.length === 0) return 0;
-    return guarded("ready count", () => this.kysely().jobCountReady(params));
+    return READY_COUNT.run(this.compiler, this.shared, { ...params, namespace: this.namespace });
   }
 
   async jobDeleteExpired(params: B.JobDeleteExpiredParams): Promise<number> {
@@ -251,11 +258,11 @@ export class PostgresBackend implements B.Backend {
   }
 
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
-    return guarded("job read", () => this.kysely().jobGet(params));
+    return JOB_GET.run(this.compiler, this.shared, { ...params, namespace: this.namespace });
   }
 
   async jobList(params: B.JobListParams): Promise<B.JobRecord[]> {
-    return guarded("job list", () => this.kysely().jobList(params));
+    return JOB_LIST.run(this.compiler, this.shared, { ...params, namespace: this.namespace });
   }
 
   /** Sums the shards of the namespace's stage counters (see `postgres-stage-counters.ts`). */
@@ -268,7 +275,7 @@ export class PostgresBackend implements B.Backend {
   }
 
   async maintenanceClaim(params: B.MaintenanceClaimParams): Promise<boolean> {
-    return guarded("maintenance claim", () => this.kysely().maintenanceClaim(params));
+    return MAINTENANCE_CLAIM.run(this.compiler, this.shared, { ...params, namespace: this.namespace });
   }
 
   /** Not supported (`capabilities.supportsVacuum` is false): autovacuum reclaims space on PostgreSQL. */
@@ -372,6 +379,9 @@ export class PostgresBackend implements B.Backend {
    * would. Any other failure is reported.
    */
   readonly execute: Execute = async (s, values) => (await this.autocommit(s, values, false)).rows as Row[];
+
+  /** @internal Runs the shared statements, as named prepared statements through {@link execute}. */
+  readonly shared = sharedRunner(this.execute);
 
   /** @internal {@link execute} with rows as arrays of column values (no object per row): for the claim, the hottest read. */
   readonly executeArrays = async (s: Statement, values: unknown[]): Promise<unknown[][]> => (await this.autocommit(s, values, true)).rows as unknown[][];

@@ -18,7 +18,9 @@
  * rows; no other writer takes a schedule row after those.
  */
 import type * as B from "../backend.js";
-import { occurrenceJob, recurringScheduleFromRow, sameDefinition } from "../shared/recurring-rows.js";
+import { occurrenceJob, sameDefinition } from "../shared/recurring-rows.js";
+import { RECURRING_DELETE, RECURRING_DUE, RECURRING_LIST } from "../shared/recurring-statements.js";
+import type { RunStatement, StatementCompiler } from "../shared/shared-statement.js";
 import type { Execute } from "./postgres-executors.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
@@ -27,6 +29,9 @@ import { statement, type Statement } from "./postgres-job-queries.js";
 export interface PostgresRecurringHost {
   readonly namespace: string;
   readonly execute: Execute;
+  /** The shared statements' compiler and runner (`backend/shared/`). */
+  readonly compiler: StatementCompiler;
+  readonly shared: RunStatement;
   /** BEGIN … COMMIT on one connection, retried on deadlock or serialization conflict. */
   inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
 }
@@ -38,10 +43,7 @@ class RecurringQueries {
   readonly lock: Statement;
   readonly updatePayload: Statement;
   readonly replace: Statement;
-  readonly due: Statement;
   readonly advance: Statement;
-  readonly list: Statement;
-  readonly remove: Statement;
 
   constructor(schema: string) {
     const table = `${schema}.later_recurring`;
@@ -53,13 +55,10 @@ ON CONFLICT (namespace, id) DO NOTHING RETURNING id`);
     this.replace = statement(`UPDATE ${table} SET job_type = $3, payload = $4, cron = $5, time_zone = $6, sequential = $7, partition_no = $8,
   next_run_at = $9, next_job_id = $10, last_job_id = coalesce($11, last_job_id), updated_at = $12
 WHERE namespace = $1 AND id = $2`);
-    this.due = statement(`SELECT * FROM ${table} WHERE namespace = $1 AND next_run_at <= $2 ORDER BY next_run_at, id LIMIT $3`);
     // SET expressions read the row as it was: the reserved id, if any, becomes the occurrence's.
     this.advance = statement(`UPDATE ${table} SET next_run_at = $7, last_job_id = coalesce(next_job_id, $8), next_job_id = NULL, updated_at = $9
 WHERE namespace = $1 AND id = $2 AND next_run_at = $3 AND cron = $4 AND time_zone = $5 AND sequential = $6
 RETURNING last_job_id AS job_id, job_type, payload, sequential, partition_no`);
-    this.list = statement(`SELECT * FROM ${table} WHERE namespace = $1 ORDER BY id`);
-    this.remove = statement(`DELETE FROM ${table} WHERE namespace = $1 AND id = $2 RETURNING 1`);
   }
 }
 
@@ -109,7 +108,7 @@ export class PostgresRecurringStore {
   }
 
   async dueList(params: B.RecurringDueListParams): Promise<B.RecurringSchedule[]> {
-    return (await this.host.execute(this.q.due, [this.ns, params.now, params.limit])).map(recurringScheduleFromRow);
+    return RECURRING_DUE.run(this.host.compiler, this.host.shared, { ...params, namespace: this.ns });
   }
 
   async advance(params: B.RecurringAdvanceParams): Promise<B.RecurringAdvanceResult> {
@@ -134,10 +133,10 @@ export class PostgresRecurringStore {
   }
 
   async list(): Promise<B.RecurringSchedule[]> {
-    return (await this.host.execute(this.q.list, [this.ns])).map(recurringScheduleFromRow);
+    return RECURRING_LIST.run(this.host.compiler, this.host.shared, { namespace: this.ns });
   }
 
   async delete(params: B.RecurringDeleteParams): Promise<boolean> {
-    return (await this.host.execute(this.q.remove, [this.ns, params.id])).length > 0;
+    return RECURRING_DELETE.run(this.host.compiler, this.host.shared, { ...params, namespace: this.ns });
   }
 }

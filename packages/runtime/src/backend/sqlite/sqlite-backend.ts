@@ -31,7 +31,11 @@ import { SqliteJobStore } from "./sqlite-job-store.js";
 import { SqlitePartitionStore } from "./sqlite-partition-store.js";
 import { SqliteRecurringStore } from "./sqlite-recurring-store.js";
 import { StageDeltas } from "./sqlite-stage-counters.js";
-import { jobRecordFromRow, type Row } from "../shared/job-rows.js";
+import type { Row } from "../shared/job-rows.js";
+import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
+import { READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
+import { MAINTENANCE_CLAIM } from "../shared/maintenance-statements.js";
+import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
 import { applySqliteMigrations, readSqliteMigrationStatus } from "./sqlite-migrations.js";
 import { subscribeCommits, WalWatcher } from "./wal-watcher.js";
@@ -179,25 +183,12 @@ export class SqliteBackend implements B.Backend {
   }
 
   async jobListStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
-    return this.all(
-      `SELECT id, attempt, job_type, retry_policy FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND lease_expires_at < ?
-       ORDER BY lease_expires_at LIMIT ?`,
-      this.namespace,
-      params.leaseExpiredBefore,
-      params.limit,
-    ).map((r) => ({ id: String(r.id), attempt: Number(r.attempt), jobType: String(r.job_type), retryPolicy: String(r.retry_policy) }));
+    return STUCK_JOBS.run(sqliteCompiler, this.read, { ...params, namespace: this.namespace });
   }
 
   async jobCountReady(params: B.JobCountReadyParams): Promise<number> {
     if (params.jobTypes.length === 0) return 0;
-    const row = this.get(
-      `SELECT count(*) AS n FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL AND run_at <= ?
-         AND job_type IN (SELECT value FROM json_each(?))`,
-      this.namespace,
-      params.now,
-      JSON.stringify(params.jobTypes),
-    );
-    return Number(row?.n ?? 0);
+    return READY_COUNT.run(sqliteCompiler, this.read, { ...params, namespace: this.namespace });
   }
 
   async jobDeleteExpired(params: B.JobDeleteExpiredParams): Promise<number> {
@@ -217,26 +208,11 @@ export class SqliteBackend implements B.Backend {
   }
 
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
-    const row = this.get("SELECT * FROM later_jobs WHERE id = ? AND namespace = ?", params.id, this.namespace);
-    return row ? jobRecordFromRow(row) : null;
+    return JOB_GET.run(sqliteCompiler, this.read, { ...params, namespace: this.namespace });
   }
 
   async jobList(params: B.JobListParams): Promise<B.JobRecord[]> {
-    // The cursor is a plain bound on the primary key in both orders ('~' sorts
-    // after every id character), so either walk is an index range scan.
-    const desc = params.order === "desc";
-    const rows = this.all(
-      `SELECT * FROM later_jobs WHERE namespace = ? AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?)
-         AND ${desc ? "id < ? ORDER BY id DESC" : "id > ? ORDER BY id"} LIMIT ?`,
-      this.namespace,
-      params.stage ?? null,
-      params.stage ?? null,
-      params.jobType ?? null,
-      params.jobType ?? null,
-      params.afterId ?? (desc ? "~" : ""),
-      params.limit,
-    );
-    return rows.map(jobRecordFromRow);
+    return JOB_LIST.run(sqliteCompiler, this.read, { ...params, namespace: this.namespace });
   }
 
   /** Reads the namespace's stage counters (see `sqlite-stage-counters.ts`). */
@@ -249,18 +225,7 @@ export class SqliteBackend implements B.Backend {
   }
 
   async maintenanceClaim(params: B.MaintenanceClaimParams): Promise<boolean> {
-    return this.immediate(() => {
-      const changes = this.run(
-        `INSERT INTO later_maintenance (namespace, task, last_run_at) VALUES (?, ?, ?)
-         ON CONFLICT (namespace, task) DO UPDATE SET last_run_at = excluded.last_run_at
-         WHERE later_maintenance.last_run_at <= ?`,
-        this.namespace,
-        params.task,
-        params.now,
-        params.now - params.intervalMs,
-      );
-      return changes > 0;
-    });
+    return MAINTENANCE_CLAIM.run(sqliteCompiler, this.write, { ...params, namespace: this.namespace });
   }
 
   async databaseVacuum(): Promise<void> {
@@ -349,15 +314,13 @@ export class SqliteBackend implements B.Backend {
     return this.connection;
   }
 
-  private run(text: string, ...args: unknown[]): number {
-    return this.conn().run(text, ...args);
-  }
+  /** Runs a shared statement (`shared/*-statements.ts`) that reads. */
+  private readonly read: RunStatement = (s) => this.conn().all(s.text, ...s.values);
+
+  /** Runs a shared statement that writes, in its own `immediate` transaction. */
+  private readonly write: RunStatement = (s) => this.immediate(() => this.conn().all(s.text, ...s.values));
 
   private all(text: string, ...args: unknown[]): Row[] {
     return this.conn().all(text, ...args);
-  }
-
-  private get(text: string, ...args: unknown[]): Row | undefined {
-    return this.conn().get(text, ...args);
   }
 }

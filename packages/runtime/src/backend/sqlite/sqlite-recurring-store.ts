@@ -9,7 +9,9 @@
  */
 import type { JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
-import { occurrenceJob, recurringScheduleFromRow, sameDefinition } from "../shared/recurring-rows.js";
+import { occurrenceJob, sameDefinition } from "../shared/recurring-rows.js";
+import { RECURRING_DELETE, RECURRING_DUE, RECURRING_LIST } from "../shared/recurring-statements.js";
+import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 
 /** What the store needs: the connection, namespace and job insert of the job store ({@link SqliteJobStore}). */
@@ -68,11 +70,8 @@ export class SqliteRecurringStore {
     });
   }
 
-  dueList(params: B.RecurringDueListParams): B.RecurringSchedule[] {
-    return this.host
-      .conn()
-      .all("SELECT * FROM later_recurring WHERE namespace = ? AND next_run_at <= ? ORDER BY next_run_at, id LIMIT ?", this.ns, params.now, params.limit)
-      .map(recurringScheduleFromRow);
+  dueList(params: B.RecurringDueListParams): Promise<B.RecurringSchedule[]> {
+    return RECURRING_DUE.run(sqliteCompiler, this.read, { ...params, namespace: this.ns });
   }
 
   advance(params: B.RecurringAdvanceParams): B.RecurringAdvanceResult {
@@ -101,12 +100,18 @@ export class SqliteRecurringStore {
     });
   }
 
-  list(): B.RecurringSchedule[] {
-    return this.host.conn().all("SELECT * FROM later_recurring WHERE namespace = ? ORDER BY id", this.ns).map(recurringScheduleFromRow);
+  list(): Promise<B.RecurringSchedule[]> {
+    return RECURRING_LIST.run(sqliteCompiler, this.read, { namespace: this.ns });
   }
 
-  delete(params: B.RecurringDeleteParams): boolean {
-    const c = this.host.conn();
-    return c.immediate(() => c.run("DELETE FROM later_recurring WHERE namespace = ? AND id = ?", this.ns, params.id) > 0);
+  delete(params: B.RecurringDeleteParams): Promise<boolean> {
+    return RECURRING_DELETE.run(sqliteCompiler, this.write, { ...params, namespace: this.ns });
   }
+
+  private readonly read: RunStatement = (s) => this.host.conn().all(s.text, ...s.values);
+
+  private readonly write: RunStatement = (s) => {
+    const c = this.host.conn();
+    return c.immediate(() => c.all(s.text, ...s.values));
+  };
 }

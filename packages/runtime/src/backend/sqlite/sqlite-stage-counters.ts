@@ -26,6 +26,7 @@
  */
 import { JOB_STAGES, UNFINISHED_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
+import type { BoundStatement } from "../shared/shared-statement.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 
 /** The migration's own list, frozen with it (a migration's text never changes once shipped). */
@@ -56,6 +57,11 @@ INSERT INTO later_partition_counts (namespace, topic, partition_no, n)
   WHERE topic IS NOT NULL AND stage NOT IN ${FINISHED} GROUP BY namespace, topic, partition_no;
 `;
 
+const STAGE_UPSERT = `INSERT INTO later_stage_counts (namespace, stage, n) VALUES (?, ?, ?)
+  ON CONFLICT (namespace, stage) DO UPDATE SET n = n + excluded.n`;
+const PARTITION_UPSERT = `INSERT INTO later_partition_counts (namespace, topic, partition_no, n) VALUES (?, ?, ?, ?)
+  ON CONFLICT (namespace, topic, partition_no) DO UPDATE SET n = n + excluded.n`;
+
 /** The net change one transaction makes to the counters of one namespace, collected move by move. */
 export class StageDeltas {
   /** Net change per stage. */
@@ -82,6 +88,18 @@ export class StageDeltas {
     return this;
   }
 
+  /** The upserts that add these changes to the counters of `namespace`: one per changed counter. */
+  statements(namespace: string): BoundStatement[] {
+    const upserts: BoundStatement[] = [];
+    for (const [stage, n] of this.stages) {
+      if (n !== 0) upserts.push({ text: STAGE_UPSERT, values: [namespace, stage, n] });
+    }
+    for (const p of this.partitions.values()) {
+      if (p.n !== 0) upserts.push({ text: PARTITION_UPSERT, values: [namespace, p.topic, p.partition, p.n] });
+    }
+    return upserts;
+  }
+
   /** `count` jobs moved from `from` to `to` (none of them partitioned, or none changing its unfinished state). */
   moveMany(from: string, to: string, count: number): this {
     if (count === 0 || from === to) return this;
@@ -104,27 +122,7 @@ export class SqliteStageCounters {
   /** Adds `deltas` to the namespace's counters: one upsert per changed counter, inside the caller's `immediate` transaction. */
   write(deltas: StageDeltas): void {
     const c = this.host.conn();
-    for (const [stage, n] of deltas.stages) {
-      if (n === 0) continue;
-      c.run(
-        `INSERT INTO later_stage_counts (namespace, stage, n) VALUES (?, ?, ?)
-             ON CONFLICT (namespace, stage) DO UPDATE SET n = n + excluded.n`,
-        this.host.namespace,
-        stage,
-        n,
-      );
-    }
-    for (const p of deltas.partitions.values()) {
-      if (p.n === 0) continue;
-      c.run(
-        `INSERT INTO later_partition_counts (namespace, topic, partition_no, n) VALUES (?, ?, ?, ?)
-             ON CONFLICT (namespace, topic, partition_no) DO UPDATE SET n = n + excluded.n`,
-        this.host.namespace,
-        p.topic,
-        p.partition,
-        p.n,
-      );
-    }
+    for (const s of deltas.statements(this.host.namespace)) c.run(s.text, ...s.values);
   }
 
   /** Jobs per stage of the namespace; every stage is present (0 when none). */
