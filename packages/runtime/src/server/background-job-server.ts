@@ -105,7 +105,7 @@ export class BackgroundJobServer<C> {
     const server = new BackgroundJobServer(resolved);
     try {
       // P1: a topic stored with another partition count refuses the start, before any worker runs.
-      if (resolved.topics.length > 0) await resolved.backend.topicRegister({ topics: resolved.topics, now: resolved.clock.now() });
+      if (resolved.topics.length > 0) await resolved.backend.partitions.topicRegister({ topics: resolved.topics, now: resolved.clock.now() });
       await server.partitions?.start();
     } catch (error) {
       server.unsubscribeWake();
@@ -209,10 +209,10 @@ const LIVE_SERVERS = Symbol.for("later.liveServers");
 /** Opens a backend and makes sure its schema is current (migrating when allowed). */
 export async function prepareBackend(backend: Backend, autoMigrate: boolean): Promise<void> {
   await backend.open();
-  const status = await backend.migrationStatus();
+  const status = await backend.migrations.status();
   if (status.current === status.latest) return;
   if (status.current < status.latest && autoMigrate) {
-    await backend.migrationUp();
+    await backend.migrations.up();
     return;
   }
   await backend.close();

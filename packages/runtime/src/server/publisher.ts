@@ -138,7 +138,7 @@ export class JobPublisher {
    */
   async enqueueRecurringContinue(jobType: string, parentId: JobId, payload: unknown): Promise<JobId> {
     if (typeof parentId !== "string" || parentId === "") throw new InvalidArgumentError("parent job id must be a non-empty string");
-    const parent = await this.backend.jobGet({ id: parentId });
+    const parent = await this.backend.inspect.jobGet({ id: parentId });
     if (!parent) throw new ParentNotFoundError(parentId);
     const options = { parentId };
     if (parent.topic === null || parent.partition === null) return this.enqueue(jobType, payload, options);
@@ -156,13 +156,13 @@ export class JobPublisher {
   async forceFailPartitionHead(target: PartitionTarget, reason = "failed by forceFailPartitionHead"): Promise<string | null> {
     if (typeof reason !== "string") throw new InvalidArgumentError("forceFailPartitionHead: reason must be a string");
     const ref = this.resolvePartition(target);
-    return this.backend.partitionHeadForceFail({ ...ref, reason, now: this.clock.now(), retentionMs: this.options.retentionMs });
+    return this.backend.partitions.headForceFail({ ...ref, reason, now: this.clock.now(), retentionMs: this.options.retentionMs });
   }
 
   /** Deletes a partition's finished jobs but the newest `keep` (by sequence). Resolves to how many were deleted. */
   async truncatePartitionHistory(target: PartitionTarget, keep: number): Promise<number> {
     if (!Number.isInteger(keep) || keep < 0) throw new InvalidArgumentError(`truncatePartitionHistory: keep must be an integer >= 0, got ${String(keep)}`);
-    return this.backend.partitionHistoryTruncate({ ...this.resolvePartition(target), keep });
+    return this.backend.partitions.historyTruncate({ ...this.resolvePartition(target), keep });
   }
 
   /** The partition a target names; throws `UnknownTopicError` or `InvalidArgumentError`. */
@@ -211,7 +211,7 @@ export class JobPublisher {
       ...(partition === undefined ? {} : { topic: partition.topic, partition: partition.partition }),
     }));
     if (jobs.length === 0) return [];
-    const result = await this.backend.jobInsertMany({ jobs, now, transaction });
+    const result = await this.backend.jobs.insertMany({ jobs, now, transaction });
     if (transaction === undefined) this.options.onCommitted(jobs, result.stages);
     return jobs.map((j) => j.id);
   }

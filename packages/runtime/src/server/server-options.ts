@@ -188,7 +188,7 @@ export function resolveServerOptions<C>(options: ServerOptions<C>): ResolvedServ
     if (!KEYS.has(key)) throw new InvalidConfigError(`unknown option "${key}"`);
   }
   const b = options.backend as Partial<Backend> | undefined;
-  if (!b || typeof b.jobClaimReady !== "function") throw new InvalidConfigError("`backend` is required: sqlite({ file }) or postgres({ ... })");
+  if (!b || typeof b.jobs?.claimReady !== "function") throw new InvalidConfigError("`backend` is required: sqlite({ file }) or postgres({ ... })");
   if (!options.handlers || typeof options.handlers !== "object") throw new InvalidConfigError("`handlers` must be an object of job type -> handler");
   for (const [type, h] of Object.entries(options.handlers)) {
     if (!h || typeof h.handle !== "function") throw new InvalidConfigError(`handler for "${type}" must have a handle function`);

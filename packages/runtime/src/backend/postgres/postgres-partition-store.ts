@@ -16,6 +16,7 @@ import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import { claimedHead, readyAt } from "../shared/partition-heads.js";
+import { retryConflicts } from "./postgres-errors.js";
 import type { Execute } from "./postgres-executors.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
@@ -161,7 +162,7 @@ RETURNING 1`);
   }
 }
 
-export class PostgresPartitionStore {
+export class PostgresPartitionStore implements B.PartitionStore {
   private readonly q: PartitionQueries;
 
   constructor(
@@ -268,20 +269,22 @@ export class PostgresPartitionStore {
   async leaseRenew(params: B.PartitionLeaseRenewParams): Promise<B.PartitionLeaseRenewResult> {
     if (params.claims.length === 0) return { renewed: [] };
     const sorted = [...params.claims].sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
-    const rows = await this.host.execute(this.q.renew, [
-      params.leaseExpiresAt,
-      this.ns,
-      params.owner,
-      sorted.map((c) => c.topic),
-      sorted.map((c) => c.partition),
-      sorted.map((c) => c.epoch),
-    ]);
+    const rows = await retryConflicts(() =>
+      this.host.execute(this.q.renew, [
+        params.leaseExpiresAt,
+        this.ns,
+        params.owner,
+        sorted.map((c) => c.topic),
+        sorted.map((c) => c.partition),
+        sorted.map((c) => c.epoch),
+      ]),
+    );
     const kept = new Set(rows.map((r) => `${String(r.topic)}\0${Number(r.partition_no)}\0${Number(r.epoch)}`));
     return { renewed: params.claims.filter((k) => kept.has(`${k.topic}\0${k.partition}\0${k.epoch}`)) };
   }
 
   async memberHeartbeat(params: B.PartitionMemberHeartbeatParams): Promise<B.PartitionMemberHeartbeatResult> {
-    const rows = await this.host.execute(this.q.heartbeat, [this.ns, params.member, params.expiresAt, params.now]);
+    const rows = await retryConflicts(() => this.host.execute(this.q.heartbeat, [this.ns, params.member, params.expiresAt, params.now]));
     return { members: rows.map((r) => String(r.member_id)) };
   }
 

@@ -1,6 +1,9 @@
 /**
- * The recurring-schedule statements of the PostgreSQL backend, as fixed SQL
- * run as named prepared statements.
+ * The recurring-schedule statements of the PostgreSQL backend
+ * (`backend.recurring`). The upsert and the advance are fixed SQL run as
+ * named prepared statements, hand-written for how they serialise on the
+ * schedule row; the due list, the list and the delete are written once for
+ * both dialects (`shared/recurring-statements.ts`).
  *
  * Concurrency (READ COMMITTED):
  * - Upsert: `INSERT … ON CONFLICT DO NOTHING` first. When two servers
@@ -13,28 +16,16 @@
  *   others re-check the condition on the new row version, match nothing and
  *   insert nothing.
  * Occurrence jobs are written with the backend's own insert
- * (`PostgresJobStore.insert`, the body of `jobInsertMany`) on the same transaction.
+ * (`PostgresJobStore.insertOn`, the body of `jobs.insertMany`) on the same transaction.
  * Lock order: schedule row, then (sequential) the partition row, then job
  * rows; no other writer takes a schedule row after those.
  */
 import type * as B from "../backend.js";
 import { occurrenceJob, sameDefinition } from "../shared/recurring-rows.js";
 import { RECURRING_DELETE, RECURRING_DUE, RECURRING_LIST } from "../shared/recurring-statements.js";
-import type { RunStatement, StatementCompiler } from "../shared/shared-statement.js";
-import type { Execute } from "./postgres-executors.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
-
-/** What the store needs of the backend. */
-export interface PostgresRecurringHost {
-  readonly namespace: string;
-  readonly execute: Execute;
-  /** The shared statements' compiler and runner (`backend/shared/`). */
-  readonly compiler: StatementCompiler;
-  readonly shared: RunStatement;
-  /** BEGIN … COMMIT on one connection, retried on deadlock or serialization conflict. */
-  inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
-}
+import type { PostgresRunner } from "./postgres-runner.js";
 
 const COLUMNS = "namespace, id, job_type, payload, cron, time_zone, sequential, partition_no, next_run_at, next_job_id, last_job_id, created_at, updated_at";
 
@@ -62,11 +53,11 @@ RETURNING last_job_id AS job_id, job_type, payload, sequential, partition_no`);
   }
 }
 
-export class PostgresRecurringStore {
+export class PostgresRecurringStore implements B.RecurringStore {
   private readonly q: RecurringQueries;
 
   constructor(
-    private readonly host: PostgresRecurringHost,
+    private readonly host: PostgresRunner,
     /** The job statements: an occurrence is inserted in the schedule's own transaction. */
     private readonly jobs: PostgresJobStore,
     schema: string,
@@ -102,7 +93,7 @@ export class PostgresRecurringStore {
         }
         await execute(this.q.replace, [this.ns, s.id, ...definition]);
       }
-      if (params.firstJob) await this.jobs.insert(execute, { jobs: [params.firstJob], now: params.now });
+      if (params.firstJob) await this.jobs.insertOn(execute, { jobs: [params.firstJob], now: params.now });
       return { changed: true };
     });
   }
@@ -127,7 +118,7 @@ export class PostgresRecurringStore {
       ]);
       if (!row) return { inserted: null };
       const job = occurrenceJob(row, params.occurrence);
-      const { stages } = await this.jobs.insert(execute, { jobs: [job], now: params.now });
+      const { stages } = await this.jobs.insertOn(execute, { jobs: [job], now: params.now });
       return { inserted: { job, stage: stages[0]! } };
     });
   }

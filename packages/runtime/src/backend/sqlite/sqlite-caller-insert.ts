@@ -68,10 +68,11 @@ const INSERT = new SharedStatement<LaterJobsTable, void>({
   read: () => undefined,
 });
 
+/** Checks `transaction` at run time too (JavaScript callers, casts): anything but a Kysely executor throws `InvalidArgumentError`. */
 export async function insertIntoCallerTransaction(
-  transaction: B.TransactionHandle,
+  transaction: B.SqliteTransaction,
   namespace: string,
-  params: B.JobInsertManyParams,
+  params: B.JobInsertManyParams<B.SqliteTransaction>,
 ): Promise<B.JobInsertManyResult> {
   if (!isKyselyExecutor(transaction)) {
     throw new InvalidArgumentError("enqueueIn: the SQLite backend takes a Kysely transaction (db.transaction().execute(trx => ...)) on the same database file");

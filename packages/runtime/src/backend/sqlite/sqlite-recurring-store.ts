@@ -1,11 +1,14 @@
 /**
- * The recurring-schedule statements of the SQLite backend. Every write runs
- * in one `BEGIN IMMEDIATE` transaction of {@link SqliteConnection}: the
- * write lock is taken before the schedule row is read, so two processes
+ * The recurring-schedule statements of the SQLite backend
+ * (`backend.recurring`). The upsert and the advance are hand-written: every
+ * one runs in one `BEGIN IMMEDIATE` transaction of {@link SqliteConnection},
+ * the write lock taken before the schedule row is read, so two processes
  * upserting one schedule, or two pollers advancing it, run one after the
  * other and the second sees the first's work. Occurrence jobs are written
- * with the job store's own insert (`insertRows`, the body of `jobInsertMany`)
- * inside that same transaction.
+ * with the job store's own insert (`insertRows`, the body of
+ * `jobs.insertMany`) inside that same transaction. The due list, the list
+ * and the delete are written once for both dialects
+ * (`shared/recurring-statements.ts`).
  */
 import type { JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
@@ -22,14 +25,14 @@ export interface SqliteRecurringHost {
   insertRows(jobs: readonly B.JobInsert[], now: number): JobStage[];
 }
 
-export class SqliteRecurringStore {
+export class SqliteRecurringStore implements B.RecurringStore {
   constructor(private readonly host: SqliteRecurringHost) {}
 
   private get ns(): string {
     return this.host.namespace;
   }
 
-  upsert(params: B.RecurringUpsertParams): B.RecurringUpsertResult {
+  async upsert(params: B.RecurringUpsertParams): Promise<B.RecurringUpsertResult> {
     const c = this.host.conn();
     const s = params.schedule;
     return c.immediate(() => {
@@ -74,7 +77,7 @@ export class SqliteRecurringStore {
     return RECURRING_DUE.run(sqliteCompiler, this.read, { ...params, namespace: this.ns });
   }
 
-  advance(params: B.RecurringAdvanceParams): B.RecurringAdvanceResult {
+  async advance(params: B.RecurringAdvanceParams): Promise<B.RecurringAdvanceResult> {
     const c = this.host.conn();
     const s = params.schedule;
     return c.immediate(() => {
@@ -108,10 +111,6 @@ export class SqliteRecurringStore {
     return RECURRING_DELETE.run(sqliteCompiler, this.write, { ...params, namespace: this.ns });
   }
 
-  private readonly read: RunStatement = (s) => this.host.conn().all(s.text, ...s.values);
-
-  private readonly write: RunStatement = (s) => {
-    const c = this.host.conn();
-    return c.immediate(() => c.all(s.text, ...s.values));
-  };
+  private readonly read: RunStatement = (s) => this.host.conn().read(s);
+  private readonly write: RunStatement = (s) => this.host.conn().write(s);
 }
