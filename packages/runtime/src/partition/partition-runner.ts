@@ -78,7 +78,7 @@ export class PartitionRunner<C> {
     private readonly options: ResolvedServerOptions<C>,
     private readonly backend: Backend,
     private readonly owner: string,
-    publisher: JobPublisher,
+    publisher: JobPublisher<unknown>,
   ) {
     this.jobTypes = Object.keys(options.handlers);
     this.slots = options.workerCount;

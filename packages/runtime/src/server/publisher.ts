@@ -23,8 +23,8 @@ export interface EnqueueOptions {
 export type PartitionTarget = { topic: string; key: PartitionKey } | { topic: string; partition: number };
 
 /** What a {@link JobPublisher} is built from (by the server, or `TypedJobPublisher.open`). */
-export interface JobPublisherOptions {
-  backend: Backend;
+export interface JobPublisherOptions<Trx = TransactionHandle> {
+  backend: Backend<Trx>;
   clock: Clock;
   defaultRetryPolicy: RetryPolicy;
   /** Payload encoder per known job type. */
@@ -43,15 +43,16 @@ export interface JobPublisherOptions {
 
 /**
  * Enqueues jobs by job type (untyped). The generated module wraps this with
- * one typed handle per job; applications normally use that.
+ * one typed handle per job; applications normally use that. `Trx`: the
+ * caller-owned transactions `enqueueIn` takes, the backend's.
  */
-export class JobPublisher {
+export class JobPublisher<Trx = TransactionHandle> {
   private stopped = false;
-  private readonly backend: Backend;
+  private readonly backend: Backend<Trx>;
   private readonly clock: Clock;
   private readonly recurring: RecurringScheduler;
 
-  constructor(private readonly options: JobPublisherOptions) {
+  constructor(private readonly options: JobPublisherOptions<Trx>) {
     this.backend = options.backend;
     this.clock = options.clock;
     this.recurring = new RecurringScheduler({
@@ -96,8 +97,14 @@ export class JobPublisher {
     return this.insert(jobType, payloads, options, undefined);
   }
 
-  /** Enqueue inside a caller-owned transaction: the job exists only if that transaction commits. */
-  async enqueueIn(transaction: TransactionHandle, jobType: string, payload: unknown, options: EnqueueOptions = {}): Promise<JobId> {
+  /**
+   * Enqueue inside a caller-owned transaction: the job exists only if that
+   * transaction commits. SQLite takes a Kysely transaction on the same file;
+   * PostgreSQL a Kysely transaction or the `pg` client the caller ran
+   * `BEGIN` on (never a pool). Another value is a compile error where the
+   * backend's type is known, and `InvalidArgumentError` at run time.
+   */
+  async enqueueIn(transaction: Trx, jobType: string, payload: unknown, options: EnqueueOptions = {}): Promise<JobId> {
     if (transaction === undefined || transaction === null) throw new InvalidArgumentError("enqueueIn: a transaction is required");
     const [id] = await this.insert(jobType, [payload], options, transaction);
     return id!;
@@ -116,13 +123,7 @@ export class JobPublisher {
   }
 
   /** {@link enqueueToPartition} inside a caller-owned transaction (the sequence is taken in it too). */
-  async enqueueToPartitionIn(
-    transaction: TransactionHandle,
-    jobType: string,
-    payload: unknown,
-    target: PartitionTarget,
-    options: EnqueueOptions = {},
-  ): Promise<JobId> {
+  async enqueueToPartitionIn(transaction: Trx, jobType: string, payload: unknown, target: PartitionTarget, options: EnqueueOptions = {}): Promise<JobId> {
     if (transaction === undefined || transaction === null) throw new InvalidArgumentError("enqueueToPartitionIn: a transaction is required");
     const [id] = await this.insert(jobType, [payload], options, transaction, this.resolvePartition(target));
     return id!;
@@ -187,7 +188,7 @@ export class JobPublisher {
     jobType: string,
     payloads: readonly unknown[],
     options: EnqueueOptions,
-    transaction: TransactionHandle | undefined,
+    transaction: Trx | undefined,
     partition?: PartitionRef,
   ): Promise<JobId[]> {
     if (this.stopped) throw new ServerStoppedError(`enqueue of "${jobType}"`);

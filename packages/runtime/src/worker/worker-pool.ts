@@ -88,7 +88,7 @@ export class WorkerPool<C> {
     private readonly options: ResolvedServerOptions<C>,
     private readonly backend: Backend,
     private readonly owner: string,
-    publisher: JobPublisher,
+    publisher: JobPublisher<unknown>,
   ) {
     this.jobTypes = Object.keys(options.handlers);
     this.pacer = new ClaimPacer(backend.capabilities.claimBatch);
