@@ -4,7 +4,7 @@
  * `later jobs list` and the dashboard.
  */
 import type { JobGetParams, JobListParams, JobRecord } from "../backend.js";
-import { jobRecordFromRow } from "./job-rows.js";
+import { JOB_RECORD_COLUMNS, jobRecordFromRow } from "./job-rows.js";
 import { SharedStatement } from "./shared-statement.js";
 
 interface InNamespace {
@@ -12,7 +12,7 @@ interface InNamespace {
 }
 
 export const JOB_GET = new SharedStatement<JobGetParams & InNamespace, JobRecord | null>({
-  build: (db, $) => db.selectFrom("later_jobs").selectAll().where("id", "=", $("id")).where("namespace", "=", $("namespace")),
+  build: (db, $) => db.selectFrom("later_jobs").select(JOB_RECORD_COLUMNS).where("id", "=", $("id")).where("namespace", "=", $("namespace")),
   read: (rows) => (rows[0] ? jobRecordFromRow(rows[0]) : null),
 });
 
@@ -25,7 +25,7 @@ export const JOB_LIST = new SharedStatement<JobListParams & InNamespace, JobReco
   variant: (p) => [p.order === "desc", p.stage !== undefined, p.jobType !== undefined, p.afterId !== undefined].join(),
   build: (db, $, p) => {
     const desc = p.order === "desc";
-    let q = db.selectFrom("later_jobs").selectAll().where("namespace", "=", $("namespace"));
+    let q = db.selectFrom("later_jobs").select(JOB_RECORD_COLUMNS).where("namespace", "=", $("namespace"));
     if (p.stage !== undefined) q = q.where("stage", "=", $("stage"));
     if (p.jobType !== undefined) q = q.where("job_type", "=", $("jobType"));
     if (p.afterId !== undefined) q = q.where("id", desc ? "<" : ">", $("afterId"));

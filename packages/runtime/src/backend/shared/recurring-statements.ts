@@ -6,7 +6,7 @@
  * SQLite, row locks on PostgreSQL).
  */
 import type { RecurringDeleteParams, RecurringDueListParams, RecurringSchedule } from "../backend.js";
-import { recurringScheduleFromRow } from "./recurring-rows.js";
+import { RECURRING_SCHEDULE_COLUMNS, recurringScheduleFromRow } from "./recurring-rows.js";
 import { SharedStatement } from "./shared-statement.js";
 
 interface InNamespace {
@@ -18,7 +18,7 @@ export const RECURRING_DUE = new SharedStatement<RecurringDueListParams & InName
   build: (db, $) =>
     db
       .selectFrom("later_recurring")
-      .selectAll()
+      .select(RECURRING_SCHEDULE_COLUMNS)
       .where("namespace", "=", $("namespace"))
       .where("next_run_at", "<=", $("now"))
       .orderBy("next_run_at")
@@ -28,7 +28,7 @@ export const RECURRING_DUE = new SharedStatement<RecurringDueListParams & InName
 });
 
 export const RECURRING_LIST = new SharedStatement<InNamespace, RecurringSchedule[]>({
-  build: (db, $) => db.selectFrom("later_recurring").selectAll().where("namespace", "=", $("namespace")).orderBy("id"),
+  build: (db, $) => db.selectFrom("later_recurring").select(RECURRING_SCHEDULE_COLUMNS).where("namespace", "=", $("namespace")).orderBy("id"),
   read: (rows) => rows.map(recurringScheduleFromRow),
 });
 
