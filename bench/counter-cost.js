@@ -30,7 +30,7 @@ async function run(databases, countersOff) {
   const backend = postgres({ connectionString: db.url, namespace: "bench", listen: false, maxConnections: 1 });
   try {
     await backend.open();
-    await backend.migrationUp();
+    await backend.migrations.up();
     const policy = JSON.stringify(RetryPolicy.default());
     const now = Date.now();
     const cpu0 = await serverCpu(db.name);
@@ -43,15 +43,15 @@ async function run(databases, countersOff) {
         runAt: now,
         retryPolicy: policy,
       }));
-      await backend.jobInsertMany({ jobs, now });
+      await backend.jobs.insertMany({ jobs, now });
     }
     const cpu1 = await serverCpu(db.name);
     const t1 = wallNow();
     for (;;) {
       const at = Date.now();
-      const { jobs } = await backend.jobClaimReady({ owner: "bench", limit: 500, now: at, leaseExpiresAt: at + 60_000, jobTypes: ["noop"] });
+      const { jobs } = await backend.jobs.claimReady({ owner: "bench", limit: 500, now: at, leaseExpiresAt: at + 60_000, jobTypes: ["noop"] });
       if (jobs.length === 0) break;
-      await backend.jobFinishMany({
+      await backend.jobs.finishMany({
         finishes: jobs.map((j) => ({ id: j.id, attempt: j.attempt, outcome: { kind: "success" } })),
         now: at,
         retentionMs: 86_400_000,

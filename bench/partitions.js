@@ -10,7 +10,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { BackgroundJobServer, partitionForKey, prepareBackend, RetryPolicy, topic } from "@later/runtime";
+import { BackgroundJobServer, partitionForKey, RetryPolicy, topic } from "@later/runtime";
+import { prepareBackend } from "@later/runtime/internal";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
 import { storedStageCounts, turnCountersOff } from "./counters-off.js";
@@ -55,7 +56,7 @@ const id = () => `b${String(++idSeq).padStart(12, "0")}`;
 /** Writes the jobs straight through the seam in batches (the sequence per partition is assigned there). */
 async function insert(backend, jobs) {
   const now = Date.now();
-  for (let i = 0; i < jobs.length; i += 2_000) await backend.jobInsertMany({ jobs: jobs.slice(i, i + 2_000), now });
+  for (let i = 0; i < jobs.length; i += 2_000) await backend.jobs.insertMany({ jobs: jobs.slice(i, i + 2_000), now });
 }
 
 /** `countersOff`: the same build with the stage counters turned off (bench/counters-off.js). */
@@ -66,7 +67,7 @@ async function run(kind, withBlocked, countersOff = false) {
   const setup = store.backend();
   try {
     await prepareBackend(setup, true);
-    await setup.topicRegister({ topics: TOPICS, now: Date.now() });
+    await setup.partitions.topicRegister({ topics: TOPICS, now: Date.now() });
     const now = Date.now();
     if (withBlocked) {
       // Each of the 50 partitions of "stuck": a head delayed by a day, then its share of the 100,000.
@@ -137,7 +138,7 @@ async function run(kind, withBlocked, countersOff = false) {
     const seconds = (performance.now() - t0) / 1000;
     clearTimeout(deadline);
     const stuckRan =
-      (countersOff ? ((await storedStageCounts(store.target, "bench")).success ?? 0) : (await server.backend.jobCountByStage()).counts.success) - done;
+      (countersOff ? ((await storedStageCounts(store.target, "bench")).success ?? 0) : (await server.backend.inspect.stageCounts()).counts.success) - done;
     await server.shutdown({ deadlineMs: 5_000 });
     if (done < N) return { error: `deadline hit: ${done} of ${N} done` };
     return { jps: N / seconds, outOfOrder, stuckRan };

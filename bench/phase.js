@@ -23,7 +23,7 @@ async function laterPublisherOnly(file) {
   const { sqlite, JobPublisher, RetryPolicy, systemClock } = await later();
   const backend = sqlite({ file, namespace: NAMESPACE });
   await backend.open();
-  await backend.migrationUp();
+  await backend.migrations.up();
   // cfg.countersOff: the same build with the stage counters turned off (bench/counters-off.js).
   if (cfg.countersOff) await turnCountersOff({ file });
   const publisher = new JobPublisher({
@@ -62,7 +62,7 @@ async function laterBlockedServer(file) {
   return {
     publisher: server.publisher,
     close: async () => {
-      claimed = (await server.backend.jobCountByStage()).counts.running;
+      claimed = (await server.backend.inspect.stageCounts()).counts.running;
       const stopping = server.shutdown({ deadlineMs: 5000 });
       g.open();
       await stopping;
@@ -110,7 +110,7 @@ async function laterProcess() {
   });
   const timedOut = await Promise.race([done.promise.then(() => false), sleep(cfg.deadlineMs).then(() => true)]);
   const t1 = wallNow();
-  const counts = cfg.countersOff ? await storedStageCounts({ file: cfg.file }, NAMESPACE) : (await server.backend.jobCountByStage()).counts;
+  const counts = cfg.countersOff ? await storedStageCounts({ file: cfg.file }, NAMESPACE) : (await server.backend.inspect.stageCounts()).counts;
   await server.shutdown({ deadlineMs: 5000 });
   return {
     elapsedMs: t1 - t0,
@@ -287,7 +287,7 @@ async function latencyPhase() {
     const { sqlite } = await later();
     const b = sqlite({ file: cfg.file, namespace: NAMESPACE });
     await b.open();
-    await b.migrationUp();
+    await b.migrations.up();
     await b.close();
   } else {
     (await plainjobQueue(cfg.file)).close();

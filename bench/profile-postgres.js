@@ -61,7 +61,7 @@ async function withDatabase(label, body) {
   try {
     const b = backendFor(db.url);
     await b.open();
-    await b.migrationUp();
+    await b.migrations.up();
     await b.close();
     return await body(db.url);
   } finally {

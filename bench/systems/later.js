@@ -29,7 +29,7 @@ async function newBackend(target) {
 export async function prepare(target) {
   const backend = await newBackend(target);
   await backend.open();
-  await backend.migrationUp();
+  await backend.migrations.up();
   await backend.close();
 }
 
@@ -73,7 +73,7 @@ export async function startWorkers(target, { concurrency, onJob, onDone, onError
   });
   return {
     settings: `workerCount ${concurrency}, pollIntervalMs default (1000)${countersOff(target) ? ", stage counters off (bench/counters-off.js)" : ""}`,
-    stored: async () => (countersOff(target) ? storedStageCounts(target, NAMESPACE) : (await server.backend.jobCountByStage()).counts),
+    stored: async () => (countersOff(target) ? storedStageCounts(target, NAMESPACE) : (await server.backend.inspect.stageCounts()).counts),
     stop: () => server.shutdown({ deadlineMs: 5000 }),
   };
 }

@@ -10,6 +10,7 @@ import {
   type JobHandle,
   type JobHandler,
   type PublisherOptions,
+  type TransactionHandle,
   type TypedJobContext,
   type TypedJobServer,
 } from "@later/runtime";
@@ -23,47 +24,47 @@ const JOBS: JobCatalog = {
 };
 
 /** One typed handle per declared job: `server.jobs.<name>` and `ctx.jobs.<name>`. */
-export interface JobsHandles {
+export interface JobsHandles<Trx = TransactionHandle> {
   /** Enqueue `sendEmail` jobs. */
-  readonly sendEmail: JobHandle<SendEmail>;
+  readonly sendEmail: JobHandle<SendEmail, Trx>;
   /** Enqueue `chainStep` jobs. */
-  readonly chainStep: JobHandle<ChainStep>;
+  readonly chainStep: JobHandle<ChainStep, Trx>;
   /** Enqueue `chargeCard` jobs. */
-  readonly chargeCard: JobHandle<ChargeCard>;
+  readonly chargeCard: JobHandle<ChargeCard, Trx>;
 }
 
 /** What every handler receives: `ctx.app` (the builder's `context`), `ctx.jobs`, `ctx.jobId`, `ctx.attempt`, `ctx.signal`. */
-export type JobsContext<C> = TypedJobContext<C, JobsHandles>;
+export type JobsContext<C, Trx = TransactionHandle> = TypedJobContext<C, JobsHandles<Trx>, Trx>;
 
 /** A running server: `jobs`, `addWorker()`, `removeWorker()`, `shutdown()`. */
-export type JobsServer<C> = TypedJobServer<C, JobsHandles>;
+export type JobsServer<C, Trx = TransactionHandle> = TypedJobServer<C, JobsHandles<Trx>, Trx>;
 
 /** Enqueue-only access, for processes that run no workers. */
-export type JobsPublisher = TypedJobPublisher<JobsHandles>;
+export type JobsPublisher<Trx = TransactionHandle> = TypedJobPublisher<JobsHandles<Trx>, Trx>;
 
 /** Builds a server; `build()` starts it once every job has a handler and names every one that is missing. */
-export class JobsBuilder<C> extends TypedServerBuilder<C, JobsHandles> {
-  constructor(options: BuilderOptions<C>) {
+export class JobsBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<C, JobsHandles<Trx>, Trx> {
+  constructor(options: BuilderOptions<C, Trx>) {
     super(options, JOBS);
   }
 
   /** Handles `sendEmail` jobs: resolve = success, throw = retry per policy. */
-  withSendEmailHandler(handler: JobHandler<JobsContext<C>, SendEmail>, options?: HandlerOptions<C>): this {
+  withSendEmailHandler(handler: JobHandler<JobsContext<C, Trx>, SendEmail>, options?: HandlerOptions<C>): this {
     return this.handler("sendEmail", handler, options);
   }
 
   /** Handles `chainStep` jobs: resolve = success, throw = retry per policy. */
-  withChainStepHandler(handler: JobHandler<JobsContext<C>, ChainStep>, options?: HandlerOptions<C>): this {
+  withChainStepHandler(handler: JobHandler<JobsContext<C, Trx>, ChainStep>, options?: HandlerOptions<C>): this {
     return this.handler("chainStep", handler, options);
   }
 
   /** Handles `chargeCard` jobs: resolve = success, throw = retry per policy. */
-  withChargeCardHandler(handler: JobHandler<JobsContext<C>, ChargeCard>, options?: HandlerOptions<C>): this {
+  withChargeCardHandler(handler: JobHandler<JobsContext<C, Trx>, ChargeCard>, options?: HandlerOptions<C>): this {
     return this.handler("chargeCard", handler, options);
   }
 }
 
 /** Opens enqueue-only access to the declared jobs on `options.backend`. */
-export function openJobsPublisher(options: PublisherOptions): Promise<JobsPublisher> {
-  return TypedJobPublisher.open<JobsHandles>(options, JOBS);
+export function openJobsPublisher<Trx = TransactionHandle>(options: PublisherOptions<Trx>): Promise<JobsPublisher<Trx>> {
+  return TypedJobPublisher.open<JobsHandles<Trx>, Trx>(options, JOBS);
 }

@@ -3,7 +3,8 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { beforeAll, describe, expect, it } from "vitest";
-import { JOB_STAGES, type JobRecord } from "@later/runtime";
+import { JOB_STAGES } from "@later/runtime";
+import type { JobRecord } from "@later/runtime/internal";
 import { hasStackTrace, later, seedDatabase, tempDir, type SeededJobs } from "./later-cli.js";
 
 describe("later jobs (sqlite)", () => {

@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll } from "vitest";
-import { newJobId, RetryPolicy, type JobId, type JobInsert } from "@later/runtime";
+import { newJobId, RetryPolicy, type JobId } from "@later/runtime";
+import type { JobInsert, JobOutcome } from "@later/runtime/internal";
 import { sqlite, type SqliteBackend } from "@later/runtime/sqlite";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -82,25 +83,24 @@ const RETRY = JSON.stringify(RetryPolicy.fixed(3, 1_000));
 export async function seedDatabase(file: string): Promise<SeededJobs> {
   const backend = sqlite({ file, namespace: "default" });
   await backend.open();
-  await backend.migrationUp();
+  await backend.migrations.up();
   let now = SEED_TIME;
   const tick = () => (now += 10);
   const all: JobId[] = [];
   const insert = async (target: SqliteBackend, job: Omit<JobInsert, "id" | "retryPolicy">): Promise<JobId> => {
     const id = newJobId(tick());
-    await target.jobInsertMany({ jobs: [{ id, retryPolicy: RETRY, ...job }], now });
+    await target.jobs.insertMany({ jobs: [{ id, retryPolicy: RETRY, ...job }], now });
     if (target === backend) all.push(id);
     return id;
   };
   /** Inserts a job of a type of its own and claims it, so it is `running` at attempt 1. */
   const claimed = async (jobType: string, payload: unknown): Promise<JobId> => {
     const id = await insert(backend, { jobType, payload: JSON.stringify(payload), runAt: now });
-    const claims = (await backend.jobClaimReady({ owner: "worker-1", limit: 1, now: tick(), leaseExpiresAt: now + 30_000, jobTypes: [jobType] })).jobs;
+    const claims = (await backend.jobs.claimReady({ owner: "worker-1", limit: 1, now: tick(), leaseExpiresAt: now + 30_000, jobTypes: [jobType] })).jobs;
     if (claims[0]?.id !== id) throw new Error(`seed: expected to claim ${id}`);
     return id;
   };
-  const finish = (id: JobId, outcome: Parameters<SqliteBackend["jobFinishMany"]>[0]["finishes"][number]["outcome"]) =>
-    backend.jobFinishMany({ finishes: [{ id, attempt: 1, outcome }], now: tick(), retentionMs: 86_400_000 });
+  const finish = (id: JobId, outcome: JobOutcome) => backend.jobs.finishMany({ finishes: [{ id, attempt: 1, outcome }], now: tick(), retentionMs: 86_400_000 });
   try {
     const success = await claimed("chargeCard", { amount: 100 });
     await finish(success, { kind: "success" });

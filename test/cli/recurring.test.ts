@@ -2,7 +2,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { JobPublisher, RECURRING_SEQUENTIAL_TOPIC, RetryPolicy, type Backend, type RecurringSchedule } from "@later/runtime";
+import { JobPublisher, RECURRING_SEQUENTIAL_TOPIC, RetryPolicy } from "@later/runtime";
+import type { Backend, RecurringSchedule } from "@later/runtime/internal";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
 import { ManualClock } from "@later/runtime/testing";
@@ -21,7 +22,7 @@ interface Seeded {
 async function seedSchedules(backend: () => Backend, other: Backend): Promise<Seeded> {
   const register = async (b: Backend, scheduleId: string, payload: unknown, cron: string, options: { timeZone?: string; sequential?: boolean } = {}) => {
     await b.open();
-    await b.migrationUp();
+    await b.migrations.up();
     const publisher = new JobPublisher({
       backend: b,
       clock: new ManualClock(NOW),

@@ -31,9 +31,10 @@ describe("generated modules", () => {
     ]);
     expect(text).toContain('import type { CreateAccount, ProcessOrder, SendEmail } from "./shop.schema.js";');
     expect(text).not.toMatch(/interface SendEmail/);
-    for (const name of ["JobsBuilder<C>", "JobsContext<C>", "JobsServer<C>", "JobsPublisher", "openJobsPublisher"]) expect(text).toContain(name);
-    expect(text).toContain("readonly processOrder: TopicJobHandle<ProcessOrder>");
-    expect(text).toContain("readonly sendEmail: JobHandle<SendEmail>");
+    for (const name of ["JobsBuilder<C, Trx", "JobsContext<C, Trx", "JobsServer<C, Trx", "JobsPublisher<Trx", "openJobsPublisher<Trx"])
+      expect(text).toContain(name);
+    expect(text).toContain("readonly processOrder: TopicJobHandle<ProcessOrder, Trx>");
+    expect(text).toContain("readonly sendEmail: JobHandle<SendEmail, Trx>");
   });
 
   it("imports the schema by a valid specifier whatever its file name", () => {
@@ -48,15 +49,15 @@ describe("generated modules", () => {
   it("names follow the interface: Billing gives BillingBuilder, BillingContext, BillingServer", () => {
     const text = readFileSync(join(ROOT, "test/codegen/schemas/billing.generated.ts"), "utf8");
     for (const name of [
-      "class BillingBuilder<C>",
-      "type BillingContext<C>",
-      "type BillingServer<C>",
-      "type BillingPublisher",
-      "function openBillingPublisher",
+      "class BillingBuilder<C, Trx",
+      "type BillingContext<C, Trx",
+      "type BillingServer<C, Trx",
+      "type BillingPublisher<Trx",
+      "function openBillingPublisher<Trx",
     ]) {
       expect(text).toContain(name);
     }
-    expect(text).toContain('readonly refund: JobHandle<Billing["refund"]>');
+    expect(text).toContain('readonly refund: JobHandle<Billing["refund"], Trx>');
   });
 });
 

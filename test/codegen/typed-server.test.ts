@@ -14,7 +14,7 @@ const FAST = { pollIntervalMs: 50, autoMigrate: true } as const;
 
 async function finished(server: { backend: JobsServer<unknown>["backend"] }, id: JobId) {
   return waitFor(async () => {
-    const job = await server.backend.jobGet({ id });
+    const job = await server.backend.inspect.jobGet({ id });
     return job && (job.stage === "success" || job.stage === "failed") ? job : null;
   }, `job ${id} to finish`);
 }
@@ -137,11 +137,11 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
         for (const description of ["add", "pay", "ship"]) ids.push(await server.jobs.processOrder.enqueueToPartition({ customerId: 42, description }));
         expect((await finished(server, ids[2]!)).stage).toBe("success");
         expect(seen).toEqual(["add", "pay", "ship"]);
-        expect((await server.backend.jobGet({ id: ids[0]! }))!.partition).toBe(partitionForKey(42, 4));
-        const before = (await server.backend.jobList({ limit: 100 })).length;
+        expect((await server.backend.inspect.jobGet({ id: ids[0]! }))!.partition).toBe(partitionForKey(42, 4));
+        const before = (await server.backend.inspect.jobList({ limit: 100 })).length;
         await expect(bare.jobs.processOrder.enqueueToPartition({ customerId: 1, description: "x" })).rejects.toMatchObject({ code: "UNKNOWN_TOPIC" });
         await expect(server.jobs.processOrder.enqueueToPartition({ customerId: 1.5, description: "x" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
-        expect((await server.backend.jobList({ limit: 100 })).length).toBe(before);
+        expect((await server.backend.inspect.jobList({ limit: 100 })).length).toBe(before);
       } finally {
         await bare.close();
         await server.shutdown({ deadlineMs: 1_000 });
@@ -161,12 +161,12 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
         const id = await publisher.jobs.sendEmail.enqueue({ address: "web@b.c", body: "from the web process" });
         expect((await finished(server, id)).stage).toBe("success");
         expect(seen).toEqual([{ address: "web@b.c", body: "from the web process" }]);
-        const before = await server.backend.jobList({ limit: 100 });
+        const before = await server.backend.inspect.jobList({ limit: 100 });
         await expect(server.jobs.sendEmail.enqueueRecurring("news", { address: "a", body: "b" }, "0 0 6 * *")).rejects.toMatchObject({ code: "INVALID_CRON" });
         await expect(publisher.jobs.sendEmail.enqueueRecurringSequential("news", { address: "a", body: "b" }, "0 0 6 * * *")).rejects.toMatchObject({
           code: "INVALID_CONFIG",
         });
-        expect((await server.backend.jobList({ limit: 100 })).length).toBe(before.length);
+        expect((await server.backend.inspect.jobList({ limit: 100 })).length).toBe(before.length);
         // Registered from the web process, the same schedule from a server is an update (null).
         expect(await publisher.jobs.sendEmail.enqueueRecurring("news", { address: "a", body: "b" }, "0 0 6 * * *", { timeZone: "Europe/Paris" })).toMatch(
           /^[0-9a-z]{26}$/,
@@ -193,7 +193,7 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
         const head = await publisher.jobs.processOrder.enqueueContinueToPartition(parent, { customerId: 7, description: "blocked" });
         const next = await publisher.jobs.processOrder.enqueueToPartition({ customerId: 7, description: "next" });
         expect(await publisher.forceFailPartitionHead({ topic: "orders", key: 7 }, "skipped by an operator")).toBe(head);
-        expect(await server.backend.jobGet({ id: head })).toMatchObject({ stage: "failed", lastError: "skipped by an operator" });
+        expect(await server.backend.inspect.jobGet({ id: head })).toMatchObject({ stage: "failed", lastError: "skipped by an operator" });
         expect((await finished(server, next)).stage).toBe("success");
         expect(await server.truncatePartitionHistory({ topic: "orders", key: 7 }, 1)).toBe(1);
         expect(await publisher.truncatePartitionHistory({ topic: "orders", key: 7 }, 0)).toBe(1);
@@ -238,7 +238,7 @@ describe("generated module with the application's own transaction (SQLite)", () 
       ).rejects.toThrow("rollback");
       expect((await finished(server, id)).stage).toBe("success");
       expect(seen).toEqual(["committed"]);
-      expect((await server.backend.jobList({ limit: 10 })).map((j) => j.id)).toEqual([id]);
+      expect((await server.backend.inspect.jobList({ limit: 10 })).map((j) => j.id)).toEqual([id]);
     } finally {
       await server.shutdown({ deadlineMs: 1_000 });
       await kysely.destroy();

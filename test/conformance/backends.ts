@@ -14,7 +14,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { Kysely, PostgresDialect, SqliteDialect } from "kysely";
 import pg from "pg";
-import type { Backend } from "@later/runtime";
+import type { Backend } from "@later/runtime/internal";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
 import { createPostgresSchema, postgresUrl } from "../support/postgres.js";

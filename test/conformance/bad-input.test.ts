@@ -26,14 +26,14 @@ describe.each(BACKENDS)("bad input on $name", (entry) => {
   it("bad enqueue input gets INVALID_ARGUMENT and writes nothing", async () => {
     const h = harness();
     const server = await h.start({ handlers: { a: { handle: () => undefined } } });
-    const before = await server.backend.jobCountByStage();
+    const before = await server.backend.inspect.stageCounts();
     expect(await codeOf(server.publisher.enqueue("a", {}, { delayMs: -1 }))).toBe("INVALID_ARGUMENT");
     expect(await codeOf(server.publisher.enqueue("a", {}, { delayMs: Number.NaN }))).toBe("INVALID_ARGUMENT");
     expect(await codeOf(server.publisher.enqueue("a", {}, { runAt: new Date("nope") }))).toBe("INVALID_ARGUMENT");
     expect(await codeOf(server.publisher.enqueue("undeclared", {}))).toBe("INVALID_ARGUMENT");
     expect(await codeOf(server.publisher.enqueue("a", { n: 1n }))).toBe("INVALID_ARGUMENT");
     expect(await codeOf(server.publisher.enqueue("a", undefined))).toBe("INVALID_ARGUMENT");
-    expect(await server.backend.jobCountByStage()).toEqual(before);
+    expect(await server.backend.inspect.stageCounts()).toEqual(before);
   });
 
   it("enqueue and scaling after shutdown get SERVER_STOPPED", async () => {
@@ -64,11 +64,11 @@ describe.each(BACKENDS)("bad input on $name", (entry) => {
       thrown.map((_, i) => ({ i })),
     );
     const fine = await server.publisher.enqueue("fine", {});
-    await waitFor(async () => (await server.backend.jobGet({ id: fine }))?.stage === "success", "worker still runs");
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: fine }))?.stage === "success", "worker still runs");
     const reasons = await Promise.all(
       ids.map(async (id) => {
         const j = await waitFor(async () => {
-          const r = await server.backend.jobGet({ id });
+          const r = await server.backend.inspect.jobGet({ id });
           return r?.stage === "failed" ? r : null;
         }, "failed");
         return j.lastError;
@@ -97,12 +97,12 @@ describe.each(BACKENDS)("misbehaving options on $name", (entry) => {
     });
     const id = await server.publisher.enqueue("bad", {});
     const job = await waitFor(async () => {
-      const j = await server.backend.jobGet({ id });
+      const j = await server.backend.inspect.jobGet({ id });
       return j?.stage === "failed" ? j : null;
     }, "failed");
     expect(job.lastError).toMatch(/nope \(retry policy unavailable: .*not a RetryPolicy\)/);
     const fine = await server.publisher.enqueue("fine", {});
-    await waitFor(async () => (await server.backend.jobGet({ id: fine }))?.stage === "success", "worker still runs");
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: fine }))?.stage === "success", "worker still runs");
   });
 });
 
@@ -131,9 +131,9 @@ describe("schema and database checks (SQLite)", () => {
     const file = fresh();
     const b = sqlite({ file });
     await b.open();
-    const up = await b.migrationUp();
+    const up = await b.migrations.up();
     expect(up.applied.length).toBeGreaterThan(0);
-    expect((await b.migrationUp()).applied).toEqual([]);
+    expect((await b.migrations.up()).applied).toEqual([]);
     await b.close();
     const db = new Database(file);
     db.prepare("INSERT INTO later_migrations (version, name, applied_at) VALUES (999, 'future', 0)").run();
@@ -146,11 +146,11 @@ describe("schema and database checks (SQLite)", () => {
   it("migration status lists applied and pending migrations", async () => {
     const b = sqlite({ file: fresh() });
     await b.open();
-    const before = await b.migrationStatus();
+    const before = await b.migrations.status();
     expect(before.current).toBe(0);
     expect(before.pending.length).toBe(before.latest);
-    await b.migrationUp();
-    const after = await b.migrationStatus();
+    await b.migrations.up();
+    const after = await b.migrations.status();
     expect(after.current).toBe(after.latest);
     expect(after.pending).toEqual([]);
     await b.close();

@@ -19,7 +19,7 @@ describe.each(BACKENDS)("continuations enqueued while their parent finishes, on 
     }
     await waitFor(
       async () => {
-        const jobs = await Promise.all(children.map((id) => server.backend.jobGet({ id })));
+        const jobs = await Promise.all(children.map((id) => server.backend.inspect.jobGet({ id })));
         return jobs.every((j) => j?.stage === "success");
       },
       "every continuation to succeed",

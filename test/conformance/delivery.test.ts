@@ -16,7 +16,7 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     expect(isJobId(id)).toBe(true);
     expect(id).toBe(id.toLowerCase());
     const job = await waitFor(async () => {
-      const j = await server.backend.jobGet({ id });
+      const j = await server.backend.inspect.jobGet({ id });
       return j?.stage === "success" ? j : null;
     }, "success");
     expect(seen).toEqual([payload]);
@@ -42,7 +42,7 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     });
     const id = await server.publisher.enqueue("flaky", {});
     const job = await waitFor(async () => {
-      const j = await server.backend.jobGet({ id });
+      const j = await server.backend.inspect.jobGet({ id });
       return j?.stage === "failed" ? j : null;
     }, "failed");
     expect(runs).toBe(3);
@@ -67,7 +67,7 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
       },
     });
     const id = await server.publisher.enqueue("once", {});
-    await waitFor(async () => (await server.backend.jobGet({ id }))?.stage === "failed", "failed");
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id }))?.stage === "failed", "failed");
     expect(runs).toBe(1);
   });
 
@@ -113,20 +113,20 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const t0 = clock.now();
     const delayed = await server.publisher.enqueue("later", {}, { delayMs: 60_000 });
     const now = await server.publisher.enqueue("later", {});
-    await waitFor(async () => (await server.backend.jobGet({ id: now }))?.stage === "success", "the ready job, not blocked by the delayed one");
-    expect((await server.backend.jobGet({ id: delayed }))?.stage).toBe("delayed");
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: now }))?.stage === "success", "the ready job, not blocked by the delayed one");
+    expect((await server.backend.inspect.jobGet({ id: delayed }))?.stage).toBe("delayed");
     clock.advance(59_999);
     const retried = await server.publisher.enqueue("retried", {});
-    await waitFor(async () => (await server.backend.jobGet({ id: retried }))?.stage === "requeued", "requeued");
-    expect((await server.backend.jobGet({ id: delayed }))?.stage).toBe("delayed");
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: retried }))?.stage === "requeued", "requeued");
+    expect((await server.backend.inspect.jobGet({ id: delayed }))?.stage).toBe("delayed");
     clock.advance(1);
-    await waitFor(async () => (await server.backend.jobGet({ id: delayed }))?.stage === "success", "delayed job after its time");
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: delayed }))?.stage === "success", "delayed job after its time");
     expect(started[1]).toBeGreaterThanOrEqual(t0 + 60_000);
     // The retry failed at t0 + 59_999, so it is due at t0 + 89_999: one ms before, it must still wait.
     clock.advance(29_998);
-    expect((await server.backend.jobGet({ id: retried }))?.stage).toBe("requeued");
+    expect((await server.backend.inspect.jobGet({ id: retried }))?.stage).toBe("requeued");
     clock.advance(1);
-    await waitFor(async () => (await server.backend.jobGet({ id: retried }))?.stage === "success", "retry after its delay");
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: retried }))?.stage === "success", "retry after its delay");
     expect(retriedStarts[1]! - retriedStarts[0]!).toBeGreaterThanOrEqual(30_000);
   });
 
@@ -135,9 +135,9 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const clock = new ManualClock();
     const server = await h.start({ clock, handlers: { at: { handle: () => undefined } } });
     const id = await server.publisher.enqueue("at", {}, { runAt: new Date(clock.now() + 5_000) });
-    expect((await server.backend.jobGet({ id }))?.stage).toBe("delayed");
+    expect((await server.backend.inspect.jobGet({ id }))?.stage).toBe("delayed");
     clock.advance(5_000);
-    await waitFor(async () => (await server.backend.jobGet({ id }))?.stage === "success", "success");
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id }))?.stage === "success", "success");
   });
 
   it("J5: a chain of continuations runs in order, each after its parent succeeds", async () => {
@@ -159,13 +159,13 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const a = await server.publisher.enqueue("step", { name: "a" });
     const b = await server.publisher.enqueue("step", { name: "b" }, { parentId: a });
     const c = await server.publisher.enqueue("step", { name: "c" }, { parentId: b });
-    expect((await server.backend.jobGet({ id: b }))?.stage).toBe("waiting");
+    expect((await server.backend.inspect.jobGet({ id: b }))?.stage).toBe("waiting");
     gate.resolve();
-    await waitFor(async () => (await server.backend.jobGet({ id: c }))?.stage === "success", "chain end");
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: c }))?.stage === "success", "chain end");
     expect(order).toEqual(["a", "b", "c"]);
     // Parent already done: the continuation runs at once.
     const d = await server.publisher.enqueue("step", { name: "d" }, { parentId: a });
-    await waitFor(async () => (await server.backend.jobGet({ id: d }))?.stage === "success", "continuation of a finished parent");
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: d }))?.stage === "success", "continuation of a finished parent");
   });
 
   it("J5: a parent that fails for good fails its waiting continuations down the chain, with the reason", async () => {
@@ -188,27 +188,27 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const grandchild = await server.publisher.enqueue("next", {}, { parentId: child });
     gate.resolve();
     const g = await waitFor(async () => {
-      const j = await server.backend.jobGet({ id: grandchild });
+      const j = await server.backend.inspect.jobGet({ id: grandchild });
       return j?.stage === "failed" ? j : null;
     }, "grandchild failed");
-    const c = await server.backend.jobGet({ id: child });
+    const c = await server.backend.inspect.jobGet({ id: child });
     expect(c?.stage).toBe("failed");
     expect(c?.lastError).toContain(parent);
     expect(c?.lastError).toContain("card declined");
     expect(g.lastError).toContain(child);
     // A continuation of an already-failed parent fails at once.
     const late = await server.publisher.enqueue("next", {}, { parentId: parent });
-    expect((await server.backend.jobGet({ id: late }))?.stage).toBe("failed");
+    expect((await server.backend.inspect.jobGet({ id: late }))?.stage).toBe("failed");
   });
 
   it("J5: an unknown parent id is an error and writes nothing", async () => {
     const h = harness();
     const server = await h.start({ handlers: { next: { handle: () => undefined } } });
-    const before = await server.backend.jobCountByStage();
+    const before = await server.backend.inspect.stageCounts();
     const err = await server.publisher.enqueue("next", {}, { parentId: newJobId(Date.now()) }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ParentNotFoundError);
     expect((err as ParentNotFoundError).code).toBe("PARENT_NOT_FOUND");
-    expect(await server.backend.jobCountByStage()).toEqual(before);
+    expect(await server.backend.inspect.stageCounts()).toEqual(before);
   });
 
   it("J6: servers on one database and namespace share work; another namespace never sees it", async () => {
@@ -239,7 +239,7 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     expect(ranBy.a!.length).toBeGreaterThan(0);
     expect(ranBy.b!.length).toBeGreaterThan(0);
     expect(ranBy.other).toEqual([]);
-    expect(await other.backend.jobGet({ id: ids[0]! })).toBeNull();
+    expect(await other.backend.inspect.jobGet({ id: ids[0]! })).toBeNull();
   });
 
   it("J4: a short claim reports when the next delayed job of its types is due; a full one reads nothing more", async () => {
@@ -251,19 +251,19 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const now = clock.now();
     const policy = JSON.stringify(RetryPolicy.noRetries());
     const job = (jobType: string, runAt: number) => ({ id: newJobId(now), jobType, payload: "{}", runAt, retryPolicy: policy });
-    await backend.jobInsertMany({
+    await backend.jobs.insertMany({
       jobs: [job("ghost", now), job("ghost", now), job("ghost", now + 5_000), job("ghost", now + 9_000), job("spectre", now + 1_000)],
       now,
     });
-    const full = await backend.jobClaimReady({ owner: "w1", limit: 1, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] });
+    const full = await backend.jobs.claimReady({ owner: "w1", limit: 1, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] });
     expect(full.jobs).toHaveLength(1);
     expect(full.nextRunAt).toBeUndefined();
-    const short = await backend.jobClaimReady({ owner: "w1", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] });
+    const short = await backend.jobs.claimReady({ owner: "w1", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] });
     expect(short.jobs).toHaveLength(1);
     expect(short.nextRunAt).toBe(now + 5_000); // not "spectre" (another type), not the jobs just claimed
-    const none = await backend.jobClaimReady({ owner: "w1", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["spectre", "ghost"] });
+    const none = await backend.jobs.claimReady({ owner: "w1", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["spectre", "ghost"] });
     expect(none).toEqual({ jobs: [], nextRunAt: now + 1_000 });
-    expect(await backend.jobClaimReady({ owner: "w1", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["other"] })).toEqual({ jobs: [], nextRunAt: null });
+    expect(await backend.jobs.claimReady({ owner: "w1", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["other"] })).toEqual({ jobs: [], nextRunAt: null });
     await backend.close();
   });
 
@@ -275,25 +275,25 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     await backend.open();
     const now = clock.now();
     const id = newJobId(now);
-    await backend.jobInsertMany({ jobs: [{ id, jobType: "ghost", payload: "{}", runAt: now, retryPolicy: JSON.stringify(RetryPolicy.fixed(3, 0)) }], now });
-    const [first] = (await backend.jobClaimReady({ owner: "w1", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] })).jobs;
+    await backend.jobs.insertMany({ jobs: [{ id, jobType: "ghost", payload: "{}", runAt: now, retryPolicy: JSON.stringify(RetryPolicy.fixed(3, 0)) }], now });
+    const [first] = (await backend.jobs.claimReady({ owner: "w1", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] })).jobs;
     expect(first?.attempt).toBe(1);
     // A duplicate delivery finds nothing to claim: the job left `enqueued`.
-    expect((await backend.jobClaimReady({ owner: "w2", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] })).jobs).toEqual([]);
+    expect((await backend.jobs.claimReady({ owner: "w2", limit: 5, now, leaseExpiresAt: now + 10, jobTypes: ["ghost"] })).jobs).toEqual([]);
     // The lease expires; the job is retried and claimed again (attempt 2).
-    await backend.jobFinishMany({
+    await backend.jobs.finishMany({
       finishes: [{ id, attempt: 1, outcome: { kind: "retry", runAt: now, error: "lost" } }],
       now: now + 20,
       retentionMs: 1000,
       leaseExpiredBefore: now + 20,
     });
-    const [second] = (await backend.jobClaimReady({ owner: "w2", limit: 5, now: now + 20, leaseExpiresAt: now + 1000, jobTypes: ["ghost"] })).jobs;
+    const [second] = (await backend.jobs.claimReady({ owner: "w2", limit: 5, now: now + 20, leaseExpiresAt: now + 1000, jobTypes: ["ghost"] })).jobs;
     expect(second?.attempt).toBe(2);
     // The stale first claim's completion is rejected; the current one applies.
-    const stale = await backend.jobFinishMany({ finishes: [{ id, attempt: 1, outcome: { kind: "success" } }], now: now + 30, retentionMs: 1000 });
+    const stale = await backend.jobs.finishMany({ finishes: [{ id, attempt: 1, outcome: { kind: "success" } }], now: now + 30, retentionMs: 1000 });
     expect(stale.applied).toEqual([]);
-    expect((await backend.jobGet({ id }))?.stage).toBe("running");
-    const current = await backend.jobFinishMany({ finishes: [{ id, attempt: 2, outcome: { kind: "success" } }], now: now + 30, retentionMs: 1000 });
+    expect((await backend.inspect.jobGet({ id }))?.stage).toBe("running");
+    const current = await backend.jobs.finishMany({ finishes: [{ id, attempt: 2, outcome: { kind: "success" } }], now: now + 30, retentionMs: 1000 });
     expect(current.applied).toEqual([{ id, attempt: 2 }]);
     await backend.close();
     expect(server.workerCount).toBe(1); // the server never claimed the "ghost" type
@@ -315,7 +315,7 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
           throw new Error("rollback");
         })
         .catch(() => undefined);
-      expect(await server.backend.jobGet({ id: rolledBackId })).toBeNull();
+      expect(await server.backend.inspect.jobGet({ id: rolledBackId })).toBeNull();
       const committed = await appDb.transaction().execute(async (trx) => {
         await trx.insertInto("orders").values({ id: 2 }).execute();
         return server.publisher.enqueueIn(trx, "audit", { order: 2 });
@@ -350,7 +350,7 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const policy = JSON.stringify(RetryPolicy.fixed(3, 0));
     const broken = newJobId(now);
     const wrongField = newJobId(now);
-    await backend.jobInsertMany({
+    await backend.jobs.insertMany({
       jobs: [
         { id: broken, jobType: "typed", payload: "{not json", runAt: now, retryPolicy: policy },
         { id: wrongField, jobType: "typed", payload: '{"n":"seven"}', runAt: now, retryPolicy: policy },
@@ -359,14 +359,14 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     });
     await backend.close();
     const good = await server.publisher.enqueue("typed", { n: 7 });
-    await waitFor(async () => (await server.backend.jobGet({ id: good }))?.stage === "success", "good job after bad ones");
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: good }))?.stage === "success", "good job after bad ones");
     for (const id of [broken, wrongField]) {
-      const j = await server.backend.jobGet({ id });
+      const j = await server.backend.inspect.jobGet({ id });
       expect(j?.stage).toBe("failed");
       expect(j?.attempt).toBe(1);
       expect(j?.lastError).toMatch(/payload of job type "typed" does not decode/);
     }
-    expect((await server.backend.jobGet({ id: wrongField }))?.lastError).toContain("field n must be a number");
+    expect((await server.backend.inspect.jobGet({ id: wrongField }))?.lastError).toContain("field n must be a number");
     expect(ran).toEqual([{ n: 7 }]);
   });
 
@@ -381,6 +381,6 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     expect(new Set(ids).size).toBe(500);
     await waitFor(() => count === 500, "500 jobs");
     // Outcomes are written in batches after the handlers return.
-    await waitFor(async () => (await server.backend.jobCountByStage()).counts.success === 500, "500 successes stored");
+    await waitFor(async () => (await server.backend.inspect.stageCounts()).counts.success === 500, "500 successes stored");
   });
 });

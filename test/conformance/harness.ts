@@ -1,6 +1,7 @@
 /** Shared test set-up: servers on a fresh database, event recording, condition waits. */
 import { afterEach, expect } from "vitest";
-import { BackgroundJobServer, LaterError, systemClock, type Backend, type Clock, type ServerEvent, type ServerOptions } from "@later/runtime";
+import { BackgroundJobServer, LaterError, systemClock, type Clock, type ServerEvent, type ServerOptions } from "@later/runtime";
+import type { Backend } from "@later/runtime/internal";
 import type { BackendEntry, TestDatabase } from "./backends.js";
 
 /** Polls `condition` every 5 ms until it holds or `timeoutMs` passes (then throws with `what`). */
@@ -106,13 +107,15 @@ export class StallingClock implements Clock {
   }
 }
 
-/** `backend`, with `method` calling the real one and then `after` with its result (before the caller sees it). */
-export function afterCall<K extends keyof Backend>(
+/** `backend`, with `store.method` calling the real one and then `after` with its result (before the caller sees it). */
+export function afterCall<S extends "jobs" | "partitions", K extends keyof Backend[S]>(
   backend: Backend,
+  store: S,
   method: K,
-  after: (result: Awaited<ReturnType<Extract<Backend[K], (...args: never[]) => unknown>>>) => void,
+  after: (result: Awaited<ReturnType<Extract<Backend[S][K], (...args: never[]) => unknown>>>) => void,
 ): Backend {
-  return new Proxy(backend, {
+  const real = backend[store] as object;
+  const wrapped = new Proxy(real, {
     get(target, prop) {
       const value = Reflect.get(target, prop, target) as unknown;
       if (typeof value !== "function") return value;
@@ -122,6 +125,13 @@ export function afterCall<K extends keyof Backend>(
         after(result);
         return result;
       };
+    },
+  });
+  return new Proxy(backend, {
+    get(target, prop) {
+      if (prop === store) return wrapped;
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === "function" ? value.bind(target) : value;
     },
   });
 }

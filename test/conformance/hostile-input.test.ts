@@ -15,7 +15,8 @@ import { execFileSync } from "node:child_process";
 import Database from "better-sqlite3";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BackgroundJobServer, type LaterError, prepareBackend, topic } from "@later/runtime";
+import { BackgroundJobServer, type LaterError, topic } from "@later/runtime";
+import { prepareBackend } from "@later/runtime/internal";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
 import { openJobsPublisher } from "../codegen/schemas/shop.generated.js";
@@ -135,7 +136,7 @@ describe.each(BACKENDS)("hostile input on $name", (entry) => {
     try {
       const roundTrip = async (body: unknown) => {
         const id = await publisher.jobs.sendEmail.enqueue({ address: "a", body: body as never });
-        const stored = await backend.jobGet({ id });
+        const stored = await backend.inspect.jobGet({ id });
         expect(JSON.parse(stored!.payload).body).toEqual(body);
       };
       await fc.assert(
@@ -145,11 +146,11 @@ describe.each(BACKENDS)("hostile input on $name", (entry) => {
       await roundTrip("x".repeat(10 * 1024 * 1024));
       // -0 is stored as 0, as JSON does (the two are === in JavaScript).
       const zero = await publisher.jobs.sendEmail.enqueue({ address: "a", body: -0 as never });
-      expect(Object.is(JSON.parse((await backend.jobGet({ id: zero }))!.payload).body, 0)).toBe(true);
+      expect(Object.is(JSON.parse((await backend.inspect.jobGet({ id: zero }))!.payload).body, 0)).toBe(true);
       await roundTrip({ "名前🚀": "\ud800", "'; --": [null, true, 1.5e300, -0.25] });
       // An undefined member is left out, as JSON does: the handler sees it missing.
       const id = await publisher.jobs.sendEmail.enqueue({ address: "a", body: { kept: 1, gone: undefined } as never });
-      expect(JSON.parse((await backend.jobGet({ id }))!.payload).body).toStrictEqual({ kept: 1 });
+      expect(JSON.parse((await backend.inspect.jobGet({ id }))!.payload).body).toStrictEqual({ kept: 1 });
     } finally {
       await publisher.close();
     }
@@ -196,16 +197,16 @@ describe.each(BACKENDS)("hostile input on $name", (entry) => {
           const id = config
             ? await started.publisher.enqueueToPartition(name, { n: 1 }, { topic: name, partition: 1 })
             : await started.publisher.enqueue(name, { n: 1 }, { delayMs: 3_600_000 });
-          const stored = await started.backend.jobGet({ id });
+          const stored = await started.backend.inspect.jobGet({ id });
           expect(stored).toMatchObject({ jobType: name, topic: config ? name : null });
-          expect((await started.backend.namespaceCounts()).map((c) => c.namespace)).toContain(name);
+          expect((await started.backend.inspect.namespaceCounts()).map((c) => c.namespace)).toContain(name);
           // As a recurring schedule id.
           const recurring = await started.publisher.enqueueRecurring(name, name, { n: 2 }, "0 0 0 1 1 *").then(
             () => null,
             (e: unknown) => e,
           );
           if (recurring === null) {
-            expect((await started.backend.recurringList()).map((r) => r.id)).toContain(name);
+            expect((await started.backend.recurring.list()).map((r) => r.id)).toContain(name);
             expect(await started.publisher.deleteRecurring(name)).toBe(true);
           } else {
             expect(codeOf(recurring)).toBe("INVALID_ARGUMENT");
@@ -222,7 +223,7 @@ describe.each(BACKENDS)("hostile input on $name", (entry) => {
   it("cron strings and partition keys: accepted and used, or refused with INVALID_CRON / INVALID_ARGUMENT naming them", async () => {
     const backend = db.backend("hostile");
     await prepareBackend(backend, true);
-    await backend.topicRegister({ topics: [topic("orders", 4)], now: Date.now() });
+    await backend.partitions.topicRegister({ topics: [topic("orders", 4)], now: Date.now() });
     const publisher = await openJobsPublisher({ backend, topics: [topic("orders", 4)] });
     try {
       await fc.assert(
@@ -253,7 +254,7 @@ describe.each(BACKENDS)("hostile input on $name", (entry) => {
               expect(codeOf(result)).toBe("INVALID_ARGUMENT");
               expect(result.message).toContain("customerId");
             } else {
-              const stored = await backend.jobGet({ id: result });
+              const stored = await backend.inspect.jobGet({ id: result });
               expect(stored!.topic).toBe("orders");
               expect(stored!.partition).toBeGreaterThanOrEqual(0);
               expect(stored!.partition).toBeLessThan(4);

@@ -1,7 +1,8 @@
 // Reading jobs back (what `later jobs list` and the dashboard use): cursor pages by id, newest
 // or oldest first, filtered by stage and job type, and counts by stage.
 import { describe, expect, it } from "vitest";
-import { newJobId, RetryPolicy, type Backend, type JobInsert } from "@later/runtime";
+import { newJobId, RetryPolicy } from "@later/runtime";
+import type { Backend, JobInsert, JobListParams } from "@later/runtime/internal";
 import { BACKENDS } from "./backends.js";
 
 describe.each(BACKENDS)("inspection on $name", (entry) => {
@@ -10,7 +11,7 @@ describe.each(BACKENDS)("inspection on $name", (entry) => {
     const backend: Backend = db.backend("inspect");
     try {
       await backend.open();
-      await backend.migrationUp();
+      await backend.migrations.up();
       const now = 1_800_000_000_000;
       const policy = JSON.stringify(RetryPolicy.default());
       const jobs: JobInsert[] = Array.from({ length: 7 }, (_, i) => ({
@@ -20,9 +21,9 @@ describe.each(BACKENDS)("inspection on $name", (entry) => {
         runAt: i === 6 ? now + 60_000 : now,
         retryPolicy: policy,
       }));
-      await backend.jobInsertMany({ jobs, now });
+      await backend.jobs.insertMany({ jobs, now });
       const ids = jobs.map((j) => j.id);
-      const list = async (p: Partial<Parameters<Backend["jobList"]>[0]>) => (await backend.jobList({ limit: 100, ...p })).map((j) => j.id);
+      const list = async (p: Partial<JobListParams>) => (await backend.inspect.jobList({ limit: 100, ...p })).map((j) => j.id);
 
       expect(await list({})).toEqual(ids);
       expect(await list({ order: "desc" })).toEqual([...ids].reverse());
@@ -34,11 +35,11 @@ describe.each(BACKENDS)("inspection on $name", (entry) => {
       expect(await list({ stage: "delayed" })).toEqual([ids[6]]);
       expect(await list({ stage: "enqueued", jobType: "even" })).toEqual([ids[0], ids[2], ids[4]]);
       expect(await list({ jobType: "none" })).toEqual([]);
-      expect((await backend.jobCountByStage()).counts).toMatchObject({ enqueued: 6, delayed: 1, running: 0 });
+      expect((await backend.inspect.stageCounts()).counts).toMatchObject({ enqueued: 6, delayed: 1, running: 0 });
       // another namespace on the same database sees none of them
       const other = db.backend("elsewhere");
       await other.open();
-      expect(await other.jobList({ limit: 10 })).toEqual([]);
+      expect(await other.inspect.jobList({ limit: 10 })).toEqual([]);
       await other.close();
     } finally {
       await backend.close();

@@ -39,16 +39,16 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
         },
       },
     });
-    const before = (await slow.backend.jobGet({ id }))!.leaseExpiresAt!;
+    const before = (await slow.backend.inspect.jobGet({ id }))!.leaseExpiresAt!;
     for (let i = 0; i < 10; i++) {
       clock.advance(1_000); // the renewer wakes every leaseMs / 3
       // Renewed at this tick (now + leaseMs), not just still covered by the previous renewal.
-      await waitFor(async () => (await slow.backend.jobGet({ id }))!.leaseExpiresAt! >= clock.now() + 3_000, "lease renewed");
+      await waitFor(async () => (await slow.backend.inspect.jobGet({ id }))!.leaseExpiresAt! >= clock.now() + 3_000, "lease renewed");
       expect(await rescuer.rescueStuckJobs()).toBe(0);
     }
-    expect((await slow.backend.jobGet({ id }))!.leaseExpiresAt!).toBeGreaterThan(before + 9_000);
+    expect((await slow.backend.inspect.jobGet({ id }))!.leaseExpiresAt!).toBeGreaterThan(before + 9_000);
     gate.resolve();
-    await waitFor(async () => (await slow.backend.jobGet({ id }))?.stage === "success", "success");
+    await waitFor(async () => (await slow.backend.inspect.jobGet({ id }))?.stage === "success", "success");
     expect(runs).toBe(1);
   });
 
@@ -72,14 +72,14 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const ahead = now + 1;
     const id = newJobId(now);
     const spent = newJobId(now + 1);
-    await ghost.jobInsertMany({
+    await ghost.jobs.insertMany({
       now: ahead,
       jobs: [
         { id, jobType: "work", payload: "{}", runAt: ahead, retryPolicy: policy },
         { id: spent, jobType: "work", payload: "{}", runAt: ahead, retryPolicy: JSON.stringify(RetryPolicy.noRetries()) },
       ],
     });
-    expect((await ghost.jobClaimReady({ owner: "ghost", limit: 2, now: ahead, leaseExpiresAt: now + 5_000, jobTypes: ["work"] })).jobs).toHaveLength(2);
+    expect((await ghost.jobs.claimReady({ owner: "ghost", limit: 2, now: ahead, leaseExpiresAt: now + 5_000, jobTypes: ["work"] })).jobs).toHaveLength(2);
     await ghost.close();
     clock.advance(6_000); // expired, but not for long enough
     expect(await server.rescueStuckJobs()).toBe(0);
@@ -88,11 +88,11 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     await waitFor(() => ran.length === 1, "retried job ran");
     expect(ran).toEqual([2]);
     const job = await waitFor(async () => {
-      const j = await server.backend.jobGet({ id });
+      const j = await server.backend.inspect.jobGet({ id });
       return j?.stage === "success" ? j : null;
     }, "success");
     expect(job.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
-    const failed = await server.backend.jobGet({ id: spent });
+    const failed = await server.backend.inspect.jobGet({ id: spent });
     expect(failed?.stage).toBe("failed");
     expect(failed?.lastError).toMatch(/lease of attempt 1 expired/);
   });
@@ -112,12 +112,12 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const at = clock.now() + 1;
     const id = newJobId(clock.now());
     // Stored with another policy (fixed(3, 0)); the type's own, one retry after a minute, wins.
-    await ghost.jobInsertMany({ now: at, jobs: [{ id, jobType: "work", payload: "{}", runAt: at, retryPolicy: policy }] });
-    expect((await ghost.jobClaimReady({ owner: "ghost", limit: 1, now: at, leaseExpiresAt: clock.now() + 3_000, jobTypes: ["work"] })).jobs).toHaveLength(1);
+    await ghost.jobs.insertMany({ now: at, jobs: [{ id, jobType: "work", payload: "{}", runAt: at, retryPolicy: policy }] });
+    expect((await ghost.jobs.claimReady({ owner: "ghost", limit: 1, now: at, leaseExpiresAt: clock.now() + 3_000, jobTypes: ["work"] })).jobs).toHaveLength(1);
     await ghost.close();
     clock.advance(3_001);
     expect(await server.rescueStuckJobs()).toBe(1);
-    const job = (await server.backend.jobGet({ id }))!;
+    const job = (await server.backend.inspect.jobGet({ id }))!;
     expect(job.stage).toBe("requeued");
     expect(job.runAt).toBe(clock.now() + 60_000);
     // The replacement was stored: a server without the option (another version of the app) follows it
@@ -126,13 +126,13 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const again = h.db.backend();
     await again.open();
     const due = job.runAt;
-    expect((await again.jobClaimReady({ owner: "ghost", limit: 1, now: due, leaseExpiresAt: due + 3_000, jobTypes: ["work"] })).jobs).toMatchObject([
+    expect((await again.jobs.claimReady({ owner: "ghost", limit: 1, now: due, leaseExpiresAt: due + 3_000, jobTypes: ["work"] })).jobs).toMatchObject([
       { id, attempt: 2 },
     ]);
     await again.close();
     clock.advance(due + 3_001 - clock.now());
     expect(await other.rescueStuckJobs()).toBe(1);
-    expect(await server.backend.jobGet({ id })).toMatchObject({ stage: "failed", attempt: 2 });
+    expect(await server.backend.inspect.jobGet({ id })).toMatchObject({ stage: "failed", attempt: 2 });
   });
 
   it("J7/J11: the stuck-job rescuer and the expiry sweeper run on their own intervals and report what they did", async () => {
@@ -153,9 +153,9 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const ghost = h.db.backend();
     await ghost.open();
     const id = newJobId(clock.now());
-    await ghost.jobInsertMany({ now: clock.now() + 1, jobs: [{ id, jobType: "work", payload: "{}", runAt: clock.now() + 1, retryPolicy: policy }] });
+    await ghost.jobs.insertMany({ now: clock.now() + 1, jobs: [{ id, jobType: "work", payload: "{}", runAt: clock.now() + 1, retryPolicy: policy }] });
     expect(
-      (await ghost.jobClaimReady({ owner: "ghost", limit: 1, now: clock.now() + 1, leaseExpiresAt: clock.now() + 3_000, jobTypes: ["work"] })).jobs,
+      (await ghost.jobs.claimReady({ owner: "ghost", limit: 1, now: clock.now() + 1, leaseExpiresAt: clock.now() + 3_000, jobTypes: ["work"] })).jobs,
     ).toHaveLength(1);
     await ghost.close();
     const maintenance = (task: string) => h.events.find((e) => e.type === "maintenance" && e.task === task);
@@ -164,7 +164,7 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     await waitFor(() => h.stagesOf(id).includes("success"), "the rescued job to run again");
     clock.advance(10_000);
     expect(await waitFor(() => maintenance("sweep-expired"), "the sweeper's event")).toMatchObject({ task: "sweep-expired" });
-    expect(await server.backend.jobGet({ id: done })).toBeNull();
+    expect(await server.backend.inspect.jobGet({ id: done })).toBeNull();
   });
 
   it("J7: a lost lease aborts the handler's signal and its result is discarded", async () => {
@@ -193,7 +193,7 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     // Someone else takes the job over (as the sweep does once the lease expired).
     const other = h.db.backend();
     await other.open();
-    await other.jobFinishMany({
+    await other.jobs.finishMany({
       finishes: [{ id, attempt: 1, outcome: { kind: "retry", runAt: clock.now() + 60_000, error: "taken over" } }],
       now: clock.now(),
       retentionMs: 1000,
@@ -207,11 +207,11 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     // Time goes on passing (one poll interval per look), as it would on a real clock: a fetcher whose
     // look at the due time raced the takeover above finds the retry at its next poll.
     await waitFor(async () => {
-      if ((await server.backend.jobGet({ id }))?.stage === "success") return true;
+      if ((await server.backend.inspect.jobGet({ id }))?.stage === "success") return true;
       clock.advance(50);
       return false;
     }, "second attempt succeeds");
-    expect((await server.backend.jobGet({ id }))?.attempt).toBe(2);
+    expect((await server.backend.inspect.jobGet({ id }))?.attempt).toBe(2);
   });
 
   it("J7: a claim whose lease expired before its handler could start is not run; the stuck-job sweep retries it", async () => {
@@ -228,7 +228,7 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
       rescueIntervalMs: 1_000_000,
       defaultRetryPolicy: RetryPolicy.fixed(3, 0),
       wrapBackend: (b) =>
-        afterCall(b, "jobClaimReady", (r) => {
+        afterCall(b, "jobs", "claimReady", (r) => {
           if (r.jobs.length > 0 && clock.offset === 0) clock.offset = leaseMs + 1;
         }),
       handlers: { work: { handle: (ctx) => void ran.push(ctx.attempt) } },
@@ -237,12 +237,12 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const skipped = await waitFor(() => h.events.find((e) => e.type === "job-skipped"), "the skipped claim's event");
     expect(skipped).toMatchObject({ jobId: id, jobType: "work", attempt: 1 });
     expect(ran).toEqual([]);
-    expect((await server.backend.jobGet({ id }))?.stage).toBe("running");
+    expect((await server.backend.inspect.jobGet({ id }))?.stage).toBe("running");
     expect(await server.rescueStuckJobs()).toBe(1);
     await waitFor(() => ran.length === 1, "the retry to run");
     expect(ran).toEqual([2]);
     const job = await waitFor(async () => {
-      const j = await server.backend.jobGet({ id });
+      const j = await server.backend.inspect.jobGet({ id });
       return j?.stage === "success" ? j : null;
     }, "success");
     expect(job.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
@@ -313,8 +313,8 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     expect(signals[0]!.aborted).toBe(true);
     const check = h.db.backend();
     await check.open();
-    expect((await check.jobGet({ id: quick }))?.stage).toBe("success");
-    const left = await check.jobGet({ id: never });
+    expect((await check.inspect.jobGet({ id: quick }))?.stage).toBe("success");
+    const left = await check.inspect.jobGet({ id: never });
     expect(left?.stage).toBe("running");
     expect(left?.leaseExpiresAt).not.toBeNull();
     await check.close();
@@ -334,14 +334,14 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
       "t",
       Array.from({ length: 10 }, (_, i) => ({ i })),
     );
-    await waitFor(async () => (await server.backend.jobCountByStage()).counts.success === 10, "all done");
+    await waitFor(async () => (await server.backend.inspect.stageCounts()).counts.success === 10, "all done");
     const pending = await server.publisher.enqueue("t", {}, { delayMs: 1_000_000 });
     clock.advance(30_000);
     expect(await server.sweepExpiredJobs()).toBe(0);
     clock.advance(30_001);
     expect(await server.sweepExpiredJobs()).toBe(10);
-    for (const id of ids) expect(await server.backend.jobGet({ id })).toBeNull();
-    expect((await server.backend.jobGet({ id: pending }))?.stage).toBe("delayed");
+    for (const id of ids) expect(await server.backend.inspect.jobGet({ id })).toBeNull();
+    expect((await server.backend.inspect.jobGet({ id: pending }))?.stage).toBe("delayed");
   });
 
   it("J13: a handler that hangs past jobTimeoutMs fails its attempt and its worker is replaced", async () => {
@@ -362,7 +362,7 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     await waitFor(() => done.includes(next), "the replacement worker runs the next job");
     // The failed attempt is written by the completion batcher, asynchronously.
     const job = await waitFor(async () => {
-      const j = await server.backend.jobGet({ id: hung });
+      const j = await server.backend.inspect.jobGet({ id: hung });
       return j?.stage === "failed" ? j : null;
     }, "hung job failed");
     expect(job?.stage).toBe("failed");
@@ -390,7 +390,7 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     expect(server.workerCount).toBe(1);
     const next = await server.publisher.enqueue("w", {});
     await waitFor(() => ran.some((r) => r.id === next), "the replacement loop runs jobs");
-    expect((await server.backend.jobGet({ id: lost }))?.stage).toBe("running");
+    expect((await server.backend.inspect.jobGet({ id: lost }))?.stage).toBe("running");
     clock.advance(4_001); // lease (no longer renewed) expired for longer than the grace
     expect(await server.rescueStuckJobs()).toBe(1);
     await waitFor(() => ran.some((r) => r.id === lost), "the lost claim is retried");
@@ -425,7 +425,7 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     expect(server.workerCount).toBe(2);
     expect(await server.autoscaleTick()).toBe(0); // at max
     gate.resolve();
-    await waitFor(async () => (await server.backend.jobCountByStage()).counts.success === 50, "backlog drained");
+    await waitFor(async () => (await server.backend.inspect.stageCounts()).counts.success === 50, "backlog drained");
     expect(await server.autoscaleTick()).toBe(0);
     expect(await server.autoscaleTick()).toBe(0);
     expect(await server.autoscaleTick()).toBe(-1);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { partitionForKey, RetryPolicy, topic, type JobRecord } from "@later/runtime";
+import { partitionForKey, RetryPolicy, topic } from "@later/runtime";
+import type { JobRecord } from "@later/runtime/internal";
 import { ManualClock } from "@later/runtime/testing";
 import { BACKENDS } from "./backends.js";
 import { afterCall, codeOf, deferred, StallingClock, useHarness, waitFor } from "./harness.js";
@@ -22,7 +23,7 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     expect(await codeOf(server.publisher.enqueueToPartition("order", {}, { topic: "payments", key: "k" }))).toBe("UNKNOWN_TOPIC");
     expect(await codeOf(server.publisher.enqueueToPartition("order", {}, { topic: "orders", partition: 4 }))).toBe("INVALID_ARGUMENT");
     expect(await codeOf(server.publisher.enqueueToPartition("order", {}, { topic: "orders", key: 1.5 }))).toBe("INVALID_ARGUMENT");
-    expect(await server.backend.jobList({ limit: 10 })).toEqual([]);
+    expect(await server.backend.inspect.jobList({ limit: 10 })).toEqual([]);
   });
 
   it("P1: a server started with another partition count for a stored topic refuses to start", async () => {
@@ -54,11 +55,11 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     });
     const ids: string[] = [];
     for (let n = 0; n < 20; n++) ids.push(await server.publisher.enqueueToPartition("order", { n }, { topic: "orders", key: "customer-42" }));
-    const last = await settled(() => server.backend.jobGet({ id: ids[19]! }));
+    const last = await settled(() => server.backend.inspect.jobGet({ id: ids[19]! }));
     expect(last.stage).toBe("success");
     expect(order).toEqual([...Array(20).keys()]);
     expect(overlap).toBe(false);
-    const first = (await server.backend.jobGet({ id: ids[0]! }))!;
+    const first = (await server.backend.inspect.jobGet({ id: ids[0]! }))!;
     expect(first.topic).toBe("orders");
     expect(first.partition).toBe(partitionForKey("customer-42", 4));
     expect(last.seq! - first.seq!).toBe(19);
@@ -86,9 +87,9 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const a = await server.publisher.enqueueToPartition("order", { n: 0, fail: 1 }, target); // fails once, then succeeds
     const b = await server.publisher.enqueueToPartition("order", { n: 1, fail: 5 }, target); // fails for good (1 retry)
     const c = await server.publisher.enqueueToPartition("order", { n: 2, fail: 0 }, target);
-    expect((await settled(() => server.backend.jobGet({ id: c }))).stage).toBe("success");
-    expect((await server.backend.jobGet({ id: a }))!.stage).toBe("success");
-    expect((await server.backend.jobGet({ id: b }))!.stage).toBe("failed");
+    expect((await settled(() => server.backend.inspect.jobGet({ id: c }))).stage).toBe("success");
+    expect((await server.backend.inspect.jobGet({ id: a }))!.stage).toBe("success");
+    expect((await server.backend.inspect.jobGet({ id: b }))!.stage).toBe("failed");
     expect(log).toEqual(["start 0", "start 0", "start 1", "start 1", "start 2"]);
   });
 
@@ -101,13 +102,13 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const late = await server.publisher.enqueueToPartition("order", { n: "late" }, target, { delayMs: 5_000 });
     const next = await server.publisher.enqueueToPartition("order", { n: "next" }, target);
     const other = await server.publisher.enqueueToPartition("order", { n: "other" }, { topic: "orders", partition: 3 });
-    await settled(() => server.backend.jobGet({ id: other }));
+    await settled(() => server.backend.inspect.jobGet({ id: other }));
     expect(ran).toEqual(["other"]);
-    expect((await server.backend.jobGet({ id: next }))!.stage).toBe("enqueued");
+    expect((await server.backend.inspect.jobGet({ id: next }))!.stage).toBe("enqueued");
     clock.advance(5_000);
-    await settled(() => server.backend.jobGet({ id: next }));
+    await settled(() => server.backend.inspect.jobGet({ id: next }));
     expect(ran).toEqual(["other", "late", "next"]);
-    expect((await server.backend.jobGet({ id: late }))!.stage).toBe("success");
+    expect((await server.backend.inspect.jobGet({ id: late }))!.stage).toBe("success");
   });
 
   it("P3: a waiting continuation head blocks until its parent elsewhere succeeds; a failed parent fails it and frees the partition", async () => {
@@ -133,18 +134,18 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const child = await server.publisher.enqueueToPartition("order", { n: "child" }, target, { parentId: parent });
     const after = await server.publisher.enqueueToPartition("order", { n: "after" }, target);
     const elsewhere = await server.publisher.enqueueToPartition("order", { n: "elsewhere" }, { topic: "orders", partition: 1 });
-    await settled(() => server.backend.jobGet({ id: elsewhere }));
-    expect((await server.backend.jobGet({ id: child }))!.stage).toBe("waiting");
-    expect((await server.backend.jobGet({ id: after }))!.stage).toBe("enqueued");
+    await settled(() => server.backend.inspect.jobGet({ id: elsewhere }));
+    expect((await server.backend.inspect.jobGet({ id: child }))!.stage).toBe("waiting");
+    expect((await server.backend.inspect.jobGet({ id: after }))!.stage).toBe("enqueued");
     gate.resolve();
-    await settled(() => server.backend.jobGet({ id: after }));
+    await settled(() => server.backend.inspect.jobGet({ id: after }));
     expect(ran).toEqual(["elsewhere", "child", "after"]);
 
     const failing = await server.publisher.enqueue("parent", { fail: true });
     const doomed = await server.publisher.enqueueToPartition("order", { n: "doomed" }, target, { parentId: failing });
     const freed = await server.publisher.enqueueToPartition("order", { n: "freed" }, target);
-    expect((await settled(() => server.backend.jobGet({ id: freed }))).stage).toBe("success");
-    const d = (await server.backend.jobGet({ id: doomed }))!;
+    expect((await settled(() => server.backend.inspect.jobGet({ id: freed }))).stage).toBe("success");
+    const d = (await server.backend.inspect.jobGet({ id: doomed }))!;
     expect(d.stage).toBe("failed");
     expect(d.lastError).toMatch(/parent broke/);
   });
@@ -161,10 +162,10 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const sameTopic = await server.publisher.enqueueToPartition("quick", {}, { topic: "orders", partition: 1 });
     const otherTopic = await server.publisher.enqueueToPartition("quick", {}, { topic: "payments", partition: 0 });
     const plain = await server.publisher.enqueue("quick", {});
-    for (const id of [sameTopic, otherTopic, plain]) expect((await settled(() => server.backend.jobGet({ id }))).stage).toBe("success");
-    expect((await server.backend.jobGet({ id: blocked }))!.stage).toBe("running");
+    for (const id of [sameTopic, otherTopic, plain]) expect((await settled(() => server.backend.inspect.jobGet({ id }))).stage).toBe("success");
+    expect((await server.backend.inspect.jobGet({ id: blocked }))!.stage).toBe("running");
     gate.resolve();
-    await settled(() => server.backend.jobGet({ id: blocked }));
+    await settled(() => server.backend.inspect.jobGet({ id: blocked }));
   });
 
   it("P5: ownership is rendezvous over live members: two servers split the partitions; a dead member's move after its heartbeat expires; shutdown deregisters at once", async () => {
@@ -178,7 +179,7 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const ghost = h.db.backend();
     await ghost.open();
     const ghostExpiresAt = clock.now() + expiry;
-    await ghost.partitionMemberHeartbeat({ member: "ghost", now: clock.now(), expiresAt: ghostExpiresAt });
+    await ghost.partitions.memberHeartbeat({ member: "ghost", now: clock.now(), expiresAt: ghostExpiresAt });
     const b = await h.start(opts);
     const keys = (s: typeof a) => s.ownedPartitions.map((p) => `${p.topic}/${p.partition}`);
     const total = () => a.ownedPartitions.length + b.ownedPartitions.length;
@@ -200,7 +201,7 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     for (const k of before.b) expect(keys(b)).toContain(k);
     await b.shutdown();
     // b left at once, not by expiry: its row is gone from the live members although it has not expired.
-    const { members } = await ghost.partitionMemberHeartbeat({ member: "observer", now: clock.now(), expiresAt: clock.now() + 1 });
+    const { members } = await ghost.partitions.memberHeartbeat({ member: "observer", now: clock.now(), expiresAt: clock.now() + 1 });
     expect(members).toContain(a.instanceId);
     expect(members).not.toContain(b.instanceId);
     await ghost.close();
@@ -222,8 +223,8 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
       const partitions = [...Array(16).keys()];
       const batch = (round: number) =>
         partitions.map((p) => ({ id: `job-${round}-${p}`, jobType: "x", payload: "{}", runAt: now, retryPolicy: "{}", topic: "wide", partition: p }));
-      await writer.jobInsertMany({ now, jobs: batch(0) });
-      const { claimed } = await renewer.partitionHeadClaim({
+      await writer.jobs.insertMany({ now, jobs: batch(0) });
+      const { claimed } = await renewer.partitions.headClaim({
         owner: "A",
         partitions: partitions.map((partition) => ({ topic: "wide", partition })),
         limit: 16,
@@ -236,15 +237,15 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
       const claims = claimed.map((c) => ({ id: c.id, attempt: c.attempt, topic: c.topic, partition: c.partition, epoch: c.epoch })).reverse();
       const renewals = (async () => {
         for (let i = 0; i < 200; i++)
-          expect((await renewer.partitionLeaseRenew({ owner: "A", claims, leaseExpiresAt: now + 60_000 + i })).renewed).toHaveLength(16);
+          expect((await renewer.partitions.leaseRenew({ owner: "A", claims, leaseExpiresAt: now + 60_000 + i })).renewed).toHaveLength(16);
       })();
       // Two writers, so a renewal meets an enqueue transaction part-way through its partitions more often.
       const enqueues = (first: number) =>
         (async () => {
-          for (let round = first; round < first + 100; round++) await writer.jobInsertMany({ now, jobs: batch(round) });
+          for (let round = first; round < first + 100; round++) await writer.jobs.insertMany({ now, jobs: batch(round) });
         })();
       await Promise.all([renewals, enqueues(1), enqueues(101)]);
-      expect((await writer.partitionDepth()).partitions.reduce((n, p) => n + p.unfinished, 0)).toBe(16 * 201);
+      expect((await writer.inspect.partitionDepth()).partitions.reduce((n, p) => n + p.unfinished, 0)).toBe(16 * 201);
     } finally {
       await Promise.all([renewer.close(), writer.close()]);
     }
@@ -257,7 +258,7 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const b = h.db.backend();
     await b.open();
     const now = Date.now();
-    await b.jobInsertMany({
+    await b.jobs.insertMany({
       now,
       jobs: [1, 2].map((n) => ({
         id: `job-${n}`,
@@ -270,7 +271,7 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
       })),
     });
     const claim = (owner: string, at: number) =>
-      b.partitionHeadClaim({ owner, partitions: [{ topic: "orders", partition: 0 }], limit: 1, now: at, leaseExpiresAt: at + 1_000, jobTypes: ["x"] });
+      b.partitions.headClaim({ owner, partitions: [{ topic: "orders", partition: 0 }], limit: 1, now: at, leaseExpiresAt: at + 1_000, jobTypes: ["x"] });
     const first = (await claim("A", now)).claimed[0]!;
     expect(first.id).toBe("job-1");
     expect((await claim("B", now + 10)).claimed).toEqual([]); // the lease holds
@@ -281,12 +282,12 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     expect(second).toMatchObject({ attempt: first.attempt, lostAttempt: true });
     expect(first.lostAttempt).toBeUndefined();
     const key = (c: typeof first) => ({ id: c.id, attempt: c.attempt, topic: c.topic, partition: c.partition, epoch: c.epoch });
-    expect((await b.partitionLeaseRenew({ owner: "A", claims: [key(first)], leaseExpiresAt: now + 9_000 })).renewed).toEqual([]);
-    const late = await b.partitionHeadFinish({ owner: "A", claim: key(first), outcome: { kind: "success" }, now: now + 2_100, retentionMs: 1_000 });
+    expect((await b.partitions.leaseRenew({ owner: "A", claims: [key(first)], leaseExpiresAt: now + 9_000 })).renewed).toEqual([]);
+    const late = await b.partitions.headFinish({ owner: "A", claim: key(first), outcome: { kind: "success" }, now: now + 2_100, retentionMs: 1_000 });
     expect(late).toMatchObject({ applied: false, next: null });
-    expect((await b.jobGet({ id: "job-1" }))!.stage).toBe("running");
+    expect((await b.inspect.jobGet({ id: "job-1" }))!.stage).toBe("running");
     // The lost attempt requeued at once; the same write claims its next attempt under a new epoch.
-    const retried = await b.partitionHeadFinish({
+    const retried = await b.partitions.headFinish({
       owner: "B",
       claim: key(second),
       outcome: { kind: "retry", runAt: now + 2_200, error: "worker lost" },
@@ -299,7 +300,7 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     expect(third).toMatchObject({ id: "job-1", attempt: 2 });
     expect(third.lostAttempt).toBeUndefined();
     expect(third.epoch).toBeGreaterThan(second.epoch);
-    const done = await b.partitionHeadFinish({
+    const done = await b.partitions.headFinish({
       owner: "B",
       claim: key(third),
       outcome: { kind: "success" },
@@ -310,7 +311,7 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     expect(done.applied).toBe(true);
     expect(done.next?.id).toBe("job-2");
     expect(done.next!.epoch).toBeGreaterThan(third.epoch);
-    expect((await b.jobGet({ id: "job-1" }))!.stages.map((x) => x.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
+    expect((await b.inspect.jobGet({ id: "job-1" }))!.stages.map((x) => x.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
     await b.close();
   });
 
@@ -327,7 +328,7 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
       topics: [ORDERS],
       defaultRetryPolicy: RetryPolicy.fixed(3, 0),
       wrapBackend: (b) =>
-        afterCall(b, "partitionHeadClaim", (r) => {
+        afterCall(b, "partitions", "headClaim", (r) => {
           if (r.claimed.length > 0 && clock.offset === 0) clock.offset = leaseMs + 1;
         }),
       handlers: { order: { handle: (ctx) => void ran.push(ctx.attempt) } },
@@ -335,7 +336,7 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const id = await server.publisher.enqueueToPartition("order", {}, { topic: "orders", key: "k" });
     const skipped = await waitFor(() => h.events.find((e) => e.type === "job-skipped"), "the skipped claim's event");
     expect(skipped).toMatchObject({ jobId: id, attempt: 1 });
-    const job = await settled(() => server.backend.jobGet({ id }));
+    const job = await settled(() => server.backend.inspect.jobGet({ id }));
     expect(ran).toEqual([2]);
     expect(job.stage).toBe("success");
     expect(job.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);
@@ -369,14 +370,14 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const next = await server.publisher.enqueueToPartition("next", {}, target);
     await started.promise;
     expect(await server.publisher.forceFailPartitionHead(target, "skipped by an operator")).toBe(stuck);
-    const failed = (await server.backend.jobGet({ id: stuck }))!;
+    const failed = (await server.backend.inspect.jobGet({ id: stuck }))!;
     expect(failed.stage).toBe("failed");
     expect(failed.lastError).toBe("skipped by an operator");
     await server.renewPartitionLeases();
     expect(aborted).toMatchObject({ code: "LEASE_LOST" });
-    expect((await settled(() => server.backend.jobGet({ id: next }))).stage).toBe("success");
+    expect((await settled(() => server.backend.inspect.jobGet({ id: next }))).stage).toBe("success");
     release.resolve();
-    expect((await server.backend.jobGet({ id: stuck }))!.stage).toBe("failed");
+    expect((await server.backend.inspect.jobGet({ id: stuck }))!.stage).toBe("failed");
     expect(await server.publisher.forceFailPartitionHead(target)).toBeNull();
   });
 
@@ -386,7 +387,7 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const server = await h.start({ clock, topics: [ORDERS], pollIntervalMs: 60_000, handlers: { order: { handle: () => undefined } } });
     for (let n = 0; n < 3; n++) {
       const id = await server.publisher.enqueueToPartition("order", { n }, { topic: "orders", key: n });
-      expect((await settled(() => server.backend.jobGet({ id }))).stage).toBe("success");
+      expect((await settled(() => server.backend.inspect.jobGet({ id }))).stage).toBe("success");
     }
   });
 
@@ -397,12 +398,12 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     const ids: string[] = [];
     for (let n = 0; n < 6; n++) ids.push(await server.publisher.enqueueToPartition("order", { n }, target));
     const other = await server.publisher.enqueueToPartition("order", {}, { topic: "orders", partition: 2 });
-    await settled(() => server.backend.jobGet({ id: ids[5]! }));
-    await settled(() => server.backend.jobGet({ id: other }));
+    await settled(() => server.backend.inspect.jobGet({ id: ids[5]! }));
+    await settled(() => server.backend.inspect.jobGet({ id: other }));
     expect(await server.publisher.truncatePartitionHistory(target, 2)).toBe(4);
-    const left = await Promise.all(ids.map((id) => server.backend.jobGet({ id })));
+    const left = await Promise.all(ids.map((id) => server.backend.inspect.jobGet({ id })));
     expect(left.map((j) => j !== null)).toEqual([false, false, false, false, true, true]);
-    expect(await server.backend.jobGet({ id: other })).not.toBeNull();
+    expect(await server.backend.inspect.jobGet({ id: other })).not.toBeNull();
     expect(await codeOf(server.publisher.truncatePartitionHistory(target, -1))).toBe("INVALID_ARGUMENT");
   });
 
@@ -425,13 +426,13 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     });
     const first = await server.publisher.enqueueToPartition("step", { name: "first" }, { topic: "orders", partition: 2 });
     await waitFor(() => chained.length === 1, "the follow-up");
-    const follow = await settled(() => server.backend.jobGet({ id: chained[0]! }));
-    const parent = (await server.backend.jobGet({ id: first }))!;
+    const follow = await settled(() => server.backend.inspect.jobGet({ id: chained[0]! }));
+    const parent = (await server.backend.inspect.jobGet({ id: first }))!;
     expect(follow).toMatchObject({ stage: "success", parentId: first, topic: "orders", partition: 2 });
     expect(follow.seq).toBeGreaterThan(parent.seq!);
     const plain = await server.publisher.enqueue("step", { name: "plain" });
     await waitFor(() => chained.length === 2, "the plain follow-up");
-    expect(await settled(() => server.backend.jobGet({ id: chained[1]! }))).toMatchObject({ stage: "success", parentId: plain, topic: null });
+    expect(await settled(() => server.backend.inspect.jobGet({ id: chained[1]! }))).toMatchObject({ stage: "success", parentId: plain, topic: null });
     expect(ran).toEqual(["first", "first follow-up", "plain", "plain follow-up"]);
     expect(await codeOf(server.publisher.enqueueRecurringContinue("step", "01jxxxxxxxxxxxxxxxxxxxxxxx", {}))).toBe("PARENT_NOT_FOUND");
   });

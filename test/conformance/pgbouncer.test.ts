@@ -90,13 +90,13 @@ describe.skipIf(!runnable)("PostgreSQL behind PgBouncer (transaction mode)", () 
       ).rejects.toThrow("roll back");
 
       await waitFor(() => runs.length >= expectedKeys.length, `${expectedKeys.length} jobs to run`, 20_000);
-      await waitFor(async () => (await a.backend.jobCountByStage()).counts.success === expectedKeys.length, "every outcome stored");
+      await waitFor(async () => (await a.backend.inspect.stageCounts()).counts.success === expectedKeys.length, "every outcome stored");
       expect(runs.map((r) => r.key).sort()).toEqual([...expectedKeys].sort());
       const keys = runs.map((r) => r.key);
       expect(keys.filter((k) => k.startsWith("ordered:"))).toEqual(Array.from({ length: 8 }, (_, i) => `ordered:${i}`));
       expect(keys.indexOf("child:0")).toBeGreaterThan(keys.indexOf("parent:0"));
       expect(runs.find((r) => r.key === "delayed:0")!.at).toBeGreaterThanOrEqual(delayedAt - 5);
-      expect(await a.backend.jobGet({ id: rolledBack! as never })).toBeNull();
+      expect(await a.backend.inspect.jobGet({ id: rolledBack! as never })).toBeNull();
       expect(errors).toEqual([]);
       const codes = [...new Set(warnings.map((w) => w.code))];
       for (const code of expected) expect(codes).toContain(code);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { isJobId, partitionForKey, RECURRING_SEQUENTIAL_TOPIC, type BackgroundJobServer, type JobRecord } from "@later/runtime";
+import { isJobId, partitionForKey, RECURRING_SEQUENTIAL_TOPIC, type BackgroundJobServer } from "@later/runtime";
+import type { JobRecord } from "@later/runtime/internal";
 import { ManualClock } from "@later/runtime/testing";
 import { BACKENDS } from "./backends.js";
 import { codeOf, deferred, useHarness, waitFor } from "./harness.js";
@@ -12,7 +13,7 @@ const MANUAL_POLL = { recurringPollIntervalMs: 3_600_000 } as const;
 const noop = { handle: () => undefined };
 
 async function jobsOf(server: BackgroundJobServer<unknown>, jobType: string): Promise<JobRecord[]> {
-  return (await server.backend.jobList({ jobType, limit: 1_000 })).sort((a, b) => a.runAt - b.runAt);
+  return (await server.backend.inspect.jobList({ jobType, limit: 1_000 })).sort((a, b) => a.runAt - b.runAt);
 }
 
 /** Advances the clock 1 ms per check (waking pollers that sleep 1 ms) until `condition` holds. */
@@ -32,14 +33,14 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
     const server = await h.start({ clock, ...MANUAL_POLL, handlers: { report: noop } });
     const id = await server.publisher.enqueueRecurring("report", "daily-report", { n: 1 }, "0 0 6 * * *");
     expect(isJobId(id)).toBe(true);
-    expect(await server.backend.jobGet({ id: id! })).toMatchObject({
+    expect(await server.backend.inspect.jobGet({ id: id! })).toMatchObject({
       stage: "delayed",
       runAt: Date.UTC(2026, 0, 1, 6),
       jobType: "report",
       payload: JSON.stringify({ n: 1 }),
       topic: null,
     });
-    expect(await server.backend.recurringList()).toEqual([
+    expect(await server.backend.recurring.list()).toEqual([
       expect.objectContaining({
         id: "daily-report",
         jobType: "report",
@@ -68,7 +69,7 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
       [T0 + 10_000, { v: 1 }],
       [T0 + 20_000, { v: 2 }],
     ]);
-    expect((await server.backend.recurringList())[0]).toMatchObject({ nextRunAt: T0 + 30_000, lastJobId: jobs[1]!.id });
+    expect((await server.backend.recurring.list())[0]).toMatchObject({ nextRunAt: T0 + 30_000, lastJobId: jobs[1]!.id });
   });
 
   it("R1: registering on every start-up, even on three servers at once, creates one schedule and one first job; a new cron returns a new job id", async () => {
@@ -88,10 +89,10 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
     const changed = await servers[0]!.publisher.enqueueRecurring("report", "nightly", { v: 1 }, "0 30 6 * * *");
     expect(isJobId(changed)).toBe(true);
     expect(changed).not.toBe(id);
-    expect(await servers[0]!.backend.jobGet({ id: changed! })).toMatchObject({ stage: "delayed", runAt: Date.UTC(2026, 0, 1, 6, 30) });
+    expect(await servers[0]!.backend.inspect.jobGet({ id: changed! })).toMatchObject({ stage: "delayed", runAt: Date.UTC(2026, 0, 1, 6, 30) });
     // A job enqueued under the old cron is an ordinary job: it stays.
-    expect(await servers[0]!.backend.jobGet({ id: id! })).toMatchObject({ stage: "delayed", runAt: Date.UTC(2026, 0, 1, 6) });
-    const nightly = (await servers[0]!.backend.recurringList()).find((s) => s.id === "nightly");
+    expect(await servers[0]!.backend.inspect.jobGet({ id: id! })).toMatchObject({ stage: "delayed", runAt: Date.UTC(2026, 0, 1, 6) });
+    const nightly = (await servers[0]!.backend.recurring.list()).find((s) => s.id === "nightly");
     expect(nightly).toMatchObject({ cron: "0 30 6 * * *", nextRunAt: Date.UTC(2026, 0, 2, 6, 30), lastJobId: changed });
     expect(await servers[1]!.publisher.enqueueRecurring("report", "nightly", { v: 1 }, "0 30 6 * * *")).toBeNull();
   });
@@ -133,7 +134,7 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
     expect(jobs.map((j) => j.runAt)).toEqual(Array.from({ length: 8 }, (_, i) => T0 + 10_000 * (i + 1)));
     // Every one ran, once, while the first is still running.
     await waitFor(async () => (await jobsOf(servers[0]!, "tick")).filter((j) => j.stage === "success").length === 7, "the later occurrences to succeed");
-    expect((await servers[0]!.backend.jobGet({ id: first! }))!.stage).toBe("running");
+    expect((await servers[0]!.backend.inspect.jobGet({ id: first! }))!.stage).toBe("running");
     expect(new Set(runs)).toEqual(new Set(jobs.map((j) => j.id)));
     release.resolve();
     await waitFor(async () => (await jobsOf(servers[0]!, "tick")).every((j) => j.stage === "success"), "every occurrence to succeed");
@@ -153,9 +154,9 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
     await server.shutdown({ deadlineMs: 0 });
     clock.advance(3_600_000 + 5_000); // no server for an hour
     const next = await h.start(options); // polls at start
-    await waitFor(async () => (await next.backend.recurringList())[0]!.nextRunAt > clock.now(), "the catch-up poll");
+    await waitFor(async () => (await next.backend.recurring.list())[0]!.nextRunAt > clock.now(), "the catch-up poll");
     expect((await jobsOf(next, "tick")).map((j) => j.runAt)).toEqual([T0 + 10_000, T0 + 20_000, T0 + 30_000, T0 + 3_630_000]);
-    expect((await next.backend.recurringList())[0]!.nextRunAt).toBe(T0 + 3_640_000);
+    expect((await next.backend.recurring.list())[0]!.nextRunAt).toBe(T0 + 3_640_000);
     expect(await next.pollRecurring()).toBe(0);
   });
 
@@ -168,10 +169,10 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
     const w = await winter.publisher.enqueueRecurring("report", "paris-winter", {}, "0 0 9 * * *", paris);
     const s = await summer.publisher.enqueueRecurring("report", "paris-summer", {}, "0 0 9 * * *", paris);
     const u = await winter.publisher.enqueueRecurring("report", "utc", {}, "0 0 9 * * *");
-    expect((await winter.backend.jobGet({ id: w! }))!.runAt).toBe(Date.UTC(2026, 0, 1, 8));
-    expect((await summer.backend.jobGet({ id: s! }))!.runAt).toBe(Date.UTC(2026, 6, 1, 7));
-    expect((await winter.backend.jobGet({ id: u! }))!.runAt).toBe(Date.UTC(2026, 0, 1, 9));
-    const byId = new Map((await winter.backend.recurringList()).map((x) => [x.id, x]));
+    expect((await winter.backend.inspect.jobGet({ id: w! }))!.runAt).toBe(Date.UTC(2026, 0, 1, 8));
+    expect((await summer.backend.inspect.jobGet({ id: s! }))!.runAt).toBe(Date.UTC(2026, 6, 1, 7));
+    expect((await winter.backend.inspect.jobGet({ id: u! }))!.runAt).toBe(Date.UTC(2026, 0, 1, 9));
+    const byId = new Map((await winter.backend.recurring.list()).map((x) => [x.id, x]));
     expect(byId.get("paris-winter")).toMatchObject({ timeZone: "Europe/Paris", nextRunAt: Date.UTC(2026, 0, 2, 8) });
     expect(byId.get("utc")).toMatchObject({ timeZone: "UTC", nextRunAt: Date.UTC(2026, 0, 2, 9) });
     // Another zone is another schedule definition: a fresh first occurrence.
@@ -196,8 +197,8 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
     expect(await codeOf(server.publisher.enqueueRecurring("report", "", {}, "0 0 6 * * *"))).toBe("INVALID_ARGUMENT");
     expect(await codeOf(server.publisher.enqueueRecurring("report", "r", {}, "0 0 6 * * *", { zone: "UTC" } as never))).toBe("INVALID_ARGUMENT");
     expect(await codeOf(server.publisher.enqueueRecurring("report", "r", { big: 1n }, "0 0 6 * * *"))).toBe("INVALID_ARGUMENT");
-    expect(await server.backend.recurringList()).toEqual([]);
-    expect(await server.backend.jobList({ limit: 10 })).toEqual([]);
+    expect(await server.backend.recurring.list()).toEqual([]);
+    expect(await server.backend.inspect.jobList({ limit: 10 })).toEqual([]);
   });
 
   it("R3: sequential occurrences, and the jobs chained off them, never overlap when the handler is slower than the schedule", async () => {
@@ -239,12 +240,12 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
     const first = await server.publisher.enqueueRecurring("report", "nightly", {}, EVERY_10S, { sequential: true });
     expect(isJobId(first)).toBe(true);
     const partition = partitionForKey("nightly", 2);
-    expect((await server.backend.recurringList())[0]).toMatchObject({ sequential: true, partition, nextRunAt: T0 + 10_000, nextJobId: first });
-    expect(await server.backend.jobGet({ id: first! })).toBeNull(); // reserved: a delayed head would block its partition until then
+    expect((await server.backend.recurring.list())[0]).toMatchObject({ sequential: true, partition, nextRunAt: T0 + 10_000, nextJobId: first });
+    expect(await server.backend.inspect.jobGet({ id: first! })).toBeNull(); // reserved: a delayed head would block its partition until then
 
     clock.advance(10_000);
     expect(await server.pollRecurring()).toBe(1);
-    expect(await server.backend.jobGet({ id: first! })).toMatchObject({ topic: RECURRING_SEQUENTIAL_TOPIC, partition });
+    expect(await server.backend.inspect.jobGet({ id: first! })).toMatchObject({ topic: RECURRING_SEQUENTIAL_TOPIC, partition });
     await waitFor(async () => (await jobsOf(server, "step")).length === 1, "the chained step of occurrence 1");
     for (let k = 2; k <= 3; k++) {
       clock.advance(10_000);
@@ -252,7 +253,7 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
     }
     // Free workers poll (the probe ran), yet occurrences 2 and 3 wait behind the running one.
     const probe = await server.publisher.enqueue("probe", {});
-    await waitFor(async () => (await server.backend.jobGet({ id: probe }))?.stage === "success", "the probe job to run");
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: probe }))?.stage === "success", "the probe job to run");
     const reports = await jobsOf(server, "report");
     expect(reports.map((j) => [j.stage, j.partition])).toEqual([
       ["running", partition],
@@ -277,8 +278,8 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
     const server = await h.start({ clock: new ManualClock(), ...MANUAL_POLL, handlers: { report: noop } });
     const error = await server.publisher.enqueueRecurring("report", "nightly", {}, EVERY_10S, { sequential: true }).catch((e: Error) => e);
     expect(error).toMatchObject({ code: "INVALID_CONFIG", message: expect.stringMatching(/needs the option recurringSequentialPartitions/) });
-    expect(await server.backend.recurringList()).toEqual([]);
-    expect(await server.backend.jobList({ limit: 10 })).toEqual([]);
+    expect(await server.backend.recurring.list()).toEqual([]);
+    expect(await server.backend.inspect.jobList({ limit: 10 })).toEqual([]);
   });
 
   it("deleteRecurring removes the schedule; its enqueued jobs stay", async () => {

@@ -4,7 +4,8 @@
  */
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
-import { newJobId, RetryPolicy, topic, type JobInsert } from "@later/runtime";
+import { newJobId, RetryPolicy, topic } from "@later/runtime";
+import type { JobInsert } from "@later/runtime/internal";
 import { BACKENDS } from "./backends.js";
 
 /**
@@ -29,11 +30,11 @@ describe.each(BACKENDS)("stage counters migration on $name", (entry) => {
     const backend = db.backend();
     try {
       await backend.open();
-      await backend.migrationUp();
+      await backend.migrations.up();
       const app = db.appDatabase<Record<string, never>>();
 
       // Jobs, then the database as migration 3 left it: plain, delayed, partitioned, one running, one finished.
-      await backend.topicRegister({ topics: [topic("orders", 2)], now: Date.now() });
+      await backend.partitions.topicRegister({ topics: [topic("orders", 2)], now: Date.now() });
       const now = Date.now();
       const policy = JSON.stringify(RetryPolicy.noRetries());
       const job = (i: number, extra: Partial<JobInsert> = {}): JobInsert => ({
@@ -49,16 +50,16 @@ describe.each(BACKENDS)("stage counters migration on $name", (entry) => {
         job(10, { runAt: now + 3_600_000 }),
         ...Array.from({ length: 5 }, (_, i) => job(20 + i, { topic: "orders", partition: i % 2 })),
       ];
-      await backend.jobInsertMany({ jobs, now });
-      const claimed = await backend.jobClaimReady({ owner: "o", limit: 2, now, leaseExpiresAt: now + 60_000, jobTypes: ["work"] });
-      await backend.jobFinishMany({ finishes: [{ ...claimed.jobs[0]!, outcome: { kind: "success" } }], now, retentionMs: 60_000 });
+      await backend.jobs.insertMany({ jobs, now });
+      const claimed = await backend.jobs.claimReady({ owner: "o", limit: 2, now, leaseExpiresAt: now + 60_000, jobTypes: ["work"] });
+      await backend.jobs.finishMany({ finishes: [{ ...claimed.jobs[0]!, outcome: { kind: "success" } }], now, retentionMs: 60_000 });
 
       for (const statement of UNDO_MIGRATION_4[entry.name]!) await sql.raw(statement).execute(app);
-      expect((await backend.migrationStatus()).current).toBe(3);
+      expect((await backend.migrations.status()).current).toBe(3);
 
-      const pending = (await backend.migrationStatus()).pending.map((m) => m.version);
+      const pending = (await backend.migrations.status()).pending.map((m) => m.version);
       expect(pending[0]).toBe(4);
-      const applied = await backend.migrationUp();
+      const applied = await backend.migrations.up();
       expect(applied.applied.map((m) => m.version)).toEqual(pending);
       const recount = async () =>
         Object.fromEntries(
@@ -67,16 +68,16 @@ describe.each(BACKENDS)("stage counters migration on $name", (entry) => {
             Number(r.n),
           ]),
         );
-      const { counts } = await backend.jobCountByStage();
+      const { counts } = await backend.inspect.stageCounts();
       expect(counts).toMatchObject(await recount());
       expect(counts).toMatchObject({ enqueued: 9, delayed: 1, running: 1, success: 1, waiting: 0 });
-      expect((await backend.partitionDepth()).partitions.map((p) => p.unfinished)).toEqual([3, 2]);
-      expect((await backend.topicDepth()).topics).toEqual([{ topic: "orders", partitions: 2, unfinished: 5 }]);
+      expect((await backend.inspect.partitionDepth()).partitions.map((p) => p.unfinished)).toEqual([3, 2]);
+      expect((await backend.inspect.topicDepth()).topics).toEqual([{ topic: "orders", partitions: 2, unfinished: 5 }]);
 
       // And they go on counting from there.
-      await backend.jobFinishMany({ finishes: [{ ...claimed.jobs[1]!, outcome: { kind: "fail", error: "x" } }], now, retentionMs: 0 });
-      expect(await backend.jobDeleteExpired({ now: now + 1, limit: 10 })).toBe(1);
-      expect((await backend.jobCountByStage()).counts).toMatchObject({ ...(await recount()), failed: 0, running: 0 });
+      await backend.jobs.finishMany({ finishes: [{ ...claimed.jobs[1]!, outcome: { kind: "fail", error: "x" } }], now, retentionMs: 0 });
+      expect(await backend.jobs.deleteExpired({ now: now + 1, limit: 10 })).toBe(1);
+      expect((await backend.inspect.stageCounts()).counts).toMatchObject({ ...(await recount()), failed: 0, running: 0 });
       await app.destroy();
     } finally {
       await backend.close();

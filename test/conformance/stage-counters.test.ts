@@ -1,12 +1,13 @@
 /**
  * Stage counters (DESIGN §4, D7): after a mixed workload touching every
  * statement that changes a stage, the counters the backend reads
- * (`jobCountByStage`, `partitionDepth`, `topicDepth`) equal a GROUP BY over
+ * (`inspect.stageCounts`, `partitionDepth`, `topicDepth`) equal a GROUP BY over
  * the jobs computed here.
  */
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
-import { JOB_STAGES, newJobId, RetryPolicy, topic, type Backend } from "@later/runtime";
+import { JOB_STAGES, newJobId, RetryPolicy, topic } from "@later/runtime";
+import type { Backend } from "@later/runtime/internal";
 import { BACKENDS, type TestDatabase } from "./backends.js";
 import { deferred, useHarness, waitFor } from "./harness.js";
 
@@ -48,12 +49,12 @@ interface Counted {
 async function counted(backend: Backend): Promise<Counted> {
   const sortKey = (p: { topic: string; partition: number }) => `${p.topic}\0${String(p.partition).padStart(6, "0")}`;
   return {
-    stages: (await backend.jobCountByStage()).counts,
-    partitions: (await backend.partitionDepth()).partitions
+    stages: (await backend.inspect.stageCounts()).counts,
+    partitions: (await backend.inspect.partitionDepth()).partitions
       .filter((p) => p.unfinished !== 0)
       .map(({ topic: t, partition, unfinished }) => ({ topic: t, partition, unfinished }))
       .sort((a, b) => (sortKey(a) < sortKey(b) ? -1 : 1)),
-    topics: (await backend.topicDepth()).topics.filter((t) => t.unfinished !== 0).map(({ topic: t, unfinished }) => ({ topic: t, unfinished })),
+    topics: (await backend.inspect.topicDepth()).topics.filter((t) => t.unfinished !== 0).map(({ topic: t, unfinished }) => ({ topic: t, unfinished })),
   };
 }
 
@@ -147,7 +148,7 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     await p.enqueueRecurring("ok", "every-second", {}, "* * * * * *");
     await waitFor(
       async () => {
-        const { counts } = await server.backend.jobCountByStage();
+        const { counts } = await server.backend.inspect.stageCounts();
         return counts.enqueued + counts.running + counts.requeued === 0 && counts.waiting === 0;
       },
       "the workload to settle",
@@ -161,7 +162,10 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     await p.enqueueToPartition("order", { behind: 2 }, { topic: "orders", partition: 2 });
     await expectCountersMatch(h.db, server.backend);
     expect(await p.forceFailPartitionHead({ topic: "orders", partition: 2 }, "poison")).toBe(head);
-    await waitFor(async () => (await server.backend.partitionDepth()).partitions.find((x) => x.partition === 2)?.unfinished === 0, "partition 2 drained");
+    await waitFor(
+      async () => (await server.backend.inspect.partitionDepth()).partitions.find((x) => x.partition === 2)?.unfinished === 0,
+      "partition 2 drained",
+    );
     await expectCountersMatch(h.db, server.backend);
     expect(await p.truncatePartitionHistory({ topic: "orders", partition: 2 }, 1)).toBeGreaterThan(0);
     await expectCountersMatch(h.db, server.backend);
@@ -170,14 +174,14 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     const ghost = h.db.backend();
     await ghost.open();
     const now = Date.now() + 10;
-    await ghost.jobInsertMany({
+    await ghost.jobs.insertMany({
       now,
       jobs: [
         { id: newJobId(now), jobType: "ghostly", payload: "{}", runAt: now, retryPolicy: policy },
         { id: newJobId(now + 1), jobType: "ghostly", payload: "{}", runAt: now, retryPolicy: JSON.stringify(RetryPolicy.noRetries()) },
       ],
     });
-    expect((await ghost.jobClaimReady({ owner: "ghost", limit: 2, now, leaseExpiresAt: now - 60_000, jobTypes: ["ghostly"] })).jobs).toHaveLength(2);
+    expect((await ghost.jobs.claimReady({ owner: "ghost", limit: 2, now, leaseExpiresAt: now - 60_000, jobTypes: ["ghostly"] })).jobs).toHaveLength(2);
     await ghost.close();
     await expectCountersMatch(h.db, server.backend);
     expect(await server.rescueStuckJobs()).toBe(2);
@@ -195,8 +199,8 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
       "brief",
       Array.from({ length: 12 }, (_, i) => ({ i })),
     );
-    await waitFor(async () => (await sweeper.backend.jobGet({ id: briefs[11]! }))?.stage === "success", "brief jobs done");
-    await waitFor(async () => (await sweeper.backend.jobCountByStage()).counts.success >= 12 + afterRescue.stages.success!, "brief jobs stored");
+    await waitFor(async () => (await sweeper.backend.inspect.jobGet({ id: briefs[11]! }))?.stage === "success", "brief jobs done");
+    await waitFor(async () => (await sweeper.backend.inspect.stageCounts()).counts.success >= 12 + afterRescue.stages.success!, "brief jobs stored");
     // Retention 0: the rows expire as the clock passes their finish time; sweep until they are gone.
     let swept = 0;
     await waitFor(async () => (swept += await sweeper.sweepExpiredJobs()) >= 12, "the expired brief jobs to be swept");
@@ -223,7 +227,7 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
       Array.from({ length: 8 }, (_, i) => ({ i })),
     );
     await started.promise;
-    await waitFor(async () => (await holder.backend.jobCountByStage()).counts.running >= 2, "claims buffered");
+    await waitFor(async () => (await holder.backend.inspect.stageCounts()).counts.running >= 2, "claims buffered");
     await holder.shutdown({ deadlineMs: 0 });
     const otherBackend = h.db.backend("other");
     await otherBackend.open();
@@ -245,8 +249,8 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
       n: number;
     }>`SELECT namespace, count(*) AS n FROM later_jobs GROUP BY namespace ORDER BY namespace`.execute(reader);
     await reader.destroy();
-    expect(await mainBackend.namespaceCounts()).toEqual(perNamespace.rows.map((r) => ({ namespace: r.namespace, jobs: Number(r.n) })));
-    expect((await mainBackend.namespaceCounts()).map((c) => c.namespace)).toEqual(["other", "test"]);
+    expect(await mainBackend.inspect.namespaceCounts()).toEqual(perNamespace.rows.map((r) => ({ namespace: r.namespace, jobs: Number(r.n) })));
+    expect((await mainBackend.inspect.namespaceCounts()).map((c) => c.namespace)).toEqual(["other", "test"]);
     await mainBackend.close();
     expect(final.stages.failed).toBeGreaterThanOrEqual(4); // doomed, its chain, the poison head and its continuation, the spent ghost
     expect(final.stages.delayed).toBeGreaterThanOrEqual(1); // the job delayed by an hour (and maybe a recurring occurrence)

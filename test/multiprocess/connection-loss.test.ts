@@ -9,7 +9,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { prepareBackend } from "@later/runtime";
+import { prepareBackend } from "@later/runtime/internal";
 import { withClient } from "../support/postgres.js";
 import { allJobs, childApplicationName, jobRows, openBackend, POSTGRES_PROCESS_BACKEND, useProcesses, waitFor } from "./helpers.js";
 
@@ -45,10 +45,10 @@ describe.skipIf(POSTGRES_PROCESS_BACKEND === null)("PostgreSQL connections kille
       Array.from({ length: JOBS }, (_, i) => ({ n: i })),
       { now },
     );
-    await parent.jobInsertMany({ jobs: rows, now });
+    await parent.jobs.insertMany({ jobs: rows, now });
 
     const applicationName = childApplicationName(backend);
-    const succeeded = async () => (await parent.jobCountByStage()).counts.success;
+    const succeeded = async () => (await parent.inspect.stageCounts()).counts.success;
     const killed: { atSuccess: number; connections: number }[] = [];
     for (const fraction of [0.2, 0.4, 0.6, 0.8]) {
       const at = await waitFor(

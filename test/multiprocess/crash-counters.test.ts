@@ -4,7 +4,8 @@
  * count of the jobs, and so does their rescue by another process.
  */
 import { describe, expect, it } from "vitest";
-import { JOB_STAGES, prepareBackend, type Backend } from "@later/runtime";
+import { JOB_STAGES } from "@later/runtime";
+import { prepareBackend, type Backend } from "@later/runtime/internal";
 import { allJobs, jobRows, openBackend, PROCESS_BACKENDS, useProcesses, waitFor } from "./helpers.js";
 
 const NAMESPACE = "mpc";
@@ -14,7 +15,7 @@ const SHORT_LEASE = { leaseMs: 1_000, stuckGraceMs: 500, rescueIntervalMs: 200, 
 async function countersAndRecount(backend: Backend): Promise<[Record<string, number>, Record<string, number>]> {
   const recount = Object.fromEntries(JOB_STAGES.map((s) => [s, 0]));
   for (const j of await allJobs(backend)) recount[j.stage]!++;
-  return [(await backend.jobCountByStage()).counts, recount];
+  return [(await backend.inspect.stageCounts()).counts, recount];
 }
 
 describe.each(PROCESS_BACKENDS)("stage counters when a worker process is killed on $name", (entry) => {
@@ -26,7 +27,7 @@ describe.each(PROCESS_BACKENDS)("stage counters when a worker process is killed 
     await prepareBackend(parent, true);
     const now = Date.now();
     const [hang] = jobRows([{ hang: true }], { now, runAt: now - 1_000 });
-    await parent.jobInsertMany({
+    await parent.jobs.insertMany({
       jobs: [
         hang!,
         ...jobRows(
@@ -47,7 +48,7 @@ describe.each(PROCESS_BACKENDS)("stage counters when a worker process is killed 
 
     const rescuer = processes.spawnChild("rescuer", { backend, namespace: NAMESPACE, workerCount: 4, server: SHORT_LEASE });
     await rescuer.ready();
-    await waitFor(async () => (await parent.jobCountByStage()).counts.success === 31, "all 31 jobs to succeed", 20_000);
+    await waitFor(async () => (await parent.inspect.stageCounts()).counts.success === 31, "all 31 jobs to succeed", 20_000);
     await rescuer.stop();
     const [after, recountAfter] = await countersAndRecount(parent);
     expect(after).toEqual(recountAfter);

@@ -4,7 +4,7 @@
  * them all and runs them again; nothing else is lost or run twice.
  */
 import { describe, expect, it } from "vitest";
-import { prepareBackend } from "@later/runtime";
+import { prepareBackend } from "@later/runtime/internal";
 import { allJobs, jobRows, openBackend, PROCESS_BACKENDS, useProcesses, waitFor } from "./helpers.js";
 
 const NAMESPACE = "mp";
@@ -27,7 +27,7 @@ describe.each(PROCESS_BACKENDS)("a worker process killed mid-job on $name", (ent
       Array.from({ length: OTHERS }, (_, i) => ({ n: i })),
       { now },
     );
-    await parent.jobInsertMany({ jobs: [hang!, ...others], now });
+    await parent.jobs.insertMany({ jobs: [hang!, ...others], now });
 
     const victim = processes.spawnChild("victim", {
       backend,
@@ -42,7 +42,7 @@ describe.each(PROCESS_BACKENDS)("a worker process killed mid-job on $name", (ent
     expect(started).toBe(`started ${hang!.id} 1`);
 
     // The job is held and its lease kept alive by the victim.
-    const before = await parent.jobGet({ id: hang!.id });
+    const before = await parent.inspect.jobGet({ id: hang!.id });
     expect(before).toMatchObject({ stage: "running", attempt: 1, leaseOwner: victimId });
 
     await victim.kill();
@@ -67,10 +67,10 @@ describe.each(PROCESS_BACKENDS)("a worker process killed mid-job on $name", (ent
     const rescuerId = await rescuer.ready();
     await rescuer.waitForLine((l) => l.startsWith(`done ${hang!.id} `), "the rescued job to run again", 20_000);
     const total = OTHERS + 1;
-    await waitFor(async () => (await parent.jobCountByStage()).counts.success === total, `all ${total} jobs to succeed`, 20_000);
+    await waitFor(async () => (await parent.inspect.stageCounts()).counts.success === total, `all ${total} jobs to succeed`, 20_000);
     await rescuer.stop();
 
-    const job = (await parent.jobGet({ id: hang!.id }))!;
+    const job = (await parent.inspect.jobGet({ id: hang!.id }))!;
     expect(job.stage).toBe("success");
     expect(job.attempt).toBe(2);
     expect(job.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "requeued", "running", "success"]);

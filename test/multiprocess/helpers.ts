@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { afterEach } from "vitest";
-import { newJobId, RetryPolicy, type Backend, type JobInsert, type JobRecord } from "@later/runtime";
+import { newJobId, RetryPolicy } from "@later/runtime";
+import type { Backend, JobInsert, JobRecord } from "@later/runtime/internal";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
 import { createPostgresSchema, postgresUrl } from "../support/postgres.js";
@@ -228,7 +229,7 @@ export function useProcesses(): Processes {
   };
 }
 
-/** Rows for `jobInsertMany`: job type "work", runnable now (or at `runAt`), with the given payloads. */
+/** Rows for `jobs.insertMany`: job type "work", runnable now (or at `runAt`), with the given payloads. */
 export function jobRows(payloads: readonly unknown[], options: { now: number; runAt?: number; retry?: RetryPolicy }): JobInsert[] {
   const retryPolicy = JSON.stringify(options.retry ?? RetryPolicy.fixed(3, 0));
   return payloads.map((payload) => ({
@@ -245,7 +246,7 @@ export async function allJobs(backend: Backend): Promise<JobRecord[]> {
   const out: JobRecord[] = [];
   let afterId: string | undefined;
   for (;;) {
-    const page = await backend.jobList({ limit: 1000, ...(afterId === undefined ? {} : { afterId }) });
+    const page = await backend.inspect.jobList({ limit: 1000, ...(afterId === undefined ? {} : { afterId }) });
     out.push(...page);
     if (page.length < 1000) return out;
     afterId = page[page.length - 1]!.id;

@@ -27,7 +27,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { newJobId, partitionForKey, prepareBackend, RetryPolicy, type Backend, type JobInsert, type JobRecord } from "@later/runtime";
+import { newJobId, partitionForKey, RetryPolicy } from "@later/runtime";
+import { prepareBackend, type Backend, type JobInsert, type JobRecord } from "@later/runtime/internal";
 import {
   allJobs,
   openBackend,
@@ -134,7 +135,7 @@ async function enqueue(parent: Backend, keys: readonly string[], perKey: number,
       topic: "orders",
       partition: partitionForKey(key, PARTITIONS),
     }));
-    await parent.jobInsertMany({ jobs, now: at });
+    await parent.jobs.insertMany({ jobs, now: at });
     total += jobs.length;
   }
   return total;
@@ -144,7 +145,7 @@ async function enqueue(parent: Backend, keys: readonly string[], perKey: number,
 async function allSucceed(parent: Backend, total: number, timeoutMs: number): Promise<void> {
   await waitFor(
     async () => {
-      const { counts } = await parent.jobCountByStage();
+      const { counts } = await parent.inspect.stageCounts();
       if (counts.failed > 0) throw new Error(`${counts.failed} jobs failed`);
       return counts.success === total;
     },
@@ -377,7 +378,7 @@ describe.each(PROCESS_BACKENDS)("partition order under faults, 3 processes on $n
     const byId = new Map(run.children.map((c) => [c.id, c]));
     const busy = await waitFor(
       async () =>
-        (await run.parent.partitionDepth()).partitions
+        (await run.parent.inspect.partitionDepth()).partitions
           .filter((p) => p.leaseOwner !== null && byId.has(p.leaseOwner) && p.unfinished >= 20)
           .sort((a, b) => b.unfinished - a.unfinished)[0],
       "a busy partition held by a child",

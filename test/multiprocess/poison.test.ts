@@ -8,7 +8,8 @@
  * time: each runs the job and dies, the next one rescues it and runs it again.
  */
 import { describe, expect, it } from "vitest";
-import { prepareBackend, RetryPolicy, type Backend, type JobInsert } from "@later/runtime";
+import { RetryPolicy } from "@later/runtime";
+import { prepareBackend, type Backend, type JobInsert } from "@later/runtime/internal";
 import { jobRows, openBackend, PROCESS_BACKENDS, useProcesses, type BackendSpec, type ChildConfig, type Processes } from "./helpers.js";
 
 const NAMESPACE = "mp";
@@ -57,11 +58,11 @@ describe.each(PROCESS_BACKENDS)("a job whose process dies every time it runs, on
     const parent = await open(processes, spec);
     const now = Date.now();
     const [poison] = jobRows([{ die: true }], { now, retry: RetryPolicy.fixed(RETRIES, 0) });
-    await parent.jobInsertMany({ jobs: [poison!], now });
-    const failed = async () => (await parent.jobGet({ id: poison!.id }))?.stage === "failed";
+    await parent.jobs.insertMany({ jobs: [poison!], now });
+    const failed = async () => (await parent.inspect.jobGet({ id: poison!.id }))?.stage === "failed";
     const deaths = await runUntil(processes, { backend: spec, namespace: NAMESPACE, workerCount: 1, dieOnPayload: true, server: SHORT }, failed, RETRIES + 1);
     expect(deaths).toBe(RETRIES + 1);
-    const job = (await parent.jobGet({ id: poison!.id }))!;
+    const job = (await parent.inspect.jobGet({ id: poison!.id }))!;
     expect(job.attempt).toBe(RETRIES + 1);
     expect(job.lastError).toMatch(/worker lost: the lease of attempt 3 expired/);
     expect(job.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "requeued", "running", "requeued", "running", "failed"]);
@@ -71,23 +72,23 @@ describe.each(PROCESS_BACKENDS)("a job whose process dies every time it runs, on
     const spec = await entry.create(processes);
     const parent = await open(processes, spec);
     const now = Date.now();
-    await parent.topicRegister({ topics: TOPICS, now });
+    await parent.partitions.topicRegister({ topics: TOPICS, now });
     const rows = jobRows([{ die: true }, { n: 1 }], { now, retry: RetryPolicy.fixed(RETRIES, 0) });
     const [poison, behind] = rows.map((r): JobInsert => ({ ...r, topic: "orders", partition: 0 }));
-    await parent.jobInsertMany({ jobs: [poison!, behind!], now });
-    const done = async () => (await parent.jobGet({ id: behind!.id }))?.stage === "success";
+    await parent.jobs.insertMany({ jobs: [poison!, behind!], now });
+    const done = async () => (await parent.inspect.jobGet({ id: behind!.id }))?.stage === "success";
     const config: ChildConfig = { backend: spec, namespace: NAMESPACE, workerCount: 2, dieOnPayload: true, topics: TOPICS, server: SHORT };
     const deaths = await runUntil(processes, config, done, RETRIES + 1);
     expect(deaths).toBe(RETRIES + 1);
-    const job = (await parent.jobGet({ id: poison!.id }))!;
+    const job = (await parent.inspect.jobGet({ id: poison!.id }))!;
     expect(job.stage).toBe("failed");
     expect(job.attempt).toBe(RETRIES + 1);
     expect(job.lastError).toMatch(/worker lost: the lease of attempt 3 expired/);
     expect(job.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "requeued", "running", "requeued", "running", "failed"]);
-    const next = (await parent.jobGet({ id: behind!.id }))!;
+    const next = (await parent.inspect.jobGet({ id: behind!.id }))!;
     expect(next.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "success"]);
     // The take-overs of the dead head moved it running → requeued → running: the stage counters followed.
-    expect((await parent.jobCountByStage()).counts).toMatchObject({ failed: 1, success: 1, running: 0, requeued: 0, enqueued: 0 });
-    expect((await parent.partitionDepth()).partitions.find((p) => p.topic === "orders" && p.partition === 0)?.unfinished).toBe(0);
+    expect((await parent.inspect.stageCounts()).counts).toMatchObject({ failed: 1, success: 1, running: 0, requeued: 0, enqueued: 0 });
+    expect((await parent.inspect.partitionDepth()).partitions.find((p) => p.topic === "orders" && p.partition === 0)?.unfinished).toBe(0);
   });
 });

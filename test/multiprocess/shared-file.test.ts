@@ -6,7 +6,7 @@
 import { readFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { prepareBackend } from "@later/runtime";
+import { prepareBackend } from "@later/runtime/internal";
 import { allJobs, jobRows, openBackend, PROCESS_BACKENDS, useProcesses, waitFor } from "./helpers.js";
 
 const SIZES = { sqlite: { children: 3, jobs: 5_000 }, postgres: { children: 4, jobs: 20_000 } } as const;
@@ -32,14 +32,14 @@ describe.each(PROCESS_BACKENDS)("several processes on one $name database", (entr
       Array.from({ length: JOBS }, (_, i) => ({ n: i })),
       { now },
     );
-    const { stages } = await parent.jobInsertMany({ jobs: rows, now });
+    const { stages } = await parent.jobs.insertMany({ jobs: rows, now });
     expect(stages.every((s) => s === "enqueued")).toBe(true);
 
     const started = Date.now();
     await waitFor(
       async () => {
         for (const c of children) if (!c.alive) throw new Error(`${c.name} died: ${c.stderr.join("\n")}`);
-        return (await parent.jobCountByStage()).counts.success === JOBS;
+        return (await parent.inspect.stageCounts()).counts.success === JOBS;
       },
       `all ${JOBS} jobs to succeed`,
       45_000,
@@ -63,7 +63,7 @@ describe.each(PROCESS_BACKENDS)("several processes on one $name database", (entr
     expect(new Set(ran).size).toBe(JOBS);
     expect([...ran].sort()).toEqual(expected);
 
-    const { counts } = await parent.jobCountByStage();
+    const { counts } = await parent.inspect.stageCounts();
     expect(counts).toMatchObject({ success: JOBS, enqueued: 0, running: 0, requeued: 0, failed: 0, delayed: 0 });
     const records = await allJobs(parent);
     expect(records.map((r) => r.id)).toEqual(expected);

@@ -35,7 +35,7 @@ describe.each(PROCESS_BACKENDS)("cross-process wake-up on $name", (entry) => {
     for (let i = 0; i < ROUNDS; i++) {
       const t0 = Date.now();
       const [row] = jobRows([{ round: i }], { now: t0 });
-      await parent.jobInsertMany({ jobs: [row!], now: t0 });
+      await parent.jobs.insertMany({ jobs: [row!], now: t0 });
       const committed = Date.now();
       const line = await child.waitForLine((l) => l.startsWith(`done ${row!.id} `), `job ${i} to run in the child`, DEADLINE_MS);
       const received = Date.now();
@@ -56,7 +56,7 @@ describe.each(PROCESS_BACKENDS)("cross-process wake-up on $name", (entry) => {
     );
     console.log(`${entry.name} wake latency, insert -> parent saw "done": ${summary("roundTrip")}`);
 
-    const { counts } = await parent.jobCountByStage();
+    const { counts } = await parent.inspect.stageCounts();
     expect(counts).toMatchObject({ success: ROUNDS, enqueued: 0, running: 0 });
     expect(child.errorLines()).toEqual([]);
   });

@@ -30,13 +30,14 @@ export interface Jobs {
 }
 `;
 
-/** Imports every public entry, so tsc checks every declaration file they reach. */
+/** Imports every entry (the public ones, and the internal one the CLI uses), so tsc checks every declaration file they reach. */
 const ENTRIES = `import * as runtime from "@later/runtime";
 import * as sqliteEntry from "@later/runtime/sqlite";
 import * as postgresEntry from "@later/runtime/postgres";
 import * as testing from "@later/runtime/testing";
+import * as internal from "@later/runtime/internal";
 import * as codegen from "@later/codegen";
-export const entries = [runtime, sqliteEntry, postgresEntry, testing, codegen];
+export const entries = [runtime, sqliteEntry, postgresEntry, testing, internal, codegen];
 `;
 
 /** One job enqueued through the generated module and processed; prints what the handler saw. `backend` is the expression making the backend. */

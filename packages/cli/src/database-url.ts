@@ -15,7 +15,7 @@
  * runtime's `DriverNotInstalledError` (printed as one line, exit 1).
  */
 import { InvalidArgumentError, Option } from "commander";
-import type { Backend } from "@later/runtime";
+import type { Backend } from "@later/runtime/internal";
 import { UsageError } from "./usage-error.js";
 
 /** A parsed `--database` value. */

@@ -1,4 +1,4 @@
-import type { JobRecord } from "@later/runtime";
+import type { JobRecord } from "@later/runtime/internal";
 import { formatDuration, formatTime } from "./format-time.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { JobRecord } from "@later/runtime";
+import type { JobRecord } from "@later/runtime/internal";
 
 /**
  * A job as `--json` prints it: the stored {@link JobRecord} (times in ms

@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from "commander";
-import { isJobId, JOB_STAGES, type Backend, type JobId, type JobStage } from "@later/runtime";
+import { isJobId, JOB_STAGES, type JobId, type JobStage } from "@later/runtime";
+import type { Backend } from "@later/runtime/internal";
 import type { CommandContext } from "./command-context.js";
 import { CommandFailure } from "./command-failure.js";
 import { databaseOption, schemaOption, type DatabaseUrl } from "./database-url.js";
@@ -51,7 +52,7 @@ export function jobsCommand(context: CommandContext): Command {
     .option("--json", "print a JSON array of jobs (times in ms since the epoch, payload decoded)")
     .action((options: JobsListOptions) =>
       withDatabase({ ...scopeOf(options), create: false, requireCurrentSchema: true }, async (backend) => {
-        const list = await backend.jobList({ stage: options.stage, jobType: options.type, order: "desc", limit: options.limit });
+        const list = await backend.inspect.jobList({ stage: options.stage, jobType: options.type, order: "desc", limit: options.limit });
         if (options.json) {
           context.io.out(JSON.stringify(list.map(toJobJson), null, 2));
           return;
@@ -73,7 +74,7 @@ export function jobsCommand(context: CommandContext): Command {
     .option("--json", "print the job as JSON (times in ms since the epoch, payload decoded)")
     .action((id: JobId, options: JobsOptions) =>
       withDatabase({ ...scopeOf(options), create: false, requireCurrentSchema: true }, async (backend) => {
-        const job = await backend.jobGet({ id });
+        const job = await backend.inspect.jobGet({ id });
         if (!job) {
           throw new CommandFailure(
             `job ${id} not found in namespace "${backend.namespace}" (it never existed here, or it finished and expired); --namespace NS looks in another namespace`,
@@ -106,10 +107,10 @@ function describeFilter(options: JobsListOptions): string {
  * is the usual reason for an empty list).
  */
 async function stageSummary(backend: Backend): Promise<string> {
-  const { counts } = await backend.jobCountByStage();
+  const { counts } = await backend.inspect.stageCounts();
   const total = JOB_STAGES.reduce((sum, s) => sum + counts[s], 0);
   if (total === 0) {
-    const others = await backend.namespaceCounts();
+    const others = await backend.inspect.namespaceCounts();
     if (others.length === 0) return `namespace "${backend.namespace}" holds no jobs, and neither does any other namespace of this database`;
     const named = others.map((o) => `"${o.namespace}" (${o.jobs} job${o.jobs === 1 ? "" : "s"})`).join(", ");
     return `namespace "${backend.namespace}" holds no jobs; namespaces with jobs: ${named} (--namespace NS)`;

@@ -1,5 +1,6 @@
 import { Command } from "commander";
-import { SchemaVersionError, type Backend, type MigrationStatusResult } from "@later/runtime";
+import { SchemaVersionError } from "@later/runtime";
+import type { Backend, MigrationStatusResult } from "@later/runtime/internal";
 import type { CommandContext } from "./command-context.js";
 import { databaseOption, displayDatabaseUrl, schemaOption, type DatabaseUrl } from "./database-url.js";
 import { formatTime } from "./format-time.js";
@@ -36,7 +37,7 @@ export function migrateCommand(context: CommandContext): Command {
     .option("--json", "print the status as JSON")
     .action((options: MigrateOptions) =>
       withDatabase({ database: options.database, schema: options.schema, create: false, requireCurrentSchema: false }, async (backend) => {
-        const status = await backend.migrationStatus();
+        const status = await backend.migrations.status();
         if (options.json) context.io.out(JSON.stringify(status, null, 2));
         else printStatus(context, options.database, backend, status);
       }),
@@ -49,9 +50,9 @@ export function migrateCommand(context: CommandContext): Command {
     .option("--json", "print what was applied as JSON")
     .action((options: MigrateOptions) =>
       withDatabase({ database: options.database, schema: options.schema, create: true, requireCurrentSchema: false }, async (backend) => {
-        const before = await backend.migrationStatus();
+        const before = await backend.migrations.status();
         if (before.current > before.latest) throw new SchemaVersionError(before.current, before.latest, backend.migrateHint);
-        const result = await backend.migrationUp();
+        const result = await backend.migrations.up();
         if (options.json) {
           context.io.out(JSON.stringify(result, null, 2));
           return;

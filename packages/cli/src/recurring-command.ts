@@ -1,5 +1,5 @@
 import { Command, Option } from "commander";
-import type { RecurringSchedule } from "@later/runtime";
+import type { RecurringSchedule } from "@later/runtime/internal";
 import type { CommandContext } from "./command-context.js";
 import { databaseOption, schemaOption, type DatabaseUrl } from "./database-url.js";
 import { formatTime } from "./format-time.js";
@@ -42,7 +42,7 @@ export function recurringCommand(context: CommandContext): Command {
       withDatabase(
         { database: options.database, namespace: options.namespace, schema: options.schema, create: false, requireCurrentSchema: true },
         async (backend) => {
-          const schedules = await backend.recurringList();
+          const schedules = await backend.recurring.list();
           if (options.json) {
             context.io.out(JSON.stringify(schedules.map(toScheduleJson), null, 2));
             return;

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
-import { DatabaseUnavailableError, prepareBackend, type Backend } from "@later/runtime";
+import { DatabaseUnavailableError } from "@later/runtime";
+import { prepareBackend, type Backend } from "@later/runtime/internal";
 import { backendForDatabase, displayDatabaseUrl, type DatabaseScope, type DatabaseUrl } from "./database-url.js";
 
 /** How {@link withDatabase} opens the database. */

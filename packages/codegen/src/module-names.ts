@@ -6,14 +6,15 @@
  *
  * | name                     | what it is                                          |
  * | ------------------------ | --------------------------------------------------- |
- * | `IHandles`               | interface, one handle per job                       |
- * | `IContext<C>`            | type, a handler's context                           |
- * | `IServer<C>`             | type, a running server                              |
- * | `IPublisher`             | type, enqueue-only access                           |
- * | `IBuilder<C>`            | class, one `with<Job>Handler` method per job        |
- * | `openIPublisher`         | function                                            |
+ * | `IHandles<Trx>`          | interface, one handle per job                       |
+ * | `IContext<C, Trx>`       | type, a handler's context                           |
+ * | `IServer<C, Trx>`        | type, a running server                              |
+ * | `IPublisher<Trx>`        | type, enqueue-only access                           |
+ * | `IBuilder<C, Trx>`       | class, one `with<Job>Handler` method per job        |
+ * | `openIPublisher<Trx>`    | function                                            |
  * | `JOBS`                   | the catalog constant                                |
  * | `C`                      | the builder's type parameter (the app context)      |
+ * | `Trx`                    | the type parameter of the backend's transactions    |
  * | {@link RUNTIME_IMPORTS}  | imported from `@later/runtime`                      |
  * | {@link GLOBAL_NAMES}     | globals the module uses (`Promise`)                 |
  */
@@ -34,6 +35,12 @@ export class ModuleNames {
   readonly catalog = "JOBS";
   /** The type parameter of the builder, context and server types. */
   readonly typeParameter = "C";
+  /**
+   * The type parameter of the transactions `enqueueIn` takes, inferred from
+   * the backend (`SqliteTransaction`, `PostgresTransaction`); it defaults to
+   * `TransactionHandle` (either kind) where not given.
+   */
+  readonly transactionParameter = "Trx";
 
   constructor(
     /** The jobs interface (`Jobs` by default). */
@@ -55,7 +62,7 @@ export class ModuleNames {
   /**
    * Names a type the module imports from the schema must not have: each
    * would clash with a declaration or import of the module, or shadow the
-   * type parameter `C` or the global `Promise` it uses. Mapped to what they
+   * type parameters `C` and `Trx` or the global `Promise` it uses. Mapped to what they
    * are, for the error message.
    */
   taken(): Map<string, string> {
@@ -69,6 +76,7 @@ export class ModuleNames {
     const external = new Map<string, string>();
     external.set(this.catalog, "the generated module's job catalog constant");
     external.set(this.typeParameter, "the type parameter of the generated builder (the application context)");
+    external.set(this.transactionParameter, "the type parameter of the generated types (the backend's transactions)");
     for (const name of GLOBAL_NAMES) external.set(name, "a global type the generated module uses");
     for (const name of RUNTIME_IMPORTS) external.set(name, "a name the generated module imports from @later/runtime");
     return external;
@@ -104,6 +112,7 @@ export const RUNTIME_IMPORTS = [
   "JobHandler",
   "PublisherOptions",
   "TopicJobHandle",
+  "TransactionHandle",
   "TypedJobContext",
   "TypedJobServer",
 ] as const;

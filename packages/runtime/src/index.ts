@@ -1,9 +1,10 @@
 /**
- * `@later/runtime`: the server, publisher, typed layer, errors and the
- * backend seam. The backends are subpaths, each needing its driver:
- * `@later/runtime/sqlite` (better-sqlite3) and `@later/runtime/postgres`
- * (pg). This entry loads neither driver. `@later/runtime/testing` holds
- * test seams (a manual clock, fault injection).
+ * `@later/runtime`: the server, publisher, typed layer and errors. The
+ * backends are subpaths, each needing its driver: `@later/runtime/sqlite`
+ * (better-sqlite3) and `@later/runtime/postgres` (pg). This entry loads
+ * neither driver. `@later/runtime/testing` holds test seams (a manual
+ * clock, fault injection). The database seam the backends implement is not
+ * public (`@later/runtime/internal`, for later's own CLI and tests).
  */
 export * from "./errors.js";
 export type { Clock, RandomSource } from "./core/clock.js";
@@ -11,8 +12,8 @@ export { systemClock } from "./core/clock.js";
 export { newJobId, isJobId, type JobId } from "./core/job-id.js";
 export { JOB_STAGES, type JobStage, type StageChange } from "./core/job-stage.js";
 export { RetryPolicy, type RetryBackoff, type RetryPolicyJson } from "./core/retry/retry-policy.js";
-export type * from "./backend/backend.js";
-export { BackgroundJobServer, prepareBackend, type ShutdownOptions } from "./server/background-job-server.js";
+export type { TransactionHandle } from "./backend/transaction-handle.js";
+export { BackgroundJobServer, type ShutdownOptions } from "./server/background-job-server.js";
 export { JobPublisher, type EnqueueOptions, type JobPublisherOptions, type PartitionTarget } from "./server/publisher.js";
 export { topic, RECURRING_SEQUENTIAL_TOPIC, MAX_PARTITIONS, type TopicConfig } from "./core/partition/topic.js";
 export { partitionForKey, murmur2, type PartitionKey } from "./core/partition/partition-for-key.js";

@@ -3,4 +3,12 @@
  * to install `pg` (an optional peer dependency); the root entry never loads
  * it.
  */
-export { postgres, PostgresBackend, type PostgresBackendOptions, type PostgresBackendWarning, type PostgresPool } from "./backend/postgres/postgres-backend.js";
+export {
+  postgres,
+  PostgresBackend,
+  type PostgresBackendOptions,
+  type PostgresBackendWarning,
+  type PostgresClient,
+  type PostgresPool,
+  type PostgresTransaction,
+} from "./backend/postgres/postgres-backend.js";

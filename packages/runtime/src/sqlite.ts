@@ -3,4 +3,4 @@
  * install `better-sqlite3` (an optional peer dependency); the root entry
  * never loads it.
  */
-export { sqlite, SqliteBackend, type SqliteBackendOptions, type SqliteDatabase } from "./backend/sqlite/sqlite-backend.js";
+export { sqlite, SqliteBackend, type SqliteBackendOptions, type SqliteDatabase, type SqliteTransaction } from "./backend/sqlite/sqlite-backend.js";

@@ -11,6 +11,7 @@ import {
   type JobHandler,
   type PublisherOptions,
   type TopicJobHandle,
+  type TransactionHandle,
   type TypedJobContext,
   type TypedJobServer,
 } from "@later/runtime";
@@ -24,47 +25,47 @@ const JOBS: JobCatalog = {
 };
 
 /** One typed handle per declared job: `server.jobs.<name>` and `ctx.jobs.<name>`. */
-export interface BillingHandles {
+export interface BillingHandles<Trx = TransactionHandle> {
   /** Enqueue `sendInvoice` jobs. */
-  readonly sendInvoice: JobHandle<Invoice>;
+  readonly sendInvoice: JobHandle<Invoice, Trx>;
   /** Enqueue `refund` jobs. */
-  readonly refund: JobHandle<Billing["refund"]>;
+  readonly refund: JobHandle<Billing["refund"], Trx>;
   /** Enqueue `postEntry` jobs. */
-  readonly postEntry: TopicJobHandle<Billing["postEntry"]>;
+  readonly postEntry: TopicJobHandle<Billing["postEntry"], Trx>;
 }
 
 /** What every handler receives: `ctx.app` (the builder's `context`), `ctx.jobs`, `ctx.jobId`, `ctx.attempt`, `ctx.signal`. */
-export type BillingContext<C> = TypedJobContext<C, BillingHandles>;
+export type BillingContext<C, Trx = TransactionHandle> = TypedJobContext<C, BillingHandles<Trx>, Trx>;
 
 /** A running server: `jobs`, `addWorker()`, `removeWorker()`, `shutdown()`. */
-export type BillingServer<C> = TypedJobServer<C, BillingHandles>;
+export type BillingServer<C, Trx = TransactionHandle> = TypedJobServer<C, BillingHandles<Trx>, Trx>;
 
 /** Enqueue-only access, for processes that run no workers. */
-export type BillingPublisher = TypedJobPublisher<BillingHandles>;
+export type BillingPublisher<Trx = TransactionHandle> = TypedJobPublisher<BillingHandles<Trx>, Trx>;
 
 /** Builds a server; `build()` starts it once every job has a handler and names every one that is missing. */
-export class BillingBuilder<C> extends TypedServerBuilder<C, BillingHandles> {
-  constructor(options: BuilderOptions<C>) {
+export class BillingBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<C, BillingHandles<Trx>, Trx> {
+  constructor(options: BuilderOptions<C, Trx>) {
     super(options, JOBS);
   }
 
   /** Handles `sendInvoice` jobs: resolve = success, throw = retry per policy. */
-  withSendInvoiceHandler(handler: JobHandler<BillingContext<C>, Invoice>, options?: HandlerOptions<C>): this {
+  withSendInvoiceHandler(handler: JobHandler<BillingContext<C, Trx>, Invoice>, options?: HandlerOptions<C>): this {
     return this.handler("sendInvoice", handler, options);
   }
 
   /** Handles `refund` jobs: resolve = success, throw = retry per policy. */
-  withRefundHandler(handler: JobHandler<BillingContext<C>, Billing["refund"]>, options?: HandlerOptions<C>): this {
+  withRefundHandler(handler: JobHandler<BillingContext<C, Trx>, Billing["refund"]>, options?: HandlerOptions<C>): this {
     return this.handler("refund", handler, options);
   }
 
   /** Handles `postEntry` jobs: resolve = success, throw = retry per policy. */
-  withPostEntryHandler(handler: JobHandler<BillingContext<C>, Billing["postEntry"]>, options?: HandlerOptions<C>): this {
+  withPostEntryHandler(handler: JobHandler<BillingContext<C, Trx>, Billing["postEntry"]>, options?: HandlerOptions<C>): this {
     return this.handler("postEntry", handler, options);
   }
 }
 
 /** Opens enqueue-only access to the declared jobs on `options.backend`. */
-export function openBillingPublisher(options: PublisherOptions): Promise<BillingPublisher> {
-  return TypedJobPublisher.open<BillingHandles>(options, JOBS);
+export function openBillingPublisher<Trx = TransactionHandle>(options: PublisherOptions<Trx>): Promise<BillingPublisher<Trx>> {
+  return TypedJobPublisher.open<BillingHandles<Trx>, Trx>(options, JOBS);
 }

@@ -10,6 +10,7 @@ import {
   type JobHandle,
   type JobHandler,
   type PublisherOptions,
+  type TransactionHandle,
   type TypedJobContext,
   type TypedJobServer,
 } from "@later/runtime";
@@ -34,40 +35,40 @@ const JOBS: JobCatalog = {
 };
 
 /** One typed handle per declared job: `server.jobs.<name>` and `ctx.jobs.<name>`. */
-export interface JobsHandles {
+export interface JobsHandles<Trx = TransactionHandle> {
   /** Enqueue `scheduleMeeting` jobs. */
-  readonly scheduleMeeting: JobHandle<Meeting>;
+  readonly scheduleMeeting: JobHandle<Meeting, Trx>;
   /** Enqueue `ping` jobs. */
-  readonly ping: JobHandle<Jobs["ping"]>;
+  readonly ping: JobHandle<Jobs["ping"], Trx>;
 }
 
 /** What every handler receives: `ctx.app` (the builder's `context`), `ctx.jobs`, `ctx.jobId`, `ctx.attempt`, `ctx.signal`. */
-export type JobsContext<C> = TypedJobContext<C, JobsHandles>;
+export type JobsContext<C, Trx = TransactionHandle> = TypedJobContext<C, JobsHandles<Trx>, Trx>;
 
 /** A running server: `jobs`, `addWorker()`, `removeWorker()`, `shutdown()`. */
-export type JobsServer<C> = TypedJobServer<C, JobsHandles>;
+export type JobsServer<C, Trx = TransactionHandle> = TypedJobServer<C, JobsHandles<Trx>, Trx>;
 
 /** Enqueue-only access, for processes that run no workers. */
-export type JobsPublisher = TypedJobPublisher<JobsHandles>;
+export type JobsPublisher<Trx = TransactionHandle> = TypedJobPublisher<JobsHandles<Trx>, Trx>;
 
 /** Builds a server; `build()` starts it once every job has a handler and names every one that is missing. */
-export class JobsBuilder<C> extends TypedServerBuilder<C, JobsHandles> {
-  constructor(options: BuilderOptions<C>) {
+export class JobsBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<C, JobsHandles<Trx>, Trx> {
+  constructor(options: BuilderOptions<C, Trx>) {
     super(options, JOBS);
   }
 
   /** Handles `scheduleMeeting` jobs: resolve = success, throw = retry per policy. */
-  withScheduleMeetingHandler(handler: JobHandler<JobsContext<C>, Meeting>, options?: HandlerOptions<C>): this {
+  withScheduleMeetingHandler(handler: JobHandler<JobsContext<C, Trx>, Meeting>, options?: HandlerOptions<C>): this {
     return this.handler("scheduleMeeting", handler, options);
   }
 
   /** Handles `ping` jobs: resolve = success, throw = retry per policy. */
-  withPingHandler(handler: JobHandler<JobsContext<C>, Jobs["ping"]>, options?: HandlerOptions<C>): this {
+  withPingHandler(handler: JobHandler<JobsContext<C, Trx>, Jobs["ping"]>, options?: HandlerOptions<C>): this {
     return this.handler("ping", handler, options);
   }
 }
 
 /** Opens enqueue-only access to the declared jobs on `options.backend`. */
-export function openJobsPublisher(options: PublisherOptions): Promise<JobsPublisher> {
-  return TypedJobPublisher.open<JobsHandles>(options, JOBS);
+export function openJobsPublisher<Trx = TransactionHandle>(options: PublisherOptions<Trx>): Promise<JobsPublisher<Trx>> {
+  return TypedJobPublisher.open<JobsHandles<Trx>, Trx>(options, JOBS);
 }

@@ -11,6 +11,7 @@ import {
   type JobHandler,
   type PublisherOptions,
   type TopicJobHandle,
+  type TransactionHandle,
   type TypedJobContext,
   type TypedJobServer,
 } from "@later/runtime";
@@ -28,75 +29,75 @@ const JOBS: JobCatalog = {
 };
 
 /** One typed handle per declared job: `server.jobs.<name>` and `ctx.jobs.<name>`. */
-export interface NamesHandles {
+export interface NamesHandles<Trx = TransactionHandle> {
   /** Enqueue `constructor` jobs. */
-  readonly constructor: JobHandle<Job>;
+  readonly constructor: JobHandle<Job, Trx>;
   /** Enqueue `then` jobs. */
-  readonly then: JobHandle<Job>;
+  readonly then: JobHandle<Job, Trx>;
   /** Enqueue `toString` jobs. */
-  readonly toString: JobHandle<Job>;
+  readonly toString: JobHandle<Job, Trx>;
   /** Enqueue `class` jobs. */
-  readonly class: JobHandle<Job>;
+  readonly class: JobHandle<Job, Trx>;
   /** Enqueue `quoted` jobs. */
-  readonly quoted: JobHandle<Job>;
+  readonly quoted: JobHandle<Job, Trx>;
   /** Enqueue `$` jobs. */
-  readonly $: JobHandle<Names["$"]>;
+  readonly $: JobHandle<Names["$"], Trx>;
   /** Enqueue `hasOwnProperty` jobs. */
-  readonly hasOwnProperty: TopicJobHandle<Names["hasOwnProperty"]>;
+  readonly hasOwnProperty: TopicJobHandle<Names["hasOwnProperty"], Trx>;
 }
 
 /** What every handler receives: `ctx.app` (the builder's `context`), `ctx.jobs`, `ctx.jobId`, `ctx.attempt`, `ctx.signal`. */
-export type NamesContext<C> = TypedJobContext<C, NamesHandles>;
+export type NamesContext<C, Trx = TransactionHandle> = TypedJobContext<C, NamesHandles<Trx>, Trx>;
 
 /** A running server: `jobs`, `addWorker()`, `removeWorker()`, `shutdown()`. */
-export type NamesServer<C> = TypedJobServer<C, NamesHandles>;
+export type NamesServer<C, Trx = TransactionHandle> = TypedJobServer<C, NamesHandles<Trx>, Trx>;
 
 /** Enqueue-only access, for processes that run no workers. */
-export type NamesPublisher = TypedJobPublisher<NamesHandles>;
+export type NamesPublisher<Trx = TransactionHandle> = TypedJobPublisher<NamesHandles<Trx>, Trx>;
 
 /** Builds a server; `build()` starts it once every job has a handler and names every one that is missing. */
-export class NamesBuilder<C> extends TypedServerBuilder<C, NamesHandles> {
-  constructor(options: BuilderOptions<C>) {
+export class NamesBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<C, NamesHandles<Trx>, Trx> {
+  constructor(options: BuilderOptions<C, Trx>) {
     super(options, JOBS);
   }
 
   /** Handles `constructor` jobs: resolve = success, throw = retry per policy. */
-  withConstructorHandler(handler: JobHandler<NamesContext<C>, Job>, options?: HandlerOptions<C>): this {
+  withConstructorHandler(handler: JobHandler<NamesContext<C, Trx>, Job>, options?: HandlerOptions<C>): this {
     return this.handler("constructor", handler, options);
   }
 
   /** Handles `then` jobs: resolve = success, throw = retry per policy. */
-  withThenHandler(handler: JobHandler<NamesContext<C>, Job>, options?: HandlerOptions<C>): this {
+  withThenHandler(handler: JobHandler<NamesContext<C, Trx>, Job>, options?: HandlerOptions<C>): this {
     return this.handler("then", handler, options);
   }
 
   /** Handles `toString` jobs: resolve = success, throw = retry per policy. */
-  withToStringHandler(handler: JobHandler<NamesContext<C>, Job>, options?: HandlerOptions<C>): this {
+  withToStringHandler(handler: JobHandler<NamesContext<C, Trx>, Job>, options?: HandlerOptions<C>): this {
     return this.handler("toString", handler, options);
   }
 
   /** Handles `class` jobs: resolve = success, throw = retry per policy. */
-  withClassHandler(handler: JobHandler<NamesContext<C>, Job>, options?: HandlerOptions<C>): this {
+  withClassHandler(handler: JobHandler<NamesContext<C, Trx>, Job>, options?: HandlerOptions<C>): this {
     return this.handler("class", handler, options);
   }
 
   /** Handles `quoted` jobs: resolve = success, throw = retry per policy. */
-  withQuotedHandler(handler: JobHandler<NamesContext<C>, Job>, options?: HandlerOptions<C>): this {
+  withQuotedHandler(handler: JobHandler<NamesContext<C, Trx>, Job>, options?: HandlerOptions<C>): this {
     return this.handler("quoted", handler, options);
   }
 
   /** Handles `$` jobs: resolve = success, throw = retry per policy. */
-  with$Handler(handler: JobHandler<NamesContext<C>, Names["$"]>, options?: HandlerOptions<C>): this {
+  with$Handler(handler: JobHandler<NamesContext<C, Trx>, Names["$"]>, options?: HandlerOptions<C>): this {
     return this.handler("$", handler, options);
   }
 
   /** Handles `hasOwnProperty` jobs: resolve = success, throw = retry per policy. */
-  withHasOwnPropertyHandler(handler: JobHandler<NamesContext<C>, Names["hasOwnProperty"]>, options?: HandlerOptions<C>): this {
+  withHasOwnPropertyHandler(handler: JobHandler<NamesContext<C, Trx>, Names["hasOwnProperty"]>, options?: HandlerOptions<C>): this {
     return this.handler("hasOwnProperty", handler, options);
   }
 }
 
 /** Opens enqueue-only access to the declared jobs on `options.backend`. */
-export function openNamesPublisher(options: PublisherOptions): Promise<NamesPublisher> {
-  return TypedJobPublisher.open<NamesHandles>(options, JOBS);
+export function openNamesPublisher<Trx = TransactionHandle>(options: PublisherOptions<Trx>): Promise<NamesPublisher<Trx>> {
+  return TypedJobPublisher.open<NamesHandles<Trx>, Trx>(options, JOBS);
 }

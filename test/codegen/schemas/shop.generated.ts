@@ -11,6 +11,7 @@ import {
   type JobHandler,
   type PublisherOptions,
   type TopicJobHandle,
+  type TransactionHandle,
   type TypedJobContext,
   type TypedJobServer,
 } from "@later/runtime";
@@ -24,47 +25,47 @@ const JOBS: JobCatalog = {
 };
 
 /** One typed handle per declared job: `server.jobs.<name>` and `ctx.jobs.<name>`. */
-export interface JobsHandles {
+export interface JobsHandles<Trx = TransactionHandle> {
   /** Enqueue `sendEmail` jobs. */
-  readonly sendEmail: JobHandle<SendEmail>;
+  readonly sendEmail: JobHandle<SendEmail, Trx>;
   /** Enqueue `createAccount` jobs. */
-  readonly createAccount: JobHandle<CreateAccount>;
+  readonly createAccount: JobHandle<CreateAccount, Trx>;
   /** Enqueue `processOrder` jobs. */
-  readonly processOrder: TopicJobHandle<ProcessOrder>;
+  readonly processOrder: TopicJobHandle<ProcessOrder, Trx>;
 }
 
 /** What every handler receives: `ctx.app` (the builder's `context`), `ctx.jobs`, `ctx.jobId`, `ctx.attempt`, `ctx.signal`. */
-export type JobsContext<C> = TypedJobContext<C, JobsHandles>;
+export type JobsContext<C, Trx = TransactionHandle> = TypedJobContext<C, JobsHandles<Trx>, Trx>;
 
 /** A running server: `jobs`, `addWorker()`, `removeWorker()`, `shutdown()`. */
-export type JobsServer<C> = TypedJobServer<C, JobsHandles>;
+export type JobsServer<C, Trx = TransactionHandle> = TypedJobServer<C, JobsHandles<Trx>, Trx>;
 
 /** Enqueue-only access, for processes that run no workers. */
-export type JobsPublisher = TypedJobPublisher<JobsHandles>;
+export type JobsPublisher<Trx = TransactionHandle> = TypedJobPublisher<JobsHandles<Trx>, Trx>;
 
 /** Builds a server; `build()` starts it once every job has a handler and names every one that is missing. */
-export class JobsBuilder<C> extends TypedServerBuilder<C, JobsHandles> {
-  constructor(options: BuilderOptions<C>) {
+export class JobsBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<C, JobsHandles<Trx>, Trx> {
+  constructor(options: BuilderOptions<C, Trx>) {
     super(options, JOBS);
   }
 
   /** Handles `sendEmail` jobs: resolve = success, throw = retry per policy. */
-  withSendEmailHandler(handler: JobHandler<JobsContext<C>, SendEmail>, options?: HandlerOptions<C>): this {
+  withSendEmailHandler(handler: JobHandler<JobsContext<C, Trx>, SendEmail>, options?: HandlerOptions<C>): this {
     return this.handler("sendEmail", handler, options);
   }
 
   /** Handles `createAccount` jobs: resolve = success, throw = retry per policy. */
-  withCreateAccountHandler(handler: JobHandler<JobsContext<C>, CreateAccount>, options?: HandlerOptions<C>): this {
+  withCreateAccountHandler(handler: JobHandler<JobsContext<C, Trx>, CreateAccount>, options?: HandlerOptions<C>): this {
     return this.handler("createAccount", handler, options);
   }
 
   /** Handles `processOrder` jobs: resolve = success, throw = retry per policy. */
-  withProcessOrderHandler(handler: JobHandler<JobsContext<C>, ProcessOrder>, options?: HandlerOptions<C>): this {
+  withProcessOrderHandler(handler: JobHandler<JobsContext<C, Trx>, ProcessOrder>, options?: HandlerOptions<C>): this {
     return this.handler("processOrder", handler, options);
   }
 }
 
 /** Opens enqueue-only access to the declared jobs on `options.backend`. */
-export function openJobsPublisher(options: PublisherOptions): Promise<JobsPublisher> {
-  return TypedJobPublisher.open<JobsHandles>(options, JOBS);
+export function openJobsPublisher<Trx = TransactionHandle>(options: PublisherOptions<Trx>): Promise<JobsPublisher<Trx>> {
+  return TypedJobPublisher.open<JobsHandles<Trx>, Trx>(options, JOBS);
 }

@@ -40,11 +40,22 @@ export type JobStage = "enqueued" | "delayed" | "waiting" | "running" | "requeue
 /** Every stage, in lifecycle order. */
 export const JOB_STAGES: readonly JobStage[] = ["enqueued", "delayed", "waiting", "running", "requeued", "success", "failed"];
 
-/** Stages a worker may claim from once the job's `runAt` has passed. */
+/**
+ * Stages a worker may claim from once the job's `runAt` has passed: the
+ * ready-index predicate of both backends, and the claim and ready-count
+ * filters (SQL lists are rendered by `backend/shared/stage-list.ts`).
+ */
 export const CLAIMABLE_STAGES: readonly JobStage[] = ["enqueued", "delayed", "requeued"];
 
 /** Terminal stages: the job will not run again and expires after the retention period. */
 export const TERMINAL_STAGES: readonly JobStage[] = ["success", "failed"];
+
+/**
+ * Every stage but the terminal ones: the job may still run. A partition's
+ * head is its unfinished job with the lowest sequence, and a partition's
+ * depth counts its unfinished jobs.
+ */
+export const UNFINISHED_STAGES: readonly JobStage[] = JOB_STAGES.filter((s) => !TERMINAL_STAGES.includes(s));
 
 /** One entry of a job's stage history. */
 export interface StageChange {

@@ -29,7 +29,7 @@ export class ExpirySweeper extends PeriodicService {
   async runOnce(): Promise<number> {
     let total = 0;
     for (;;) {
-      const n = await this.host.backend.jobDeleteExpired({ now: this.host.clock.now(), limit: this.batchSize });
+      const n = await this.host.backend.jobs.deleteExpired({ now: this.host.clock.now(), limit: this.batchSize });
       total += n;
       if (n < this.batchSize || this.stopped) return total;
       await new Promise<void>((r) => setImmediate(r));

@@ -22,14 +22,14 @@ export function checkInt(service: string, name: string, value: number, min: numb
  * `intervalMs` on the clock, then runs the service's task once.
  *
  * ```text
- *   new ─start()─► running: sleep intervalMs ─► (shared: maintenanceClaim won?) ─► runOnce() ─► event ─┐
+ *   new ─start()─► running: sleep intervalMs ─► (shared: maintenance.claim won?) ─► runOnce() ─► event ─┐
  *                     ▲                                                                              │
  *                     └──────────────────────────────────────────────────────────────────────────────┘
  *   stop() ─► stopped (idempotent; resolves once the loop has exited; start() after stop() does nothing)
  * ```
  *
  * A shared task (`shared: true`) runs on one server per interval however many
- * servers run it: each asks `maintenanceClaim`, which records the last run in
+ * servers run it: each asks `maintenance.claim`, which records the last run in
  * the database, so the schedule also survives restarts. A shared task's run
  * that changed something emits `{ type: "maintenance", task, count }`, the
  * event tests wait on; a failed run emits an `error` event (`where` = the
@@ -41,7 +41,7 @@ export abstract class PeriodicService {
 
   protected constructor(
     protected readonly host: MaintenanceHost,
-    /** The task's name, in `maintenanceClaim` and in events. */
+    /** The task's name, in `maintenance.claim` and in events. */
     readonly task: string,
     readonly intervalMs: number,
     private readonly shared: boolean,
@@ -80,7 +80,7 @@ export abstract class PeriodicService {
       if (signal.aborted) return;
       try {
         // The claim's interval is a little shorter than ours, so two servers' timers that drift apart do not skip a turn.
-        if (this.shared && !(await backend.maintenanceClaim({ task: this.task, now: clock.now(), intervalMs: Math.max(1, this.intervalMs - 50) }))) continue;
+        if (this.shared && !(await backend.maintenance.claim({ task: this.task, now: clock.now(), intervalMs: Math.max(1, this.intervalMs - 50) }))) continue;
         const count = await this.runOnce();
         if (this.shared && count > 0) onEvent({ type: "maintenance", task: this.task, count });
       } catch (error) {

@@ -48,14 +48,14 @@ export class StuckJobRescuer<C> extends PeriodicService {
     const leaseExpiredBefore = now - this.graceMs;
     let total = 0;
     for (;;) {
-      const stuck = await backend.jobListStuck({ leaseExpiredBefore, limit: this.batchSize });
+      const stuck = await backend.jobs.listStuck({ leaseExpiredBefore, limit: this.batchSize });
       if (stuck.length === 0) return total;
       const finishes: JobFinish[] = stuck.map((job) => ({
         id: job.id,
         attempt: job.attempt,
         outcome: retryDecision(this.options, job, lostAttemptError(job.attempt)),
       }));
-      const { applied } = await backend.jobFinishMany({ finishes, now, retentionMs: this.options.retentionMs, leaseExpiredBefore });
+      const { applied } = await backend.jobs.finishMany({ finishes, now, retentionMs: this.options.retentionMs, leaseExpiredBefore });
       total += applied.length;
       if (applied.length > 0) this.onRescued();
       if (applied.length === 0 || stuck.length < this.batchSize) return total;

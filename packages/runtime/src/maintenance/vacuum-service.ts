@@ -7,7 +7,7 @@ export interface VacuumServiceConfig {
 }
 
 /**
- * Task `vacuum`: reclaims the space of deleted rows (`databaseVacuum`,
+ * Task `vacuum`: reclaims the space of deleted rows (`maintenance.vacuum`,
  * SQLite `VACUUM`). Made only when `vacuumIntervalMs` is set and the backend
  * has `capabilities.supportsVacuum` (PostgreSQL's autovacuum does this on
  * its own).
@@ -20,7 +20,7 @@ export class VacuumService extends PeriodicService {
   }
 
   async runOnce(): Promise<number> {
-    await this.host.backend.databaseVacuum();
+    await this.host.backend.maintenance.vacuum();
     return 1;
   }
 }

@@ -52,7 +52,7 @@ export class WorkerAutoscaler extends PeriodicService {
 
   /** One decision. Resolves to the worker change (+1, -1 or 0). */
   async runOnce(): Promise<number> {
-    const ready = await this.host.backend.jobCountReady({ now: this.host.clock.now(), jobTypes: this.config.jobTypes });
+    const ready = await this.host.backend.jobs.countReady({ now: this.host.clock.now(), jobTypes: this.config.jobTypes });
     const backlog = ready + this.workers.bufferedCount;
     const live = this.workers.workerCount;
     if (backlog === 0) this.emptyTicks++;

@@ -21,13 +21,13 @@
  *
  * ```text
  *   membership loop: heartbeat ─► live members ─► owned partitions (rendezvous)
- *   fetcher: owned, unleased partitions ─► partitionHeadClaim ─► one run per claimed head
- *   run:  claimed ─► JobExecutor ─► partitionHeadFinish ─┬─► next head claimed in the same write ─► executor ...
- *           │            │                                └─► lease freed (next head not ready, or no longer owned)
+ *   fetcher: owned, unleased partitions ─► partitions.headClaim ─► one run per claimed head
+ *   run:  claimed ─► JobExecutor ─► partitions.headFinish ─┬─► next head claimed in the same write ─► executor ...
+ *           │            │                                  └─► lease freed (next head not ready, or no longer owned)
  *           │            ├─(lease lost: renewal found another epoch, or forceFailPartitionHead)─► signal aborts, outcome discarded
  *           │            └─(lease already expired when the handler would start)─► skipped, left to the next claim
  *           └─(lost attempt: the head was still `running` under an expired lease, its process died or stalled)
- *                 ─► the retry decision's outcome for that attempt ─► partitionHeadFinish (requeued, or failed once
+ *                 ─► the retry decision's outcome for that attempt ─► partitions.headFinish (requeued, or failed once
  *                    retries are spent, which frees the partition) ─► next attempt claimed in the same write when due
  * ```
  *
@@ -78,7 +78,7 @@ export class PartitionRunner<C> {
     private readonly options: ResolvedServerOptions<C>,
     private readonly backend: Backend,
     private readonly owner: string,
-    publisher: JobPublisher,
+    publisher: JobPublisher<unknown>,
   ) {
     this.jobTypes = Object.keys(options.handlers);
     this.slots = options.workerCount;
@@ -131,7 +131,7 @@ export class PartitionRunner<C> {
     this.stopController.abort();
     this.wake();
     await Promise.all(this.loops);
-    await this.backend.partitionMemberRemove({ member: this.owner }).catch((error) => this.report("partition deregistration", error));
+    await this.backend.partitions.memberRemove({ member: this.owner }).catch((error) => this.report("partition deregistration", error));
     const deadline = new AbortController();
     const allDone = Promise.all([...this.runs]).then(() => deadline.abort());
     await Promise.race([allDone, this.options.clock.sleep(deadlineMs, deadline.signal)]);
@@ -148,7 +148,7 @@ export class PartitionRunner<C> {
   private async heartbeat(): Promise<void> {
     const { clock, partitionMemberExpiryMs, topics } = this.options;
     const now = clock.now();
-    const { members } = await this.backend.partitionMemberHeartbeat({ member: this.owner, now, expiresAt: now + partitionMemberExpiryMs });
+    const { members } = await this.backend.partitions.memberHeartbeat({ member: this.owner, now, expiresAt: now + partitionMemberExpiryMs });
     const owned = ownedPartitions(this.owner, members, topics);
     const keys = new Set(owned.map(keyOf));
     const gained = owned.some((p) => !this.ownedKeys.has(keyOf(p)));
@@ -180,7 +180,7 @@ export class PartitionRunner<C> {
         try {
           const now = clock.now();
           const leaseExpiresAt = now + leaseMs;
-          const { claimed, nextRunAt } = await this.backend.partitionHeadClaim({
+          const { claimed, nextRunAt } = await this.backend.partitions.headClaim({
             owner: this.owner,
             partitions: candidates,
             limit: free,
@@ -270,7 +270,7 @@ export class PartitionRunner<C> {
       const leaseExpiresAt = now + leaseMs;
       const claimNext = !this.stopping && this.ownedKeys.has(keyOf(claim)) ? { leaseExpiresAt, jobTypes: this.jobTypes } : undefined;
       try {
-        const result = await this.backend.partitionHeadFinish({ owner: this.owner, claim, outcome, now, retentionMs, claimNext });
+        const result = await this.backend.partitions.headFinish({ owner: this.owner, claim, outcome, now, retentionMs, claimNext });
         if (result.applied && this.options.eventsEnabled && !(held.job as ClaimedPartitionJob).lostAttempt)
           this.options.onEvent(attemptEvent(held.job, outcome));
         if (result.released > 0) this.onReleased?.();

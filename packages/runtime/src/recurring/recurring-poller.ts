@@ -4,8 +4,8 @@
  *
  * ```text
  *   start() ─► poll ─► sleep(recurringPollIntervalMs) ─► poll ─► ...   stop(): the loop exits
- *   poll:  recurringDueList(now) ─► per schedule: while nextRunAt <= now:
- *            recurringAdvance(expected nextRunAt ─► the next cron time, + the occurrence's job)
+ *   poll:  recurring.dueList(now) ─► per schedule: while nextRunAt <= now:
+ *            recurring.advance(expected nextRunAt ─► the next cron time, + the occurrence's job)
  *              ├─ won:  the job is committed; local workers are woken
  *              └─ lost: another server enqueued it (or the schedule was re-registered): next schedule
  * ```
@@ -92,7 +92,7 @@ export class RecurringPoller {
     const now = clock.now();
     let enqueued = 0;
     for (let round = 0; round < MAX_ROUNDS && !this.stopped; round++) {
-      const due = await backend.recurringDueList({ now, limit: BATCH });
+      const due = await backend.recurring.dueList({ now, limit: BATCH });
       let lost = false;
       for (const schedule of due) {
         if (this.stopped) break;
@@ -136,7 +136,7 @@ export class RecurringPoller {
     let enqueued = 0;
     while (schedule.nextRunAt <= now && !this.stopped) {
       const { runAt, nextRunAt } = this.occurrence(cron, schedule.nextRunAt, now);
-      const { inserted } = await this.options.backend.recurringAdvance({
+      const { inserted } = await this.options.backend.recurring.advance({
         schedule,
         occurrence: { id: newJobId(now), runAt, retryPolicy: this.options.retryPolicy },
         nextRunAt,

@@ -101,7 +101,7 @@ export class RecurringScheduler {
     const first = schedule.nextAfter(now);
     const firstId = newJobId(now);
     const write = { id: scheduleId, jobType, payload: encoded, cron: normalizeCron(cron), timeZone, sequential, partition };
-    const { changed } = await this.options.backend.recurringUpsert(
+    const { changed } = await this.options.backend.recurring.upsert(
       sequential
         ? { schedule: write, firstJob: null, nextRunAt: first, nextJobId: firstId, now }
         : {
@@ -117,13 +117,13 @@ export class RecurringScheduler {
 
   /** Every schedule of the namespace, ordered by id. */
   list(): Promise<RecurringSchedule[]> {
-    return this.options.backend.recurringList();
+    return this.options.backend.recurring.list();
   }
 
   /** Deletes schedule `scheduleId`; occurrences already enqueued stay. Resolves to false when there was none. */
   async delete(scheduleId: string): Promise<boolean> {
     checkScheduleId(scheduleId);
-    return this.options.backend.recurringDelete({ id: scheduleId });
+    return this.options.backend.recurring.delete({ id: scheduleId });
   }
 }
 

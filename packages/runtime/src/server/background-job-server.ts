@@ -1,4 +1,4 @@
-import type { Backend, JobInsert, PartitionRef } from "../backend/backend.js";
+import type { Backend, JobInsert, PartitionRef, TransactionHandle } from "../backend/backend.js";
 import { newJobId } from "../core/job-id.js";
 import type { JobStage } from "../core/job-stage.js";
 import { InvalidConfigError, SchemaVersionError, ServerStoppedError } from "../errors.js";
@@ -29,12 +29,13 @@ export interface ShutdownOptions {
  * ```
  *
  * Generated code (`later-gen`) wraps this with typed handles; this class is
- * the untyped core they share.
+ * the untyped core they share. `Trx`: the caller-owned transactions its
+ * publisher's `enqueueIn` takes, inferred from the backend.
  */
-export class BackgroundJobServer<C> {
+export class BackgroundJobServer<C, Trx = TransactionHandle> {
   /** This server's id: the lease owner written on its claims. */
   readonly instanceId: string;
-  readonly publisher: JobPublisher;
+  readonly publisher: JobPublisher<Trx>;
   private readonly pool: WorkerPool<C>;
   private readonly partitions: PartitionRunner<C> | null;
   private readonly rescuer: StuckJobRescuer<C>;
@@ -57,7 +58,7 @@ export class BackgroundJobServer<C> {
       if (!options.eventsEnabled) return;
       for (const [i, job] of jobs.entries()) options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage: stages[i]!, attempt: 0 });
     };
-    this.publisher = new JobPublisher({
+    this.publisher = new JobPublisher<Trx>({
       backend,
       clock: options.clock,
       defaultRetryPolicy: options.defaultRetryPolicy,
@@ -100,13 +101,13 @@ export class BackgroundJobServer<C> {
    * Validates the options, opens the backend, checks (or with `autoMigrate`
    * applies) the schema, and starts the workers and maintenance.
    */
-  static async start<C>(options: ServerOptions<C>): Promise<BackgroundJobServer<C>> {
+  static async start<C, Trx = TransactionHandle>(options: ServerOptions<C, Trx>): Promise<BackgroundJobServer<C, Trx>> {
     const resolved = resolveServerOptions(options);
     await prepareBackend(resolved.backend, resolved.autoMigrate);
-    const server = new BackgroundJobServer(resolved);
+    const server = new BackgroundJobServer<C, Trx>(resolved);
     try {
       // P1: a topic stored with another partition count refuses the start, before any worker runs.
-      if (resolved.topics.length > 0) await resolved.backend.topicRegister({ topics: resolved.topics, now: resolved.clock.now() });
+      if (resolved.topics.length > 0) await resolved.backend.partitions.topicRegister({ topics: resolved.topics, now: resolved.clock.now() });
       await server.partitions?.start();
     } catch (error) {
       server.unsubscribeWake();
@@ -116,11 +117,11 @@ export class BackgroundJobServer<C> {
     server.pool.start();
     for (const service of server.services) service.start();
     server.recurring.start();
-    liveServers().add(server as BackgroundJobServer<unknown>);
+    liveServers().add(server as BackgroundJobServer<unknown, unknown>);
     return server;
   }
 
-  get backend(): Backend {
+  get backend(): Backend<Trx> {
     return this.options.backend;
   }
 
@@ -190,7 +191,7 @@ export class BackgroundJobServer<C> {
       await Promise.all([...this.services.map((s) => s.stop()), this.recurring.stop()]);
       await Promise.all([this.pool.shutdown(deadlineMs), this.partitions?.shutdown(deadlineMs)]);
       await this.options.backend.close();
-      liveServers().delete(this as BackgroundJobServer<unknown>);
+      liveServers().delete(this as BackgroundJobServer<unknown, unknown>);
     })();
     return this.stopped;
   }
@@ -201,8 +202,8 @@ export class BackgroundJobServer<C> {
  * under a process-global symbol so that `@later/runtime/testing`'s leak check
  * sees them whichever copy of the module loaded them.
  */
-export function liveServers(): Set<BackgroundJobServer<unknown>> {
-  const g = globalThis as { [LIVE_SERVERS]?: Set<BackgroundJobServer<unknown>> };
+export function liveServers(): Set<BackgroundJobServer<unknown, unknown>> {
+  const g = globalThis as { [LIVE_SERVERS]?: Set<BackgroundJobServer<unknown, unknown>> };
   return (g[LIVE_SERVERS] ??= new Set());
 }
 const LIVE_SERVERS = Symbol.for("later.liveServers");
@@ -210,10 +211,10 @@ const LIVE_SERVERS = Symbol.for("later.liveServers");
 /** Opens a backend and makes sure its schema is current (migrating when allowed). */
 export async function prepareBackend(backend: Backend, autoMigrate: boolean): Promise<void> {
   await backend.open();
-  const status = await backend.migrationStatus();
+  const status = await backend.migrations.status();
   if (status.current === status.latest) return;
   if (status.current < status.latest && autoMigrate) {
-    await backend.migrationUp();
+    await backend.migrations.up();
     return;
   }
   await backend.close();

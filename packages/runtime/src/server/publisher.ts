@@ -23,8 +23,8 @@ export interface EnqueueOptions {
 export type PartitionTarget = { topic: string; key: PartitionKey } | { topic: string; partition: number };
 
 /** What a {@link JobPublisher} is built from (by the server, or `TypedJobPublisher.open`). */
-export interface JobPublisherOptions {
-  backend: Backend;
+export interface JobPublisherOptions<Trx = TransactionHandle> {
+  backend: Backend<Trx>;
   clock: Clock;
   defaultRetryPolicy: RetryPolicy;
   /** Payload encoder per known job type. */
@@ -43,15 +43,16 @@ export interface JobPublisherOptions {
 
 /**
  * Enqueues jobs by job type (untyped). The generated module wraps this with
- * one typed handle per job; applications normally use that.
+ * one typed handle per job; applications normally use that. `Trx`: the
+ * caller-owned transactions `enqueueIn` takes, the backend's.
  */
-export class JobPublisher {
+export class JobPublisher<Trx = TransactionHandle> {
   private stopped = false;
-  private readonly backend: Backend;
+  private readonly backend: Backend<Trx>;
   private readonly clock: Clock;
   private readonly recurring: RecurringScheduler;
 
-  constructor(private readonly options: JobPublisherOptions) {
+  constructor(private readonly options: JobPublisherOptions<Trx>) {
     this.backend = options.backend;
     this.clock = options.clock;
     this.recurring = new RecurringScheduler({
@@ -96,8 +97,14 @@ export class JobPublisher {
     return this.insert(jobType, payloads, options, undefined);
   }
 
-  /** Enqueue inside a caller-owned transaction: the job exists only if that transaction commits. */
-  async enqueueIn(transaction: TransactionHandle, jobType: string, payload: unknown, options: EnqueueOptions = {}): Promise<JobId> {
+  /**
+   * Enqueue inside a caller-owned transaction: the job exists only if that
+   * transaction commits. SQLite takes a Kysely transaction on the same file;
+   * PostgreSQL a Kysely transaction or the `pg` client the caller ran
+   * `BEGIN` on (never a pool). Another value is a compile error where the
+   * backend's type is known, and `InvalidArgumentError` at run time.
+   */
+  async enqueueIn(transaction: Trx, jobType: string, payload: unknown, options: EnqueueOptions = {}): Promise<JobId> {
     if (transaction === undefined || transaction === null) throw new InvalidArgumentError("enqueueIn: a transaction is required");
     const [id] = await this.insert(jobType, [payload], options, transaction);
     return id!;
@@ -116,13 +123,7 @@ export class JobPublisher {
   }
 
   /** {@link enqueueToPartition} inside a caller-owned transaction (the sequence is taken in it too). */
-  async enqueueToPartitionIn(
-    transaction: TransactionHandle,
-    jobType: string,
-    payload: unknown,
-    target: PartitionTarget,
-    options: EnqueueOptions = {},
-  ): Promise<JobId> {
+  async enqueueToPartitionIn(transaction: Trx, jobType: string, payload: unknown, target: PartitionTarget, options: EnqueueOptions = {}): Promise<JobId> {
     if (transaction === undefined || transaction === null) throw new InvalidArgumentError("enqueueToPartitionIn: a transaction is required");
     const [id] = await this.insert(jobType, [payload], options, transaction, this.resolvePartition(target));
     return id!;
@@ -138,7 +139,7 @@ export class JobPublisher {
    */
   async enqueueRecurringContinue(jobType: string, parentId: JobId, payload: unknown): Promise<JobId> {
     if (typeof parentId !== "string" || parentId === "") throw new InvalidArgumentError("parent job id must be a non-empty string");
-    const parent = await this.backend.jobGet({ id: parentId });
+    const parent = await this.backend.inspect.jobGet({ id: parentId });
     if (!parent) throw new ParentNotFoundError(parentId);
     const options = { parentId };
     if (parent.topic === null || parent.partition === null) return this.enqueue(jobType, payload, options);
@@ -156,13 +157,13 @@ export class JobPublisher {
   async forceFailPartitionHead(target: PartitionTarget, reason = "failed by forceFailPartitionHead"): Promise<string | null> {
     if (typeof reason !== "string") throw new InvalidArgumentError("forceFailPartitionHead: reason must be a string");
     const ref = this.resolvePartition(target);
-    return this.backend.partitionHeadForceFail({ ...ref, reason, now: this.clock.now(), retentionMs: this.options.retentionMs });
+    return this.backend.partitions.headForceFail({ ...ref, reason, now: this.clock.now(), retentionMs: this.options.retentionMs });
   }
 
   /** Deletes a partition's finished jobs but the newest `keep` (by sequence). Resolves to how many were deleted. */
   async truncatePartitionHistory(target: PartitionTarget, keep: number): Promise<number> {
     if (!Number.isInteger(keep) || keep < 0) throw new InvalidArgumentError(`truncatePartitionHistory: keep must be an integer >= 0, got ${String(keep)}`);
-    return this.backend.partitionHistoryTruncate({ ...this.resolvePartition(target), keep });
+    return this.backend.partitions.historyTruncate({ ...this.resolvePartition(target), keep });
   }
 
   /** The partition a target names; throws `UnknownTopicError` or `InvalidArgumentError`. */
@@ -187,7 +188,7 @@ export class JobPublisher {
     jobType: string,
     payloads: readonly unknown[],
     options: EnqueueOptions,
-    transaction: TransactionHandle | undefined,
+    transaction: Trx | undefined,
     partition?: PartitionRef,
   ): Promise<JobId[]> {
     if (this.stopped) throw new ServerStoppedError(`enqueue of "${jobType}"`);
@@ -211,7 +212,7 @@ export class JobPublisher {
       ...(partition === undefined ? {} : { topic: partition.topic, partition: partition.partition }),
     }));
     if (jobs.length === 0) return [];
-    const result = await this.backend.jobInsertMany({ jobs, now, transaction });
+    const result = await this.backend.jobs.insertMany({ jobs, now, transaction });
     if (transaction === undefined) this.options.onCommitted(jobs, result.stages);
     return jobs.map((j) => j.id);
   }

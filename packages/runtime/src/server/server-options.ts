@@ -1,4 +1,4 @@
-import type { Backend, ClaimedJob, JobOutcome } from "../backend/backend.js";
+import type { Backend, ClaimedJob, JobOutcome, TransactionHandle } from "../backend/backend.js";
 import { systemClock, type Clock, type RandomSource } from "../core/clock.js";
 import type { JobStage } from "../core/job-stage.js";
 import { checkPartitions, RECURRING_SEQUENTIAL_TOPIC, type TopicConfig } from "../core/partition/topic.js";
@@ -18,8 +18,11 @@ export const MAX_WORKERS = 10_000;
 /** A hundred years: retention is added to a timestamp, never waited for. */
 const MAX_RETENTION_MS = 100 * 365 * 86_400_000;
 
-/** What a handler receives besides its payload. */
-export interface JobContext<C> {
+/**
+ * What a handler receives besides its payload. `Trx`: the transactions
+ * `publisher.enqueueIn` takes, the backend's (see {@link ServerOptions}).
+ */
+export interface JobContext<C, Trx = TransactionHandle> {
   /** The application context given as `context` in the options. */
   app: C;
   jobId: string;
@@ -31,13 +34,13 @@ export interface JobContext<C> {
   /** For a partitioned job: its topic and partition. */
   partition?: { topic: string; partition: number };
   /** Enqueue more jobs (untyped; generated code wraps it). */
-  publisher: JobPublisher;
+  publisher: JobPublisher<Trx>;
 }
 
 /** One job type's handler and its settings. */
-export interface HandlerRegistration<C> {
+export interface HandlerRegistration<C, Trx = TransactionHandle> {
   /** Resolve = success; throw (anything) = retry per policy. */
-  handle(ctx: JobContext<C>, payload: unknown): unknown;
+  handle(ctx: JobContext<C, Trx>, payload: unknown): unknown;
   /** This job type's retry policy; replaces the server default from the first failure on. */
   retry?: (app: C) => RetryPolicy;
   /** Turns stored JSON text into the payload; throw to fail the job as undecodable. Default `JSON.parse`. */
@@ -109,13 +112,20 @@ export interface WorkerAutoscaleOptions {
   max: number;
 }
 
-/** Options of {@link BackgroundJobServer.start}. Every duration is in milliseconds. */
-export interface ServerOptions<C> {
+/**
+ * Options of {@link BackgroundJobServer.start}. Every duration is in
+ * milliseconds. `Trx` is inferred from `backend`: the caller-owned
+ * transactions its `enqueueIn` takes (`SqliteTransaction`,
+ * `PostgresTransaction`); given `C` explicitly, it defaults to
+ * {@link TransactionHandle}, either kind.
+ */
+export interface ServerOptions<C, Trx = TransactionHandle> {
   /** Handed to every handler as `ctx.app`. */
   context: C;
-  backend: Backend;
+  /** `sqlite({ file })` or `postgres({ connectionString })` (`@later/runtime/sqlite`, `/postgres`). */
+  backend: Backend<Trx>;
   /** Handler per job type. */
-  handlers: Record<string, HandlerRegistration<C>>;
+  handlers: Record<string, HandlerRegistration<C, Trx>>;
   /** Concurrent handlers in this process. Default 6, at least 1. */
   workerCount?: number;
   /** Optional: every `autoscaleIntervalMs`, +1 worker when the backlog (ready jobs in the database plus claimed jobs waiting in this server's buffer) exceeds ~20 per worker, -1 after three empty ticks. */
@@ -172,8 +182,9 @@ export interface ServerOptions<C> {
   recurringPollIntervalMs?: number;
 }
 
-/** Options with every default filled in. */
-export interface ResolvedServerOptions<C> extends Required<Omit<ServerOptions<C>, "workerAutoscale" | "onEvent" | "topics" | "recurringSequentialPartitions">> {
+/** Options with every default filled in. The server's parts never write into a caller's transaction, so they take any kind (`unknown`). */
+export interface ResolvedServerOptions<C>
+  extends Required<Omit<ServerOptions<C, unknown>, "workerAutoscale" | "onEvent" | "topics" | "recurringSequentialPartitions">> {
   /** The configured topics, plus the reserved recurring topic when `recurringSequentialPartitions` is set. */
   topics: readonly TopicConfig[];
   recurringSequentialPartitions: number | null;
@@ -213,20 +224,20 @@ const KEYS = new Set([
 ]);
 
 /** Checks every option and fills defaults; throws `InvalidConfigError` naming the bad option. */
-export function resolveServerOptions<C>(options: ServerOptions<C>): ResolvedServerOptions<C> {
+export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): ResolvedServerOptions<C> {
   if (options === null || typeof options !== "object") throw new InvalidConfigError("server options must be an object");
   for (const key of Object.keys(options)) {
     if (!KEYS.has(key)) throw new InvalidConfigError(`unknown option "${key}"`);
   }
   const b = options.backend as Partial<Backend> | undefined;
-  if (!b || typeof b.jobClaimReady !== "function") throw new InvalidConfigError("`backend` is required: sqlite({ file }) or postgres({ ... })");
+  if (!b || typeof b.jobs?.claimReady !== "function") throw new InvalidConfigError("`backend` is required: sqlite({ file }) or postgres({ ... })");
   if (!options.handlers || typeof options.handlers !== "object") throw new InvalidConfigError("`handlers` must be an object of job type -> handler");
   for (const [type, h] of Object.entries(options.handlers)) {
     const bad = nameProblem(type);
     if (bad !== null) throw new InvalidConfigError(`handlers: job type ${describeName(type)} ${bad}`);
     if (!h || typeof h.handle !== "function") throw new InvalidConfigError(`handler for "${type}" must have a handle function`);
   }
-  const int = (name: keyof ServerOptions<C>, fallback: number, min: number, max = MAX_TIMER_MS): number => {
+  const int = (name: keyof ServerOptions<C, Trx>, fallback: number, min: number, max = MAX_TIMER_MS): number => {
     const v = options[name] ?? fallback;
     if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) {
       throw new InvalidConfigError(`\`${String(name)}\` must be an integer from ${min} to ${max}, got ${describeValue(v)}`);

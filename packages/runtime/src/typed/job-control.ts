@@ -10,7 +10,7 @@ import type { JobPublisher, PartitionTarget } from "../server/publisher.js";
 export abstract class JobControl {
   constructor(
     /** The untyped publisher the typed handles write through. */
-    protected readonly control: JobPublisher,
+    protected readonly control: JobPublisher<unknown>,
   ) {}
 
   /**

@@ -8,12 +8,15 @@ import type { JobSpec } from "./job-catalog.js";
 /**
  * The typed enqueue methods of one declared job, as `server.jobs.<name>` and
  * `ctx.jobs.<name>` of the generated module. `P` is the payload type from
- * `jobs.schema.ts`. Every method resolves once the job is committed (or, for
- * the `...In` methods, once it is written in the caller's transaction).
+ * `jobs.schema.ts`; `Trx` the caller-owned transactions the backend takes
+ * (`SqliteTransaction`, `PostgresTransaction`), inferred from it by the
+ * generated builder and publisher. Every method resolves once the job is
+ * committed (or, for the `...In` methods, once it is written in the caller's
+ * transaction).
  */
-export class JobHandle<P> {
+export class JobHandle<P, Trx = TransactionHandle> {
   constructor(
-    protected readonly publisher: JobPublisher,
+    protected readonly publisher: JobPublisher<Trx>,
     /** The stored job type: the member name in the schema. */
     readonly jobType: string,
     protected readonly spec: JobSpec,
@@ -45,11 +48,11 @@ export class JobHandle<P> {
   }
 
   /**
-   * Writes the job in the application's own transaction (a Kysely
-   * transaction, or the backend's native handle): it exists only if that
-   * transaction commits.
+   * Writes the job in the application's own transaction: it exists only if
+   * that transaction commits. SQLite takes a Kysely transaction on the same
+   * file; PostgreSQL a Kysely transaction or a `pg` client inside `BEGIN`.
    */
-  enqueueIn(transaction: TransactionHandle, payload: P, options?: EnqueueOptions): Promise<JobId> {
+  enqueueIn(transaction: Trx, payload: P, options?: EnqueueOptions): Promise<JobId> {
     return this.publisher.enqueueIn(transaction, this.jobType, payload, options);
   }
 
@@ -99,7 +102,7 @@ export class JobHandle<P> {
  * methods, it can go to its topic, where the payload's key picks the
  * partition and jobs of one partition run strictly in enqueue order.
  */
-export class TopicJobHandle<P> extends JobHandle<P> {
+export class TopicJobHandle<P, Trx = TransactionHandle> extends JobHandle<P, Trx> {
   /** The topic name from `@topic`. */
   get topic(): string {
     return this.spec.topic!;
@@ -121,7 +124,7 @@ export class TopicJobHandle<P> extends JobHandle<P> {
   }
 
   /** Appends to the partition inside the application's own transaction (the sequence is taken there too). */
-  enqueueToPartitionIn(transaction: TransactionHandle, payload: P): Promise<JobId> {
+  enqueueToPartitionIn(transaction: Trx, payload: P): Promise<JobId> {
     return this.call(() => this.publisher.enqueueToPartitionIn(transaction, this.jobType, payload, this.target(payload)));
   }
 

@@ -1,10 +1,10 @@
-import type { Backend } from "../backend/backend.js";
+import type { Backend, TransactionHandle } from "../backend/backend.js";
 import type { BackgroundJobServer, ShutdownOptions } from "../server/background-job-server.js";
 import type { JobContext } from "../server/server-options.js";
 import { JobControl } from "./job-control.js";
 
 /** A handler's context in the generated module: {@link JobContext} plus typed `jobs` handles. */
-export type TypedJobContext<C, H> = JobContext<C> & {
+export type TypedJobContext<C, H, Trx = TransactionHandle> = JobContext<C, Trx> & {
   /** Enqueue declared jobs from inside a handler: `ctx.jobs.sendEmail.enqueue(...)`. */
   readonly jobs: H;
 };
@@ -14,10 +14,10 @@ export type TypedJobContext<C, H> = JobContext<C> & {
  * `jobs` handles over one {@link BackgroundJobServer}, and the job and
  * schedule operations of {@link JobControl}.
  */
-export class TypedJobServer<C, H> extends JobControl {
+export class TypedJobServer<C, H, Trx = TransactionHandle> extends JobControl {
   constructor(
     /** The untyped server underneath. */
-    readonly core: BackgroundJobServer<C>,
+    readonly core: BackgroundJobServer<C, Trx>,
     /** One typed handle per declared job. */
     readonly jobs: H,
   ) {
@@ -29,7 +29,7 @@ export class TypedJobServer<C, H> extends JobControl {
     return this.core.instanceId;
   }
 
-  get backend(): Backend {
+  get backend(): Backend<Trx> {
     return this.core.backend;
   }
 

@@ -1,4 +1,4 @@
-import type { Backend } from "../backend/backend.js";
+import type { Backend, TransactionHandle } from "../backend/backend.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import { RetryPolicy } from "../core/retry/retry-policy.js";
 import { InvalidConfigError } from "../errors.js";
@@ -11,9 +11,10 @@ import { JobControl } from "./job-control.js";
 import { jobHandles } from "./typed-server-builder.js";
 import { jsonPayload } from "../server/encode-payload.js";
 
-/** Options of a generated `open<Name>Publisher`. */
-export interface PublisherOptions {
-  backend: Backend;
+/** Options of a generated `open<Name>Publisher`. `Trx` is inferred from `backend` (see `ServerOptions`). */
+export interface PublisherOptions<Trx = TransactionHandle> {
+  /** `sqlite({ file })` or `postgres({ connectionString })` (`@later/runtime/sqlite`, `/postgres`). */
+  backend: Backend<Trx>;
   /** Stored on each job; the worker's per-type policy replaces it from the first failure on. Default {@link RetryPolicy.default}. */
   defaultRetryPolicy?: RetryPolicy;
   /** Migrate the database at open instead of refusing a schema that is behind. Default false. */
@@ -32,10 +33,10 @@ export interface PublisherOptions {
  * same database and namespace are woken by the commit itself. Also the job
  * and schedule operations of {@link JobControl}.
  */
-export class TypedJobPublisher<H> extends JobControl {
+export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
   private constructor(
-    publisher: JobPublisher,
-    private readonly backend: Backend,
+    publisher: JobPublisher<Trx>,
+    private readonly backend: Backend<Trx>,
     /** One typed handle per declared job. */
     readonly jobs: H,
   ) {
@@ -43,14 +44,14 @@ export class TypedJobPublisher<H> extends JobControl {
   }
 
   /** Opens the backend, checks its schema and returns the handles. Used by the generated `open<Name>Publisher`. */
-  static async open<H>(options: PublisherOptions, catalog: JobCatalog): Promise<TypedJobPublisher<H>> {
+  static async open<H, Trx = TransactionHandle>(options: PublisherOptions<Trx>, catalog: JobCatalog): Promise<TypedJobPublisher<H, Trx>> {
     if (options === null || typeof options !== "object" || !options.backend) throw new InvalidConfigError("`backend` is required");
     const policy = options.defaultRetryPolicy ?? RetryPolicy.default();
     if (!(policy instanceof RetryPolicy)) throw new InvalidConfigError("`defaultRetryPolicy` must be a RetryPolicy");
     await prepareBackend(options.backend, options.autoMigrate ?? false);
     const encoders = new Map(Object.keys(catalog).map((type) => [type, jsonPayload]));
     const topics = resolveTopics(options.topics, options.recurringSequentialPartitions);
-    const publisher = new JobPublisher({
+    const publisher = new JobPublisher<Trx>({
       backend: options.backend,
       clock: options.clock ?? systemClock,
       defaultRetryPolicy: policy,

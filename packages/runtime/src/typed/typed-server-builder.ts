@@ -1,3 +1,4 @@
+import type { TransactionHandle } from "../backend/backend.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
 import { HandlerMissingError, InvalidArgumentError, InvalidConfigError } from "../errors.js";
 import { BackgroundJobServer } from "../server/background-job-server.js";
@@ -7,8 +8,8 @@ import { payloadDecoder, type JobCatalog } from "./job-catalog.js";
 import { JobHandle, TopicJobHandle } from "./job-handle.js";
 import { TypedJobServer, type TypedJobContext } from "./typed-job-server.js";
 
-/** Options of a generated builder: every server option but `handlers`, which the `with...Handler` methods give. */
-export type BuilderOptions<C> = Omit<ServerOptions<C>, "handlers">;
+/** Options of a generated builder: every server option but `handlers`, which the `with...Handler` methods give. `Trx` is inferred from `backend`. */
+export type BuilderOptions<C, Trx = TransactionHandle> = Omit<ServerOptions<C, Trx>, "handlers">;
 
 /** A typed handler: resolve = success, throw = retry per policy. */
 export type JobHandler<Ctx, P> = (ctx: Ctx, payload: P) => unknown;
@@ -25,12 +26,12 @@ export interface HandlerOptions<C> {
  * {@link handler}. `build()` refuses to start until every declared job has a
  * handler, naming each missing `with...Handler` method.
  */
-export class TypedServerBuilder<C, H> {
-  private readonly handlers = new Map<string, HandlerRegistration<C>>();
+export class TypedServerBuilder<C, H, Trx = TransactionHandle> {
+  private readonly handlers = new Map<string, HandlerRegistration<C, Trx>>();
   private jobs: H | undefined;
 
   constructor(
-    private readonly options: BuilderOptions<C>,
+    private readonly options: BuilderOptions<C, Trx>,
     private readonly catalog: JobCatalog,
   ) {
     if (options === null || typeof options !== "object") throw new InvalidConfigError("builder options must be an object");
@@ -38,17 +39,17 @@ export class TypedServerBuilder<C, H> {
   }
 
   /** Registers `jobType`'s handler; called by the generated `with...Handler` methods. A second call replaces the first. */
-  protected handler(jobType: string, handle: JobHandler<TypedJobContext<C, H>, never>, options: HandlerOptions<C> = {}): this {
+  protected handler(jobType: string, handle: JobHandler<TypedJobContext<C, H, Trx>, never>, options: HandlerOptions<C> = {}): this {
     const spec = this.catalog[jobType];
     if (!spec) throw new InvalidArgumentError(`"${jobType}" is not a declared job`);
     if (typeof handle !== "function") throw new InvalidConfigError(`${spec.handlerMethod}: the handler must be a function`);
     if (options === null || typeof options !== "object") throw new InvalidConfigError(`${spec.handlerMethod}: options must be an object`);
-    const run = handle as (ctx: TypedJobContext<C, H>, payload: unknown) => unknown;
+    const run = handle as (ctx: TypedJobContext<C, H, Trx>, payload: unknown) => unknown;
     this.handlers.set(jobType, {
       handle: (ctx, payload) => {
         // One extra property on the context the worker already built: cheaper than a wrapper object per job.
         (ctx as { jobs?: H }).jobs = this.jobsOf(ctx.publisher);
-        return run(ctx as TypedJobContext<C, H>, payload);
+        return run(ctx as TypedJobContext<C, H, Trx>, payload);
       },
       decode: payloadDecoder(jobType, spec),
       ...(options.retry === undefined ? {} : { retry: options.retry }),
@@ -57,25 +58,25 @@ export class TypedServerBuilder<C, H> {
   }
 
   /** Starts the server once every declared job has a handler; else throws `HandlerMissingError` naming them all. */
-  async build(): Promise<TypedJobServer<C, H>> {
+  async build(): Promise<TypedJobServer<C, H, Trx>> {
     const missing = Object.keys(this.catalog).filter((type) => !this.handlers.has(type));
     if (missing.length > 0) {
       const methods = missing.map((type) => this.catalog[type]!.handlerMethod);
       throw new HandlerMissingError(missing, `call ${methods.join(", ")} before build()`);
     }
-    const core = await BackgroundJobServer.start<C>({ ...this.options, handlers: Object.fromEntries(this.handlers) });
+    const core = await BackgroundJobServer.start<C, Trx>({ ...this.options, handlers: Object.fromEntries(this.handlers) });
     return new TypedJobServer(core, this.jobsOf(core.publisher));
   }
 
   /** The handles over the server's one publisher (also reached from a handler, which may run before `build()` resolves). */
-  private jobsOf(publisher: JobPublisher): H {
+  private jobsOf(publisher: JobPublisher<unknown>): H {
     return (this.jobs ??= jobHandles<H>(this.catalog, publisher));
   }
 }
 
 /** One handle per declared job; topic jobs get a {@link TopicJobHandle}. */
-export function jobHandles<H>(catalog: JobCatalog, publisher: JobPublisher): H {
-  const handles: Record<string, JobHandle<unknown>> = {};
+export function jobHandles<H>(catalog: JobCatalog, publisher: JobPublisher<unknown>): H {
+  const handles: Record<string, JobHandle<unknown, unknown>> = {};
   for (const [type, spec] of Object.entries(catalog)) {
     handles[type] = spec.topic === undefined ? new JobHandle(publisher, type, spec) : new TopicJobHandle(publisher, type, spec);
   }

@@ -68,7 +68,7 @@ export class CompletionBatcher<F extends JobFinish> {
       this.pending = [];
       let result: JobFinishManyResult;
       try {
-        result = await this.backend.jobFinishMany({ finishes: batch, now: this.clock.now(), retentionMs: this.retentionMs });
+        result = await this.backend.jobs.finishMany({ finishes: batch, now: this.clock.now(), retentionMs: this.retentionMs });
       } catch (error) {
         this.onError(error);
         this.pending = batch.concat(this.pending);

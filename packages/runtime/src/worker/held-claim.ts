@@ -76,7 +76,7 @@ export class HeldClaim implements JobFinish {
  * partition head: plain fields, `partition` set for heads only, and
  * `signal` read through to the claim (created only when a handler asks).
  */
-export class JobRunContext<C> implements JobContext<C> {
+export class JobRunContext<C> implements JobContext<C, unknown> {
   readonly jobId: string;
   readonly jobType: string;
   readonly attempt: number;
@@ -85,7 +85,7 @@ export class JobRunContext<C> implements JobContext<C> {
 
   constructor(
     readonly app: C,
-    readonly publisher: JobPublisher,
+    readonly publisher: JobPublisher<unknown>,
     claim: HeldClaim,
   ) {
     this.jobId = claim.id;

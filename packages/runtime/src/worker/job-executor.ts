@@ -46,7 +46,7 @@ export class JobExecutor<C> {
 
   constructor(
     private readonly options: ResolvedServerOptions<C>,
-    private readonly publisher: JobPublisher,
+    private readonly publisher: JobPublisher<unknown>,
     /** Told of an attempt the watchdog failed, with the outcome to write; the handler is still running, abandoned. */
     private readonly onTimedOut: (claim: HeldClaim, outcome: JobOutcome) => void,
   ) {}

@@ -21,8 +21,8 @@ export interface LeaseRenewerConfig {
 
 /**
  * Renews the leases of every claim one runner holds, in one write, every
- * third of the lease: regular claims through `leaseRenew` (the job row's
- * lease), partition heads through `partitionLeaseRenew` (the partition's
+ * third of the lease: regular claims through `jobs.leaseRenew` (the job row's
+ * lease), partition heads through `partitions.leaseRenew` (the partition's
  * lease, fenced by epoch). Each renewed claim's `leaseExpiresAt` moves on
  * to the new expiry; a claim missing from the renewed set has been lost
  * (the stuck-job sweep or another partition owner took it), and `onLost`
@@ -43,7 +43,7 @@ export class LeaseRenewer {
   /** Regular claims: the job rows' leases, held by `owner`. */
   static jobLeases(backend: Backend, owner: string): RenewLeases {
     return async (claims, leaseExpiresAt) => {
-      const { renewed } = await backend.leaseRenew({ owner, claims, leaseExpiresAt });
+      const { renewed } = await backend.jobs.leaseRenew({ owner, claims, leaseExpiresAt });
       const kept = new Set(renewed.map((c) => `${c.id}/${c.attempt}`));
       return new Set(claims.filter((c) => kept.has(`${c.id}/${c.attempt}`)));
     };
@@ -54,7 +54,7 @@ export class LeaseRenewer {
     const key = (c: { topic: string; partition: number; epoch: number }) => `${c.topic}\0${c.partition}\0${c.epoch}`;
     return async (claims, leaseExpiresAt) => {
       const heads = claims.flatMap((c) => (c.head ? [c.head] : []));
-      const { renewed } = await backend.partitionLeaseRenew({ owner, claims: heads, leaseExpiresAt });
+      const { renewed } = await backend.partitions.leaseRenew({ owner, claims: heads, leaseExpiresAt });
       const kept = new Set(renewed.map(key));
       return new Set(claims.filter((c) => c.head !== null && kept.has(key(c.head))));
     };

@@ -88,7 +88,7 @@ export class WorkerPool<C> {
     private readonly options: ResolvedServerOptions<C>,
     private readonly backend: Backend,
     private readonly owner: string,
-    publisher: JobPublisher,
+    publisher: JobPublisher<unknown>,
   ) {
     this.jobTypes = Object.keys(options.handlers);
     this.pacer = new ClaimPacer(backend.capabilities.claimBatch);
@@ -187,8 +187,8 @@ export class WorkerPool<C> {
     for (const h of unstarted) this.held.delete(h.job.id);
     for (const resolve of this.idle.splice(0)) resolve(null);
     if (unstarted.length > 0) {
-      await this.backend
-        .jobReleaseMany({ claims: unstarted.map((h) => ({ id: h.job.id, attempt: h.job.attempt })), now: this.options.clock.now() })
+      await this.backend.jobs
+        .releaseMany({ claims: unstarted.map((h) => ({ id: h.job.id, attempt: h.job.attempt })), now: this.options.clock.now() })
         .catch((error) => this.options.onEvent(errorEvent("release", error)));
     }
     const deadline = new AbortController();
@@ -223,7 +223,7 @@ export class WorkerPool<C> {
           const now = clock.now();
           this.moreMayBeReady = false;
           const leaseExpiresAt = now + leaseMs;
-          const claimed = await this.backend.jobClaimReady({ owner: this.owner, limit, now, leaseExpiresAt, jobTypes: this.jobTypes });
+          const claimed = await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, jobTypes: this.jobTypes });
           this.pacer.claimTook(clock.now() - now);
           for (const job of claimed.jobs) this.accept(job, leaseExpiresAt);
           if (claimed.jobs.length === limit) {

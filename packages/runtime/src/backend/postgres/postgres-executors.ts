@@ -7,7 +7,7 @@
 import { CompiledQuery } from "kysely";
 import type pg from "pg";
 import { InvalidArgumentError } from "../../errors.js";
-import type { TransactionHandle } from "../backend.js";
+import type { PostgresTransaction } from "../backend.js";
 import type { Statement } from "./postgres-job-queries.js";
 import type { Row } from "../shared/job-rows.js";
 
@@ -21,9 +21,10 @@ export function clientExecutor(client: pg.ClientBase, prepared: boolean): Execut
 /**
  * `enqueueIn`: anything with `executeQuery` (a Kysely transaction) or a `pg`
  * client; a pool is refused, since its statements would not share the
- * caller's transaction. Unnamed statements: the caller's connection is not ours to prepare on.
+ * caller's transaction. Checked at run time too (JavaScript callers, casts).
+ * Unnamed statements: the caller's connection is not ours to prepare on.
  */
-export function callerExecutor(transaction: TransactionHandle): Execute {
+export function callerExecutor(transaction: PostgresTransaction): Execute {
   const t = transaction as { executeQuery?: unknown; query?: unknown; totalCount?: unknown } | null;
   if (typeof t === "object" && t !== null && typeof t.executeQuery === "function") {
     const trx = t as { executeQuery(q: CompiledQuery): Promise<{ rows: unknown[] }> };

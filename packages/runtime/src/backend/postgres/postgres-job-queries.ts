@@ -15,6 +15,8 @@
  */
 import { createHash } from "node:crypto";
 import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
+import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
+import { stageList } from "../shared/stage-list.js";
 
 /** A statement with a name derived from its text (names are per connection; the text differs per schema). */
 export interface Statement {
@@ -26,7 +28,9 @@ export function statement(text: string): Statement {
   return { name: `later_${createHash("sha1").update(text).digest("hex").slice(0, 24)}`, text };
 }
 
-const CLAIMABLE = "('enqueued', 'delayed', 'requeued')";
+const CLAIMABLE = stageList(CLAIMABLE_STAGES);
+/** Stages whose insert wakes other servers: claimable now or later (a delayed row moves their next due time). */
+const WAKING = stageList(["enqueued", "delayed"]);
 /**
  * `stage = 'running'` written so the planner cannot use the partial index of
  * running rows for it (the `|| ''` hides the column, as `+x` does in
@@ -126,7 +130,7 @@ export class PostgresJobQueries {
   RETURNING stage, topic, partition_no
 )${counted("$2", moves("ins", null, "stage"))}
 SELECT count(*)::int AS inserted,
-  (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM ins WHERE stage IN ('enqueued', 'delayed') LIMIT 1) n)::int AS notified
+  (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM ins WHERE stage IN ${WAKING} LIMIT 1) n)::int AS notified
 FROM ins`);
     this.claim = statement(`WITH ready AS (
   SELECT id, stage FROM ${jobs}

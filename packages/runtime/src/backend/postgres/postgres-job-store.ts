@@ -1,8 +1,13 @@
 /**
- * The job writes of the PostgreSQL backend: insert, claim, finish, release
- * and renew, each one round trip of fixed SQL (`postgres-job-queries.ts`),
- * run as named prepared statements. The partition and recurring stores
- * reuse the insert and finish bodies inside transactions of their own.
+ * The job statements of the PostgreSQL backend (`backend.jobs`). The hot
+ * writes (insert, claim, finish, release, renew) are each one round trip of
+ * fixed SQL (`postgres-job-queries.ts`), run as named prepared statements:
+ * hand-written for their locking (`FOR UPDATE SKIP LOCKED`, lock order),
+ * their `pg_notify` and their appends to the stage history. The partition
+ * and recurring stores reuse the insert and finish bodies inside
+ * transactions of their own. The stuck-job and ready-count reads are
+ * written once for both dialects (`shared/job-statements.ts`); the expiry
+ * sweep is a Kysely delete on the pool (`postgres-kysely-queries.ts`).
  *
  * Fencing: every write of a claim matches its `(id, attempt)` while the row
  * is still `running`. Lock order: rows of one batch are written in id
@@ -15,29 +20,40 @@ import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { insertStage } from "../shared/insert-stage.js";
 import { renewedClaims, type Row } from "../shared/job-rows.js";
-import type { Execute } from "./postgres-executors.js";
+import { READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
+import { callerExecutor, type Execute } from "./postgres-executors.js";
 import { retryConflicts } from "./postgres-errors.js";
-import type { PostgresJobQueries, Statement } from "./postgres-job-queries.js";
+import type { PostgresJobQueries } from "./postgres-job-queries.js";
+import type { PostgresRunner } from "./postgres-runner.js";
 import { foreignNotifyPayload } from "./postgres-wakeups.js";
 
-/** What the store needs of the backend. */
-export interface PostgresJobHost {
-  readonly namespace: string;
-  /** One autocommit statement on a pool connection (run again on a connection found dead). */
-  readonly execute: Execute;
-  /** {@link execute} with rows as arrays of column values. */
-  readonly executeArrays: (statement: Statement, values: unknown[]) => Promise<unknown[][]>;
-  /** The channel and payload of this backend's own `pg_notify` calls. */
-  readonly notifyArgs: readonly [string, string];
-  /** BEGIN … COMMIT on one connection, run again after a deadlock or serialization conflict. */
-  inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
-}
-
-export class PostgresJobStore {
+export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   constructor(
-    private readonly host: PostgresJobHost,
+    private readonly host: PostgresRunner,
     private readonly q: PostgresJobQueries,
   ) {}
+
+  /**
+   * In autocommit when no job has a parent or a partition; otherwise in a
+   * transaction (run again after a deadlock: it holds partition and parent
+   * rows while its insert also updates the stage counters); or on the
+   * caller's transaction (`enqueueIn`).
+   */
+  async insertMany(params: B.JobInsertManyParams<B.PostgresTransaction>): Promise<B.JobInsertManyResult> {
+    if (params.jobs.length === 0) return { stages: [] };
+    if (params.transaction !== undefined) return this.insertOn(callerExecutor(params.transaction), params, true);
+    if (!params.jobs.some((j) => j.parentId || j.topic !== undefined)) return this.insertOn(this.host.execute, params);
+    return this.host.inTransaction("enqueue", (execute) => this.insertOn(execute, params));
+  }
+
+  async listStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
+    return STUCK_JOBS.run(this.host.compiler, this.host.shared, { ...params, namespace: this.ns });
+  }
+
+  async countReady(params: B.JobCountReadyParams): Promise<number> {
+    if (params.jobTypes.length === 0) return 0;
+    return READY_COUNT.run(this.host.compiler, this.host.shared, { ...params, namespace: this.ns });
+  }
 
   private get ns(): string {
     return this.host.namespace;
@@ -56,7 +72,7 @@ export class PostgresJobStore {
    * the executor is the caller's transaction, whose commit must wake this
    * process's workers too.
    */
-  async insert(execute: Execute, params: B.JobInsertManyParams, foreign = false): Promise<B.JobInsertManyResult> {
+  async insertOn(execute: Execute, params: B.JobInsertManyParams<unknown>, foreign = false): Promise<B.JobInsertManyResult> {
     // Partition rows first, then parents: the lock order of a head's finish (partition, then its job rows).
     const seqs = await this.reserveSequences(execute, params.jobs);
     const parentIds = [...new Set(params.jobs.flatMap((j) => (j.parentId ? [j.parentId] : [])))].sort();
@@ -114,7 +130,8 @@ export class PostgresJobStore {
   }
 
   /** One statement (`claim`), the next due time included when short; rows come back as arrays. */
-  async claim(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
+  async claimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
+    if (params.limit <= 0 || params.jobTypes.length === 0) return { jobs: [] };
     const rows = await this.host.executeArrays(this.q.claim, [this.ns, params.now, params.jobTypes, params.limit, params.owner, params.leaseExpiresAt]);
     const jobs: B.ClaimedJob[] = [];
     let nextRunAt: number | null | undefined;
@@ -133,6 +150,7 @@ export class PostgresJobStore {
    * continuations level by level down the chain.
    */
   async finishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
+    if (params.finishes.length === 0) return { applied: [], released: 0 };
     const finishes = [...params.finishes].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)); // one lock order for every writer
     const expires = params.now + params.retentionMs;
     if (params.leaseExpiredBefore === undefined && finishes.every((f) => f.outcome.kind === "success")) {
@@ -219,6 +237,7 @@ export class PostgresJobStore {
 
   /** Puts claimed-but-unstarted jobs back, in id order. */
   async releaseMany(params: B.JobReleaseManyParams): Promise<void> {
+    if (params.claims.length === 0) return;
     const claims = [...params.claims].sort((a, b) => (a.id < b.id ? -1 : 1));
     await retryConflicts(() =>
       this.host.execute(this.q.release, [claims.map((c) => c.id), claims.map((c) => c.attempt), params.now, this.ns, ...this.host.notifyArgs]),
@@ -226,7 +245,8 @@ export class PostgresJobStore {
   }
 
   /** Renews every lease the owner holds among `claims` in one statement. */
-  async renew(params: B.LeaseRenewParams): Promise<B.LeaseRenewResult> {
+  async leaseRenew(params: B.LeaseRenewParams): Promise<B.LeaseRenewResult> {
+    if (params.claims.length === 0) return { renewed: [] };
     const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
     const rows = await retryConflicts(() => this.host.execute(this.q.renew, [params.leaseExpiresAt, this.ns, params.owner, [...held.keys()].sort()]));
     return { renewed: renewedClaims(held, rows) };

@@ -16,10 +16,13 @@ import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import { claimedHead, readyAt } from "../shared/partition-heads.js";
+import { retryConflicts } from "./postgres-errors.js";
 import type { Execute } from "./postgres-executors.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
 import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
+import { TERMINAL_STAGES } from "../../core/job-stage.js";
+import { stageList } from "../shared/stage-list.js";
 
 /** What the store needs of the backend. */
 export interface PostgresPartitionHost {
@@ -30,6 +33,8 @@ export interface PostgresPartitionHost {
   /** BEGIN … COMMIT on one connection, retried on deadlock or serialization conflict. */
   inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
 }
+
+const TERMINAL = stageList(TERMINAL_STAGES);
 
 const appendStage = (stage: string, ms: string) => `left(j.stages, -1) || ',["${stage}",' || ${ms} || ']]'`;
 
@@ -58,7 +63,7 @@ class PartitionQueries {
     const counted = (...moved: string[]) => PostgresStageCounters.countMoves(schema, "$1", moved.join(" UNION ALL "));
     const head = (p: string) => `SELECT j.id, j.job_type, j.stage, j.run_at FROM ${jobs} j
       WHERE j.namespace = ${p}.namespace AND j.topic = ${p}.topic AND j.partition_no = ${p}.partition_no
-        AND j.stage NOT IN ('success', 'failed') ORDER BY j.seq LIMIT 1`;
+        AND j.stage NOT IN ${TERMINAL} ORDER BY j.seq LIMIT 1`;
     this.topicRead = statement(`SELECT topic, partitions FROM ${schema}.later_topics WHERE namespace = $1 AND topic = ANY($2::text[]) FOR UPDATE`);
     this.topicInsert = statement(`WITH t AS (
   INSERT INTO ${schema}.later_topics (namespace, topic, partitions, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
@@ -112,7 +117,7 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
   SELECT pg_notify($13, $14) FROM released LIMIT 1
 ), nxt AS (
   SELECT j.id, j.job_type, j.stage, j.run_at FROM ${jobs} j
-  WHERE j.namespace = $1 AND j.topic = $2 AND j.partition_no = $3 AND j.stage NOT IN ('success', 'failed') AND j.id <> $6
+  WHERE j.namespace = $1 AND j.topic = $2 AND j.partition_no = $3 AND j.stage NOT IN ${TERMINAL} AND j.id <> $6
     AND $10::boolean AND EXISTS (SELECT 1 FROM done)
   ORDER BY j.seq LIMIT 1
 ), ready AS (
@@ -171,7 +176,7 @@ SELECT count(*)::int AS failed FROM failed`);
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3`);
     this.truncate = statement(`WITH gone AS (
   DELETE FROM ${jobs} WHERE id IN (
-    SELECT id FROM ${jobs} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND stage IN ('success', 'failed')
+    SELECT id FROM ${jobs} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND stage IN ${TERMINAL}
     ORDER BY seq DESC OFFSET $4)
   RETURNING stage, topic, partition_no
 )${counted(moves("gone", "stage", null))}
@@ -179,7 +184,7 @@ SELECT 1 AS one FROM gone`);
   }
 }
 
-export class PostgresPartitionStore {
+export class PostgresPartitionStore implements B.PartitionStore {
   private readonly q: PartitionQueries;
 
   constructor(
@@ -286,20 +291,22 @@ export class PostgresPartitionStore {
   async leaseRenew(params: B.PartitionLeaseRenewParams): Promise<B.PartitionLeaseRenewResult> {
     if (params.claims.length === 0) return { renewed: [] };
     const sorted = [...params.claims].sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
-    const rows = await this.host.execute(this.q.renew, [
-      params.leaseExpiresAt,
-      this.ns,
-      params.owner,
-      sorted.map((c) => c.topic),
-      sorted.map((c) => c.partition),
-      sorted.map((c) => c.epoch),
-    ]);
+    const rows = await retryConflicts(() =>
+      this.host.execute(this.q.renew, [
+        params.leaseExpiresAt,
+        this.ns,
+        params.owner,
+        sorted.map((c) => c.topic),
+        sorted.map((c) => c.partition),
+        sorted.map((c) => c.epoch),
+      ]),
+    );
     const kept = new Set(rows.map((r) => `${String(r.topic)}\0${Number(r.partition_no)}\0${Number(r.epoch)}`));
     return { renewed: params.claims.filter((k) => kept.has(`${k.topic}\0${k.partition}\0${k.epoch}`)) };
   }
 
   async memberHeartbeat(params: B.PartitionMemberHeartbeatParams): Promise<B.PartitionMemberHeartbeatResult> {
-    const rows = await this.host.execute(this.q.heartbeat, [this.ns, params.member, params.expiresAt, params.now]);
+    const rows = await retryConflicts(() => this.host.execute(this.q.heartbeat, [this.ns, params.member, params.expiresAt, params.now]));
     return { members: rows.map((r) => String(r.member_id)) };
   }
 

@@ -1,6 +1,9 @@
 /**
- * The recurring-schedule statements of the PostgreSQL backend, as fixed SQL
- * run as named prepared statements.
+ * The recurring-schedule statements of the PostgreSQL backend
+ * (`backend.recurring`). The upsert and the advance are fixed SQL run as
+ * named prepared statements, hand-written for how they serialise on the
+ * schedule row; the due list, the list and the delete are written once for
+ * both dialects (`shared/recurring-statements.ts`).
  *
  * Concurrency (READ COMMITTED):
  * - Upsert: `INSERT … ON CONFLICT DO NOTHING` first. When two servers
@@ -13,23 +16,16 @@
  *   others re-check the condition on the new row version, match nothing and
  *   insert nothing.
  * Occurrence jobs are written with the backend's own insert
- * (`PostgresJobStore.insert`, the body of `jobInsertMany`) on the same transaction.
+ * (`PostgresJobStore.insertOn`, the body of `jobs.insertMany`) on the same transaction.
  * Lock order: schedule row, then (sequential) the partition row, then job
  * rows; no other writer takes a schedule row after those.
  */
 import type * as B from "../backend.js";
-import { occurrenceJob, recurringScheduleFromRow, sameDefinition } from "../shared/recurring-rows.js";
-import type { Execute } from "./postgres-executors.js";
+import { occurrenceJob, sameDefinition } from "../shared/recurring-rows.js";
+import { RECURRING_DELETE, RECURRING_DUE, RECURRING_LIST } from "../shared/recurring-statements.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
-
-/** What the store needs of the backend. */
-export interface PostgresRecurringHost {
-  readonly namespace: string;
-  readonly execute: Execute;
-  /** BEGIN … COMMIT on one connection, retried on deadlock or serialization conflict. */
-  inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
-}
+import type { PostgresRunner } from "./postgres-runner.js";
 
 const COLUMNS = "namespace, id, job_type, payload, cron, time_zone, sequential, partition_no, next_run_at, next_job_id, last_job_id, created_at, updated_at";
 
@@ -38,10 +34,7 @@ class RecurringQueries {
   readonly lock: Statement;
   readonly updatePayload: Statement;
   readonly replace: Statement;
-  readonly due: Statement;
   readonly advance: Statement;
-  readonly list: Statement;
-  readonly remove: Statement;
 
   constructor(schema: string) {
     const table = `${schema}.later_recurring`;
@@ -53,21 +46,18 @@ ON CONFLICT (namespace, id) DO NOTHING RETURNING id`);
     this.replace = statement(`UPDATE ${table} SET job_type = $3, payload = $4, cron = $5, time_zone = $6, sequential = $7, partition_no = $8,
   next_run_at = $9, next_job_id = $10, last_job_id = coalesce($11, last_job_id), updated_at = $12
 WHERE namespace = $1 AND id = $2`);
-    this.due = statement(`SELECT * FROM ${table} WHERE namespace = $1 AND next_run_at <= $2 ORDER BY next_run_at, id LIMIT $3`);
     // SET expressions read the row as it was: the reserved id, if any, becomes the occurrence's.
     this.advance = statement(`UPDATE ${table} SET next_run_at = $7, last_job_id = coalesce(next_job_id, $8), next_job_id = NULL, updated_at = $9
 WHERE namespace = $1 AND id = $2 AND next_run_at = $3 AND cron = $4 AND time_zone = $5 AND sequential = $6
 RETURNING last_job_id AS job_id, job_type, payload, sequential, partition_no`);
-    this.list = statement(`SELECT * FROM ${table} WHERE namespace = $1 ORDER BY id`);
-    this.remove = statement(`DELETE FROM ${table} WHERE namespace = $1 AND id = $2 RETURNING 1`);
   }
 }
 
-export class PostgresRecurringStore {
+export class PostgresRecurringStore implements B.RecurringStore {
   private readonly q: RecurringQueries;
 
   constructor(
-    private readonly host: PostgresRecurringHost,
+    private readonly host: PostgresRunner,
     /** The job statements: an occurrence is inserted in the schedule's own transaction. */
     private readonly jobs: PostgresJobStore,
     schema: string,
@@ -103,13 +93,13 @@ export class PostgresRecurringStore {
         }
         await execute(this.q.replace, [this.ns, s.id, ...definition]);
       }
-      if (params.firstJob) await this.jobs.insert(execute, { jobs: [params.firstJob], now: params.now });
+      if (params.firstJob) await this.jobs.insertOn(execute, { jobs: [params.firstJob], now: params.now });
       return { changed: true };
     });
   }
 
   async dueList(params: B.RecurringDueListParams): Promise<B.RecurringSchedule[]> {
-    return (await this.host.execute(this.q.due, [this.ns, params.now, params.limit])).map(recurringScheduleFromRow);
+    return RECURRING_DUE.run(this.host.compiler, this.host.shared, { ...params, namespace: this.ns });
   }
 
   async advance(params: B.RecurringAdvanceParams): Promise<B.RecurringAdvanceResult> {
@@ -128,16 +118,16 @@ export class PostgresRecurringStore {
       ]);
       if (!row) return { inserted: null };
       const job = occurrenceJob(row, params.occurrence);
-      const { stages } = await this.jobs.insert(execute, { jobs: [job], now: params.now });
+      const { stages } = await this.jobs.insertOn(execute, { jobs: [job], now: params.now });
       return { inserted: { job, stage: stages[0]! } };
     });
   }
 
   async list(): Promise<B.RecurringSchedule[]> {
-    return (await this.host.execute(this.q.list, [this.ns])).map(recurringScheduleFromRow);
+    return RECURRING_LIST.run(this.host.compiler, this.host.shared, { namespace: this.ns });
   }
 
   async delete(params: B.RecurringDeleteParams): Promise<boolean> {
-    return (await this.host.execute(this.q.remove, [this.ns, params.id])).length > 0;
+    return RECURRING_DELETE.run(this.host.compiler, this.host.shared, { ...params, namespace: this.ns });
   }
 }

@@ -50,11 +50,12 @@ import type * as B from "../backend.js";
 import { JOB_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
 import type { Execute } from "./postgres-executors.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
+import { stageList } from "../shared/stage-list.js";
 
 /** Rows per counter. Sessions share shards by their backend pid. */
 export const COUNTER_SHARDS = 16;
 
-const TERMINAL = `(${TERMINAL_STAGES.map((stage) => `'${stage}'`).join(", ")})`;
+const TERMINAL = stageList(TERMINAL_STAGES);
 
 /**
  * The moves of rows a statement changed: `rows` is a CTE (or subquery) with

@@ -9,6 +9,31 @@ import type { ClaimKey, JobRecord } from "../backend.js";
 /** A row as a driver returns it. */
 export type Row = Record<string, unknown>;
 
+/**
+ * The columns {@link jobRecordFromRow} reads, named rather than `*`: a
+ * prepared statement's result type then stays the same when a migration
+ * adds a column while it runs.
+ */
+export const JOB_RECORD_COLUMNS = [
+  "id",
+  "job_type",
+  "payload",
+  "stage",
+  "attempt",
+  "run_at",
+  "parent_id",
+  "lease_owner",
+  "lease_expires_at",
+  "last_error",
+  "stages",
+  "created_at",
+  "updated_at",
+  "expires_at",
+  "topic",
+  "partition_no",
+  "seq",
+] as const;
+
 /** A `later_jobs` row as the seam's {@link JobRecord}. */
 export function jobRecordFromRow(r: Row): JobRecord {
   const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));

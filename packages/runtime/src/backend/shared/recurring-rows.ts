@@ -8,6 +8,22 @@ import { RECURRING_SEQUENTIAL_TOPIC } from "../../core/partition/topic.js";
 import type { JobInsert, RecurringAdvanceParams, RecurringSchedule, RecurringScheduleWrite } from "../backend.js";
 import type { Row } from "./job-rows.js";
 
+/** The columns {@link recurringScheduleFromRow} reads (named rather than `*`, as `JOB_RECORD_COLUMNS`). */
+export const RECURRING_SCHEDULE_COLUMNS = [
+  "id",
+  "job_type",
+  "payload",
+  "cron",
+  "time_zone",
+  "sequential",
+  "partition_no",
+  "next_run_at",
+  "next_job_id",
+  "last_job_id",
+  "created_at",
+  "updated_at",
+] as const;
+
 /** A `later_recurring` row as the seam's {@link RecurringSchedule}. */
 export function recurringScheduleFromRow(r: Row): RecurringSchedule {
   return {

@@ -13,9 +13,8 @@
  * compiling a query per call costs more than running it here. Times in the
  * stage history are cast to INTEGER: better-sqlite3 binds JS numbers as
  * REAL, which JSON would print as `1796221142587.0`. Pragmas and
- * the statement cache are in {@link SqliteConnection}; the job statements in
- * {@link SqliteJobStore}, partitions and recurring schedules in stores of
- * their own.
+ * the statement cache are in {@link SqliteConnection}; the statements in one
+ * store per subsystem (`sqlite-*-store.ts`), which this class holds.
  *
  * The driver, better-sqlite3, is an optional peer dependency: {@link sqlite}
  * loads it (see `load-driver.ts`) and throws `DriverNotInstalledError` when
@@ -27,15 +26,16 @@ import type * as B from "../backend.js";
 import { liveBackends } from "../live-backends.js";
 import { loadDriver } from "../load-driver.js";
 import { SqliteConnection } from "./sqlite-connection.js";
+import { SqliteInspectStore } from "./sqlite-inspect-store.js";
 import { SqliteJobStore } from "./sqlite-job-store.js";
+import { SqliteMaintenanceStore } from "./sqlite-maintenance-store.js";
+import { SqliteMigrationStore } from "./sqlite-migration-store.js";
 import { SqlitePartitionStore } from "./sqlite-partition-store.js";
 import { SqliteRecurringStore } from "./sqlite-recurring-store.js";
-import { StageDeltas } from "./sqlite-stage-counters.js";
-import { jobRecordFromRow, type Row } from "../shared/job-rows.js";
-import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
-import { applySqliteMigrations, readSqliteMigrationStatus } from "./sqlite-migrations.js";
 import { subscribeCommits, WalWatcher } from "./wal-watcher.js";
 import { nameProblem } from "../../core/stored-name.js";
+
+export type { SqliteTransaction } from "../transaction-handle.js";
 
 /**
  * What later uses of an application-owned better-sqlite3 `Database` (the
@@ -80,17 +80,26 @@ export function sqlite(options: SqliteBackendOptions): SqliteBackend {
   return new SqliteBackend(options);
 }
 
-export class SqliteBackend implements B.Backend {
+/**
+ * The SQLite backend: its stores, by subsystem (`jobs`, `partitions`,
+ * `recurring`, `inspect`, `maintenance`, `migrations`; the internal seam of
+ * `@later/runtime/internal`), and the connection they share. Its
+ * `enqueueIn` takes a Kysely transaction ({@link B.SqliteTransaction}) on
+ * the same file.
+ */
+export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
   readonly kind = "sqlite";
   readonly namespace: string;
   readonly capabilities: B.BackendCapabilities = { crossProcessWake: true, supportsVacuum: true, claimBatch: { perWorker: 4, max: 32 } };
   readonly migrateHint: string;
+  readonly migrations: B.MigrationStore = new SqliteMigrationStore(this);
+  readonly jobs: B.JobStore<B.SqliteTransaction>;
+  readonly partitions: B.PartitionStore;
+  readonly recurring: B.RecurringStore;
+  readonly inspect: B.InspectStore = new SqliteInspectStore(this);
+  readonly maintenance: B.MaintenanceStore = new SqliteMaintenanceStore(this);
 
   private connection: SqliteConnection | null = null;
-  private readonly jobs = new SqliteJobStore(this);
-  private readonly partitions = new SqlitePartitionStore(this.jobs);
-  private readonly recurring = new SqliteRecurringStore(this.jobs);
-  private readonly counters = this.jobs.counters;
   private watcher: WalWatcher | null = null;
   /** The driver, loaded at construction when the backend opens a file itself. */
   private readonly driver: typeof Database | null;
@@ -120,6 +129,11 @@ export class SqliteBackend implements B.Backend {
       throw new InvalidConfigError("sqlite(): `busyTimeoutMs` must be an integer from 0 to 2147483647");
     this.migrateHint = `later migrate up --database sqlite:${options.file ?? options.database?.name ?? "PATH"}`;
     this.driver = options.file === undefined ? null : loadDriver("better-sqlite3", "SQLite");
+    // The partition and recurring stores write jobs with the job store's statements, inside their own transactions.
+    const jobs = new SqliteJobStore(this);
+    this.jobs = jobs;
+    this.partitions = new SqlitePartitionStore(jobs);
+    this.recurring = new SqliteRecurringStore(jobs);
   }
 
   /** The database file path. */
@@ -145,222 +159,15 @@ export class SqliteBackend implements B.Backend {
     liveBackends().delete(this);
   }
 
-  // ---- migrations -------------------------------------------------------
-
-  async migrationStatus(): Promise<B.MigrationStatusResult> {
-    return readSqliteMigrationStatus(this.conn());
-  }
-
-  async migrationUp(): Promise<B.MigrationUpResult> {
-    const applied = applySqliteMigrations(this.conn());
-    return { applied, current: (await this.migrationStatus()).current };
-  }
-
-  // ---- jobs -------------------------------------------------------------
-
-  async jobInsertMany(params: B.JobInsertManyParams): Promise<B.JobInsertManyResult> {
-    if (params.transaction !== undefined) return insertIntoCallerTransaction(params.transaction, this.namespace, params);
-    return this.immediate(() => ({ stages: this.jobs.insertRows(params.jobs, params.now) }));
-  }
-
-  async jobClaimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
-    if (params.limit <= 0 || params.jobTypes.length === 0) return { jobs: [] };
-    return this.jobs.claim(params);
-  }
-
-  async jobFinishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
-    return this.immediate(() => this.jobs.finishRows(params));
-  }
-
-  async jobReleaseMany(params: B.JobReleaseManyParams): Promise<void> {
-    this.jobs.release(params);
-  }
-
-  async leaseRenew(params: B.LeaseRenewParams): Promise<B.LeaseRenewResult> {
-    if (params.claims.length === 0) return { renewed: [] };
-    return this.jobs.renew(params);
-  }
-
-  async jobListStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
-    return this.all(
-      `SELECT id, attempt, job_type, retry_policy FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND lease_expires_at < ?
-       ORDER BY lease_expires_at LIMIT ?`,
-      this.namespace,
-      params.leaseExpiredBefore,
-      params.limit,
-    ).map((r) => ({ id: String(r.id), attempt: Number(r.attempt), jobType: String(r.job_type), retryPolicy: String(r.retry_policy) }));
-  }
-
-  async jobCountReady(params: B.JobCountReadyParams): Promise<number> {
-    if (params.jobTypes.length === 0) return 0;
-    const row = this.get(
-      `SELECT count(*) AS n FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL AND run_at <= ?
-         AND job_type IN (SELECT value FROM json_each(?))`,
-      this.namespace,
-      params.now,
-      JSON.stringify(params.jobTypes),
-    );
-    return Number(row?.n ?? 0);
-  }
-
-  async jobDeleteExpired(params: B.JobDeleteExpiredParams): Promise<number> {
-    return this.immediate(() => {
-      const rows = this.all(
-        `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?)
-         RETURNING stage, topic, partition_no`,
-        this.namespace,
-        params.now,
-        params.limit,
-      );
-      const deltas = new StageDeltas();
-      for (const r of rows) deltas.move(r.stage, null, r.topic, r.partition_no);
-      this.counters.write(deltas);
-      return rows.length;
-    });
-  }
-
-  async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
-    const row = this.get("SELECT * FROM later_jobs WHERE id = ? AND namespace = ?", params.id, this.namespace);
-    return row ? jobRecordFromRow(row) : null;
-  }
-
-  async jobList(params: B.JobListParams): Promise<B.JobRecord[]> {
-    // The cursor is a plain bound on the primary key in both orders ('~' sorts
-    // after every id character), so either walk is an index range scan.
-    const desc = params.order === "desc";
-    const rows = this.all(
-      `SELECT * FROM later_jobs WHERE namespace = ? AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?)
-         AND ${desc ? "id < ? ORDER BY id DESC" : "id > ? ORDER BY id"} LIMIT ?`,
-      this.namespace,
-      params.stage ?? null,
-      params.stage ?? null,
-      params.jobType ?? null,
-      params.jobType ?? null,
-      params.afterId ?? (desc ? "~" : ""),
-      params.limit,
-    );
-    return rows.map(jobRecordFromRow);
-  }
-
-  /** Reads the namespace's stage counters (see `sqlite-stage-counters.ts`). */
-  async jobCountByStage(): Promise<B.JobCountByStageResult> {
-    return this.counters.stageCounts();
-  }
-
-  async namespaceCounts(): Promise<B.NamespaceCount[]> {
-    return this.counters.namespaceCounts();
-  }
-
-  async maintenanceClaim(params: B.MaintenanceClaimParams): Promise<boolean> {
-    return this.immediate(() => {
-      const changes = this.run(
-        `INSERT INTO later_maintenance (namespace, task, last_run_at) VALUES (?, ?, ?)
-         ON CONFLICT (namespace, task) DO UPDATE SET last_run_at = excluded.last_run_at
-         WHERE later_maintenance.last_run_at <= ?`,
-        this.namespace,
-        params.task,
-        params.now,
-        params.now - params.intervalMs,
-      );
-      return changes > 0;
-    });
-  }
-
-  async databaseVacuum(): Promise<void> {
-    this.conn().exec("VACUUM");
-  }
-
   /** Other processes' commits, from the WAL file filtered by `PRAGMA data_version` (see {@link subscribeCommits}). */
   wakeSubscribe(listener: () => void): () => void {
     this.watcher ??= new WalWatcher(this.file);
     return subscribeCommits(this.watcher, () => this.connection?.dataVersion() ?? null, listener);
   }
 
-  // ---- topics and partitions (SQL in sqlite-partition-store.ts) ----------
-
-  async topicRegister(params: B.TopicRegisterParams): Promise<void> {
-    this.partitions.topicRegister(params);
-  }
-
-  async partitionHeadClaim(params: B.PartitionHeadClaimParams): Promise<B.PartitionHeadClaimResult> {
-    return this.partitions.headClaim(params);
-  }
-
-  async partitionHeadFinish(params: B.PartitionHeadFinishParams): Promise<B.PartitionHeadFinishResult> {
-    return this.partitions.headFinish(params);
-  }
-
-  async partitionLeaseRenew(params: B.PartitionLeaseRenewParams): Promise<B.PartitionLeaseRenewResult> {
-    return this.partitions.leaseRenew(params);
-  }
-
-  async partitionMemberHeartbeat(params: B.PartitionMemberHeartbeatParams): Promise<B.PartitionMemberHeartbeatResult> {
-    return this.partitions.memberHeartbeat(params);
-  }
-
-  async partitionMemberRemove(params: B.PartitionMemberRemoveParams): Promise<void> {
-    this.partitions.memberRemove(params);
-  }
-
-  async partitionHeadForceFail(params: B.PartitionHeadForceFailParams): Promise<string | null> {
-    return this.partitions.headForceFail(params);
-  }
-
-  async partitionHistoryTruncate(params: B.PartitionHistoryTruncateParams): Promise<number> {
-    return this.partitions.historyTruncate(params);
-  }
-
-  async partitionDepth(): Promise<B.PartitionDepthResult> {
-    return this.counters.partitionDepth();
-  }
-
-  async topicDepth(): Promise<B.TopicDepthResult> {
-    return this.counters.topicDepth();
-  }
-
-  // ---- recurring schedules (SQL in sqlite-recurring-store.ts) ------------
-
-  async recurringUpsert(params: B.RecurringUpsertParams): Promise<B.RecurringUpsertResult> {
-    return this.recurring.upsert(params);
-  }
-
-  async recurringDueList(params: B.RecurringDueListParams): Promise<B.RecurringSchedule[]> {
-    return this.recurring.dueList(params);
-  }
-
-  async recurringAdvance(params: B.RecurringAdvanceParams): Promise<B.RecurringAdvanceResult> {
-    return this.recurring.advance(params);
-  }
-
-  async recurringList(): Promise<B.RecurringSchedule[]> {
-    return this.recurring.list();
-  }
-
-  async recurringDelete(params: B.RecurringDeleteParams): Promise<boolean> {
-    return this.recurring.delete(params);
-  }
-
-  // ---- statement plumbing -------------------------------------------------
-
-  private immediate<R>(body: () => R): R {
-    return this.conn().immediate(body);
-  }
-
   /** @internal The open connection (for the stores beside this class); throws when closed. */
   conn(): SqliteConnection {
     if (!this.connection) throw new DatabaseUnavailableError("the SQLite backend is not open (the server was shut down, or never started)");
     return this.connection;
-  }
-
-  private run(text: string, ...args: unknown[]): number {
-    return this.conn().run(text, ...args);
-  }
-
-  private all(text: string, ...args: unknown[]): Row[] {
-    return this.conn().all(text, ...args);
-  }
-
-  private get(text: string, ...args: unknown[]): Row | undefined {
-    return this.conn().get(text, ...args);
   }
 }

@@ -2,6 +2,14 @@ import type Database from "better-sqlite3";
 import { DatabaseUnavailableError } from "../../errors.js";
 import type { Row } from "../shared/job-rows.js";
 import { translateSqliteError } from "./sqlite-errors.js";
+import type { BoundStatement } from "../shared/shared-statement.js";
+
+/** What a store needs of the SQLite backend: its namespace and open connection. */
+export interface SqliteHost {
+  readonly namespace: string;
+  /** The open connection; throws `DatabaseUnavailableError` when the backend is closed. */
+  conn(): SqliteConnection;
+}
 
 /**
  * One open better-sqlite3 connection with the pragmas later needs, a cache
@@ -101,6 +109,16 @@ export class SqliteConnection {
 
   private typed(error: unknown): unknown {
     return translateSqliteError(error, this.db.name, this.busyTimeoutMs);
+  }
+
+  /** Runs a statement written once (`backend/shared/`) that reads. */
+  read(s: BoundStatement): Row[] {
+    return this.all(s.text, ...s.values);
+  }
+
+  /** Runs a statement written once that writes, in its own `immediate` transaction. */
+  write(s: BoundStatement): Row[] {
+    return this.immediate(() => this.all(s.text, ...s.values));
   }
 
   /** Changes only when another connection commits (`PRAGMA data_version`); null when it cannot be read. */

@@ -1,34 +1,78 @@
 /**
- * The job statements of the SQLite backend: insert, claim, finish, release
- * and lease renewal. Each public method here runs inside one `BEGIN
- * IMMEDIATE` transaction ({@link SqliteConnection.immediate}), either its own
- * or, for `insertRows`, `finishRows` and `failWaitingChildren`, the caller's:
- * the partition and recurring stores reuse them inside their transactions.
- * Every statement that changes a stage adds its moves to the stage counters
- * in the same transaction ({@link SqliteStageCounters}).
+ * The job statements of the SQLite backend (`backend.jobs`): insert, claim,
+ * finish, release and lease renewal, hand-written because they are the hot
+ * path, where compiling a query per call would cost more than running it,
+ * and because they append to the stage history with SQLite's JSON functions.
+ * Each write runs inside one `BEGIN IMMEDIATE` transaction
+ * ({@link SqliteConnection.immediate}), either its own or, for `insertRows`,
+ * `finishRows` and `failWaitingChildren`, the caller's: the partition and
+ * recurring stores reuse them inside their transactions. Every statement
+ * that changes a stage adds its moves to the stage counters in the same
+ * transaction ({@link SqliteStageCounters}). The stuck-job and ready-count
+ * reads are written once for both dialects (`shared/job-statements.ts`).
  */
 import { parentFailedReason } from "../../core/continuation-stage.js";
-import type { JobStage } from "../../core/job-stage.js";
+import { CLAIMABLE_STAGES, type JobStage } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { insertStage } from "../shared/insert-stage.js";
 import { renewedClaims, type Row } from "../shared/job-rows.js";
-import type { SqliteConnection } from "./sqlite-connection.js";
+import { READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
+import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
+import { stageList } from "../shared/stage-list.js";
+import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
+import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
 import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
 
-/** What the store needs of the backend: its namespace and open connection. */
-export interface SqliteJobHost {
-  readonly namespace: string;
-  conn(): SqliteConnection;
-}
+/** The ready index's predicate, word for word (`later_jobs_ready` in `sqlite-migrations.ts`; the migrations keep their literal lists, frozen as shipped). */
+const CLAIMABLE = stageList(CLAIMABLE_STAGES);
 
-export class SqliteJobStore {
+export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
   /** The stage counters, written by every statement here that changes a stage. */
   readonly counters: SqliteStageCounters;
 
-  constructor(private readonly host: SqliteJobHost) {
+  constructor(private readonly host: SqliteHost) {
     this.counters = new SqliteStageCounters(host);
   }
+
+  /** Into the caller's Kysely transaction (`enqueueIn`), or one `immediate` transaction of the store's own. */
+  async insertMany(params: B.JobInsertManyParams<B.SqliteTransaction>): Promise<B.JobInsertManyResult> {
+    if (params.transaction !== undefined) return insertIntoCallerTransaction(params.transaction, this.namespace, params);
+    return this.conn().immediate(() => ({ stages: this.insertRows(params.jobs, params.now) }));
+  }
+
+  async finishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
+    return this.conn().immediate(() => this.finishRows(params));
+  }
+
+  async listStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
+    return STUCK_JOBS.run(sqliteCompiler, this.read, { ...params, namespace: this.namespace });
+  }
+
+  async countReady(params: B.JobCountReadyParams): Promise<number> {
+    if (params.jobTypes.length === 0) return 0;
+    return READY_COUNT.run(sqliteCompiler, this.read, { ...params, namespace: this.namespace });
+  }
+
+  /** One `DELETE … RETURNING` (the stages it deleted, for the counters) in an `immediate` transaction. */
+  async deleteExpired(params: B.JobDeleteExpiredParams): Promise<number> {
+    const c = this.conn();
+    return c.immediate(() => {
+      const rows = c.all(
+        `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?)
+         RETURNING stage, topic, partition_no`,
+        this.namespace,
+        params.now,
+        params.limit,
+      );
+      const deltas = new StageDeltas();
+      for (const r of rows) deltas.move(r.stage, null, r.topic, r.partition_no);
+      this.counters.write(deltas);
+      return rows.length;
+    });
+  }
+
+  private readonly read: RunStatement = (s) => this.conn().read(s);
 
   get namespace(): string {
     return this.host.namespace;
@@ -92,14 +136,15 @@ export class SqliteJobStore {
   }
 
   /** Claims up to `limit` ready jobs in one `immediate` transaction; when short, also reads the next due time. */
-  claim(params: B.JobClaimReadyParams): B.JobClaimReadyResult {
+  async claimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
+    if (params.limit <= 0 || params.jobTypes.length === 0) return { jobs: [] };
     const types = JSON.stringify(params.jobTypes);
     // The stage each row left is the one before 'running' in its new stage history.
     const rows = this.conn().immediate(() => {
       const claimed = this.conn().all(
         `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
            stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
-         WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
+         WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL
                         AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
          RETURNING id, job_type, payload, attempt, retry_policy, run_at, json_extract(stages, '$[#-2][0]') AS was`,
         params.owner,
@@ -126,7 +171,7 @@ export class SqliteJobStore {
     }));
     if (jobs.length === params.limit) return { jobs };
     const next = this.conn().get(
-      `SELECT min(run_at) AS t FROM later_jobs WHERE namespace = ? AND stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL
+      `SELECT min(run_at) AS t FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL
          AND run_at > ? AND job_type IN (SELECT value FROM json_each(?))`,
       this.namespace,
       params.now,
@@ -135,7 +180,7 @@ export class SqliteJobStore {
     return { jobs, nextRunAt: next?.t === null || next?.t === undefined ? null : Number(next.t) };
   }
 
-  /** The body of {@link jobFinishMany}, inside the caller's `immediate` transaction (partition heads reuse it). */
+  /** The body of {@link finishMany}, inside the caller's `immediate` transaction (partition heads reuse it). */
   finishRows(params: B.JobFinishManyParams): B.JobFinishManyResult {
     const ns = this.namespace;
     const guard = params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER;
@@ -255,7 +300,7 @@ export class SqliteJobStore {
   }
 
   /** Puts claims that never started back to their earlier stage (attempt undone). */
-  release(params: B.JobReleaseManyParams): void {
+  async releaseMany(params: B.JobReleaseManyParams): Promise<void> {
     this.conn().immediate(() => {
       const deltas = new StageDeltas();
       for (const c of params.claims) {
@@ -277,7 +322,8 @@ export class SqliteJobStore {
   }
 
   /** Extends the leases this owner still holds; reports which. */
-  renew(params: B.LeaseRenewParams): B.LeaseRenewResult {
+  async leaseRenew(params: B.LeaseRenewParams): Promise<B.LeaseRenewResult> {
+    if (params.claims.length === 0) return { renewed: [] };
     const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
     const rows = this.conn().immediate(() =>
       this.conn().all(

@@ -1,6 +1,9 @@
 /**
  * SQLite migrations: numbered, forward-only, each applied once and recorded
  * in `later_migrations`. Never edit a shipped migration; add the next number.
+ * So their stage lists stay literal, as shipped, instead of following the
+ * stage sets of `core/job-stage.ts`; the statements that must match an
+ * index's predicate render the same list from those sets.
  */
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";

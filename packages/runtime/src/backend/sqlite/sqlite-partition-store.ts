@@ -1,16 +1,21 @@
 /**
- * The partition statements of the SQLite backend (topics, head claims,
- * fencing, membership). Every write runs in one `BEGIN IMMEDIATE`
- * transaction of {@link SqliteConnection}, so a head claim's read of the
- * partition lease and its write cannot interleave with another process's.
+ * The partition statements of the SQLite backend (`backend.partitions`:
+ * topics, head claims, fencing, membership), hand-written: a head's claim
+ * and finish reuse the job store's statements inside their transaction,
+ * and the counters need each statement's `RETURNING` rows. Every write runs
+ * in one `BEGIN IMMEDIATE` transaction of {@link SqliteConnection}, so a
+ * head claim's read of the partition lease and its write cannot interleave
+ * with another process's.
  *
  * A head is found by one probe of `later_jobs_partition_head` per partition
  * (`ORDER BY seq LIMIT 1` over unfinished rows): the jobs queued behind a
  * blocked head are never read.
  */
+import { TERMINAL_STAGES } from "../../core/job-stage.js";
 import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { claimedHead, readyAt } from "../shared/partition-heads.js";
+import { stageList } from "../shared/stage-list.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { StageDeltas, type SqliteStageCounters } from "./sqlite-stage-counters.js";
 
@@ -24,17 +29,19 @@ export interface SqlitePartitionHost {
   readonly counters: SqliteStageCounters;
 }
 
+const TERMINAL = stageList(TERMINAL_STAGES);
+/** The head of a partition: its unfinished job with the lowest sequence, one probe of the partition-head index (whose predicate this repeats). */
 const HEAD = `SELECT id, job_type, stage, run_at FROM later_jobs
-  WHERE namespace = ? AND topic = ? AND partition_no = ? AND stage NOT IN ('success', 'failed') ORDER BY seq LIMIT 1`;
+  WHERE namespace = ? AND topic = ? AND partition_no = ? AND stage NOT IN ${TERMINAL} ORDER BY seq LIMIT 1`;
 
-export class SqlitePartitionStore {
+export class SqlitePartitionStore implements B.PartitionStore {
   constructor(private readonly host: SqlitePartitionHost) {}
 
   private get ns(): string {
     return this.host.namespace;
   }
 
-  topicRegister(params: B.TopicRegisterParams): void {
+  async topicRegister(params: B.TopicRegisterParams): Promise<void> {
     const c = this.host.conn();
     c.immediate(() => {
       for (const t of params.topics) {
@@ -50,7 +57,7 @@ export class SqlitePartitionStore {
     });
   }
 
-  headClaim(params: B.PartitionHeadClaimParams): B.PartitionHeadClaimResult {
+  async headClaim(params: B.PartitionHeadClaimParams): Promise<B.PartitionHeadClaimResult> {
     if (params.limit <= 0 || params.partitions.length === 0) return { claimed: [], nextRunAt: null };
     const c = this.host.conn();
     const types = new Set(params.jobTypes);
@@ -82,7 +89,7 @@ export class SqlitePartitionStore {
     });
   }
 
-  headFinish(params: B.PartitionHeadFinishParams): B.PartitionHeadFinishResult {
+  async headFinish(params: B.PartitionHeadFinishParams): Promise<B.PartitionHeadFinishResult> {
     const c = this.host.conn();
     const { claim, now } = params;
     return c.immediate(() => {
@@ -122,7 +129,7 @@ export class SqlitePartitionStore {
     });
   }
 
-  leaseRenew(params: B.PartitionLeaseRenewParams): B.PartitionLeaseRenewResult {
+  async leaseRenew(params: B.PartitionLeaseRenewParams): Promise<B.PartitionLeaseRenewResult> {
     if (params.claims.length === 0) return { renewed: [] };
     const c = this.host.conn();
     const rows = c.immediate(() =>
@@ -140,7 +147,7 @@ export class SqlitePartitionStore {
     return { renewed: params.claims.filter((k) => kept.has(`${k.topic}\0${k.partition}\0${k.epoch}`)) };
   }
 
-  memberHeartbeat(params: B.PartitionMemberHeartbeatParams): B.PartitionMemberHeartbeatResult {
+  async memberHeartbeat(params: B.PartitionMemberHeartbeatParams): Promise<B.PartitionMemberHeartbeatResult> {
     const c = this.host.conn();
     return c.immediate(() => {
       c.run(
@@ -157,12 +164,12 @@ export class SqlitePartitionStore {
     });
   }
 
-  memberRemove(params: B.PartitionMemberRemoveParams): void {
+  async memberRemove(params: B.PartitionMemberRemoveParams): Promise<void> {
     const c = this.host.conn();
     c.immediate(() => c.run("DELETE FROM later_partition_members WHERE namespace = ? AND member_id = ?", this.ns, params.member));
   }
 
-  headForceFail(params: B.PartitionHeadForceFailParams): string | null {
+  async headForceFail(params: B.PartitionHeadForceFailParams): Promise<string | null> {
     const c = this.host.conn();
     const expires = params.now + params.retentionMs;
     return c.immediate(() => {
@@ -192,12 +199,12 @@ export class SqlitePartitionStore {
     });
   }
 
-  historyTruncate(params: B.PartitionHistoryTruncateParams): number {
+  async historyTruncate(params: B.PartitionHistoryTruncateParams): Promise<number> {
     const c = this.host.conn();
     return c.immediate(() => {
       const rows = c.all(
         `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND topic = ? AND partition_no = ?
-           AND stage IN ('success', 'failed') ORDER BY seq DESC LIMIT -1 OFFSET ?) RETURNING stage`,
+           AND stage IN ${TERMINAL} ORDER BY seq DESC LIMIT -1 OFFSET ?) RETURNING stage`,
         this.ns,
         params.topic,
         params.partition,

@@ -1,15 +1,20 @@
 /**
- * The recurring-schedule statements of the SQLite backend. Every write runs
- * in one `BEGIN IMMEDIATE` transaction of {@link SqliteConnection}: the
- * write lock is taken before the schedule row is read, so two processes
+ * The recurring-schedule statements of the SQLite backend
+ * (`backend.recurring`). The upsert and the advance are hand-written: every
+ * one runs in one `BEGIN IMMEDIATE` transaction of {@link SqliteConnection},
+ * the write lock taken before the schedule row is read, so two processes
  * upserting one schedule, or two pollers advancing it, run one after the
  * other and the second sees the first's work. Occurrence jobs are written
- * with the job store's own insert (`insertRows`, the body of `jobInsertMany`)
- * inside that same transaction.
+ * with the job store's own insert (`insertRows`, the body of
+ * `jobs.insertMany`) inside that same transaction. The due list, the list
+ * and the delete are written once for both dialects
+ * (`shared/recurring-statements.ts`).
  */
 import type { JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
-import { occurrenceJob, recurringScheduleFromRow, sameDefinition } from "../shared/recurring-rows.js";
+import { occurrenceJob, sameDefinition } from "../shared/recurring-rows.js";
+import { RECURRING_DELETE, RECURRING_DUE, RECURRING_LIST } from "../shared/recurring-statements.js";
+import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 
 /** What the store needs: the connection, namespace and job insert of the job store ({@link SqliteJobStore}). */
@@ -20,14 +25,14 @@ export interface SqliteRecurringHost {
   insertRows(jobs: readonly B.JobInsert[], now: number): JobStage[];
 }
 
-export class SqliteRecurringStore {
+export class SqliteRecurringStore implements B.RecurringStore {
   constructor(private readonly host: SqliteRecurringHost) {}
 
   private get ns(): string {
     return this.host.namespace;
   }
 
-  upsert(params: B.RecurringUpsertParams): B.RecurringUpsertResult {
+  async upsert(params: B.RecurringUpsertParams): Promise<B.RecurringUpsertResult> {
     const c = this.host.conn();
     const s = params.schedule;
     return c.immediate(() => {
@@ -68,14 +73,11 @@ export class SqliteRecurringStore {
     });
   }
 
-  dueList(params: B.RecurringDueListParams): B.RecurringSchedule[] {
-    return this.host
-      .conn()
-      .all("SELECT * FROM later_recurring WHERE namespace = ? AND next_run_at <= ? ORDER BY next_run_at, id LIMIT ?", this.ns, params.now, params.limit)
-      .map(recurringScheduleFromRow);
+  dueList(params: B.RecurringDueListParams): Promise<B.RecurringSchedule[]> {
+    return RECURRING_DUE.run(sqliteCompiler, this.read, { ...params, namespace: this.ns });
   }
 
-  advance(params: B.RecurringAdvanceParams): B.RecurringAdvanceResult {
+  async advance(params: B.RecurringAdvanceParams): Promise<B.RecurringAdvanceResult> {
     const c = this.host.conn();
     const s = params.schedule;
     return c.immediate(() => {
@@ -101,12 +103,14 @@ export class SqliteRecurringStore {
     });
   }
 
-  list(): B.RecurringSchedule[] {
-    return this.host.conn().all("SELECT * FROM later_recurring WHERE namespace = ? ORDER BY id", this.ns).map(recurringScheduleFromRow);
+  list(): Promise<B.RecurringSchedule[]> {
+    return RECURRING_LIST.run(sqliteCompiler, this.read, { namespace: this.ns });
   }
 
-  delete(params: B.RecurringDeleteParams): boolean {
-    const c = this.host.conn();
-    return c.immediate(() => c.run("DELETE FROM later_recurring WHERE namespace = ? AND id = ?", this.ns, params.id) > 0);
+  delete(params: B.RecurringDeleteParams): Promise<boolean> {
+    return RECURRING_DELETE.run(sqliteCompiler, this.write, { ...params, namespace: this.ns });
   }
+
+  private readonly read: RunStatement = (s) => this.host.conn().read(s);
+  private readonly write: RunStatement = (s) => this.host.conn().write(s);
 }

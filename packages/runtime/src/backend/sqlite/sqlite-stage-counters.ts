@@ -24,12 +24,13 @@
  * Seeded by a recount in the migration's `BEGIN IMMEDIATE` transaction, so
  * no write falls between the recount and the first counted change.
  */
-import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
-import type * as B from "../backend.js";
-import type { SqliteConnection } from "./sqlite-connection.js";
+import { UNFINISHED_STAGES } from "../../core/job-stage.js";
+import type { BoundStatement } from "../shared/shared-statement.js";
+import type { SqliteHost } from "./sqlite-connection.js";
 
+/** The migration's own list, frozen with it (a migration's text never changes once shipped). */
 const FINISHED = "('success', 'failed', 'cancelled')";
-const FINISHED_STAGES = new Set(["success", "failed", "cancelled"]);
+const UNFINISHED = new Set<string>(UNFINISHED_STAGES);
 
 /** Migration 4. */
 export const SQLITE_STAGE_COUNTERS_SQL = `
@@ -55,6 +56,11 @@ INSERT INTO later_partition_counts (namespace, topic, partition_no, n)
   WHERE topic IS NOT NULL AND stage NOT IN ${FINISHED} GROUP BY namespace, topic, partition_no;
 `;
 
+const STAGE_UPSERT = `INSERT INTO later_stage_counts (namespace, stage, n) VALUES (?, ?, ?)
+  ON CONFLICT (namespace, stage) DO UPDATE SET n = n + excluded.n`;
+const PARTITION_UPSERT = `INSERT INTO later_partition_counts (namespace, topic, partition_no, n) VALUES (?, ?, ?, ?)
+  ON CONFLICT (namespace, topic, partition_no) DO UPDATE SET n = n + excluded.n`;
+
 /** The net change one transaction makes to the counters of one namespace, collected move by move. */
 export class StageDeltas {
   /** Net change per stage. */
@@ -71,7 +77,7 @@ export class StageDeltas {
     if (from !== null && from !== undefined) this.stages.set(String(from), (this.stages.get(String(from)) ?? 0) - 1);
     if (to !== null && to !== undefined) this.stages.set(String(to), (this.stages.get(String(to)) ?? 0) + 1);
     if (topic === null || topic === undefined) return this;
-    const unfinished = (s: unknown) => (s === null || s === undefined || FINISHED_STAGES.has(String(s)) ? 0 : 1);
+    const unfinished = (s: unknown) => (UNFINISHED.has(String(s)) ? 1 : 0);
     const change = unfinished(to) - unfinished(from);
     if (change === 0) return this;
     const key = `${String(topic)}\0${String(partition)}`;
@@ -79,6 +85,18 @@ export class StageDeltas {
     if (entry) entry.n += change;
     else this.partitions.set(key, { topic: String(topic), partition: Number(partition), n: change });
     return this;
+  }
+
+  /** The upserts that add these changes to the counters of `namespace`: one per changed counter. */
+  statements(namespace: string): BoundStatement[] {
+    const upserts: BoundStatement[] = [];
+    for (const [stage, n] of this.stages) {
+      if (n !== 0) upserts.push({ text: STAGE_UPSERT, values: [namespace, stage, n] });
+    }
+    for (const p of this.partitions.values()) {
+      if (p.n !== 0) upserts.push({ text: PARTITION_UPSERT, values: [namespace, p.topic, p.partition, p.n] });
+    }
+    return upserts;
   }
 
   /** `count` jobs moved from `from` to `to` (none of them partitioned, or none changing its unfinished state). */
@@ -90,83 +108,13 @@ export class StageDeltas {
   }
 }
 
-/** What the counters need: the namespace and the open connection. */
-export interface SqliteCounterHost {
-  readonly namespace: string;
-  conn(): SqliteConnection;
-}
-
-/** Writes the counters (inside the caller's transaction) and reads them (primary-key reads of the counter tables, never of the jobs). */
+/** Writes the counters, inside the caller's transaction (`SqliteInspectStore` reads them). */
 export class SqliteStageCounters {
-  constructor(private readonly host: SqliteCounterHost) {}
+  constructor(private readonly host: SqliteHost) {}
 
   /** Adds `deltas` to the namespace's counters: one upsert per changed counter, inside the caller's `immediate` transaction. */
   write(deltas: StageDeltas): void {
     const c = this.host.conn();
-    for (const [stage, n] of deltas.stages) {
-      if (n === 0) continue;
-      c.run(
-        `INSERT INTO later_stage_counts (namespace, stage, n) VALUES (?, ?, ?)
-             ON CONFLICT (namespace, stage) DO UPDATE SET n = n + excluded.n`,
-        this.host.namespace,
-        stage,
-        n,
-      );
-    }
-    for (const p of deltas.partitions.values()) {
-      if (p.n === 0) continue;
-      c.run(
-        `INSERT INTO later_partition_counts (namespace, topic, partition_no, n) VALUES (?, ?, ?, ?)
-             ON CONFLICT (namespace, topic, partition_no) DO UPDATE SET n = n + excluded.n`,
-        this.host.namespace,
-        p.topic,
-        p.partition,
-        p.n,
-      );
-    }
-  }
-
-  /** Jobs per stage of the namespace; every stage is present (0 when none). */
-  stageCounts(): B.JobCountByStageResult {
-    const counts = Object.fromEntries(JOB_STAGES.map((s) => [s, 0])) as Record<JobStage, number>;
-    for (const r of this.host.conn().all("SELECT stage, n FROM later_stage_counts WHERE namespace = ?", this.host.namespace)) {
-      if (String(r.stage) in counts) counts[r.stage as JobStage] = Number(r.n);
-    }
-    return { counts };
-  }
-
-  /** Every namespace holding jobs, with how many (a sum over the counter rows, never the jobs). */
-  namespaceCounts(): B.NamespaceCount[] {
-    const rows = this.host.conn().all("SELECT namespace, sum(n) AS n FROM later_stage_counts GROUP BY namespace HAVING sum(n) > 0 ORDER BY namespace");
-    return rows.map((r) => ({ namespace: String(r.namespace), jobs: Number(r.n) }));
-  }
-
-  /** Unfinished jobs and the lease owner of every partition of the namespace's topics. */
-  partitionDepth(): B.PartitionDepthResult {
-    const rows = this.host.conn().all(
-      `SELECT p.topic, p.partition_no, p.lease_owner, coalesce(c.n, 0) AS unfinished FROM later_partitions p
-         LEFT JOIN later_partition_counts c ON c.namespace = p.namespace AND c.topic = p.topic AND c.partition_no = p.partition_no
-       WHERE p.namespace = ? ORDER BY p.topic, p.partition_no`,
-      this.host.namespace,
-    );
-    return {
-      partitions: rows.map((r) => ({
-        topic: String(r.topic),
-        partition: Number(r.partition_no),
-        unfinished: Number(r.unfinished),
-        leaseOwner: (r.lease_owner as string | null) ?? null,
-      })),
-    };
-  }
-
-  /** Unfinished jobs per topic of the namespace. */
-  topicDepth(): B.TopicDepthResult {
-    const rows = this.host.conn().all(
-      `SELECT t.topic, t.partitions,
-         (SELECT coalesce(sum(c.n), 0) FROM later_partition_counts c WHERE c.namespace = t.namespace AND c.topic = t.topic) AS unfinished
-       FROM later_topics t WHERE t.namespace = ? ORDER BY t.topic`,
-      this.host.namespace,
-    );
-    return { topics: rows.map((r) => ({ topic: String(r.topic), partitions: Number(r.partitions), unfinished: Number(r.unfinished) })) };
+    for (const s of deltas.statements(this.host.namespace)) c.run(s.text, ...s.values);
   }
 }

@@ -1,17 +1,44 @@
 /**
- * The recurring-schedule part of the {@link Backend} seam: its parameter and
- * result types (the methods are on `Backend`).
+ * The recurring-schedule part of the seam (`backend.recurring`).
+ *
+ * One row per schedule (`later_recurring`). `nextRunAt` is the next
+ * occurrence not yet enqueued; every server's poller lists the due rows and
+ * enqueues an occurrence with {@link RecurringStore.advance}, a
+ * compare-and-set on the row in the same transaction as the occurrence's
+ * job insert, so exactly one poller wins each occurrence however many run.
  */
 import type { JobStage } from "../core/job-stage.js";
-import type { JobInsert } from "./backend.js";
+import type { JobInsert } from "./job-store.js";
 
-// ---- recurring schedules --------------------------------------------------
-//
-// One row per schedule (`later_recurring`). `nextRunAt` is the next
-// occurrence not yet enqueued; every server's poller lists the due rows and
-// enqueues an occurrence with `recurringAdvance`, a compare-and-set on the
-// row in the same transaction as the occurrence's job insert, so exactly one
-// poller wins each occurrence however many run.
+/** The recurring-schedule statements of one backend, scoped to its namespace. */
+export interface RecurringStore {
+  /**
+   * Registers or updates a schedule in one transaction. Same id with the
+   * same cron, time zone and mode: updates its payload and job type only
+   * (`changed: false`, no job). Otherwise (new id, or any of those differs)
+   * writes the whole row and inserts `firstJob`, through the same insert as
+   * `jobs.insertMany`. A job already enqueued for the old definition is left
+   * as is. Concurrent upserts of one id serialise on its row (SQLite:
+   * `BEGIN IMMEDIATE`; PostgreSQL: `INSERT … ON CONFLICT DO NOTHING`, then
+   * `SELECT … FOR UPDATE`), so exactly one of them reports `changed`.
+   */
+  upsert(params: RecurringUpsertParams): Promise<RecurringUpsertResult>;
+  /** Schedules with `nextRunAt <= now`, earliest first, at most `limit`. */
+  dueList(params: RecurringDueListParams): Promise<RecurringSchedule[]>;
+  /**
+   * Enqueues one occurrence: compare-and-set of the row's `nextRunAt` (and
+   * definition) to `nextRunAt`, and the occurrence's job insert (the
+   * `jobs.insertMany` insert: a sequential occurrence takes its partition's
+   * next sequence), in one transaction. Exactly one of any number of
+   * concurrent callers for the same occurrence inserts it (PostgreSQL: the
+   * losers wait on the row lock, then match no row).
+   */
+  advance(params: RecurringAdvanceParams): Promise<RecurringAdvanceResult>;
+  /** Every schedule of the namespace, ordered by id. */
+  list(): Promise<RecurringSchedule[]>;
+  /** Deletes a schedule (jobs already enqueued stay); false when there was none. */
+  delete(params: RecurringDeleteParams): Promise<boolean>;
+}
 
 /** A recurring schedule as stored. */
 export interface RecurringSchedule {
@@ -42,7 +69,7 @@ export interface RecurringSchedule {
   updatedAt: number;
 }
 
-/** What {@link Backend.recurringUpsert} writes: the schedule's definition. */
+/** What {@link RecurringStore.upsert} writes: the schedule's definition. */
 export type RecurringScheduleWrite = Pick<RecurringSchedule, "id" | "jobType" | "payload" | "cron" | "timeZone" | "sequential" | "partition">;
 
 export interface RecurringUpsertParams {

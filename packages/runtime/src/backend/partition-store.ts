@@ -1,17 +1,45 @@
 /**
- * The partition part of the {@link Backend} seam: its parameter and result
- * types (the methods are on `Backend`).
+ * The partition part of the seam (`backend.partitions`): topics, head
+ * claims and their fencing, and the membership that spreads partitions over
+ * servers.
+ *
+ * A partitioned job is claimed only as the head of its partition: the
+ * unfinished job with the lowest sequence. A head claim first takes the
+ * partition's lease (one row per partition, so blocked partitions cost one
+ * index probe each, never a scan of the jobs behind them), bumps its fencing
+ * epoch, then marks the head running. Every later write of that claim is
+ * fenced by `(topic, partition, epoch)` and the job's `(id, attempt)`.
  */
-import type { ClaimedJob, ClaimKey, JobOutcome } from "./backend.js";
+import type { ClaimedJob, ClaimKey, JobOutcome } from "./job-store.js";
 
-// ---- topics and partitions ------------------------------------------------
-//
-// A partitioned job is claimed only as the head of its partition: the
-// unfinished job with the lowest sequence. A head claim first takes the
-// partition's lease (one row per partition, so blocked partitions cost one
-// index probe each, never a scan of the jobs behind them), bumps its fencing
-// epoch, then marks the head running. Every later write of that claim is
-// fenced by `(topic, partition, epoch)` and the job's `(id, attempt)`.
+/** The partition statements of one backend, scoped to its namespace. */
+export interface PartitionStore {
+  /**
+   * Records the topics in the database, with one row per partition, unless
+   * present. A topic stored with another partition count throws
+   * `PartitionCountMismatchError` and writes nothing.
+   */
+  topicRegister(params: TopicRegisterParams): Promise<void>;
+  /** Claims the ready heads of unleased partitions among `partitions`, at most one per partition. */
+  headClaim(params: PartitionHeadClaimParams): Promise<PartitionHeadClaimResult>;
+  /** Stores a head's outcome if its claim still holds the partition lease, then frees the lease or claims the next head. */
+  headFinish(params: PartitionHeadFinishParams): Promise<PartitionHeadFinishResult>;
+  /** Extends the leases of held head claims whose epoch is still current. */
+  leaseRenew(params: PartitionLeaseRenewParams): Promise<PartitionLeaseRenewResult>;
+  /** Registers or refreshes a member and returns the live ones (dead rows are deleted on the way). */
+  memberHeartbeat(params: PartitionMemberHeartbeatParams): Promise<PartitionMemberHeartbeatResult>;
+  /** Deregisters a member at once (graceful shutdown). */
+  memberRemove(params: PartitionMemberRemoveParams): Promise<void>;
+  /**
+   * Fails the partition's head at once, whatever its stage or lease, with
+   * its waiting continuations, and frees the partition (bumping its epoch, so
+   * the old claim's writes are rejected). Returns the failed job id, or null
+   * when the partition has no unfinished job.
+   */
+  headForceFail(params: PartitionHeadForceFailParams): Promise<string | null>;
+  /** Deletes the partition's terminal jobs but the newest `keep` (by sequence); returns how many. */
+  historyTruncate(params: PartitionHistoryTruncateParams): Promise<number>;
+}
 
 export interface TopicSpec {
   name: string;
@@ -43,7 +71,7 @@ export interface ClaimedPartitionJob extends ClaimedJob, PartitionRef {
    * lease: attempt `attempt` ran on a server that died or stalled. The claim
    * took the lease (a new epoch) but started no attempt (the attempt number
    * is the lost one's, the stage stays `running`): its holder records the
-   * lost attempt's outcome, the retry decision's, with `partitionHeadFinish`,
+   * lost attempt's outcome, the retry decision's, with `partitions.headFinish`,
    * whose `claimNext` then starts the next attempt when it is due. So a head
    * whose process dies on every attempt fails once its retries are spent and
    * frees its partition, as the stuck-job sweep does for regular jobs.
@@ -123,16 +151,4 @@ export interface PartitionHeadForceFailParams extends PartitionRef {
 export interface PartitionHistoryTruncateParams extends PartitionRef {
   /** Terminal jobs of the partition to keep, newest first. */
   keep: number;
-}
-
-/** Read from the counters kept with every change (never a count of the jobs). */
-export interface PartitionDepthResult {
-  /** Every partition of the namespace's topics, by topic and partition: its unfinished jobs (not `success`, `failed` or `cancelled`) and lease owner. */
-  partitions: { topic: string; partition: number; unfinished: number; leaseOwner: string | null }[];
-}
-
-/** Read from the counters kept with every change (never a count of the jobs). */
-export interface TopicDepthResult {
-  /** Every topic of the namespace, by name: its partition count and unfinished jobs over all its partitions. */
-  topics: { topic: string; partitions: number; unfinished: number }[];
 }

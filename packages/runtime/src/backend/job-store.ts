@@ -1,0 +1,193 @@
+/**
+ * The job part of the seam (`backend.jobs`): the worker pool's claim,
+ * finish, release and renewal, the publisher's insert, and the reads and
+ * deletes of the stuck-job rescue, autoscaling and the expiry sweep.
+ *
+ * Claim fencing: a claim is identified by `(id, attempt)`. The claim write
+ * increments `attempt`; every later write of that claim (renew, finish,
+ * release) matches `stage = 'running' AND attempt = <claim attempt>`, so a
+ * worker whose job was rescued and re-claimed elsewhere can never overwrite
+ * the newer attempt.
+ */
+import type { JobId } from "../core/job-id.js";
+import type { JobStage } from "../core/job-stage.js";
+
+/** The job statements of one backend, scoped to its namespace. `Trx`: the caller-owned transactions its inserts accept. */
+export interface JobStore<Trx = unknown> {
+  /**
+   * Inserts jobs in one transaction: the backend's own, or the caller's
+   * (`params.transaction`). A continuation's stage follows its parent:
+   * `waiting`, `enqueued` (parent succeeded) or `failed` (parent failed).
+   * An unknown parent throws `ParentNotFoundError` and writes nothing.
+   *
+   * SQLite: `BEGIN IMMEDIATE`, one prepared insert per job; into a caller's
+   * Kysely transaction, Kysely statements compiled once. PostgreSQL: one
+   * `INSERT … SELECT FROM json_to_recordset($1)` for the whole batch, in
+   * autocommit when no job has a parent or a partition; otherwise in a
+   * transaction that first reserves the partitions' sequences and
+   * share-locks the parents, so a parent cannot finish between reading its
+   * stage and inserting its continuation (run again, up to three times,
+   * when PostgreSQL rolls it back for a deadlock). With `transaction`, the
+   * same statements run on the caller's Kysely transaction or `pg` client.
+   */
+  insertMany(params: JobInsertManyParams<Trx>): Promise<JobInsertManyResult>;
+  /** Claims up to `limit` ready jobs (oldest `runAt` first) in one write: stage `running`, `attempt + 1`, a lease. */
+  claimReady(params: JobClaimReadyParams): Promise<JobClaimReadyResult>;
+  /**
+   * Stores attempt outcomes in one transaction, each guarded by its claim.
+   * Success releases waiting continuations; a final failure fails them, down
+   * the chain, with the reason.
+   */
+  finishMany(params: JobFinishManyParams): Promise<JobFinishManyResult>;
+  /** Returns claimed-but-unstarted jobs to their stage before the claim, undoing the attempt. */
+  releaseMany(params: JobReleaseManyParams): Promise<void>;
+  /** Extends the leases of the given claims in one write. */
+  leaseRenew(params: LeaseRenewParams): Promise<LeaseRenewResult>;
+  /** Running jobs whose lease expired before the given time. */
+  listStuck(params: JobListStuckParams): Promise<StuckJob[]>;
+  /**
+   * Ready jobs of these types (due now): the backlog autoscaling reads. A
+   * query over the partial index of claimable rows, not a counter: which
+   * delayed and requeued jobs are ready depends on the time.
+   */
+  countReady(params: JobCountReadyParams): Promise<number>;
+  /** Deletes up to `limit` expired rows; returns how many. */
+  deleteExpired(params: JobDeleteExpiredParams): Promise<number>;
+}
+
+/** One job to insert. */
+export interface JobInsert {
+  id: JobId;
+  jobType: string;
+  /** The payload, already encoded as JSON text. */
+  payload: string;
+  /** Not before this time (ms). Jobs with `runAt > now` are stored `delayed`. */
+  runAt: number;
+  /** Continuation: the job waits for this parent to succeed. */
+  parentId?: JobId | undefined;
+  /** JSON of the retry policy in force at enqueue. */
+  retryPolicy: string;
+  /**
+   * Partitioned job: its topic and partition. The backend gives it the
+   * partition's next sequence in the same write; a topic or partition the
+   * database does not hold throws `UnknownTopicError` and writes nothing.
+   */
+  topic?: string | undefined;
+  partition?: number | undefined;
+}
+
+export interface JobInsertManyParams<Trx = unknown> {
+  jobs: readonly JobInsert[];
+  now: number;
+  /** Write into this caller-owned transaction instead of a transaction of the backend's own (`enqueueIn`). */
+  transaction?: Trx | undefined;
+}
+
+export interface JobInsertManyResult {
+  /** Stage each job was stored in, in input order. */
+  stages: JobStage[];
+}
+
+export interface JobClaimReadyParams {
+  /** Lease owner recorded on each claimed job: the server's instance id. */
+  owner: string;
+  limit: number;
+  now: number;
+  leaseExpiresAt: number;
+  /** Claim only these job types (the ones this server has handlers for). */
+  jobTypes: readonly string[];
+}
+
+/** What one claim took, and when to look again if it came back short. */
+export interface JobClaimReadyResult {
+  /** The claimed jobs, oldest `runAt` first. */
+  jobs: ClaimedJob[];
+  /**
+   * Only when fewer than `limit` jobs were claimed: the earliest `runAt`
+   * after `now` among claimable jobs of these types (null: none), read in
+   * the same round trip, so the fetcher knows how long it may sleep.
+   */
+  nextRunAt?: number | null;
+}
+
+/** A job claimed for one attempt. */
+export interface ClaimedJob {
+  id: JobId;
+  jobType: string;
+  payload: string;
+  /** This claim's attempt number (1 for the first run); fences every later write. */
+  attempt: number;
+  /** JSON of the retry policy stored with the job (read when the attempt fails). */
+  retryPolicy: string;
+}
+
+/** Identifies one claim of one job. */
+export interface ClaimKey {
+  id: JobId;
+  attempt: number;
+}
+
+/** How one attempt ended. */
+export type JobOutcome =
+  | { kind: "success" }
+  | { kind: "retry"; runAt: number; error: string; retryPolicy?: string | undefined }
+  | { kind: "fail"; error: string };
+
+export interface JobFinish extends ClaimKey {
+  outcome: JobOutcome;
+}
+
+export interface JobFinishManyParams {
+  finishes: readonly JobFinish[];
+  now: number;
+  /** Terminal jobs get `expiresAt = now + retentionMs`. */
+  retentionMs: number;
+  /** Only finish claims whose lease expired before this time (stuck-job rescue). */
+  leaseExpiredBefore?: number;
+}
+
+export interface JobFinishManyResult {
+  /** Claims whose write was applied; the others had lost their lease. */
+  applied: ClaimKey[];
+  /** Continuations that became `enqueued` because their parent succeeded. */
+  released: number;
+}
+
+export interface JobReleaseManyParams {
+  /** Claimed jobs that never started: they go back to their earlier stage at once. */
+  claims: readonly ClaimKey[];
+  now: number;
+}
+
+export interface LeaseRenewParams {
+  owner: string;
+  claims: readonly ClaimKey[];
+  leaseExpiresAt: number;
+}
+
+export interface LeaseRenewResult {
+  /** Claims still held. Any claim not listed has been lost. */
+  renewed: ClaimKey[];
+}
+
+export interface JobListStuckParams {
+  /** Running jobs whose lease expired before this time. */
+  leaseExpiredBefore: number;
+  limit: number;
+}
+
+/** A running job whose lease expired: its worker is gone. */
+export interface StuckJob extends ClaimKey {
+  jobType: string;
+  retryPolicy: string;
+}
+
+export interface JobCountReadyParams {
+  now: number;
+  jobTypes: readonly string[];
+}
+
+export interface JobDeleteExpiredParams {
+  now: number;
+  limit: number;
+}

@@ -1,0 +1,175 @@
+/**
+ * How the PostgreSQL backend's stores run their statements on its pool: one
+ * autocommit statement (named and prepared once per connection, unless
+ * `preparedStatements: false`), or a transaction of several on one
+ * connection. The backend attaches the pool at `open()` and detaches it at
+ * `close()`; every store holds this runner, not the pool.
+ *
+ * ```text
+ *   new ──attach(pool)──► open ──detach()──► closed (every statement throws DatabaseUnavailableError)
+ * ```
+ *
+ * Named prepared statements are used until one is found lost between
+ * statements of a connection (a transaction-mode pooler such as PgBouncer
+ * before 1.21 hands each transaction another server connection: SQLSTATE
+ * 26000, or 42P05 when another client prepared the name there first). That
+ * statement, and every one after it, then runs unnamed, with one
+ * `PREPARED_STATEMENTS_UNAVAILABLE` warning through `onWarning`; never a
+ * raw driver error. `preparedStatements: false` starts that way.
+ */
+import type pg from "pg";
+import { DatabaseUnavailableError } from "../../errors.js";
+import type { Row } from "../shared/job-rows.js";
+import { postgresCompiler, type RunStatement, type StatementCompiler } from "../shared/shared-statement.js";
+import { reportWarning, type PostgresBackendOptions } from "./postgres-backend-options.js";
+import { isConnectionError, isPreparedStatementLost, retryConflicts, wrapDriverError } from "./postgres-errors.js";
+import { clientExecutor, type Execute } from "./postgres-executors.js";
+import { statement, type Statement } from "./postgres-job-queries.js";
+import type { PostgresWakeups } from "./postgres-wakeups.js";
+
+export class PostgresRunner {
+  /** Compiles the statements written once (`backend/shared/`) for this schema, each once. */
+  readonly compiler: StatementCompiler;
+  private pool: pg.Pool | null = null;
+  private readonly named = new Map<string, Statement>();
+  /** Named prepared statements in use: `preparedStatements` (default true) until a pooler loses one. */
+  private prepared: boolean;
+
+  constructor(
+    /** The namespace every statement is scoped to. */
+    readonly namespace: string,
+    /** The schema's name, as given, and quoted for SQL text. */
+    readonly schema: string,
+    readonly quoted: string,
+    private readonly wakeups: PostgresWakeups,
+    private readonly options: Pick<PostgresBackendOptions, "preparedStatements" | "onWarning">,
+  ) {
+    this.compiler = postgresCompiler(schema);
+    this.prepared = options.preparedStatements !== false;
+  }
+
+  /** Starts running statements on `pool`. */
+  attach(pool: pg.Pool): void {
+    this.pool = pool;
+  }
+
+  /** Stops running statements; returns the pool it ran them on, if any. */
+  detach(): pg.Pool | null {
+    const pool = this.pool;
+    this.pool = null;
+    return pool;
+  }
+
+  get isOpen(): boolean {
+    return this.pool !== null;
+  }
+
+  /** The pool; throws `DatabaseUnavailableError` when the backend is not open. */
+  conn(): pg.Pool {
+    if (!this.pool) throw new DatabaseUnavailableError("the PostgreSQL backend is not open (the server was shut down, or never started)");
+    return this.pool;
+  }
+
+  /** The channel and payload of this backend's own `pg_notify` calls. */
+  get notifyArgs(): readonly [string, string] {
+    return this.wakeups.notifyArgs;
+  }
+
+  /**
+   * One statement on a pool connection (autocommit). When the pool handed
+   * out a connection the server had already killed (its error event not yet
+   * seen: the driver refuses, or reads the kill's FATAL as the statement's
+   * reply), the statement is run once more, up to twice, on another
+   * connection. That is safe for every autocommit statement here: a
+   * statement cut off mid-run was rolled back, and the only case that could
+   * apply twice (killed between its commit and its reply) is at-least-once
+   * by design: a claim is recovered by its lease, a finish is fenced by its
+   * claim, an enqueue may then store a duplicate, as the caller's own retry
+   * would. Any other failure is reported, a lost connection as
+   * `DatabaseUnavailableError`.
+   */
+  readonly execute: Execute = async (s, values) => (await this.autocommit(s, values, false)).rows as Row[];
+
+  /** {@link execute} with rows as arrays of column values (no object per row): for the claim, the hottest read. */
+  readonly executeArrays = async (s: Statement, values: unknown[]): Promise<unknown[][]> => (await this.autocommit(s, values, true)).rows as unknown[][];
+
+  /** Runs a statement written once (`backend/shared/`) with {@link execute}, named after its text (the name hashed once). */
+  readonly shared: RunStatement = (s) => {
+    let named = this.named.get(s.text);
+    if (!named) this.named.set(s.text, (named = statement(s.text)));
+    return this.execute(named, s.values);
+  };
+
+  /** BEGIN … COMMIT with the backend's statements on one connection, run again after a deadlock or serialization conflict. */
+  inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R> {
+    return retryConflicts(async () => {
+      const named = this.prepared;
+      try {
+        return await this.transaction(what, (client) => body(clientExecutor(client, named)));
+      } catch (error) {
+        // Rolled back before anything of it applied: run it again, unnamed.
+        if (!named || !isPreparedStatementLost(error)) throw error;
+        this.namedStatementsLost(error);
+        return this.transaction(what, (client) => body(clientExecutor(client, false)));
+      }
+    });
+  }
+
+  /** Runs every statement unnamed from now on, and says so once. */
+  private namedStatementsLost(error: unknown): void {
+    if (!this.prepared) return;
+    this.prepared = false;
+    reportWarning(this.options, {
+      code: "PREPARED_STATEMENTS_UNAVAILABLE",
+      message: `later: a named prepared statement was lost between statements of one connection (${(error as Error).message}: a transaction-mode pooler such as PgBouncer?); statements run unnamed from now on. Pass preparedStatements: false and listen: false to start that way and silence this.`,
+    });
+  }
+
+  private async autocommit(s: Statement, values: unknown[], arrays: boolean): Promise<pg.QueryResult> {
+    for (let attempt = 1; ; attempt++) {
+      const named = this.prepared;
+      const query: pg.QueryConfig & { rowMode?: "array" } = named ? { name: s.name, text: s.text, values } : { text: s.text, values };
+      if (arrays) query.rowMode = "array";
+      try {
+        return await this.conn().query(query);
+      } catch (error) {
+        if (named && isPreparedStatementLost(error)) {
+          this.namedStatementsLost(error);
+          continue;
+        }
+        if (attempt < 3 && (isConnectionError(error) || /is not queryable/.test((error as Error)?.message ?? ""))) continue;
+        throw wrapDriverError(error, "query");
+      }
+    }
+  }
+
+  /**
+   * BEGIN … COMMIT on one pool client. The client gets an `error` listener
+   * while checked out (pg-pool removes its own), so a connection killed
+   * between statements fails this transaction instead of the process.
+   */
+  private async transaction<R>(what: string, body: (client: pg.PoolClient) => Promise<R>): Promise<R> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.conn().connect();
+    } catch (error) {
+      throw wrapDriverError(error, what);
+    }
+    let broken: Error | undefined;
+    const onError = (error: Error) => (broken = error);
+    client.on("error", onError);
+    try {
+      await client.query("BEGIN");
+      const result = await body(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      if (!isConnectionError(error)) await client.query("ROLLBACK").catch((e: Error) => (broken = e));
+      else broken ??= error as Error;
+      throw wrapDriverError(error, what);
+    } finally {
+      client.off("error", onError);
+      client.release(broken);
+    }
+  }
+}

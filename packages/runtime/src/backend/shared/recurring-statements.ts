@@ -1,0 +1,39 @@
+/**
+ * The recurring-schedule statements that mean the same on both dialects,
+ * written once (see `shared-statement.ts`): the pollers' due list, the list
+ * and the delete. The upsert and the advance are written per dialect: they
+ * serialise on the schedule row in ways that differ (`BEGIN IMMEDIATE` on
+ * SQLite, row locks on PostgreSQL).
+ */
+import type { RecurringDeleteParams, RecurringDueListParams, RecurringSchedule } from "../backend.js";
+import { RECURRING_SCHEDULE_COLUMNS, recurringScheduleFromRow } from "./recurring-rows.js";
+import { SharedStatement } from "./shared-statement.js";
+
+interface InNamespace {
+  namespace: string;
+}
+
+/** Schedules due at `now`, earliest first: one range scan of the due index. */
+export const RECURRING_DUE = new SharedStatement<RecurringDueListParams & InNamespace, RecurringSchedule[]>({
+  build: (db, $) =>
+    db
+      .selectFrom("later_recurring")
+      .select(RECURRING_SCHEDULE_COLUMNS)
+      .where("namespace", "=", $("namespace"))
+      .where("next_run_at", "<=", $("now"))
+      .orderBy("next_run_at")
+      .orderBy("id")
+      .limit($("limit")),
+  read: (rows) => rows.map(recurringScheduleFromRow),
+});
+
+export const RECURRING_LIST = new SharedStatement<InNamespace, RecurringSchedule[]>({
+  build: (db, $) => db.selectFrom("later_recurring").select(RECURRING_SCHEDULE_COLUMNS).where("namespace", "=", $("namespace")).orderBy("id"),
+  read: (rows) => rows.map(recurringScheduleFromRow),
+});
+
+/** Deletes a schedule; a row comes back when there was one. */
+export const RECURRING_DELETE = new SharedStatement<RecurringDeleteParams & InNamespace, boolean>({
+  build: (db, $) => db.deleteFrom("later_recurring").where("namespace", "=", $("namespace")).where("id", "=", $("id")).returning("id"),
+  read: (rows) => rows.length > 0,
+});

@@ -1,0 +1,68 @@
+/**
+ * The inspection reads of the SQLite backend (`backend.inspect`). One job
+ * and a page of jobs are written once for both dialects
+ * (`shared/inspect-statements.ts`); the counts are hand-written reads of
+ * SQLite's own counter tables (one row per counter, where PostgreSQL sums
+ * shards; see `sqlite-stage-counters.ts`): primary-key reads, never of the
+ * jobs.
+ */
+import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
+import type * as B from "../backend.js";
+import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
+import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
+import type { SqliteHost } from "./sqlite-connection.js";
+
+export class SqliteInspectStore implements B.InspectStore {
+  constructor(private readonly host: SqliteHost) {}
+
+  async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
+    return JOB_GET.run(sqliteCompiler, this.read, { ...params, namespace: this.host.namespace });
+  }
+
+  async jobList(params: B.JobListParams): Promise<B.JobRecord[]> {
+    return JOB_LIST.run(sqliteCompiler, this.read, { ...params, namespace: this.host.namespace });
+  }
+
+  async stageCounts(): Promise<B.JobCountByStageResult> {
+    const counts = Object.fromEntries(JOB_STAGES.map((s) => [s, 0])) as Record<JobStage, number>;
+    for (const r of this.host.conn().all("SELECT stage, n FROM later_stage_counts WHERE namespace = ?", this.host.namespace)) {
+      if (String(r.stage) in counts) counts[r.stage as JobStage] = Number(r.n);
+    }
+    return { counts };
+  }
+
+  /** A sum over the counter rows, never the jobs. */
+  async namespaceCounts(): Promise<B.NamespaceCount[]> {
+    const rows = this.host.conn().all("SELECT namespace, sum(n) AS n FROM later_stage_counts GROUP BY namespace HAVING sum(n) > 0 ORDER BY namespace");
+    return rows.map((r) => ({ namespace: String(r.namespace), jobs: Number(r.n) }));
+  }
+
+  async partitionDepth(): Promise<B.PartitionDepthResult> {
+    const rows = this.host.conn().all(
+      `SELECT p.topic, p.partition_no, p.lease_owner, coalesce(c.n, 0) AS unfinished FROM later_partitions p
+         LEFT JOIN later_partition_counts c ON c.namespace = p.namespace AND c.topic = p.topic AND c.partition_no = p.partition_no
+       WHERE p.namespace = ? ORDER BY p.topic, p.partition_no`,
+      this.host.namespace,
+    );
+    return {
+      partitions: rows.map((r) => ({
+        topic: String(r.topic),
+        partition: Number(r.partition_no),
+        unfinished: Number(r.unfinished),
+        leaseOwner: (r.lease_owner as string | null) ?? null,
+      })),
+    };
+  }
+
+  async topicDepth(): Promise<B.TopicDepthResult> {
+    const rows = this.host.conn().all(
+      `SELECT t.topic, t.partitions,
+         (SELECT coalesce(sum(c.n), 0) FROM later_partition_counts c WHERE c.namespace = t.namespace AND c.topic = t.topic) AS unfinished
+       FROM later_topics t WHERE t.namespace = ? ORDER BY t.topic`,
+      this.host.namespace,
+    );
+    return { topics: rows.map((r) => ({ topic: String(r.topic), partitions: Number(r.partitions), unfinished: Number(r.unfinished) })) };
+  }
+
+  private readonly read: RunStatement = (s) => this.host.conn().read(s);
+}

@@ -1,0 +1,13 @@
+/**
+ * `@later/runtime/internal`: the database seam (`Backend`, its stores by
+ * subsystem, their params and results; see `backend/backend.ts`) and
+ * `prepareBackend`, for `@later/cli` and this repository's tests and
+ * benchmarks.
+ *
+ * NOT a stable API: anything here may change in any release, patch releases
+ * included, without notice. Applications use `@later/runtime` and the
+ * backend factories (`@later/runtime/sqlite`, `@later/runtime/postgres`);
+ * nothing outside this repository should implement `Backend`.
+ */
+export type * from "./backend/backend.js";
+export { prepareBackend } from "./server/background-job-server.js";
