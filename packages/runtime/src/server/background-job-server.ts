@@ -1,7 +1,10 @@
 import type { Backend, JobInsert, PartitionRef, TransactionHandle } from "../backend/backend.js";
+import type { Clock } from "../core/clock.js";
+import { DatabaseClock } from "../core/database-clock.js";
 import { newJobId } from "../core/job-id.js";
 import type { JobStage } from "../core/job-stage.js";
 import { InvalidConfigError, SchemaVersionError, ServerStoppedError } from "../errors.js";
+import { ClockSync } from "../maintenance/clock-sync.js";
 import { ExpirySweeper } from "../maintenance/expiry-sweeper.js";
 import type { PeriodicService } from "../maintenance/periodic-service.js";
 import { StuckJobRescuer } from "../maintenance/stuck-job-rescuer.js";
@@ -47,7 +50,10 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   private readonly unsubscribeWake: () => void;
   private stopped: Promise<void> | null = null;
 
-  private constructor(private readonly options: ResolvedServerOptions<C>) {
+  private constructor(
+    private readonly options: ResolvedServerOptions<C>,
+    databaseClock: DatabaseClock | null,
+  ) {
     const backend = options.backend;
     this.instanceId = newJobId(options.clock.now());
     const encoders = new Map(Object.entries(options.handlers).map(([type, h]) => [type, h.encode ?? jsonPayload]));
@@ -86,6 +92,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     if (options.vacuumIntervalMs !== null && backend.capabilities.supportsVacuum)
       this.services.push(new VacuumService(host, { intervalMs: options.vacuumIntervalMs }));
     if (this.autoscaler) this.services.push(this.autoscaler);
+    if (databaseClock) this.services.push(new ClockSync(host, { intervalMs: options.clockSyncIntervalMs }, databaseClock));
     this.recurring = new RecurringPoller({
       backend,
       clock: options.clock,
@@ -102,9 +109,17 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
    * applies) the schema, and starts the workers and maintenance.
    */
   static async start<C, Trx = TransactionHandle>(options: ServerOptions<C, Trx>): Promise<BackgroundJobServer<C, Trx>> {
-    const resolved = resolveServerOptions(options);
+    let resolved = resolveServerOptions(options);
     await prepareBackend(resolved.backend, resolved.autoMigrate);
-    const server = new BackgroundJobServer<C, Trx>(resolved);
+    let databaseClock: DatabaseClock | null;
+    try {
+      databaseClock = await followDatabaseClock(resolved.timeSource, resolved.clock, resolved.backend);
+    } catch (error) {
+      await resolved.backend.close();
+      throw error;
+    }
+    if (databaseClock) resolved = { ...resolved, clock: databaseClock };
+    const server = new BackgroundJobServer<C, Trx>(resolved, databaseClock);
     try {
       // P1: a topic stored with another partition count refuses the start, before any worker runs.
       if (resolved.topics.length > 0) await resolved.backend.partitions.topicRegister({ topics: resolved.topics, now: resolved.clock.now() });
@@ -219,4 +234,16 @@ export async function prepareBackend(backend: Backend, autoMigrate: boolean): Pr
   }
   await backend.close();
   throw new SchemaVersionError(status.current, status.latest, backend.migrateHint);
+}
+
+/**
+ * The clock a server or publisher runs on: with `timeSource: "database"` on
+ * a backend whose database has a clock of its own (PostgreSQL), a
+ * {@link DatabaseClock} over `local`, its offset measured now; else null
+ * (use `local` as it is).
+ */
+export async function followDatabaseClock(timeSource: "database" | "local", local: Clock, backend: Backend<unknown>): Promise<DatabaseClock | null> {
+  if (timeSource === "local") return null;
+  const clock = new DatabaseClock(local, () => backend.maintenance.databaseTime());
+  return (await clock.sync()) ? clock : null;
 }

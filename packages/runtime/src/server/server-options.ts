@@ -156,6 +156,19 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
   autoMigrate?: boolean;
   /** Injected time. Default the wall clock. */
   clock?: Clock;
+  /**
+   * Whose clock leases, delays, retries, partition ownership and schedules
+   * follow. `"database"`: the database server's (PostgreSQL), through an
+   * offset to it measured at start and every `clockSyncIntervalMs`
+   * (`DatabaseClock`), so servers on hosts whose clocks disagree still agree
+   * on every time they compare; on SQLite, whose processes all run on one
+   * machine's clock, it is that clock. `"local"`: `clock` as it is, e.g. a
+   * manual clock in tests. Default `"database"`, or `"local"` when a `clock`
+   * is given.
+   */
+  timeSource?: "database" | "local";
+  /** How often the offset to the database's clock is measured again. Default 30000. */
+  clockSyncIntervalMs?: number;
   /** Injected randomness for retry jitter. Default `Math.random`. */
   random?: RandomSource;
   /** Local events; exceptions thrown by the listener are ignored. */
@@ -215,6 +228,8 @@ const KEYS = new Set([
   "autoscaleIntervalMs",
   "autoMigrate",
   "clock",
+  "timeSource",
+  "clockSyncIntervalMs",
   "random",
   "onEvent",
   "topics",
@@ -299,6 +314,8 @@ export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): Re
     autoscaleIntervalMs: int("autoscaleIntervalMs", 15_000, 1),
     autoMigrate: options.autoMigrate ?? false,
     clock: options.clock ?? systemClock,
+    timeSource: checkTimeSource(options.timeSource, options.clock),
+    clockSyncIntervalMs: int("clockSyncIntervalMs", 30_000, 1),
     random: options.random ?? Math.random,
     eventsEnabled: onEvent !== undefined,
     onEvent: (event) => {
@@ -328,4 +345,12 @@ export function resolveTopics(topics: readonly TopicConfig[] | undefined, recurr
     resolved.push({ name: RECURRING_SEQUENTIAL_TOPIC, partitions: checkPartitions("`recurringSequentialPartitions`", recurringSequentialPartitions) });
   }
   return resolved;
+}
+
+/** The `timeSource` option, checked, with its default: the database's clock unless a `clock` was injected. */
+export function checkTimeSource(timeSource: unknown, clock: unknown): "database" | "local" {
+  if (timeSource === undefined) return clock === undefined ? "database" : "local";
+  if (timeSource !== "database" && timeSource !== "local")
+    throw new InvalidConfigError(`\`timeSource\` must be "database" or "local", got ${describeValue(timeSource)}`);
+  return timeSource;
 }

@@ -1,10 +1,12 @@
 import type { Backend, TransactionHandle } from "../backend/backend.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import { RetryPolicy } from "../core/retry/retry-policy.js";
-import { InvalidConfigError } from "../errors.js";
-import { prepareBackend } from "../server/background-job-server.js";
+import type { DatabaseClock } from "../core/database-clock.js";
+import { describeValue, InvalidConfigError } from "../errors.js";
+import { ClockSync } from "../maintenance/clock-sync.js";
+import { followDatabaseClock, prepareBackend } from "../server/background-job-server.js";
 import { JobPublisher } from "../server/publisher.js";
-import { resolveTopics } from "../server/server-options.js";
+import { checkTimeSource, MAX_TIMER_MS, resolveTopics } from "../server/server-options.js";
 import type { TopicConfig } from "../core/partition/topic.js";
 import type { JobCatalog } from "./job-catalog.js";
 import { JobControl } from "./job-control.js";
@@ -21,6 +23,10 @@ export interface PublisherOptions<Trx = TransactionHandle> {
   autoMigrate?: boolean;
   /** Injected time. Default the wall clock. */
   clock?: Clock;
+  /** As the servers' option: delays are measured on the database's clock by default (`"local"` when a `clock` is given). */
+  timeSource?: "database" | "local";
+  /** As the servers' option. Default 30000. */
+  clockSyncIntervalMs?: number;
   /** The topics to enqueue partitioned jobs to: the same list the servers register. */
   topics?: readonly TopicConfig[];
   /** As the servers' option, for `enqueueRecurringSequential`. */
@@ -39,8 +45,11 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
     private readonly backend: Backend<Trx>,
     /** One typed handle per declared job. */
     readonly jobs: H,
+    /** Measures the offset to the database's clock again, while open (null on the local clock). */
+    private readonly clockSync: ClockSync | null,
   ) {
     super(publisher);
+    clockSync?.start();
   }
 
   /** Opens the backend, checks its schema and returns the handles. Used by the generated `open<Name>Publisher`. */
@@ -48,24 +57,39 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
     if (options === null || typeof options !== "object" || !options.backend) throw new InvalidConfigError("`backend` is required");
     const policy = options.defaultRetryPolicy ?? RetryPolicy.default();
     if (!(policy instanceof RetryPolicy)) throw new InvalidConfigError("`defaultRetryPolicy` must be a RetryPolicy");
+    const timeSource = checkTimeSource(options.timeSource, options.clock);
+    const syncEvery = options.clockSyncIntervalMs ?? 30_000;
+    if (!Number.isInteger(syncEvery) || syncEvery < 1 || syncEvery > MAX_TIMER_MS) {
+      throw new InvalidConfigError(`\`clockSyncIntervalMs\` must be an integer from 1 to ${MAX_TIMER_MS}, got ${describeValue(syncEvery)}`);
+    }
     await prepareBackend(options.backend, options.autoMigrate ?? false);
+    const local = options.clock ?? systemClock;
+    let databaseClock: DatabaseClock | null;
+    try {
+      databaseClock = await followDatabaseClock(timeSource, local, options.backend);
+    } catch (error) {
+      await options.backend.close();
+      throw error;
+    }
     const encoders = new Map(Object.keys(catalog).map((type) => [type, jsonPayload]));
     const topics = resolveTopics(options.topics, options.recurringSequentialPartitions);
     const publisher = new JobPublisher<Trx>({
       backend: options.backend,
-      clock: options.clock ?? systemClock,
+      clock: databaseClock ?? local,
       defaultRetryPolicy: policy,
       encoders,
       retentionMs: 86_400_000,
       topics: new Map(topics.map((t) => [t.name, t.partitions])),
       onCommitted: () => {},
     });
-    return new TypedJobPublisher(publisher, options.backend, jobHandles<H>(catalog, publisher));
+    const clockSync = databaseClock && new ClockSync({ backend: options.backend, clock: local, onEvent: () => {} }, { intervalMs: syncEvery }, databaseClock);
+    return new TypedJobPublisher(publisher, options.backend, jobHandles<H>(catalog, publisher), clockSync);
   }
 
   /** Stops accepting jobs (later calls throw `ServerStoppedError`) and closes what the backend opened. */
   async close(): Promise<void> {
     this.control.stop();
+    await this.clockSync?.stop();
     await this.backend.close();
   }
 }

@@ -7,7 +7,11 @@
  */
 import type * as B from "../backend.js";
 import { MAINTENANCE_CLAIM } from "../shared/maintenance-statements.js";
+import { statement } from "./postgres-job-queries.js";
 import type { PostgresRunner } from "./postgres-runner.js";
+
+/** `clock_timestamp()`, not `now()`: the time of the read itself, not of the transaction's start. */
+const DATABASE_TIME = statement("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms");
 
 export class PostgresMaintenanceStore implements B.MaintenanceStore {
   constructor(private readonly host: PostgresRunner) {}
@@ -18,4 +22,9 @@ export class PostgresMaintenanceStore implements B.MaintenanceStore {
 
   /** Nothing to do: autovacuum reclaims space on PostgreSQL. */
   async vacuum(): Promise<void> {}
+
+  async databaseTime(): Promise<number> {
+    const [row] = await this.host.execute(DATABASE_TIME, []);
+    return Math.round(Number(row!.ms));
+  }
 }

@@ -21,5 +21,10 @@ export class SqliteMaintenanceStore implements B.MaintenanceStore {
     this.host.conn().exec("VACUUM");
   }
 
+  /** None: SQLite has no server, and every process on the file shares this machine's clock. */
+  async databaseTime(): Promise<null> {
+    return null;
+  }
+
   private readonly write: RunStatement = (s) => this.host.conn().write(s);
 }
