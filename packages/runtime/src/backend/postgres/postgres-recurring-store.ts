@@ -21,7 +21,7 @@
  * rows; no other writer takes a schedule row after those.
  */
 import type * as B from "../backend.js";
-import { occurrenceJob, sameDefinition } from "../shared/recurring-rows.js";
+import { occurrenceJob, recurringDefinitionValues, sameDefinition } from "../shared/recurring-rows.js";
 import { RECURRING_DELETE, RECURRING_DUE, RECURRING_LIST } from "../shared/recurring-statements.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
@@ -71,18 +71,7 @@ export class PostgresRecurringStore implements B.RecurringStore {
 
   async upsert(params: B.RecurringUpsertParams): Promise<B.RecurringUpsertResult> {
     const s = params.schedule;
-    const definition = [
-      s.jobType,
-      s.payload,
-      s.cron,
-      s.timeZone,
-      s.sequential ? 1 : 0,
-      s.partition,
-      params.nextRunAt,
-      params.nextJobId,
-      params.firstJob?.id ?? null,
-      params.now,
-    ];
+    const definition = recurringDefinitionValues(params);
     return this.host.inTransaction("recurring upsert", async (execute) => {
       const created = await execute(this.q.insertNew, [this.ns, s.id, ...definition]);
       if (created.length === 0) {

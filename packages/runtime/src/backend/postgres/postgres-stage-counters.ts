@@ -51,6 +51,7 @@ import { JOB_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage
 import type { Execute } from "./postgres-executors.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
 import { stageList } from "../shared/stage-list.js";
+import { partitionDepthFromRows, topicDepthFromRows } from "../shared/depth-rows.js";
 
 /** Rows per counter. Sessions share shards by their backend pid. */
 export const COUNTER_SHARDS = 16;
@@ -142,19 +143,12 @@ FROM ${schema}.later_topics t WHERE t.namespace = $1 ORDER BY t.topic`);
   /** Unfinished jobs and the lease owner of every partition of the namespace's topics. */
   async partitionDepth(): Promise<B.PartitionDepthResult> {
     const rows = await this.execute(this.byPartition, [this.namespace]);
-    return {
-      partitions: rows.map((r) => ({
-        topic: String(r.topic),
-        partition: Number(r.partition_no),
-        unfinished: Number(r.unfinished),
-        leaseOwner: (r.lease_owner as string | null) ?? null,
-      })),
-    };
+    return partitionDepthFromRows(rows);
   }
 
   /** Unfinished jobs per topic of the namespace. */
   async topicDepth(): Promise<B.TopicDepthResult> {
     const rows = await this.execute(this.byTopic, [this.namespace]);
-    return { topics: rows.map((r) => ({ topic: String(r.topic), partitions: Number(r.partitions), unfinished: Number(r.unfinished) })) };
+    return topicDepthFromRows(rows);
   }
 }

@@ -5,7 +5,7 @@
  * changes a schedule.
  */
 import { RECURRING_SEQUENTIAL_TOPIC } from "../../core/partition/topic.js";
-import type { JobInsert, RecurringAdvanceParams, RecurringSchedule, RecurringScheduleWrite } from "../backend.js";
+import type { JobInsert, RecurringAdvanceParams, RecurringSchedule, RecurringScheduleWrite, RecurringUpsertParams } from "../backend.js";
 import type { Row } from "./job-rows.js";
 
 /** The columns {@link recurringScheduleFromRow} reads (named rather than `*`, as `JOB_RECORD_COLUMNS`). */
@@ -66,4 +66,25 @@ export function occurrenceJob(row: Row, occurrence: RecurringAdvanceParams["occu
     job.partition = Number(row.partition_no);
   }
   return job;
+}
+
+/**
+ * A schedule's stored definition as statement values, in column order:
+ * job type, payload, cron, time zone, sequential (0/1), partition, next run,
+ * next job id, last job id (the first job's, when one is inserted), updated at.
+ */
+export function recurringDefinitionValues(params: RecurringUpsertParams): unknown[] {
+  const s = params.schedule;
+  return [
+    s.jobType,
+    s.payload,
+    s.cron,
+    s.timeZone,
+    s.sequential ? 1 : 0,
+    s.partition,
+    params.nextRunAt,
+    params.nextJobId,
+    params.firstJob?.id ?? null,
+    params.now,
+  ];
 }

@@ -11,6 +11,7 @@ import type * as B from "../backend.js";
 import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import type { SqliteHost } from "./sqlite-connection.js";
+import { partitionDepthFromRows, topicDepthFromRows } from "../shared/depth-rows.js";
 
 export class SqliteInspectStore implements B.InspectStore {
   constructor(private readonly host: SqliteHost) {}
@@ -44,14 +45,7 @@ export class SqliteInspectStore implements B.InspectStore {
        WHERE p.namespace = ? ORDER BY p.topic, p.partition_no`,
       this.host.namespace,
     );
-    return {
-      partitions: rows.map((r) => ({
-        topic: String(r.topic),
-        partition: Number(r.partition_no),
-        unfinished: Number(r.unfinished),
-        leaseOwner: (r.lease_owner as string | null) ?? null,
-      })),
-    };
+    return partitionDepthFromRows(rows);
   }
 
   async topicDepth(): Promise<B.TopicDepthResult> {
@@ -61,7 +55,7 @@ export class SqliteInspectStore implements B.InspectStore {
        FROM later_topics t WHERE t.namespace = ? ORDER BY t.topic`,
       this.host.namespace,
     );
-    return { topics: rows.map((r) => ({ topic: String(r.topic), partitions: Number(r.partitions), unfinished: Number(r.unfinished) })) };
+    return topicDepthFromRows(rows);
   }
 
   private readonly read: RunStatement = (s) => this.host.conn().read(s);

@@ -12,7 +12,7 @@
  */
 import type { JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
-import { occurrenceJob, sameDefinition } from "../shared/recurring-rows.js";
+import { occurrenceJob, recurringDefinitionValues, sameDefinition } from "../shared/recurring-rows.js";
 import { RECURRING_DELETE, RECURRING_DUE, RECURRING_LIST } from "../shared/recurring-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
@@ -57,16 +57,7 @@ export class SqliteRecurringStore implements B.RecurringStore {
            next_job_id = excluded.next_job_id, last_job_id = coalesce(excluded.last_job_id, later_recurring.last_job_id), updated_at = excluded.updated_at`,
         this.ns,
         s.id,
-        s.jobType,
-        s.payload,
-        s.cron,
-        s.timeZone,
-        s.sequential ? 1 : 0,
-        s.partition,
-        params.nextRunAt,
-        params.nextJobId,
-        params.firstJob?.id ?? null,
-        params.now,
+        ...recurringDefinitionValues(params),
         params.now,
       );
       return { changed: true };
