@@ -2,6 +2,7 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { JOB_STAGES } from "@later/runtime";
 import type { JobRecord } from "@later/runtime/internal";
@@ -139,6 +140,35 @@ describe("later jobs (sqlite)", () => {
     const malformed = later(["jobs", "show", "not-an-id", ...db]);
     expect(malformed.status).toBe(2);
     expect(malformed.stderr).toMatch(/^error: command-argument value 'not-an-id' is invalid for argument 'id'\. not a job id/);
+  });
+
+  it("hostile job ids (quotes, SQL, unicode, 10,000 characters) get exit 1 or 2 with one line and no stack trace, and change nothing", () => {
+    const dump = () => {
+      const conn = new Database(file, { readonly: true });
+      try {
+        return conn.serialize().toString("base64");
+      } finally {
+        conn.close();
+      }
+    };
+    const before = dump();
+    const ids = fc.oneof(
+      fc.string({ unit: "binary", maxLength: 40 }),
+      fc.constantFrom("'", "'; DROP TABLE later_jobs; --", "01JH2K3M4N5P6Q7R8S9T0V1W2X' OR '1'='1", "名前🚀", "\ud800", "-", "--help", "a".repeat(10_000)),
+    );
+    fc.assert(
+      fc.property(ids, (id) => {
+        // An argument cannot hold NUL (the OS would cut it); every other string is passed as given, after "--".
+        fc.pre(!id.includes("\0"));
+        const result = later(["jobs", "show", ...db, "--", id]);
+        expect([1, 2]).toContain(result.status);
+        expect(result.stdout).toBe("");
+        expect(hasStackTrace(result.stderr)).toBe(false);
+        expect(result.stderr.trim().split("\n").length).toBeLessThanOrEqual(2);
+      }),
+      { numRuns: 12, seed: 20261203 },
+    );
+    expect(dump()).toBe(before);
   });
 
   it("a bad --stage is a usage error that lists the stages", () => {
