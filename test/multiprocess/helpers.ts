@@ -51,6 +51,10 @@ export interface ChildConfig {
   handlerDelayMs?: number;
   /** Extra server options (leaseMs, pollIntervalMs, ...). */
   server?: Record<string, number>;
+  /** Writes the attempt log (attempt-log-writer.mjs) here: every attempt's start and end, and every applied outcome write. */
+  attemptLogFile?: string;
+  /** More job types the child's "work" handler runs besides "work" (a type only this child handles: a probe of its wake-ups). */
+  extraJobTypes?: string[];
 }
 
 /** Opens the backend a spec names, in the test process. */
