@@ -88,8 +88,18 @@ export class SchemaVersionError extends LaterError {
 
 /** The database cannot be opened, read or written (bad path, permissions, connection refused). */
 export class DatabaseUnavailableError extends LaterError {
-  constructor(message: string, cause?: unknown) {
+  /**
+   * True when the database could not be reached but may be soon: the
+   * connection was refused, reset or cut, or the server is starting up or
+   * shutting down (a restart, an outage). Trying again later can succeed,
+   * and `BackgroundJobServer.start` does so for up to `databaseWaitMs`.
+   * False when trying again the same way cannot help (a bad path or
+   * password, a backend that was closed).
+   */
+  readonly transient: boolean;
+  constructor(message: string, cause?: unknown, options: { transient?: boolean } = {}) {
     super("DATABASE_UNAVAILABLE", message, { cause });
+    this.transient = options.transient ?? false;
   }
 }
 

@@ -1,7 +1,7 @@
 import type { Backend } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
-import { describeThrown, InvalidConfigError } from "../errors.js";
-import type { ServerEvent } from "../server/server-options.js";
+import { InvalidConfigError } from "../errors.js";
+import { errorEvent, type ServerEvent } from "../server/server-options.js";
 
 /** What every maintenance service is given by its server. */
 export interface MaintenanceHost {
@@ -83,7 +83,7 @@ export abstract class PeriodicService {
         const count = await this.runOnce();
         if (this.shared && count > 0) onEvent({ type: "maintenance", task: this.task, count });
       } catch (error) {
-        if (!signal.aborted) onEvent({ type: "error", where: this.task, error: describeThrown(error) });
+        if (!signal.aborted) onEvent(errorEvent(this.task, error));
       }
     }
   }

@@ -47,9 +47,9 @@
  */
 import type { Backend, ClaimedPartitionJob, JobOutcome, PartitionRef } from "../backend/backend.js";
 import { ownedPartitions } from "../core/partition/rendezvous.js";
-import { describeThrown, LeaseLostError, ServerStoppedError } from "../errors.js";
+import { LeaseLostError, ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../server/publisher.js";
-import { attemptEvent, type ResolvedServerOptions } from "../server/server-options.js";
+import { attemptEvent, errorEvent, type ResolvedServerOptions } from "../server/server-options.js";
 import { HeldClaim } from "../worker/held-claim.js";
 import { JobExecutor } from "../worker/job-executor.js";
 import { LeaseRenewer } from "../worker/lease-renewer.js";
@@ -284,7 +284,7 @@ export class PartitionRunner<C> {
   }
 
   private report(where: string, error: unknown): void {
-    this.options.onEvent({ type: "error", where, error: describeThrown(error) });
+    this.options.onEvent(errorEvent(where, error));
   }
 }
 

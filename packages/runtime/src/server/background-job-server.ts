@@ -1,7 +1,7 @@
 import type { Backend, JobInsert, PartitionRef } from "../backend/backend.js";
 import { newJobId } from "../core/job-id.js";
 import type { JobStage } from "../core/job-stage.js";
-import { describeThrown, InvalidConfigError, SchemaVersionError, ServerStoppedError } from "../errors.js";
+import { InvalidConfigError, SchemaVersionError, ServerStoppedError } from "../errors.js";
 import { ExpirySweeper } from "../maintenance/expiry-sweeper.js";
 import type { PeriodicService } from "../maintenance/periodic-service.js";
 import { StuckJobRescuer } from "../maintenance/stuck-job-rescuer.js";
@@ -10,8 +10,9 @@ import { WorkerAutoscaler } from "../maintenance/worker-autoscaler.js";
 import { PartitionRunner } from "../partition/partition-runner.js";
 import { RecurringPoller } from "../recurring/recurring-poller.js";
 import { WorkerPool } from "../worker/worker-pool.js";
+import { DatabaseWait } from "./database-wait.js";
 import { JobPublisher } from "./publisher.js";
-import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
+import { errorEvent, resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
 
 /** Options of {@link BackgroundJobServer.shutdown}. */
 export interface ShutdownOptions {
@@ -24,8 +25,17 @@ export interface ShutdownOptions {
  * backend. Every server on the same database and namespace joins one pool.
  *
  * ```text
- *   start() ──► running ──shutdown()──► stopping ──► stopped
+ *   start() ──► (waiting for the database, up to databaseWaitMs) ──► running ──shutdown()──► stopping ──► stopped
  * ```
+ *
+ * Once running, a database that goes away (a restart, an outage, killed
+ * connections) stops nothing: each loop reports its failures as `error`
+ * events with code `DATABASE_UNAVAILABLE` and tries again (claims on the
+ * next wake-up or poll, outcome writes every 50 ms, lease renewals on their
+ * schedule); the connections and the LISTEN connection are opened again by
+ * the backend. Handlers that finish meanwhile keep their outcome until it
+ * can be written; a lease that expires meanwhile is recovered as after a
+ * crash (keep `leaseMs` above the outages to ride out).
  *
  * Generated code (`later-gen`) wraps this with typed handles; this class is
  * the untyped core they share.
@@ -90,7 +100,7 @@ export class BackgroundJobServer<C> {
       intervalMs: options.recurringPollIntervalMs,
       retryPolicy: JSON.stringify(options.defaultRetryPolicy),
       onCommitted,
-      onError: (where, error) => options.onEvent({ type: "error", where, error: describeThrown(error) }),
+      onError: (where, error) => options.onEvent(errorEvent(where, error)),
     });
     this.unsubscribeWake = backend.wakeSubscribe(wakeAll);
   }
@@ -98,15 +108,33 @@ export class BackgroundJobServer<C> {
   /**
    * Validates the options, opens the backend, checks (or with `autoMigrate`
    * applies) the schema, and starts the workers and maintenance.
+   *
+   * A database that cannot be reached (refused, reset, starting up or
+   * shutting down) is waited for, up to `databaseWaitMs` (default 60 s):
+   * each failed try is an `error` event (`where: "start"`, code
+   * `DATABASE_UNAVAILABLE`), and the start goes on once the database
+   * answers; past `databaseWaitMs` it rejects with `DatabaseUnavailableError`
+   * (code `DATABASE_UNAVAILABLE`). Other errors reject at once:
+   * `InvalidConfigError` (bad options), `SchemaVersionError`,
+   * `PartitionCountMismatchError`, a `DatabaseUnavailableError` that waiting
+   * cannot mend (a bad password or path). Nothing is left open when it rejects.
    */
   static async start<C>(options: ServerOptions<C>): Promise<BackgroundJobServer<C>> {
     const resolved = resolveServerOptions(options);
-    await prepareBackend(resolved.backend, resolved.autoMigrate);
+    const wait = new DatabaseWait(resolved);
+    try {
+      await wait.run(() => prepareBackend(resolved.backend, resolved.autoMigrate));
+    } catch (error) {
+      await resolved.backend.close(); // opened before a later step failed
+      throw error;
+    }
     const server = new BackgroundJobServer(resolved);
     try {
-      // P1: a topic stored with another partition count refuses the start, before any worker runs.
-      if (resolved.topics.length > 0) await resolved.backend.topicRegister({ topics: resolved.topics, now: resolved.clock.now() });
-      await server.partitions?.start();
+      await wait.run(async () => {
+        // P1: a topic stored with another partition count refuses the start, before any worker runs.
+        if (resolved.topics.length > 0) await resolved.backend.topicRegister({ topics: resolved.topics, now: resolved.clock.now() });
+        await server.partitions?.start();
+      });
     } catch (error) {
       server.unsubscribeWake();
       await resolved.backend.close();

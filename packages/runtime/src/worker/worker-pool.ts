@@ -40,7 +40,7 @@
 import type { Backend, ClaimedJob, JobOutcome } from "../backend/backend.js";
 import { describeThrown, LeaseLostError, ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../server/publisher.js";
-import { attemptEvent, type ResolvedServerOptions } from "../server/server-options.js";
+import { attemptEvent, errorEvent, type ResolvedServerOptions } from "../server/server-options.js";
 import { ClaimPacer } from "./claim-pacer.js";
 import { CompletionBatcher } from "./completion-batcher.js";
 import { HeldClaim } from "./held-claim.js";
@@ -92,7 +92,7 @@ export class WorkerPool<C> {
   ) {
     this.jobTypes = Object.keys(options.handlers);
     this.pacer = new ClaimPacer(backend.capabilities.claimBatch);
-    const reportError = (where: string) => (error: unknown) => options.onEvent({ type: "error", where, error: describeThrown(error) });
+    const reportError = (where: string) => (error: unknown) => options.onEvent(errorEvent(where, error));
     this.batcher = new CompletionBatcher<HeldClaim>(
       backend,
       options.clock,
@@ -189,7 +189,7 @@ export class WorkerPool<C> {
     if (unstarted.length > 0) {
       await this.backend
         .jobReleaseMany({ claims: unstarted.map((h) => ({ id: h.job.id, attempt: h.job.attempt })), now: this.options.clock.now() })
-        .catch((error) => this.options.onEvent({ type: "error", where: "release", error: describeThrown(error) }));
+        .catch((error) => this.options.onEvent(errorEvent("release", error)));
     }
     const deadline = new AbortController();
     const allExited = Promise.all(this.slots.map((s) => s.exited)).then(() => deadline.abort());
@@ -239,7 +239,7 @@ export class WorkerPool<C> {
         } catch (error) {
           if (this.stopping) break;
           this.moreMayBeReady = true;
-          this.options.onEvent({ type: "error", where: "claim", error: describeThrown(error) });
+          this.options.onEvent(errorEvent("claim", error));
         }
       }
       if (this.stopping) break;

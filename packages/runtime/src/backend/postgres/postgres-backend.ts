@@ -171,6 +171,8 @@ export class PostgresBackend implements B.Backend {
       throw new DatabaseUnavailableError(
         `cannot connect to PostgreSQL at ${describeConnection(this.options.connectionString, this.appPool)}: ${(cause as Error).message}; check that the server runs and accepts this user`,
         cause,
+        // Refused, reset, or the server starting up or shutting down: start() waits for it (databaseWaitMs).
+        { transient: isConnectionError(cause) },
       );
     }
     this.pool = pool;
