@@ -206,7 +206,9 @@ export class BackgroundJobServer<C> {
   /**
    * Stops claiming, lets running handlers finish and commit until
    * `deadlineMs`, then aborts the rest (their `signal` fires; lease recovery
-   * takes them) and closes what the server opened. Idempotent.
+   * takes them) and closes what the server opened. Idempotent. With the
+   * database unreachable (an outage) it still ends about at the deadline:
+   * outcomes it could not write by then are left to lease recovery too.
    */
   shutdown(options: ShutdownOptions = {}): Promise<void> {
     const deadlineMs = options.deadlineMs ?? 30_000;

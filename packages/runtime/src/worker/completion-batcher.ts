@@ -12,12 +12,16 @@ import type { Clock } from "../core/clock.js";
  * per submitted finish, after its write (applied: false when the claim had
  * lost its lease, or the batcher was stopped first). `drain()` resolves once
  * everything submitted so far is written. A failed write is retried after
- * `retryDelayMs` until it succeeds or the batcher is `stop()`ped.
+ * `retryDelayMs` until it succeeds or the batcher is `stop()`ped, or, once
+ * `drain(giveUpAt)` was called, until a write fails at or after `giveUpAt`:
+ * the batcher then stops, dropping what is unwritten.
  */
 export class CompletionBatcher<F extends JobFinish> {
   private pending: F[] = [];
   private flushing: Promise<void> | null = null;
   private stopped = false;
+  /** Clock ms from which a failed write is not retried (set by `drain`). */
+  private giveUpAt = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly backend: Backend,
@@ -39,8 +43,15 @@ export class CompletionBatcher<F extends JobFinish> {
     this.flushing ??= this.flushLoop();
   }
 
-  /** Resolves once every outcome submitted so far is written. */
-  async drain(): Promise<void> {
+  /**
+   * Resolves once every outcome submitted so far is written; with
+   * `giveUpAt`, or once a write failed at or after it (the batcher is then
+   * stopped, the unwritten outcomes dropped: their claims recover through
+   * their leases). Without it, a database that stays unreachable keeps this
+   * waiting: a shutdown passes its deadline, so that it ends during an outage.
+   */
+  async drain(giveUpAt = Number.POSITIVE_INFINITY): Promise<void> {
+    this.giveUpAt = giveUpAt;
     while (this.flushing) await this.flushing;
   }
 
@@ -63,6 +74,10 @@ export class CompletionBatcher<F extends JobFinish> {
       } catch (error) {
         this.onError(error);
         this.pending = batch.concat(this.pending);
+        if (this.clock.now() >= this.giveUpAt) {
+          this.stop();
+          break;
+        }
         await new Promise<void>((r) => setTimeout(r, this.retryDelayMs));
         continue;
       }
