@@ -177,6 +177,15 @@ export class Child {
   errorLines(): string[] {
     return this.lines.filter((l) => l.startsWith("event-error "));
   }
+
+  /** The runtime error events the child printed, parsed (`code` null when the event had none). */
+  errorEvents(): { code: string | null; where: string; error: string }[] {
+    return this.errorLines().map((line) => {
+      const m = /^event-error (\S+) (.*?): (.*)$/.exec(line);
+      if (!m) throw new Error(`${this.name}: malformed error line: ${line}`);
+      return { code: m[1] === "-" ? null : m[1]!, where: m[2]!, error: m[3]! };
+    });
+  }
 }
 
 /**

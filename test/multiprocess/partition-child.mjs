@@ -7,7 +7,7 @@
 // Each attempt fails with probability `failProbability` (seeded PRNG) and
 // takes a random 0..maxDelayMs ms; jobs of the key `slow.key` take
 // `slow.delayMs` and never fail.
-// stdout: `ready <instanceId>`, `event-error <where> <error>`, `stopped`;
+// stdout: `ready <instanceId>`, `event-error <code> <where>: <error>` (as worker-child.mjs), `stopped`;
 // "stop" on stdin (or EOF) shuts the server down.
 import { createInterface } from "node:readline";
 import { BackgroundJobServer, topic } from "@later/runtime";
@@ -67,7 +67,7 @@ const server = await BackgroundJobServer.start({
   onEvent: (event) => {
     log.event(event);
     if (event.type === "error") {
-      say(`event-error ${event.where} ${event.error.replace(/\s+/g, " ")}`);
+      say(`event-error ${event.code ?? "-"} ${event.where}: ${event.error.replace(/\s+/g, " ")}`);
     }
   },
 });

@@ -7,7 +7,7 @@
 //   started <jobId> <attempt>     a { hang: true } job began and will never finish
 //   dying <jobId> <attempt>       a { die: true } job began: the process SIGKILLs itself (with dieOnPayload)
 //   done <jobId> <attempt> <ms>   a handler finished (with printDone), wall clock ms
-//   event-error <where> <error>   the runtime reported an error event
+//   event-error <code> <where>: <error>   the runtime reported an error event (code "-" when it has none)
 //   stopped                       graceful shutdown finished (after "stop" on stdin, or stdin EOF)
 // With `attemptLogFile`, every attempt (payload `{ key?, n? }`) and applied
 // outcome write also goes to the attempt log (attempt-log-writer.mjs).
@@ -53,7 +53,7 @@ const server = await BackgroundJobServer.start({
   handlers: Object.fromEntries(["work", ...(config.extraJobTypes ?? [])].map((type) => [type, work])),
   onEvent: (event) => {
     log?.event(event);
-    if (event.type === "error") say(`event-error ${event.where} ${event.error.replace(/\s+/g, " ")}`);
+    if (event.type === "error") say(`event-error ${event.code ?? "-"} ${event.where}: ${event.error.replace(/\s+/g, " ")}`);
   },
 });
 say(`ready ${server.instanceId}`);
