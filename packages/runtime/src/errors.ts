@@ -9,7 +9,7 @@
  * | `INVALID_ARGUMENT` | {@link InvalidArgumentError} | bad enqueue input (negative delay, unknown job type, ...) |
  * | `PARENT_NOT_FOUND` | {@link ParentNotFoundError} | continuation of a job id the database does not hold |
  * | `SCHEMA_VERSION_MISMATCH` | {@link SchemaVersionError} | database schema behind or ahead of this release |
- * | `DATABASE_UNAVAILABLE` | {@link DatabaseUnavailableError} | the database cannot be opened or written |
+ * | `DATABASE_UNAVAILABLE` | {@link DatabaseUnavailableError} | the database cannot be opened or written (`transient`: it may be reachable soon) |
  * | `SERVER_STOPPED` | {@link ServerStoppedError} | enqueue or scaling after `shutdown()` |
  * | `LEASE_LOST` | {@link LeaseLostError} | a claim's lease was taken over; its writes are rejected |
  * | `PAYLOAD_DECODE` | {@link PayloadDecodeError} | a stored payload no longer decodes for its handler |
