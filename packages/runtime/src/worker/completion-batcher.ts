@@ -44,11 +44,12 @@ export class CompletionBatcher<F extends JobFinish> {
   }
 
   /**
-   * Resolves once every outcome submitted so far is written; with
-   * `giveUpAt`, or once a write failed at or after it (the batcher is then
-   * stopped, the unwritten outcomes dropped: their claims recover through
-   * their leases). Without it, a database that stays unreachable keeps this
-   * waiting: a shutdown passes its deadline, so that it ends during an outage.
+   * Resolves once every outcome submitted so far is written, or, with
+   * `giveUpAt` (clock ms), once a write failed at or after it: the batcher is
+   * then stopped and the unwritten outcomes dropped (their claims recover
+   * through their leases). Without it, this waits as long as the database
+   * stays unreachable; a shutdown passes its deadline, so that it ends
+   * during an outage too.
    */
   async drain(giveUpAt = Number.POSITIVE_INFINITY): Promise<void> {
     this.giveUpAt = giveUpAt;
