@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
-import { BackgroundJobServer, type LaterError } from "@later/runtime";
+import { BackgroundJobServer, type LaterError, type ServerEvent } from "@later/runtime";
 import { postgres, type PostgresBackendWarning } from "@later/runtime/postgres";
 import { createPostgresSchema, postgresUrl, withClient, type PostgresSchema } from "../support/postgres.js";
 import { codeOf, deferred, waitFor } from "./harness.js";
@@ -170,15 +170,25 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
     expect((ahead as Error).message).toMatch(/ahead/);
   });
 
-  it("an unreachable server is DATABASE_UNAVAILABLE at start; bad options are INVALID_CONFIG", async () => {
+  it("an unreachable server is DATABASE_UNAVAILABLE at start (at once with databaseWaitMs 0, else after waiting that long); bad options are INVALID_CONFIG", async () => {
     const handlers = { a: { handle: () => undefined } };
     // The LISTEN connection opens alongside the reachability check: an unreachable server is one error, not also a wake-up warning.
     const warnings: PostgresBackendWarning[] = [];
     const closed = postgres({ connectionString: "postgres://postgres:secret@127.0.0.1:1/none", onWarning: (w) => void warnings.push(w) });
-    const err = await BackgroundJobServer.start({ context: {}, handlers, backend: closed }).catch((e: unknown) => e as LaterError);
-    expect((err as LaterError).code).toBe("DATABASE_UNAVAILABLE");
+    const err = await BackgroundJobServer.start({ context: {}, handlers, backend: closed, databaseWaitMs: 0 }).catch((e: unknown) => e as LaterError);
+    expect(err).toMatchObject({ code: "DATABASE_UNAVAILABLE", transient: true });
     expect((err as Error).message).not.toContain("secret");
     expect(warnings).toEqual([]);
+    // With a wait: each failed try is an error event of start(), then the last failure says how long it waited.
+    const events: ServerEvent[] = [];
+    const backend = postgres({ connectionString: "postgres://postgres@127.0.0.1:1/none" });
+    const waited = await BackgroundJobServer.start({ context: {}, handlers, backend, databaseWaitMs: 600, onEvent: (e) => void events.push(e) }).catch(
+      (e: unknown) => e as LaterError,
+    );
+    expect(waited).toMatchObject({ code: "DATABASE_UNAVAILABLE", transient: true });
+    expect((waited as Error).message).toContain("still unreachable after databaseWaitMs, 600 ms");
+    expect(events.filter((e) => e.type === "error" && e.where === "start" && e.code === "DATABASE_UNAVAILABLE").length).toBeGreaterThanOrEqual(2);
+    expect(await codeOf(() => BackgroundJobServer.start({ context: {}, handlers, backend, databaseWaitMs: -1 }))).toBe("INVALID_CONFIG");
     expect(await codeOf(() => postgres({} as never))).toBe("INVALID_CONFIG");
     expect(await codeOf(() => postgres({ connectionString: url!, pool: new pg.Pool() }))).toBe("INVALID_CONFIG");
     expect(await codeOf(() => postgres({ connectionString: url!, schema: "no-dashes" }))).toBe("INVALID_CONFIG");

@@ -84,7 +84,7 @@ describe.skipIf(POSTGRES_PROCESS_BACKEND === null)("PostgreSQL connections kille
     await Promise.all(children.map((c) => c.stop()));
     console.log(`connections terminated: ${killed.map((k) => `${k.connections} at ${k.atSuccess} done`).join(", ")}`);
     const errors = children.flatMap((c) => c.errorLines());
-    const where = [...new Set(errors.map((l) => l.split(" ")[1]))].join(", ");
+    const where = [...new Set(children.flatMap((c) => c.errorEvents()).map((e) => `${e.where} (${e.code ?? "no code"})`))].join(", ");
     console.log(
       `error events the children reported (and recovered from): ${children.map((c) => c.errorLines().length).join(", ")} (in: ${where}); first: ${errors[0] ?? "none"}`,
     );

@@ -52,6 +52,10 @@ export interface ChildConfig {
   handlerDelayMs?: number;
   /** Extra server options (leaseMs, pollIntervalMs, ...). */
   server?: Record<string, number>;
+  /** Writes the attempt log (attempt-log-writer.mjs) here: every attempt's start and end, and every applied outcome write. */
+  attemptLogFile?: string;
+  /** More job types the child's "work" handler runs besides "work" (a type only this child handles: a probe of its wake-ups). */
+  extraJobTypes?: string[];
 }
 
 /** Opens the backend a spec names, in the test process. */
@@ -173,6 +177,15 @@ export class Child {
   /** Lines the child printed for runtime error events. */
   errorLines(): string[] {
     return this.lines.filter((l) => l.startsWith("event-error "));
+  }
+
+  /** The runtime error events the child printed, parsed (`code` null when the event had none). */
+  errorEvents(): { code: string | null; where: string; error: string }[] {
+    return this.errorLines().map((line) => {
+      const m = /^event-error (\S+) (.*?): (.*)$/.exec(line);
+      if (!m) throw new Error(`${this.name}: malformed error line: ${line}`);
+      return { code: m[1] === "-" ? null : m[1]!, where: m[2]!, error: m[3]! };
+    });
   }
 }
 

@@ -2,28 +2,22 @@
 // for partition-order.test.ts.
 //
 // argv[2] is a JSON config (PartitionChildConfig in partition-order.test.ts).
-// The handler of job type "ordered" (payload { key, n }) appends to
-// `logFile`, one line each (t = performance.timeOrigin + performance.now(),
-// sub-ms wall time comparable across processes):
-//   start <jobId> <key> <n> <attempt> <pid> <t>            an attempt began
-//   end <jobId> <key> <n> <attempt> <pid> <t> ok|fail|aborted   it ended (aborted: ctx.signal fired)
-//   applied <jobId> <attempt> <stage> <t>                   the runner's success/requeued/failed event:
-//                                                           the outcome write of that claim was applied
+// The handler of job type "ordered" (payload { key, n }) writes the attempt
+// log (start, end and applied lines, see attempt-log-writer.mjs) to `logFile`.
 // Each attempt fails with probability `failProbability` (seeded PRNG) and
 // takes a random 0..maxDelayMs ms; jobs of the key `slow.key` take
 // `slow.delayMs` and never fail.
-// stdout: `ready <instanceId>`, `event-error <where> <error>`, `stopped`;
+// stdout: `ready <instanceId>`, `event-error <code> <where>: <error>` (as worker-child.mjs), `stopped`;
 // "stop" on stdin (or EOF) shuts the server down.
-import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { BackgroundJobServer, topic } from "@later/runtime";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
+import { attemptLog } from "./attempt-log-writer.mjs";
 
 const config = JSON.parse(process.argv[2]);
 const say = (line) => process.stdout.write(`${line}\n`);
-const now = () => (performance.timeOrigin + performance.now()).toFixed(3);
-const log = (line) => appendFileSync(config.logFile, `${line}\n`);
+const log = attemptLog(config.logFile);
 
 // mulberry32: a small seeded PRNG, so a run's failures and delays come from its config.
 let state = config.seed >>> 0;
@@ -48,8 +42,7 @@ const server = await BackgroundJobServer.start({
   handlers: {
     ordered: {
       handle: async (ctx, { key, n }) => {
-        const id = `${ctx.jobId} ${key} ${n} ${ctx.attempt} ${process.pid}`;
-        log(`start ${id} ${now()}`);
+        const end = log.start(ctx, key, n);
         const slow = config.slow !== undefined && key === config.slow.key;
         const fail = !slow && random() < config.failProbability;
         const delayMs = slow ? config.slow.delayMs : Math.floor(random() * (config.maxDelayMs + 1));
@@ -65,17 +58,16 @@ const server = await BackgroundJobServer.start({
             { once: true },
           );
         });
-        log(`end ${id} ${now()} ${result}`);
+        end(result);
         if (result === "aborted") throw ctx.signal.reason;
         if (result === "fail") throw new Error(`random failure of ${key}/${n}`);
       },
     },
   },
   onEvent: (event) => {
-    if (event.type === "job" && (event.stage === "success" || event.stage === "requeued" || event.stage === "failed")) {
-      log(`applied ${event.jobId} ${event.attempt} ${event.stage} ${now()}`);
-    } else if (event.type === "error") {
-      say(`event-error ${event.where} ${event.error.replace(/\s+/g, " ")}`);
+    log.event(event);
+    if (event.type === "error") {
+      say(`event-error ${event.code ?? "-"} ${event.where}: ${event.error.replace(/\s+/g, " ")}`);
     }
   },
 });

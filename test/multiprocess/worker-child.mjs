@@ -7,16 +7,38 @@
 //   started <jobId> <attempt>     a { hang: true } job began and will never finish
 //   dying <jobId> <attempt>       a { die: true } job began: the process SIGKILLs itself (with dieOnPayload)
 //   done <jobId> <attempt> <ms>   a handler finished (with printDone), wall clock ms
-//   event-error <where> <error>   the runtime reported an error event
+//   event-error <code> <where>: <error>   the runtime reported an error event (code "-" when it has none)
 //   stopped                       graceful shutdown finished (after "stop" on stdin, or stdin EOF)
+// With `attemptLogFile`, every attempt (payload `{ key?, n? }`) and applied
+// outcome write also goes to the attempt log (attempt-log-writer.mjs).
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { BackgroundJobServer, topic } from "@later/runtime";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
+import { attemptLog } from "./attempt-log-writer.mjs";
 
 const config = JSON.parse(process.argv[2]);
 const say = (line) => process.stdout.write(`${line}\n`);
+const log = config.attemptLogFile ? attemptLog(config.attemptLogFile) : null;
+
+const work = {
+  handle: async (ctx, payload) => {
+    const end = log?.start(ctx, payload?.key, payload?.n);
+    if (config.hangOnPayload && payload !== null && typeof payload === "object" && payload.hang === true) {
+      say(`started ${ctx.jobId} ${ctx.attempt}`);
+      await new Promise(() => {}); // never settles: only SIGKILL ends this attempt
+    }
+    if (config.dieOnPayload && payload !== null && typeof payload === "object" && payload.die === true) {
+      say(`dying ${ctx.jobId} ${ctx.attempt}`);
+      process.kill(process.pid, "SIGKILL"); // no cleanup of any kind: a crash inside the handler
+    }
+    if (config.handlerDelayMs) await new Promise((r) => setTimeout(r, config.handlerDelayMs));
+    if (config.logFile) appendFileSync(config.logFile, `${ctx.jobId}\n`);
+    end?.("ok");
+    if (config.printDone) say(`done ${ctx.jobId} ${ctx.attempt} ${Date.now()}`);
+  },
+};
 
 const server = await BackgroundJobServer.start({
   context: {},
@@ -28,25 +50,10 @@ const server = await BackgroundJobServer.start({
   workerCount: config.workerCount,
   ...(config.topics ? { topics: config.topics.map((t) => topic(t.name, t.partitions)) } : {}),
   ...config.server,
-  handlers: {
-    work: {
-      handle: async (ctx, payload) => {
-        if (config.hangOnPayload && payload !== null && typeof payload === "object" && payload.hang === true) {
-          say(`started ${ctx.jobId} ${ctx.attempt}`);
-          await new Promise(() => {}); // never settles: only SIGKILL ends this attempt
-        }
-        if (config.dieOnPayload && payload !== null && typeof payload === "object" && payload.die === true) {
-          say(`dying ${ctx.jobId} ${ctx.attempt}`);
-          process.kill(process.pid, "SIGKILL"); // no cleanup of any kind: a crash inside the handler
-        }
-        if (config.handlerDelayMs) await new Promise((r) => setTimeout(r, config.handlerDelayMs));
-        if (config.logFile) appendFileSync(config.logFile, `${ctx.jobId}\n`);
-        if (config.printDone) say(`done ${ctx.jobId} ${ctx.attempt} ${Date.now()}`);
-      },
-    },
-  },
+  handlers: Object.fromEntries(["work", ...(config.extraJobTypes ?? [])].map((type) => [type, work])),
   onEvent: (event) => {
-    if (event.type === "error") say(`event-error ${event.where} ${event.error.replace(/\s+/g, " ")}`);
+    log?.event(event);
+    if (event.type === "error") say(`event-error ${event.code ?? "-"} ${event.where}: ${event.error.replace(/\s+/g, " ")}`);
   },
 });
 say(`ready ${server.instanceId}`);

@@ -9,7 +9,7 @@
  * | `INVALID_ARGUMENT` | {@link InvalidArgumentError} | bad enqueue input (negative delay, unknown job type, ...) |
  * | `PARENT_NOT_FOUND` | {@link ParentNotFoundError} | continuation of a job id the database does not hold |
  * | `SCHEMA_VERSION_MISMATCH` | {@link SchemaVersionError} | database schema behind or ahead of this release |
- * | `DATABASE_UNAVAILABLE` | {@link DatabaseUnavailableError} | the database cannot be opened or written |
+ * | `DATABASE_UNAVAILABLE` | {@link DatabaseUnavailableError} | the database cannot be opened or written (`transient`: it may be reachable soon) |
  * | `DATABASE_FULL` | {@link DatabaseFullError} | the disk (or SQLite's `max_page_count`) is full: the write stored nothing |
  * | `DATABASE_BUSY` | {@link DatabaseBusyError} | another process held SQLite's write lock past `busyTimeoutMs`: the write stored nothing |
  * | `SERVER_STOPPED` | {@link ServerStoppedError} | enqueue or scaling after `shutdown()` |
@@ -92,8 +92,18 @@ export class SchemaVersionError extends LaterError {
 
 /** The database cannot be opened, read or written (bad path, permissions, connection refused). */
 export class DatabaseUnavailableError extends LaterError {
-  constructor(message: string, cause?: unknown) {
+  /**
+   * True when the database could not be reached but may be soon: the
+   * connection was refused, reset or cut, or the server is starting up or
+   * shutting down (a restart, an outage). Trying again later can succeed,
+   * and `BackgroundJobServer.start` does so for up to `databaseWaitMs`.
+   * False when trying again the same way cannot help (a bad path or
+   * password, a backend that was closed).
+   */
+  readonly transient: boolean;
+  constructor(message: string, cause?: unknown, options: { transient?: boolean } = {}) {
     super("DATABASE_UNAVAILABLE", message, { cause });
+    this.transient = options.transient ?? false;
   }
 }
 

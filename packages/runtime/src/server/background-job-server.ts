@@ -13,6 +13,7 @@ import { WorkerAutoscaler } from "../maintenance/worker-autoscaler.js";
 import { PartitionRunner } from "../partition/partition-runner.js";
 import { RecurringPoller } from "../recurring/recurring-poller.js";
 import { WorkerPool } from "../worker/worker-pool.js";
+import { DatabaseWait } from "./database-wait.js";
 import { JobPublisher } from "./publisher.js";
 import { errorEvent, resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
 import { jsonPayload } from "./encode-payload.js";
@@ -28,8 +29,17 @@ export interface ShutdownOptions {
  * backend. Every server on the same database and namespace joins one pool.
  *
  * ```text
- *   start() ──► running ──shutdown()──► stopping ──► stopped
+ *   start() ──► (waiting for the database, up to databaseWaitMs) ──► running ──shutdown()──► stopping ──► stopped
  * ```
+ *
+ * Once running, a database that goes away (a restart, an outage, killed
+ * connections) stops nothing: each loop reports its failures as `error`
+ * events with code `DATABASE_UNAVAILABLE` and tries again (claims on the
+ * next wake-up or poll, outcome writes every 50 ms, lease renewals on their
+ * schedule); the connections and the LISTEN connection are opened again by
+ * the backend. Handlers that finish meanwhile keep their outcome until it
+ * can be written; a lease that expires meanwhile is recovered as after a
+ * crash (keep `leaseMs` above the outages to ride out).
  *
  * Generated code (`later-gen`) wraps this with typed handles; this class is
  * the untyped core they share. `Trx`: the caller-owned transactions its
@@ -107,23 +117,36 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   /**
    * Validates the options, opens the backend, checks (or with `autoMigrate`
    * applies) the schema, and starts the workers and maintenance.
+   *
+   * A database that cannot be reached (refused, reset, starting up or
+   * shutting down) is waited for, up to `databaseWaitMs` (default 60 s):
+   * each failed try is an `error` event (`where: "start"`, code
+   * `DATABASE_UNAVAILABLE`), and the start goes on once the database
+   * answers; past `databaseWaitMs` it rejects with `DatabaseUnavailableError`
+   * (code `DATABASE_UNAVAILABLE`). Other errors reject at once:
+   * `InvalidConfigError` (bad options), `SchemaVersionError`,
+   * `PartitionCountMismatchError`, a `DatabaseUnavailableError` that waiting
+   * cannot mend (a bad password or path). Nothing is left open when it rejects.
    */
   static async start<C, Trx = TransactionHandle>(options: ServerOptions<C, Trx>): Promise<BackgroundJobServer<C, Trx>> {
     let resolved = resolveServerOptions(options);
-    await prepareBackend(resolved.backend, resolved.autoMigrate);
+    const wait = new DatabaseWait(resolved);
     let databaseClock: DatabaseClock | null;
     try {
-      databaseClock = await followDatabaseClock(resolved.timeSource, resolved.clock, resolved.backend);
+      await wait.run(() => prepareBackend(resolved.backend, resolved.autoMigrate));
+      databaseClock = await wait.run(() => followDatabaseClock(resolved.timeSource, resolved.clock, resolved.backend));
     } catch (error) {
-      await resolved.backend.close();
+      await resolved.backend.close(); // opened before a later step failed
       throw error;
     }
     if (databaseClock) resolved = { ...resolved, clock: databaseClock };
     const server = new BackgroundJobServer<C, Trx>(resolved, databaseClock);
     try {
-      // P1: a topic stored with another partition count refuses the start, before any worker runs.
-      if (resolved.topics.length > 0) await resolved.backend.partitions.topicRegister({ topics: resolved.topics, now: resolved.clock.now() });
-      await server.partitions?.start();
+      await wait.run(async () => {
+        // P1: a topic stored with another partition count refuses the start, before any worker runs.
+        if (resolved.topics.length > 0) await resolved.backend.partitions.topicRegister({ topics: resolved.topics, now: resolved.clock.now() });
+        await server.partitions?.start();
+      });
     } catch (error) {
       server.unsubscribeWake();
       await resolved.backend.close();
@@ -195,7 +218,9 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   /**
    * Stops claiming, lets running handlers finish and commit until
    * `deadlineMs`, then aborts the rest (their `signal` fires; lease recovery
-   * takes them) and closes what the server opened. Idempotent.
+   * takes them) and closes what the server opened. Idempotent. With the
+   * database unreachable (an outage) it still ends about at the deadline:
+   * outcomes it could not write by then are left to lease recovery too.
    */
   shutdown(options: ShutdownOptions = {}): Promise<void> {
     const deadlineMs = options.deadlineMs ?? 30_000;

@@ -76,19 +76,22 @@ export type ServerEvent =
    */
   | { type: "maintenance"; task: string; count: number }
   /**
-   * Something failed where no caller could be told: `where` names the loop
-   * (`claim`, `finish`, `renew`, a maintenance task, ...), `error` says what
-   * happened, and `code` is the {@link LaterError} code when the failure
-   * was one (`DATABASE_UNAVAILABLE`, `DATABASE_FULL`, `DATABASE_BUSY`, ...).
-   * The loop goes on: it tries again.
+   * A step failed and its loop goes on (it is retried, or left to lease
+   * recovery; no job is lost by it): `where` names the step (`start`,
+   * `claim`, `complete`, `lease renewal`, `partition claim`, `partition
+   * complete`, `partition heartbeat`, a maintenance task, ...), `error` says
+   * what failed, `code` is the {@link LaterErrorCode} when it has one.
+   * `DATABASE_UNAVAILABLE`: the database could not be reached (a restart,
+   * an outage, a killed connection); `DATABASE_FULL` / `DATABASE_BUSY`: it
+   * could not take the write (a full disk; SQLite's write lock held by
+   * another process past `busyTimeoutMs`); the step is retried until it can be.
    */
   | { type: "error"; where: string; error: string; code?: LaterErrorCode };
 
-/** The `error` event of a failure in `where`. */
-export function errorEvent(where: string, error: unknown): ServerEvent {
-  return error instanceof LaterError
-    ? { type: "error", where, error: describeThrown(error), code: error.code }
-    : { type: "error", where, error: describeThrown(error) };
+/** The `error` event of `thrown` in step `where`, with the `LaterError` code when it has one. */
+export function errorEvent(where: string, thrown: unknown): ServerEvent {
+  const error = describeThrown(thrown);
+  return thrown instanceof LaterError ? { type: "error", where, error, code: thrown.code } : { type: "error", where, error };
 }
 
 /** The `job` event of one attempt: `running` when it starts, else the stage its written outcome stored (with the error). */
@@ -134,7 +137,14 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
   defaultRetryPolicy?: RetryPolicy;
   /** How often idle workers look for work when no wake-up arrives. Default 1000. */
   pollIntervalMs?: number;
-  /** Execution lease length; renewed every third of it while a handler runs. Default 30000. */
+  /**
+   * Execution lease length; renewed every third of it while a handler runs.
+   * Default 30000. A server cut off from the database cannot renew: keep it
+   * above the outages to ride out (about 1.5 times the longest), or a job
+   * finished during one may be taken over and run again once the database is
+   * back (a partition head once its lease has expired; a regular job once it
+   * has been expired for `stuckGraceMs` as well).
+   */
   leaseMs?: number;
   /** A running job is rescued once its lease has been expired this long. Default `leaseMs`. */
   stuckGraceMs?: number;
@@ -154,6 +164,18 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
   autoscaleIntervalMs?: number;
   /** Migrate the database at start instead of refusing a schema that is behind. Default false. */
   autoMigrate?: boolean;
+  /**
+   * How long `start()` waits for a database it cannot reach (connection
+   * refused, reset or cut, the server starting up or shutting down: a
+   * deploy that starts workers before the database, a restart). Meanwhile it
+   * tries again every 0.25 s, doubling up to 5 s, and reports each failure
+   * as an `error` event (`where: "start"`, code `DATABASE_UNAVAILABLE`);
+   * once this has passed it rejects with that `DatabaseUnavailableError`.
+   * 0 rejects at the first failure; null waits as long as it takes. Other
+   * failures (a bad password, a missing database, a schema behind or ahead)
+   * reject at once. Default 60000.
+   */
+  databaseWaitMs?: number | null;
   /** Injected time. Default the wall clock. */
   clock?: Clock;
   /**
@@ -227,6 +249,7 @@ const KEYS = new Set([
   "jobTimeoutMs",
   "autoscaleIntervalMs",
   "autoMigrate",
+  "databaseWaitMs",
   "clock",
   "timeSource",
   "clockSyncIntervalMs",
@@ -289,6 +312,10 @@ export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): Re
   }
   if (options.random !== undefined && typeof options.random !== "function")
     throw new InvalidConfigError("`random` must be a function returning a number in [0, 1)");
+  const databaseWaitMs = options.databaseWaitMs === undefined ? 60_000 : options.databaseWaitMs;
+  if (databaseWaitMs !== null && (typeof databaseWaitMs !== "number" || !Number.isInteger(databaseWaitMs) || databaseWaitMs < 0)) {
+    throw new InvalidConfigError(`\`databaseWaitMs\` must be an integer >= 0 or null, got ${describeValue(databaseWaitMs)}`);
+  }
   const onEvent = options.onEvent;
   if (onEvent !== undefined && typeof onEvent !== "function") throw new InvalidConfigError("`onEvent` must be a function");
   return {
@@ -313,6 +340,7 @@ export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): Re
     jobTimeoutMs: nullableInt("jobTimeoutMs", 15 * 60_000),
     autoscaleIntervalMs: int("autoscaleIntervalMs", 15_000, 1),
     autoMigrate: options.autoMigrate ?? false,
+    databaseWaitMs,
     clock: options.clock ?? systemClock,
     timeSource: checkTimeSource(options.timeSource, options.clock),
     clockSyncIntervalMs: int("clockSyncIntervalMs", 30_000, 1),

@@ -14,10 +14,12 @@ import type { Clock } from "../core/clock.js";
  * everything submitted so far is written. A failed write (the database
  * down, full or locked) is reported to `onError` and retried, first after
  * `retryDelayMs`, then twice as long each time up to {@link MAX_RETRY_DELAY_MS},
- * until it succeeds or the batcher is `stop()`ped: the outcomes wait in
- * memory meanwhile (a claim whose lease runs out before its outcome is
- * written is recovered by the stuck-job rescue, as after a crash, and its
- * late write is then rejected by the fencing).
+ * until it succeeds or the batcher is `stop()`ped, or, once
+ * `drain(giveUpAt)` was called, until a write fails at or after `giveUpAt`:
+ * the batcher then stops, dropping what is unwritten. Meanwhile the
+ * outcomes wait in memory (a claim whose lease runs out before its outcome
+ * is written is recovered by the stuck-job rescue, as after a crash, and
+ * its late write is then rejected by the fencing).
  */
 /** The longest wait between two tries of a failing write: an outage of minutes reports about one error a second. */
 const MAX_RETRY_DELAY_MS = 1_000;
@@ -26,6 +28,8 @@ export class CompletionBatcher<F extends JobFinish> {
   private pending: F[] = [];
   private flushing: Promise<void> | null = null;
   private stopped = false;
+  /** Clock ms from which a failed write is not retried (set by `drain`). */
+  private giveUpAt = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly backend: Backend,
@@ -47,8 +51,16 @@ export class CompletionBatcher<F extends JobFinish> {
     this.flushing ??= this.flushLoop();
   }
 
-  /** Resolves once every outcome submitted so far is written. */
-  async drain(): Promise<void> {
+  /**
+   * Resolves once every outcome submitted so far is written, or, with
+   * `giveUpAt` (clock ms), once a write failed at or after it: the batcher is
+   * then stopped and the unwritten outcomes dropped (their claims recover
+   * through their leases). Without it, this waits as long as the database
+   * stays unreachable; a shutdown passes its deadline, so that it ends
+   * during an outage too.
+   */
+  async drain(giveUpAt = Number.POSITIVE_INFINITY): Promise<void> {
+    this.giveUpAt = giveUpAt;
     while (this.flushing) await this.flushing;
   }
 
@@ -72,7 +84,13 @@ export class CompletionBatcher<F extends JobFinish> {
       } catch (error) {
         this.onError(error);
         this.pending = batch.concat(this.pending);
-        await new Promise<void>((r) => setTimeout(r, delay));
+        const now = this.clock.now();
+        if (now >= this.giveUpAt) {
+          this.stop();
+          break;
+        }
+        // Never past the give-up time: a shutdown's deadline holds whatever the backoff has reached.
+        await new Promise<void>((r) => setTimeout(r, Math.min(delay, this.giveUpAt - now)));
         delay = Math.min(delay * 2, MAX_RETRY_DELAY_MS);
         continue;
       }

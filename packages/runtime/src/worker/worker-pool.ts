@@ -181,6 +181,7 @@ export class WorkerPool<C> {
   async shutdown(deadlineMs: number): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    const deadlineAt = this.options.clock.now() + deadlineMs;
     this.wake();
     await this.fetchLoop;
     const unstarted = this.buffer.splice(0);
@@ -199,7 +200,9 @@ export class WorkerPool<C> {
       if (h && !h.abandoned) this.abandon(h, new ServerStoppedError(`job ${h.job.id} was still running at the shutdown deadline`));
     }
     deadline.abort();
-    await this.batcher.drain();
+    // Outcomes are written as long as writes succeed; one that fails past the deadline (the database
+    // unreachable: an outage) is dropped, to lease recovery, so that shutdown keeps its deadline.
+    await this.batcher.drain(deadlineAt);
     this.batcher.stop();
     await this.renewer.stop();
     await this.executor.stop();

@@ -37,7 +37,7 @@ import type * as B from "../backend.js";
 import { liveBackends } from "../live-backends.js";
 import { loadDriver } from "../load-driver.js";
 import { checkPostgresOptions, type PostgresBackendOptions } from "./postgres-backend-options.js";
-import { describeConnection } from "./postgres-errors.js";
+import { describeConnection, isConnectionError } from "./postgres-errors.js";
 import { PostgresInspectStore } from "./postgres-inspect-store.js";
 import { PostgresJobQueries } from "./postgres-job-queries.js";
 import { PostgresJobStore } from "./postgres-job-store.js";
@@ -180,6 +180,8 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
       throw new DatabaseUnavailableError(
         `cannot connect to PostgreSQL at ${describeConnection(this.options.connectionString, this.appPool)}: ${(cause as Error).message}; check that the server runs and accepts this user`,
         cause,
+        // Refused, reset, or the server starting up or shutting down: start() waits for it (databaseWaitMs).
+        { transient: isConnectionError(cause) },
       );
     }
     this.runner.attach(pool);

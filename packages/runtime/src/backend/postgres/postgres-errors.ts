@@ -1,8 +1,9 @@
 /**
  * Classifies `pg` driver errors. Connection failures (refused, reset,
  * terminated by the server or `pg_terminate_backend`, SQLSTATE classes 08
- * and 57P) become {@link DatabaseUnavailableError} with the driver error as
- * `cause`; the pool replaces the dead connection on the next statement.
+ * and 57P) become a `transient` {@link DatabaseUnavailableError} with the
+ * driver error as `cause`; the pool replaces the dead connection on the next
+ * statement.
  * Other errors pass through unchanged.
  */
 import type pg from "pg";
@@ -38,7 +39,9 @@ export function isPreparedStatementLost(error: unknown): boolean {
 /** Wraps connection failures in `DatabaseUnavailableError`; leaves `LaterError`s and other errors as they are. */
 export function wrapDriverError(error: unknown, what: string): unknown {
   if (error instanceof LaterError || !isConnectionError(error)) return error;
-  return new DatabaseUnavailableError(`PostgreSQL connection lost during ${what}: ${(error as Error).message}; the next statement reconnects`, error);
+  return new DatabaseUnavailableError(`PostgreSQL connection lost during ${what}: ${(error as Error).message}; the next statement reconnects`, error, {
+    transient: true,
+  });
 }
 
 /** Where the backend connects, for messages: the URL without its password, or the pool's host and database. */
