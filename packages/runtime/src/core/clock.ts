@@ -15,21 +15,35 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/** A wall-clock sleep; with `keepAlive: false` its timer does not hold the process open. */
+function wallSleep(ms: number, signal: AbortSignal | undefined, keepAlive: boolean): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    if (!keepAlive) timer.unref();
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
 /** The wall clock: `Date.now()` and `setTimeout`. The default everywhere. */
 export const systemClock: Clock = {
   now: () => Date.now(),
-  sleep(ms, signal) {
-    return new Promise<void>((resolve) => {
-      if (signal?.aborted) return resolve();
-      const done = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = setTimeout(done, Math.max(0, ms));
-      signal?.addEventListener("abort", done, { once: true });
-    });
-  },
+  sleep: (ms, signal) => wallSleep(ms, signal, true),
+};
+
+/**
+ * The wall clock for background refreshes that must not keep a process
+ * alive on their own: a publisher's clock sync, in a script that enqueues
+ * and exits without closing it.
+ */
+export const unrefClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) => wallSleep(ms, signal, false),
 };
 
 /** A source of uniform numbers in [0, 1), used for retry jitter. Default `Math.random`. */

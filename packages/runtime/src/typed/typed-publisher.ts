@@ -1,5 +1,5 @@
 import type { Backend, TransactionHandle } from "../backend/backend.js";
-import { systemClock, type Clock } from "../core/clock.js";
+import { systemClock, unrefClock, type Clock } from "../core/clock.js";
 import { RetryPolicy } from "../core/retry/retry-policy.js";
 import type { DatabaseClock } from "../core/database-clock.js";
 import { describeValue, InvalidConfigError } from "../errors.js";
@@ -82,7 +82,9 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
       topics: new Map(topics.map((t) => [t.name, t.partitions])),
       onCommitted: () => {},
     });
-    const clockSync = databaseClock && new ClockSync({ backend: options.backend, clock: local, onEvent: () => {} }, { intervalMs: syncEvery }, databaseClock);
+    // Its sleeps do not hold the process open: a script may enqueue and exit without closing the publisher.
+    const clockSync =
+      databaseClock && new ClockSync({ backend: options.backend, clock: unrefClock, onEvent: () => {} }, { intervalMs: syncEvery }, databaseClock);
     return new TypedJobPublisher(publisher, options.backend, jobHandles<H>(catalog, publisher), clockSync);
   }
 
