@@ -271,7 +271,8 @@ export function analyseAttemptLog(records: readonly JobRecord[], logFiles: reado
     const parentEnd = r.parentId === null ? undefined : won.get(r.parentId)?.end;
     if (parentEnd === undefined || parentEnd === null) continue; // no parent, or a lost one: reported above
     for (const a of byJob.get(r.id) ?? [])
-      if (a.start <= parentEnd) earlyContinuations.push(`${r.id} attempt ${a.attempt} started at ${a.start}, before its parent ${r.parentId} ended ok at ${parentEnd}`);
+      if (a.start <= parentEnd)
+        earlyContinuations.push(`${r.id} attempt ${a.attempt} started at ${a.start}, before its parent ${r.parentId} ended ok at ${parentEnd}`);
   }
 
   const takeovers = attempts.filter((a) => {
