@@ -6,7 +6,7 @@
  * - `sigstop`: a random worker process is SIGSTOPped for `stopMs` (past its
  *   leases and its partition membership), then continued. Not while it is
  *   inside a transaction (SQLite: holding the write lock; PostgreSQL: a
- *   session `idle in transaction`): frozen there it would stall the other
+ *   session of its not `idle`): frozen there it would stall the other
  *   processes' writes, lease renewals included, and their claims would be
  *   taken over for a reason no fault of theirs explains. Such a try is
  *   undone at once (SIGCONT after 250 ms), counted as skipped, and another
@@ -153,12 +153,13 @@ export class FaultInjector {
     log.skip("sigstop: no process outside a transaction");
   }
 
-  /** True when the stopped `child` holds SQLite's write lock, or a PostgreSQL session of its is inside a transaction (seen after 250 ms). */
+  /** True when the stopped `child` holds SQLite's write lock, or a PostgreSQL session of its is not idle (seen after 250 ms). */
   private async insideTransaction(child: Child): Promise<boolean> {
     const { spec, cluster, fleet } = this.options;
     if (spec.kind === "sqlite") return !sqliteWriteLockFree(spec, 250);
     await sleep(250);
-    const sql = "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'";
+    // Not idle: inside a transaction, or a statement still running (which may be inside one, or open one).
+    const sql = "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND state IS DISTINCT FROM 'idle'";
     return withClient(cluster!.url, async (c) => Number((await c.query(sql, [fleet.appName(child)])).rows[0].n) > 0);
   }
 }
