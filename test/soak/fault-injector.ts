@@ -108,9 +108,14 @@ export class FaultInjector {
         return this.freeze(random);
       case "connection-kill": {
         const fault = log.begin(kind);
-        fault.connections = await withClient(cluster!.url, async (c) => {
-          const sql = "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name LIKE $1 AND pid <> pg_backend_pid()";
-          return Number((await c.query(sql, [`${this.options.appPrefix}%`])).rows[0].n);
+        await withClient(cluster!.url, async (c) => {
+          // In the select list, so only the rows the WHERE kept are terminated.
+          const sql = "SELECT pid, pg_terminate_backend(pid) AS signalled FROM pg_stat_activity WHERE application_name LIKE $1";
+          const pids = (await c.query(sql, [`${this.options.appPrefix}%`])).rows.map((r) => Number(r.pid));
+          fault.connections = pids.length;
+          // pg_terminate_backend only signals: the fault lasts until those sessions are gone.
+          const left = async () => Number((await c.query("SELECT count(*) AS n FROM pg_stat_activity WHERE pid = ANY($1)", [pids])).rows[0].n);
+          for (let waited = 0; (await left()) > 0 && waited < 5_000; waited += 20) await sleep(20);
         });
         log.end(fault);
         return;

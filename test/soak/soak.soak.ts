@@ -17,8 +17,8 @@ import { soakFailures, soakSummary } from "./soak-report.js";
 const SECONDS = Number(process.env.LATER_SOAK_SECONDS ?? 60);
 const SEED = Number(process.env.LATER_SOAK_SEED ?? 1);
 const BACKENDS = (process.env.LATER_SOAK_BACKENDS ?? "sqlite,postgres").split(",") as SoakBackend[];
-/** The drain's deadline: every job stored must have succeeded by then. */
-const DRAIN_MS = 180_000;
+/** The drain's deadline: every job stored must have succeeded by then (3 minutes, half the fault phase for long runs, whose backlog may be larger). */
+const DRAIN_MS = Math.max(180_000, SECONDS * 500);
 /** Set-up, shutdown and checks, on top of the fault phase and the drain. */
 const OVERHEAD_MS = 120_000;
 const noPostgres = findPostgresBinaries() === null && process.env.CI !== "true";
