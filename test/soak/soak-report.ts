@@ -112,7 +112,7 @@ export function soakSummary(result: SoakResult): string {
       k === "connection-kill" ? `${faults[k]} (${connections} connections)` : faults[k],
     ]),
     ["faults skipped", list(result.log.skipped)],
-    ["lost", f.lost.length + result.missing.length + result.extra.length],
+    ["lost", `${f.lost.length + result.missing.length}${result.extra.length > 0 ? ` (and ${result.extra.length} stored that the producer did not store)` : ""}`],
     ["unexcused duplicates", dup.unexcused.length],
     ["excused duplicates", `${Object.values(dup.excused).reduce((a, b) => a + b, 0)} (${list(dup.excused)})`],
     ["order violations", `${f.outOfOrder.length} (partition and key), continuations ${f.earlyContinuations.length}`],
