@@ -95,6 +95,7 @@ export function soakSummary(result: SoakResult): string {
   const dup = duplicates(result);
   const { byCode, unexplained } = errorCodes(result);
   const total = Object.values(result.jobs).reduce((a, b) => a + b, 0);
+  const extra = result.extra.length > 0 ? ` (and ${result.extra.length} stored that the producer did not store)` : "";
   const connections = result.log.faults.reduce((n, x) => n + (x.connections ?? 0), 0);
   const list = (counts: Record<string, number>) =>
     Object.entries(counts)
@@ -112,7 +113,7 @@ export function soakSummary(result: SoakResult): string {
       k === "connection-kill" ? `${faults[k]} (${connections} connections)` : faults[k],
     ]),
     ["faults skipped", list(result.log.skipped)],
-    ["lost", `${f.lost.length + result.missing.length}${result.extra.length > 0 ? ` (and ${result.extra.length} stored that the producer did not store)` : ""}`],
+    ["lost", `${f.lost.length + result.missing.length}${extra}`],
     ["unexcused duplicates", dup.unexcused.length],
     ["excused duplicates", `${Object.values(dup.excused).reduce((a, b) => a + b, 0)} (${list(dup.excused)})`],
     ["order violations", `${f.outOfOrder.length} (partition and key), continuations ${f.earlyContinuations.length}`],
