@@ -140,7 +140,11 @@ export class FaultInjector {
       const victim = random.pick(fleet.live());
       victim.proc.kill("SIGSTOP");
       const stoppedAt = wallNow();
-      if (await this.insideTransaction(victim)) {
+      const inside = await this.insideTransaction(victim).catch((error: unknown) => {
+        victim.proc.kill("SIGCONT"); // never leave a process stopped
+        throw error;
+      });
+      if (inside) {
         victim.proc.kill("SIGCONT");
         log.skip("sigstop inside a transaction (undone)");
         await sleep(random.int(50, 500));

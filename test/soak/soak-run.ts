@@ -146,7 +146,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const faultsFrom = wallNow();
   producer.start();
   injector.start();
-  await sleep(seconds * 1_000);
+  await sleep(seconds * 1_000); // the fault phase: its length is the scenario, not a synchronisation
   await injector.stop();
   await producer.stop();
   const drainFrom = wallNow();
