@@ -27,6 +27,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { expect } from "vitest";
 import type { JobRecord } from "@later/runtime/internal";
 
+/** Now on the attempt log's clock (ms, monotonic, the same in every process of the machine; see attempt-log-writer.mjs): for times a test compares with the log's. */
+export function attemptLogNow(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
 /** One attempt as the children logged it. */
 export interface Attempt {
   jobId: string;

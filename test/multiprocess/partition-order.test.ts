@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { newJobId, partitionForKey, RetryPolicy } from "@later/runtime";
 import { prepareBackend, type Backend, type JobInsert } from "@later/runtime/internal";
-import { checkAttemptLog, readAttemptLog, type Attempt } from "./attempt-log.js";
+import { attemptLogNow, checkAttemptLog, readAttemptLog, type Attempt } from "./attempt-log.js";
 import {
   allJobs,
   openBackend,
@@ -36,7 +36,7 @@ const SCRIPT = fileURLToPath(new URL("./partition-child.mjs", import.meta.url));
 const RETRY = JSON.stringify(RetryPolicy.fixed(20, 0));
 /** Short leases and member expiry, so a dead or frozen owner's partitions move within seconds. */
 const FAULT_SERVER = { leaseMs: 2_000, partitionMemberExpiryMs: 1_500, pollIntervalMs: 50 };
-const now = () => performance.timeOrigin + performance.now();
+const now = attemptLogNow;
 
 /** What partition-child.mjs is told in its argv (JSON). */
 interface PartitionChildConfig {

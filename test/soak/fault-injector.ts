@@ -26,11 +26,12 @@
  * ```
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import { attemptLogNow } from "../multiprocess/attempt-log.js";
 import { sqliteWriteLockFree, type BackendSpec, type Child } from "../multiprocess/helpers.js";
 import { withClient } from "../support/postgres.js";
 import type { SeededRandom } from "../support/seeded-random.js";
 import type { ThrowawayCluster } from "../support/throwaway-cluster.js";
-import { wallNow, type FaultKind, type FaultLog } from "./fault-log.js";
+import type { FaultKind, FaultLog } from "./fault-log.js";
 import type { WorkerFleet } from "./worker-fleet.js";
 
 export interface FaultInjectorOptions {
@@ -139,7 +140,7 @@ export class FaultInjector {
     for (let tries = 0; tries < STOP_TRIES; tries++) {
       const victim = random.pick(fleet.live());
       victim.proc.kill("SIGSTOP");
-      const stoppedAt = wallNow();
+      const stoppedAt = attemptLogNow();
       const inside = await this.insideTransaction(victim).catch((error: unknown) => {
         victim.proc.kill("SIGCONT"); // never leave a process stopped
         throw error;
@@ -152,7 +153,7 @@ export class FaultInjector {
       }
       const fault = log.begin("sigstop", victim.proc.pid!, stoppedAt);
       try {
-        await sleep(Math.max(0, stoppedAt + stopMs - wallNow()));
+        await sleep(Math.max(0, stoppedAt + stopMs - attemptLogNow()));
       } finally {
         victim.proc.kill("SIGCONT");
         log.end(fault);

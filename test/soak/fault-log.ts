@@ -1,6 +1,6 @@
 /**
- * The faults a soak caused, each with its time span (wall ms, as the attempt
- * log's times), and the excuses they give: which attempts a fault may have cut
+ * The faults a soak caused, each with its time span (on the attempt log's
+ * clock), and the excuses they give: which attempts a fault may have cut
  * off between their handler and their outcome write, so that their job may
  * run again (an excused duplicate) or be stored as succeeded without an
  * applied line. Every excuse is at-least-once behaviour the library documents;
@@ -14,7 +14,7 @@
  * | `restart-fast` | `pg_ctl restart -m fast` | as `connection-kill` |
  * | `restart-immediate` | `pg_ctl restart -m immediate` | attempts that ended in the 5 s before the restart, or during it |
  */
-import type { Attempt } from "../multiprocess/attempt-log.js";
+import { attemptLogNow, type Attempt } from "../multiprocess/attempt-log.js";
 
 export type FaultKind = "sigkill" | "sigstop" | "connection-kill" | "restart-fast" | "restart-immediate";
 
@@ -38,23 +38,20 @@ export interface Fault {
  */
 const WRITE_IN_FLIGHT_MS = 5_000;
 
-/** Wall time in ms with sub-ms precision: the attempt log's clock. */
-export const wallNow = (): number => performance.timeOrigin + performance.now();
-
 export class FaultLog {
   readonly faults: Fault[] = [];
   /** Faults tried and not made, by reason (a SIGSTOP that would have frozen a process inside a transaction). */
   readonly skipped: Record<string, number> = {};
 
   /** Records a fault starting now (or at `from`); set its `to` with {@link end}. */
-  begin(kind: FaultKind, pid?: number, from = wallNow()): Fault {
+  begin(kind: FaultKind, pid?: number, from = attemptLogNow()): Fault {
     const fault: Fault = { kind, from, to: Number.POSITIVE_INFINITY, ...(pid === undefined ? {} : { pid }) };
     this.faults.push(fault);
     return fault;
   }
 
   end(fault: Fault): void {
-    fault.to = wallNow();
+    fault.to = attemptLogNow();
   }
 
   skip(reason: string): void {

@@ -20,13 +20,13 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
 import { RetryPolicy } from "@later/runtime";
 import { prepareBackend, type Backend, type JobRecord } from "@later/runtime/internal";
-import { analyseAttemptLog, type AttemptLogFindings } from "../multiprocess/attempt-log.js";
+import { analyseAttemptLog, attemptLogNow, type AttemptLogFindings } from "../multiprocess/attempt-log.js";
 import { allJobs, openBackend, waitFor, type BackendSpec, type Processes } from "../multiprocess/helpers.js";
 import { JobProducer, type JobKind } from "../multiprocess/job-producer.js";
 import { seededRandom } from "../support/seeded-random.js";
 import { startThrowawayCluster, type ThrowawayCluster } from "../support/throwaway-cluster.js";
 import { FaultInjector } from "./fault-injector.js";
-import { FaultLog, wallNow, type FaultKind } from "./fault-log.js";
+import { FaultLog, type FaultKind } from "./fault-log.js";
 import { WorkerFleet } from "./worker-fleet.js";
 
 export type SoakBackend = "sqlite" | "postgres";
@@ -97,7 +97,7 @@ function work(random: () => number): Record<string, unknown> {
 
 export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const { backend, seconds, seed, processes, drainMs = 180_000 } = options;
-  const started = wallNow();
+  const started = attemptLogNow();
   const random = seededRandom(seed);
   const server = SERVER[backend];
   const { spec, cluster } = await database(backend, processes);
@@ -143,13 +143,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     appPrefix: APP_PREFIX,
   });
 
-  const faultsFrom = wallNow();
+  const faultsFrom = attemptLogNow();
   producer.start();
   injector.start();
   await sleep(seconds * 1_000); // the fault phase: its length is the scenario, not a synchronisation
   await injector.stop();
   await producer.stop();
-  const drainFrom = wallNow();
+  const drainFrom = attemptLogNow();
 
   const incidents: string[] = [];
   await fleet.fillUp();
@@ -158,7 +158,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   } catch (error) {
     incidents.push(`drain: ${(error as Error).message}`);
   }
-  const drained = wallNow();
+  const drained = attemptLogNow();
   for (const name of await fleet.stopAll()) incidents.push(`${name} did not shut down gracefully`);
 
   const records = await allJobs(parent);
@@ -175,7 +175,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     backend,
     seed,
     seconds,
-    took: { setup: faultsFrom - started, faults: drainFrom - faultsFrom, drain: drained - drainFrom, total: wallNow() - started },
+    took: { setup: faultsFrom - started, faults: drainFrom - faultsFrom, drain: drained - drainFrom, total: attemptLogNow() - started },
     jobs: { ...producer.kinds },
     plannedFailures: producer.plannedFailures,
     insertsRetried: producer.unavailable,
