@@ -16,12 +16,21 @@
  *   success must be applied after the previous job's handler ended (its end
  *   line precedes its write);
  * - fencing: no two attempts of one partition overlap in time unless one of
- *   them has no applied write (its claim lost the lease, or its process died).
+ *   them has no applied write (its claim lost the lease, or its process died);
+ * - continuations: no attempt of a continuation starts before its parent's
+ *   successful attempt ended.
  * Jobs without a partition (plain jobs) get the first two checks only.
+ * {@link analyseAttemptLog} returns what each check found (the soak reports
+ * it); {@link checkAttemptLog} asserts that each found nothing.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { expect } from "vitest";
 import type { JobRecord } from "@later/runtime/internal";
+
+/** Now on the attempt log's clock (ms, monotonic, the same in every process of the machine; see attempt-log-writer.mjs): for times a test compares with the log's. */
+export function attemptLogNow(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
 
 /** One attempt as the children logged it. */
 export interface Attempt {
@@ -109,12 +118,58 @@ export interface Duplicate {
   trace: string;
   /** True when the options excuse it (the first ok attempt's process was killed, or the attempt was `faulted`). */
   excused: boolean;
+  /** The first attempt that ended ok: the one an excuse has to explain. */
+  first: Attempt;
+}
+
+/** What the checks of the module doc found: each list empty on a good run. */
+export interface AttemptLogFindings {
+  /** Lines that break the log protocol. */
+  problems: string[];
+  /** Jobs not stored as succeeded exactly once by an attempt that ran ok, or run again after that. */
+  lost: string[];
+  /** Partition and key order violations. */
+  outOfOrder: string[];
+  /** Continuation attempts that started before their parent's successful attempt ended. */
+  earlyContinuations: string[];
+  /** Overlapping attempts of one partition that both had writes applied (unfenced). */
+  overlaps: string[];
+  figures: AttemptLogFigures;
+}
+
+/** The figures of a run. */
+export interface AttemptLogFigures {
+  jobs: number;
+  attempts: number;
+  /** Attempts whose requeue (a failure to be retried) was applied. */
+  retries: number;
+  /** Attempts that wrote nothing (lost their lease, or their process died). */
+  unapplied: number;
+  /** Attempts that followed an attempt of another process that wrote nothing. */
+  takeovers: number;
+  /** Overlapping attempt pairs in a partition, fenced or not. */
+  overlaps: number;
+  /** Key-order pairs not compared by applied times (a success without an applied line, or one logged late). */
+  skippedPairs: number;
+  appliedLogInversions: number;
+  perProcess: Record<number, number>;
+  duplicates: Duplicate[];
 }
 
 /** The checks of the module doc (as `expect` assertions); returns the figures of the run. */
-export function checkAttemptLog(records: readonly JobRecord[], logFiles: readonly string[], options: CheckOptions = {}) {
+export function checkAttemptLog(records: readonly JobRecord[], logFiles: readonly string[], options: CheckOptions = {}): AttemptLogFigures {
+  const found = analyseAttemptLog(records, logFiles, options);
+  expect(found.problems, "log protocol").toEqual([]);
+  expect(found.lost, "every job succeeded exactly once").toEqual([]);
+  expect(found.outOfOrder, "partition and key order").toEqual([]);
+  expect(found.earlyContinuations, "continuations after their parent").toEqual([]);
+  expect(found.overlaps, "overlapping attempts that both had writes applied").toEqual([]);
+  return found.figures;
+}
+
+/** Runs the checks of the module doc; returns what each found, and the figures. */
+export function analyseAttemptLog(records: readonly JobRecord[], logFiles: readonly string[], options: CheckOptions = {}): AttemptLogFindings {
   const { attempts, problems } = readAttemptLog(logFiles);
-  expect(problems, "log protocol").toEqual([]);
   const byJob = new Map<string, Attempt[]>();
   for (const a of attempts) byJob.set(a.jobId, [...(byJob.get(a.jobId) ?? []), a]);
   for (const list of byJob.values()) list.sort((x, y) => x.attempt - y.attempt);
@@ -146,10 +201,9 @@ export function checkAttemptLog(records: readonly JobRecord[], logFiles: readonl
     if (ok.length > 1) {
       const first = ok[0]!;
       const excused = options.killed?.has(first.pid) === true || options.faulted?.(first) === true;
-      duplicates.push({ jobId: r.id, trace: traceAttempts(ok), excused });
+      duplicates.push({ jobId: r.id, trace: traceAttempts(ok), excused, first });
     }
   }
-  expect(lost, "every job succeeded exactly once").toEqual([]);
 
   const outOfOrder: string[] = [];
   let skippedPairs = 0;
@@ -169,7 +223,8 @@ export function checkAttemptLog(records: readonly JobRecord[], logFiles: readonl
     list.sort((x, y) => (JSON.parse(x.payload) as { n: number }).n - (JSON.parse(y.payload) as { n: number }).n);
     for (let i = 1; i < list.length; i++) {
       const [p, c] = [list[i - 1]!, list[i]!];
-      const [wp, wc] = [won.get(p.id)!, won.get(c.id)!];
+      const [wp, wc] = [won.get(p.id), won.get(c.id)];
+      if (!wp || !wc) continue; // lost: reported above
       if (!(c.seq! > p.seq!)) outOfOrder.push(`${key}: n=${wc.n} has seq ${c.seq}, not after ${p.seq}`);
       if (successAt(c) < successAt(p)) outOfOrder.push(`${key}: n=${wc.n} stored success at ${successAt(c)}, before n=${wp.n} at ${successAt(p)}`);
       if (!wp.applied || !wc.applied || options.lateApplied?.(wp) || options.lateApplied?.(wc)) skippedPairs++;
@@ -193,7 +248,8 @@ export function checkAttemptLog(records: readonly JobRecord[], logFiles: readonl
   for (const [partition, list] of partitioned) {
     list.sort((x, y) => x.seq! - y.seq!);
     for (let i = 1; i < list.length; i++) {
-      const prevEnd = won.get(list[i - 1]!.id)!.end!;
+      const prevEnd = won.get(list[i - 1]!.id)?.end;
+      if (prevEnd === undefined || prevEnd === null) continue; // lost: reported above
       for (const a of byJob.get(list[i]!.id) ?? []) {
         if (a.start <= prevEnd)
           outOfOrder.push(
@@ -214,8 +270,15 @@ export function checkAttemptLog(records: readonly JobRecord[], logFiles: readonl
       }
     }
   }
-  expect(outOfOrder, "partition and key order").toEqual([]);
-  expect(overlaps, "overlapping attempts that both had writes applied").toEqual([]);
+  // A continuation is released by its parent's success, written after the parent's handler ended.
+  const earlyContinuations: string[] = [];
+  for (const r of records) {
+    const parentEnd = r.parentId === null ? undefined : won.get(r.parentId)?.end;
+    if (parentEnd === undefined || parentEnd === null) continue; // no parent, or a lost one: reported above
+    for (const a of byJob.get(r.id) ?? [])
+      if (a.start <= parentEnd)
+        earlyContinuations.push(`${r.id} attempt ${a.attempt} started at ${a.start}, before its parent ${r.parentId} ended ok at ${parentEnd}`);
+  }
 
   const takeovers = attempts.filter((a) => {
     const prev = byJob.get(a.jobId)!.find((x) => x.attempt === a.attempt - 1);
@@ -224,15 +287,22 @@ export function checkAttemptLog(records: readonly JobRecord[], logFiles: readonl
   const perProcess: Record<number, number> = {};
   for (const a of attempts) perProcess[a.pid] = (perProcess[a.pid] ?? 0) + 1;
   return {
-    jobs: records.length,
-    attempts: attempts.length,
-    retries: attempts.filter((a) => a.applied?.stage === "requeued").length,
-    unapplied: attempts.filter((a) => !writes(a)).length,
-    takeovers,
-    overlaps: overlapCount,
-    skippedPairs,
-    appliedLogInversions,
-    perProcess,
-    duplicates,
+    problems,
+    lost,
+    outOfOrder,
+    earlyContinuations,
+    overlaps,
+    figures: {
+      jobs: records.length,
+      attempts: attempts.length,
+      retries: attempts.filter((a) => a.applied?.stage === "requeued").length,
+      unapplied: attempts.filter((a) => !writes(a)).length,
+      takeovers,
+      overlaps: overlapCount,
+      skippedPairs,
+      appliedLogInversions,
+      perProcess,
+      duplicates,
+    },
   };
 }

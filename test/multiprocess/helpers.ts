@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
 import { afterEach } from "vitest";
 import { newJobId, RetryPolicy } from "@later/runtime";
 import type { Backend, JobInsert, JobRecord } from "@later/runtime/internal";
@@ -48,7 +49,11 @@ export interface ChildConfig {
   dieOnPayload?: boolean;
   /** Topics the child's server registers (its "work" handler runs their jobs too). */
   topics?: { name: string; partitions: number }[];
-  /** Each handler waits this long (ms) before it returns: the job's work. Default 0. */
+  /**
+   * Each handler waits this long (ms) before it returns: the job's work. A
+   * payload's `ms` overrides it, and a payload's `fail` makes attempts
+   * 1..fail throw (see worker-child.mjs). Default 0.
+   */
   handlerDelayMs?: number;
   /** Extra server options (leaseMs, pollIntervalMs, ...). */
   server?: Record<string, number>;
@@ -263,5 +268,25 @@ export async function allJobs(backend: Backend): Promise<JobRecord[]> {
     out.push(...page);
     if (page.length < 1000) return out;
     afterId = page[page.length - 1]!.id;
+  }
+}
+
+/**
+ * SQLite only (true otherwise): whether the write lock can be taken within
+ * `waitMs`. A process SIGSTOPped inside a write transaction holds the lock and
+ * stalls every writer; a running writer holds it for milliseconds, so a lock
+ * still held after 250 ms or so is the stopped process's.
+ */
+export function sqliteWriteLockFree(spec: BackendSpec, waitMs: number): boolean {
+  if (spec.kind !== "sqlite") return true;
+  const db = new Database(spec.file, { timeout: waitMs });
+  try {
+    db.exec("BEGIN IMMEDIATE");
+    db.exec("ROLLBACK");
+    return true;
+  } catch {
+    return false;
+  } finally {
+    db.close();
   }
 }

@@ -13,15 +13,15 @@
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { newJobId, partitionForKey, RetryPolicy } from "@later/runtime";
 import { prepareBackend, type Backend, type JobInsert } from "@later/runtime/internal";
-import { checkAttemptLog, readAttemptLog, type Attempt } from "./attempt-log.js";
+import { attemptLogNow, checkAttemptLog, readAttemptLog, type Attempt } from "./attempt-log.js";
 import {
   allJobs,
   openBackend,
   PROCESS_BACKENDS,
+  sqliteWriteLockFree,
   useProcesses,
   waitFor,
   type BackendSpec,
@@ -36,7 +36,7 @@ const SCRIPT = fileURLToPath(new URL("./partition-child.mjs", import.meta.url));
 const RETRY = JSON.stringify(RetryPolicy.fixed(20, 0));
 /** Short leases and member expiry, so a dead or frozen owner's partitions move within seconds. */
 const FAULT_SERVER = { leaseMs: 2_000, partitionMemberExpiryMs: 1_500, pollIntervalMs: 50 };
-const now = () => performance.timeOrigin + performance.now();
+const now = attemptLogNow;
 
 /** What partition-child.mjs is told in its argv (JSON). */
 interface PartitionChildConfig {
@@ -128,21 +128,6 @@ async function allSucceed(parent: Backend, total: number, timeoutMs: number): Pr
     timeoutMs,
     50,
   );
-}
-
-/** SQLite only: true when the write lock can be taken within `waitMs` (a process stopped inside a write transaction holds it, and stalls every writer). */
-function sqliteWriteLockFree(spec: BackendSpec, waitMs: number): boolean {
-  if (spec.kind !== "sqlite") return true;
-  const db = new Database(spec.file, { timeout: waitMs });
-  try {
-    db.exec("BEGIN IMMEDIATE");
-    db.exec("ROLLBACK");
-    return true;
-  } catch {
-    return false;
-  } finally {
-    db.close();
-  }
 }
 
 describe.each(PROCESS_BACKENDS)("partition order under faults, 3 processes on $name", (entry) => {

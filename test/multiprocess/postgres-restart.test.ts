@@ -25,7 +25,7 @@ import { prepareBackend, type JobInsert } from "@later/runtime/internal";
 import { postgres } from "@later/runtime/postgres";
 import { withClient } from "../support/postgres.js";
 import { findPostgresBinaries, startThrowawayCluster, type ShutdownMode, type ThrowawayCluster } from "../support/throwaway-cluster.js";
-import { checkAttemptLog, type Attempt } from "./attempt-log.js";
+import { attemptLogNow, checkAttemptLog, type Attempt } from "./attempt-log.js";
 import { JobProducer } from "./job-producer.js";
 import { allJobs, openBackend, useProcesses, waitFor, type BackendSpec, type Child } from "./helpers.js";
 
@@ -54,14 +54,14 @@ const SERVER = {
   rescueIntervalMs: 1_000,
 };
 
-/** A time span around a fault the test caused, in wall ms (as the attempt log's times). */
+/** A time span around a fault the test caused, in ms on the attempt log's clock (attemptLogNow). */
 interface Fault {
   what: string;
   from: number;
   to: number;
 }
 
-const now = () => performance.timeOrigin + performance.now();
+const now = attemptLogNow;
 const bin = findPostgresBinaries();
 
 describe.skipIf(bin === null && process.env.CI !== "true")("PostgreSQL restarts and outages", () => {

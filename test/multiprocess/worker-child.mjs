@@ -11,6 +11,9 @@
 //   stopped                       graceful shutdown finished (after "stop" on stdin, or stdin EOF)
 // With `attemptLogFile`, every attempt (payload `{ key?, n? }`) and applied
 // outcome write also goes to the attempt log (attempt-log-writer.mjs).
+// A payload may also say how its attempts go (the soak's producer chooses it):
+// `ms` the work takes (default `handlerDelayMs`; the wait ends early when the
+// claim's signal aborts, logged `aborted`) and `fail`: attempts 1..fail throw.
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { BackgroundJobServer, topic } from "@later/runtime";
@@ -22,7 +25,23 @@ const config = JSON.parse(process.argv[2]);
 const say = (line) => process.stdout.write(`${line}\n`);
 const log = config.attemptLogFile ? attemptLog(config.attemptLogFile) : null;
 
-const work = {
+/** The job's work: waits `ms` (none for 0); resolves "aborted" when the claim's signal fires first (its lease was lost). */
+const work = (signal, ms) =>
+  new Promise((resolve) => {
+    if (signal.aborted) return resolve("aborted");
+    if (ms <= 0) return resolve("ok");
+    const timer = setTimeout(() => resolve("ok"), ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve("aborted");
+      },
+      { once: true },
+    );
+  });
+
+const handler = {
   handle: async (ctx, payload) => {
     const end = log?.start(ctx, payload?.key, payload?.n);
     if (config.hangOnPayload && payload !== null && typeof payload === "object" && payload.hang === true) {
@@ -33,7 +52,15 @@ const work = {
       say(`dying ${ctx.jobId} ${ctx.attempt}`);
       process.kill(process.pid, "SIGKILL"); // no cleanup of any kind: a crash inside the handler
     }
-    if (config.handlerDelayMs) await new Promise((r) => setTimeout(r, config.handlerDelayMs));
+    const result = await work(ctx.signal, payload?.ms ?? config.handlerDelayMs ?? 0);
+    if (result === "aborted") {
+      end?.("aborted");
+      throw ctx.signal.reason;
+    }
+    if (typeof payload?.fail === "number" && ctx.attempt <= payload.fail) {
+      end?.("fail");
+      throw new Error(`planned failure of attempt ${ctx.attempt} (fails ${payload.fail})`);
+    }
     if (config.logFile) appendFileSync(config.logFile, `${ctx.jobId}\n`);
     end?.("ok");
     if (config.printDone) say(`done ${ctx.jobId} ${ctx.attempt} ${Date.now()}`);
@@ -50,7 +77,7 @@ const server = await BackgroundJobServer.start({
   workerCount: config.workerCount,
   ...(config.topics ? { topics: config.topics.map((t) => topic(t.name, t.partitions)) } : {}),
   ...config.server,
-  handlers: Object.fromEntries(["work", ...(config.extraJobTypes ?? [])].map((type) => [type, work])),
+  handlers: Object.fromEntries(["work", ...(config.extraJobTypes ?? [])].map((type) => [type, handler])),
   onEvent: (event) => {
     log?.event(event);
     if (event.type === "error") say(`event-error ${event.code ?? "-"} ${event.where}: ${event.error.replace(/\s+/g, " ")}`);
