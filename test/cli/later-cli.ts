@@ -3,7 +3,7 @@
  * committed launchers in packages/cli/bin, which import the built program)
  * as a child process of this Node, from the repository root, with the environment
  * cleared of the variables the CLI reads (so a developer's
- * LATER_DATABASE_URL never leaks in). Plus temp folders and a seeded
+ * LATER_DATABASE_URL or LATER_NAMESPACE never leaks in). Plus temp folders and a seeded
  * SQLite database.
  */
 import { spawnSync } from "node:child_process";
@@ -38,6 +38,7 @@ export function later(args: readonly string[], run: CliRun = {}): CliResult {
   const env: Record<string, string | undefined> = { ...process.env, ...run.env };
   if (!run.env?.LATER_DATABASE_URL) delete env.LATER_DATABASE_URL;
   if (!run.env?.LATER_DEBUG) delete env.LATER_DEBUG;
+  if (!run.env?.LATER_NAMESPACE) delete env.LATER_NAMESPACE;
   const result = spawnSync(process.execPath, [script, ...args], { cwd: run.cwd ?? REPO_ROOT, env, encoding: "utf8", timeout: 30_000 });
   if (result.error) throw result.error;
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };

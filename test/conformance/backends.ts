@@ -23,6 +23,9 @@ export interface TestDatabase {
   backend(namespace?: string): Backend;
   /** Location, for messages and tests that open the database themselves (SQLite: the file; PostgreSQL: the URL). */
   readonly location: string;
+  /** The database as a URL (`sqlite:FILE`, `postgres://…`) and, on PostgreSQL, the schema: what `--database`/`--schema` and `backendFromUrl` take. */
+  readonly url: string;
+  readonly schema?: string;
   /** A Kysely of the application's own, on the same database (its tables land beside later's), for `enqueueIn`. Destroy it after use. */
   appDatabase<DB>(): Kysely<DB>;
   dispose(): Promise<void>;
@@ -40,6 +43,7 @@ const sqliteEntry: BackendEntry = {
     const file = join(dir, "jobs.db");
     return {
       location: file,
+      url: `sqlite:${file}`,
       backend: (namespace = "test") => sqlite({ file, namespace }),
       appDatabase: <DB>() => new Kysely<DB>({ dialect: new SqliteDialect({ database: new Database(file) }) }),
       dispose: async () => rmSync(dir, { recursive: true, force: true }),
@@ -53,6 +57,8 @@ const postgresEntry: BackendEntry = {
     const db = await createPostgresSchema();
     return {
       location: db.url,
+      url: db.url,
+      schema: db.schema,
       // A small pool per backend: a test runs up to a few servers, and test files run in parallel.
       backend: (namespace = "test") => postgres({ connectionString: db.url, schema: db.schema, namespace, maxConnections: 4 }),
       appDatabase: <DB>() => new Kysely<DB>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: db.searchPathUrl, max: 2 }) }) }),

@@ -29,6 +29,7 @@ Exit codes:
 
 Environment:
   LATER_DATABASE_URL  default for --database
+  LATER_NAMESPACE     default for --namespace
   LATER_DEBUG=1       print the stack trace of an unexpected error`;
 
 /** The exit-code table of `later-gen` / `later gen`. */

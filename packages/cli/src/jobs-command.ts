@@ -1,9 +1,9 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { isJobId, JOB_STAGES, type JobId, type JobStage } from "@later/runtime";
-import type { Backend } from "@later/runtime/internal";
+import type { Backend, DatabaseUrl } from "@later/runtime/internal";
 import type { CommandContext } from "./command-context.js";
 import { CommandFailure } from "./command-failure.js";
-import { databaseOption, schemaOption, type DatabaseUrl } from "./database-url.js";
+import { databaseOption, namespaceOption, schemaOption } from "./database-option.js";
 import { formatJobDetail } from "./job-detail.js";
 import { toJobJson } from "./job-json.js";
 import { formatJobTable } from "./job-table.js";
@@ -47,7 +47,7 @@ export function jobsCommand(context: CommandContext): Command {
     .addOption(new Option("--stage <stage>", "only jobs in this stage").choices(JOB_STAGES))
     .option("--type <jobType>", "only jobs of this job type")
     .addOption(new Option("--limit <n>", `at most this many jobs (1-${JOB_LIST_LIMIT.max})`).argParser(parseLimit).default(JOB_LIST_LIMIT.default))
-    .addOption(namespaceOption())
+    .addOption(namespaceOption("jobs"))
     .addOption(schemaOption())
     .option("--json", "print a JSON array of jobs (times in ms since the epoch, payload decoded)")
     .action((options: JobsListOptions) =>
@@ -69,7 +69,7 @@ export function jobsCommand(context: CommandContext): Command {
     .description("print one job: every field, payload, last error, stage history")
     .argument("<id>", "the job id (a 26-character ULID)", parseJobId)
     .addOption(databaseOption())
-    .addOption(namespaceOption())
+    .addOption(namespaceOption("jobs"))
     .addOption(schemaOption())
     .option("--json", "print the job as JSON (times in ms since the epoch, payload decoded)")
     .action((id: JobId, options: JobsOptions) =>
@@ -85,10 +85,6 @@ export function jobsCommand(context: CommandContext): Command {
       }),
     );
   return jobs;
-}
-
-function namespaceOption(): Option {
-  return new Option("--namespace <ns>", 'the namespace whose jobs to read (default: "default")');
 }
 
 function scopeOf(options: JobsOptions) {

@@ -1,8 +1,8 @@
 import { Command } from "commander";
 import { SchemaVersionError } from "@later/runtime";
-import type { Backend, MigrationStatusResult } from "@later/runtime/internal";
+import { displayDatabaseUrl, type Backend, type DatabaseUrl, type MigrationStatusResult } from "@later/runtime/internal";
 import type { CommandContext } from "./command-context.js";
-import { databaseOption, displayDatabaseUrl, schemaOption, type DatabaseUrl } from "./database-url.js";
+import { databaseOption, schemaOption } from "./database-option.js";
 import { formatTime } from "./format-time.js";
 import { withDatabase } from "./with-database.js";
 

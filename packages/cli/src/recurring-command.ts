@@ -1,7 +1,7 @@
-import { Command, Option } from "commander";
-import type { RecurringSchedule } from "@later/runtime/internal";
+import { Command } from "commander";
+import type { DatabaseUrl, RecurringSchedule } from "@later/runtime/internal";
 import type { CommandContext } from "./command-context.js";
-import { databaseOption, schemaOption, type DatabaseUrl } from "./database-url.js";
+import { databaseOption, namespaceOption, schemaOption } from "./database-option.js";
 import { formatTime } from "./format-time.js";
 import { withDatabase } from "./with-database.js";
 
@@ -35,7 +35,7 @@ export function recurringCommand(context: CommandContext): Command {
     .command("list")
     .description("list the recurring schedules with their next run times")
     .addOption(databaseOption())
-    .addOption(new Option("--namespace <ns>", 'the namespace whose schedules to read (default: "default")'))
+    .addOption(namespaceOption("schedules"))
     .addOption(schemaOption())
     .option("--json", "print a JSON array of schedules (times in ms since the epoch, payload decoded)")
     .action((options: RecurringListOptions) =>

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { DatabaseUnavailableError } from "@later/runtime";
-import { prepareBackend, type Backend } from "@later/runtime/internal";
-import { backendForDatabase, displayDatabaseUrl, type DatabaseScope, type DatabaseUrl } from "./database-url.js";
+import { displayDatabaseUrl, prepareBackend, type Backend, type DatabaseUrl } from "@later/runtime/internal";
+import { backendForDatabase, type DatabaseScope } from "./database-option.js";
 
 /** How {@link withDatabase} opens the database. */
 export interface WithDatabaseOptions extends DatabaseScope {

@@ -2,7 +2,8 @@
  * `@later/runtime`: the server, publisher, typed layer and errors. The
  * backends are subpaths, each needing its driver: `@later/runtime/sqlite`
  * (better-sqlite3) and `@later/runtime/postgres` (pg). This entry loads
- * neither driver. `@later/runtime/testing` holds test seams (a manual
+ * neither driver: `backendFromUrl` imports the one backend its URL names
+ * when called. `@later/runtime/testing` holds test seams (a manual
  * clock, fault injection). The database seam the backends implement is not
  * public (`@later/runtime/internal`, for later's own CLI and tests).
  */
@@ -13,6 +14,7 @@ export { newJobId, isJobId, type JobId } from "./core/job-id.js";
 export { JOB_STAGES, type JobStage, type StageChange } from "./core/job-stage.js";
 export { RetryPolicy, type RetryBackoff, type RetryPolicyJson } from "./core/retry/retry-policy.js";
 export type { TransactionHandle } from "./backend/transaction-handle.js";
+export { backendFromUrl, type BackendFromUrlOptions } from "./backend/backend-from-url.js";
 export { BackgroundJobServer, type ShutdownOptions } from "./server/background-job-server.js";
 export { JobPublisher, type EnqueueOptions, type JobPublisherOptions, type PartitionTarget } from "./server/publisher.js";
 export { topic, RECURRING_SEQUENTIAL_TOPIC, MAX_PARTITIONS, type TopicConfig } from "./core/partition/topic.js";

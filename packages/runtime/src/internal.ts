@@ -11,3 +11,4 @@
  */
 export type * from "./backend/backend.js";
 export { prepareBackend } from "./server/background-job-server.js";
+export { parseDatabaseUrl, displayDatabaseUrl, DATABASE_URL_FORMS, type DatabaseUrl } from "./backend/database-url.js";

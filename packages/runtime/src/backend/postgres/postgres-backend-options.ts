@@ -1,6 +1,7 @@
 /** Options of the PostgreSQL backend, and their checks (bad options fail at construction). */
 import { InvalidConfigError } from "../../errors.js";
 import { nameProblem } from "../../core/stored-name.js";
+import { databaseUrlScheme, sqliteFileOfUrl } from "../database-url.js";
 
 /**
  * What later uses of an application-owned `pg.Pool` (the value of
@@ -42,7 +43,11 @@ export function reportWarning(options: Pick<PostgresBackendOptions, "onWarning">
 
 /** Options of {@link postgres}. Give either `connectionString` or `pool`. */
 export interface PostgresBackendOptions {
-  /** `postgres://user:password@host:port/database`; the backend creates (and ends) its own pool. */
+  /**
+   * `postgres://user:password@host:port/database`; the backend creates (and
+   * ends) its own pool. A `sqlite:` URL is refused (`InvalidConfigError`
+   * naming `sqlite()` and `backendFromUrl`).
+   */
   connectionString?: string;
   /** An application-owned `pg.Pool` (e.g. the one the app's Kysely uses, for `enqueueIn`). later never ends it. */
   pool?: PostgresPool;
@@ -101,6 +106,12 @@ export function checkPostgresOptions(options: PostgresBackendOptions): { schema:
   }
   if (options.connectionString !== undefined && (typeof options.connectionString !== "string" || options.connectionString === "")) {
     throw new InvalidConfigError("postgres(): `connectionString` must be a non-empty string such as postgres://user@host:5432/db");
+  }
+  if (options.connectionString !== undefined && databaseUrlScheme(options.connectionString) === "sqlite") {
+    // pg would read it as a host name and fail at connect with a driver error far from the cause.
+    throw new InvalidConfigError(
+      `postgres(): \`connectionString\` is a SQLite URL: use sqlite({ file: ${JSON.stringify(sqliteFileOfUrl(options.connectionString))} }) from "@later/runtime/sqlite", or backendFromUrl(${JSON.stringify(options.connectionString)}) from "@later/runtime"`,
+    );
   }
   if (
     options.pool !== undefined &&

@@ -34,6 +34,7 @@ import { SqlitePartitionStore } from "./sqlite-partition-store.js";
 import { SqliteRecurringStore } from "./sqlite-recurring-store.js";
 import { subscribeCommits, WalWatcher } from "./wal-watcher.js";
 import { nameProblem } from "../../core/stored-name.js";
+import { databaseUrlScheme, sqliteFileOfUrl } from "../database-url.js";
 
 export type { SqliteTransaction } from "../transaction-handle.js";
 
@@ -54,7 +55,11 @@ export interface SqliteDatabase {
 
 /** Options of {@link sqlite}. Give either `file` or `database`. */
 export interface SqliteBackendOptions {
-  /** Path of the database file; created when missing. */
+  /**
+   * Path of the database file; created when missing. A path, not a URL:
+   * `"sqlite:later.db"` is refused (`InvalidConfigError`), since it would
+   * otherwise create a file of that name; `backendFromUrl` takes URLs.
+   */
   file?: string;
   /**
    * An application-owned better-sqlite3 `Database` (e.g. the one the
@@ -113,6 +118,17 @@ export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
     }
     if (options.file !== undefined && (typeof options.file !== "string" || options.file === "")) {
       throw new InvalidConfigError("sqlite(): `file` must be a non-empty path");
+    }
+    const scheme = options.file === undefined ? null : databaseUrlScheme(options.file);
+    if (scheme === "sqlite") {
+      throw new InvalidConfigError(
+        `sqlite(): \`file\` is a path, not a URL: use backendFromUrl(${JSON.stringify(options.file)}) (from "@later/runtime"), or sqlite({ file: ${JSON.stringify(sqliteFileOfUrl(options.file!))} })`,
+      );
+    }
+    if (scheme === "postgres" || scheme === "postgresql") {
+      throw new InvalidConfigError(
+        'sqlite(): `file` is a PostgreSQL URL: use postgres({ connectionString }) from "@later/runtime/postgres", or backendFromUrl(url) from "@later/runtime"',
+      );
     }
     const database = options.database as Partial<SqliteDatabase> | undefined;
     if (
