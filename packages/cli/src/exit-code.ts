@@ -4,7 +4,7 @@
  * | code | meaning |
  * | --- | --- |
  * | 0 | success (including `--help`, `--version`, a current `gen --check`) |
- * | 1 | the command ran and failed: database error, job or file not found, schema behind/ahead, schema error or stale generated file, any unexpected error |
+ * | 1 | the command ran and failed: database error, job or file not found, schema behind/ahead (`migrate status --check` included), schema error or stale generated file, any unexpected error |
  * | 2 | usage error: unknown command or option, missing or malformed argument; nothing was run |
  */
 export const ExitCode = {
@@ -16,6 +16,7 @@ export const ExitCode = {
 /** The exit-code table as printed at the end of `--help`. */
 export const EXIT_CODES_HELP = `Examples:
   later migrate status --database sqlite:later.db
+  later migrate status --check --database sqlite:later.db   (exit 1 when migrations are pending)
   later migrate up --database sqlite:later.db
   later jobs list --database sqlite:later.db --stage failed
   later jobs show 01jh2k3m4n5p6q7r8s9t0v1w2x --database sqlite:later.db

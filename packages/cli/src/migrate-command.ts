@@ -3,6 +3,7 @@ import { SchemaVersionError } from "@later/runtime";
 import { displayDatabaseUrl, type Backend, type DatabaseUrl, type MigrationStatusResult } from "@later/runtime/internal";
 import type { CommandContext } from "./command-context.js";
 import { databaseOption, schemaOption } from "./database-option.js";
+import { ExitCode } from "./exit-code.js";
 import { formatTime } from "./format-time.js";
 import { withDatabase } from "./with-database.js";
 
@@ -19,8 +20,10 @@ interface MigrateOptions {
  *
  * - `status` prints the current and latest version and every pending
  *   migration (exit 0 whether or not the schema is behind; 1 when the
- *   database cannot be read). It never creates a database: a missing
- *   SQLite file is an error.
+ *   database cannot be read). With `--check` it exits 1 when the schema is
+ *   not the latest (pending migrations, listed on stderr too, or a database
+ *   ahead of this release), so CI can gate a deploy on it. It never creates
+ *   a database: a missing SQLite file is an error.
  * - `up` applies the pending migrations, creating a missing SQLite file,
  *   and prints what it applied (`nothing to apply` when current). A
  *   database ahead of this release is refused (exit 1).
@@ -35,11 +38,21 @@ export function migrateCommand(context: CommandContext): Command {
     .addOption(databaseOption())
     .addOption(schemaOption())
     .option("--json", "print the status as JSON")
-    .action((options: MigrateOptions) =>
+    .option("--check", "exit 1 when the schema is not the latest (migrations pending, or ahead of this release): for CI and deploy scripts")
+    .action((options: MigrateOptions & { check?: boolean }) =>
       withDatabase({ database: options.database, schema: options.schema, create: false, requireCurrentSchema: false }, async (backend) => {
         const status = await backend.migrations.status();
         if (options.json) context.io.out(JSON.stringify(status, null, 2));
         else printStatus(context, options.database, backend, status);
+        if (options.check && (status.pending.length > 0 || status.current > status.latest)) {
+          const n = status.pending.length;
+          context.io.err(
+            status.current > status.latest
+              ? `later: the database is at schema version ${status.current}, ahead of this release (${status.latest}): upgrade later`
+              : `later: ${n} pending migration${n === 1 ? "" : "s"} (${status.pending.map((m) => `${m.version} ${m.name}`).join(", ")}): run \`${backend.migrateHint}\``,
+          );
+          context.exitCode = ExitCode.failed;
+        }
       }),
     );
   migrate
