@@ -1,14 +1,8 @@
 import type { JobRecord } from "@later/runtime/internal";
+import { formatTable, type TableColumn } from "./format-table.js";
 import { formatTime } from "./format-time.js";
 
-interface Column {
-  title: string;
-  value(job: JobRecord): string;
-  /** Numbers line up on the right. */
-  right?: boolean;
-}
-
-const COLUMNS: readonly Column[] = [
+const COLUMNS: readonly TableColumn<JobRecord>[] = [
   { title: "ID", value: (j) => j.id },
   { title: "TYPE", value: (j) => j.jobType },
   { title: "STAGE", value: (j) => j.stage },
@@ -18,9 +12,8 @@ const COLUMNS: readonly Column[] = [
 ];
 
 /**
- * The `later jobs list` table: a header and one line per job, in the order
- * given, columns padded to their widest cell (two spaces between columns,
- * no trailing spaces). Times are UTC to the second; `ATTEMPT` counts claims
+ * The `later jobs list` table (see {@link formatTable}): a header and one
+ * line per job, in the order given. Times are UTC to the second; `ATTEMPT` counts claims
  * (0 before the first run).
  *
  * ```text
@@ -29,18 +22,5 @@ const COLUMNS: readonly Column[] = [
  * ```
  */
 export function formatJobTable(jobs: readonly JobRecord[]): string[] {
-  const cells = jobs.map((job) => COLUMNS.map((c) => oneLine(c.value(job))));
-  const widths = COLUMNS.map((c, i) => Math.max(c.title.length, ...cells.map((row) => row[i]!.length)));
-  const line = (row: readonly string[]) =>
-    row
-      .map((cell, i) => (COLUMNS[i]!.right ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!)))
-      .join("  ")
-      .trimEnd();
-  return [line(COLUMNS.map((c) => c.title)), ...cells.map(line)];
-}
-
-/** Control characters (a newline in a job type) would break the table's lines. */
-function oneLine(text: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
-  return text.replace(/[\u0000-\u001f\u007f]/g, " ");
+  return formatTable(COLUMNS, jobs);
 }

@@ -2,6 +2,7 @@ import { Command } from "commander";
 import type { DatabaseUrl, RecurringSchedule } from "@later/runtime/internal";
 import type { CommandContext } from "./command-context.js";
 import { databaseOption, namespaceOption, schemaOption } from "./database-option.js";
+import { formatTable, type TableColumn } from "./format-table.js";
 import { formatTime } from "./format-time.js";
 import { withDatabase } from "./with-database.js";
 
@@ -51,14 +52,14 @@ export function recurringCommand(context: CommandContext): Command {
             context.io.out(`no recurring schedules in namespace "${backend.namespace}"`);
             return;
           }
-          for (const line of formatScheduleTable(schedules)) context.io.out(line);
+          for (const line of formatTable(COLUMNS, schedules)) context.io.out(line);
         },
       ),
     );
   return recurring;
 }
 
-const COLUMNS: readonly { title: string; value(s: RecurringSchedule): string }[] = [
+const COLUMNS: readonly TableColumn<RecurringSchedule>[] = [
   { title: "ID", value: (s) => s.id },
   { title: "TYPE", value: (s) => s.jobType },
   { title: "CRON", value: (s) => s.cron },
@@ -67,20 +68,6 @@ const COLUMNS: readonly { title: string; value(s: RecurringSchedule): string }[]
   { title: "NEXT RUN", value: (s) => formatTime(s.nextRunAt) },
   { title: "LAST JOB", value: (s) => s.lastJobId ?? "-" },
 ];
-
-/** A header and one line per schedule, columns padded to their widest cell, two spaces apart, no trailing spaces. */
-export function formatScheduleTable(schedules: readonly RecurringSchedule[]): string[] {
-  // Control characters (a newline in an id) would break the table's lines.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
-  const cells = schedules.map((s) => COLUMNS.map((c) => c.value(s).replace(/[\u0000-\u001f\u007f]/g, " ")));
-  const widths = COLUMNS.map((c, i) => Math.max(c.title.length, ...cells.map((row) => row[i]!.length)));
-  const line = (row: readonly string[]) =>
-    row
-      .map((cell, i) => cell.padEnd(widths[i]!))
-      .join("  ")
-      .trimEnd();
-  return [line(COLUMNS.map((c) => c.title)), ...cells.map(line)];
-}
 
 /** A schedule as `--json` prints it: the stored record with `payload` decoded (left as the stored string when it is not JSON). */
 function toScheduleJson(s: RecurringSchedule): Omit<RecurringSchedule, "payload"> & { payload: unknown } {
