@@ -3,8 +3,12 @@ import { formatDuration, formatTime } from "./format-time.js";
 
 /**
  * The `later jobs show` text: every field of the job, one `label  value`
- * line each, then the payload (pretty JSON), the last error and the stage
- * history, each change with its time (UTC, to the ms) and the time since the one before.
+ * line each (a partitioned job's topic, partition and sequence included),
+ * then the last error, the payload (pretty JSON) and the stage history,
+ * each change with its time (UTC, to the ms) and the time since the one
+ * before. The error of a job that succeeded on a retry is labelled
+ * `earlier error (attempt N, before the job succeeded)`: it is kept, and
+ * is not why the job is where it is.
  *
  * ```text
  * id           01jh2k3m4n5p6q7r8s9t0v1w2x
@@ -26,14 +30,24 @@ export function formatJobDetail(job: JobRecord): string[] {
     ["attempt", String(job.attempt)],
     ["run at", formatTime(job.runAt)],
     ["parent", job.parentId ?? "-"],
+    ["topic", job.topic ?? "- (not partitioned)"],
+    ["partition", job.partition === null ? "-" : String(job.partition)],
+    ["sequence", job.seq === null ? "-" : String(job.seq)],
     ["lease", lease],
     ["created", formatTime(job.createdAt)],
     ["updated", formatTime(job.updatedAt)],
     ["expires", job.expiresAt === null ? "- (not terminal yet)" : formatTime(job.expiresAt)],
   ];
-  const width = Math.max(...fields.map(([label]) => label.length), "last error".length) + 2;
+  const width = Math.max(...fields.map(([label]) => label.length), "earlier error".length) + 2;
   const lines = fields.map(([label, value]) => `${label.padEnd(width)}${value}`);
-  lines.push(...block("last error", job.lastError ?? "-", width));
+  if (job.stage === "success" && job.lastError !== null) {
+    // The error is kept when a retry succeeds: shown as "last error" it reads as if the job had failed.
+    const attempt = failedAttempt(job);
+    const when = attempt === null ? "before the job succeeded" : `attempt ${attempt}, before the job succeeded`;
+    lines.push(...block("earlier error", `(${when}) ${job.lastError}`, width));
+  } else {
+    lines.push(...block("last error", job.lastError ?? "-", width));
+  }
   lines.push(...block("payload", prettyPayload(job.payload), width));
   lines.push("stage history");
   const stageWidth = Math.max(...job.stages.map((s) => s.stage.length));
@@ -43,6 +57,21 @@ export function formatJobDetail(job: JobRecord): string[] {
     lines.push(`  ${new Date(change.at).toISOString()}  ${change.stage.padEnd(stageWidth)}${since}`.trimEnd());
   });
   return lines;
+}
+
+/**
+ * The attempt the kept error came from: the number of runs up to the last
+ * retry (`requeued`) in the stage history, or null when the history has no
+ * retry (the error came some other way).
+ */
+function failedAttempt(job: JobRecord): number | null {
+  let runs = 0;
+  let attempt: number | null = null;
+  for (const change of job.stages) {
+    if (change.stage === "running") runs++;
+    else if (change.stage === "requeued" && runs > 0) attempt = runs;
+  }
+  return attempt;
 }
 
 /** A labelled value over several lines: the first beside the label, the rest indented under it. */

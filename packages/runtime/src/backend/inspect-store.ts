@@ -27,6 +27,15 @@ export interface InspectStore {
   partitionDepth(): Promise<PartitionDepthResult>;
   /** Unfinished jobs per registered topic, read from the counters. */
   topicDepth(): Promise<TopicDepthResult>;
+  /**
+   * Every partition of the namespace's topics (or of one topic), by topic
+   * and partition: its head, depth and lease, for `later partitions list`.
+   * One statement per dialect: the partition rows, the depth from the
+   * partition counters (SQLite: one row each; PostgreSQL: a sum over
+   * shards) and the head from one probe each of the partition-head index,
+   * so its cost is the number of partitions, never the jobs.
+   */
+  partitionList(params: PartitionListParams): Promise<PartitionListResult>;
 }
 
 /** A job as stored. */
@@ -90,4 +99,28 @@ export interface PartitionDepthResult {
 export interface TopicDepthResult {
   /** Every topic of the namespace, by name: its partition count and unfinished jobs over all its partitions. */
   topics: { topic: string; partitions: number; unfinished: number }[];
+}
+
+export interface PartitionListParams {
+  /** Only this topic's partitions. Default: every topic of the namespace. */
+  topic?: string | undefined;
+}
+
+/** What {@link InspectStore.partitionList} returns. */
+export interface PartitionListResult {
+  partitions: PartitionListEntry[];
+}
+
+/** One partition as `later partitions list` shows it. */
+export interface PartitionListEntry {
+  topic: string;
+  partition: number;
+  /** The partition's head: its unfinished job with the lowest sequence, which every later one waits for; null when the partition is empty. */
+  headJobId: JobId | null;
+  /** Unfinished jobs (not `success` or `failed`), the head included, read from the counters. */
+  depth: number;
+  /** The server (member id) whose claim of the head holds the partition lease, or null when no claim holds it. Kept after the lease expires, until the next claim. */
+  leaseOwner: string | null;
+  /** When that lease expires unless renewed (ms since the epoch); null when there is none. */
+  leaseExpiresAt: number | null;
 }

@@ -41,4 +41,8 @@ export class PostgresInspectStore implements B.InspectStore {
   topicDepth(): Promise<B.TopicDepthResult> {
     return this.counters.topicDepth();
   }
+
+  partitionList(params: B.PartitionListParams): Promise<B.PartitionListResult> {
+    return this.counters.partitionList(params);
+  }
 }

@@ -6,12 +6,28 @@
  * shards; see `sqlite-stage-counters.ts`): primary-key reads, never of the
  * jobs.
  */
-import { JOB_STAGES, type JobStage } from "../../core/job-stage.js";
+import { JOB_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
 import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import type { SqliteHost } from "./sqlite-connection.js";
-import { partitionDepthFromRows, topicDepthFromRows } from "../shared/depth-rows.js";
+import { partitionDepthFromRows, partitionListFromRows, topicDepthFromRows } from "../shared/depth-rows.js";
+import { stageList } from "../shared/stage-list.js";
+
+/**
+ * The partitions of the namespace, of one topic when the topic (bound
+ * twice) is not null: each row's depth is its counter row, and its head one
+ * probe of `later_jobs_partition_head` (whose predicate the subquery
+ * repeats). The `? IS NULL OR` keeps one statement; the primary key's namespace prefix
+ * bounds the scan to the namespace's partitions either way.
+ */
+const PARTITION_LIST = `SELECT p.topic, p.partition_no, p.lease_owner, p.lease_expires_at, coalesce(c.n, 0) AS unfinished,
+    (SELECT j.id FROM later_jobs j
+      WHERE j.namespace = p.namespace AND j.topic = p.topic AND j.partition_no = p.partition_no AND j.stage NOT IN ${stageList(TERMINAL_STAGES)}
+      ORDER BY j.seq LIMIT 1) AS head_id
+  FROM later_partitions p
+  LEFT JOIN later_partition_counts c ON c.namespace = p.namespace AND c.topic = p.topic AND c.partition_no = p.partition_no
+  WHERE p.namespace = ? AND (? IS NULL OR p.topic = ?) ORDER BY p.topic, p.partition_no`;
 
 export class SqliteInspectStore implements B.InspectStore {
   constructor(private readonly host: SqliteHost) {}
@@ -56,6 +72,10 @@ export class SqliteInspectStore implements B.InspectStore {
       this.host.namespace,
     );
     return topicDepthFromRows(rows);
+  }
+
+  async partitionList(params: B.PartitionListParams): Promise<B.PartitionListResult> {
+    return partitionListFromRows(this.host.conn().all(PARTITION_LIST, this.host.namespace, params.topic ?? null, params.topic ?? null));
   }
 
   private readonly read: RunStatement = (s) => this.host.conn().read(s);
