@@ -4,6 +4,7 @@ import type { JobStage } from "../core/job-stage.js";
 import { newJobId, type JobId } from "../core/job-id.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
 import { partitionForKey, type PartitionKey } from "../core/partition/partition-for-key.js";
+import { transactionRefusal } from "../backend/transaction-refusal.js";
 import { InvalidArgumentError, ParentNotFoundError, ServerStoppedError, UnknownTopicError } from "../errors.js";
 import { RECURRING_SEQUENTIAL_TOPIC } from "../core/partition/topic.js";
 import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/recurring-scheduler.js";
@@ -18,6 +19,9 @@ export interface EnqueueOptions {
   /** Run only after this job succeeds. */
   parentId?: JobId;
 }
+
+/** What every backend's `enqueueIn` takes, for the message when none is given. */
+const TRANSACTION_WANTED = "a transaction of the application's own (db.transaction().execute(trx => ...)), the jobs committing with it";
 
 /** Where a partitioned job goes: its topic, and the key that picks the partition (or the partition itself). */
 export type PartitionTarget = { topic: string; key: PartitionKey } | { topic: string; partition: number };
@@ -105,7 +109,7 @@ export class JobPublisher<Trx = TransactionHandle> {
    * backend's type is known, and `InvalidArgumentError` at run time.
    */
   async enqueueIn(transaction: Trx, jobType: string, payload: unknown, options: EnqueueOptions = {}): Promise<JobId> {
-    if (transaction === undefined || transaction === null) throw new InvalidArgumentError("enqueueIn: a transaction is required");
+    if (transaction === undefined || transaction === null) throw transactionRefusal("enqueueIn", TRANSACTION_WANTED, transaction);
     const [id] = await this.insert(jobType, [payload], options, transaction);
     return id!;
   }
@@ -124,7 +128,7 @@ export class JobPublisher<Trx = TransactionHandle> {
 
   /** {@link enqueueToPartition} inside a caller-owned transaction (the sequence is taken in it too). */
   async enqueueToPartitionIn(transaction: Trx, jobType: string, payload: unknown, target: PartitionTarget, options: EnqueueOptions = {}): Promise<JobId> {
-    if (transaction === undefined || transaction === null) throw new InvalidArgumentError("enqueueToPartitionIn: a transaction is required");
+    if (transaction === undefined || transaction === null) throw transactionRefusal("enqueueToPartitionIn", TRANSACTION_WANTED, transaction);
     const [id] = await this.insert(jobType, [payload], options, transaction, this.resolvePartition(target));
     return id!;
   }

@@ -6,7 +6,7 @@
  */
 import { CompiledQuery } from "kysely";
 import type pg from "pg";
-import { InvalidArgumentError } from "../../errors.js";
+import { transactionRefusal } from "../transaction-refusal.js";
 import type { PostgresTransaction } from "../backend.js";
 import type { Statement } from "./postgres-job-queries.js";
 import type { Row } from "../shared/job-rows.js";
@@ -19,21 +19,23 @@ export function clientExecutor(client: pg.ClientBase, prepared: boolean): Execut
 }
 
 /**
- * `enqueueIn`: anything with `executeQuery` (a Kysely transaction) or a `pg`
- * client; a pool is refused, since its statements would not share the
- * caller's transaction. Checked at run time too (JavaScript callers, casts).
+ * `enqueueIn`: a Kysely transaction or a `pg` client; a pool or a Kysely
+ * instance is refused, since its statements would not share the caller's
+ * transaction. Checked at run time too (JavaScript callers, casts).
  * Unnamed statements: the caller's connection is not ours to prepare on.
  */
 export function callerExecutor(transaction: PostgresTransaction): Execute {
   const t = transaction as { executeQuery?: unknown; query?: unknown; totalCount?: unknown } | null;
-  if (typeof t === "object" && t !== null && typeof t.executeQuery === "function") {
+  if (typeof t === "object" && t !== null && typeof t.executeQuery === "function" && (t as { isTransaction?: unknown }).isTransaction !== false) {
     const trx = t as { executeQuery(q: CompiledQuery): Promise<{ rows: unknown[] }> };
     return async (s, values) => (await trx.executeQuery(CompiledQuery.raw(s.text, values))).rows as Row[];
   }
   if (typeof t === "object" && t !== null && typeof t.query === "function" && typeof t.totalCount !== "number") {
     return clientExecutor(t as pg.ClientBase, false);
   }
-  throw new InvalidArgumentError(
-    "enqueueIn: the PostgreSQL backend takes a Kysely transaction (db.transaction().execute(trx => ...)) or the pg client you ran BEGIN on (pool.connect()), not a pool",
+  throw transactionRefusal(
+    "enqueueIn",
+    "the PostgreSQL backend takes a Kysely transaction (db.transaction().execute(trx => ...)) or the pg client you ran BEGIN on (pool.connect())",
+    transaction,
   );
 }

@@ -9,13 +9,14 @@
  */
 import { CompiledQuery, sql } from "kysely";
 import type { JobStage } from "../../core/job-stage.js";
-import { InvalidArgumentError, UnknownTopicError } from "../../errors.js";
+import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import type { LaterJobsTable } from "../schema.js";
 import { insertStage } from "../shared/insert-stage.js";
 import type { Row } from "../shared/job-rows.js";
 import { type RunStatement, SharedStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { isKyselyExecutor } from "./kysely-executor.js";
+import { transactionRefusal } from "../transaction-refusal.js";
 import { StageDeltas } from "./sqlite-stage-counters.js";
 
 interface InNamespace {
@@ -68,14 +69,18 @@ const INSERT = new SharedStatement<LaterJobsTable, void>({
   read: () => undefined,
 });
 
-/** Checks `transaction` at run time too (JavaScript callers, casts): anything but a Kysely executor throws `InvalidArgumentError`. */
+/** Checks `transaction` at run time too (JavaScript callers, casts): anything but a Kysely transaction (a Kysely instance included) throws `InvalidArgumentError` saying what it got. */
 export async function insertIntoCallerTransaction(
   transaction: B.SqliteTransaction,
   namespace: string,
   params: B.JobInsertManyParams<B.SqliteTransaction>,
 ): Promise<B.JobInsertManyResult> {
-  if (!isKyselyExecutor(transaction)) {
-    throw new InvalidArgumentError("enqueueIn: the SQLite backend takes a Kysely transaction (db.transaction().execute(trx => ...)) on the same database file");
+  if (!isKyselyExecutor(transaction) || (transaction as { isTransaction?: unknown }).isTransaction === false) {
+    throw transactionRefusal(
+      "enqueueIn",
+      "the SQLite backend takes a Kysely transaction (db.transaction().execute(trx => ...)) on the same database file",
+      transaction,
+    );
   }
   const run: RunStatement = async (s) => (await transaction.executeQuery(CompiledQuery.raw(s.text, s.values))).rows as Row[];
   const stages: JobStage[] = [];
