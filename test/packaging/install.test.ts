@@ -131,9 +131,10 @@ describe("the packed packages installed with npm into an empty app", () => {
       app.write({
         "jobs.schema.ts": SCHEMA,
         "entries.ts": ENTRIES,
+        // One setting for the app and the CLI: backendFromUrl() reads LATER_DATABASE_URL, as `later` does.
         "main.ts": main(
-          `import { postgres } from "@later/runtime/postgres";`,
-          `postgres({ connectionString: process.env.DATABASE_URL!, schema: process.env.LATER_SCHEMA! })`,
+          `import { backendFromUrl } from "@later/runtime";`,
+          `await backendFromUrl(undefined, { postgres: { schema: process.env.LATER_SCHEMA! } })`,
           false,
         ),
       });
@@ -141,11 +142,11 @@ describe("the packed packages installed with npm into an empty app", () => {
       expect(app.has("better-sqlite3")).toBe(false);
       expect(app.copiesOf("kysely")).toHaveLength(1);
 
-      const migrate = await app.npx("later", ["migrate", "up", "--database", db.url, "--schema", db.schema]);
+      const migrate = await app.npx("later", ["migrate", "up", "--schema", db.schema], { LATER_DATABASE_URL: db.url });
       expect(migrate.stderr).toBe("");
       expect(migrate.code).toBe(0);
 
-      expect(await genCheckRun(app, { DATABASE_URL: db.url, LATER_SCHEMA: db.schema })).toContain(JOB_LINE);
+      expect(await genCheckRun(app, { LATER_DATABASE_URL: db.url, LATER_SCHEMA: db.schema })).toContain(JOB_LINE);
 
       // better-sqlite3 is not installed: asking for SQLite names the package to add, in one line.
       const missing = await app.npx("later", ["migrate", "up", "--database", "sqlite:app.db"]);
