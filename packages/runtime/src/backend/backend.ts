@@ -24,7 +24,8 @@
  *   - `recurring` ({@link RecurringStore}): cron schedules and their
  *     occurrences;
  *   - `inspect` ({@link InspectStore}): reads for people (CLI, dashboard):
- *     one job, a page of jobs, the stage counters and partition depths;
+ *     one job, a page of jobs, the stage counters, partition depths and
+ *     the partition list (head, depth, lease);
  *   - `maintenance` ({@link MaintenanceStore}): turns at periodic tasks,
  *     vacuum;
  *   - `migrations` ({@link MigrationStore}): status and up;

@@ -51,7 +51,7 @@ import { JOB_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage
 import type { Execute } from "./postgres-executors.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
 import { stageList } from "../shared/stage-list.js";
-import { partitionDepthFromRows, partitionListFromRows, topicDepthFromRows } from "../shared/depth-rows.js";
+import { partitionDepthFromRows, topicDepthFromRows } from "../shared/depth-rows.js";
 
 /** Rows per counter. Sessions share shards by their backend pid. */
 export const COUNTER_SHARDS = 16;
@@ -106,7 +106,6 @@ export class PostgresStageCounters {
   private readonly byStage: Statement;
   private readonly byPartition: Statement;
   private readonly byTopic: Statement;
-  private readonly partitionRows: Statement;
   private readonly byNamespace: Statement;
 
   constructor(
@@ -125,13 +124,6 @@ FROM ${schema}.later_partitions p WHERE p.namespace = $1 ORDER BY p.topic, p.par
     this.byTopic = statement(`SELECT t.topic, t.partitions,
   (SELECT coalesce(sum(c.n), 0) FROM ${counts} c WHERE c.namespace = t.namespace AND c.topic = t.topic)::bigint AS unfinished
 FROM ${schema}.later_topics t WHERE t.namespace = $1 ORDER BY t.topic`);
-    // The head: one probe of later_jobs_partition_head (the subquery repeats its predicate).
-    this.partitionRows = statement(`SELECT p.topic, p.partition_no, p.lease_owner, p.lease_expires_at,
-  (SELECT coalesce(sum(c.n), 0) FROM ${counts} c WHERE c.namespace = p.namespace AND c.topic = p.topic AND c.partition_no = p.partition_no)::bigint AS unfinished,
-  (SELECT j.id FROM ${schema}.later_jobs j
-    WHERE j.namespace = p.namespace AND j.topic = p.topic AND j.partition_no = p.partition_no AND j.stage NOT IN ${TERMINAL}
-    ORDER BY j.seq LIMIT 1) AS head_id
-FROM ${schema}.later_partitions p WHERE p.namespace = $1 AND ($2::text IS NULL OR p.topic = $2) ORDER BY p.topic, p.partition_no`);
   }
 
   /** Jobs per stage of the namespace; every stage is present (0 when none). */
@@ -152,11 +144,6 @@ FROM ${schema}.later_partitions p WHERE p.namespace = $1 AND ($2::text IS NULL O
   async partitionDepth(): Promise<B.PartitionDepthResult> {
     const rows = await this.execute(this.byPartition, [this.namespace]);
     return partitionDepthFromRows(rows);
-  }
-
-  /** The partitions of the namespace (of one topic, when given): head, depth and lease each. */
-  async partitionList(params: B.PartitionListParams): Promise<B.PartitionListResult> {
-    return partitionListFromRows(await this.execute(this.partitionRows, [this.namespace, params.topic ?? null]));
   }
 
   /** Unfinished jobs per topic of the namespace. */
