@@ -65,8 +65,12 @@ export interface JobInsert {
   runAt: number;
   /** Continuation: the job waits for this parent to succeed. */
   parentId?: JobId | undefined;
-  /** JSON of the retry policy in force at enqueue. */
-  retryPolicy: string;
+  /**
+   * JSON of the retry policy given explicitly at enqueue (an `EnqueueOptions.retryPolicy`,
+   * or a publisher's `defaultRetryPolicy` given in its options); null when none was, so
+   * the job follows the policy of the server that runs it (see `retryDecision`).
+   */
+  retryPolicy: string | null;
   /**
    * Partitioned job: its topic and partition. The backend gives it the
    * partition's next sequence in the same write; a topic or partition the
@@ -117,8 +121,8 @@ export interface ClaimedJob {
   payload: string;
   /** This claim's attempt number (1 for the first run); fences every later write. */
   attempt: number;
-  /** JSON of the retry policy stored with the job (read when the attempt fails). */
-  retryPolicy: string;
+  /** JSON of the explicit retry policy stored with the job (read when the attempt fails); null: none given. */
+  retryPolicy: string | null;
 }
 
 /** Identifies one claim of one job. */
@@ -179,7 +183,7 @@ export interface JobListStuckParams {
 /** A running job whose lease expired: its worker is gone. */
 export interface StuckJob extends ClaimKey {
   jobType: string;
-  retryPolicy: string;
+  retryPolicy: string | null;
 }
 
 export interface JobCountReadyParams {

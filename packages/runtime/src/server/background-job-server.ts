@@ -77,7 +77,8 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     this.publisher = new JobPublisher<Trx>({
       backend,
       clock: options.clock,
-      defaultRetryPolicy: options.defaultRetryPolicy,
+      // Not the server's default: a job enqueued without an explicit policy follows whichever server runs it.
+      defaultRetryPolicy: null,
       encoders,
       retentionMs: options.retentionMs,
       topics: new Map(options.topics.map((t) => [t.name, t.partitions])),
@@ -107,7 +108,6 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       backend,
       clock: options.clock,
       intervalMs: options.recurringPollIntervalMs,
-      retryPolicy: JSON.stringify(options.defaultRetryPolicy),
       onCommitted,
       onError: (where, error) => options.onEvent(errorEvent(where, error)),
     });

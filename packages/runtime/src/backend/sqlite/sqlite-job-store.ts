@@ -16,7 +16,7 @@ import { CLAIMABLE_STAGES, type JobStage } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { insertStage } from "../shared/insert-stage.js";
-import { renewedClaims, type Row } from "../shared/job-rows.js";
+import { renewedClaims, storedPolicy, type Row } from "../shared/job-rows.js";
 import { READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { stageList } from "../shared/stage-list.js";
@@ -167,7 +167,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       jobType: String(r.job_type),
       payload: String(r.payload),
       attempt: Number(r.attempt),
-      retryPolicy: String(r.retry_policy),
+      retryPolicy: storedPolicy(r.retry_policy),
     }));
     if (jobs.length === params.limit) return { jobs };
     const next = this.conn().get(
