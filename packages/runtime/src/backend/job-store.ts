@@ -39,8 +39,17 @@ export interface JobStore<Trx = unknown> {
    * the chain, with the reason.
    */
   finishMany(params: JobFinishManyParams): Promise<JobFinishManyResult>;
-  /** Returns claimed-but-unstarted jobs to their stage before the claim, undoing the attempt. */
-  releaseMany(params: JobReleaseManyParams): Promise<void>;
+  /**
+   * Puts claims back at shutdown, in one write: claimed jobs no worker
+   * started, and jobs whose handler was still running at the shutdown
+   * deadline. Each goes back to its stage before the claim (`enqueued`, or
+   * `requeued` after an earlier attempt), ready now, its lease cleared and
+   * the attempt undone (not counted as a failure). Fenced by the claim
+   * (`stage = 'running' AND attempt`), so a job already rescued and taken by
+   * another server is untouched. SQLite: one `BEGIN IMMEDIATE`, one update
+   * per claim; PostgreSQL: one statement over `unnest` of the claims.
+   */
+  releaseMany(params: JobReleaseManyParams): Promise<JobReleaseManyResult>;
   /** Extends the leases of the given claims in one write. */
   leaseRenew(params: LeaseRenewParams): Promise<LeaseRenewResult>;
   /** Running jobs whose lease expired before the given time. */
@@ -158,9 +167,14 @@ export interface JobFinishManyResult {
 }
 
 export interface JobReleaseManyParams {
-  /** Claimed jobs that never started: they go back to their earlier stage at once. */
+  /** Claims to put back (never started, or abandoned at the shutdown deadline). */
   claims: readonly ClaimKey[];
   now: number;
+}
+
+export interface JobReleaseManyResult {
+  /** The claims that were put back; the others were no longer held (rescued, finished or taken elsewhere). */
+  released: ClaimKey[];
 }
 
 export interface LeaseRenewParams {

@@ -70,6 +70,13 @@ export type ServerEvent =
    */
   | { type: "job-skipped"; jobId: string; jobType: string; attempt: number; reason: string }
   /**
+   * A handler still running at the shutdown deadline: its signal was aborted
+   * and its job put back at once (a partition head with its partition freed),
+   * ready for any server now; attempt `attempt` is undone, not counted as a
+   * failure. Whatever the handler does afterwards is not written.
+   */
+  | { type: "job-released"; jobId: string; jobType: string; attempt: number; reason: string }
+  /**
    * A maintenance task changed something: `rescue-stuck` (jobs retried or
    * failed after their worker was lost), `rescue-head` (a crashed partition
    * head's lost attempt recorded), `sweep-expired` (rows deleted), `vacuum`.

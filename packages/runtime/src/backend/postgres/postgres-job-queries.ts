@@ -93,7 +93,7 @@ export class PostgresJobQueries {
   readonly finishSuccess: Statement;
   /** Fails the waiting children of failed parents: `$1` parent ids, `$2` reasons, `$3` now, `$4` expires_at, `$5` namespace. */
   readonly failChildren: Statement;
-  /** Puts claimed-but-unstarted jobs back: `$1` ids, `$2` attempts, `$3` now, `$4` namespace, `$5`/`$6` channel and payload. */
+  /** Puts claims back (attempt undone), returning `id, claim_attempt` of each put back: `$1` ids, `$2` attempts, `$3` now, `$4` namespace, `$5`/`$6` channel and payload. */
   readonly release: Statement;
   /** `$1` lease expiry, `$2` namespace, `$3` owner, `$4` ids. */
   readonly renew: Statement;
@@ -201,9 +201,11 @@ SELECT id, last_error FROM failed`);
     stages = ${appendStage("j.stages", back, "$3::bigint")}
   FROM unnest($1::text[], $2::int[]) AS c(id, attempt)
   WHERE j.id = c.id AND j.attempt = c.attempt AND j.namespace = $4 AND j.stage = 'running'
-  RETURNING j.stage, j.topic, j.partition_no
-)${counted("$4", moves("rel", "'running'", "stage"))}
-SELECT count(*)::int AS released, (SELECT count(*) FROM (SELECT pg_notify($5, $6) FROM rel LIMIT 1) n)::int AS notified FROM rel`);
+  RETURNING j.id, j.attempt + 1 AS claim_attempt, j.stage, j.topic, j.partition_no
+)${counted("$4", moves("rel", "'running'", "stage"))}, notified AS (
+  SELECT pg_notify($5, $6) FROM rel LIMIT 1
+)
+SELECT id, claim_attempt, (SELECT count(*) FROM notified)::int AS notified FROM rel`);
     this.renew = statement(`UPDATE ${jobs} SET lease_expires_at = $1
 WHERE namespace = $2 AND ${RUNNING_BY_KEY.replace("j.", "")} AND lease_owner = $3 AND id = ANY($4::text[])
 RETURNING id, attempt`);

@@ -236,12 +236,13 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   }
 
   /** Puts claimed-but-unstarted jobs back, in id order. */
-  async releaseMany(params: B.JobReleaseManyParams): Promise<void> {
-    if (params.claims.length === 0) return;
+  async releaseMany(params: B.JobReleaseManyParams): Promise<B.JobReleaseManyResult> {
+    if (params.claims.length === 0) return { released: [] };
     const claims = [...params.claims].sort((a, b) => (a.id < b.id ? -1 : 1));
-    await retryConflicts(() =>
+    const rows = await retryConflicts(() =>
       this.host.execute(this.q.release, [claims.map((c) => c.id), claims.map((c) => c.attempt), params.now, this.ns, ...this.host.notifyArgs]),
     );
+    return { released: rows.map((r) => ({ id: String(r.id), attempt: Number(r.claim_attempt) })) };
   }
 
   /** Renews every lease the owner holds among `claims` in one statement. */

@@ -299,26 +299,33 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     this.counters.write(deltas);
   }
 
-  /** Puts claims that never started back to their earlier stage (attempt undone). */
-  async releaseMany(params: B.JobReleaseManyParams): Promise<void> {
-    this.conn().immediate(() => {
-      const deltas = new StageDeltas();
-      for (const c of params.claims) {
-        const row = this.conn().get(
-          `UPDATE later_jobs SET stage = CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, attempt = attempt - 1,
-             lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
-             stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, CAST(? AS INTEGER)))
-           WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? RETURNING stage, topic, partition_no`,
-          params.now,
-          params.now,
-          c.id,
-          this.namespace,
-          c.attempt,
-        );
-        if (row) deltas.move("running", row.stage, row.topic, row.partition_no);
-      }
-      this.counters.write(deltas);
-    });
+  /** Puts claims back to their earlier stage (attempt undone), in one `immediate` transaction. */
+  async releaseMany(params: B.JobReleaseManyParams): Promise<B.JobReleaseManyResult> {
+    return this.conn().immediate(() => ({ released: this.releaseRows(params.claims, params.now) }));
+  }
+
+  /** {@link releaseMany} inside the caller's `immediate` transaction (the partition store's `headRelease` too); returns the claims put back. */
+  releaseRows(claims: readonly B.ClaimKey[], now: number): B.ClaimKey[] {
+    const released: B.ClaimKey[] = [];
+    const deltas = new StageDeltas();
+    for (const c of claims) {
+      const row = this.conn().get(
+        `UPDATE later_jobs SET stage = CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, attempt = attempt - 1,
+           lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
+           stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, CAST(? AS INTEGER)))
+         WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? RETURNING stage, topic, partition_no`,
+        now,
+        now,
+        c.id,
+        this.namespace,
+        c.attempt,
+      );
+      if (!row) continue;
+      deltas.move("running", row.stage, row.topic, row.partition_no);
+      released.push(c);
+    }
+    this.counters.write(deltas);
+    return released;
   }
 
   /** Extends the leases this owner still holds; reports which. */
