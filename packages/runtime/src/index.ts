@@ -14,6 +14,7 @@ export { JOB_STAGES, type JobStage, type StageChange } from "./core/job-stage.js
 export { RetryPolicy, type RetryBackoff, type RetryPolicyJson } from "./core/retry/retry-policy.js";
 export type { TransactionHandle } from "./backend/transaction-handle.js";
 export { BackgroundJobServer, type ShutdownOptions } from "./server/background-job-server.js";
+export type { ShutdownOnSignalsOptions } from "./server/shutdown-on-signals.js";
 export { JobPublisher, type EnqueueOptions, type JobPublisherOptions, type PartitionTarget } from "./server/publisher.js";
 export { topic, RECURRING_SEQUENTIAL_TOPIC, MAX_PARTITIONS, type TopicConfig } from "./core/partition/topic.js";
 export { partitionForKey, murmur2, type PartitionKey } from "./core/partition/partition-for-key.js";
