@@ -143,7 +143,7 @@ export interface ClaimKey {
 /** How one attempt ended. */
 export type JobOutcome =
   | { kind: "success" }
-  | { kind: "retry"; runAt: number; error: string; retryPolicy?: string | undefined }
+  | { kind: "retry"; runAt: number; error: string }
   | { kind: "fail"; error: string };
 
 export interface JobFinish extends ClaimKey {

@@ -76,7 +76,7 @@ export class PostgresJobQueries {
    * batch whatever the table statistics say. (A join with `unnest(...)` let
    * the planner, on a young table, scan the running rows and re-run the
    * unnest once per row: quadratic, minutes for a few thousand outcomes.)
-   * `$1` ids, `$2` jsonb `{ id: [attempt, stage, run_at, error, retry_policy] }`, `$3` now,
+   * `$1` ids, `$2` jsonb `{ id: [attempt, stage, run_at, error] }`, `$3` now,
    * `$4` expires_at, `$5` namespace, `$6` lease-expired-before guard, `$7`/`$8` channel and payload.
    */
   readonly finish: Statement;
@@ -149,14 +149,13 @@ SELECT NULL, NULL, NULL, NULL, NULL, (
   SELECT min(run_at) FROM ${jobs}
   WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at > $2 AND job_type = ANY($3::text[])
 ) WHERE (SELECT count(*) FROM claimed) < $4`);
-    // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error, retry_policy]: a binary search in the jsonb object.
+    // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error]: a binary search in the jsonb object.
     const out = (i: number) => `($2::jsonb -> j.id ->> ${i})`;
     this.finish = statement(`WITH done AS (
   UPDATE ${jobs} j SET stage = ${out(1)}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
     run_at = CASE WHEN ${out(1)} = 'requeued' THEN ${out(2)}::bigint ELSE j.run_at END,
     expires_at = CASE WHEN ${out(1)} = 'requeued' THEN NULL ELSE $4::bigint END,
     last_error = CASE WHEN ${out(1)} = 'success' THEN j.last_error ELSE ${out(3)} END,
-    retry_policy = coalesce(${out(4)}, j.retry_policy),
     stages = ${appendStage("j.stages", out(1), "$3::bigint")}
   WHERE j.id = ANY($1::text[]) AND j.attempt = ${out(0)}::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
     AND coalesce(j.lease_expires_at, 0) < $6

@@ -222,15 +222,15 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
 
   /** The `finish` statement's parameters for a batch (see `PostgresJobQueries.finish`). */
   finishValues(finishes: readonly B.JobFinish[], now: number, expires: number, leaseExpiredBefore: number): unknown[] {
-    const outcomes: Record<string, [number, string, number | null, string | null, string | null]> = {};
+    const outcomes: Record<string, [number, string, number | null, string | null]> = {};
     for (const f of finishes) {
       const o = f.outcome;
       outcomes[f.id] =
         o.kind === "success"
-          ? [f.attempt, "success", null, null, null]
+          ? [f.attempt, "success", null, null]
           : o.kind === "retry"
-            ? [f.attempt, "requeued", o.runAt, o.error, o.retryPolicy ?? null]
-            : [f.attempt, "failed", null, o.error, null];
+            ? [f.attempt, "requeued", o.runAt, o.error]
+            : [f.attempt, "failed", null, o.error];
     }
     return [finishes.map((f) => f.id), JSON.stringify(outcomes), now, expires, this.ns, leaseExpiredBefore, ...this.host.notifyArgs];
   }

@@ -225,11 +225,10 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         if (o.kind === "retry") {
           row = this.conn().get(
             `UPDATE later_jobs SET stage = 'requeued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
-               retry_policy = coalesce(?, retry_policy), stages = json_insert(stages, '$[#]', json_array('requeued', CAST(? AS INTEGER))) ${where}`,
+               stages = json_insert(stages, '$[#]', json_array('requeued', CAST(? AS INTEGER))) ${where}`,
             params.now,
             o.runAt,
             o.error,
-            o.retryPolicy ?? null,
             params.now,
             f.id,
             ns,
