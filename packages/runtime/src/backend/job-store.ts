@@ -141,10 +141,7 @@ export interface ClaimKey {
 }
 
 /** How one attempt ended. */
-export type JobOutcome =
-  | { kind: "success" }
-  | { kind: "retry"; runAt: number; error: string }
-  | { kind: "fail"; error: string };
+export type JobOutcome = { kind: "success" } | { kind: "retry"; runAt: number; error: string } | { kind: "fail"; error: string };
 
 export interface JobFinish extends ClaimKey {
   outcome: JobOutcome;
