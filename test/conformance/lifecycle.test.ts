@@ -97,7 +97,7 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     expect(failed?.lastError).toMatch(/lease of attempt 1 expired/);
   });
 
-  it("J3/J7: the stuck-job rescue asks the same retry decision as a throwing handler: the job type's own policy replaces the stored one", async () => {
+  it("J3/J7: the stuck-job rescue asks the same retry decision as a throwing handler: a job without an explicit policy follows the rescuing server's", async () => {
     const h = harness();
     const clock = new ManualClock();
     const server = await h.start({
@@ -111,8 +111,8 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     await ghost.open();
     const at = clock.now() + 1;
     const id = newJobId(clock.now());
-    // Stored with another policy (fixed(3, 0)); the type's own, one retry after a minute, wins.
-    await ghost.jobs.insertMany({ now: at, jobs: [{ id, jobType: "work", payload: "{}", runAt: at, retryPolicy: policy }] });
+    // Enqueued without an explicit policy (null): the type's own on this server, one retry after a minute, applies.
+    await ghost.jobs.insertMany({ now: at, jobs: [{ id, jobType: "work", payload: "{}", runAt: at, retryPolicy: null }] });
     expect((await ghost.jobs.claimReady({ owner: "ghost", limit: 1, now: at, leaseExpiresAt: clock.now() + 3_000, jobTypes: ["work"] })).jobs).toHaveLength(1);
     await ghost.close();
     clock.advance(3_001);
@@ -120,14 +120,21 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const job = (await server.backend.inspect.jobGet({ id }))!;
     expect(job.stage).toBe("requeued");
     expect(job.runAt).toBe(clock.now() + 60_000);
-    // The replacement was stored: a server without the option (another version of the app) follows it
-    // when attempt 2 is lost too, so the job fails (one retry, spent) instead of retrying per fixed(3, 0).
-    const other = await h.start({ clock, leaseMs: 3_000, stuckGraceMs: 0, rescueIntervalMs: 1_000_000, handlers: { elsewhere: { handle: () => undefined } } });
+    // Nothing was stored: a server without the option (another version of the app) follows its own default
+    // when attempt 2 is lost too, so the job fails (no retries) instead of retrying per the first server's.
+    const other = await h.start({
+      clock,
+      leaseMs: 3_000,
+      stuckGraceMs: 0,
+      rescueIntervalMs: 1_000_000,
+      defaultRetryPolicy: RetryPolicy.noRetries(),
+      handlers: { elsewhere: { handle: () => undefined } },
+    });
     const again = h.db.backend();
     await again.open();
     const due = job.runAt;
     expect((await again.jobs.claimReady({ owner: "ghost", limit: 1, now: due, leaseExpiresAt: due + 3_000, jobTypes: ["work"] })).jobs).toMatchObject([
-      { id, attempt: 2 },
+      { id, attempt: 2, retryPolicy: null },
     ]);
     await again.close();
     clock.advance(due + 3_001 - clock.now());
@@ -284,7 +291,7 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     gates.get(2)!.resolve();
   });
 
-  it("J9: shutdown lets running handlers commit, aborts the rest at the deadline, and leaves them to lease recovery", async () => {
+  it("J9: shutdown lets running handlers commit, aborts the rest at the deadline, and puts their jobs back", async () => {
     const h = harness();
     const finishing = deferred();
     const signals: AbortSignal[] = [];
@@ -314,9 +321,9 @@ describe.each(BACKENDS)("leases, scaling and maintenance on $name", (entry) => {
     const check = h.db.backend();
     await check.open();
     expect((await check.inspect.jobGet({ id: quick }))?.stage).toBe("success");
+    // Put back at once (shutdown.test.ts has the details), not left running until its lease expires.
     const left = await check.inspect.jobGet({ id: never });
-    expect(left?.stage).toBe("running");
-    expect(left?.leaseExpiresAt).not.toBeNull();
+    expect(left).toMatchObject({ stage: "enqueued", attempt: 0, leaseExpiresAt: null });
     await check.close();
   });
 

@@ -17,6 +17,7 @@
  * | `PAYLOAD_DECODE` | {@link PayloadDecodeError} | a stored payload no longer decodes for its handler |
  * | `HANDLER_MISSING` | {@link HandlerMissingError} | builder or server started without a handler for a declared job |
  * | `JOB_TIMEOUT` | {@link JobTimeoutError} | a handler ran past `jobTimeoutMs` |
+ * | `PERMANENT_FAILURE` | {@link PermanentJobError} | thrown by a handler: fail the job now, no retries, whatever its policy |
  * | `UNKNOWN_TOPIC` | {@link UnknownTopicError} | enqueue to a topic not registered in the options |
  * | `PARTITION_COUNT_MISMATCH` | {@link PartitionCountMismatchError} | a topic registered with another partition count |
  * | `INVALID_CRON` | {@link InvalidCronError} | a recurring schedule that does not parse |
@@ -35,6 +36,7 @@ export type LaterErrorCode =
   | "PAYLOAD_DECODE"
   | "HANDLER_MISSING"
   | "JOB_TIMEOUT"
+  | "PERMANENT_FAILURE"
   | "UNKNOWN_TOPIC"
   | "PARTITION_COUNT_MISMATCH"
   | "INVALID_CRON"
@@ -144,6 +146,28 @@ export class LeaseLostError extends LaterError {
   constructor(jobId: string) {
     super("LEASE_LOST", `the execution lease of job ${jobId} was lost; this attempt's result is discarded`);
     this.jobId = jobId;
+  }
+}
+
+/**
+ * Thrown by a handler to fail its job for good: the job ends `failed` with
+ * this error's message as its reason after this attempt, without retries,
+ * whatever its retry policy (the job type's, the stored one or the server
+ * default). Use it for errors no retry can fix (a missing record, invalid
+ * input), as BullMQ's `UnrecoverableError`. Any other thrown error goes
+ * through the retry policy. Matched by `instanceof` or by `code`, so an
+ * error of another copy of this package counts too.
+ *
+ * ```ts
+ * .withSendEmailHandler(async (ctx, { address }) => {
+ *   if (!address.includes("@")) throw new PermanentJobError(`not an address: ${address}`);
+ *   await ctx.app.mailer.send(address);
+ * })
+ * ```
+ */
+export class PermanentJobError extends LaterError {
+  constructor(reason: string, options?: { cause?: unknown }) {
+    super("PERMANENT_FAILURE", reason, options);
   }
 }
 

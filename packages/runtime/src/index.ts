@@ -16,6 +16,7 @@ export { RetryPolicy, type RetryBackoff, type RetryPolicyJson } from "./core/ret
 export type { TransactionHandle } from "./backend/transaction-handle.js";
 export { backendFromUrl, type BackendFromUrlOptions } from "./backend/backend-from-url.js";
 export { BackgroundJobServer, type ShutdownOptions } from "./server/background-job-server.js";
+export type { ShutdownOnSignalsOptions } from "./server/shutdown-on-signals.js";
 export { JobPublisher, type EnqueueOptions, type JobPublisherOptions, type PartitionTarget } from "./server/publisher.js";
 export { topic, RECURRING_SEQUENTIAL_TOPIC, MAX_PARTITIONS, type TopicConfig } from "./core/partition/topic.js";
 export { partitionForKey, murmur2, type PartitionKey } from "./core/partition/partition-for-key.js";

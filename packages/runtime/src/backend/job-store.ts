@@ -39,8 +39,17 @@ export interface JobStore<Trx = unknown> {
    * the chain, with the reason.
    */
   finishMany(params: JobFinishManyParams): Promise<JobFinishManyResult>;
-  /** Returns claimed-but-unstarted jobs to their stage before the claim, undoing the attempt. */
-  releaseMany(params: JobReleaseManyParams): Promise<void>;
+  /**
+   * Puts claims back at shutdown, in one write: claimed jobs no worker
+   * started, and jobs whose handler was still running at the shutdown
+   * deadline. Each goes back to its stage before the claim (`enqueued`, or
+   * `requeued` after an earlier attempt), ready now, its lease cleared and
+   * the attempt undone (not counted as a failure). Fenced by the claim
+   * (`stage = 'running' AND attempt`), so a job already rescued and taken by
+   * another server is untouched. SQLite: one `BEGIN IMMEDIATE`, one update
+   * per claim; PostgreSQL: one statement over `unnest` of the claims.
+   */
+  releaseMany(params: JobReleaseManyParams): Promise<JobReleaseManyResult>;
   /** Extends the leases of the given claims in one write. */
   leaseRenew(params: LeaseRenewParams): Promise<LeaseRenewResult>;
   /** Running jobs whose lease expired before the given time. */
@@ -65,8 +74,12 @@ export interface JobInsert {
   runAt: number;
   /** Continuation: the job waits for this parent to succeed. */
   parentId?: JobId | undefined;
-  /** JSON of the retry policy in force at enqueue. */
-  retryPolicy: string;
+  /**
+   * JSON of the retry policy given explicitly at enqueue (an `EnqueueOptions.retryPolicy`,
+   * or a publisher's `defaultRetryPolicy` given in its options); null when none was, so
+   * the job follows the policy of the server that runs it (see `retryDecision`).
+   */
+  retryPolicy: string | null;
   /**
    * Partitioned job: its topic and partition. The backend gives it the
    * partition's next sequence in the same write; a topic or partition the
@@ -117,8 +130,8 @@ export interface ClaimedJob {
   payload: string;
   /** This claim's attempt number (1 for the first run); fences every later write. */
   attempt: number;
-  /** JSON of the retry policy stored with the job (read when the attempt fails). */
-  retryPolicy: string;
+  /** JSON of the explicit retry policy stored with the job (read when the attempt fails); null: none given. */
+  retryPolicy: string | null;
 }
 
 /** Identifies one claim of one job. */
@@ -128,10 +141,7 @@ export interface ClaimKey {
 }
 
 /** How one attempt ended. */
-export type JobOutcome =
-  | { kind: "success" }
-  | { kind: "retry"; runAt: number; error: string; retryPolicy?: string | undefined }
-  | { kind: "fail"; error: string };
+export type JobOutcome = { kind: "success" } | { kind: "retry"; runAt: number; error: string } | { kind: "fail"; error: string };
 
 export interface JobFinish extends ClaimKey {
   outcome: JobOutcome;
@@ -154,9 +164,14 @@ export interface JobFinishManyResult {
 }
 
 export interface JobReleaseManyParams {
-  /** Claimed jobs that never started: they go back to their earlier stage at once. */
+  /** Claims to put back (never started, or abandoned at the shutdown deadline). */
   claims: readonly ClaimKey[];
   now: number;
+}
+
+export interface JobReleaseManyResult {
+  /** The claims that were put back; the others were no longer held (rescued, finished or taken elsewhere). */
+  released: ClaimKey[];
 }
 
 export interface LeaseRenewParams {
@@ -179,7 +194,7 @@ export interface JobListStuckParams {
 /** A running job whose lease expired: its worker is gone. */
 export interface StuckJob extends ClaimKey {
   jobType: string;
-  retryPolicy: string;
+  retryPolicy: string | null;
 }
 
 export interface JobCountReadyParams {

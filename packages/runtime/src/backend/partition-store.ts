@@ -24,6 +24,16 @@ export interface PartitionStore {
   headClaim(params: PartitionHeadClaimParams): Promise<PartitionHeadClaimResult>;
   /** Stores a head's outcome if its claim still holds the partition lease, then frees the lease or claims the next head. */
   headFinish(params: PartitionHeadFinishParams): Promise<PartitionHeadFinishResult>;
+  /**
+   * Puts heads back at shutdown (their handler still running at the
+   * deadline), in one write: for each claim whose partition lease this
+   * owner still holds at the claim's epoch, the head goes back to its stage
+   * before the claim (attempt undone, not counted as a failure) and the
+   * partition lease is freed, so the partition's next owner claims the same
+   * head at once. A claim whose epoch moved on is untouched. SQLite: one
+   * `BEGIN IMMEDIATE`; PostgreSQL: one statement over `unnest` of the claims.
+   */
+  headRelease(params: PartitionHeadReleaseParams): Promise<PartitionHeadReleaseResult>;
   /** Extends the leases of held head claims whose epoch is still current. */
   leaseRenew(params: PartitionLeaseRenewParams): Promise<PartitionLeaseRenewResult>;
   /** Registers or refreshes a member and returns the live ones (dead rows are deleted on the way). */
@@ -114,6 +124,17 @@ export interface PartitionHeadFinishResult {
   released: number;
   /** The next head, claimed in the same transaction (`claimNext`). */
   next: ClaimedPartitionJob | null;
+}
+
+export interface PartitionHeadReleaseParams {
+  owner: string;
+  claims: readonly PartitionClaim[];
+  now: number;
+}
+
+export interface PartitionHeadReleaseResult {
+  /** The claims that were put back; the others had lost their lease. */
+  released: PartitionClaim[];
 }
 
 export interface PartitionLeaseRenewParams {

@@ -112,7 +112,7 @@ export interface RecurringAdvanceParams {
    * with the poller is never lost), and its id is the row's `nextJobId` when
    * one is reserved, else `id`.
    */
-  occurrence: { id: string; runAt: number; retryPolicy: string };
+  occurrence: { id: string; runAt: number; retryPolicy: string | null };
   /** The schedule's next occurrence after this one. */
   nextRunAt: number;
   now: number;

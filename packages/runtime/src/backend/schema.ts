@@ -13,7 +13,8 @@ export interface LaterJobsTable {
   stage: JobStage;
   /** Claims so far; the current claim's fencing token. */
   attempt: number;
-  retry_policy: string;
+  /** JSON of the explicit retry policy given at enqueue; null: the policy of whichever server runs the job. */
+  retry_policy: string | null;
   /** Not claimable before this time. */
   run_at: number;
   parent_id: string | null;

@@ -17,8 +17,9 @@ export interface StuckJobRescuerConfig {
  * Task `rescue-stuck` (J7): regular jobs still `running` whose lease expired
  * more than `graceMs` ago lost their worker (its process crashed or
  * stalled). Each lost attempt counts: the same retry decision as a handler
- * that threw ({@link retryDecision}, the job type's own policy replacing the
- * stored one) requeues it or, retries spent, fails it. The writes are fenced
+ * that threw ({@link retryDecision}: an explicit policy stored with the job,
+ * else this server's for its type, else this server's default) requeues it
+ * or, retries spent, fails it. The writes are fenced
  * by the lease, so a worker that renewed meanwhile keeps its job. Partition
  * heads are not its business: a crashed head's lost attempt is recorded by
  * the next claim of its partition (`ClaimedPartitionJob.lostAttempt`).

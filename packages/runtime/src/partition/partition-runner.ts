@@ -41,7 +41,9 @@
  * whose winner changed; a head already running finishes under its current
  * owner, which then stops claiming that partition. Shutdown deregisters at
  * once, lets running heads finish until the deadline, then aborts them and
- * leaves their partitions to lease expiry. A handler that outlives
+ * puts them back with their partitions freed (`partitions.headRelease`,
+ * fenced by the epoch; attempt undone, event `job-released`), so the
+ * partitions' next owners run the same heads at once. A handler that outlives
  * `jobTimeoutMs` has its failure written at once and its partition goes on;
  * the hung handler is left behind, as in the worker pool.
  */
@@ -124,7 +126,7 @@ export class PartitionRunner<C> {
     return this.renewer.renewOnce();
   }
 
-  /** Deregisters at once, waits up to `deadlineMs` for running heads, then abandons the rest to lease expiry. */
+  /** Deregisters at once, waits up to `deadlineMs` for running heads, then aborts the rest and puts them back (see the class doc). */
   async shutdown(deadlineMs: number): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
@@ -136,11 +138,29 @@ export class PartitionRunner<C> {
     const allDone = Promise.all([...this.runs]).then(() => deadline.abort());
     await Promise.race([allDone, this.options.clock.sleep(deadlineMs, deadline.signal)]);
     deadline.abort();
-    // Handlers still running are abandoned (their signal aborts) and left behind, as in the worker pool.
+    // Handlers still running are abandoned (their signal aborts) and left behind, as in the worker pool;
+    // their heads are put back. A lost attempt being recorded is not a running handler: left to its write.
+    const stillRunning = [...this.heads.values()].filter((h) => !h.abandoned && !h.timedOut && !(h.job as ClaimedPartitionJob).lostAttempt);
     for (const h of this.heads.values()) this.executor.abandon(h, new ServerStoppedError(`job ${h.id} was still running at the shutdown deadline`));
     await Promise.all([...this.runs]); // every chain ends at once now: none waits for an aborted handler
+    await this.putBack(stillRunning, deadlineMs);
     await this.renewer.stop();
     await this.executor.stop();
+  }
+
+  /** Puts abandoned heads back and frees their partitions; a failed write leaves them to lease expiry. */
+  private async putBack(heads: HeldClaim[], deadlineMs: number): Promise<void> {
+    if (heads.length === 0) return;
+    const reason = `still running at the shutdown deadline (${deadlineMs} ms): put back, attempt not counted`;
+    try {
+      const { released } = await this.backend.partitions.headRelease({ owner: this.owner, claims: heads.map((h) => h.head!), now: this.options.clock.now() });
+      const put = new Set(released.map((c) => c.id));
+      for (const h of heads) {
+        if (put.has(h.id)) this.options.onEvent({ type: "job-released", jobId: h.id, jobType: h.job.jobType, attempt: h.attempt, reason });
+      }
+    } catch (error) {
+      this.report("partition release", error);
+    }
   }
 
   // ---- membership ---------------------------------------------------------

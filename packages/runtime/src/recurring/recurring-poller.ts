@@ -38,8 +38,6 @@ export interface RecurringPollerOptions {
   clock: Clock;
   /** Time between polls (`recurringPollIntervalMs`). */
   intervalMs: number;
-  /** JSON of the retry policy stored on each occurrence (the server's default; a job type's own replaces it from its first failure on). */
-  retryPolicy: string;
   /** Called after each occurrence's commit, with the job and its stage: the server wakes its workers and emits events. */
   onCommitted: (jobs: readonly JobInsert[], stages: readonly JobStage[]) => void;
   /** A poll that failed (database unavailable, a stored cron that no longer parses); the loop goes on. */
@@ -138,7 +136,8 @@ export class RecurringPoller {
       const { runAt, nextRunAt } = this.occurrence(cron, schedule.nextRunAt, now);
       const { inserted } = await this.options.backend.recurring.advance({
         schedule,
-        occurrence: { id: newJobId(now), runAt, retryPolicy: this.options.retryPolicy },
+        // No explicit policy: each occurrence follows the policy of the server that runs it.
+        occurrence: { id: newJobId(now), runAt, retryPolicy: null },
         nextRunAt,
         now,
       });

@@ -20,7 +20,7 @@ import type { Clock } from "../core/clock.js";
 import { CronSchedule } from "../core/cron/cron-schedule.js";
 import { newJobId, type JobId } from "../core/job-id.js";
 import { partitionForKey } from "../core/partition/partition-for-key.js";
-import type { RetryPolicy } from "../core/retry/retry-policy.js";
+import { storedRetryPolicy, type RetryPolicy } from "../core/retry/retry-policy.js";
 import { InvalidArgumentError, InvalidConfigError } from "../errors.js";
 import { encodePayload } from "../server/encode-payload.js";
 import { describeName, nameProblem } from "../core/stored-name.js";
@@ -44,8 +44,8 @@ export interface RecurringSchedulerOptions {
   clock: Clock;
   /** Payload encoder per known job type. */
   encoders: ReadonlyMap<string, (payload: unknown) => string>;
-  /** Stored on the first occurrence, as on any enqueued job. */
-  defaultRetryPolicy: RetryPolicy;
+  /** The publisher's explicit default policy, stored on the first occurrence as on any job it enqueues; null: none (the occurrence follows the server that runs it). */
+  defaultRetryPolicy: RetryPolicy | null;
   /** Partitions of `__later_recurring` (`recurringSequentialPartitions`); null when not configured. */
   sequentialPartitions: number | null;
 }
@@ -106,7 +106,7 @@ export class RecurringScheduler {
         ? { schedule: write, firstJob: null, nextRunAt: first, nextJobId: firstId, now }
         : {
             schedule: write,
-            firstJob: { id: firstId, jobType, payload: encoded, runAt: first, retryPolicy: JSON.stringify(this.options.defaultRetryPolicy) },
+            firstJob: { id: firstId, jobType, payload: encoded, runAt: first, retryPolicy: storedRetryPolicy(this.options.defaultRetryPolicy) },
             nextRunAt: schedule.nextAfter(first),
             nextJobId: null,
             now,

@@ -17,6 +17,7 @@ import { DatabaseWait } from "./database-wait.js";
 import { JobPublisher } from "./publisher.js";
 import { errorEvent, resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
 import { jsonPayload } from "./encode-payload.js";
+import { shutdownOnSignals, type ShutdownOnSignalsOptions } from "./shutdown-on-signals.js";
 
 /** Options of {@link BackgroundJobServer.shutdown}. */
 export interface ShutdownOptions {
@@ -77,7 +78,8 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     this.publisher = new JobPublisher<Trx>({
       backend,
       clock: options.clock,
-      defaultRetryPolicy: options.defaultRetryPolicy,
+      // Not the server's default: a job enqueued without an explicit policy follows whichever server runs it.
+      defaultRetryPolicy: null,
       encoders,
       retentionMs: options.retentionMs,
       topics: new Map(options.topics.map((t) => [t.name, t.partitions])),
@@ -107,7 +109,6 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       backend,
       clock: options.clock,
       intervalMs: options.recurringPollIntervalMs,
-      retryPolicy: JSON.stringify(options.defaultRetryPolicy),
       onCommitted,
       onError: (where, error) => options.onEvent(errorEvent(where, error)),
     });
@@ -217,11 +218,27 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
 
   /**
    * Stops claiming, lets running handlers finish and commit until
-   * `deadlineMs`, then aborts the rest (their `signal` fires; lease recovery
-   * takes them) and closes what the server opened. Idempotent. With the
-   * database unreachable (an outage) it still ends about at the deadline:
-   * outcomes it could not write by then are left to lease recovery too.
+   * `deadlineMs` (default 30000), then aborts the rest (their `signal`
+   * fires) and puts their jobs back at once: ready for any server now, the
+   * attempt not counted as a failure, a `job-released` event each (a
+   * partition head also frees its partition). Whatever those handlers do
+   * afterwards is not written. Then it closes what the server opened.
+   * Idempotent. With the database unreachable (an outage) it still ends
+   * about at the deadline: outcomes and put-backs it could not write by then
+   * are left to lease recovery.
    */
+  /**
+   * Shuts the server down gracefully on SIGTERM or SIGINT, as
+   * graphile-worker does: the first signal starts `shutdown({ deadlineMs })`
+   * (default 30 s) and, once done, exits the process (`exit: false` to
+   * leave that to the application); repeated signals within 5 s are
+   * ignored; one after that exits at once. Returns a function that removes
+   * the listeners. See {@link ShutdownOnSignalsOptions}.
+   */
+  shutdownOnSignals(options?: ShutdownOnSignalsOptions): () => void {
+    return shutdownOnSignals(this, options);
+  }
+
   shutdown(options: ShutdownOptions = {}): Promise<void> {
     const deadlineMs = options.deadlineMs ?? 30_000;
     if (!Number.isFinite(deadlineMs) || deadlineMs < 0) throw new InvalidConfigError("shutdown deadlineMs must be >= 0");

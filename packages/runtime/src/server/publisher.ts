@@ -2,7 +2,7 @@ import type { Backend, JobInsert, PartitionRef, TransactionHandle } from "../bac
 import type { Clock } from "../core/clock.js";
 import type { JobStage } from "../core/job-stage.js";
 import { newJobId, type JobId } from "../core/job-id.js";
-import type { RetryPolicy } from "../core/retry/retry-policy.js";
+import { RetryPolicy, storedRetryPolicy } from "../core/retry/retry-policy.js";
 import { partitionForKey, type PartitionKey } from "../core/partition/partition-for-key.js";
 import { transactionRefusal } from "../backend/transaction-refusal.js";
 import { InvalidArgumentError, ParentNotFoundError, ServerStoppedError, UnknownTopicError } from "../errors.js";
@@ -18,6 +18,14 @@ export interface EnqueueOptions {
   runAt?: Date;
   /** Run only after this job succeeds. */
   parentId?: JobId;
+  /**
+   * This job's retry policy, stored with it: it wins over the policy of the
+   * server that runs the job (its job type's `retry` option and its
+   * `defaultRetryPolicy`). Default: none stored, so the job follows the
+   * running server's policy (the publisher's `defaultRetryPolicy`, when one
+   * was given explicitly, is stored instead).
+   */
+  retryPolicy?: RetryPolicy;
 }
 
 /** What every backend's `enqueueIn` takes, for the message when none is given. */
@@ -30,7 +38,13 @@ export type PartitionTarget = { topic: string; key: PartitionKey } | { topic: st
 export interface JobPublisherOptions<Trx = TransactionHandle> {
   backend: Backend<Trx>;
   clock: Clock;
-  defaultRetryPolicy: RetryPolicy;
+  /**
+   * Stored with every job enqueued without its own `retryPolicy`, so it wins
+   * over the running server's policy; null (the servers' own publishers, and
+   * a typed publisher opened without one) stores none: the job then follows
+   * the policy of the server that runs it.
+   */
+  defaultRetryPolicy: RetryPolicy | null;
   /** Payload encoder per known job type. */
   encoders: ReadonlyMap<string, (payload: unknown) => string>;
   /** Registered topics: name → partition count. */
@@ -205,7 +219,11 @@ export class JobPublisher<Trx = TransactionHandle> {
     if (parentId !== undefined && (typeof parentId !== "string" || parentId === "")) {
       throw new InvalidArgumentError("parent job id must be a non-empty string");
     }
-    const retryPolicy = JSON.stringify(this.options.defaultRetryPolicy);
+    const explicit = options.retryPolicy ?? this.options.defaultRetryPolicy;
+    if (options.retryPolicy !== undefined && !(options.retryPolicy instanceof RetryPolicy)) {
+      throw new InvalidArgumentError("retryPolicy must be a RetryPolicy (RetryPolicy.fixed / exponential / noRetries)");
+    }
+    const retryPolicy = storedRetryPolicy(explicit);
     const jobs: JobInsert[] = payloads.map((payload) => ({
       id: newJobId(now),
       jobType,

@@ -41,7 +41,7 @@ export interface JobContext<C, Trx = TransactionHandle> {
 export interface HandlerRegistration<C, Trx = TransactionHandle> {
   /** Resolve = success; throw (anything) = retry per policy. */
   handle(ctx: JobContext<C, Trx>, payload: unknown): unknown;
-  /** This job type's retry policy; replaces the server default from the first failure on. */
+  /** This job type's retry policy on this server: wins over the server default, not over a policy given explicitly at enqueue. */
   retry?: (app: C) => RetryPolicy;
   /** Turns stored JSON text into the payload; throw to fail the job as undecodable. Default `JSON.parse`. */
   decode?: (json: string) => unknown;
@@ -69,6 +69,13 @@ export type ServerEvent =
    * another server may hold it by now. Lease recovery takes it.
    */
   | { type: "job-skipped"; jobId: string; jobType: string; attempt: number; reason: string }
+  /**
+   * A handler still running at the shutdown deadline: its signal was aborted
+   * and its job put back at once (a partition head with its partition freed),
+   * ready for any server now; attempt `attempt` is undone, not counted as a
+   * failure. Whatever the handler does afterwards is not written.
+   */
+  | { type: "job-released"; jobId: string; jobType: string; attempt: number; reason: string }
   /**
    * A maintenance task changed something: `rescue-stuck` (jobs retried or
    * failed after their worker was lost), `rescue-head` (a crashed partition
@@ -133,7 +140,11 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
   workerCount?: number;
   /** Optional: every `autoscaleIntervalMs`, +1 worker when the backlog (ready jobs in the database plus claimed jobs waiting in this server's buffer) exceeds ~20 per worker, -1 after three empty ticks. */
   workerAutoscale?: WorkerAutoscaleOptions;
-  /** Default: 6 retries, exponential backoff with jitter ({@link RetryPolicy.default}). */
+  /**
+   * The policy of jobs this server runs that were enqueued without an
+   * explicit one and whose type has no `retry` option, whichever process
+   * enqueued them. Default: 6 retries, exponential backoff with jitter ({@link RetryPolicy.default}).
+   */
   defaultRetryPolicy?: RetryPolicy;
   /** How often idle workers look for work when no wake-up arrives. Default 1000. */
   pollIntervalMs?: number;

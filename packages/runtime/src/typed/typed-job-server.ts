@@ -1,6 +1,7 @@
 import type { Backend, TransactionHandle } from "../backend/backend.js";
 import type { BackgroundJobServer, ShutdownOptions } from "../server/background-job-server.js";
 import type { JobContext } from "../server/server-options.js";
+import type { ShutdownOnSignalsOptions } from "../server/shutdown-on-signals.js";
 import { JobControl } from "./job-control.js";
 
 /** A handler's context in the generated module: {@link JobContext} plus typed `jobs` handles. */
@@ -48,8 +49,13 @@ export class TypedJobServer<C, H, Trx = TransactionHandle> extends JobControl {
     return this.core.removeWorker();
   }
 
-  /** Stops claiming, lets running handlers finish until `deadlineMs` (default 30000), then aborts the rest. Idempotent. */
+  /** Stops claiming, lets running handlers finish until `deadlineMs` (default 30000), then aborts the rest and puts their jobs back (attempt not counted). Idempotent. */
   shutdown(options?: ShutdownOptions): Promise<void> {
     return this.core.shutdown(options);
+  }
+
+  /** Shuts down gracefully on SIGTERM/SIGINT (deadline default 30 s), as `BackgroundJobServer.shutdownOnSignals`; returns a function that removes the listeners. */
+  shutdownOnSignals(options?: ShutdownOnSignalsOptions): () => void {
+    return this.core.shutdownOnSignals(options);
   }
 }

@@ -17,7 +17,12 @@ import { jsonPayload } from "../server/encode-payload.js";
 export interface PublisherOptions<Trx = TransactionHandle> {
   /** `sqlite({ file })` or `postgres({ connectionString })` (`@later/runtime/sqlite`, `/postgres`). */
   backend: Backend<Trx>;
-  /** Stored on each job; the worker's per-type policy replaces it from the first failure on. Default {@link RetryPolicy.default}. */
+  /**
+   * When given, stored on each job this publisher enqueues, so it wins over
+   * the policy of the server that runs the job. Default: none stored, so
+   * each job follows the running server's policy (its job type's `retry`
+   * option, else its `defaultRetryPolicy`).
+   */
   defaultRetryPolicy?: RetryPolicy;
   /** Migrate the database at open instead of refusing a schema that is behind. Default false. */
   autoMigrate?: boolean;
@@ -55,8 +60,8 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
   /** Opens the backend, checks its schema and returns the handles. Used by the generated `open<Name>Publisher`. */
   static async open<H, Trx = TransactionHandle>(options: PublisherOptions<Trx>, catalog: JobCatalog): Promise<TypedJobPublisher<H, Trx>> {
     if (options === null || typeof options !== "object" || !options.backend) throw new InvalidConfigError("`backend` is required");
-    const policy = options.defaultRetryPolicy ?? RetryPolicy.default();
-    if (!(policy instanceof RetryPolicy)) throw new InvalidConfigError("`defaultRetryPolicy` must be a RetryPolicy");
+    const policy = options.defaultRetryPolicy ?? null;
+    if (policy !== null && !(policy instanceof RetryPolicy)) throw new InvalidConfigError("`defaultRetryPolicy` must be a RetryPolicy");
     const timeSource = checkTimeSource(options.timeSource, options.clock);
     const syncEvery = options.clockSyncIntervalMs ?? 30_000;
     if (!Number.isInteger(syncEvery) || syncEvery < 1 || syncEvery > MAX_TIMER_MS) {

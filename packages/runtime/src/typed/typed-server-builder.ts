@@ -16,7 +16,7 @@ export type JobHandler<Ctx, P> = (ctx: Ctx, payload: P) => unknown;
 
 /** Per-job-type settings given next to its handler. */
 export interface HandlerOptions<C> {
-  /** This job type's retry policy (replaces the server default). */
+  /** This job type's retry policy on this server: wins over the server default, not over a policy given explicitly at enqueue. */
   retry?: (app: C) => RetryPolicy;
 }
 

@@ -13,6 +13,7 @@
  *                   ▼
  *                 "running" event, ctx (ctx.partition for heads), handler(ctx, payload)
  *                   ├─ resolves ─► success
+ *                   ├─ throws PermanentJobError ─► fail now (no retry, whatever the policy)
  *                   ├─ throws ──► retryDecision: retry at the policy's delay, or fail (retries spent)
  *                   ├─ abandoned meanwhile (lease lost, shutdown deadline) ─► null: signal aborted, nothing written
  *                   └─ past jobTimeoutMs (watchdog) ─► timed out: signal aborted, the retry decision's outcome
@@ -32,7 +33,7 @@
  * `stop()` (idempotent) ends it and resolves once it has exited.
  */
 import type { JobOutcome } from "../backend/backend.js";
-import { describeThrown, JobTimeoutError, PayloadDecodeError } from "../errors.js";
+import { describeThrown, JobTimeoutError, PayloadDecodeError, PermanentJobError } from "../errors.js";
 import type { JobPublisher } from "../server/publisher.js";
 import { attemptEvent, type ResolvedServerOptions } from "../server/server-options.js";
 import { type HeldClaim, JobRunContext, SUCCESS } from "./held-claim.js";
@@ -98,7 +99,10 @@ export class JobExecutor<C> {
     try {
       await handler.handle(new JobRunContext(options.context, this.publisher, claim), payload);
     } catch (thrown) {
-      if (!claim.timedOut) outcome = retryDecision(options, job, describeThrown(thrown));
+      if (!claim.timedOut) {
+        const error = describeThrown(thrown);
+        outcome = isPermanentFailure(thrown) ? { kind: "fail", error } : retryDecision(options, job, error);
+      }
     }
     this.running.delete(claim);
     return claim.timedOut || claim.abandoned ? null : outcome;
@@ -127,4 +131,9 @@ export class JobExecutor<C> {
       }
     }
   }
+}
+
+/** A handler's `PermanentJobError`, also one from another copy of this package (matched by its code). */
+function isPermanentFailure(thrown: unknown): boolean {
+  return thrown instanceof PermanentJobError || (thrown instanceof Error && (thrown as { code?: unknown }).code === "PERMANENT_FAILURE");
 }

@@ -3,50 +3,58 @@ import { RetryPolicy, type RetryPolicyJson } from "../core/retry/retry-policy.js
 import { describeThrown } from "../errors.js";
 import type { ResolvedServerOptions } from "../server/server-options.js";
 
-/** What the retry decision reads of a job: the attempt that failed and the policy stored with it. */
+/** What the retry decision reads of a job: the attempt that failed and the explicit policy stored with it. */
 export interface FailedAttempt {
   jobType: string;
   /** The attempt that failed (1 for the first run). */
   attempt: number;
-  /** JSON of the retry policy stored with the job. */
-  retryPolicy: string;
+  /** JSON of the explicit retry policy stored with the job; null when it was enqueued without one. */
+  retryPolicy: string | null;
 }
 
 /**
  * The one retry decision of later: what a failed attempt leads to, whether
  * its handler threw, timed out, or its process died (the stuck-job rescuer
- * and the re-claim of a crashed partition head ask it too).
+ * and the re-claim of a crashed partition head ask it too). A handler's
+ * `PermanentJobError` never gets here: the executor fails the job at once.
  *
- * - The policy is the job type's own (`retry` handler option) when it has
- *   one, and then also replaces the stored one (`retryPolicy` of the retry
- *   outcome), so later attempts follow it wherever they run (J3);
- *   otherwise the policy stored with the job.
- * - When neither can be read (a `retry` option that throws or returns
- *   something else, stored JSON that no longer parses) the server default
- *   applies and the error says why.
- * - A retry is due after the policy's delay for `attempt`; once the policy
- *   has no delay left, the outcome is a final `fail` with the error kept.
+ * The policy follows the server that runs the job, whichever process
+ * enqueued it:
+ * 1. the policy stored with the job, when one was given explicitly at
+ *    enqueue (`EnqueueOptions.retryPolicy`, or a publisher's
+ *    `defaultRetryPolicy` given in its options);
+ * 2. else the job type's own (`retry` handler option) on this server;
+ * 3. else this server's `defaultRetryPolicy` (whose own default is
+ *    {@link RetryPolicy.default}, 6 retries, exponential).
+ *
+ * When the chosen policy cannot be read (a `retry` option that throws or
+ * returns something else, stored JSON that no longer parses) the server
+ * default applies and the error says why. A retry is due after the
+ * policy's delay for `attempt`; once the policy has no delay left, the
+ * outcome is a final `fail` with the error kept.
  */
 export function retryDecision<C>(options: ResolvedServerOptions<C>, job: FailedAttempt, error: string): JobOutcome {
-  // Own keys only: a rescued job of a type this server has no handler for may be named like an Object member (`constructor`).
-  const handler = Object.hasOwn(options.handlers, job.jobType) ? options.handlers[job.jobType] : undefined;
   let policy: RetryPolicy;
-  let replacement: string | undefined;
   try {
-    if (handler?.retry) {
-      policy = handler.retry(options.context);
-      if (!(policy instanceof RetryPolicy)) throw new Error(`the retry option of "${job.jobType}" returned ${String(policy)}, not a RetryPolicy`);
-      replacement = JSON.stringify(policy);
-    } else {
-      policy = RetryPolicy.fromJson(JSON.parse(job.retryPolicy) as RetryPolicyJson);
-    }
+    policy = resolvePolicy(options, job);
   } catch (cause) {
     policy = options.defaultRetryPolicy;
     error = `${error} (retry policy unavailable: ${describeThrown(cause)})`;
   }
   const delay = policy.delayBeforeRetry(job.attempt, options.random);
   if (delay === null) return { kind: "fail", error };
-  return { kind: "retry", runAt: options.clock.now() + delay, error, retryPolicy: replacement };
+  return { kind: "retry", runAt: options.clock.now() + delay, error };
+}
+
+/** The policy in force for `job` on this server (see {@link retryDecision}); throws when the chosen one cannot be read. */
+function resolvePolicy<C>(options: ResolvedServerOptions<C>, job: FailedAttempt): RetryPolicy {
+  if (job.retryPolicy !== null) return RetryPolicy.fromJson(JSON.parse(job.retryPolicy) as RetryPolicyJson);
+  // Own keys only: a rescued job of a type this server has no handler for may be named like an Object member (`constructor`).
+  const handler = Object.hasOwn(options.handlers, job.jobType) ? options.handlers[job.jobType] : undefined;
+  if (!handler?.retry) return options.defaultRetryPolicy;
+  const policy = handler.retry(options.context);
+  if (!(policy instanceof RetryPolicy)) throw new Error(`the retry option of "${job.jobType}" returned ${String(policy)}, not a RetryPolicy`);
+  return policy;
 }
 
 /** The error stored for an attempt whose process died or stalled past its lease. */

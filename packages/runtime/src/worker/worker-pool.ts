@@ -12,8 +12,8 @@
  * ```text
  *   claimed ─► buffered ─► running ─► outcome submitted ─► written (held no more)
  *      │          │  │         │
- *      │          │  │         └─(lease lost / timeout / shutdown deadline)─► abandoned: signal aborts,
- *      │          │  │                                                        result discarded
+ *      │          │  │         ├─(lease lost / timeout)─► abandoned: signal aborts, result discarded
+ *      │          │  │         └─(shutdown deadline)─► abandoned, and put back (releaseMany): attempt undone
  *      │          │  └─(lease already expired when a worker takes it)─► skipped: never run, renewed no
  *      │          │                                                      more, left to the stuck-job sweep
  *      │          └─(shutdown)─► released back to its earlier stage
@@ -176,7 +176,10 @@ export class WorkerPool<C> {
   /**
    * Graceful stop: claims no more, releases buffered claims, waits up to
    * `deadlineMs` for running handlers to finish and commit, then aborts the
-   * rest (left to lease recovery).
+   * rest (their signal fires) and puts their jobs back in one write
+   * (`jobs.releaseMany`: ready now, the attempt undone), each with a
+   * `job-released` event. A put-back that fails (the database away) leaves
+   * them to lease recovery, the backstop for a crash.
    */
   async shutdown(deadlineMs: number): Promise<void> {
     if (this.stopping) return;
@@ -195,11 +198,15 @@ export class WorkerPool<C> {
     const deadline = new AbortController();
     const allExited = Promise.all(this.slots.map((s) => s.exited)).then(() => deadline.abort());
     await Promise.race([allExited, this.options.clock.sleep(deadlineMs, deadline.signal)]);
+    const stillRunning: HeldClaim[] = [];
     for (const slot of this.slots) {
       const h = slot.current;
-      if (h && !h.abandoned) this.abandon(h, new ServerStoppedError(`job ${h.job.id} was still running at the shutdown deadline`));
+      if (!h || h.abandoned || h.timedOut) continue;
+      this.abandon(h, new ServerStoppedError(`job ${h.job.id} was still running at the shutdown deadline`));
+      stillRunning.push(h);
     }
     deadline.abort();
+    await this.putBack(stillRunning, deadlineMs);
     // Outcomes are written as long as writes succeed; one that fails past the deadline (the database
     // unreachable: an outage) is dropped, to lease recovery, so that shutdown keeps its deadline.
     await this.batcher.drain(deadlineAt);
@@ -207,6 +214,24 @@ export class WorkerPool<C> {
     await this.renewer.stop();
     await this.executor.stop();
     this.slots.length = 0;
+  }
+
+  /** Puts abandoned running claims back (their late outcomes are never submitted: the executor returns null for them). */
+  private async putBack(claims: HeldClaim[], deadlineMs: number): Promise<void> {
+    if (claims.length === 0) return;
+    const reason = `still running at the shutdown deadline (${deadlineMs} ms): put back, attempt not counted`;
+    try {
+      const { released } = await this.backend.jobs.releaseMany({
+        claims: claims.map((h) => ({ id: h.id, attempt: h.attempt })),
+        now: this.options.clock.now(),
+      });
+      const put = new Set(released.map((k) => k.id));
+      for (const h of claims) {
+        if (put.has(h.id)) this.options.onEvent({ type: "job-released", jobId: h.id, jobType: h.job.jobType, attempt: h.attempt, reason });
+      }
+    } catch (error) {
+      this.options.onEvent(errorEvent("release", error));
+    }
   }
 
   // ---- fetcher ------------------------------------------------------------

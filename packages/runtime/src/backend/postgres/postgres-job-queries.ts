@@ -76,7 +76,7 @@ export class PostgresJobQueries {
    * batch whatever the table statistics say. (A join with `unnest(...)` let
    * the planner, on a young table, scan the running rows and re-run the
    * unnest once per row: quadratic, minutes for a few thousand outcomes.)
-   * `$1` ids, `$2` jsonb `{ id: [attempt, stage, run_at, error, retry_policy] }`, `$3` now,
+   * `$1` ids, `$2` jsonb `{ id: [attempt, stage, run_at, error] }`, `$3` now,
    * `$4` expires_at, `$5` namespace, `$6` lease-expired-before guard, `$7`/`$8` channel and payload.
    */
   readonly finish: Statement;
@@ -93,7 +93,7 @@ export class PostgresJobQueries {
   readonly finishSuccess: Statement;
   /** Fails the waiting children of failed parents: `$1` parent ids, `$2` reasons, `$3` now, `$4` expires_at, `$5` namespace. */
   readonly failChildren: Statement;
-  /** Puts claimed-but-unstarted jobs back: `$1` ids, `$2` attempts, `$3` now, `$4` namespace, `$5`/`$6` channel and payload. */
+  /** Puts claims back (attempt undone), returning `id, claim_attempt` of each put back: `$1` ids, `$2` attempts, `$3` now, `$4` namespace, `$5`/`$6` channel and payload. */
   readonly release: Statement;
   /** `$1` lease expiry, `$2` namespace, `$3` owner, `$4` ids. */
   readonly renew: Statement;
@@ -149,14 +149,13 @@ SELECT NULL, NULL, NULL, NULL, NULL, (
   SELECT min(run_at) FROM ${jobs}
   WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at > $2 AND job_type = ANY($3::text[])
 ) WHERE (SELECT count(*) FROM claimed) < $4`);
-    // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error, retry_policy]: a binary search in the jsonb object.
+    // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error]: a binary search in the jsonb object.
     const out = (i: number) => `($2::jsonb -> j.id ->> ${i})`;
     this.finish = statement(`WITH done AS (
   UPDATE ${jobs} j SET stage = ${out(1)}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
     run_at = CASE WHEN ${out(1)} = 'requeued' THEN ${out(2)}::bigint ELSE j.run_at END,
     expires_at = CASE WHEN ${out(1)} = 'requeued' THEN NULL ELSE $4::bigint END,
     last_error = CASE WHEN ${out(1)} = 'success' THEN j.last_error ELSE ${out(3)} END,
-    retry_policy = coalesce(${out(4)}, j.retry_policy),
     stages = ${appendStage("j.stages", out(1), "$3::bigint")}
   WHERE j.id = ANY($1::text[]) AND j.attempt = ${out(0)}::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
     AND coalesce(j.lease_expires_at, 0) < $6
@@ -201,9 +200,11 @@ SELECT id, last_error FROM failed`);
     stages = ${appendStage("j.stages", back, "$3::bigint")}
   FROM unnest($1::text[], $2::int[]) AS c(id, attempt)
   WHERE j.id = c.id AND j.attempt = c.attempt AND j.namespace = $4 AND j.stage = 'running'
-  RETURNING j.stage, j.topic, j.partition_no
-)${counted("$4", moves("rel", "'running'", "stage"))}
-SELECT count(*)::int AS released, (SELECT count(*) FROM (SELECT pg_notify($5, $6) FROM rel LIMIT 1) n)::int AS notified FROM rel`);
+  RETURNING j.id, j.attempt + 1 AS claim_attempt, j.stage, j.topic, j.partition_no
+)${counted("$4", moves("rel", "'running'", "stage"))}, notified AS (
+  SELECT pg_notify($5, $6) FROM rel LIMIT 1
+)
+SELECT id, claim_attempt, (SELECT count(*) FROM notified)::int AS notified FROM rel`);
     this.renew = statement(`UPDATE ${jobs} SET lease_expires_at = $1
 WHERE namespace = $2 AND ${RUNNING_BY_KEY.replace("j.", "")} AND lease_owner = $3 AND id = ANY($4::text[])
 RETURNING id, attempt`);

@@ -137,7 +137,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     let nextRunAt: number | null | undefined;
     for (const r of rows) {
       if (r[0] === null) nextRunAt = r[5] === null ? null : Number(r[5]);
-      else jobs.push({ id: r[0] as string, jobType: r[1] as string, payload: r[2] as string, attempt: r[3] as number, retryPolicy: r[4] as string });
+      else jobs.push({ id: r[0] as string, jobType: r[1] as string, payload: r[2] as string, attempt: r[3] as number, retryPolicy: r[4] as string | null });
     }
     return nextRunAt === undefined ? { jobs } : { jobs, nextRunAt };
   }
@@ -222,26 +222,27 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
 
   /** The `finish` statement's parameters for a batch (see `PostgresJobQueries.finish`). */
   finishValues(finishes: readonly B.JobFinish[], now: number, expires: number, leaseExpiredBefore: number): unknown[] {
-    const outcomes: Record<string, [number, string, number | null, string | null, string | null]> = {};
+    const outcomes: Record<string, [number, string, number | null, string | null]> = {};
     for (const f of finishes) {
       const o = f.outcome;
       outcomes[f.id] =
         o.kind === "success"
-          ? [f.attempt, "success", null, null, null]
+          ? [f.attempt, "success", null, null]
           : o.kind === "retry"
-            ? [f.attempt, "requeued", o.runAt, o.error, o.retryPolicy ?? null]
-            : [f.attempt, "failed", null, o.error, null];
+            ? [f.attempt, "requeued", o.runAt, o.error]
+            : [f.attempt, "failed", null, o.error];
     }
     return [finishes.map((f) => f.id), JSON.stringify(outcomes), now, expires, this.ns, leaseExpiredBefore, ...this.host.notifyArgs];
   }
 
   /** Puts claimed-but-unstarted jobs back, in id order. */
-  async releaseMany(params: B.JobReleaseManyParams): Promise<void> {
-    if (params.claims.length === 0) return;
+  async releaseMany(params: B.JobReleaseManyParams): Promise<B.JobReleaseManyResult> {
+    if (params.claims.length === 0) return { released: [] };
     const claims = [...params.claims].sort((a, b) => (a.id < b.id ? -1 : 1));
-    await retryConflicts(() =>
+    const rows = await retryConflicts(() =>
       this.host.execute(this.q.release, [claims.map((c) => c.id), claims.map((c) => c.attempt), params.now, this.ns, ...this.host.notifyArgs]),
     );
+    return { released: rows.map((r) => ({ id: String(r.id), attempt: Number(r.claim_attempt) })) };
   }
 
   /** Renews every lease the owner holds among `claims` in one statement. */

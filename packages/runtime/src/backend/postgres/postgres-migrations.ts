@@ -144,6 +144,13 @@ CREATE INDEX later_recurring_due ON {schema}.later_recurring (namespace, next_ru
   },
   { version: 4, name: "stage-counters", sql: POSTGRES_STAGE_COUNTERS_SQL },
   { version: 5, name: "count-in-statements", sql: POSTGRES_COUNT_IN_STATEMENTS_SQL },
+  {
+    version: 6,
+    name: "retry-policy-nullable",
+    // A job enqueued without an explicit retry policy stores NULL and follows the policy of the
+    // server that runs it; existing rows keep theirs. A catalog change only: no table rewrite.
+    sql: `ALTER TABLE {schema}.later_jobs ALTER COLUMN retry_policy DROP NOT NULL;`,
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

@@ -49,6 +49,7 @@ class PartitionQueries {
   readonly held: Statement;
   readonly successNext: Statement;
   readonly leaseFree: Statement;
+  readonly headRelease: Statement;
   readonly renew: Statement;
   readonly heartbeat: Statement;
   readonly memberRemove: Statement;
@@ -140,6 +141,29 @@ SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM releas
 FROM (SELECT 1) one LEFT JOIN claimed c ON true`);
     this.leaseFree = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);
+    // Shutdown's put-back: the partition rows still held at the claim's epoch are locked (in (topic, partition)
+    // order, as every writer of several), their lease freed and their heads put back, attempt undone.
+    // $1 ns, $2 owner, $3 topics, $4 partitions, $5 epochs, $6 ids, $7 attempts, $8 now, $9/$10 notify channel and payload.
+    const back = "CASE WHEN j.attempt <= 1 THEN 'enqueued' ELSE 'requeued' END";
+    this.headRelease = statement(`WITH c AS (
+  SELECT * FROM unnest($3::text[], $4::int[], $5::bigint[], $6::text[], $7::int[]) AS c(topic, partition_no, epoch, id, attempt)
+), held AS (
+  SELECT p.topic, p.partition_no FROM ${parts} p JOIN c ON p.topic = c.topic AND p.partition_no = c.partition_no AND p.epoch = c.epoch
+  WHERE p.namespace = $1 AND p.lease_owner = $2 ORDER BY p.topic, p.partition_no FOR UPDATE OF p
+), freed AS (
+  UPDATE ${parts} p SET lease_owner = NULL, lease_expires_at = NULL FROM held h
+  WHERE p.namespace = $1 AND p.topic = h.topic AND p.partition_no = h.partition_no
+  RETURNING p.topic
+), rel AS (
+  UPDATE ${jobs} j SET stage = ${back}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $8,
+    stages = left(j.stages, -1) || ',["' || ${back} || '",' || $8::bigint || ']]'
+  FROM c JOIN held h ON h.topic = c.topic AND h.partition_no = c.partition_no
+  WHERE j.id = c.id AND j.attempt = c.attempt AND j.namespace = $1 AND j.stage = 'running'
+  RETURNING j.id, j.stage, j.topic, j.partition_no
+)${counted(moves("rel", "'running'", "stage"))}, notified AS (
+  SELECT pg_notify($9, $10) FROM rel LIMIT 1
+)
+SELECT id, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM freed)::int AS freed FROM rel`);
     // The rows are locked first, in (topic, partition) order: an enqueue reserves sequences in that
     // order inside its transaction, and a renewal taking them in another order would deadlock with it.
     this.renew = statement(`WITH held AS (
@@ -286,6 +310,26 @@ export class PostgresPartitionStore implements B.PartitionStore {
       if (!next) await execute(this.q.leaseFree, [this.ns, claim.topic, claim.partition, claim.epoch]);
       return { applied: result.applied.length > 0, released: result.released, next };
     });
+  }
+
+  async headRelease(params: B.PartitionHeadReleaseParams): Promise<B.PartitionHeadReleaseResult> {
+    if (params.claims.length === 0) return { released: [] };
+    const cs = params.claims;
+    const rows = await retryConflicts(() =>
+      this.host.execute(this.q.headRelease, [
+        this.ns,
+        params.owner,
+        cs.map((c) => c.topic),
+        cs.map((c) => c.partition),
+        cs.map((c) => c.epoch),
+        cs.map((c) => c.id),
+        cs.map((c) => c.attempt),
+        params.now,
+        ...this.host.notifyArgs,
+      ]),
+    );
+    const put = new Set(rows.map((r) => String(r.id)));
+    return { released: cs.filter((c) => put.has(c.id)) };
   }
 
   async leaseRenew(params: B.PartitionLeaseRenewParams): Promise<B.PartitionLeaseRenewResult> {

@@ -67,3 +67,8 @@ export function renewedClaims(held: ReadonlyMap<string, number>, rows: readonly 
   }
   return renewed;
 }
+
+/** A stored `retry_policy`: its JSON text, or null when the job was enqueued without an explicit policy. */
+export function storedPolicy(value: unknown): string | null {
+  return value === null || value === undefined ? null : String(value);
+}

@@ -8,6 +8,7 @@
 import { sql } from "kysely";
 import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import type { JobCountReadyParams, JobListStuckParams, StuckJob } from "../backend.js";
+import { storedPolicy } from "./job-rows.js";
 import { SharedStatement } from "./shared-statement.js";
 import { stageList } from "./stage-list.js";
 
@@ -27,7 +28,7 @@ export const STUCK_JOBS = new SharedStatement<JobListStuckParams & InNamespace, 
       .where("lease_expires_at", "<", $("leaseExpiredBefore"))
       .orderBy("lease_expires_at")
       .limit($("limit")),
-  read: (rows) => rows.map((r) => ({ id: String(r.id), attempt: Number(r.attempt), jobType: String(r.job_type), retryPolicy: String(r.retry_policy) })),
+  read: (rows) => rows.map((r) => ({ id: String(r.id), attempt: Number(r.attempt), jobType: String(r.job_type), retryPolicy: storedPolicy(r.retry_policy) })),
 });
 
 /** Ready jobs of the given types, counted over the ready index; one variant per number of types (a server's list never changes). */

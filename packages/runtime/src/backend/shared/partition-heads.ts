@@ -3,7 +3,7 @@
  * be claimed, and how a claimed head row maps to the seam's type.
  */
 import type * as B from "../backend.js";
-import type { Row } from "./job-rows.js";
+import { storedPolicy, type Row } from "./job-rows.js";
 
 /**
  * When a head can be claimed: now for an enqueued head, at `run_at` for a
@@ -32,7 +32,7 @@ export function claimedHead(r: Row, ref: B.PartitionRef, epoch: number, lostAtte
     jobType: String(r.job_type),
     payload: String(r.payload),
     attempt: Number(r.attempt),
-    retryPolicy: String(r.retry_policy),
+    retryPolicy: storedPolicy(r.retry_policy),
     topic: ref.topic,
     partition: ref.partition,
     seq: Number(r.seq),

@@ -16,7 +16,7 @@ import { CLAIMABLE_STAGES, type JobStage } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { insertStage } from "../shared/insert-stage.js";
-import { renewedClaims, type Row } from "../shared/job-rows.js";
+import { renewedClaims, storedPolicy, type Row } from "../shared/job-rows.js";
 import { READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { stageList } from "../shared/stage-list.js";
@@ -167,7 +167,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       jobType: String(r.job_type),
       payload: String(r.payload),
       attempt: Number(r.attempt),
-      retryPolicy: String(r.retry_policy),
+      retryPolicy: storedPolicy(r.retry_policy),
     }));
     if (jobs.length === params.limit) return { jobs };
     const next = this.conn().get(
@@ -225,11 +225,10 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         if (o.kind === "retry") {
           row = this.conn().get(
             `UPDATE later_jobs SET stage = 'requeued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
-               retry_policy = coalesce(?, retry_policy), stages = json_insert(stages, '$[#]', json_array('requeued', CAST(? AS INTEGER))) ${where}`,
+               stages = json_insert(stages, '$[#]', json_array('requeued', CAST(? AS INTEGER))) ${where}`,
             params.now,
             o.runAt,
             o.error,
-            o.retryPolicy ?? null,
             params.now,
             f.id,
             ns,
@@ -299,26 +298,33 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     this.counters.write(deltas);
   }
 
-  /** Puts claims that never started back to their earlier stage (attempt undone). */
-  async releaseMany(params: B.JobReleaseManyParams): Promise<void> {
-    this.conn().immediate(() => {
-      const deltas = new StageDeltas();
-      for (const c of params.claims) {
-        const row = this.conn().get(
-          `UPDATE later_jobs SET stage = CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, attempt = attempt - 1,
-             lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
-             stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, CAST(? AS INTEGER)))
-           WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? RETURNING stage, topic, partition_no`,
-          params.now,
-          params.now,
-          c.id,
-          this.namespace,
-          c.attempt,
-        );
-        if (row) deltas.move("running", row.stage, row.topic, row.partition_no);
-      }
-      this.counters.write(deltas);
-    });
+  /** Puts claims back to their earlier stage (attempt undone), in one `immediate` transaction. */
+  async releaseMany(params: B.JobReleaseManyParams): Promise<B.JobReleaseManyResult> {
+    return this.conn().immediate(() => ({ released: this.releaseRows(params.claims, params.now) }));
+  }
+
+  /** {@link releaseMany} inside the caller's `immediate` transaction (the partition store's `headRelease` too); returns the claims put back. */
+  releaseRows(claims: readonly B.ClaimKey[], now: number): B.ClaimKey[] {
+    const released: B.ClaimKey[] = [];
+    const deltas = new StageDeltas();
+    for (const c of claims) {
+      const row = this.conn().get(
+        `UPDATE later_jobs SET stage = CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, attempt = attempt - 1,
+           lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
+           stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, CAST(? AS INTEGER)))
+         WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? RETURNING stage, topic, partition_no`,
+        now,
+        now,
+        c.id,
+        this.namespace,
+        c.attempt,
+      );
+      if (!row) continue;
+      deltas.move("running", row.stage, row.topic, row.partition_no);
+      released.push(c);
+    }
+    this.counters.write(deltas);
+    return released;
   }
 
   /** Extends the leases this owner still holds; reports which. */

@@ -140,6 +140,20 @@ CREATE INDEX later_recurring_due ON later_recurring (namespace, next_run_at);
 `,
   },
   { version: 4, name: "stage-counters", sql: SQLITE_STAGE_COUNTERS_SQL },
+  {
+    version: 5,
+    name: "retry-policy-nullable",
+    // A job enqueued without an explicit retry policy stores NULL and follows the policy of the
+    // server that runs it. SQLite cannot drop a NOT NULL constraint in place: the column is
+    // re-added without it, the values copied (existing rows keep theirs), the old one dropped
+    // (it is in no index, trigger or view, so DROP COLUMN is allowed).
+    sql: `
+ALTER TABLE later_jobs RENAME COLUMN retry_policy TO retry_policy_v4;
+ALTER TABLE later_jobs ADD COLUMN retry_policy TEXT;
+UPDATE later_jobs SET retry_policy = retry_policy_v4;
+ALTER TABLE later_jobs DROP COLUMN retry_policy_v4;
+`,
+  },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */

@@ -24,6 +24,7 @@ export interface SqlitePartitionHost {
   readonly namespace: string;
   conn(): SqliteConnection;
   finishRows(params: B.JobFinishManyParams): B.JobFinishManyResult;
+  releaseRows(claims: readonly B.ClaimKey[], now: number): B.ClaimKey[];
   failWaitingChildren(failed: { id: string; error: string }[], now: number, expires: number): void;
   /** The stage counters, which every statement here that changes a stage adds its moves to. */
   readonly counters: SqliteStageCounters;
@@ -126,6 +127,28 @@ export class SqlitePartitionStore implements B.PartitionStore {
         );
       }
       return { applied, released: result.released, next };
+    });
+  }
+
+  async headRelease(params: B.PartitionHeadReleaseParams): Promise<B.PartitionHeadReleaseResult> {
+    if (params.claims.length === 0) return { released: [] };
+    const c = this.host.conn();
+    return c.immediate(() => {
+      const released: B.PartitionClaim[] = [];
+      for (const claim of params.claims) {
+        // Fenced by the partition lease: only the holder of this epoch frees it and puts its head back.
+        const freed = c.run(
+          "UPDATE later_partitions SET lease_owner = NULL, lease_expires_at = NULL WHERE namespace = ? AND topic = ? AND partition_no = ? AND epoch = ? AND lease_owner = ?",
+          this.ns,
+          claim.topic,
+          claim.partition,
+          claim.epoch,
+          params.owner,
+        );
+        if (freed === 0) continue;
+        if (this.host.releaseRows([claim], params.now).length > 0) released.push(claim);
+      }
+      return { released };
     });
   }
 

@@ -27,9 +27,11 @@ export interface RetryPolicyJson {
  * retry. A job's first run is not a retry: `fixed(3, ...)` means up to four
  * runs in all.
  *
- * The policy in force is stored with the job when it is enqueued (the server
- * default); a job type's own policy (a handler's `retry` option) replaces it
- * from the job's first failure on.
+ * Which policy a failed job follows is decided by the server that runs it:
+ * the policy given explicitly at enqueue (stored with the job), else the job
+ * type's own (a handler's `retry` option), else that server's
+ * `defaultRetryPolicy`, else {@link RetryPolicy.default}. A handler that
+ * throws `PermanentJobError` fails its job at once, whatever the policy.
  */
 export class RetryPolicy {
   readonly maxRetries: number;
@@ -95,6 +97,11 @@ export class RetryPolicy {
     const scale = 1 - b.jitter + 2 * b.jitter * random();
     return Math.max(0, Math.round(base * scale));
   }
+}
+
+/** The stored form of an explicit retry policy: its JSON, or null for none (the job follows the server that runs it). */
+export function storedRetryPolicy(policy: RetryPolicy | null | undefined): string | null {
+  return policy ? JSON.stringify(policy) : null;
 }
 
 function validateBackoff(b: RetryBackoff): void {
