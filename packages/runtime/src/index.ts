@@ -14,12 +14,14 @@ export { JOB_STAGES, type JobStage, type StageChange } from "./core/job-stage.js
 export { RetryPolicy, type RetryBackoff, type RetryPolicyJson } from "./core/retry/retry-policy.js";
 export type { TransactionHandle } from "./backend/transaction-handle.js";
 export { BackgroundJobServer, type ShutdownOptions } from "./server/background-job-server.js";
-export { JobPublisher, type EnqueueOptions, type JobPublisherOptions, type PartitionTarget } from "./server/publisher.js";
+export { JobPublisher, type JobPublisherOptions, type PartitionTarget } from "./server/publisher.js";
+export { ENQUEUE_OPTION_KEYS, type EnqueueOptions } from "./server/enqueue-options.js";
 export { topic, RECURRING_SEQUENTIAL_TOPIC, MAX_PARTITIONS, type TopicConfig } from "./core/partition/topic.js";
 export { partitionForKey, murmur2, type PartitionKey } from "./core/partition/partition-for-key.js";
 export type { JobContext, HandlerRegistration, ServerOptions, ServerEvent, WorkerAutoscaleOptions } from "./server/server-options.js";
 export { payloadDecoder, type DatePath, type JobCatalog, type JobSpec } from "./typed/job-catalog.js";
-export { JobHandle, TopicJobHandle } from "./typed/job-handle.js";
+export { JobHandle } from "./typed/job-handle.js";
+export { TopicJobHandle } from "./typed/topic-job-handle.js";
 export { TypedJobServer, type TypedJobContext } from "./typed/typed-job-server.js";
 export { JobControl } from "./typed/job-control.js";
 export { TypedServerBuilder, jobHandles, type BuilderOptions, type HandlerOptions, type JobHandler } from "./typed/typed-server-builder.js";

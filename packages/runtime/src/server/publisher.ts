@@ -8,16 +8,9 @@ import { InvalidArgumentError, ParentNotFoundError, ServerStoppedError, UnknownT
 import { RECURRING_SEQUENTIAL_TOPIC } from "../core/partition/topic.js";
 import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/recurring-scheduler.js";
 import { encodePayload } from "./encode-payload.js";
+import { checkEnqueueOptions, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
 
-/** When and after what a job may run. */
-export interface EnqueueOptions {
-  /** Not before this many ms from now (>= 0). */
-  delayMs?: number;
-  /** Not before this time. */
-  runAt?: Date;
-  /** Run only after this job succeeds. */
-  parentId?: JobId;
-}
+export type { EnqueueOptions } from "./enqueue-options.js";
 
 /** Where a partitioned job goes: its topic, and the key that picks the partition (or the partition itself). */
 export type PartitionTarget = { topic: string; key: PartitionKey } | { topic: string; partition: number };
@@ -195,12 +188,10 @@ export class JobPublisher<Trx = TransactionHandle> {
     const encode = this.options.encoders.get(jobType);
     if (!encode) throw new InvalidArgumentError(`unknown job type "${jobType}": no handler is registered for it`);
     if (!Array.isArray(payloads)) throw new InvalidArgumentError("enqueueMany: payloads must be an array");
+    const checked = checkEnqueueOptions(options, partition === undefined ? "enqueue" : "enqueueToPartition");
     const now = this.clock.now();
-    const runAt = resolveRunAt(options, now);
-    const parentId = options.parentId;
-    if (parentId !== undefined && (typeof parentId !== "string" || parentId === "")) {
-      throw new InvalidArgumentError("parent job id must be a non-empty string");
-    }
+    const runAt = runAtOf(checked, now);
+    const parentId = checked.parentId;
     const retryPolicy = JSON.stringify(this.options.defaultRetryPolicy);
     const jobs: JobInsert[] = payloads.map((payload) => ({
       id: newJobId(now),
@@ -216,21 +207,4 @@ export class JobPublisher<Trx = TransactionHandle> {
     if (transaction === undefined) this.options.onCommitted(jobs, result.stages);
     return jobs.map((j) => j.id);
   }
-}
-
-function resolveRunAt(options: EnqueueOptions, now: number): number {
-  if (options === null || typeof options !== "object") throw new InvalidArgumentError("enqueue options must be an object");
-  const { delayMs, runAt } = options;
-  if (delayMs !== undefined && runAt !== undefined) throw new InvalidArgumentError("give delayMs or runAt, not both");
-  if (delayMs !== undefined) {
-    if (typeof delayMs !== "number" || !Number.isFinite(delayMs) || delayMs < 0) {
-      throw new InvalidArgumentError(`delay must be a finite number of ms >= 0, got ${String(delayMs)}`);
-    }
-    return now + Math.ceil(delayMs);
-  }
-  if (runAt !== undefined) {
-    if (!(runAt instanceof Date) || Number.isNaN(runAt.getTime())) throw new InvalidArgumentError("runAt must be a valid Date");
-    return Math.max(now, runAt.getTime());
-  }
-  return now;
 }
