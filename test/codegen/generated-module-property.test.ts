@@ -51,7 +51,10 @@ function usageFile(schema: JobsSchema): string {
     `Same<${names.context}<App, Tx>["jobs"], ${names.handles}<Tx>>`,
     ...schema.jobs
       .slice(0, 1)
-      .map((job) => `Same<Parameters<${names.handles}<Tx>[${JSON.stringify(ModuleNames.handle(job.name))}][${job.topic ? '"enqueueToPartitionIn"' : '"enqueueIn"'}]>[0], Tx>`),
+      .map(
+        (job) =>
+          `Same<Parameters<${names.handles}<Tx>[${JSON.stringify(ModuleNames.handle(job.name))}][${job.topic ? '"enqueueToPartitionIn"' : '"enqueueIn"'}]>[0], Tx>`,
+      ),
     `Same<Awaited<ReturnType<typeof ${names.open}<Tx>>>, ${names.publisher}<Tx>>`,
     ...jobChecks,
   ];

@@ -64,10 +64,16 @@ export class GeneratedNameChecker {
   private checkInterface(name: string, node: Node): void {
     const taken = this.names.external();
     const what = taken.get(name);
-    if (what !== undefined) return this.fail(node, `interface ${name} has the name of ${what}; rename it`);
+    if (what !== undefined) {
+      this.fail(node, `interface ${name} has the name of ${what}; rename it`);
+      return;
+    }
     for (const derived of this.names.declared()) {
       const clash = taken.get(derived);
-      if (clash !== undefined) return this.fail(node, `interface ${name} would generate ${derived}, which is ${clash}; rename the interface`);
+      if (clash !== undefined) {
+        this.fail(node, `interface ${name} would generate ${derived}, which is ${clash}; rename the interface`);
+        return;
+      }
     }
   }
 
@@ -90,7 +96,10 @@ export class GeneratedNameChecker {
       }
       const handle = ModuleNames.handle(job.name);
       if (handle === "") {
-        this.fail(job.node, `job name ${name} has no letters or digits to make its method names of (such as ${ModuleNames.handlerMethod("sendEmail")}); rename the job`);
+        this.fail(
+          job.node,
+          `job name ${name} has no letters or digits to make its method names of (such as ${ModuleNames.handlerMethod("sendEmail")}); rename the job`,
+        );
         continue;
       }
       const method = ModuleNames.handlerMethod(job.name);
