@@ -15,6 +15,8 @@ export interface SchemaNames {
   typeImports: Map<string, Node>;
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /** An identifier TypeScript takes as a property or method name (reserved words included). */
 const IDENTIFIER = /^[\p{ID_Start}$_][\p{ID_Continue}$\u200C\u200D]*$/u;
 
@@ -92,6 +94,11 @@ export class GeneratedNameChecker {
       const name = JSON.stringify(job.name);
       if ((FORBIDDEN_JOB_NAMES as readonly string[]).includes(job.name)) {
         this.fail(job.node, `job name ${name} cannot be used: as a key of the job catalog it sets the object's prototype instead of adding the job`);
+        continue;
+      }
+      // The stored job type: what the runtime takes as a name (see the runtime's stored-name.ts).
+      if (job.name.length > 200 || job.name.includes("\0") || LONE_SURROGATE.test(job.name)) {
+        this.fail(job.node, `job name ${name} cannot be stored: a job type is 1 to 200 characters of well-formed Unicode without NUL`);
         continue;
       }
       const handle = ModuleNames.handle(job.name);

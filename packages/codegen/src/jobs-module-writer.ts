@@ -54,7 +54,7 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     `/** One typed handle per declared job: \`server.jobs.<name>\` and \`ctx.jobs.<name>\`. */`,
     `export interface ${names.handles}<${Trx} = TransactionHandle> {`,
     ...jobs.flatMap((job) => [
-      `  /** Enqueue \`${job.name}\` jobs${job.topic ? ` to their partition of topic \`${job.topic.name}\`` : ""}. */`,
+      `  /** Enqueue \`${comment(job.name)}\` jobs${job.topic ? ` to their partition of topic \`${job.topic.name}\`` : ""}. */`,
       `  readonly ${ModuleNames.handle(job.name)}: ${job.topic ? "TopicJobHandle" : "JobHandle"}<${job.payloadType}, ${Trx}>;`,
     ]),
     `}`,
@@ -75,7 +75,7 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     `  }`,
     ...jobs.flatMap((job) => [
       ``,
-      `  /** Handles \`${job.name}\` jobs: resolve = success, throw = retry per policy. */`,
+      `  /** Handles \`${comment(job.name)}\` jobs: resolve = success, throw = retry per policy. */`,
       `  ${handlerMethod(job)}(handler: JobHandler<${names.context}<${C}, ${Trx}>, ${job.payloadType}>, options?: HandlerOptions<${C}>): this {`,
       `    return this.handler(${JSON.stringify(job.name)}, handler, options);`,
       `  }`,
@@ -123,6 +123,11 @@ function catalogEntry(job: JobDeclaration): string[] {
 
 /** A catalog key written bare; any other member name is quoted. */
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
+/** A member name inside a doc comment: a quoted name may hold the comment's end. */
+function comment(text: string): string {
+  return text.replaceAll("*/", "*\\/");
+}
 
 /** The ESM specifier of `schemaFile` as seen from `outFile`: relative, `/`-separated, `.ts` → `.js`. */
 function importSpecifier(outFile: string, schemaFile: string): string {
