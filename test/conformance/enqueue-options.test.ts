@@ -30,6 +30,8 @@ describe.each(BACKENDS)("enqueue options on $name", (entry) => {
     const released = await server.backend.inspect.jobGet({ id: child });
     expect(released?.stage).toBe("delayed");
     expect(released?.stages.map((s) => s.stage)).toEqual(["waiting", "delayed"]);
+    // The stage counters moved with it: waiting → delayed.
+    expect((await server.backend.inspect.stageCounts()).counts).toMatchObject({ waiting: 0, delayed: 1, enqueued: 0, success: 1 });
     clock.advance(59_999);
     expect((await server.backend.inspect.jobGet({ id: child }))?.stage).toBe("delayed");
     clock.advance(1);
@@ -68,6 +70,7 @@ describe.each(BACKENDS)("enqueue options on $name", (entry) => {
     gate.resolve();
     await waitFor(async () => (await server.backend.inspect.jobGet({ id: parent }))?.stage === "success", "the parent to succeed");
     expect((await server.backend.inspect.jobGet({ id: head }))?.stage).toBe("delayed");
+    expect((await server.backend.inspect.stageCounts()).counts).toMatchObject({ waiting: 0, delayed: 1, enqueued: 1, success: 1 });
     clock.advance(29_999);
     expect((await server.backend.inspect.jobGet({ id: head }))?.stage).toBe("delayed");
     expect((await server.backend.inspect.jobGet({ id: behind }))?.stage).toBe("enqueued");
