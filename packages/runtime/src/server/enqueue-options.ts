@@ -66,7 +66,8 @@ export function checkEnqueueOptions(options: unknown, method = "enqueue"): Enque
  */
 export function withShortForm(method: string, options: unknown, fixed: EnqueueOptions): EnqueueOptions {
   const checked = checkEnqueueOptions(options, method);
-  const clash = Object.keys(fixed).find((k) => k in checked || (k !== "parentId" && ("delayMs" in checked || "runAt" in checked)));
+  const given = (key: keyof EnqueueOptions) => checked[key] !== undefined;
+  const clash = (Object.keys(fixed) as (keyof EnqueueOptions)[]).find((k) => given(k) || (k !== "parentId" && (given("delayMs") || given("runAt"))));
   if (clash !== undefined)
     throw new InvalidArgumentError(`${method}: ${clash === "parentId" ? "the parent" : "the time"} is an argument here; leave it out of options`);
   return checkEnqueueOptions({ ...checked, ...fixed }, method);
