@@ -10,17 +10,22 @@ import {
   type JobHandle,
   type JobHandler,
   type PublisherOptions,
+  type TopicJobHandle,
   type TransactionHandle,
   type TypedJobContext,
   type TypedJobServer,
 } from "@later/runtime";
-import type { ChainStep, ChargeCard, SendEmail } from "./jobs.schema.js";
+import type { ChainStep, ChargeCard, PostEntry, SendEmail } from "./jobs.schema.js";
 
-/** The declared jobs, by stored job type. */
+/**
+ * The declared jobs, by stored job type. The topics the schema declares with their partition counts
+ * (`ledger`: 4) are registered on every server and publisher built from this module.
+ */
 const JOBS: JobCatalog = {
   sendEmail: { handlerMethod: "withSendEmailHandler" },
   chainStep: { handlerMethod: "withChainStepHandler" },
   chargeCard: { handlerMethod: "withChargeCardHandler", datePaths: [["requestedAt"]] },
+  postEntry: { handlerMethod: "withPostEntryHandler", topic: "ledger", partitionKey: "accountId", partitions: 4 },
 };
 
 /** One typed handle per declared job: `server.jobs.<name>` and `ctx.jobs.<name>`. */
@@ -31,6 +36,8 @@ export interface JobsHandles<Trx = TransactionHandle> {
   readonly chainStep: JobHandle<ChainStep, Trx>;
   /** Enqueue `chargeCard` jobs. */
   readonly chargeCard: JobHandle<ChargeCard, Trx>;
+  /** Enqueue `postEntry` jobs to their partition of topic `ledger`. */
+  readonly postEntry: TopicJobHandle<PostEntry, Trx>;
 }
 
 /** What every handler receives: `ctx.app` (the builder's `context`), `ctx.jobs`, `ctx.jobId`, `ctx.attempt`, `ctx.signal`. */
@@ -61,6 +68,11 @@ export class JobsBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<
   /** Handles `chargeCard` jobs: resolve = success, throw = retry per policy. */
   withChargeCardHandler(handler: JobHandler<JobsContext<C, Trx>, ChargeCard>, options?: HandlerOptions<C>): this {
     return this.handler("chargeCard", handler, options);
+  }
+
+  /** Handles `postEntry` jobs: resolve = success, throw = retry per policy. */
+  withPostEntryHandler(handler: JobHandler<JobsContext<C, Trx>, PostEntry>, options?: HandlerOptions<C>): this {
+    return this.handler("postEntry", handler, options);
   }
 }
 

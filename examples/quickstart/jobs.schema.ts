@@ -17,8 +17,20 @@ export interface ChargeCard {
   requestedAt: Date;
 }
 
+export interface PostEntry {
+  accountId: string;
+  cents: number;
+}
+
 export interface Jobs {
   sendEmail: SendEmail;
   chainStep: ChainStep;
   chargeCard: ChargeCard;
+  /** The entries of one account run one at a time, in enqueue order. The topic is
+   *  declared here, with its partition count: every server built from the generated
+   *  module registers it.
+   *  @topic ledger
+   *  @partitions 4
+   *  @partitionKey accountId */
+  postEntry: PostEntry;
 }

@@ -1,6 +1,6 @@
-// Every fixture in bad/ starts with "// expect: LINE:COL reason" (then, if the jobs interface is not
-// `Jobs`, "// interface: NAME"): later-gen must answer it with "file:LINE:COL: error: reason..." on
-// one line, exit code 1, and no stack trace.
+// Every fixture in bad/ starts with one "// expect: LINE:COL reason" line per error it holds (then, if
+// the jobs interface is not `Jobs`, "// interface: NAME"): later-gen must answer it with one
+// "file:LINE:COL: error: reason..." line per error, in that order, exit code 1, and no stack trace.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -36,20 +36,26 @@ describe("bad schemas", () => {
     expect(BAD.length).toBeGreaterThanOrEqual(8);
   });
 
-  it.each(BAD)("%s is reported at its line and column with one reason", async (file) => {
+  it.each(BAD)("%s is reported at its line and column with one reason per error", async (file) => {
     const path = `test/codegen/bad/${file}`;
-    const [first, second] = readFileSync(join(ROOT, path), "utf8").split("\n");
-    const [, line, col, reason] = /^\/\/ expect: (\d+):(\d+) (.*)$/.exec(first!)!;
-    const interfaceName = /^\/\/ interface: (\w+)$/.exec(second!)?.[1];
+    const lines = readFileSync(join(ROOT, path), "utf8").split("\n");
+    const expected = lines.flatMap((l) => {
+      const m = /^\/\/ expect: (\d+):(\d+) (.*)$/.exec(l);
+      return m ? [`${path}:${m[1]}:${m[2]}: error: ${m[3]}`] : [];
+    });
+    expect(expected.length, "the fixture says what to expect").toBeGreaterThan(0);
+    const interfaceName = lines.map((l) => /^\/\/ interface: (\w+)$/.exec(l)?.[1]).find((n) => n !== undefined);
     const cwd = process.cwd();
     process.chdir(ROOT);
     try {
       const run = await gen(path, interfaceName);
       expect(run.code).toBe(1);
       expect(run.out).toEqual([]);
-      expect(run.err).toHaveLength(1);
-      expect(run.err[0]).toContain(`${path}:${line}:${col}: error: ${reason}`);
-      expect(run.err[0]).not.toContain("\n");
+      expect(run.err).toHaveLength(expected.length);
+      run.err.forEach((line, i) => {
+        expect(line).toContain(expected[i]);
+        expect(line).not.toContain("\n");
+      });
     } finally {
       process.chdir(cwd);
     }
@@ -64,6 +70,15 @@ describe("bad schemas", () => {
       expect(run.stderr).toMatch(new RegExp(`^test/codegen/bad/${file.replace(".", "\\.")}:\\d+:\\d+: error: `));
       expect(run.stderr).not.toMatch(/\n\s+at /);
     }
+  });
+
+  it("prints every error of a file from the command line, one line each, with exit code 1", () => {
+    const run = laterGen(["test/codegen/bad/several-errors.ts", "--out", join(tmpdir(), "later-never-written.ts")]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe("");
+    const lines = run.stderr.trim().split("\n");
+    expect(lines.map((l) => /^test\/codegen\/bad\/several-errors\.ts:(\d+):\d+: error: /.exec(l)?.[1])).toEqual(["12", "16", "17", "21"]);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
   });
 
   it("refuses a schema file the generated module could not import its types from (.d.ts, not TypeScript)", async () => {

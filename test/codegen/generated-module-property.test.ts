@@ -27,7 +27,8 @@ const USAGE = join(CASE_DIR, "usage.ts");
 
 /**
  * A file that compiles only if the generated module types each job as the schema does: its
- * handle is `JobHandle<I["job"], Trx>` (or `TopicJobHandle`), its handler's payload is `I["job"]`,
+ * handle (the member name in camelCase) is `JobHandle<I["job"], Trx>` (or `TopicJobHandle`), its
+ * handler's payload is `I["job"]`,
  * the context carries the app type `C` and the handles, and the transaction type `Trx` given to
  * the module's types reaches every handle (`TransactionHandle` when not given).
  */
@@ -36,7 +37,7 @@ function usageFile(schema: JobsSchema): string {
   const I = schema.interfaceName;
   const jobChecks = schema.jobs.flatMap((job) => {
     const payload = `${I}[${JSON.stringify(job.name)}]`;
-    const key = JSON.stringify(job.name);
+    const key = JSON.stringify(ModuleNames.handle(job.name));
     const handle = job.topic ? "TopicJobHandle" : "JobHandle";
     return [
       `Same<${names.handles}[${key}], ${handle}<${payload}>>`,
@@ -48,7 +49,12 @@ function usageFile(schema: JobsSchema): string {
     `Same<${names.context}<App>["app"], App>`,
     `Same<${names.context}<App>["jobs"], ${names.handles}>`,
     `Same<${names.context}<App, Tx>["jobs"], ${names.handles}<Tx>>`,
-    ...schema.jobs.slice(0, 1).map((job) => `Same<Parameters<${names.handles}<Tx>[${JSON.stringify(job.name)}]["enqueueIn"]>[0], Tx>`),
+    ...schema.jobs
+      .slice(0, 1)
+      .map(
+        (job) =>
+          `Same<Parameters<${names.handles}<Tx>[${JSON.stringify(ModuleNames.handle(job.name))}][${job.topic ? '"enqueueToPartitionIn"' : '"enqueueIn"'}]>[0], Tx>`,
+      ),
     `Same<Awaited<ReturnType<typeof ${names.open}<Tx>>>, ${names.publisher}<Tx>>`,
     ...jobChecks,
   ];

@@ -13,6 +13,7 @@ const GOLDEN = [
   { schema: "test/codegen/schemas/dates.schema.ts", out: "test/codegen/schemas/dates.generated.ts" },
   { schema: "test/codegen/schemas/billing.schema.ts", out: "test/codegen/schemas/billing.generated.ts", interfaceName: "Billing" },
   { schema: "test/codegen/schemas/names.schema.ts", out: "test/codegen/schemas/names.generated.ts", interfaceName: "Names" },
+  { schema: "test/codegen/schemas/ledger.schema.ts", out: "test/codegen/schemas/ledger.generated.ts" },
   { schema: "examples/quickstart/jobs.schema.ts", out: "examples/quickstart/jobs.generated.ts" },
 ];
 
@@ -44,6 +45,18 @@ describe("generated modules", () => {
       { outFile: join(ROOT, "test/codegen/schemas/odd.generated.ts") },
     );
     expect(text).toContain(`import type { CreateAccount, ProcessOrder, SendEmail } from "./it's \\"odd\\".schema.js";`);
+  });
+
+  it("carries the schema's topic registry and camelCase names whatever the member's spelling", () => {
+    const text = readFileSync(join(ROOT, "test/codegen/schemas/ledger.generated.ts"), "utf8");
+    expect(text).toContain("(`ledger`: 4) are registered on every server and publisher built from this module");
+    expect(text).toContain("    partitions: 4,");
+    expect(text).toContain("readonly postEntry: TopicJobHandle<Entry, Trx>");
+    expect(text).toContain("readonly reverseEntry: TopicJobHandle<Entry, Trx>");
+    expect(text).toContain("readonly sendStatement: JobHandle<Statement, Trx>");
+    expect(text).toContain("withSendStatementHandler(handler");
+    expect(text).toContain('return this.handler("reverse-entry", handler, options);');
+    expect(text).not.toMatch(/withSend_statementHandler|withPost_entryHandler/);
   });
 
   it("names follow the interface: Billing gives BillingBuilder, BillingContext, BillingServer", () => {

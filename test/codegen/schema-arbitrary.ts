@@ -4,7 +4,7 @@
  * `Date`, branded, optional, readonly, array, tuple, record, nested-object and cross-referencing
  * fields; one to three jobs interfaces (one may extend another) whose members are named payloads,
  * inline object types, generic instances, `Partial<...>`, unions or intersections, some with
- * `@topic` and `@partitionKey`. Names are mostly plain but include hostile-but-plausible ones
+ * `@topic` and `@partitionKey` (sometimes `@partitions`). Names are mostly plain but include hostile-but-plausible ones
  * (`constructor`, `then`, `__proto__`, `"send-email"`, `foo`/`Foo`, `C`, `Promise`, `JobHandle`,
  * `TypedServer`, ...), and a few shapes later-gen must refuse (bigint, functions, `Date | string`,
  * optional jobs), so both answers are exercised.
@@ -211,7 +211,9 @@ export function renderSchema(model: SchemaModel): string {
         const keys = fieldsOf.filter(isKey);
         const pool = job.topic.keyPick < 4 && keys.length > 0 ? keys : fieldsOf;
         const key = pool.length > 0 ? pool[job.topic.keyPick % pool.length]!.name.replaceAll('"', "") : "missing";
-        lines.push(`  /** @topic ${job.topic.name}`, `   *  @partitionKey ${key} */`);
+        // Sometimes the partition count too: two jobs of one topic may then disagree (refused).
+        const partitions = [undefined, 4, undefined, 8, undefined, "0"][job.topic.keyPick % 6];
+        lines.push(`  /** @topic ${job.topic.name}`, ...(partitions === undefined ? [] : [`   *  @partitions ${partitions}`]), `   *  @partitionKey ${key} */`);
       }
       const type = job.payload.kind === "ref" ? ref(job.payload.ref) : job.payload.kind === "inline" ? objectLiteral(fieldsOf) : job.payload.text;
       lines.push(`  ${job.readonly ? "readonly " : ""}${job.name}${job.optional ? "?" : ""}: ${resolve(type)};`);

@@ -11,6 +11,8 @@ import { JobsBuilder, openJobsPublisher, type JobsServer } from "./schemas/shop.
 import type { SendEmail } from "./schemas/shop.schema.js";
 
 const FAST = { pollIntervalMs: 50, autoMigrate: true } as const;
+/** shop.schema.ts declares topic "orders" without @partitions: its servers register it in `topics`. */
+const ORDERS = { topics: [topic("orders", 4)] };
 
 async function finished(server: { backend: JobsServer<unknown>["backend"] }, id: JobId) {
   return waitFor(async () => {
@@ -90,7 +92,7 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
   it("handlers enqueue through ctx.jobs, continuations chain, and a stored payload that no longer decodes fails the job", () =>
     withDatabase(async (db) => {
       const order: string[] = [];
-      const server = await new JobsBuilder({ context: { prefix: ">" }, backend: db.backend(), ...FAST })
+      const server = await new JobsBuilder({ context: { prefix: ">" }, backend: db.backend(), ...FAST, ...ORDERS })
         .withSendEmailHandler(async (ctx, email) => {
           order.push(`${ctx.app.prefix} email ${email.body}`);
           if (email.body === "first") await ctx.jobs.createAccount.enqueue({ id: "from-handler", createdAt: new Date(0) });
@@ -151,7 +153,7 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
   it("a publisher-only process enqueues; partition and recurring methods refuse before writing", () =>
     withDatabase(async (db) => {
       const seen: SendEmail[] = [];
-      const server = await new JobsBuilder({ context: {}, backend: db.backend(), ...FAST })
+      const server = await new JobsBuilder({ context: {}, backend: db.backend(), ...FAST, ...ORDERS })
         .withSendEmailHandler((_ctx, p) => void seen.push(p))
         .withCreateAccountHandler(() => {})
         .withProcessOrderHandler(() => {})
@@ -218,7 +220,7 @@ describe("generated module with the application's own transaction (SQLite)", () 
     const sqliteDb = new Database(db.location);
     const kysely = new Kysely<{ orders: { id: string } }>({ dialect: new SqliteDialect({ database: sqliteDb }) });
     const seen: string[] = [];
-    const server = await new JobsBuilder({ context: {}, backend: db.backend(), ...FAST })
+    const server = await new JobsBuilder({ context: {}, backend: db.backend(), ...FAST, ...ORDERS })
       .withSendEmailHandler((_ctx, p) => void seen.push(p.body))
       .withCreateAccountHandler(() => {})
       .withProcessOrderHandler(() => {})

@@ -2,5 +2,6 @@ export { runGen, defaultOutPath, type GenOptions, type GenIo } from "./run-gen.j
 export { readJobsSchema, type JobsSchema, type JobDeclaration } from "./schema-reader.js";
 export { writeJobsModule, handlerMethod, type ModuleTarget } from "./jobs-module-writer.js";
 export { SchemaError } from "./schema-error.js";
+export { SchemaErrors } from "./schema-errors.js";
 export type { DatePath } from "./payload-checker.js";
 export { ModuleNames } from "./module-names.js";

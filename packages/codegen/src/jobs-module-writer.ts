@@ -26,6 +26,7 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
   const schemaImport = importSpecifier(target.outFile, schema.file);
   const regenerate = `later-gen ${posix(relative(dirname(target.outFile), schema.file))} --out ${posix(relative(dirname(target.outFile), target.outFile))}`;
   const jobs = schema.jobs;
+  const topics = [...new Map(jobs.flatMap((j) => (j.topic?.partitions === undefined ? [] : [[j.topic.name, j.topic.partitions] as const]))).entries()];
   const used = (name: string) => (name !== "type JobHandle" || jobs.some((j) => !j.topic)) && (name !== "type TopicJobHandle" || jobs.some((j) => j.topic));
   const C = names.typeParameter;
   const Trx = names.transactionParameter;
@@ -38,7 +39,14 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     `} from "@later/runtime";`,
     `import type { ${schema.typeImports.join(", ")} } from ${JSON.stringify(schemaImport)};`,
     ``,
-    `/** The declared jobs, by stored job type. */`,
+    ...(topics.length === 0
+      ? [`/** The declared jobs, by stored job type. */`]
+      : [
+          `/**`,
+          ` * The declared jobs, by stored job type. The topics the schema declares with their partition counts`,
+          ` * (${topics.map(([name, n]) => `\`${name}\`: ${n}`).join(", ")}) are registered on every server and publisher built from this module.`,
+          ` */`,
+        ]),
     `const ${names.catalog}: JobCatalog = {`,
     ...jobs.flatMap((job) => catalogEntry(job)),
     `};`,
@@ -46,7 +54,7 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     `/** One typed handle per declared job: \`server.jobs.<name>\` and \`ctx.jobs.<name>\`. */`,
     `export interface ${names.handles}<${Trx} = TransactionHandle> {`,
     ...jobs.flatMap((job) => [
-      `  /** Enqueue \`${job.name}\` jobs. */`,
+      `  /** Enqueue \`${comment(job.name)}\` jobs${job.topic ? ` to their partition of topic \`${job.topic.name}\`` : ""}. */`,
       `  readonly ${ModuleNames.handle(job.name)}: ${job.topic ? "TopicJobHandle" : "JobHandle"}<${job.payloadType}, ${Trx}>;`,
     ]),
     `}`,
@@ -67,9 +75,9 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     `  }`,
     ...jobs.flatMap((job) => [
       ``,
-      `  /** Handles \`${job.name}\` jobs: resolve = success, throw = retry per policy. */`,
+      `  /** Handles \`${comment(job.name)}\` jobs: resolve = success, throw = retry per policy. */`,
       `  ${handlerMethod(job)}(handler: JobHandler<${names.context}<${C}, ${Trx}>, ${job.payloadType}>, options?: HandlerOptions<${C}>): this {`,
-      `    return this.handler("${job.name}", handler, options);`,
+      `    return this.handler(${JSON.stringify(job.name)}, handler, options);`,
       `  }`,
     ]),
     `}`,
@@ -91,17 +99,34 @@ export function handlerMethod(job: Pick<JobDeclaration, "name">): string {
 /** One catalog entry: on one line when short, else one field per line and one date path per line. */
 function catalogEntry(job: JobDeclaration): string[] {
   const paths = job.datePaths.map((p) => `[${p.map((s) => JSON.stringify(s)).join(", ")}]`);
-  const topic = job.topic ? [`topic: ${JSON.stringify(job.topic.name)}`, `partitionKey: ${JSON.stringify(job.topic.partitionKey)}`] : [];
-  const fields = [`handlerMethod: "${handlerMethod(job)}"`, ...(paths.length > 0 ? [`datePaths: [${paths.join(", ")}]`] : []), ...topic];
-  const line = `  ${job.name}: { ${fields.join(", ")} },`;
+  const handle = ModuleNames.handle(job.name);
+  const topic = job.topic
+    ? [
+        `topic: ${JSON.stringify(job.topic.name)}`,
+        `partitionKey: ${JSON.stringify(job.topic.partitionKey)}`,
+        ...(job.topic.partitions === undefined ? [] : [`partitions: ${job.topic.partitions}`]),
+      ]
+    : [];
+  const head = [`handlerMethod: "${handlerMethod(job)}"`, ...(handle === job.name ? [] : [`handle: "${handle}"`])];
+  const fields = [...head, ...(paths.length > 0 ? [`datePaths: [${paths.join(", ")}]`] : []), ...topic];
+  const key = IDENTIFIER.test(job.name) ? job.name : JSON.stringify(job.name);
+  const line = `  ${key}: { ${fields.join(", ")} },`;
   if (line.length <= 120) return [line];
   return [
-    `  ${job.name}: {`,
-    `    handlerMethod: "${handlerMethod(job)}",`,
+    `  ${key}: {`,
+    ...head.map((h) => `    ${h},`),
     ...(paths.length > 0 ? [`    datePaths: [`, ...paths.map((p) => `      ${p},`), `    ],`] : []),
     ...topic.map((t) => `    ${t},`),
     `  },`,
   ];
+}
+
+/** A catalog key written bare; any other member name is quoted. */
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
+/** A member name inside a doc comment: a quoted name may hold the comment's end. */
+function comment(text: string): string {
+  return text.replaceAll("*/", "*\\/");
 }
 
 /** The ESM specifier of `schemaFile` as seen from `outFile`: relative, `/`-separated, `.ts` → `.js`. */

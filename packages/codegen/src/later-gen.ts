@@ -9,7 +9,8 @@ Writes the typed jobs module for a schema file.
   --check           write nothing; exit 1 when FILE is missing or stale (for CI)
   --interface NAME  the interface whose members are the jobs (default Jobs)
 
-exit codes: 0 written or current, 1 schema error or stale file, 2 usage error`;
+Every error of the schema is printed, one "file:line:col: error: reason" line each.
+exit codes: 0 written or current, 1 schema errors or stale file, 2 usage error`;
 
 /** The `later-gen` program; the `later` CLI's \`gen\` command runs the same {@link runGen}. */
 async function main(argv: string[]): Promise<number> {

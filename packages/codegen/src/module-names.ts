@@ -90,14 +90,34 @@ export class ModuleNames {
    */
   static readonly builderMembers: readonly string[] = ["constructor", "handler", "build", "jobsOf", "handlers", "jobs", "options", "catalog"];
 
-  /** `sendEmail` → `withSendEmailHandler`: the builder method that registers a job's handler. */
+  /**
+   * `sendEmail`, `send_email`, `"send-email"` → `withSendEmailHandler`: the
+   * builder method that registers a job's handler, from its {@link handle}.
+   */
   static handlerMethod(jobName: string): string {
-    return `with${jobName[0]!.toUpperCase()}${jobName.slice(1)}Handler`;
+    const handle = ModuleNames.handle(jobName);
+    return `with${handle.slice(0, 1).toUpperCase()}${handle.slice(1)}Handler`;
   }
 
-  /** The job's handle on `server.jobs`, `ctx.jobs` and `publisher.jobs`: the member name itself. */
+  /**
+   * The job's handle on `server.jobs`, `ctx.jobs` and `publisher.jobs`: the
+   * member name in camelCase, whatever its spelling. Words are split at
+   * every character that is not a letter, a digit or `$` (`_`, `-`, spaces,
+   * dots); a word in capitals is lowered (`SEND_EMAIL` → `sendEmail`); the
+   * first word starts lower-case, the others upper-case (`send_email`,
+   * `"send-email"`, `SendEmail` → `sendEmail`). A name that is camelCase
+   * already is kept. Empty when the name has no letter, digit or `$`. The
+   * stored job type stays the member name as written.
+   */
   static handle(jobName: string): string {
-    return jobName;
+    const words = jobName.split(/[^\p{L}\p{N}$]+/u).filter((w) => w.length > 0);
+    return words
+      .map((word, i) => {
+        const w = word.length > 1 && /\p{L}/u.test(word) && word === word.toUpperCase() ? word.toLowerCase() : word;
+        const first = w.slice(0, 1);
+        return (i === 0 ? first.toLowerCase() : first.toUpperCase()) + w.slice(1);
+      })
+      .join("");
   }
 }
 

@@ -1,5 +1,6 @@
 import { Node, ts, type Program, type Symbol as MorphSymbol, type Type } from "ts-morph";
 import type { SchemaError } from "./schema-error.js";
+import { SchemaErrors } from "./schema-errors.js";
 
 /**
  * A path to a `Date` inside a payload: a property name, or `null` for "every
@@ -29,6 +30,8 @@ export class PayloadChecker {
   private readonly strings = new Set<string>();
   private readonly stack: ts.Type[] = [];
   private readonly cyclic = new Set<ts.Type>();
+  /** Every problem found; the walk goes on past each, so one run reports all of a payload's fields. */
+  private readonly problems: SchemaError[] = [];
 
   private constructor(
     private readonly program: Program,
@@ -36,23 +39,34 @@ export class PayloadChecker {
     private readonly jobName: string,
   ) {}
 
-  /** The payload's `Date` paths; throws `SchemaError` if the type is not a JSON-safe object type. */
+  /**
+   * The payload's `Date` paths; throws {@link SchemaErrors} with every
+   * field that keeps the type from being a JSON-safe object type.
+   */
   static check(program: Program, locate: Locate, jobName: string, type: Type, at: Node): DatePath[] {
     const checker = new PayloadChecker(program, locate, jobName);
     checker.checkRoot(type, at);
     for (const [key, date] of checker.dates) {
       if (checker.strings.has(key)) {
-        throw locate(date.at, `field ${describe(date.path)} of "${jobName}" may hold a Date or a string, so it cannot be revived; use one of them`);
+        checker.fail(date.at, `field ${describe(date.path)} of "${jobName}" may hold a Date or a string, so it cannot be revived; use one of them`);
       }
     }
+    if (checker.problems.length > 0) throw SchemaErrors.of(checker.problems);
     return [...checker.dates.values()].map((d) => d.path);
+  }
+
+  /** Records a problem at `at`; false, as a walk that found no Date there. */
+  private fail(at: Node, reason: string): false {
+    this.problems.push(this.locate(at, reason));
+    return false;
   }
 
   private checkRoot(type: Type, at: Node): void {
     const parts = type.isUnion() && !type.isBoolean() ? type.getUnionTypes() : [type];
     for (const part of parts) {
       if (!this.isObjectType(part)) {
-        throw this.locate(at, `payload of "${this.jobName}" must be an object type (an interface or { ... }), not ${text(type, at)}`);
+        this.fail(at, `payload of "${this.jobName}" must be an object type (an interface or { ... }), not ${text(type, at)}`);
+        return;
       }
     }
     this.walk(type, [], at);
@@ -74,10 +88,10 @@ export class PayloadChecker {
       return false;
     }
     if (flags & (ts.TypeFlags.NumberLike | ts.TypeFlags.BooleanLike | ts.TypeFlags.Null | ts.TypeFlags.Undefined | ts.TypeFlags.EnumLike)) return false;
-    if (flags & ts.TypeFlags.BigIntLike) throw this.locate(at, `${where()} is a bigint, which JSON cannot hold; use a string or a number`);
-    if (flags & ts.TypeFlags.ESSymbolLike) throw this.locate(at, `${where()} is a symbol, which JSON cannot hold`);
-    if (flags & (ts.TypeFlags.Void | ts.TypeFlags.Never)) throw this.locate(at, `${where()} has type ${type.getText()}, which holds no JSON value`);
-    if (type.isTypeParameter()) throw this.locate(at, `${where()} is a type parameter; payloads must be concrete types`);
+    if (flags & ts.TypeFlags.BigIntLike) return this.fail(at, `${where()} is a bigint, which JSON cannot hold; use a string or a number`);
+    if (flags & ts.TypeFlags.ESSymbolLike) return this.fail(at, `${where()} is a symbol, which JSON cannot hold`);
+    if (flags & (ts.TypeFlags.Void | ts.TypeFlags.Never)) return this.fail(at, `${where()} has type ${type.getText()}, which holds no JSON value`);
+    if (type.isTypeParameter()) return this.fail(at, `${where()} is a type parameter; payloads must be concrete types`);
     if (type.isUnion()) return this.walkAll(type.getUnionTypes(), path, at);
     if (type.isIntersection()) {
       const parts = type.getIntersectionTypes();
@@ -100,7 +114,7 @@ export class PayloadChecker {
       });
       return any;
     }
-    if (!type.isObject()) throw this.locate(at, `${where()} has type ${type.getText()}, which JSON cannot hold`);
+    if (!type.isObject()) return this.fail(at, `${where()} has type ${type.getText()}, which JSON cannot hold`);
     return this.walkObject(type, path, at, where);
   }
 
@@ -112,15 +126,15 @@ export class PayloadChecker {
 
   private walkObject(type: Type, path: DatePath, at: Node, where: () => string): boolean {
     if (type.getCallSignatures().length > 0 || type.getConstructSignatures().length > 0) {
-      throw this.locate(at, `${where()} is a function; payloads hold data only`);
+      return this.fail(at, `${where()} is a function; payloads hold data only`);
     }
     const symbol = type.getSymbol();
     const declarations = symbol?.getDeclarations() ?? [];
     if (declarations.some((d) => Node.isClassDeclaration(d))) {
-      throw this.locate(at, `${where()} is an instance of class ${symbol!.getName()}, which JSON flattens; use a plain object type`);
+      return this.fail(at, `${where()} is an instance of class ${symbol!.getName()}, which JSON flattens; use a plain object type`);
     }
     if (declarations.length > 0 && declarations.every((d) => this.isLibrary(d)) && declarations.some((d) => Node.isInterfaceDeclaration(d))) {
-      throw this.locate(at, `${where()} has type ${type.getText()}, which does not survive JSON; use plain objects, arrays and primitives`);
+      return this.fail(at, `${where()} has type ${type.getText()}, which does not survive JSON; use plain objects, arrays and primitives`);
     }
     const compiler = type.compilerType;
     if (this.stack.includes(compiler)) {
@@ -134,7 +148,7 @@ export class PayloadChecker {
     if (index) any = this.walk(index, [...path, null], at) || any;
     this.stack.pop();
     if (any && this.cyclic.has(compiler)) {
-      throw this.locate(at, `${where()} is a recursive type holding a Date; Dates inside recursive types cannot be revived, store an ISO string instead`);
+      return this.fail(at, `${where()} is a recursive type holding a Date; Dates inside recursive types cannot be revived, store an ISO string instead`);
     }
     return any;
   }
@@ -144,7 +158,7 @@ export class PayloadChecker {
     const here = declaration && !this.isLibrary(declaration) ? declaration : at;
     const fieldPath = [...path, property.getName()];
     if (declaration && (Node.isMethodSignature(declaration) || Node.isMethodDeclaration(declaration))) {
-      throw this.locate(here, `field ${describe(fieldPath)} of "${this.jobName}" is a method; payloads hold data only`);
+      return this.fail(here, `field ${describe(fieldPath)} of "${this.jobName}" is a method; payloads hold data only`);
     }
     return this.walk(property.getTypeAtLocation(here), fieldPath, here);
   }

@@ -3,6 +3,7 @@ import { relative, resolve } from "node:path";
 import { writeJobsModule } from "./jobs-module-writer.js";
 import { readJobsSchema } from "./schema-reader.js";
 import { SchemaError } from "./schema-error.js";
+import { SchemaErrors } from "./schema-errors.js";
 
 /** What `later-gen` is asked to do. */
 export interface GenOptions {
@@ -24,7 +25,8 @@ export interface GenIo {
 
 /**
  * Runs `later-gen`; resolves to the process exit code: 0 written or current,
- * 1 a schema error (printed as `file:line:col: error: reason`, also when
+ * 1 schema errors (every one the file has, each printed as
+ * `file:line:col: error: reason` on a line of its own; also when
  * the output path is the schema file itself) or, with `check`, a stale or
  * missing file.
  */
@@ -40,7 +42,7 @@ export async function runGen(options: GenOptions, io: GenIo): Promise<number> {
     text = writeJobsModule(schema, { outFile: resolve(outPath) });
   } catch (error) {
     if (error instanceof SchemaError) {
-      io.err(error.message);
+      for (const problem of SchemaErrors.list(error)) io.err(problem.message);
       return 1;
     }
     throw error;

@@ -14,6 +14,7 @@ import {
 import { GeneratedNameChecker } from "./generated-name-checker.js";
 import { PayloadChecker, type DatePath, type Locate } from "./payload-checker.js";
 import { SchemaError } from "./schema-error.js";
+import { SchemaErrors, SchemaProblems } from "./schema-errors.js";
 
 /** One declared job: a member of the jobs interface. */
 export interface JobDeclaration {
@@ -23,8 +24,12 @@ export interface JobDeclaration {
   payloadType: string;
   /** Where its `Date` fields are. */
   datePaths: DatePath[];
-  /** `@topic NAME`, with `@partitionKey FIELD`. */
-  topic?: { name: string; partitionKey: string };
+  /**
+   * `@topic NAME`, with `@partitionKey FIELD` and the topic's partition
+   * count when the schema declares it (`@partitions N` on this job or on
+   * another job of the same topic).
+   */
+  topic?: { name: string; partitionKey: string; partitions?: number };
 }
 
 /** What `later-gen` read from a schema file. */
@@ -41,12 +46,18 @@ export interface JobsSchema {
 
 const TOPIC_NAME = /^[A-Za-z0-9._-]{1,200}$/;
 
+/** The runtime's `MAX_PARTITIONS`: the most partitions a topic may have. */
+const MAX_PARTITIONS = 4096;
+
 /** What the generated module can import a schema from: `x.ts` → `./x.js`. */
 const SCHEMA_EXTENSION = /\.(m|c)?tsx?$/;
 
 /**
  * Reads `jobs.schema.ts` with the TypeScript compiler and returns its jobs,
- * or throws the first {@link SchemaError} (`file:line:col` and one reason).
+ * or throws {@link SchemaErrors} with every problem it finds
+ * (`file:line:col` and one reason each): the compiler's errors in the file,
+ * else each job's problems (payload fields, tags, names), so one run shows
+ * all that is to fix.
  * `displayPath` is how the user named the file, for messages. Every schema
  * it returns gives a module that compiles (see {@link GeneratedNameChecker}).
  * Calls in one process share the compiler's parsed lib files, so a second
@@ -91,21 +102,56 @@ export function readJobsSchema(displayPath: string, interfaceName = "Jobs"): Job
   if (!exportedAs(source, first.getSymbol(), interfaceName))
     throw locate(first.getNameNode(), `interface ${interfaceName} must be exported, under its own name`);
   if (first.getTypeParameters().length > 0) throw locate(first.getNameNode(), `interface ${interfaceName} must not be generic`);
-  checkNoSignatures(first, declarations, locate);
+  const problems = new SchemaProblems();
+  problems.attempt(() => checkNoSignatures(first, declarations, locate));
 
   const program = project.getProgram();
   const jobs: JobDeclaration[] = [];
   const typeImports = new Map<string, Node>();
   const nameNodes: { name: string; node: Node }[] = [];
+  const partitionTags: (JSDocTag | undefined)[] = [];
   for (const property of first.getType().getProperties()) {
-    const { job, nameNode } = readJob(property, first, declarations, source, program, locate, typeImports);
-    jobs.push(job);
-    nameNodes.push({ name: job.name, node: nameNode });
+    const read = problems.attempt(() => readJob(property, first, declarations, source, program, locate, typeImports, problems));
+    if (!read) continue;
+    jobs.push(read.job);
+    partitionTags.push(read.partitionsTag);
+    nameNodes.push({ name: read.job.name, node: read.nameNode });
   }
-  if (jobs.length === 0)
+  if (jobs.length === 0 && problems.count === 0)
     throw locate(first.getNameNode(), `interface ${interfaceName} declares no jobs: add one member per job, e.g. \`sendEmail: SendEmail\``);
-  GeneratedNameChecker.check({ interfaceName, interfaceNode: first.getNameNode(), jobs: nameNodes, typeImports }, locate);
+  problems.attempt(() => shareTopicCounts(jobs, partitionTags, locate));
+  problems.attempt(() => GeneratedNameChecker.check({ interfaceName, interfaceNode: first.getNameNode(), jobs: nameNodes, typeImports }, locate));
+  problems.throwIfAny();
   return { file, interfaceName, jobs, typeImports: [...typeImports.keys()].sort() };
+}
+
+/**
+ * A topic's partition count may be declared on any one of its jobs, and
+ * then holds for all of them; two jobs of one topic that declare different
+ * counts are an error naming both.
+ */
+function shareTopicCounts(jobs: JobDeclaration[], tags: (JSDocTag | undefined)[], locate: Locate): void {
+  const declared = new Map<string, { partitions: number; job: string }>();
+  const problems = new SchemaProblems();
+  jobs.forEach((job, i) => {
+    const partitions = job.topic?.partitions;
+    if (!job.topic || partitions === undefined) return;
+    const seen = declared.get(job.topic.name);
+    if (seen === undefined) declared.set(job.topic.name, { partitions, job: job.name });
+    else if (seen.partitions !== partitions) {
+      problems.report(
+        locate(
+          tags[i]!,
+          `topic "${job.topic.name}" has @partitions ${partitions} on "${job.name}" but ${seen.partitions} on "${seen.job}"; a topic has one partition count`,
+        ),
+      );
+    }
+  });
+  problems.throwIfAny();
+  for (const job of jobs) {
+    const count = job.topic && declared.get(job.topic.name)?.partitions;
+    if (job.topic && count !== undefined) job.topic.partitions = count;
+  }
 }
 
 /** The compiler set-up every read shares; each read starts from no source files. */
@@ -151,7 +197,8 @@ function readJob(
   program: ReturnType<Project["getProgram"]>,
   locate: Locate,
   typeImports: Map<string, Node>,
-): { job: JobDeclaration; nameNode: Node } {
+  problems: SchemaProblems,
+): { job: JobDeclaration; nameNode: Node; partitionsTag: JSDocTag | undefined } | undefined {
   const interfaceName = jobsInterface.getName();
   const [declaration, duplicate] = property.getDeclarations();
   const name = property.getName();
@@ -165,28 +212,76 @@ function readJob(
   if (!typeNode) throw locate(nameNode, `job "${name}" needs a payload type`);
   // The member's type as seen from the jobs interface: an inherited member of a generic base has its argument here.
   const payload = property.getTypeAtLocation(jobsInterface);
-  const datePaths = PayloadChecker.check(program, locate, name, payload, typeNode);
-  const topic = readTopic(declaration, payload, name, locate);
+  // The payload and the tags are checked apart, so the problems of both are reported.
+  const before = problems.count;
+  const datePaths = problems.attempt(() => PayloadChecker.check(program, locate, name, payload, typeNode));
+  const topic = problems.attempt(() => readTopic(declaration, payload, name, locate));
+  if (problems.count > before || datePaths === undefined) return undefined;
   const own = declarations.some((d) => declaration.getParent() === d);
   const payloadType = payloadTypeText(declaration, name, own, interfaceName, jobsInterface, source, typeImports);
-  return { job: { name, payloadType, datePaths, ...(topic ? { topic } : {}) }, nameNode };
+  return {
+    job: { name, payloadType, datePaths, ...(topic ? { topic: topic.topic } : {}) },
+    nameNode,
+    partitionsTag: topic?.partitionsTag,
+  };
 }
 
-/** `@topic` and `@partitionKey` from the member's doc comment, checked against the payload. */
-function readTopic(declaration: PropertySignature, payload: Type, job: string, locate: Locate) {
+/**
+ * `@topic`, `@partitionKey` and `@partitions` from the member's doc comment,
+ * checked against the payload; every problem with them is reported.
+ */
+function readTopic(
+  declaration: PropertySignature,
+  payload: Type,
+  job: string,
+  locate: Locate,
+): { topic: NonNullable<JobDeclaration["topic"]>; partitionsTag: JSDocTag | undefined } | undefined {
   const tags = declaration.getJsDocs().flatMap((doc) => doc.getTags());
+  const problems = new SchemaProblems();
   const one = (tagName: string): JSDocTag | undefined => {
     const found = tags.filter((t) => t.getTagName() === tagName);
-    if (found.length > 1) throw locate(found[1]!, `job "${job}" has more than one @${tagName}`);
+    for (const extra of found.slice(1)) problems.report(locate(extra, `job "${job}" has more than one @${tagName}`));
     return found[0];
   };
   const topicTag = one("topic");
   const keyTag = one("partitionKey");
-  if (!topicTag && !keyTag) return undefined;
-  if (!topicTag) throw locate(keyTag!, `job "${job}" has @partitionKey but no @topic; add \`@topic NAME\``);
+  const countTag = one("partitions");
+  if (!topicTag && !keyTag && !countTag) return undefined;
+  if (!topicTag) {
+    for (const tag of [keyTag, countTag]) {
+      if (tag) problems.report(locate(tag, `job "${job}" has @${tag.getTagName()} but no @topic; add \`@topic NAME\``));
+    }
+    problems.throwIfAny();
+    return undefined;
+  }
   const topic = (topicTag.getCommentText() ?? "").trim();
-  if (!TOPIC_NAME.test(topic)) throw locate(topicTag, `@topic of "${job}" needs a name of letters, digits, ".", "_" or "-", got ${JSON.stringify(topic)}`);
-  if (!keyTag) throw locate(topicTag, `job "${job}" has @topic but no @partitionKey; name the payload field whose value picks the partition`);
+  if (!TOPIC_NAME.test(topic))
+    problems.report(locate(topicTag, `@topic of "${job}" needs a name of letters, digits, ".", "_" or "-", got ${JSON.stringify(topic)}`));
+  const partitions = countTag ? readPartitions(countTag, job, locate, problems) : undefined;
+  const key = keyTag ? readPartitionKey(keyTag, declaration, payload, job, locate, problems) : undefined;
+  if (!keyTag) problems.report(locate(topicTag, `job "${job}" has @topic but no @partitionKey; name the payload field whose value picks the partition`));
+  problems.throwIfAny();
+  return { topic: { name: topic, partitionKey: key!, ...(partitions === undefined ? {} : { partitions }) }, partitionsTag: countTag };
+}
+
+/** `@partitions N`: an integer from 1 to {@link MAX_PARTITIONS}. */
+function readPartitions(tag: JSDocTag, job: string, locate: Locate, problems: SchemaProblems): number | undefined {
+  const text = (tag.getCommentText() ?? "").trim();
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (Number.isInteger(n) && n >= 1 && n <= MAX_PARTITIONS) return n;
+  problems.report(locate(tag, `@partitions of "${job}" must be an integer from 1 to ${MAX_PARTITIONS}, got ${JSON.stringify(text)}`));
+  return undefined;
+}
+
+/** `@partitionKey FIELD`: a required string or number field of the payload. */
+function readPartitionKey(
+  keyTag: JSDocTag,
+  declaration: PropertySignature,
+  payload: Type,
+  job: string,
+  locate: Locate,
+  problems: SchemaProblems,
+): string | undefined {
   const key = (keyTag.getCommentText() ?? "").trim();
   const field = payload.getProperty(key);
   if (!field) {
@@ -194,13 +289,19 @@ function readTopic(declaration: PropertySignature, payload: Type, job: string, l
       .getProperties()
       .map((p) => p.getName())
       .join(", ");
-    throw locate(keyTag, `@partitionKey "${key}" is not a field of the payload of "${job}" (its fields: ${fields})`);
+    problems.report(locate(keyTag, `@partitionKey "${key}" is not a field of the payload of "${job}" (its fields: ${fields})`));
+    return undefined;
   }
   const fieldType = field.getTypeAtLocation(declaration);
   const parts = fieldType.isUnion() ? fieldType.getUnionTypes() : [fieldType];
   const ok = parts.every((t) => (t.getFlags() & (ts.TypeFlags.StringLike | ts.TypeFlags.NumberLike)) !== 0);
-  if (!ok) throw locate(keyTag, `@partitionKey "${key}" of "${job}" must be a required string or number field, but it is ${fieldType.getText(declaration)}`);
-  return { name: topic, partitionKey: key };
+  if (!ok) {
+    problems.report(
+      locate(keyTag, `@partitionKey "${key}" of "${job}" must be a required string or number field, but it is ${fieldType.getText(declaration)}`),
+    );
+    return undefined;
+  }
+  return key;
 }
 
 /**
@@ -241,17 +342,21 @@ function exportedAs(source: SourceFile, symbol: MorphSymbol | undefined, name: s
   return target.compilerSymbol === symbol.compilerSymbol || exported.compilerSymbol === symbol.compilerSymbol;
 }
 
-/** The first error the compiler finds in the schema file (syntax first), as a SchemaError. */
+/** Every error the compiler finds in the schema file (syntax errors first: with them, the rest is noise), as SchemaErrors. */
 function reportDiagnostics(project: Project, source: SourceFile, file: string, displayPath: string): void {
   const program = project.getProgram().compilerObject;
   const syntactic = program.getSyntacticDiagnostics(source.compilerNode);
   const diagnostics = syntactic.length > 0 ? syntactic : program.getSemanticDiagnostics(source.compilerNode);
-  const first = diagnostics.find((d) => d.category === ts.DiagnosticCategory.Error);
-  if (!first) return;
-  const position = first.file && first.start !== undefined ? first.file.getLineAndCharacterOfPosition(first.start) : { line: 0, character: 0 };
-  const message = ts.flattenDiagnosticMessageText(first.messageText, " ");
-  const where = first.file && resolve(first.file.fileName) !== file ? relative(process.cwd(), first.file.fileName) : displayPath;
-  throw new SchemaError(where, position.line + 1, position.character + 1, `${message} (TS${first.code})`);
+  const errors = diagnostics.filter((d) => d.category === ts.DiagnosticCategory.Error);
+  if (errors.length === 0) return;
+  throw SchemaErrors.of(
+    errors.map((d) => {
+      const position = d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start) : { line: 0, character: 0 };
+      const message = ts.flattenDiagnosticMessageText(d.messageText, " ");
+      const where = d.file && resolve(d.file.fileName) !== file ? relative(process.cwd(), d.file.fileName) : displayPath;
+      return new SchemaError(where, position.line + 1, position.character + 1, `${message} (TS${d.code})`);
+    }),
+  );
 }
 
 function displayName(sourceFile: SourceFile, file: string, displayPath: string): string {

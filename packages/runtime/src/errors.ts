@@ -207,12 +207,16 @@ export class UnknownTopicError extends LaterError {
   }
 }
 
-/** A topic was registered with a partition count other than the one the database holds. */
+/**
+ * A topic was registered with a partition count other than the one the
+ * database holds, or the `topics` option disagrees with the count the
+ * schema declares (`@partitions`; then `message` says so).
+ */
 export class PartitionCountMismatchError extends LaterError {
-  constructor(topic: string, stored: number, configured: number) {
+  constructor(topic: string, stored: number, configured: number, message?: string) {
     super(
       "PARTITION_COUNT_MISMATCH",
-      `topic "${topic}" has ${stored} partitions in the database but ${configured} in the options; a partition count cannot change in place`,
+      message ?? `topic "${topic}" has ${stored} partitions in the database but ${configured} in the options; a partition count cannot change in place`,
     );
   }
 }

@@ -1,4 +1,5 @@
-// expect: 4:3 Duplicate identifier 'sendEmail'
+// expect: 5:3 Duplicate identifier 'sendEmail'
+// expect: 6:3 Duplicate identifier 'sendEmail'
 export interface SendEmail { address: string }
 export interface Jobs {
   sendEmail: SendEmail;

@@ -30,7 +30,7 @@ export interface BillingHandles<Trx = TransactionHandle> {
   readonly sendInvoice: JobHandle<Invoice, Trx>;
   /** Enqueue `refund` jobs. */
   readonly refund: JobHandle<Billing["refund"], Trx>;
-  /** Enqueue `postEntry` jobs. */
+  /** Enqueue `postEntry` jobs to their partition of topic `ledger`. */
   readonly postEntry: TopicJobHandle<Billing["postEntry"], Trx>;
 }
 

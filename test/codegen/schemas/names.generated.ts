@@ -42,7 +42,7 @@ export interface NamesHandles<Trx = TransactionHandle> {
   readonly quoted: JobHandle<Job, Trx>;
   /** Enqueue `$` jobs. */
   readonly $: JobHandle<Names["$"], Trx>;
-  /** Enqueue `hasOwnProperty` jobs. */
+  /** Enqueue `hasOwnProperty` jobs to their partition of topic `names`. */
   readonly hasOwnProperty: TopicJobHandle<Names["hasOwnProperty"], Trx>;
 }
 

@@ -30,7 +30,7 @@ export interface JobsHandles<Trx = TransactionHandle> {
   readonly sendEmail: JobHandle<SendEmail, Trx>;
   /** Enqueue `createAccount` jobs. */
   readonly createAccount: JobHandle<CreateAccount, Trx>;
-  /** Enqueue `processOrder` jobs. */
+  /** Enqueue `processOrder` jobs to their partition of topic `orders`. */
   readonly processOrder: TopicJobHandle<ProcessOrder, Trx>;
 }
 

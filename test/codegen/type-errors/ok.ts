@@ -1,5 +1,5 @@
 // The control: every use here is right, so this file must compile with no error.
-import { RetryPolicy } from "@later/runtime";
+import { RetryPolicy, type EnqueueOptions } from "@later/runtime";
 import { sqlite } from "@later/runtime/sqlite";
 import { JobsBuilder, openJobsPublisher, type JobsContext } from "../schemas/shop.generated.js";
 import type { CreateAccount, SendEmail } from "../schemas/shop.schema.js";
@@ -27,6 +27,24 @@ export async function main(app: App): Promise<void> {
   await server.jobs.processOrder.enqueueToPartition({ customerId: 42, description: "add item" });
   await server.jobs.processOrder.enqueueContinueToPartition(a, { customerId: 42, description: "ship" });
   void next;
+  // The options form, last on every enqueue method; the short forms take the other options.
+  await server.jobs.sendEmail.enqueue({ address: "a@b.c", body: "in a minute" }, { delayMs: 60_000 });
+  await server.jobs.sendEmail.enqueue({ address: "a@b.c", body: "after a" }, { parentId: a, runAt: new Date() });
+  await server.jobs.createAccount.enqueueContinue(a, { id: "y", createdAt: new Date() }, { delayMs: 5_000 });
+  await server.jobs.sendEmail.enqueueDelayed({ address: "a@b.c", body: "later" }, 1_000, { parentId: a });
+  await server.jobs.processOrder.enqueueToPartition({ customerId: 42, description: "pack" }, { delayMs: 1_000, parentId: a });
+  await server.jobs.processOrder.enqueueToPartitionDelayed({ customerId: 42, description: "bill" }, 1_000, { parentId: a });
+  const options: EnqueueOptions = { runAt: new Date() };
+  await server.jobs.sendEmail.enqueueMany([{ address: "a@b.c", body: "3" }], options);
+  const topicName: string = server.jobs.processOrder.topic;
+  void topicName;
+  // No context: the handlers need none (ctx.app is unknown).
+  const bare = await new JobsBuilder({ backend: sqlite({ file: "x.db" }) })
+    .withSendEmailHandler(async (ctx, p) => void (ctx.jobId + p.body))
+    .withCreateAccountHandler(() => {})
+    .withProcessOrderHandler(() => {})
+    .build();
+  await bare.shutdown();
   const publisher = await openJobsPublisher({ backend: sqlite({ file: "x.db" }) });
   await publisher.jobs.sendEmail.enqueue({ address: "a@b.c", body: "from the web process" });
   await publisher.close();

@@ -2,4 +2,4 @@
 import type { JobsServer } from "../schemas/shop.generated.js";
 
 declare const server: JobsServer<{}>;
-void server.jobs.processOrder.enqueue({ customerId: "42", description: "add item" }); // error: TS2322
+void server.jobs.processOrder.enqueueToPartition({ customerId: "42", description: "add item" }); // error: TS2322

@@ -2,31 +2,16 @@ import type { Backend, JobInsert, PartitionRef, TransactionHandle } from "../bac
 import type { Clock } from "../core/clock.js";
 import type { JobStage } from "../core/job-stage.js";
 import { newJobId, type JobId } from "../core/job-id.js";
-import { RetryPolicy, storedRetryPolicy } from "../core/retry/retry-policy.js";
+import { type RetryPolicy, storedRetryPolicy } from "../core/retry/retry-policy.js";
 import { partitionForKey, type PartitionKey } from "../core/partition/partition-for-key.js";
 import { transactionRefusal } from "../backend/transaction-refusal.js";
 import { InvalidArgumentError, ParentNotFoundError, ServerStoppedError, UnknownTopicError } from "../errors.js";
 import { RECURRING_SEQUENTIAL_TOPIC } from "../core/partition/topic.js";
 import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/recurring-scheduler.js";
 import { encodePayload } from "./encode-payload.js";
+import { checkEnqueueOptions, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
 
-/** When and after what a job may run. */
-export interface EnqueueOptions {
-  /** Not before this many ms from now (>= 0). */
-  delayMs?: number;
-  /** Not before this time. */
-  runAt?: Date;
-  /** Run only after this job succeeds. */
-  parentId?: JobId;
-  /**
-   * This job's retry policy, stored with it: it wins over the policy of the
-   * server that runs the job (its job type's `retry` option and its
-   * `defaultRetryPolicy`). Default: none stored, so the job follows the
-   * running server's policy (the publisher's `defaultRetryPolicy`, when one
-   * was given explicitly, is stored instead).
-   */
-  retryPolicy?: RetryPolicy;
-}
+export type { EnqueueOptions } from "./enqueue-options.js";
 
 /** What every backend's `enqueueIn` takes, for the message when none is given. */
 const TRANSACTION_WANTED = "a transaction of the application's own (db.transaction().execute(trx => ...)), the jobs committing with it";
@@ -213,17 +198,11 @@ export class JobPublisher<Trx = TransactionHandle> {
     const encode = this.options.encoders.get(jobType);
     if (!encode) throw new InvalidArgumentError(`unknown job type "${jobType}": no handler is registered for it`);
     if (!Array.isArray(payloads)) throw new InvalidArgumentError("enqueueMany: payloads must be an array");
+    const checked = checkEnqueueOptions(options, partition === undefined ? "enqueue" : "enqueueToPartition");
     const now = this.clock.now();
-    const runAt = resolveRunAt(options, now);
-    const parentId = options.parentId;
-    if (parentId !== undefined && (typeof parentId !== "string" || parentId === "")) {
-      throw new InvalidArgumentError("parent job id must be a non-empty string");
-    }
-    const explicit = options.retryPolicy ?? this.options.defaultRetryPolicy;
-    if (options.retryPolicy !== undefined && !(options.retryPolicy instanceof RetryPolicy)) {
-      throw new InvalidArgumentError("retryPolicy must be a RetryPolicy (RetryPolicy.fixed / exponential / noRetries)");
-    }
-    const retryPolicy = storedRetryPolicy(explicit);
+    const runAt = runAtOf(checked, now);
+    const parentId = checked.parentId;
+    const retryPolicy = storedRetryPolicy(checked.retryPolicy ?? this.options.defaultRetryPolicy);
     const jobs: JobInsert[] = payloads.map((payload) => ({
       id: newJobId(now),
       jobType,
@@ -238,21 +217,4 @@ export class JobPublisher<Trx = TransactionHandle> {
     if (transaction === undefined) this.options.onCommitted(jobs, result.stages);
     return jobs.map((j) => j.id);
   }
-}
-
-function resolveRunAt(options: EnqueueOptions, now: number): number {
-  if (options === null || typeof options !== "object") throw new InvalidArgumentError("enqueue options must be an object");
-  const { delayMs, runAt } = options;
-  if (delayMs !== undefined && runAt !== undefined) throw new InvalidArgumentError("give delayMs or runAt, not both");
-  if (delayMs !== undefined) {
-    if (typeof delayMs !== "number" || !Number.isFinite(delayMs) || delayMs < 0) {
-      throw new InvalidArgumentError(`delay must be a finite number of ms >= 0, got ${String(delayMs)}`);
-    }
-    return now + Math.ceil(delayMs);
-  }
-  if (runAt !== undefined) {
-    if (!(runAt instanceof Date) || Number.isNaN(runAt.getTime())) throw new InvalidArgumentError("runAt must be a valid Date");
-    return Math.max(now, runAt.getTime());
-  }
-  return now;
 }

@@ -13,12 +13,20 @@ export type DatePath = readonly (string | null)[];
 export interface JobSpec {
   /** The builder method that registers its handler, named in `build()`'s error. */
   readonly handlerMethod: string;
+  /** Its handle's name on `jobs` (the member name in camelCase), when that is not the job type itself. */
+  readonly handle?: string;
   /** Paths of the payload's `Date` fields. Default none. */
   readonly datePaths?: readonly DatePath[];
   /** The topic of a partitioned job (`@topic`). */
   readonly topic?: string;
   /** The payload field hashed to a partition (`@partitionKey`). */
   readonly partitionKey?: string;
+  /**
+   * The topic's partition count when the schema declares it (`@partitions`):
+   * every server and publisher built from the module registers the topic
+   * with it. Every job of one topic carries the same count.
+   */
+  readonly partitions?: number;
 }
 
 /** Every declared job, by stored job type. */

@@ -1,8 +1,7 @@
 import type { TransactionHandle } from "../backend/backend.js";
 import type { JobId } from "../core/job-id.js";
-import { partitionForKey, type PartitionKey } from "../core/partition/partition-for-key.js";
-import { InvalidArgumentError } from "../errors.js";
-import type { EnqueueOptions, JobPublisher } from "../server/publisher.js";
+import { withShortForm, type EnqueueOptions } from "../server/enqueue-options.js";
+import type { JobPublisher } from "../server/publisher.js";
 import type { JobSpec } from "./job-catalog.js";
 
 /**
@@ -13,6 +12,15 @@ import type { JobSpec } from "./job-catalog.js";
  * generated builder and publisher. Every method resolves once the job is
  * committed (or, for the `...In` methods, once it is written in the caller's
  * transaction).
+ *
+ * Every enqueue method takes the same optional last argument,
+ * {@link EnqueueOptions} (`{ delayMs | runAt, parentId, retryPolicy }`); the named short
+ * forms (`enqueueDelayed`, `enqueueDelayedAt`, `enqueueContinue`) are
+ * `enqueue` with one of them given as an argument, and take the others:
+ * `enqueueContinue(parent, payload, { delayMs: 60_000 })` is a delayed
+ * continuation. Bad options reject with `INVALID_ARGUMENT` (an unknown key
+ * is named) and write nothing. A job declared with `@topic` has a
+ * {@link TopicJobHandle} instead, whose every method goes to its partition.
  */
 export class JobHandle<P, Trx = TransactionHandle> {
   constructor(
@@ -22,29 +30,33 @@ export class JobHandle<P, Trx = TransactionHandle> {
     protected readonly spec: JobSpec,
   ) {}
 
-  /** Fire and forget: runs as soon as a worker is free. */
-  enqueue(payload: P): Promise<JobId> {
-    return this.publisher.enqueue(this.jobType, payload);
+  /** Runs as soon as a worker is free, or as `options` say (a delay, a parent). */
+  enqueue(payload: P, options?: EnqueueOptions): Promise<JobId> {
+    return this.publisher.enqueue(this.jobType, payload, options);
   }
 
-  /** Many jobs of this type in one transaction (one statement per backend). */
-  enqueueMany(payloads: readonly P[]): Promise<JobId[]> {
-    return this.publisher.enqueueMany(this.jobType, payloads);
+  /** Many jobs of this type in one transaction (one statement per backend), each with `options`. */
+  enqueueMany(payloads: readonly P[], options?: EnqueueOptions): Promise<JobId[]> {
+    return this.publisher.enqueueMany(this.jobType, payloads, options);
   }
 
-  /** Runs no earlier than `delayMs` from now; holds no worker while it waits. */
-  enqueueDelayed(payload: P, delayMs: number): Promise<JobId> {
-    return this.publisher.enqueue(this.jobType, payload, { delayMs });
+  /** Runs no earlier than `delayMs` from now; holds no worker while it waits. `enqueue(payload, { delayMs })`. */
+  enqueueDelayed(payload: P, delayMs: number, options?: Omit<EnqueueOptions, "delayMs" | "runAt">): Promise<JobId> {
+    return settle(() => this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueDelayed", options, { delayMs })));
   }
 
-  /** Runs no earlier than `runAt` (a past time means now). */
-  enqueueDelayedAt(payload: P, runAt: Date): Promise<JobId> {
-    return this.publisher.enqueue(this.jobType, payload, { runAt });
+  /** Runs no earlier than `runAt` (a past time means now). `enqueue(payload, { runAt })`. */
+  enqueueDelayedAt(payload: P, runAt: Date, options?: Omit<EnqueueOptions, "delayMs" | "runAt">): Promise<JobId> {
+    return settle(() => this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueDelayedAt", options, { runAt })));
   }
 
-  /** Runs after job `parentId` succeeds; fails with it if it fails for good. Unknown parent: `ParentNotFoundError`. */
-  enqueueContinue(parentId: JobId, payload: P): Promise<JobId> {
-    return this.publisher.enqueue(this.jobType, payload, { parentId });
+  /**
+   * Runs after job `parentId` succeeds (and, with `options.delayMs` or
+   * `runAt`, not before that time either); fails with it if it fails for
+   * good. Unknown parent: `ParentNotFoundError`. `enqueue(payload, { parentId })`.
+   */
+  enqueueContinue(parentId: JobId, payload: P, options?: Omit<EnqueueOptions, "parentId">): Promise<JobId> {
+    return settle(() => this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueContinue", options, { parentId })));
   }
 
   /**
@@ -97,61 +109,12 @@ export class JobHandle<P, Trx = TransactionHandle> {
   }
 }
 
-/**
- * A job declared with `@topic` and `@partitionKey`: besides the plain
- * methods, it can go to its topic, where the payload's key picks the
- * partition and jobs of one partition run strictly in enqueue order.
- */
-export class TopicJobHandle<P, Trx = TransactionHandle> extends JobHandle<P, Trx> {
-  /** The topic name from `@topic`. */
-  get topic(): string {
-    return this.spec.topic!;
-  }
-
-  /** Appends to the partition of the payload's key (the `@partitionKey` field): it runs after every earlier job there has finished. */
-  enqueueToPartition(payload: P): Promise<JobId> {
-    return this.call(() => this.publisher.enqueueToPartition(this.jobType, payload, this.target(payload)));
-  }
-
-  /** Appends to the partition now; the job, once it is the head, waits `delayMs` and blocks the partition meanwhile. */
-  enqueueToPartitionDelayed(payload: P, delayMs: number): Promise<JobId> {
-    return this.call(() => this.publisher.enqueueToPartition(this.jobType, payload, this.target(payload), { delayMs }));
-  }
-
-  /** Appends to the partition as a continuation of `parentId` (which may be anywhere): as the head it waits for the parent to succeed. */
-  enqueueContinueToPartition(parentId: JobId, payload: P): Promise<JobId> {
-    return this.call(() => this.publisher.enqueueToPartition(this.jobType, payload, this.target(payload), { parentId }));
-  }
-
-  /** Appends to the partition inside the application's own transaction (the sequence is taken there too). */
-  enqueueToPartitionIn(transaction: Trx, payload: P): Promise<JobId> {
-    return this.call(() => this.publisher.enqueueToPartitionIn(transaction, this.jobType, payload, this.target(payload)));
-  }
-
-  /** The payload's partition key field, validated by `partitionForKey` later. */
-  private target(payload: P): { topic: string; key: PartitionKey } {
-    const field = this.spec.partitionKey!;
-    const key = payload !== null && typeof payload === "object" ? (payload as Record<string, unknown>)[field] : undefined;
-    if (typeof key !== "string" && typeof key !== "number" && typeof key !== "bigint") {
-      throw new InvalidArgumentError(
-        `"${this.jobType}": the partition key field "${field}" must be a string or an integer, got ${key === null ? "null" : typeof key}`,
-      );
-    }
-    try {
-      partitionForKey(key, 1); // the key's own checks, here so that the error names the field
-    } catch (error) {
-      throw new InvalidArgumentError(`"${this.jobType}": the partition key field "${field}": ${(error as Error).message}`);
-    }
-    return { topic: this.topic, key };
-  }
-
-  /** Turns a synchronous throw (bad key, unknown topic) into a rejection, as every other enqueue method reports errors. */
-  private call<R>(body: () => Promise<R>): Promise<R> {
-    try {
-      return body();
-    } catch (error) {
-      return Promise.reject(error);
-    }
+/** Turns a synchronous throw (bad options, a bad key) into a rejection, as every enqueue method reports errors. */
+export function settle<R>(body: () => Promise<R>): Promise<R> {
+  try {
+    return body();
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 

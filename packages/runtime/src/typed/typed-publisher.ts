@@ -12,6 +12,7 @@ import type { JobCatalog } from "./job-catalog.js";
 import { JobControl } from "./job-control.js";
 import { jobHandles } from "./typed-server-builder.js";
 import { jsonPayload } from "../server/encode-payload.js";
+import { withSchemaTopics } from "./schema-topics.js";
 
 /** Options of a generated `open<Name>Publisher`. `Trx` is inferred from `backend` (see `ServerOptions`). */
 export interface PublisherOptions<Trx = TransactionHandle> {
@@ -32,7 +33,11 @@ export interface PublisherOptions<Trx = TransactionHandle> {
   timeSource?: "database" | "local";
   /** As the servers' option. Default 30000. */
   clockSyncIntervalMs?: number;
-  /** The topics to enqueue partitioned jobs to: the same list the servers register. */
+  /**
+   * The topics to enqueue partitioned jobs to, besides those the schema
+   * declares with `@partitions` (registered without this option; a count
+   * here that disagrees is `PARTITION_COUNT_MISMATCH`).
+   */
   topics?: readonly TopicConfig[];
   /** As the servers' option, for `enqueueRecurringSequential`. */
   recurringSequentialPartitions?: number | null;
@@ -67,6 +72,7 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
     if (!Number.isInteger(syncEvery) || syncEvery < 1 || syncEvery > MAX_TIMER_MS) {
       throw new InvalidConfigError(`\`clockSyncIntervalMs\` must be an integer from 1 to ${MAX_TIMER_MS}, got ${describeValue(syncEvery)}`);
     }
+    const topics = resolveTopics(withSchemaTopics(catalog, options.topics), options.recurringSequentialPartitions);
     await prepareBackend(options.backend, options.autoMigrate ?? false);
     const local = options.clock ?? systemClock;
     let databaseClock: DatabaseClock | null;
@@ -77,7 +83,6 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
       throw error;
     }
     const encoders = new Map(Object.keys(catalog).map((type) => [type, jsonPayload]));
-    const topics = resolveTopics(options.topics, options.recurringSequentialPartitions);
     const publisher = new JobPublisher<Trx>({
       backend: options.backend,
       clock: databaseClock ?? local,

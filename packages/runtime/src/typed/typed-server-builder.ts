@@ -5,11 +5,22 @@ import { BackgroundJobServer } from "../server/background-job-server.js";
 import type { JobPublisher } from "../server/publisher.js";
 import type { HandlerRegistration, ServerOptions } from "../server/server-options.js";
 import { payloadDecoder, type JobCatalog } from "./job-catalog.js";
-import { JobHandle, TopicJobHandle } from "./job-handle.js";
+import { JobHandle } from "./job-handle.js";
+import { TopicJobHandle } from "./topic-job-handle.js";
 import { TypedJobServer, type TypedJobContext } from "./typed-job-server.js";
+import { checkHandledTopics, withSchemaTopics } from "./schema-topics.js";
 
-/** Options of a generated builder: every server option but `handlers`, which the `with...Handler` methods give. `Trx` is inferred from `backend`. */
-export type BuilderOptions<C, Trx = TransactionHandle> = Omit<ServerOptions<C, Trx>, "handlers">;
+/**
+ * Options of a generated builder: every server option but `handlers`, which
+ * the `with...Handler` methods give. `Trx` is inferred from `backend`.
+ * `context` (handed to every handler as `ctx.app`) may be left out when the
+ * handlers need none: `C` is then `unknown` and a handler that reads
+ * `ctx.app` does not compile; with an explicit `C` that cannot be
+ * `undefined` it is required. `topics` adds to the topics the schema
+ * declares with `@partitions`, which are registered without it.
+ */
+export type BuilderOptions<C, Trx = TransactionHandle> = Omit<ServerOptions<C, Trx>, "handlers" | "context"> &
+  (undefined extends C ? { context?: C } : { context: C });
 
 /** A typed handler: resolve = success, throw = retry per policy. */
 export type JobHandler<Ctx, P> = (ctx: Ctx, payload: P) => unknown;
@@ -57,14 +68,27 @@ export class TypedServerBuilder<C, H, Trx = TransactionHandle> {
     return this;
   }
 
-  /** Starts the server once every declared job has a handler; else throws `HandlerMissingError` naming them all. */
+  /**
+   * Starts the server once every declared job has a handler; else throws
+   * `HandlerMissingError` naming them all. The schema's topics are
+   * registered (see {@link withSchemaTopics}: a `topics` option that
+   * disagrees is `PARTITION_COUNT_MISMATCH`), and a topic job whose topic
+   * ends up unregistered is `INVALID_CONFIG`, before anything starts.
+   */
   async build(): Promise<TypedJobServer<C, H, Trx>> {
     const missing = Object.keys(this.catalog).filter((type) => !this.handlers.has(type));
     if (missing.length > 0) {
       const methods = missing.map((type) => this.catalog[type]!.handlerMethod);
       throw new HandlerMissingError(missing, `call ${methods.join(", ")} before build()`);
     }
-    const core = await BackgroundJobServer.start<C, Trx>({ ...this.options, handlers: Object.fromEntries(this.handlers) });
+    const topics = withSchemaTopics(this.catalog, this.options.topics);
+    checkHandledTopics(this.catalog, this.handlers.keys(), topics);
+    const core = await BackgroundJobServer.start<C, Trx>({
+      ...this.options,
+      context: this.options.context as C,
+      ...(topics === undefined ? {} : { topics }),
+      handlers: Object.fromEntries(this.handlers),
+    });
     return new TypedJobServer(core, this.jobsOf(core.publisher));
   }
 
@@ -76,9 +100,9 @@ export class TypedServerBuilder<C, H, Trx = TransactionHandle> {
 
 /** One handle per declared job; topic jobs get a {@link TopicJobHandle}. */
 export function jobHandles<H>(catalog: JobCatalog, publisher: JobPublisher<unknown>): H {
-  const handles: Record<string, JobHandle<unknown, unknown>> = {};
+  const handles: Record<string, JobHandle<unknown, unknown> | TopicJobHandle<unknown, unknown>> = {};
   for (const [type, spec] of Object.entries(catalog)) {
-    handles[type] = spec.topic === undefined ? new JobHandle(publisher, type, spec) : new TopicJobHandle(publisher, type, spec);
+    handles[spec.handle ?? type] = spec.topic === undefined ? new JobHandle(publisher, type, spec) : new TopicJobHandle(publisher, type, spec);
   }
   return Object.freeze(handles) as H;
 }

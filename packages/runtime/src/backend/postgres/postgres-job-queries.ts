@@ -44,6 +44,17 @@ const RUNNING_BY_KEY = "j.stage || '' = 'running'";
 /** Appends `[stage, ms]` to a `stages` column; `stage` and `ms` are SQL expressions. */
 const appendStage = (column: string, stage: string, ms: string) => `left(${column}, -1) || ',["' || ${stage} || '",' || ${ms} || ']]'`;
 
+/**
+ * The SET list that releases a waiting continuation `k` of a succeeded
+ * parent at time `now` (a parameter): `delayed` while its own time (a delay
+ * given at enqueue) is still to come, its `run_at` kept; else `enqueued`,
+ * runnable now. Every SET expression reads the row as it was.
+ */
+export const releasedTo = (now: string) => {
+  const stage = `CASE WHEN k.run_at > ${now}::bigint THEN 'delayed' ELSE 'enqueued' END`;
+  return `stage = ${stage}, run_at = greatest(k.run_at, ${now}::bigint), updated_at = ${now}, stages = ${appendStage("k.stages", stage, `${now}::bigint`)}`;
+};
+
 export class PostgresJobQueries {
   /**
    * Bulk insert of jobs whose stages are already decided: `$1` a JSON array
@@ -161,10 +172,10 @@ SELECT NULL, NULL, NULL, NULL, NULL, (
     AND coalesce(j.lease_expires_at, 0) < $6
   RETURNING j.id, j.attempt, j.stage, j.last_error, j.waiters, j.topic, j.partition_no
 ), released AS (
-  UPDATE ${jobs} k SET stage = 'enqueued', run_at = $3, updated_at = $3, stages = ${appendStage("k.stages", "'enqueued'", "$3::bigint")}
+  UPDATE ${jobs} k SET ${releasedTo("$3")}
   WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE stage = 'success')
-  RETURNING k.id, k.topic, k.partition_no
-)${counted("$5", moves("done", "'running'", "stage"), moves("released", "'waiting'", "'enqueued'"))}, notified AS (
+  RETURNING k.id, k.stage, k.topic, k.partition_no
+)${counted("$5", moves("done", "'running'", "stage"), moves("released", "'waiting'", "stage"))}, notified AS (
   SELECT pg_notify($7, $8) FROM (SELECT 1 FROM released UNION ALL SELECT 1 FROM done WHERE stage = 'requeued' LIMIT 1) x
 )
 SELECT d.id, d.attempt, d.stage, d.last_error, d.waiters,
@@ -176,10 +187,10 @@ FROM done d`);
   WHERE j.id = ANY($1::text[]) AND j.attempt = ($2::jsonb ->> j.id)::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
   RETURNING j.id, j.waiters, j.topic, j.partition_no
 ), released AS (
-  UPDATE ${jobs} k SET stage = 'enqueued', run_at = $3, updated_at = $3, stages = ${appendStage("k.stages", "'enqueued'", "$3::bigint")}
+  UPDATE ${jobs} k SET ${releasedTo("$3")}
   WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE waiters > 0)
-  RETURNING k.topic, k.partition_no
-)${counted("$5", moves("done", "'running'", "'success'"), moves("released", "'waiting'", "'enqueued'"))}, notified AS (
+  RETURNING k.stage, k.topic, k.partition_no
+)${counted("$5", moves("done", "'running'", "'success'"), moves("released", "'waiting'", "stage"))}, notified AS (
   SELECT pg_notify($6, $7) FROM released LIMIT 1
 )
 SELECT count(*)::int AS applied, CASE WHEN count(*) < $8 THEN string_agg(id, ',') END AS ids,
@@ -220,10 +231,10 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 RETURNING next_seq - $
 WHERE j.id IN (SELECT id FROM ${jobs} WHERE id = ANY($1::text[]) AND namespace = $2 ORDER BY id FOR UPDATE)
 RETURNING j.id, j.stage, j.last_error`);
     this.releaseChildren = statement(`WITH rel AS (
-  UPDATE ${jobs} k SET stage = 'enqueued', run_at = $3, updated_at = $3, stages = ${appendStage("k.stages", "'enqueued'", "$3::bigint")}
+  UPDATE ${jobs} k SET ${releasedTo("$3")}
   WHERE k.parent_id = ANY($1::text[]) AND k.namespace = $2 AND k.stage = 'waiting'
-  RETURNING k.topic, k.partition_no
-)${counted("$2", moves("rel", "'waiting'", "'enqueued'"))}
+  RETURNING k.stage, k.topic, k.partition_no
+)${counted("$2", moves("rel", "'waiting'", "stage"))}
 SELECT count(*)::int AS released, (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM rel LIMIT 1) n)::int AS notified FROM rel`);
   }
 }

@@ -19,7 +19,7 @@ import { claimedHead, readyAt } from "../shared/partition-heads.js";
 import { retryConflicts } from "./postgres-errors.js";
 import type { Execute } from "./postgres-executors.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
-import { statement, type Statement } from "./postgres-job-queries.js";
+import { releasedTo, statement, type Statement } from "./postgres-job-queries.js";
 import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
 import { TERMINAL_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
@@ -111,9 +111,9 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
   WHERE j.id = $6 AND j.attempt = $9 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
   RETURNING j.id, j.waiters, j.topic, j.partition_no
 ), released AS (
-  UPDATE ${jobs} j SET stage = 'enqueued', run_at = $7, updated_at = $7, stages = ${appendStage("enqueued", "$7::bigint")}
-  WHERE j.stage = 'waiting' AND j.namespace = $1 AND j.parent_id IN (SELECT id FROM done)
-  RETURNING j.id, j.topic, j.partition_no
+  UPDATE ${jobs} k SET ${releasedTo("$7")}
+  WHERE k.stage = 'waiting' AND k.namespace = $1 AND k.parent_id IN (SELECT id FROM done)
+  RETURNING k.id, k.stage, k.topic, k.partition_no
 ), notified AS (
   SELECT pg_notify($13, $14) FROM released LIMIT 1
 ), nxt AS (
@@ -134,7 +134,7 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
   UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $5, updated_at = $7, stages = ${appendStage("running", "$7::bigint")}
   FROM ready r WHERE j.id = r.id
   RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.seq, j.topic, j.partition_no, r.stage AS old_stage
-)${counted(moves("done", "'running'", "'success'"), moves("released", "'waiting'", "'enqueued'"), moves("claimed", "old_stage", "'running'"))}
+)${counted(moves("done", "'running'", "'success'"), moves("released", "'waiting'", "stage"), moves("claimed", "old_stage", "'running'"))}
 SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM released)::int AS released, (SELECT max(waiters) FROM done) AS waiters,
   (SELECT count(*) FROM notified)::int AS notified, (SELECT epoch FROM lease) AS epoch,
   c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.seq

@@ -1,8 +1,9 @@
 /**
  * The stage a new job is stored in, the same on every backend: `delayed`
  * when it is not due yet, `enqueued` otherwise; a continuation follows its
- * parent (`waiting`, `enqueued` once the parent succeeded, `failed` with the
- * parent's reason once it failed for good).
+ * parent (`waiting`, `enqueued` once the parent succeeded — `delayed` while
+ * its own time has not come — `failed` with the parent's reason once it
+ * failed for good).
  */
 import { continuationStage, parentFailedReason } from "../../core/continuation-stage.js";
 import type { JobStage } from "../../core/job-stage.js";
@@ -14,6 +15,8 @@ import type { Row } from "./job-rows.js";
 export function insertStage(job: JobInsert, now: number, parent: Row | undefined): { stage: JobStage; error: string | null } {
   if (!job.parentId) return { stage: job.runAt > now ? "delayed" : "enqueued", error: null };
   if (!parent) throw new ParentNotFoundError(job.parentId);
-  const stage = continuationStage(parent.stage as JobStage);
+  const follows = continuationStage(parent.stage as JobStage);
+  // Released at once (the parent already succeeded): a delay still to run makes it `delayed`, as on release.
+  const stage = follows === "enqueued" && job.runAt > now ? "delayed" : follows;
   return { stage, error: stage === "failed" ? parentFailedReason(job.parentId, parent.last_error as string | null) : null };
 }

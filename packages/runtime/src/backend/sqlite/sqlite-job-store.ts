@@ -257,16 +257,24 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       }
       let released = 0;
       if (succeeded.length > 0) {
-        released = this.conn().run(
-          `UPDATE later_jobs SET stage = 'enqueued', run_at = ?, updated_at = ?, stages = json_insert(stages, '$[#]', json_array('enqueued', CAST(? AS INTEGER)))
-           WHERE parent_id IN (SELECT value FROM json_each(?)) AND namespace = ? AND stage = 'waiting'`,
+        // A continuation with a delay still to run goes to `delayed` (its run_at kept), else to `enqueued` now.
+        const due = `CASE WHEN run_at > ? THEN 'delayed' ELSE 'enqueued' END`;
+        const rows = this.conn().all(
+          `UPDATE later_jobs SET stage = ${due}, run_at = max(run_at, ?), updated_at = ?,
+             stages = json_insert(stages, '$[#]', json_array(${due}, CAST(? AS INTEGER)))
+           WHERE parent_id IN (SELECT value FROM json_each(?)) AND namespace = ? AND stage = 'waiting' RETURNING stage`,
+          params.now,
+          params.now,
           params.now,
           params.now,
           params.now,
           JSON.stringify(succeeded),
           ns,
         );
-        deltas.moveMany("waiting", "enqueued", released); // both unfinished: no partition depth changes
+        released = rows.length;
+        const delayed = rows.filter((r) => r.stage === "delayed").length;
+        // all unfinished: no partition depth changes
+        deltas.moveMany("waiting", "enqueued", released - delayed).moveMany("waiting", "delayed", delayed);
       }
       this.counters.write(deltas);
       this.failWaitingChildren(failed, params.now, expires);

@@ -1,0 +1,95 @@
+/**
+ * The one options form every enqueue method takes as its optional last
+ * argument: the untyped {@link JobPublisher} methods and the generated
+ * handles (`enqueue`, `enqueueIn`, `enqueueContinue`, `enqueueToPartition`,
+ * ...). A later option joins this list, so it needs no new method names.
+ */
+import type { JobId } from "../core/job-id.js";
+import { RetryPolicy } from "../core/retry/retry-policy.js";
+import { describeValue, InvalidArgumentError } from "../errors.js";
+
+/**
+ * When and after what a job may run. Every field is optional; `{}` (the
+ * default) means "now, after nothing".
+ *
+ * A continuation (`parentId`) with a delay runs once both hold: its parent
+ * has succeeded and its time has come. The time is measured from the
+ * enqueue, as for any job; when the parent finishes later than that, the
+ * continuation runs at once (it never runs before its parent).
+ */
+export interface EnqueueOptions {
+  /** Not before this many ms from now: a finite number >= 0. Not with `runAt`. */
+  delayMs?: number;
+  /** Not before this time (a past time means now). Not with `delayMs`. */
+  runAt?: Date;
+  /** Run only after this job succeeds; fail with it if it fails for good. An unknown id is `PARENT_NOT_FOUND` and writes nothing. */
+  parentId?: JobId;
+  /**
+   * This job's retry policy, stored with it: it wins over the policy of the
+   * server that runs the job (its job type's `retry` option and its
+   * `defaultRetryPolicy`). Default: none stored, so the job follows the
+   * running server's policy (a publisher's `defaultRetryPolicy`, when one
+   * was given explicitly, is stored instead).
+   */
+  retryPolicy?: RetryPolicy;
+}
+
+/** Every key {@link EnqueueOptions} has. Any other key is refused, so a misspelt `delayMS` cannot silently run a job at once. */
+export const ENQUEUE_OPTION_KEYS: readonly (keyof EnqueueOptions)[] = ["delayMs", "runAt", "parentId", "retryPolicy"];
+
+/**
+ * Checks an options argument of `method` and returns it (`{}` for
+ * undefined). Throws `InvalidArgumentError` for a value that is not an
+ * object, a key that is not an option (named), both `delayMs` and `runAt`,
+ * or a field of the wrong type.
+ */
+export function checkEnqueueOptions(options: unknown, method = "enqueue"): EnqueueOptions {
+  if (options === undefined) return {};
+  if (options === null || typeof options !== "object" || Array.isArray(options)) {
+    throw new InvalidArgumentError(`${method}: options must be an object such as { delayMs }, got ${describeValue(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!(ENQUEUE_OPTION_KEYS as readonly string[]).includes(key)) {
+      throw new InvalidArgumentError(`${method}: unknown option "${key}"; the options are ${ENQUEUE_OPTION_KEYS.join(", ")}`);
+    }
+  }
+  const { delayMs, runAt, parentId, retryPolicy } = options as EnqueueOptions;
+  if (delayMs !== undefined && runAt !== undefined) throw new InvalidArgumentError(`${method}: give delayMs or runAt, not both`);
+  if (delayMs !== undefined && (typeof delayMs !== "number" || !Number.isFinite(delayMs) || delayMs < 0)) {
+    throw new InvalidArgumentError(`${method}: delayMs must be a finite number of ms >= 0, got ${describeValue(delayMs)}`);
+  }
+  if (runAt !== undefined && (!(runAt instanceof Date) || Number.isNaN(runAt.getTime()))) {
+    throw new InvalidArgumentError(`${method}: runAt must be a valid Date, got ${describeValue(runAt)}`);
+  }
+  if (parentId !== undefined && (typeof parentId !== "string" || parentId === "")) {
+    throw new InvalidArgumentError(`${method}: parentId must be a non-empty job id, got ${describeValue(parentId)}`);
+  }
+  if (retryPolicy !== undefined && !(retryPolicy instanceof RetryPolicy)) {
+    throw new InvalidArgumentError(
+      `${method}: retryPolicy must be a RetryPolicy (RetryPolicy.fixed / exponential / noRetries), got ${describeValue(retryPolicy)}`,
+    );
+  }
+  return options as EnqueueOptions;
+}
+
+/**
+ * The options of a short form (`enqueueDelayed(payload, ms, options)`):
+ * `options`, checked, with the short form's own argument added. The types
+ * leave that field out of `options`; given anyway (from JavaScript), it is
+ * refused rather than silently overridden.
+ */
+export function withShortForm(method: string, options: unknown, fixed: EnqueueOptions): EnqueueOptions {
+  const checked = checkEnqueueOptions(options, method);
+  const given = (key: keyof EnqueueOptions) => checked[key] !== undefined;
+  const clash = (Object.keys(fixed) as (keyof EnqueueOptions)[]).find((k) => given(k) || (k !== "parentId" && (given("delayMs") || given("runAt"))));
+  if (clash !== undefined)
+    throw new InvalidArgumentError(`${method}: ${clash === "parentId" ? "the parent" : "the time"} is an argument here; leave it out of options`);
+  return checkEnqueueOptions({ ...checked, ...fixed }, method);
+}
+
+/** The job's earliest start in epoch ms for checked options: `now`, `now + delayMs` (rounded up) or `runAt` (not before `now`). */
+export function runAtOf(options: EnqueueOptions, now: number): number {
+  if (options.delayMs !== undefined) return now + Math.ceil(options.delayMs);
+  if (options.runAt !== undefined) return Math.max(now, options.runAt.getTime());
+  return now;
+}
