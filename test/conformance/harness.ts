@@ -1,7 +1,7 @@
 /** Shared test set-up: servers on a fresh database, event recording, condition waits. */
 import { afterEach, expect } from "vitest";
 import { BackgroundJobServer, LaterError, systemClock, type Clock, type ServerEvent, type ServerOptions } from "@later/runtime";
-import type { Backend } from "@later/runtime/internal";
+import type { Backend, JobRecord } from "@later/runtime/internal";
 import type { BackendEntry, TestDatabase } from "./backends.js";
 
 /** Polls `condition` every 5 ms until it holds or `timeoutMs` passes (then throws with `what`). */
@@ -134,4 +134,12 @@ export function afterCall<S extends "jobs" | "partitions", K extends keyof Backe
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
+}
+
+/** The job once it reached a terminal stage. */
+export async function settled(read: () => Promise<JobRecord | null>, what = "job"): Promise<JobRecord> {
+  return waitFor(async () => {
+    const j = await read();
+    return j && (j.stage === "success" || j.stage === "failed") ? j : null;
+  }, `${what} to finish`);
 }
