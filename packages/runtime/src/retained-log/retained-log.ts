@@ -84,7 +84,7 @@ export class RetainedLog<Trx = TransactionHandle> {
 
   /** Appends one record; resolves to its position once committed. See {@link LogRecordInput} for what a record holds. */
   async append(topic: string, record: LogRecordInput): Promise<LogPosition> {
-    const [position] = await this.appendMany(topic, [record]);
+    const [position] = await this.appendRecords("append", topic, [record]);
     return position!;
   }
 
@@ -93,8 +93,12 @@ export class RetainedLog<Trx = TransactionHandle> {
    * position per record, in order. Records of one partition get
    * consecutive offsets in the order given.
    */
-  async appendMany(topic: string, records: readonly LogRecordInput[]): Promise<LogPosition[]> {
-    const { config, encoded } = this.encode("appendMany", topic, records);
+  appendMany(topic: string, records: readonly LogRecordInput[]): Promise<LogPosition[]> {
+    return this.appendRecords("appendMany", topic, records);
+  }
+
+  private async appendRecords(where: string, topic: string, records: readonly LogRecordInput[]): Promise<LogPosition[]> {
+    const { config, encoded } = this.encode(where, topic, records);
     const offsets = await this.backend.log.recordAppendMany({ topic, records: encoded, now: this.clock.now() });
     return encoded.map((r, i) => ({ topic: config.name, partition: r.partition, offset: offsets[i]! }));
   }

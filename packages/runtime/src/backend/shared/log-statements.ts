@@ -130,7 +130,7 @@ export function readBelowStart(params: B.LogRecordReadParams, oldest: number, en
 
 export function staleEpoch(params: B.LogOffsetCommitParams, current: number): StaleEpochError {
   return new StaleEpochError(
-    `commit of group "${params.group}" on topic "${params.topic}" partition ${params.partition} has epoch ${params.epoch}, but the partition's current epoch is ${current}: another member holds it; nothing was committed`,
+    `commit of group "${params.group}" on topic "${params.topic}" partition ${params.partition} has epoch ${params.epoch}, but the partition's current epoch is ${current} (a partition no member has leased is at epoch 0; each lease moves it on); nothing was committed`,
     current,
   );
 }
