@@ -13,7 +13,8 @@
  */
 import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
-import { LogStatements, LogTransactions, readBelowStart, recordOfRow, type LogRun } from "../shared/log-statements.js";
+import { LogStatements, readBelowStart, recordOfRow, type LogRun } from "../shared/log-statements.js";
+import { LogTransactions } from "../shared/log-transactions.js";
 import { callerExecutor, type Execute } from "./postgres-executors.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
 import type { PostgresRunner } from "./postgres-runner.js";

@@ -6,7 +6,7 @@
  * in one `BEGIN IMMEDIATE` transaction, so an append's offset take and its
  * inserts cannot interleave with another process's; a rollback returns the
  * offsets. `appendIn` writes into the caller's Kysely transaction with the
- * asynchronous steps of {@link LogTransactions}; this store's own
+ * asynchronous steps of `LogTransactions`; this store's own
  * transactions repeat those steps synchronously (better-sqlite3 runs a
  * transaction start to finish inside one call).
  */
@@ -18,7 +18,6 @@ import {
   byPartition,
   commitBeyondEnd,
   LogStatements,
-  LogTransactions,
   missingPartition,
   positional,
   readBelowStart,
@@ -26,6 +25,7 @@ import {
   staleEpoch,
   valueBuffer,
 } from "../shared/log-statements.js";
+import { LogTransactions } from "../shared/log-transactions.js";
 import { transactionRefusal } from "../transaction-refusal.js";
 import { isKyselyExecutor } from "./kysely-executor.js";
 import type { SqliteHost } from "./sqlite-connection.js";
