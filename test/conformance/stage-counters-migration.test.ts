@@ -10,11 +10,16 @@ import { BACKENDS } from "./backends.js";
 
 /**
  * Removes what migration 4 created (and PostgreSQL's migration 5, which only
- * dropped migration 4's triggers), leaving the schema of migration 3.
+ * dropped migration 4's triggers), and the retained log's tables (a later
+ * migration, applied again with the others), leaving the schema of migration 3.
  */
+/** The tables of the retained-log migration (SQLite 6, PostgreSQL 7), dropped so it applies again. */
+const LOG_TABLES = ["topics", "partitions", "records", "group_partitions", "group_members"].map((t) => `DROP TABLE later_log_${t}`);
+
 const UNDO_MIGRATION_4: Record<string, string[]> = {
-  sqlite: ["DROP TABLE later_stage_counts", "DROP TABLE later_partition_counts", "DELETE FROM later_migrations WHERE version >= 4"],
+  sqlite: [...LOG_TABLES, "DROP TABLE later_stage_counts", "DROP TABLE later_partition_counts", "DELETE FROM later_migrations WHERE version >= 4"],
   postgres: [
+    ...LOG_TABLES,
     ...["insert", "update", "delete"].map((t) => `DROP FUNCTION IF EXISTS later_jobs_count_${t}() CASCADE`),
     "DROP FUNCTION IF EXISTS later_counter_shard()",
     "DROP SEQUENCE IF EXISTS later_counter_shards",

@@ -22,6 +22,9 @@
  * | `PARTITION_COUNT_MISMATCH` | {@link PartitionCountMismatchError} | a topic registered with another partition count |
  * | `INVALID_CRON` | {@link InvalidCronError} | a recurring schedule that does not parse |
  * | `DRIVER_NOT_INSTALLED` | {@link DriverNotInstalledError} | a backend's driver (`better-sqlite3`, `pg`) is not installed, or does not load |
+ * | `OFFSET_OUT_OF_RANGE` | {@link OffsetOutOfRangeError} | a retained-log read below the oldest retained offset, or a commit beyond the partition's end |
+ * | `STALE_EPOCH` | {@link StaleEpochError} | a retained-log commit whose epoch is not the group partition's current one |
+ * | `RECORD_TOO_LARGE` | {@link RecordTooLargeError} | a retained-log record over the size limit (value 1 MiB, headers 64 KiB) |
  */
 export type LaterErrorCode =
   | "INVALID_CONFIG"
@@ -40,7 +43,10 @@ export type LaterErrorCode =
   | "UNKNOWN_TOPIC"
   | "PARTITION_COUNT_MISMATCH"
   | "INVALID_CRON"
-  | "DRIVER_NOT_INSTALLED";
+  | "DRIVER_NOT_INSTALLED"
+  | "OFFSET_OUT_OF_RANGE"
+  | "STALE_EPOCH"
+  | "RECORD_TOO_LARGE";
 
 /** Base class of every error later throws on purpose. */
 export class LaterError extends Error {
@@ -196,13 +202,17 @@ export class JobTimeoutError extends LaterError {
 
 /** Enqueue to a topic the server options do not register. Nothing was written. */
 export class UnknownTopicError extends LaterError {
-  /** With `partition`: the options name the topic but the database holds no such partition (no server registered it yet). */
-  constructor(topic: string, partition?: number) {
+  /**
+   * With `partition`: the options name the topic but the database holds no such partition (no server registered it yet).
+   * With `message`: that message instead (the retained log's, which names its own options).
+   */
+  constructor(topic: string, partition?: number, message?: string) {
     super(
       "UNKNOWN_TOPIC",
-      partition === undefined
-        ? `topic "${topic}" is not registered: add topic("${topic}", N) to the server's topics`
-        : `topic "${topic}" partition ${partition} is not in the database: start a server with topic("${topic}", N) in its topics first`,
+      message ??
+        (partition === undefined
+          ? `topic "${topic}" is not registered: add topic("${topic}", N) to the server's topics`
+          : `topic "${topic}" partition ${partition} is not in the database: start a server with topic("${topic}", N) in its topics first`),
     );
   }
 }
@@ -250,6 +260,47 @@ export class DriverNotInstalledError extends LaterError {
       loadError === undefined ? undefined : { cause: loadError },
     );
     this.driver = driver;
+  }
+}
+
+/**
+ * A retained-log offset outside a partition: a read from below the oldest
+ * retained offset (records before it were deleted by retention), or a commit
+ * beyond the partition's end. Nothing was read or written.
+ */
+export class OffsetOutOfRangeError extends LaterError {
+  /** The partition's oldest retained offset. */
+  readonly oldestOffset: number;
+  /** The partition's end: its last offset + 1 (0 when empty). */
+  readonly endOffset: number;
+  constructor(message: string, oldestOffset: number, endOffset: number) {
+    super("OFFSET_OUT_OF_RANGE", message);
+    this.oldestOffset = oldestOffset;
+    this.endOffset = endOffset;
+  }
+}
+
+/**
+ * A retained-log commit whose epoch is not the group partition's current
+ * lease epoch: another member (or a newer lease) holds the partition since.
+ * Nothing was written.
+ */
+export class StaleEpochError extends LaterError {
+  /** The group partition's current epoch. */
+  readonly currentEpoch: number;
+  constructor(message: string, currentEpoch: number) {
+    super("STALE_EPOCH", message);
+    this.currentEpoch = currentEpoch;
+  }
+}
+
+/** A retained-log record over the size limit (`limit` bytes). Nothing was written. */
+export class RecordTooLargeError extends LaterError {
+  /** The limit that was passed, in bytes. */
+  readonly limit: number;
+  constructor(message: string, limit: number) {
+    super("RECORD_TOO_LARGE", message);
+    this.limit = limit;
   }
 }
 

@@ -29,5 +29,17 @@ export { TypedJobServer, type TypedJobContext } from "./typed/typed-job-server.j
 export { JobControl } from "./typed/job-control.js";
 export { TypedServerBuilder, jobHandles, type BuilderOptions, type HandlerOptions, type JobHandler } from "./typed/typed-server-builder.js";
 export { TypedJobPublisher, type PublisherOptions } from "./typed/typed-publisher.js";
+export { RetainedLog, MAX_LOG_READ, type RetainedLogOptions } from "./retained-log/retained-log.js";
+export { logTopic, type LogTopicConfig, type LogTopicOptions } from "./retained-log/log-topic.js";
+export {
+  MAX_LOG_VALUE_BYTES,
+  MAX_LOG_HEADERS_BYTES,
+  MAX_LOG_KEY_LENGTH,
+  type LogRecordInput,
+  type LogPosition,
+  type LogRecord,
+  type CommittedOffset,
+  type PartitionLag,
+} from "./retained-log/log-record.js";
 export { CronSchedule } from "./core/cron/cron-schedule.js";
 export type { RecurringScheduleOptions } from "./recurring/recurring-scheduler.js";

@@ -29,7 +29,8 @@
  *   - `maintenance` ({@link MaintenanceStore}): turns at periodic tasks,
  *     vacuum;
  *   - `migrations` ({@link MigrationStore}): status and up;
- *   - room for `log` (`LogStore`, the retained log of the next issue).
+ *   - `log` ({@link LogStore}): the retained log's topics, records with
+ *     dense offsets, and consumer groups' committed offsets.
  * - **method**: one whole queue operation, taking one params object
  *   (`XxxParams`) and returning a named result (`XxxResult`); its doc says
  *   how each dialect does it where they differ. Every method is scoped to
@@ -45,6 +46,7 @@
  */
 import type { InspectStore } from "./inspect-store.js";
 import type { JobStore } from "./job-store.js";
+import type { LogStore } from "./log-store.js";
 import type { MaintenanceStore } from "./maintenance-store.js";
 import type { MigrationStore } from "./migration-store.js";
 import type { PartitionStore } from "./partition-store.js";
@@ -52,6 +54,7 @@ import type { RecurringStore } from "./recurring-store.js";
 
 export type * from "./inspect-store.js";
 export type * from "./job-store.js";
+export type * from "./log-store.js";
 export type * from "./maintenance-store.js";
 export type * from "./migration-store.js";
 export type * from "./partition-store.js";
@@ -111,5 +114,5 @@ export interface Backend<Trx = unknown> {
   readonly recurring: RecurringStore;
   readonly inspect: InspectStore;
   readonly maintenance: MaintenanceStore;
-  // Next: `readonly log: LogStore`, the retained log (its own file here, as the others).
+  readonly log: LogStore<Trx>;
 }

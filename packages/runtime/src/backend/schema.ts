@@ -97,6 +97,62 @@ export interface LaterRecurringTable {
   updated_at: number;
 }
 
+/** A retained-log topic: its fixed partition count and the retention settings the sweep reads (null: not set). */
+export interface LaterLogTopicsTable {
+  namespace: string;
+  topic: string;
+  partitions: number;
+  /** Null: the default of seven days. */
+  retention_ms: number | null;
+  retain_records: number | null;
+  /** 1: keep records some group has not committed. */
+  min_retain_until_committed: number;
+  created_at: number;
+}
+
+/** One per log partition: the next offset an append takes, and the oldest retained offset. */
+export interface LaterLogPartitionsTable {
+  namespace: string;
+  topic: string;
+  partition_no: number;
+  next_offset: number;
+  start_offset: number;
+}
+
+/** A retained-log record; `value` is bytes (BLOB / bytea), `headers` JSON text. */
+export interface LaterLogRecordsTable {
+  namespace: string;
+  topic: string;
+  partition_no: number;
+  offset: number;
+  key: string | null;
+  value: Uint8Array;
+  headers: string | null;
+  timestamp: number;
+}
+
+/** One per consumer group and log partition: the committed offset (the next one the group reads) and the lease with its fencing epoch. */
+export interface LaterLogGroupPartitionsTable {
+  namespace: string;
+  topic: string;
+  group_name: string;
+  partition_no: number;
+  committed_offset: number | null;
+  epoch: number;
+  lease_owner: string | null;
+  lease_expires_at: number | null;
+  updated_at: number;
+}
+
+/** A live member of a consumer group (heartbeat until `expires_at`). */
+export interface LaterLogGroupMembersTable {
+  namespace: string;
+  topic: string;
+  group_name: string;
+  member_id: string;
+  expires_at: number;
+}
+
 export interface LaterDatabase {
   later_jobs: LaterJobsTable;
   later_migrations: LaterMigrationsTable;
@@ -105,4 +161,9 @@ export interface LaterDatabase {
   later_partitions: LaterPartitionsTable;
   later_partition_members: LaterPartitionMembersTable;
   later_recurring: LaterRecurringTable;
+  later_log_topics: LaterLogTopicsTable;
+  later_log_partitions: LaterLogPartitionsTable;
+  later_log_records: LaterLogRecordsTable;
+  later_log_group_partitions: LaterLogGroupPartitionsTable;
+  later_log_group_members: LaterLogGroupMembersTable;
 }

@@ -41,6 +41,7 @@ import { describeConnection, isConnectionError } from "./postgres-errors.js";
 import { PostgresInspectStore } from "./postgres-inspect-store.js";
 import { PostgresJobQueries } from "./postgres-job-queries.js";
 import { PostgresJobStore } from "./postgres-job-store.js";
+import { PostgresLogStore } from "./postgres-log-store.js";
 import { PostgresMaintenanceStore } from "./postgres-maintenance-store.js";
 import { PostgresMigrationStore } from "./postgres-migration-store.js";
 import { PostgresPartitionStore } from "./postgres-partition-store.js";
@@ -85,6 +86,7 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
   readonly recurring: B.RecurringStore;
   readonly inspect: B.InspectStore;
   readonly maintenance: B.MaintenanceStore;
+  readonly log: B.LogStore<B.PostgresTransaction>;
 
   private opening: Promise<void> | null = null;
   private readonly wakeups: PostgresWakeups;
@@ -125,6 +127,7 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
     this.recurring = new PostgresRecurringStore(runner, jobs, quoted);
     this.inspect = new PostgresInspectStore(runner);
     this.maintenance = new PostgresMaintenanceStore(runner);
+    this.log = new PostgresLogStore(runner, quoted);
     this.migrations = new PostgresMigrationStore(runner);
     const where = describeConnection(options.connectionString, this.appPool);
     this.migrateHint = `later migrate up --database ${where}${this.schema === "later" ? "" : ` --schema ${this.schema}`}`;

@@ -21,10 +21,11 @@ export function clientExecutor(client: pg.ClientBase, prepared: boolean): Execut
 /**
  * `enqueueIn`: a Kysely transaction or a `pg` client; a pool or a Kysely
  * instance is refused, since its statements would not share the caller's
- * transaction. Checked at run time too (JavaScript callers, casts).
+ * transaction. Checked at run time too (JavaScript callers, casts);
+ * `method` names the call in the refusal (`enqueueIn`, `appendIn`).
  * Unnamed statements: the caller's connection is not ours to prepare on.
  */
-export function callerExecutor(transaction: PostgresTransaction): Execute {
+export function callerExecutor(transaction: PostgresTransaction, method = "enqueueIn"): Execute {
   const t = transaction as { executeQuery?: unknown; query?: unknown; totalCount?: unknown } | null;
   if (typeof t === "object" && t !== null && typeof t.executeQuery === "function" && (t as { isTransaction?: unknown }).isTransaction !== false) {
     const trx = t as { executeQuery(q: CompiledQuery): Promise<{ rows: unknown[] }> };
@@ -34,7 +35,7 @@ export function callerExecutor(transaction: PostgresTransaction): Execute {
     return clientExecutor(t as pg.ClientBase, false);
   }
   throw transactionRefusal(
-    "enqueueIn",
+    method,
     "the PostgreSQL backend takes a Kysely transaction (db.transaction().execute(trx => ...)) or the pg client you ran BEGIN on (pool.connect())",
     transaction,
   );

@@ -151,6 +151,73 @@ CREATE INDEX later_recurring_due ON {schema}.later_recurring (namespace, next_ru
     // server that runs it; existing rows keep theirs. A catalog change only: no table rewrite.
     sql: `ALTER TABLE {schema}.later_jobs ALTER COLUMN retry_policy DROP NOT NULL;`,
   },
+  {
+    version: 7,
+    name: "retained-log",
+    // The retained log (DESIGN L1–L8): every table it needs, consumer groups' included, so the
+    // sessions that add consumers and the retention sweep need no table change.
+    sql: `
+-- Log topics: a fixed partition count and the retention settings the sweep reads
+-- (NULL: not set; retention_ms NULL means the default of seven days).
+CREATE TABLE {schema}.later_log_topics (
+  namespace text NOT NULL,
+  topic text NOT NULL,
+  partitions integer NOT NULL,
+  retention_ms bigint,
+  retain_records bigint,
+  min_retain_until_committed smallint NOT NULL DEFAULT 0 CHECK (min_retain_until_committed IN (0, 1)),
+  created_at bigint NOT NULL,
+  PRIMARY KEY (namespace, topic)
+);
+-- One row per partition: the next offset to assign (taken with UPDATE ... RETURNING in the
+-- appending transaction: its row lock serialises appenders of the partition, and a rollback
+-- gives the offset back, so offsets are dense) and the oldest retained offset (moved by the
+-- retention sweep).
+CREATE TABLE {schema}.later_log_partitions (
+  namespace text NOT NULL,
+  topic text NOT NULL,
+  partition_no integer NOT NULL,
+  next_offset bigint NOT NULL DEFAULT 0,
+  start_offset bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (namespace, topic, partition_no)
+);
+CREATE TABLE {schema}.later_log_records (
+  namespace text NOT NULL,
+  topic text NOT NULL,
+  partition_no integer NOT NULL,
+  "offset" bigint NOT NULL,
+  key text,
+  value bytea NOT NULL,
+  headers text,
+  "timestamp" bigint NOT NULL,
+  PRIMARY KEY (namespace, topic, partition_no, "offset")
+);
+-- One row per consumer group and partition: the committed offset (the next one the group
+-- reads; NULL: none committed) and the lease with its fencing epoch, as later_partitions
+-- holds a job partition's.
+CREATE TABLE {schema}.later_log_group_partitions (
+  namespace text NOT NULL,
+  topic text NOT NULL,
+  group_name text NOT NULL,
+  partition_no integer NOT NULL,
+  committed_offset bigint,
+  epoch bigint NOT NULL DEFAULT 0,
+  lease_owner text,
+  lease_expires_at bigint,
+  updated_at bigint NOT NULL,
+  PRIMARY KEY (namespace, topic, group_name, partition_no)
+);
+-- Live members of a consumer group, for rendezvous assignment (as later_partition_members).
+CREATE TABLE {schema}.later_log_group_members (
+  namespace text NOT NULL,
+  topic text NOT NULL,
+  group_name text NOT NULL,
+  member_id text NOT NULL,
+  expires_at bigint NOT NULL,
+  PRIMARY KEY (namespace, topic, group_name, member_id)
+);
+`,
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

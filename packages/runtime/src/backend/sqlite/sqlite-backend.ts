@@ -28,6 +28,7 @@ import { loadDriver } from "../load-driver.js";
 import { SqliteConnection } from "./sqlite-connection.js";
 import { SqliteInspectStore } from "./sqlite-inspect-store.js";
 import { SqliteJobStore } from "./sqlite-job-store.js";
+import { SqliteLogStore } from "./sqlite-log-store.js";
 import { SqliteMaintenanceStore } from "./sqlite-maintenance-store.js";
 import { SqliteMigrationStore } from "./sqlite-migration-store.js";
 import { SqlitePartitionStore } from "./sqlite-partition-store.js";
@@ -87,7 +88,7 @@ export function sqlite(options: SqliteBackendOptions): SqliteBackend {
 
 /**
  * The SQLite backend: its stores, by subsystem (`jobs`, `partitions`,
- * `recurring`, `inspect`, `maintenance`, `migrations`; the internal seam of
+ * `recurring`, `inspect`, `maintenance`, `migrations`, `log`; the internal seam of
  * `@later/runtime/internal`), and the connection they share. Its
  * `enqueueIn` takes a Kysely transaction ({@link B.SqliteTransaction}) on
  * the same file.
@@ -103,6 +104,7 @@ export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
   readonly recurring: B.RecurringStore;
   readonly inspect: B.InspectStore = new SqliteInspectStore(this);
   readonly maintenance: B.MaintenanceStore = new SqliteMaintenanceStore(this);
+  readonly log: B.LogStore<B.SqliteTransaction>;
 
   private connection: SqliteConnection | null = null;
   private watcher: WalWatcher | null = null;
@@ -150,6 +152,7 @@ export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
     this.jobs = jobs;
     this.partitions = new SqlitePartitionStore(jobs);
     this.recurring = new SqliteRecurringStore(jobs);
+    this.log = new SqliteLogStore(this);
   }
 
   /** The database file path. */

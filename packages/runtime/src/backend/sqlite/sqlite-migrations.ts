@@ -154,6 +154,72 @@ UPDATE later_jobs SET retry_policy = retry_policy_v4;
 ALTER TABLE later_jobs DROP COLUMN retry_policy_v4;
 `,
   },
+  {
+    version: 6,
+    name: "retained-log",
+    // The retained log (DESIGN L1–L8): every table it needs, consumer groups' included, so the
+    // sessions that add consumers and the retention sweep need no table change.
+    sql: `
+-- Log topics: a fixed partition count and the retention settings the sweep reads
+-- (NULL: not set; retention_ms NULL means the default of seven days).
+CREATE TABLE later_log_topics (
+  namespace TEXT NOT NULL,
+  topic TEXT NOT NULL,
+  partitions INTEGER NOT NULL,
+  retention_ms INTEGER,
+  retain_records INTEGER,
+  min_retain_until_committed INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (namespace, topic)
+);
+-- One row per partition: the next offset to assign (taken in the appending
+-- transaction, so offsets are dense) and the oldest retained offset (moved
+-- by the retention sweep).
+CREATE TABLE later_log_partitions (
+  namespace TEXT NOT NULL,
+  topic TEXT NOT NULL,
+  partition_no INTEGER NOT NULL,
+  next_offset INTEGER NOT NULL DEFAULT 0,
+  start_offset INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (namespace, topic, partition_no)
+);
+CREATE TABLE later_log_records (
+  namespace TEXT NOT NULL,
+  topic TEXT NOT NULL,
+  partition_no INTEGER NOT NULL,
+  "offset" INTEGER NOT NULL,
+  key TEXT,
+  value BLOB NOT NULL,
+  headers TEXT,
+  "timestamp" INTEGER NOT NULL,
+  PRIMARY KEY (namespace, topic, partition_no, "offset")
+) WITHOUT ROWID;
+-- One row per consumer group and partition: the committed offset (the next
+-- one the group reads; NULL: none committed) and the lease with its fencing
+-- epoch, as later_partitions holds a job partition's.
+CREATE TABLE later_log_group_partitions (
+  namespace TEXT NOT NULL,
+  topic TEXT NOT NULL,
+  group_name TEXT NOT NULL,
+  partition_no INTEGER NOT NULL,
+  committed_offset INTEGER,
+  epoch INTEGER NOT NULL DEFAULT 0,
+  lease_owner TEXT,
+  lease_expires_at INTEGER,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (namespace, topic, group_name, partition_no)
+);
+-- Live members of a consumer group, for rendezvous assignment (as later_partition_members).
+CREATE TABLE later_log_group_members (
+  namespace TEXT NOT NULL,
+  topic TEXT NOT NULL,
+  group_name TEXT NOT NULL,
+  member_id TEXT NOT NULL,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (namespace, topic, group_name, member_id)
+);
+`,
+  },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */

@@ -1,0 +1,123 @@
+/**
+ * The retained-log part of the seam (`backend.log`): topics, records with
+ * dense offsets, and consumer groups' committed offsets.
+ *
+ * Offsets: each partition has one row holding its next offset. An append
+ * takes offsets from it in the appending transaction (PostgreSQL: `UPDATE
+ * ... RETURNING`, whose row lock serialises the partition's appenders until
+ * commit; SQLite: the single writer of `BEGIN IMMEDIATE`), so offsets are
+ * dense and increasing per partition, and a rolled-back append gives its
+ * offsets back. The caller (`RetainedLog`) has checked topic, partition and
+ * record before: the store trusts its params.
+ *
+ * Group partitions: one row per (group, partition) holds the committed
+ * offset (the next offset the group reads) and the lease epoch. A missing
+ * row is epoch 0 with nothing committed.
+ */
+
+/** The log statements of one backend, scoped to its namespace. `Trx`: the caller-owned transactions `recordAppendIn` accepts. */
+export interface LogStore<Trx = unknown> {
+  /**
+   * Records the topics with one partition row each, unless present. A topic
+   * stored with another partition count throws `PartitionCountMismatchError`
+   * and writes nothing. Retention settings of a present topic are updated.
+   */
+  topicRegister(params: LogTopicRegisterParams): Promise<void>;
+  /** Appends records (any partitions of one topic) in one transaction; resolves to their offsets, in order. */
+  recordAppendMany(params: LogRecordAppendParams): Promise<number[]>;
+  /** As {@link recordAppendMany}, in the caller's transaction; anything else throws `InvalidArgumentError` saying what it got. */
+  recordAppendIn(transaction: Trx, params: LogRecordAppendParams): Promise<number[]>;
+  /** Records from `fromOffset` in offset order; below the oldest retained offset throws `OffsetOutOfRangeError`. */
+  recordRead(params: LogRecordReadParams): Promise<LogRecordRow[]>;
+  /**
+   * Deletes the partition's records below `beforeOffset` (at most its end)
+   * and moves its oldest retained offset there; resolves to how many were
+   * deleted. The retention sweep's primitive.
+   */
+  recordTruncate(params: LogRecordTruncateParams): Promise<number>;
+  /**
+   * Advances a group's committed offset if `epoch` is the group partition's
+   * current one (else `StaleEpochError`) and `offset` is at most the
+   * partition's end (else `OffsetOutOfRangeError`); never moves it back.
+   * Resolves to the committed offset after the call.
+   */
+  offsetCommit(params: LogOffsetCommitParams): Promise<number>;
+  /** The group's committed offsets, per partition that has one, by partition. */
+  offsetList(params: LogGroupParams): Promise<LogCommittedRow[]>;
+  /** Per partition of the topic: its end, oldest retained offset and the group's committed offset (null: none). */
+  lagList(params: LogGroupParams): Promise<LogLagRow[]>;
+}
+
+export interface LogTopicSpec {
+  name: string;
+  partitions: number;
+  retentionMs: number | null;
+  retainRecords: number | null;
+  minRetainUntilCommitted: boolean;
+}
+
+export interface LogTopicRegisterParams {
+  topics: readonly LogTopicSpec[];
+  now: number;
+}
+
+/** One record to append, checked and encoded. */
+export interface LogRecordInsert {
+  partition: number;
+  key: string | null;
+  value: Uint8Array;
+  /** JSON text of the headers, or null. */
+  headers: string | null;
+}
+
+export interface LogRecordAppendParams {
+  topic: string;
+  records: readonly LogRecordInsert[];
+  /** The records' timestamp, ms. */
+  now: number;
+}
+
+export interface LogRecordReadParams {
+  topic: string;
+  partition: number;
+  fromOffset: number;
+  limit: number;
+}
+
+export interface LogRecordRow {
+  offset: number;
+  key: string | null;
+  value: Uint8Array;
+  headers: string | null;
+  timestamp: number;
+}
+
+export interface LogRecordTruncateParams {
+  topic: string;
+  partition: number;
+  beforeOffset: number;
+}
+
+export interface LogGroupParams {
+  topic: string;
+  group: string;
+}
+
+export interface LogOffsetCommitParams extends LogGroupParams {
+  partition: number;
+  epoch: number;
+  offset: number;
+  now: number;
+}
+
+export interface LogCommittedRow {
+  partition: number;
+  offset: number;
+}
+
+export interface LogLagRow {
+  partition: number;
+  endOffset: number;
+  startOffset: number;
+  committedOffset: number | null;
+}

@@ -1,0 +1,142 @@
+/**
+ * The retained log's statements, written once as SQL text that means the
+ * same on SQLite and PostgreSQL: parameters are `$n` (SQLite runs them
+ * through {@link positional}), tables are qualified by the dialect
+ * (`table`), `"offset"` and `"timestamp"` are quoted (keywords on both).
+ * What differs stays in the dialect's store: PostgreSQL locks the group
+ * partition row it checks (`FOR UPDATE`), SQLite's `BEGIN IMMEDIATE` already
+ * holds the write lock.
+ *
+ * Also the pieces both dialects' log transactions share: record encoding
+ * and decoding, the partition order appends lock in, and the errors.
+ */
+import { OffsetOutOfRangeError, StaleEpochError, UnknownTopicError } from "../../errors.js";
+import type * as B from "../backend.js";
+import type { Row } from "./job-rows.js";
+
+export class LogStatements {
+  readonly topicRead: string;
+  readonly topicUpsert: string;
+  readonly partitionInsert: string;
+  readonly offsetTake: string;
+  readonly recordInsert: string;
+  readonly partitionRead: string;
+  readonly recordRead: string;
+  readonly recordDelete: string;
+  readonly startMove: string;
+  readonly groupRead: string;
+  readonly groupInsert: string;
+  readonly groupCommit: string;
+  readonly offsetList: string;
+  readonly lagList: string;
+
+  /** `table("later_log_topics")` gives the name as the dialect's statements write it. */
+  constructor(table: (name: string) => string) {
+    const topics = table("later_log_topics");
+    const parts = table("later_log_partitions");
+    const records = table("later_log_records");
+    const groups = table("later_log_group_partitions");
+    const part = "namespace = $1 AND topic = $2 AND partition_no = $3";
+    this.topicRead = `SELECT topic, partitions FROM ${topics} WHERE namespace = $1 AND topic = $2`;
+    this.topicUpsert = `INSERT INTO ${topics} (namespace, topic, partitions, retention_ms, retain_records, min_retain_until_committed, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (namespace, topic) DO UPDATE SET retention_ms = excluded.retention_ms, retain_records = excluded.retain_records,
+  min_retain_until_committed = excluded.min_retain_until_committed`;
+    this.partitionInsert = `INSERT INTO ${parts} (namespace, topic, partition_no) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`;
+    // The row lock of this UPDATE (PostgreSQL) is held to commit: the partition's appenders take turns, and a rollback returns the offsets.
+    this.offsetTake = `UPDATE ${parts} SET next_offset = next_offset + $4 WHERE ${part} RETURNING next_offset - $4 AS first`;
+    this.recordInsert = `INSERT INTO ${records} (namespace, topic, partition_no, "offset", key, value, headers, "timestamp")
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;
+    this.partitionRead = `SELECT next_offset, start_offset FROM ${parts} WHERE ${part}`;
+    this.recordRead = `SELECT "offset", key, value, headers, "timestamp" FROM ${records}
+WHERE ${part} AND "offset" >= $4 ORDER BY "offset" LIMIT $5`;
+    this.recordDelete = `DELETE FROM ${records} WHERE ${part} AND "offset" < $4`;
+    this.startMove = `UPDATE ${parts} SET start_offset = $4 WHERE ${part} AND start_offset < $4`;
+    this.groupRead = `SELECT committed_offset, epoch FROM ${groups} WHERE ${part} AND group_name = $4`;
+    this.groupInsert = `INSERT INTO ${groups} (namespace, topic, partition_no, group_name, committed_offset, epoch, updated_at)
+VALUES ($1, $2, $3, $4, $5, 0, $6) ON CONFLICT DO NOTHING RETURNING epoch`;
+    this.groupCommit = `UPDATE ${groups} SET committed_offset = $5, updated_at = $6
+WHERE ${part} AND group_name = $4 AND epoch = $7 AND (committed_offset IS NULL OR committed_offset < $5)`;
+    this.offsetList = `SELECT partition_no, committed_offset FROM ${groups}
+WHERE namespace = $1 AND topic = $2 AND group_name = $3 AND committed_offset IS NOT NULL ORDER BY partition_no`;
+    this.lagList = `SELECT p.partition_no, p.next_offset, p.start_offset, g.committed_offset FROM ${parts} p
+LEFT JOIN ${groups} g ON g.namespace = p.namespace AND g.topic = p.topic AND g.partition_no = p.partition_no AND g.group_name = $3
+WHERE p.namespace = $1 AND p.topic = $2 ORDER BY p.partition_no`;
+  }
+}
+
+/**
+ * A `$n` statement as SQLite's positional `?` text, and the order its
+ * values bind in (a `$n` used twice binds twice). Computed once per text.
+ */
+export function positional(text: string): { text: string; order: number[] } {
+  const order: number[] = [];
+  const out = text.replace(/\$(\d+)/g, (_, n: string) => {
+    order.push(Number(n) - 1);
+    return "?";
+  });
+  return { text: out, order };
+}
+
+/** Runs one statement asynchronously (`text` with `$n` parameters) and resolves to its rows. */
+export type LogRun = (text: string, values: unknown[]) => Promise<Row[]>;
+
+/** The bytes as a Node `Buffer` over the same memory (both drivers bind a `Buffer` as a blob). */
+export function valueBuffer(value: Uint8Array): Buffer {
+  return Buffer.isBuffer(value) ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+}
+
+/** A stored record as the seam returns it: a fresh `Uint8Array` (not the driver's `Buffer`), numbers for offsets and times. */
+export function recordOfRow(r: Row): B.LogRecordRow {
+  return {
+    offset: Number(r.offset),
+    key: r.key === null || r.key === undefined ? null : String(r.key),
+    value: new Uint8Array(r.value as Uint8Array),
+    headers: r.headers === null || r.headers === undefined ? null : String(r.headers),
+    timestamp: Number(r.timestamp),
+  };
+}
+
+/** The partitions of `records`, ascending, with the indexes of their records: appenders lock partition rows in this order, so two never deadlock. */
+export function byPartition(records: readonly B.LogRecordInsert[]): [number, number[]][] {
+  const groups = new Map<number, number[]>();
+  records.forEach((r, i) => {
+    let list = groups.get(r.partition);
+    if (!list) groups.set(r.partition, (list = []));
+    list.push(i);
+  });
+  return [...groups.entries()].sort((a, b) => a[0] - b[0]);
+}
+
+/** The partition's end is `endOffset`: a commit beyond it is refused. */
+export function commitBeyondEnd(params: B.LogOffsetCommitParams, endOffset: number, startOffset: number): OffsetOutOfRangeError {
+  return new OffsetOutOfRangeError(
+    `cannot commit offset ${params.offset} for group "${params.group}" on topic "${params.topic}" partition ${params.partition}: beyond the partition's end (end offset ${endOffset})`,
+    startOffset,
+    endOffset,
+  );
+}
+
+/** A read from below the oldest retained offset, naming it. */
+export function readBelowStart(params: B.LogRecordReadParams, oldest: number, end: number): OffsetOutOfRangeError {
+  return new OffsetOutOfRangeError(
+    `cannot read topic "${params.topic}" partition ${params.partition} from offset ${params.fromOffset}: the oldest retained offset is ${oldest} (older records were deleted by retention)`,
+    oldest,
+    end,
+  );
+}
+
+export function staleEpoch(params: B.LogOffsetCommitParams, current: number): StaleEpochError {
+  return new StaleEpochError(
+    `commit of group "${params.group}" on topic "${params.topic}" partition ${params.partition} has epoch ${params.epoch}, but the partition's current epoch is ${current} (a partition no member has leased is at epoch 0; each lease moves it on); nothing was committed`,
+    current,
+  );
+}
+
+export function missingPartition(topic: string, partition: number): UnknownTopicError {
+  return new UnknownTopicError(
+    topic,
+    partition,
+    `log topic "${topic}" partition ${partition} is not in the database: open a RetainedLog with logTopic("${topic}", N) in its topics first`,
+  );
+}

@@ -1,0 +1,240 @@
+/**
+ * The retained log (DESIGN L1–L5): immutable records appended to the
+ * partitions of a topic, each with a dense offset, kept in the database and
+ * read back by offset; consumer groups' committed offsets and lag.
+ *
+ * ```text
+ *   RetainedLog.open() ──► open (append, read, commitOffset, committed, lag) ──close()──► closed
+ * ```
+ *
+ * A database-backed log, not a Kafka wire protocol. Consumer groups that
+ * share partitions among members (`consume()`) come next; until then a
+ * group commits with {@link RetainedLog.commitOffset} at epoch 0.
+ */
+import type { Backend } from "../backend/backend.js";
+import type { TransactionHandle } from "../backend/transaction-handle.js";
+import { systemClock, type Clock } from "../core/clock.js";
+import { nameProblem, describeName } from "../core/stored-name.js";
+import { InvalidArgumentError, InvalidConfigError, ServerStoppedError, UnknownTopicError, describeValue } from "../errors.js";
+import { followDatabaseClock, prepareBackend } from "../server/background-job-server.js";
+import { checkOffset, encodeLogRecord, type CommittedOffset, type LogPosition, type LogRecord, type LogRecordInput, type PartitionLag } from "./log-record.js";
+import type { LogTopicConfig } from "./log-topic.js";
+
+/** Options of {@link RetainedLog.open}. */
+export interface RetainedLogOptions<Trx = TransactionHandle> {
+  /** The database (`sqlite({ file })`, `postgres({ connectionString })`); opened by `open`, closed by `close`. */
+  backend: Backend<Trx>;
+  /** The topics this log appends to and reads (`logTopic(name, partitions, retention?)`); registered at open. */
+  topics: readonly LogTopicConfig[];
+  /** Migrate the database at open instead of refusing a schema that is behind. Default false. */
+  autoMigrate?: boolean;
+  /** The clock of record timestamps (tests pass a manual one). Default: the system clock, set to the database's on PostgreSQL. */
+  clock?: Clock;
+}
+
+/** Most records `read` returns at once. */
+export const MAX_LOG_READ = 10_000;
+
+/** A retained log on one backend: append, read, commit and lag for the topics it was opened with. */
+export class RetainedLog<Trx = TransactionHandle> {
+  private closed = false;
+
+  private constructor(
+    private readonly backend: Backend<Trx>,
+    private readonly topics: ReadonlyMap<string, LogTopicConfig>,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Opens the backend, checks its schema (migrating it with `autoMigrate`)
+   * and registers the topics: a topic stored with another partition count
+   * throws `PartitionCountMismatchError` and nothing is registered; its
+   * retention settings are updated to these. Times come from the database's
+   * clock on PostgreSQL (an offset measured now, as servers do), from
+   * `clock` on SQLite.
+   */
+  static async open<Trx = TransactionHandle>(options: RetainedLogOptions<Trx>): Promise<RetainedLog<Trx>> {
+    if (options === null || typeof options !== "object") throw new InvalidConfigError("RetainedLog.open(options): options must be an object");
+    const { backend, topics } = options;
+    if (backend === null || typeof backend !== "object" || typeof (backend as { log?: unknown }).log !== "object") {
+      throw new InvalidConfigError("RetainedLog.open(): `backend` must be a backend (sqlite({ file }) or postgres({ connectionString }))");
+    }
+    if (!Array.isArray(topics)) throw new InvalidConfigError("RetainedLog.open(): `topics` must be an array of logTopic(name, partitions)");
+    const byName = new Map<string, LogTopicConfig>();
+    for (const t of topics as readonly LogTopicConfig[]) {
+      if (t === null || typeof t !== "object" || typeof t.name !== "string" || typeof t.partitions !== "number" || !("retentionMs" in t)) {
+        throw new InvalidConfigError(`RetainedLog.open(): every topic must come from logTopic(name, partitions), got ${describeValue(t)}`);
+      }
+      const seen = byName.get(t.name);
+      if (seen && seen.partitions !== t.partitions)
+        throw new InvalidConfigError(`RetainedLog.open(): log topic "${t.name}" is listed twice with different partition counts`);
+      byName.set(t.name, t);
+    }
+    const local = options.clock ?? systemClock;
+    await prepareBackend(backend as Backend, options.autoMigrate ?? false);
+    try {
+      const clock = (await followDatabaseClock("database", local, backend as Backend)) ?? local;
+      await backend.log.topicRegister({ topics: [...byName.values()], now: clock.now() });
+      return new RetainedLog(backend, byName, clock);
+    } catch (error) {
+      await backend.close();
+      throw error;
+    }
+  }
+
+  /** Appends one record; resolves to its position once committed. See {@link LogRecordInput} for what a record holds. */
+  async append(topic: string, record: LogRecordInput): Promise<LogPosition> {
+    const [position] = await this.appendRecords("append", topic, [record]);
+    return position!;
+  }
+
+  /**
+   * Appends records in one transaction (all or none); resolves to one
+   * position per record, in order. Records of one partition get
+   * consecutive offsets in the order given.
+   */
+  appendMany(topic: string, records: readonly LogRecordInput[]): Promise<LogPosition[]> {
+    return this.appendRecords("appendMany", topic, records);
+  }
+
+  private async appendRecords(where: string, topic: string, records: readonly LogRecordInput[]): Promise<LogPosition[]> {
+    const { config, encoded } = this.encode(where, topic, records);
+    const offsets = await this.backend.log.recordAppendMany({ topic, records: encoded, now: this.clock.now() });
+    return encoded.map((r, i) => ({ topic: config.name, partition: r.partition, offset: offsets[i]! }));
+  }
+
+  /**
+   * Appends one record in the caller's transaction (SQLite: a Kysely
+   * transaction on the same file; PostgreSQL: a Kysely transaction or the
+   * `pg` client you ran BEGIN on). The record exists only if it commits; a
+   * rollback uses up no offset. Anything but a transaction throws
+   * `InvalidArgumentError` saying what it got.
+   */
+  async appendIn(transaction: Trx, topic: string, record: LogRecordInput): Promise<LogPosition> {
+    const { config, encoded } = this.encode("appendIn", topic, [record]);
+    const [offset] = await this.backend.log.recordAppendIn(transaction, { topic, records: encoded, now: this.clock.now() });
+    return { topic: config.name, partition: encoded[0]!.partition, offset: offset! };
+  }
+
+  /**
+   * Reads up to `limit` (default 100, at most {@link MAX_LOG_READ}) records
+   * of a partition from `fromOffset`, in offset order. From the partition's
+   * end on: `[]`. Below the oldest retained offset: `OffsetOutOfRangeError`
+   * (code `OFFSET_OUT_OF_RANGE`) naming it.
+   */
+  async read(params: { topic: string; partition: number; fromOffset: number; limit?: number }): Promise<LogRecord[]> {
+    const where = "read";
+    this.checkOpen(where);
+    if (params === null || typeof params !== "object")
+      throw new InvalidArgumentError(`${where}: params must be an object { topic, partition, fromOffset, limit? }`);
+    const config = this.topic(where, params.topic);
+    const partition = this.partition(where, config, params.partition);
+    const fromOffset = checkOffset(where, "fromOffset", params.fromOffset);
+    const limit = params.limit ?? 100;
+    if (typeof limit !== "number" || !Number.isInteger(limit) || limit < 1 || limit > MAX_LOG_READ) {
+      throw new InvalidArgumentError(`${where}: limit must be an integer from 1 to ${MAX_LOG_READ}, got ${describeValue(limit)}`);
+    }
+    const rows = await this.backend.log.recordRead({ topic: config.name, partition, fromOffset, limit });
+    return rows.map((r) => ({
+      topic: config.name,
+      partition,
+      offset: r.offset,
+      key: r.key,
+      value: r.value,
+      headers: r.headers === null ? {} : (JSON.parse(r.headers) as Record<string, string>),
+      timestamp: new Date(r.timestamp),
+    }));
+  }
+
+  /**
+   * Commits `offset` (the next offset the group reads) for a group's
+   * partition, fenced by `epoch`: the group partition's current lease epoch,
+   * else `StaleEpochError` (code `STALE_EPOCH`) and nothing changes. A group
+   * partition no consumer has leased is at epoch 0: a manual-commit
+   * consumer (no `consume()` member) commits with `epoch: 0`, and once a
+   * member leases the partition the epoch moves on and epoch-0 commits are
+   * stale. Never moves the offset back (a lower offset changes nothing);
+   * beyond the partition's end is `OffsetOutOfRangeError`. Resolves to the
+   * group's committed offset after the call.
+   */
+  async commitOffset(params: { topic: string; group: string; partition: number; epoch: number; offset: number }): Promise<number> {
+    const where = "commitOffset";
+    this.checkOpen(where);
+    if (params === null || typeof params !== "object")
+      throw new InvalidArgumentError(`${where}: params must be an object { topic, group, partition, epoch, offset }`);
+    const config = this.topic(where, params.topic);
+    const group = this.group(where, params.group);
+    const partition = this.partition(where, config, params.partition);
+    const epoch = checkOffset(where, "epoch", params.epoch);
+    const offset = checkOffset(where, "offset", params.offset);
+    return this.backend.log.offsetCommit({ topic: config.name, group, partition, epoch, offset, now: this.clock.now() });
+  }
+
+  /** The group's committed offsets, per partition that has one, by partition. */
+  async committed(params: { topic: string; group: string }): Promise<CommittedOffset[]> {
+    this.checkOpen("committed");
+    const config = this.topic("committed", params?.topic);
+    return this.backend.log.offsetList({ topic: config.name, group: this.group("committed", params.group) });
+  }
+
+  /**
+   * Per partition of the topic: its end offset, the group's committed
+   * offset (where a group without a commit starts: the oldest retained
+   * offset) and the lag between them (DESIGN L5).
+   */
+  async lag(params: { topic: string; group: string }): Promise<PartitionLag[]> {
+    this.checkOpen("lag");
+    const config = this.topic("lag", params?.topic);
+    const rows = await this.backend.log.lagList({ topic: config.name, group: this.group("lag", params.group) });
+    return rows.map((r) => {
+      const committedOffset = r.committedOffset ?? r.startOffset;
+      return { partition: r.partition, endOffset: r.endOffset, committedOffset, lag: Math.max(0, r.endOffset - committedOffset) };
+    });
+  }
+
+  /** Closes what the backend opened; later calls throw `ServerStoppedError`. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.backend.close();
+  }
+
+  private encode(where: string, topic: string, records: readonly LogRecordInput[]) {
+    this.checkOpen(where);
+    const config = this.topic(where, topic);
+    if (!Array.isArray(records)) throw new InvalidArgumentError(`${where}: records must be an array, got ${describeValue(records)}`);
+    return { config, encoded: records.map((r) => encodeLogRecord(where, config.name, config.partitions, r)) };
+  }
+
+  private checkOpen(where: string): void {
+    if (this.closed) throw new ServerStoppedError(`${where} on a closed RetainedLog`);
+  }
+
+  private topic(where: string, name: unknown): LogTopicConfig {
+    const config = typeof name === "string" ? this.topics.get(name) : undefined;
+    if (!config) {
+      const known = [...this.topics.keys()].map((t) => `"${t}"`).join(", ") || "none";
+      throw new UnknownTopicError(
+        String(name),
+        undefined,
+        `${where}: log topic ${describeName(name)} is not registered: add logTopic(${typeof name === "string" ? JSON.stringify(name) : "name"}, N) to RetainedLog.open's topics (registered: ${known})`,
+      );
+    }
+    return config;
+  }
+
+  private partition(where: string, config: LogTopicConfig, partition: unknown): number {
+    if (typeof partition !== "number" || !Number.isInteger(partition) || partition < 0 || partition >= config.partitions) {
+      throw new InvalidArgumentError(
+        `${where}: partition must be an integer from 0 to ${config.partitions - 1} (topic "${config.name}" has ${config.partitions}), got ${describeValue(partition)}`,
+      );
+    }
+    return partition;
+  }
+
+  private group(where: string, group: unknown): string {
+    const bad = nameProblem(group);
+    if (bad !== null) throw new InvalidArgumentError(`${where}: group name ${describeName(group)} ${bad}`);
+    return group as string;
+  }
+}

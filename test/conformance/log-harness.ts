@@ -1,0 +1,76 @@
+/**
+ * Set-up of the retained-log conformance tests: a fresh database per test,
+ * `RetainedLog`s opened on it (closed after the test), the log tables' row
+ * counts (to show a refusal wrote nothing), and refusal capture.
+ */
+import { sql } from "kysely";
+import { afterEach, expect } from "vitest";
+import { LaterError, RetainedLog, logTopic, type LogTopicConfig, type RetainedLogOptions } from "@later/runtime";
+import { ManualClock } from "@later/runtime/testing";
+import type { BackendEntry, TestDatabase } from "./backends.js";
+
+export const LOG_TABLES = ["later_log_topics", "later_log_partitions", "later_log_records", "later_log_group_partitions", "later_log_group_members"];
+
+export interface LogHarness {
+  db: TestDatabase;
+  clock: ManualClock;
+  /** A RetainedLog on the test's database (topic "events" with 4 partitions unless `topics` is given). */
+  open(options?: Partial<Omit<RetainedLogOptions, "backend">>): Promise<RetainedLog>;
+  /** Row counts of every log table, by table. */
+  counts(): Promise<Record<string, number>>;
+  /** Runs raw SQL on the test's database (for what only the next sessions write, e.g. a member's lease). */
+  exec(text: string): Promise<void>;
+}
+
+export function useLog(entry: BackendEntry): () => Promise<LogHarness> {
+  const logs: RetainedLog[] = [];
+  const dbs: TestDatabase[] = [];
+  afterEach(async () => {
+    await Promise.all(logs.splice(0).map((l) => l.close()));
+    await Promise.all(dbs.splice(0).map((d) => d.dispose()));
+  });
+  return async () => {
+    const db = await entry.createDatabase();
+    dbs.push(db);
+    const clock = new ManualClock(Date.UTC(2026, 5, 1, 12));
+    const withApp = async <R>(body: (app: ReturnType<TestDatabase["appDatabase"]>) => Promise<R>): Promise<R> => {
+      const app = db.appDatabase();
+      try {
+        return await body(app);
+      } finally {
+        await app.destroy();
+      }
+    };
+    return {
+      db,
+      clock,
+      async open(options = {}) {
+        const topics: LogTopicConfig[] = options.topics ? [...options.topics] : [logTopic("events", 4)];
+        const log = await RetainedLog.open({ autoMigrate: true, clock, ...options, topics, backend: db.backend() });
+        logs.push(log);
+        return log;
+      },
+      counts: () =>
+        withApp(async (app) => {
+          const out: Record<string, number> = {};
+          for (const t of LOG_TABLES) {
+            const r = await sql<{ n: number | string }>`SELECT count(*) AS n FROM ${sql.table(t)}`.execute(app);
+            out[t] = Number(r.rows[0]!.n);
+          }
+          return out;
+        }),
+      exec: (text) => withApp(async (app) => void (await sql.raw(text).execute(app))),
+    };
+  };
+}
+
+/** The LaterError `p` rejects with (fails the test for anything else, or for none). */
+export async function refusal(p: Promise<unknown> | (() => Promise<unknown>)): Promise<LaterError> {
+  try {
+    await (typeof p === "function" ? p() : p);
+  } catch (error) {
+    expect(error).toBeInstanceOf(LaterError);
+    return error as LaterError;
+  }
+  throw new Error("expected a LaterError");
+}
