@@ -51,6 +51,12 @@ export const CLAIMABLE_STAGES: readonly JobStage[] = ["enqueued", "delayed", "re
 export const TERMINAL_STAGES: readonly JobStage[] = ["success", "failed"];
 
 /**
+ * Stages `retry` puts back to `enqueued` (DESIGN X7): a job that failed for
+ * good. (`cancelled` joins when cancel exists.)
+ */
+export const RETRYABLE_STAGES: readonly JobStage[] = ["failed"];
+
+/**
  * Every stage but the terminal ones: the job may still run. A partition's
  * head is its unfinished job with the lowest sequence, and a partition's
  * depth counts its unfinished jobs.

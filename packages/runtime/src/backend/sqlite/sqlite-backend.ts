@@ -27,6 +27,7 @@ import { liveBackends } from "../live-backends.js";
 import { loadDriver } from "../load-driver.js";
 import { SqliteConnection } from "./sqlite-connection.js";
 import { SqliteInspectStore } from "./sqlite-inspect-store.js";
+import { SqliteJobControlStore } from "./sqlite-job-control-store.js";
 import { SqliteJobStore } from "./sqlite-job-store.js";
 import { SqliteMaintenanceStore } from "./sqlite-maintenance-store.js";
 import { SqliteMigrationStore } from "./sqlite-migration-store.js";
@@ -101,6 +102,7 @@ export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
   readonly jobs: B.JobStore<B.SqliteTransaction>;
   readonly partitions: B.PartitionStore;
   readonly recurring: B.RecurringStore;
+  readonly control: B.JobControlStore;
   readonly inspect: B.InspectStore = new SqliteInspectStore(this);
   readonly maintenance: B.MaintenanceStore = new SqliteMaintenanceStore(this);
 
@@ -150,6 +152,7 @@ export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
     this.jobs = jobs;
     this.partitions = new SqlitePartitionStore(jobs);
     this.recurring = new SqliteRecurringStore(jobs);
+    this.control = new SqliteJobControlStore(jobs);
   }
 
   /** The database file path. */
