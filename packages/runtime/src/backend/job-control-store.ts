@@ -51,6 +51,12 @@ export interface JobControlFilter {
   stage?: JobStage | undefined;
   /** Only jobs of this job type. Default: every type. */
   jobType?: string | undefined;
+  /**
+   * Only jobs with a greater id: the walk's cursor, the last id of the
+   * previous batch, so one walk takes each job once (a job that fails again
+   * after its batch is not taken twice) and never rereads skipped rows.
+   */
+  afterId?: JobId | undefined;
 }
 
 export interface JobRetryManyParams {

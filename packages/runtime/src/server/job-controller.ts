@@ -24,10 +24,11 @@
  * - `retryJobs(filter)` / `deleteJobs(filter)`: every job matching `{ stage,
  *   jobType }` among the stages the action applies to, others skipped, in
  *   batches of `batchSize` (default 1000), each batch one transaction, until
- *   none is left; resolves to how many changed. Not one snapshot: a job that
- *   fails meanwhile may be taken too.
+ *   none is left; resolves to how many changed. One pass in id order (each
+ *   batch starts after the last id of the one before): a job retried by it
+ *   that fails again meanwhile is not taken twice.
  */
-import type { Backend, JobControlTarget } from "../backend/backend.js";
+import type { Backend, JobControlFilter } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import type { JobId } from "../core/job-id.js";
 import { JOB_STAGES, RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../core/job-stage.js";
@@ -77,22 +78,28 @@ export class JobController {
   async retryJobs(filter: JobFilter = {}, options: JobBatchOptions = {}): Promise<number> {
     const target = checkFilter("retryJobs", filter, RETRYABLE_STAGES);
     const limit = checkBatch("retryJobs", options);
-    return this.batches("retry", () => this.backend.control.retryMany({ target, now: this.clock.now(), limit }), limit);
+    return this.batches(
+      "retry",
+      (afterId) => this.backend.control.retryMany({ target: { filter: { ...target, afterId } }, now: this.clock.now(), limit }),
+      limit,
+    );
   }
 
   /** Deletes every finished job matching `filter`, in batches; resolves to how many. */
   async deleteJobs(filter: JobFilter = {}, options: JobBatchOptions = {}): Promise<number> {
     const target = checkFilter("deleteJobs", filter, TERMINAL_STAGES);
     const limit = checkBatch("deleteJobs", options);
-    return this.batches("delete", () => this.backend.control.deleteMany({ target, limit }), limit);
+    return this.batches("delete", (afterId) => this.backend.control.deleteMany({ target: { filter: { ...target, afterId } }, limit }), limit);
   }
 
-  /** Runs `batch` until one comes back short; each batch reported as it commits. */
-  private async batches(action: "retry" | "delete", batch: () => Promise<{ ids: JobId[] }>, limit: number): Promise<number> {
+  /** Runs `batch` in id order, each after the last id of the one before, until one comes back short; each batch reported as it commits. */
+  private async batches(action: "retry" | "delete", batch: (afterId: JobId | undefined) => Promise<{ ids: JobId[] }>, limit: number): Promise<number> {
     let done = 0;
+    let afterId: JobId | undefined;
     for (;;) {
-      const { ids } = await batch();
+      const { ids } = await batch(afterId);
       done += ids.length;
+      afterId = ids.at(-1) ?? afterId;
       if (ids.length > 0) this.onAction(action, ids);
       if (ids.length < limit) return done;
     }
@@ -111,7 +118,7 @@ function checkId(action: string, jobId: unknown): void {
     throw new InvalidArgumentError(`${action}: the job id must be a non-empty string, got ${describeValue(jobId)}`);
 }
 
-function checkFilter(action: string, filter: JobFilter, allowed: readonly JobStage[]): JobControlTarget {
+function checkFilter(action: string, filter: JobFilter, allowed: readonly JobStage[]): JobControlFilter {
   if (filter === null || typeof filter !== "object")
     throw new InvalidArgumentError(`${action}: the filter is { stage?, jobType? }, got ${describeValue(filter)}`);
   const { stage, jobType } = filter;
@@ -122,7 +129,7 @@ function checkFilter(action: string, filter: JobFilter, allowed: readonly JobSta
   if (jobType !== undefined && (typeof jobType !== "string" || jobType === "")) {
     throw new InvalidArgumentError(`${action}: jobType must be a non-empty string, got ${describeValue(jobType)}`);
   }
-  return { filter: { stage, jobType } };
+  return { stage, jobType };
 }
 
 function checkBatch(action: string, options: JobBatchOptions): number {

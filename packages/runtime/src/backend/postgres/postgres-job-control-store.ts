@@ -31,12 +31,12 @@ interface ByTarget {
 export class PostgresJobControlStore implements B.JobControlStore {
   /**
    * `$1` namespace, `$2` limit, `$3` now, `$4`/`$5` notify channel and
-   * payload, then `$6` ids, or `$6` stage and `$7` job type (null: any).
+   * payload, then `$6` ids, or `$6` stage, `$7` job type and `$8` the id to start after (null: any).
    * Partitioned rows reserve `count` sequences of their partition and take
    * them in their old sequence order: they go to the partition's end.
    */
   private readonly retry: ByTarget;
-  /** `$1` namespace, `$2` limit, then `$3` ids, or `$3` stage and `$4` job type (null: any). */
+  /** `$1` namespace, `$2` limit, then `$3` ids, or `$3` stage, `$4` job type and `$5` the id to start after (null: any). */
   private readonly remove: ByTarget;
 
   constructor(
@@ -50,7 +50,8 @@ export class PostgresJobControlStore implements B.JobControlStore {
   ORDER BY id LIMIT $2 FOR UPDATE`;
     const byIds = (n: number) => `id = ANY($${n}::text[])`;
     const byFilter = (n: number) =>
-      `expires_at IS NOT NULL AND ($${n}::text IS NULL OR stage = $${n}::text) AND ($${n + 1}::text IS NULL OR job_type = $${n + 1}::text)`;
+      `expires_at IS NOT NULL AND ($${n}::text IS NULL OR stage = $${n}::text) AND ($${n + 1}::text IS NULL OR job_type = $${n + 1}::text)
+  AND ($${n + 2}::text IS NULL OR id > $${n + 2}::text)`;
     const retry = (target: string) =>
       statement(`WITH picked AS (
   ${pick(RETRYABLE_STAGES, target)}
@@ -97,7 +98,7 @@ SELECT id FROM gone ORDER BY id`);
     const [s, values] =
       "ids" in target
         ? [statements.ids, [...head, [...target.ids]]]
-        : [statements.filter, [...head, target.filter.stage ?? null, target.filter.jobType ?? null]];
+        : [statements.filter, [...head, target.filter.stage ?? null, target.filter.jobType ?? null, target.filter.afterId ?? null]];
     const rows = await retryConflicts(() => this.host.execute(s, values));
     return { ids: rows.map((r) => String(r.id)) };
   }

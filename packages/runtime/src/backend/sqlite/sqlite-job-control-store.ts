@@ -82,15 +82,17 @@ export class SqliteJobControlStore implements B.JobControlStore {
         limit,
       );
     }
-    const { stage = null, jobType = null } = target.filter;
+    const { stage = null, jobType = null, afterId = null } = target.filter;
     return c.all(
       `${cols} WHERE namespace = ? AND expires_at IS NOT NULL AND stage IN ${stageList(stages)}
-         AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?) ORDER BY id LIMIT ?`,
+         AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?) AND (? IS NULL OR id > ?) ORDER BY id LIMIT ?`,
       this.host.namespace,
       stage,
       stage,
       jobType,
       jobType,
+      afterId,
+      afterId,
       limit,
     );
   }
