@@ -40,6 +40,17 @@ export interface JobControlStore {
    * RETURNING` in `BEGIN IMMEDIATE`; PostgreSQL: one statement.
    */
   deleteMany(params: JobDeleteManyParams): Promise<JobControlResult>;
+  /**
+   * How many jobs a filter form would take now (the CLI's confirmation):
+   * one `count(*)` over the terminal rows of the expiry index, the filter's
+   * `afterId` ignored. A read for an operator, never on a worker's path.
+   */
+  countMatching(params: JobCountMatchingParams): Promise<number>;
+}
+
+export interface JobCountMatchingParams {
+  action: "retry" | "delete";
+  filter: JobControlFilter;
 }
 
 /** Which jobs: these ids, or every job matching a filter (at most `limit` of either per call). */

@@ -92,6 +92,12 @@ export class JobController {
     return this.batches("delete", (afterId) => this.backend.control.deleteMany({ target: { filter: { ...target, afterId } }, limit }), limit);
   }
 
+  /** How many jobs `retryJobs(filter)` or `deleteJobs(filter)` would take now (a count for a confirmation; the filter checked as theirs). */
+  async countMatching(action: "retry" | "delete", filter: JobFilter = {}): Promise<number> {
+    const checked = checkFilter(action === "retry" ? "retryJobs" : "deleteJobs", filter, action === "retry" ? RETRYABLE_STAGES : TERMINAL_STAGES);
+    return this.backend.control.countMatching({ action, filter: checked });
+  }
+
   /** Runs `batch` in id order, each after the last id of the one before, until one comes back short; each batch reported as it commits. */
   private async batches(action: "retry" | "delete", batch: (afterId: JobId | undefined) => Promise<{ ids: JobId[] }>, limit: number): Promise<number> {
     let done = 0;

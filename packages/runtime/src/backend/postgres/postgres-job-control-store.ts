@@ -38,6 +38,8 @@ export class PostgresJobControlStore implements B.JobControlStore {
   private readonly retry: ByTarget;
   /** `$1` namespace, `$2` limit, then `$3` ids, or `$3` stage, `$4` job type and `$5` the id to start after (null: any). */
   private readonly remove: ByTarget;
+  /** `$1` namespace, `$2` stage, `$3` job type (null: any), by action. */
+  private readonly count: Record<"retry" | "delete", Statement>;
 
   constructor(
     private readonly host: PostgresRunner,
@@ -81,6 +83,10 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM retried ORDER B
   RETURNING j.id, j.stage, j.topic, j.partition_no
 )${counted(moves("gone", "stage", null))}
 SELECT id FROM gone ORDER BY id`);
+    const count = (stages: readonly JobStage[]) =>
+      statement(`SELECT count(*)::bigint AS n FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(stages)}
+  AND expires_at IS NOT NULL AND ($2::text IS NULL OR stage = $2::text) AND ($3::text IS NULL OR job_type = $3::text)`);
+    this.count = { retry: count(RETRYABLE_STAGES), delete: count(TERMINAL_STAGES) };
     this.retry = { ids: retry(byIds(6)), filter: retry(byFilter(6)) };
     this.remove = { ids: remove(byIds(3)), filter: remove(byFilter(3)) };
   }
@@ -92,6 +98,11 @@ SELECT id FROM gone ORDER BY id`);
 
   async deleteMany(params: B.JobDeleteManyParams): Promise<B.JobControlResult> {
     return this.run(this.remove, params.target, [this.host.namespace, params.limit]);
+  }
+
+  async countMatching(params: B.JobCountMatchingParams): Promise<number> {
+    const [row] = await this.host.execute(this.count[params.action], [this.host.namespace, params.filter.stage ?? null, params.filter.jobType ?? null]);
+    return Number(row?.n ?? 0);
   }
 
   private async run(statements: ByTarget, target: B.JobControlTarget, head: unknown[]): Promise<B.JobControlResult> {

@@ -71,9 +71,21 @@ export class SqliteJobControlStore implements B.JobControlStore {
     });
   }
 
-  /** Up to `limit` rows of the target in `stages`, in id order, inside the caller's transaction. */
-  private select(c: SqliteConnection, stages: readonly JobStage[], target: B.JobControlTarget, limit: number): Row[] {
-    const cols = "SELECT id, stage, topic, partition_no, seq FROM later_jobs";
+  async countMatching(params: B.JobCountMatchingParams): Promise<number> {
+    const stages = params.action === "retry" ? RETRYABLE_STAGES : TERMINAL_STAGES;
+    const rows = this.select(this.host.conn(), stages, { filter: { ...params.filter, afterId: undefined } }, -1, "count(*) AS n");
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  /** Up to `limit` rows (-1: every row) of the target in `stages`, in id order, inside the caller's transaction. */
+  private select(
+    c: SqliteConnection,
+    stages: readonly JobStage[],
+    target: B.JobControlTarget,
+    limit: number,
+    columns = "id, stage, topic, partition_no, seq",
+  ): Row[] {
+    const cols = `SELECT ${columns} FROM later_jobs`;
     if ("ids" in target) {
       return c.all(
         `${cols} WHERE namespace = ? AND stage IN ${stageList(stages)} AND id IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
@@ -85,7 +97,7 @@ export class SqliteJobControlStore implements B.JobControlStore {
     const { stage = null, jobType = null, afterId = null } = target.filter;
     return c.all(
       `${cols} WHERE namespace = ? AND expires_at IS NOT NULL AND stage IN ${stageList(stages)}
-         AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?) AND (? IS NULL OR id > ?) ORDER BY id LIMIT ?`,
+         AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?) AND (? IS NULL OR id > ?)${limit < 0 ? "" : " ORDER BY id LIMIT ?"}`,
       this.host.namespace,
       stage,
       stage,
@@ -93,7 +105,7 @@ export class SqliteJobControlStore implements B.JobControlStore {
       jobType,
       afterId,
       afterId,
-      limit,
+      ...(limit < 0 ? [] : [limit]),
     );
   }
 }
