@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { RetryPolicy, topic, type ServerEvent } from "@later/runtime";
+import { JobController } from "@later/runtime/internal";
 import { BACKENDS } from "./backends.js";
 import { codeOf, settled, useHarness, waitFor } from "./harness.js";
 
@@ -27,7 +28,9 @@ describe.each(BACKENDS)("job control (X7) on $name", (entry) => {
       },
     });
     const id = await server.publisher.enqueue("flaky", {});
+    const child = await server.publisher.enqueue("flaky", { child: true }, { parentId: id });
     const failed = await settled(() => server.backend.inspect.jobGet({ id }));
+    expect((await server.backend.inspect.jobGet({ id: child }))?.stage).toBe("failed");
     expect(failed).toMatchObject({ stage: "failed", attempt: 1, lastError: "first run fails" });
     await server.retry(id);
     const done = await settled(() => server.backend.inspect.jobGet({ id }));
@@ -38,7 +41,13 @@ describe.each(BACKENDS)("job control (X7) on $name", (entry) => {
     expect(done.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "failed", "enqueued", "running", "success"]);
     expect(done.expiresAt).not.toBeNull();
     expect(actions(h.events)).toEqual([{ type: "job-action", action: "retry", jobIds: [id] }]);
-    expect((await server.backend.inspect.stageCounts()).counts).toMatchObject({ success: 1, failed: 0, enqueued: 0 });
+    // Its continuation, failed with it, is not revived by the parent's retry.
+    expect((await server.backend.inspect.jobGet({ id: child }))?.stage).toBe("failed");
+    expect((await server.backend.inspect.stageCounts()).counts).toMatchObject({ success: 1, failed: 1, enqueued: 0 });
+    // A deleted parent is gone for continuations too: enqueueing one is PARENT_NOT_FOUND, nothing written.
+    await server.delete(id);
+    expect(await codeOf(server.publisher.enqueue("flaky", {}, { parentId: id }))).toBe("PARENT_NOT_FOUND");
+    expect((await server.backend.inspect.stageCounts()).counts).toMatchObject({ success: 0, failed: 1, enqueued: 0 });
   });
 
   it("X7: retry of a job that has not failed, delete of an unfinished one, or an unknown id: a typed error, nothing changed", async () => {
@@ -170,7 +179,12 @@ describe.each(BACKENDS)("job control (X7) on $name", (entry) => {
       onJobAction: (_action, ids) => events.push([...ids]),
     });
     try {
+      const controller = new JobController(backend, { now: () => Date.now(), sleep: async () => undefined }, () => {});
+      expect(await controller.countMatching("retry", { jobType: "doomed" })).toBe(11);
+      expect(await controller.countMatching("delete", { stage: "success" })).toBe(9);
+      expect(await controller.countMatching("delete", {})).toBe(23);
       expect(await publisher.retryJobs({ jobType: "doomed" }, { batchSize: 4 })).toBe(11);
+      expect(await controller.countMatching("retry", {})).toBe(3);
       expect(events.map((e) => e.length)).toEqual([4, 4, 3]);
       expect((await backend.inspect.stageCounts()).counts).toMatchObject({ enqueued: 11, failed: 3, success: 9 });
       expect((await backend.inspect.jobList({ stage: "enqueued", limit: 100 })).every((j) => j.jobType === "doomed")).toBe(true);
