@@ -1,7 +1,14 @@
-/** `later jobs retry|delete` (X7, X12) on a real SQLite file holding a job in every stage, run as a child process (stdin is not a terminal). */
+/**
+ * `later jobs retry|delete` (X7, X12) run as a child process (stdin is not a
+ * terminal): on a real SQLite file holding a job in every stage, and on a
+ * PostgreSQL schema (skipped, with the setup's notice, when there is none).
+ */
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
+import { newJobId } from "@later/runtime";
+import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
+import { createPostgresSchema, postgresUrl, type PostgresSchema } from "../support/postgres.js";
 import { later, seedDatabase, tempDir, type SeededJobs } from "./later-cli.js";
 
 describe("later jobs retry|delete (sqlite)", () => {
@@ -84,5 +91,51 @@ describe("later jobs retry|delete (sqlite)", () => {
     });
     expect(other).toMatchObject({ status: 0, stdout: `no jobs to delete: 0 jobs of type nothing-of-this-type in namespace "other"\n` });
     expect(await stageOf(seeded.otherNamespace, "other")).not.toBeNull();
+  });
+});
+
+describe.skipIf(postgresUrl() === null)("later jobs retry|delete (postgres)", () => {
+  const schemas: PostgresSchema[] = [];
+  afterEach(async () => {
+    await Promise.all(schemas.splice(0).map((s) => s.dispose()));
+  });
+
+  /** A migrated schema holding two failed jobs and one success, written through the seam. */
+  async function seeded() {
+    const db = await createPostgresSchema();
+    schemas.push(db);
+    const args = ["--database", db.url, "--schema", db.schema];
+    expect(later(["migrate", "up", ...args]).status).toBe(0);
+    const backend = postgres({ connectionString: db.url, schema: db.schema });
+    await backend.open();
+    const now = Date.now();
+    const ids = [newJobId(now), newJobId(now + 1), newJobId(now + 2)];
+    await backend.jobs.insertMany({ now, jobs: ids.map((id) => ({ id, jobType: "mail", payload: "{}", runAt: now, retryPolicy: null })) });
+    const { jobs } = await backend.jobs.claimReady({ owner: "seed", limit: 3, now, leaseExpiresAt: now + 60_000, jobTypes: ["mail"] });
+    const outcome = (id: string) => (id === ids[2] ? { kind: "success" as const } : { kind: "fail" as const, error: "down" });
+    await backend.jobs.finishMany({ now, retentionMs: 3_600_000, finishes: jobs.map((j) => ({ id: j.id, attempt: j.attempt, outcome: outcome(j.id) })) });
+    const stageOf = async (id: string) => (await backend.inspect.jobGet({ id }))?.stage ?? null;
+    return { args, ids, backend, stageOf };
+  }
+
+  it("by id, refused, and the filter form with --yes, through the same statements", async () => {
+    const { args, ids, backend, stageOf } = await seeded();
+    try {
+      expect(later(["jobs", "retry", ids[0]!, ...args])).toMatchObject({ status: 0, stdout: `retried job ${ids[0]}: enqueued, ready now\n` });
+      expect(await stageOf(ids[0]!)).toBe("enqueued");
+      expect(later(["jobs", "delete", ids[0]!, ...args]).stderr).toMatch(
+        /^later: cannot delete job \S+: it is enqueued, and only success or failed jobs can be deleted/,
+      );
+      expect(later(["jobs", "retry", "--type", "mail", ...args]).status).toBe(2);
+      expect(await stageOf(ids[1]!)).toBe("failed");
+      const retried = later(["jobs", "retry", "--type", "mail", "--yes", "--json", ...args]);
+      expect(JSON.parse(retried.stdout)).toEqual({ action: "retry", matched: 1, count: 1 });
+      const deleted = later(["jobs", "delete", "--stage", "success", "--yes", ...args]);
+      expect(deleted).toMatchObject({ status: 0, stdout: `delete matches 1 job in stage success in namespace "default"\ndeleted 1 job\n` });
+      expect(await stageOf(ids[2]!)).toBeNull();
+      expect((await backend.inspect.stageCounts()).counts).toMatchObject({ enqueued: 2, failed: 0, success: 0 });
+    } finally {
+      await backend.close();
+    }
   });
 });
