@@ -24,7 +24,7 @@ describe("later usage and exit codes", () => {
   const usageErrors: [string, string[], RegExp][] = [
     ["no command", [], /^Usage: later/m],
     ["an unknown command", ["frobnicate"], /^error: unknown command 'frobnicate'$/m],
-    ["an unknown subcommand", ["jobs", "delete", ...db], /^error: unknown command 'delete'$/m],
+    ["an unknown subcommand", ["jobs", "purge", ...db], /^error: unknown command 'purge'$/m],
     ["a group without its subcommand", ["migrate"], /^Usage: later migrate/m],
     ["an unknown option", ["jobs", "list", "--colour", ...db], /^error: unknown option '--colour'$/m],
     ["a missing argument", ["jobs", "show", ...db], /^error: missing required argument 'id'$/m],

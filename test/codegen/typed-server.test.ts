@@ -2,7 +2,7 @@
 import Database from "better-sqlite3";
 import { Kysely, SqliteDialect } from "kysely";
 import { describe, expect, it } from "vitest";
-import { HandlerMissingError, InvalidConfigError, partitionForKey, topic, type JobId } from "@later/runtime";
+import { HandlerMissingError, InvalidConfigError, PermanentJobError, partitionForKey, topic, type JobId } from "@later/runtime";
 import { BACKENDS, type TestDatabase } from "../conformance/backends.js";
 import { waitFor } from "../conformance/harness.js";
 import { JobsBuilder as DatesBuilder } from "./schemas/dates.generated.js";
@@ -207,6 +207,38 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
         expect(await server.deleteRecurring("news")).toBe(true);
         expect(await publisher.deleteRecurring("digest")).toBe(true);
         expect(await publisher.deleteRecurring("news")).toBe(false);
+      } finally {
+        await publisher.close();
+        await server.shutdown({ deadlineMs: 1_000 });
+      }
+    }));
+
+  it("the generated server and the publisher-only process retry and delete jobs, by id and by filter (X7)", () =>
+    withDatabase(async (db) => {
+      const publisher = await openJobsPublisher({ backend: db.backend(), autoMigrate: true });
+      let fail = true;
+      const server = await new JobsBuilder({ context: {}, backend: db.backend(), ...FAST, ...ORDERS })
+        .withSendEmailHandler(() => {
+          if (fail) throw new PermanentJobError("mail server down");
+        })
+        .withCreateAccountHandler(() => {})
+        .withProcessOrderHandler(() => {})
+        .build();
+      try {
+        const a = await publisher.jobs.sendEmail.enqueue({ address: "a", body: "1" });
+        const b = await publisher.jobs.sendEmail.enqueue({ address: "b", body: "2" });
+        const c = await publisher.jobs.sendEmail.enqueue({ address: "c", body: "3" });
+        for (const id of [a, b, c]) expect((await finished(server, id)).stage).toBe("failed");
+        fail = false;
+        await publisher.retry(a);
+        expect((await finished(server, a)).stage).toBe("success");
+        await expect(server.retry(a)).rejects.toMatchObject({ code: "JOB_ACTION_REFUSED", stage: "success" });
+        expect(await server.retryJobs({ jobType: "sendEmail" })).toBe(2);
+        for (const id of [b, c]) expect((await finished(server, id)).stage).toBe("success");
+        await server.delete(a);
+        await expect(publisher.delete(a)).rejects.toMatchObject({ code: "JOB_NOT_FOUND" });
+        expect(await publisher.deleteJobs({ stage: "success", jobType: "sendEmail" })).toBe(2);
+        expect((await server.backend.inspect.stageCounts()).counts.success).toBe(0);
       } finally {
         await publisher.close();
         await server.shutdown({ deadlineMs: 1_000 });

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { JOB_STAGES, newJobId, RetryPolicy, topic } from "@later/runtime";
 import type { Backend } from "@later/runtime/internal";
 import { BACKENDS, type TestDatabase } from "./backends.js";
-import { deferred, useHarness, waitFor } from "./harness.js";
+import { deferred, settled, useHarness, waitFor } from "./harness.js";
 
 interface Recount {
   stages: Record<string, number>;
@@ -237,6 +237,21 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     expect(other.stages.enqueued! + other.stages.running!).toBe(8);
     await otherBackend.close();
 
+    // Retry and delete from outside (X7): a failed partitioned job retried to its partition's end, every
+    // failed job retried in batches of 2 (while the server runs them again), finished jobs deleted in batches of 7.
+    const beforeControl = await expectCountersMatch(h.db, server.backend);
+    const poisoned = await p.enqueueToPartition("doomed", {}, { topic: "orders", partition: 1 });
+    await settled(() => server.backend.inspect.jobGet({ id: poisoned }));
+    await p.retry(poisoned);
+    await expectCountersMatch(h.db, server.backend);
+    await settled(() => server.backend.inspect.jobGet({ id: poisoned }));
+    expect(await p.retryJobs({}, { batchSize: 2 })).toBeGreaterThanOrEqual(beforeControl.stages.failed! + 1);
+    await expectCountersMatch(h.db, server.backend);
+    expect(await p.deleteJobs({ stage: "success" }, { batchSize: 7 })).toBeGreaterThan(7);
+    await expectCountersMatch(h.db, server.backend);
+    expect(await p.deleteJobs({ jobType: "doomed" }, { batchSize: 7 })).toBeGreaterThanOrEqual(0);
+    await expectCountersMatch(h.db, server.backend);
+
     await server.shutdown({ deadlineMs: 1_000 });
     await sweeper.shutdown({ deadlineMs: 1_000 });
     const mainBackend = h.db.backend();
@@ -252,7 +267,7 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     expect(await mainBackend.inspect.namespaceCounts()).toEqual(perNamespace.rows.map((r) => ({ namespace: r.namespace, jobs: Number(r.n) })));
     expect((await mainBackend.inspect.namespaceCounts()).map((c) => c.namespace)).toEqual(["other", "test"]);
     await mainBackend.close();
-    expect(final.stages.failed).toBeGreaterThanOrEqual(4); // doomed, its chain, the poison head and its continuation, the spent ghost
+    expect(beforeControl.stages.failed).toBeGreaterThanOrEqual(4); // doomed, its chain, the poison head and its continuation, the spent ghost
     expect(final.stages.delayed).toBeGreaterThanOrEqual(1); // the job delayed by an hour (and maybe a recurring occurrence)
   }, 60_000);
 });

@@ -4,6 +4,7 @@ import type { Backend, DatabaseUrl } from "@later/runtime/internal";
 import type { CommandContext } from "./command-context.js";
 import { CommandFailure } from "./command-failure.js";
 import { databaseOption, namespaceOption, schemaOption } from "./database-option.js";
+import { addJobControlCommands } from "./jobs-control-command.js";
 import { formatJobDetail } from "./job-detail.js";
 import { toJobJson } from "./job-json.js";
 import { formatJobTable } from "./job-table.js";
@@ -26,7 +27,8 @@ interface JobsListOptions extends JobsOptions {
 }
 
 /**
- * `later jobs list|show`: read-only inspection of the jobs of one namespace.
+ * `later jobs list|show`: read-only inspection of the jobs of one namespace
+ * (`retry` and `delete` are in `jobs-control-command.ts`).
  * Both refuse a database whose schema is behind or ahead (the
  * `SchemaVersionError` message says what to run) and never create a
  * database (a missing SQLite file is an error).
@@ -39,7 +41,7 @@ interface JobsListOptions extends JobsOptions {
  *   stage history with times; an id the namespace does not hold exits 1.
  */
 export function jobsCommand(context: CommandContext): Command {
-  const jobs = new Command("jobs").description("inspect the jobs stored in a database (read-only)");
+  const jobs = new Command("jobs").description("inspect the jobs stored in a database; retry or delete them");
   jobs
     .command("list")
     .description("list jobs, newest first")
@@ -84,6 +86,7 @@ export function jobsCommand(context: CommandContext): Command {
         else for (const line of formatJobDetail(job)) context.io.out(line);
       }),
     );
+  addJobControlCommands(jobs, context);
   return jobs;
 }
 

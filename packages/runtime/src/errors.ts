@@ -8,6 +8,8 @@
  * | `INVALID_CONFIG` | {@link InvalidConfigError} | bad server/backend option, caught at construction |
  * | `INVALID_ARGUMENT` | {@link InvalidArgumentError} | bad enqueue input (negative delay, unknown job type, ...) |
  * | `PARENT_NOT_FOUND` | {@link ParentNotFoundError} | continuation of a job id the database does not hold |
+ * | `JOB_NOT_FOUND` | {@link JobNotFoundError} | `retry`/`delete` of a job id the namespace does not hold |
+ * | `JOB_ACTION_REFUSED` | {@link JobActionRefusedError} | `retry` of a job that has not failed, `delete` of an unfinished one |
  * | `SCHEMA_VERSION_MISMATCH` | {@link SchemaVersionError} | database schema behind or ahead of this release |
  * | `DATABASE_UNAVAILABLE` | {@link DatabaseUnavailableError} | the database cannot be opened or written (`transient`: it may be reachable soon) |
  * | `DATABASE_FULL` | {@link DatabaseFullError} | the disk (or SQLite's `max_page_count`) is full: the write stored nothing |
@@ -30,6 +32,8 @@ export type LaterErrorCode =
   | "INVALID_CONFIG"
   | "INVALID_ARGUMENT"
   | "PARENT_NOT_FOUND"
+  | "JOB_NOT_FOUND"
+  | "JOB_ACTION_REFUSED"
   | "SCHEMA_VERSION_MISMATCH"
   | "DATABASE_UNAVAILABLE"
   | "DATABASE_FULL"
@@ -80,6 +84,32 @@ export class ParentNotFoundError extends LaterError {
   constructor(parentId: string) {
     super("PARENT_NOT_FOUND", `parent job ${parentId} not found in this namespace (it never existed, or it finished and expired); nothing was enqueued`);
     this.parentId = parentId;
+  }
+}
+
+/** `retry` or `delete` named a job id this namespace does not hold (never enqueued here, deleted, or expired). Nothing was changed. */
+export class JobNotFoundError extends LaterError {
+  readonly jobId: string;
+  constructor(jobId: string) {
+    super("JOB_NOT_FOUND", `job ${jobId} not found in this namespace (it never existed, or it was deleted or expired); nothing was changed`);
+    this.jobId = jobId;
+  }
+}
+
+/** `retry` of a job that is not `failed`, or `delete` of one that is not finished (`success`, `failed`). Nothing was changed. */
+export class JobActionRefusedError extends LaterError {
+  readonly jobId: string;
+  readonly action: "retry" | "delete";
+  /** The stage the job was in. */
+  readonly stage: string;
+  constructor(action: "retry" | "delete", jobId: string, stage: string, allowed: readonly string[]) {
+    super(
+      "JOB_ACTION_REFUSED",
+      `cannot ${action} job ${jobId}: it is ${stage}, and only ${allowed.join(" or ")} jobs can be ${action === "retry" ? "retried" : "deleted"}; nothing was changed`,
+    );
+    this.jobId = jobId;
+    this.action = action;
+    this.stage = stage;
   }
 }
 

@@ -18,6 +18,7 @@ export { backendFromUrl, type BackendFromUrlOptions } from "./backend/backend-fr
 export { BackgroundJobServer, type ShutdownOptions } from "./server/background-job-server.js";
 export type { ShutdownOnSignalsOptions } from "./server/shutdown-on-signals.js";
 export { JobPublisher, type JobPublisherOptions, type PartitionTarget } from "./server/publisher.js";
+export type { JobFilter, JobBatchOptions } from "./server/job-controller.js";
 export { ENQUEUE_OPTION_KEYS, type EnqueueOptions } from "./server/enqueue-options.js";
 export { topic, RECURRING_SEQUENTIAL_TOPIC, MAX_PARTITIONS, type TopicConfig } from "./core/partition/topic.js";
 export { partitionForKey, murmur2, type PartitionKey } from "./core/partition/partition-for-key.js";

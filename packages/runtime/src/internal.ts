@@ -11,4 +11,5 @@
  */
 export type * from "./backend/backend.js";
 export { prepareBackend } from "./server/background-job-server.js";
+export { JobController } from "./server/job-controller.js";
 export { parseDatabaseUrl, displayDatabaseUrl, DATABASE_URL_FORMS, type DatabaseUrl } from "./backend/database-url.js";

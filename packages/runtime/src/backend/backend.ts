@@ -23,6 +23,8 @@
  *     fencing, membership;
  *   - `recurring` ({@link RecurringStore}): cron schedules and their
  *     occurrences;
+ *   - `control` ({@link JobControlStore}): retry and delete from outside,
+ *     by id or by filter, in batches;
  *   - `inspect` ({@link InspectStore}): reads for people (CLI, dashboard):
  *     one job, a page of jobs, the stage counters, partition depths and
  *     the partition list (head, depth, lease);
@@ -45,6 +47,7 @@
  *   locking, notifications), each saying why.
  */
 import type { InspectStore } from "./inspect-store.js";
+import type { JobControlStore } from "./job-control-store.js";
 import type { JobStore } from "./job-store.js";
 import type { LogStore } from "./log-store.js";
 import type { MaintenanceStore } from "./maintenance-store.js";
@@ -53,6 +56,7 @@ import type { PartitionStore } from "./partition-store.js";
 import type { RecurringStore } from "./recurring-store.js";
 
 export type * from "./inspect-store.js";
+export type * from "./job-control-store.js";
 export type * from "./job-store.js";
 export type * from "./log-store.js";
 export type * from "./maintenance-store.js";
@@ -112,6 +116,7 @@ export interface Backend<Trx = unknown> {
   readonly jobs: JobStore<Trx>;
   readonly partitions: PartitionStore;
   readonly recurring: RecurringStore;
+  readonly control: JobControlStore;
   readonly inspect: InspectStore;
   readonly maintenance: MaintenanceStore;
   readonly log: LogStore<Trx>;

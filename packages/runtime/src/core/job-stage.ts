@@ -33,7 +33,9 @@
  * ```
  *
  * `success` and `failed` are terminal. Every change is appended to the job's
- * stage history with its time.
+ * stage history with its time. From outside (X7): `retry` puts a `failed`
+ * job back to `enqueued` (failed ──retry──► enqueued, a partitioned one at
+ * its partition's end); `delete` removes a `success` or `failed` job.
  */
 export type JobStage = "enqueued" | "delayed" | "waiting" | "running" | "requeued" | "success" | "failed";
 
@@ -49,6 +51,12 @@ export const CLAIMABLE_STAGES: readonly JobStage[] = ["enqueued", "delayed", "re
 
 /** Terminal stages: the job will not run again and expires after the retention period. */
 export const TERMINAL_STAGES: readonly JobStage[] = ["success", "failed"];
+
+/**
+ * Stages `retry` puts back to `enqueued` (DESIGN X7): a job that failed for
+ * good. (`cancelled` joins when cancel exists.)
+ */
+export const RETRYABLE_STAGES: readonly JobStage[] = ["failed"];
 
 /**
  * Every stage but the terminal ones: the job may still run. A partition's

@@ -1,7 +1,7 @@
 import type { Backend, JobInsert, PartitionRef, TransactionHandle } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import { DatabaseClock } from "../core/database-clock.js";
-import { newJobId } from "../core/job-id.js";
+import { newJobId, type JobId } from "../core/job-id.js";
 import type { JobStage } from "../core/job-stage.js";
 import { InvalidConfigError, SchemaVersionError, ServerStoppedError } from "../errors.js";
 import { ClockSync } from "../maintenance/clock-sync.js";
@@ -14,6 +14,7 @@ import { PartitionRunner } from "../partition/partition-runner.js";
 import { RecurringPoller } from "../recurring/recurring-poller.js";
 import { WorkerPool } from "../worker/worker-pool.js";
 import { DatabaseWait } from "./database-wait.js";
+import type { JobBatchOptions, JobFilter } from "./job-controller.js";
 import { JobPublisher } from "./publisher.js";
 import { errorEvent, resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
 import { jsonPayload } from "./encode-payload.js";
@@ -84,6 +85,13 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       retentionMs: options.retentionMs,
       topics: new Map(options.topics.map((t) => [t.name, t.partitions])),
       onCommitted,
+      onJobAction: (action, jobIds) => {
+        if (action === "retry") {
+          this.pool.wake();
+          this.partitions?.wake();
+        }
+        if (options.eventsEnabled) options.onEvent({ type: "job-action", action, jobIds });
+      },
     });
     this.pool = new WorkerPool(options, backend, this.instanceId, this.publisher);
     this.partitions = options.topics.length > 0 ? new PartitionRunner(options, backend, this.instanceId, this.publisher) : null;
@@ -162,6 +170,26 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
 
   get backend(): Backend<Trx> {
     return this.options.backend;
+  }
+
+  /** Puts a `failed` job back to `enqueued`, ready now, its history kept (see `JobPublisher.retry`); a `job-action` event. */
+  retry(jobId: JobId): Promise<void> {
+    return this.publisher.retry(jobId);
+  }
+
+  /** Deletes a finished job (see `JobPublisher.delete`); a `job-action` event. */
+  delete(jobId: JobId): Promise<void> {
+    return this.publisher.delete(jobId);
+  }
+
+  /** Retries every `failed` job matching `filter`, in batches; resolves to how many (see `JobPublisher.retryJobs`). */
+  retryJobs(filter?: JobFilter, options?: JobBatchOptions): Promise<number> {
+    return this.publisher.retryJobs(filter, options);
+  }
+
+  /** Deletes every finished job matching `filter`, in batches; resolves to how many (see `JobPublisher.deleteJobs`). */
+  deleteJobs(filter?: JobFilter, options?: JobBatchOptions): Promise<number> {
+    return this.publisher.deleteJobs(filter, options);
   }
 
   /** Live workers in this process. */

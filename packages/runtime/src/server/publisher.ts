@@ -9,6 +9,7 @@ import { InvalidArgumentError, ParentNotFoundError, ServerStoppedError, UnknownT
 import { RECURRING_SEQUENTIAL_TOPIC } from "../core/partition/topic.js";
 import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/recurring-scheduler.js";
 import { encodePayload } from "./encode-payload.js";
+import { JobController, type JobActionListener, type JobBatchOptions, type JobFilter } from "./job-controller.js";
 import { checkEnqueueOptions, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
 
 export type { EnqueueOptions } from "./enqueue-options.js";
@@ -42,6 +43,8 @@ export interface JobPublisherOptions<Trx = TransactionHandle> {
    * failed parent): the server wakes local workers and emits events.
    */
   onCommitted: (jobs: readonly JobInsert[], stages: readonly JobStage[]) => void;
+  /** Called after each committed retry or delete (a batch of a filter form each): the server wakes local workers and emits a `job-action` event. */
+  onJobAction?: JobActionListener | undefined;
 }
 
 /**
@@ -54,10 +57,12 @@ export class JobPublisher<Trx = TransactionHandle> {
   private readonly backend: Backend<Trx>;
   private readonly clock: Clock;
   private readonly recurring: RecurringScheduler;
+  private readonly controller: JobController;
 
   constructor(private readonly options: JobPublisherOptions<Trx>) {
     this.backend = options.backend;
     this.clock = options.clock;
+    this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}));
     this.recurring = new RecurringScheduler({
       backend: options.backend,
       clock: options.clock,
@@ -180,6 +185,44 @@ export class JobPublisher<Trx = TransactionHandle> {
     if (!Number.isInteger(p) || p < 0 || p >= partitions)
       throw new InvalidArgumentError(`topic "${target.topic}" has partitions 0 to ${partitions - 1}, not ${String(p)}`);
     return { topic: target.topic, partition: p };
+  }
+
+  /**
+   * Puts a `failed` job back to `enqueued`, ready now, its stage history
+   * kept; a partitioned one goes to the end of its partition. The attempt
+   * count goes on (one more attempt under its policy). Another stage is
+   * `JOB_ACTION_REFUSED`, an unknown id `JOB_NOT_FOUND`; both change
+   * nothing. See `JobController` for the whole contract.
+   */
+  async retry(jobId: JobId): Promise<void> {
+    if (this.stopped) throw new ServerStoppedError("retry");
+    return this.controller.retry(jobId);
+  }
+
+  /** Deletes a finished job (`success` or `failed`) with its history. Another stage is `JOB_ACTION_REFUSED`, an unknown id `JOB_NOT_FOUND`. */
+  async delete(jobId: JobId): Promise<void> {
+    if (this.stopped) throw new ServerStoppedError("delete");
+    return this.controller.delete(jobId);
+  }
+
+  /**
+   * {@link retry} for every `failed` job matching `filter` (`{ jobType }`;
+   * default: all), in batches of `batchSize` (default 1000) each in its own
+   * transaction; resolves to how many were retried.
+   */
+  async retryJobs(filter?: JobFilter, options?: JobBatchOptions): Promise<number> {
+    if (this.stopped) throw new ServerStoppedError("retryJobs");
+    return this.controller.retryJobs(filter, options);
+  }
+
+  /**
+   * {@link delete} for every finished job matching `filter` (`{ stage:
+   * "success" | "failed", jobType }`; default: every finished job), in
+   * batches of `batchSize` (default 1000); resolves to how many were deleted.
+   */
+  async deleteJobs(filter?: JobFilter, options?: JobBatchOptions): Promise<number> {
+    if (this.stopped) throw new ServerStoppedError("deleteJobs");
+    return this.controller.deleteJobs(filter, options);
   }
 
   /** Stops accepting jobs; later calls throw `ServerStoppedError`. */

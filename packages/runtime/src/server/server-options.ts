@@ -76,6 +76,8 @@ export type ServerEvent =
    * failure. Whatever the handler does afterwards is not written.
    */
   | { type: "job-released"; jobId: string; jobType: string; attempt: number; reason: string }
+  /** Audit: jobs retried or deleted from outside (`retry`, `delete`, one event per batch of `retryJobs`/`deleteJobs`) through this server. */
+  | { type: "job-action"; action: "retry" | "delete"; jobIds: readonly string[] }
   /**
    * A maintenance task changed something: `rescue-stuck` (jobs retried or
    * failed after their worker was lost), `rescue-head` (a crashed partition

@@ -1,3 +1,5 @@
+import type { JobId } from "../core/job-id.js";
+import type { JobBatchOptions, JobFilter } from "../server/job-controller.js";
 import type { JobPublisher, PartitionTarget } from "../server/publisher.js";
 
 /**
@@ -33,5 +35,25 @@ export abstract class JobControl {
   /** Deletes the recurring schedule `scheduleId`; occurrences already enqueued stay. Resolves to false when there was none. */
   deleteRecurring(scheduleId: string): Promise<boolean> {
     return this.control.deleteRecurring(scheduleId);
+  }
+
+  /** Puts a `failed` job back to `enqueued`, ready now, its history kept (see `JobPublisher.retry`). Another stage: `JOB_ACTION_REFUSED`; unknown id: `JOB_NOT_FOUND`. */
+  retry(jobId: JobId): Promise<void> {
+    return this.control.retry(jobId);
+  }
+
+  /** Deletes a finished job (see `JobPublisher.delete`). Another stage: `JOB_ACTION_REFUSED`; unknown id: `JOB_NOT_FOUND`. */
+  delete(jobId: JobId): Promise<void> {
+    return this.control.delete(jobId);
+  }
+
+  /** Retries every `failed` job matching `filter`, in batches (default 1000); resolves to how many (see `JobPublisher.retryJobs`). */
+  retryJobs(filter?: JobFilter, options?: JobBatchOptions): Promise<number> {
+    return this.control.retryJobs(filter, options);
+  }
+
+  /** Deletes every finished job matching `filter`, in batches (default 1000); resolves to how many (see `JobPublisher.deleteJobs`). */
+  deleteJobs(filter?: JobFilter, options?: JobBatchOptions): Promise<number> {
+    return this.control.deleteJobs(filter, options);
   }
 }

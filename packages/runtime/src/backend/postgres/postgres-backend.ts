@@ -39,6 +39,7 @@ import { loadDriver } from "../load-driver.js";
 import { checkPostgresOptions, type PostgresBackendOptions } from "./postgres-backend-options.js";
 import { describeConnection, isConnectionError } from "./postgres-errors.js";
 import { PostgresInspectStore } from "./postgres-inspect-store.js";
+import { PostgresJobControlStore } from "./postgres-job-control-store.js";
 import { PostgresJobQueries } from "./postgres-job-queries.js";
 import { PostgresJobStore } from "./postgres-job-store.js";
 import { PostgresLogStore } from "./postgres-log-store.js";
@@ -84,6 +85,7 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
   readonly jobs: B.JobStore<B.PostgresTransaction>;
   readonly partitions: B.PartitionStore;
   readonly recurring: B.RecurringStore;
+  readonly control: B.JobControlStore;
   readonly inspect: B.InspectStore;
   readonly maintenance: B.MaintenanceStore;
   readonly log: B.LogStore<B.PostgresTransaction>;
@@ -125,6 +127,7 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
     this.jobs = jobs;
     this.partitions = new PostgresPartitionStore(runner, jobs, quoted);
     this.recurring = new PostgresRecurringStore(runner, jobs, quoted);
+    this.control = new PostgresJobControlStore(runner, quoted);
     this.inspect = new PostgresInspectStore(runner);
     this.maintenance = new PostgresMaintenanceStore(runner);
     this.log = new PostgresLogStore(runner, quoted);

@@ -27,6 +27,7 @@ import { liveBackends } from "../live-backends.js";
 import { loadDriver } from "../load-driver.js";
 import { SqliteConnection } from "./sqlite-connection.js";
 import { SqliteInspectStore } from "./sqlite-inspect-store.js";
+import { SqliteJobControlStore } from "./sqlite-job-control-store.js";
 import { SqliteJobStore } from "./sqlite-job-store.js";
 import { SqliteLogStore } from "./sqlite-log-store.js";
 import { SqliteMaintenanceStore } from "./sqlite-maintenance-store.js";
@@ -102,6 +103,7 @@ export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
   readonly jobs: B.JobStore<B.SqliteTransaction>;
   readonly partitions: B.PartitionStore;
   readonly recurring: B.RecurringStore;
+  readonly control: B.JobControlStore;
   readonly inspect: B.InspectStore = new SqliteInspectStore(this);
   readonly maintenance: B.MaintenanceStore = new SqliteMaintenanceStore(this);
   readonly log: B.LogStore<B.SqliteTransaction>;
@@ -153,6 +155,7 @@ export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
     this.partitions = new SqlitePartitionStore(jobs);
     this.recurring = new SqliteRecurringStore(jobs);
     this.log = new SqliteLogStore(this);
+    this.control = new SqliteJobControlStore(jobs);
   }
 
   /** The database file path. */

@@ -1,0 +1,89 @@
+/**
+ * Retry and delete from outside (`backend.control`, DESIGN X7): what an
+ * operator does to stored jobs through the server, a publisher, the CLI or
+ * the dashboard's actions. Each method takes either a list of ids (the
+ * by-id form) or a filter (the list's filter: stage and job type) and
+ * changes at most `limit` jobs in one transaction, set-based (one
+ * statement selects the rows, one changes them), so the caller loops a
+ * filter in batches and no batch holds a long transaction. Jobs in a stage
+ * the action does not apply to are never touched: the method skips them and
+ * returns only what it changed; the caller tells a refused id from an
+ * unknown one by reading it (`inspect.jobGet`).
+ *
+ * Every change adds its moves to the stage counters (and the partition
+ * depth counters) in the same transaction, as every other stage change.
+ */
+import type { JobId } from "../core/job-id.js";
+import type { JobStage } from "../core/job-stage.js";
+
+/** The control statements of one backend, scoped to its namespace. */
+export interface JobControlStore {
+  /**
+   * Puts up to `limit` retryable jobs (`RETRYABLE_STAGES`: `failed`) back
+   * to `enqueued`, ready at `now`: a stage-history entry is appended (the
+   * history is kept), the expiry cleared, `last_error` kept until the next
+   * attempt overwrites it, and `attempt` kept (claims are fenced by
+   * `(id, attempt)`, so it never goes back). A partitioned job takes its
+   * partition's next sequence: it goes to the end of its partition, after
+   * what is queued there now, so the partition's order is kept.
+   *
+   * SQLite: one `BEGIN IMMEDIATE`: the selecting `UPDATE … RETURNING`, then
+   * one sequence reservation per partitioned row. PostgreSQL: one statement
+   * (rows locked `FOR UPDATE` in id order, sequences reserved per partition,
+   * counters, one `pg_notify`), run again after a deadlock.
+   */
+  retryMany(params: JobRetryManyParams): Promise<JobControlResult>;
+  /**
+   * Deletes up to `limit` terminal jobs (`success`, `failed`). A terminal
+   * job has no waiting continuations (they were released or failed with
+   * it), so nothing waits on a deleted row. SQLite: one `DELETE …
+   * RETURNING` in `BEGIN IMMEDIATE`; PostgreSQL: one statement.
+   */
+  deleteMany(params: JobDeleteManyParams): Promise<JobControlResult>;
+  /**
+   * How many jobs a filter form would take now (the CLI's confirmation):
+   * one `count(*)` over the terminal rows of the expiry index, the filter's
+   * `afterId` ignored. A read for an operator, never on a worker's path.
+   */
+  countMatching(params: JobCountMatchingParams): Promise<number>;
+}
+
+export interface JobCountMatchingParams {
+  action: "retry" | "delete";
+  filter: JobControlFilter;
+}
+
+/** Which jobs: these ids, or every job matching a filter (at most `limit` of either per call). */
+export type JobControlTarget = { ids: readonly JobId[] } | { filter: JobControlFilter };
+
+/** The list's filter. Jobs outside the action's stages never match, whatever the filter says. */
+export interface JobControlFilter {
+  /** Only jobs in this stage. Default: every stage the action applies to. */
+  stage?: JobStage | undefined;
+  /** Only jobs of this job type. Default: every type. */
+  jobType?: string | undefined;
+  /**
+   * Only jobs with a greater id: the walk's cursor, the last id of the
+   * previous batch, so one walk takes each job once (a job that fails again
+   * after its batch is not taken twice) and never rereads skipped rows.
+   */
+  afterId?: JobId | undefined;
+}
+
+export interface JobRetryManyParams {
+  target: JobControlTarget;
+  now: number;
+  /** At most this many jobs change (the batch size of a filter). */
+  limit: number;
+}
+
+export interface JobDeleteManyParams {
+  target: JobControlTarget;
+  limit: number;
+}
+
+/** What one call changed. */
+export interface JobControlResult {
+  /** The jobs retried or deleted, in id order; ids not listed were skipped (another stage) or unknown. */
+  ids: JobId[];
+}

@@ -1,0 +1,116 @@
+/**
+ * Retry and delete from outside on PostgreSQL (`backend.control`; see
+ * `job-control-store.ts`). Each call is one statement (autocommit): its
+ * first CTE picks at most `limit` rows of the target in id order and locks
+ * them `FOR UPDATE`, the next ones change them and add their moves to the
+ * stage counters (`postgres-stage-counters.ts`). Fixed SQL, as the other
+ * writes that count their moves; one text per target form (ids, or
+ * filter), so the by-id form is planned on the primary key and the filter
+ * on the expiry index (`expires_at IS NOT NULL` holds exactly for terminal
+ * jobs).
+ *
+ * Lock order: a retry locks its job rows, then the partition rows whose
+ * sequences it reserves, where an enqueue locks partition rows first; a
+ * deadlock between the two is rolled back by PostgreSQL and the statement
+ * runs again (`retryConflicts`).
+ */
+import { RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
+import type * as B from "../backend.js";
+import { stageList } from "../shared/stage-list.js";
+import { retryConflicts } from "./postgres-errors.js";
+import { statement, type Statement } from "./postgres-job-queries.js";
+import type { PostgresRunner } from "./postgres-runner.js";
+import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
+
+/** The statement of each target form. */
+interface ByTarget {
+  ids: Statement;
+  filter: Statement;
+}
+
+export class PostgresJobControlStore implements B.JobControlStore {
+  /**
+   * `$1` namespace, `$2` limit, `$3` now, `$4`/`$5` notify channel and
+   * payload, then `$6` ids, or `$6` stage, `$7` job type and `$8` the id to start after (null: any).
+   * Partitioned rows reserve `count` sequences of their partition and take
+   * them in their old sequence order: they go to the partition's end.
+   */
+  private readonly retry: ByTarget;
+  /** `$1` namespace, `$2` limit, then `$3` ids, or `$3` stage, `$4` job type and `$5` the id to start after (null: any). */
+  private readonly remove: ByTarget;
+  /** `$1` namespace, `$2` stage, `$3` job type (null: any), by action. */
+  private readonly count: Record<"retry" | "delete", Statement>;
+
+  constructor(
+    private readonly host: PostgresRunner,
+    schema: string,
+  ) {
+    const jobs = `${schema}.later_jobs`;
+    const counted = (moved: string) => PostgresStageCounters.countMoves(schema, "$1", moved);
+    const pick = (stages: readonly JobStage[], target: string) =>
+      `SELECT id, stage, topic, partition_no, seq FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(stages)} AND ${target}
+  ORDER BY id LIMIT $2 FOR UPDATE`;
+    const byIds = (n: number) => `id = ANY($${n}::text[])`;
+    const byFilter = (n: number) =>
+      `expires_at IS NOT NULL AND ($${n}::text IS NULL OR stage = $${n}::text) AND ($${n + 1}::text IS NULL OR job_type = $${n + 1}::text)
+  AND ($${n + 2}::text IS NULL OR id > $${n + 2}::text)`;
+    const retry = (target: string) =>
+      statement(`WITH picked AS (
+  ${pick(RETRYABLE_STAGES, target)}
+), numbered AS (
+  SELECT id, topic, partition_no, row_number() OVER (PARTITION BY topic, partition_no ORDER BY seq) AS k FROM picked WHERE topic IS NOT NULL
+), reserved AS (
+  UPDATE ${schema}.later_partitions p SET next_seq = p.next_seq + c.n
+  FROM (SELECT topic, partition_no, count(*)::bigint AS n FROM numbered GROUP BY topic, partition_no) c
+  WHERE p.namespace = $1 AND p.topic = c.topic AND p.partition_no = c.partition_no
+  RETURNING p.topic, p.partition_no, p.next_seq - c.n AS first
+), retried AS (
+  UPDATE ${jobs} j SET stage = 'enqueued', run_at = $3, updated_at = $3, expires_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
+    stages = left(j.stages, -1) || ',["enqueued",' || $3::bigint || ']]',
+    seq = CASE WHEN j.topic IS NULL THEN j.seq ELSE r.first + n.k - 1 END
+  FROM picked p LEFT JOIN numbered n ON n.id = p.id LEFT JOIN reserved r ON r.topic = n.topic AND r.partition_no = n.partition_no
+  WHERE j.id = p.id
+  RETURNING j.id, p.stage AS old_stage, j.topic, j.partition_no
+)${counted(moves("retried", "old_stage", "'enqueued'"))}, notified AS (
+  SELECT pg_notify($4, $5) FROM retried LIMIT 1
+)
+SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM retried ORDER BY id`);
+    const remove = (target: string) =>
+      statement(`WITH picked AS (
+  ${pick(TERMINAL_STAGES, target)}
+), gone AS (
+  DELETE FROM ${jobs} j USING picked p WHERE j.id = p.id
+  RETURNING j.id, j.stage, j.topic, j.partition_no
+)${counted(moves("gone", "stage", null))}
+SELECT id FROM gone ORDER BY id`);
+    const count = (stages: readonly JobStage[]) =>
+      statement(`SELECT count(*)::bigint AS n FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(stages)}
+  AND expires_at IS NOT NULL AND ($2::text IS NULL OR stage = $2::text) AND ($3::text IS NULL OR job_type = $3::text)`);
+    this.count = { retry: count(RETRYABLE_STAGES), delete: count(TERMINAL_STAGES) };
+    this.retry = { ids: retry(byIds(6)), filter: retry(byFilter(6)) };
+    this.remove = { ids: remove(byIds(3)), filter: remove(byFilter(3)) };
+  }
+
+  async retryMany(params: B.JobRetryManyParams): Promise<B.JobControlResult> {
+    const head = [this.host.namespace, params.limit, params.now, ...this.host.notifyArgs];
+    return this.run(this.retry, params.target, head);
+  }
+
+  async deleteMany(params: B.JobDeleteManyParams): Promise<B.JobControlResult> {
+    return this.run(this.remove, params.target, [this.host.namespace, params.limit]);
+  }
+
+  async countMatching(params: B.JobCountMatchingParams): Promise<number> {
+    const [row] = await this.host.execute(this.count[params.action], [this.host.namespace, params.filter.stage ?? null, params.filter.jobType ?? null]);
+    return Number(row?.n ?? 0);
+  }
+
+  private async run(statements: ByTarget, target: B.JobControlTarget, head: unknown[]): Promise<B.JobControlResult> {
+    const [s, values] =
+      "ids" in target
+        ? [statements.ids, [...head, [...target.ids]]]
+        : [statements.filter, [...head, target.filter.stage ?? null, target.filter.jobType ?? null, target.filter.afterId ?? null]];
+    const rows = await retryConflicts(() => this.host.execute(s, values));
+    return { ids: rows.map((r) => String(r.id)) };
+  }
+}

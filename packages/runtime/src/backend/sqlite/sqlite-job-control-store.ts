@@ -1,0 +1,111 @@
+/**
+ * Retry and delete from outside on SQLite (`backend.control`; see
+ * `job-control-store.ts`). Each call is one `BEGIN IMMEDIATE` transaction:
+ * a select of at most `limit` rows, then one set-based write over them
+ * (`id IN json_each(?)`), the counters written from the rows read, in the
+ * same transaction. A filter walks terminal rows through the expiry index
+ * (`expires_at IS NOT NULL` holds exactly for terminal jobs).
+ */
+import { RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
+import type * as B from "../backend.js";
+import type { Row } from "../shared/job-rows.js";
+import { stageList } from "../shared/stage-list.js";
+import type { SqliteConnection } from "./sqlite-connection.js";
+import { StageDeltas, type SqliteStageCounters } from "./sqlite-stage-counters.js";
+
+/** What the store needs of the job store ({@link SqliteJobStore}): connection, namespace, counters. */
+export interface SqliteJobControlHost {
+  readonly namespace: string;
+  conn(): SqliteConnection;
+  readonly counters: SqliteStageCounters;
+}
+
+export class SqliteJobControlStore implements B.JobControlStore {
+  constructor(private readonly host: SqliteJobControlHost) {}
+
+  async retryMany(params: B.JobRetryManyParams): Promise<B.JobControlResult> {
+    const c = this.host.conn();
+    return c.immediate(() => {
+      const rows = this.select(c, RETRYABLE_STAGES, params.target, params.limit);
+      if (rows.length === 0) return { ids: [] };
+      const ids = rows.map((r) => String(r.id));
+      c.run(
+        `UPDATE later_jobs SET stage = 'enqueued', run_at = ?, updated_at = ?, expires_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
+           stages = json_insert(stages, '$[#]', json_array('enqueued', CAST(? AS INTEGER)))
+         WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))`,
+        params.now,
+        params.now,
+        params.now,
+        this.host.namespace,
+        JSON.stringify(ids),
+      );
+      // Partitioned rows go to the end of their partition, in their old relative order.
+      const partitioned = rows.filter((r) => r.topic !== null).sort((a, b) => Number(a.seq) - Number(b.seq));
+      for (const r of partitioned) {
+        const next = c.get(
+          "UPDATE later_partitions SET next_seq = next_seq + 1 WHERE namespace = ? AND topic = ? AND partition_no = ? RETURNING next_seq - 1 AS seq",
+          this.host.namespace,
+          r.topic,
+          r.partition_no,
+        );
+        c.run("UPDATE later_jobs SET seq = ? WHERE id = ? AND namespace = ?", next?.seq ?? null, r.id, this.host.namespace);
+      }
+      const deltas = new StageDeltas();
+      for (const r of rows) deltas.move(r.stage, "enqueued", r.topic, r.partition_no);
+      this.host.counters.write(deltas);
+      return { ids };
+    });
+  }
+
+  async deleteMany(params: B.JobDeleteManyParams): Promise<B.JobControlResult> {
+    const c = this.host.conn();
+    return c.immediate(() => {
+      const rows = this.select(c, TERMINAL_STAGES, params.target, params.limit);
+      if (rows.length === 0) return { ids: [] };
+      const ids = rows.map((r) => String(r.id));
+      c.run("DELETE FROM later_jobs WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))", this.host.namespace, JSON.stringify(ids));
+      const deltas = new StageDeltas();
+      for (const r of rows) deltas.move(r.stage, null, r.topic, r.partition_no);
+      this.host.counters.write(deltas);
+      return { ids };
+    });
+  }
+
+  async countMatching(params: B.JobCountMatchingParams): Promise<number> {
+    const stages = params.action === "retry" ? RETRYABLE_STAGES : TERMINAL_STAGES;
+    const rows = this.select(this.host.conn(), stages, { filter: { ...params.filter, afterId: undefined } }, -1, "count(*) AS n");
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  /** Up to `limit` rows (-1: every row) of the target in `stages`, in id order, inside the caller's transaction. */
+  private select(
+    c: SqliteConnection,
+    stages: readonly JobStage[],
+    target: B.JobControlTarget,
+    limit: number,
+    columns = "id, stage, topic, partition_no, seq",
+  ): Row[] {
+    const cols = `SELECT ${columns} FROM later_jobs`;
+    if ("ids" in target) {
+      return c.all(
+        `${cols} WHERE namespace = ? AND stage IN ${stageList(stages)} AND id IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
+        this.host.namespace,
+        JSON.stringify(target.ids),
+        limit,
+      );
+    }
+    const { stage = null, jobType = null, afterId = null } = target.filter;
+    return c.all(
+      `${cols} WHERE namespace = ? AND expires_at IS NOT NULL AND stage IN ${stageList(stages)}
+         AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?) AND (? IS NULL OR id > ?)${limit < 0 ? "" : " ORDER BY id LIMIT ?"}`,
+      this.host.namespace,
+      stage,
+      stage,
+      jobType,
+      jobType,
+      afterId,
+      afterId,
+      ...(limit < 0 ? [] : [limit]),
+    );
+  }
+}
