@@ -50,6 +50,40 @@ describe.each(BACKENDS)("job control (X7) on $name", (entry) => {
     expect((await server.backend.inspect.stageCounts()).counts).toMatchObject({ success: 0, failed: 1, enqueued: 0 });
   });
 
+  it("X7/J5: a continuation that failed with its parent is not retried (refused by id, skipped by the filter); one that ran and failed is", async () => {
+    const h = harness();
+    const server = await h.start({
+      handlers: {
+        step: {
+          handle: (_ctx, payload) => {
+            if ((payload as { fail?: boolean }).fail) throw new Error("fails");
+          },
+          retry: () => RetryPolicy.noRetries(),
+        },
+      },
+    });
+    const parent = await server.publisher.enqueue("step", { fail: true });
+    const orphan = await server.publisher.enqueue("step", {}, { parentId: parent });
+    const ok = await server.publisher.enqueue("step", {});
+    const ranAndFailed = await server.publisher.enqueue("step", { fail: true }, { parentId: ok });
+    for (const id of [parent, orphan, ok, ranAndFailed]) await settled(() => server.backend.inspect.jobGet({ id }));
+    const orphanBefore = await server.backend.inspect.jobGet({ id: orphan });
+    expect(orphanBefore).toMatchObject({ stage: "failed", attempt: 0 });
+    const refusal = await server.retry(orphan).catch((e: unknown) => e);
+    expect(refusal).toMatchObject({ code: "JOB_ACTION_REFUSED" });
+    expect(String((refusal as Error).message)).toMatch(/continuation of .* which has not succeeded/);
+    expect(await server.backend.inspect.jobGet({ id: orphan })).toEqual(orphanBefore);
+    expect(await server.backend.control.countMatching({ action: "retry", filter: { stage: "failed" } })).toBe(2);
+    // The filter takes the parent and the continuation that ran, not the one that never ran.
+    expect(await server.retryJobs({ stage: "failed" })).toBe(2);
+    expect(
+      actions(h.events)
+        .flatMap((e) => e.jobIds)
+        .sort(),
+    ).toEqual([parent, ranAndFailed].sort());
+    expect((await server.backend.inspect.jobGet({ id: orphan }))?.stage).toBe("failed");
+  });
+
   it("X7: retry of a job that has not failed, delete of an unfinished one, or an unknown id: a typed error, nothing changed", async () => {
     const h = harness();
     const server = await h.start({ handlers: { ok: { handle: () => undefined } } });

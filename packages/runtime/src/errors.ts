@@ -102,10 +102,11 @@ export class JobActionRefusedError extends LaterError {
   readonly action: "retry" | "delete";
   /** The stage the job was in. */
   readonly stage: string;
-  constructor(action: "retry" | "delete", jobId: string, stage: string, allowed: readonly string[]) {
+  /** `because`: why a job in an allowed stage is refused; default: its stage is not one of `allowed`. */
+  constructor(action: "retry" | "delete", jobId: string, stage: string, allowed: readonly string[], because?: string) {
     super(
       "JOB_ACTION_REFUSED",
-      `cannot ${action} job ${jobId}: it is ${stage}, and only ${allowed.join(" or ")} jobs can be ${action === "retry" ? "retried" : "deleted"}; nothing was changed`,
+      `cannot ${action} job ${jobId}: ${because ?? `it is ${stage}, and only ${allowed.join(" or ")} jobs can be ${action === "retry" ? "retried" : "deleted"}`}; nothing was changed`,
     );
     this.jobId = jobId;
     this.action = action;

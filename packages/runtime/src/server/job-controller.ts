@@ -14,8 +14,12 @@
  *   again at its first throw (as River's `JobRetry`). A partitioned job goes
  *   to the end of its partition (a new sequence): jobs of the partition that
  *   ran after it stay ahead of it, one at a time as before. Its
- *   continuations that failed with it stay `failed`: retry them as well
- *   (they then run without waiting for it).
+ *   continuations that failed with it stay `failed`, and are not
+ *   retryable: a continuation that never ran and whose parent has not
+ *   succeeded is refused (by id) or skipped (by filter), since running it
+ *   would break J5 (a continuation runs only after its parent succeeded);
+ *   enqueue it again after retrying the parent. A continuation that ran
+ *   (its parent had succeeded) retries as any job.
  * - `delete(jobId)`: a finished job (`success`, `failed`) is removed with
  *   its history. A finished job has no waiting continuations.
  * - Any other stage is refused with `JobActionRefusedError`
@@ -115,6 +119,10 @@ export class JobController {
   private async refusal(action: "retry" | "delete", jobId: JobId, allowed: readonly JobStage[]): Promise<never> {
     const job = await this.backend.inspect.jobGet({ id: jobId });
     if (!job) throw new JobNotFoundError(jobId);
+    if (action === "retry" && allowed.includes(job.stage) && job.parentId !== null) {
+      const because = `it is a continuation of ${job.parentId}, which has not succeeded, and it never ran: it failed because its parent failed, and retrying it would run it without its parent's success (retry the parent, then enqueue the continuation again)`;
+      throw new JobActionRefusedError(action, jobId, job.stage, allowed, because);
+    }
     throw new JobActionRefusedError(action, jobId, job.stage, allowed);
   }
 }

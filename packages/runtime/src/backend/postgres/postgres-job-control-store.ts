@@ -16,6 +16,7 @@
  */
 import { RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
+import { retryableRow } from "../shared/retryable-row.js";
 import { stageList } from "../shared/stage-list.js";
 import { retryConflicts } from "./postgres-errors.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
@@ -47,6 +48,7 @@ export class PostgresJobControlStore implements B.JobControlStore {
   ) {
     const jobs = `${schema}.later_jobs`;
     const counted = (moved: string) => PostgresStageCounters.countMoves(schema, "$1", moved);
+    const retryable = retryableRow(jobs);
     const pick = (stages: readonly JobStage[], target: string) =>
       `SELECT id, stage, topic, partition_no, seq FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(stages)} AND ${target}
   ORDER BY id LIMIT $2 FOR UPDATE`;
@@ -56,7 +58,7 @@ export class PostgresJobControlStore implements B.JobControlStore {
   AND ($${n + 2}::text IS NULL OR id > $${n + 2}::text)`;
     const retry = (target: string) =>
       statement(`WITH picked AS (
-  ${pick(RETRYABLE_STAGES, target)}
+  ${pick(RETRYABLE_STAGES, `${target} AND ${retryable}`)}
 ), numbered AS (
   SELECT id, topic, partition_no, row_number() OVER (PARTITION BY topic, partition_no ORDER BY seq) AS k FROM picked WHERE topic IS NOT NULL
 ), reserved AS (
@@ -83,10 +85,10 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM retried ORDER B
   RETURNING j.id, j.stage, j.topic, j.partition_no
 )${counted(moves("gone", "stage", null))}
 SELECT id FROM gone ORDER BY id`);
-    const count = (stages: readonly JobStage[]) =>
+    const count = (stages: readonly JobStage[], extra = "") =>
       statement(`SELECT count(*)::bigint AS n FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(stages)}
-  AND expires_at IS NOT NULL AND ($2::text IS NULL OR stage = $2::text) AND ($3::text IS NULL OR job_type = $3::text)`);
-    this.count = { retry: count(RETRYABLE_STAGES), delete: count(TERMINAL_STAGES) };
+  AND expires_at IS NOT NULL AND ($2::text IS NULL OR stage = $2::text) AND ($3::text IS NULL OR job_type = $3::text)${extra}`);
+    this.count = { retry: count(RETRYABLE_STAGES, ` AND ${retryable}`), delete: count(TERMINAL_STAGES) };
     this.retry = { ids: retry(byIds(6)), filter: retry(byFilter(6)) };
     this.remove = { ids: remove(byIds(3)), filter: remove(byFilter(3)) };
   }

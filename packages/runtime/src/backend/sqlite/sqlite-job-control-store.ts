@@ -9,6 +9,7 @@
 import { RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
+import { retryableRow } from "../shared/retryable-row.js";
 import { stageList } from "../shared/stage-list.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { StageDeltas, type SqliteStageCounters } from "./sqlite-stage-counters.js";
@@ -86,9 +87,10 @@ export class SqliteJobControlStore implements B.JobControlStore {
     columns = "id, stage, topic, partition_no, seq",
   ): Row[] {
     const cols = `SELECT ${columns} FROM later_jobs`;
+    const only = stages === RETRYABLE_STAGES ? ` AND ${retryableRow()}` : "";
     if ("ids" in target) {
       return c.all(
-        `${cols} WHERE namespace = ? AND stage IN ${stageList(stages)} AND id IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
+        `${cols} WHERE namespace = ? AND stage IN ${stageList(stages)}${only} AND id IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
         this.host.namespace,
         JSON.stringify(target.ids),
         limit,
@@ -96,7 +98,7 @@ export class SqliteJobControlStore implements B.JobControlStore {
     }
     const { stage = null, jobType = null, afterId = null } = target.filter;
     return c.all(
-      `${cols} WHERE namespace = ? AND expires_at IS NOT NULL AND stage IN ${stageList(stages)}
+      `${cols} WHERE namespace = ? AND expires_at IS NOT NULL AND stage IN ${stageList(stages)}${only}
          AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?) AND (? IS NULL OR id > ?)${limit < 0 ? "" : " ORDER BY id LIMIT ?"}`,
       this.host.namespace,
       stage,
