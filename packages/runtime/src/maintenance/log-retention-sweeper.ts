@@ -33,9 +33,9 @@ export interface LogRetentionSweepResult {
  * `minRetainUntilCommitted`, a partition is never cut past the lowest
  * committed offset of the topic's consumer groups; a group known on the
  * topic (it has committed or leased some partition, or has a live member)
- * without a commit on this partition holds all of it, until it commits or
- * its offsets are deleted. A topic with no groups at all is cut by age and
- * count alone.
+ * without a commit on this partition holds all of it until it commits (a
+ * group that stops reading holds records for good: no API drops a group
+ * yet). A topic with no groups at all is cut by age and count alone.
  *
  * One statement computes the cut of every partition; then each partition
  * is cut `batchSize` records at a time (`recordTruncate`, moving the
