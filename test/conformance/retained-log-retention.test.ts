@@ -141,6 +141,15 @@ describe.each(BACKENDS)("retained log retention on $name", (entry) => {
     expect((await refusal(log.sweepRetention())).code).toBe("SERVER_STOPPED");
   });
 
+  it("L6: bad retention settings are INVALID_CONFIG at open", async () => {
+    const h = await harness();
+    for (const retention of [{ intervalMs: 0 }, { batchSize: 1.5 }, { batchSize: -1 }, null, "daily"]) {
+      const error = await refusal(h.open({ retention: retention as never }));
+      expect(error.code).toBe("INVALID_CONFIG");
+      expect(error.message).toContain("retention");
+    }
+  });
+
   it("L6: under steady append and commit the records table stays bounded", async () => {
     const h = await harness();
     const partitions = 2;
