@@ -110,6 +110,22 @@ describe.each(BACKENDS)("retained log retention on $name", (entry) => {
     expect((await h.counts()).later_log_records).toBe(1);
   });
 
+  it("L6: minRetainUntilCommitted: a group with a live member but no commit yet holds every partition", async () => {
+    const h = await harness();
+    const log = await h.open({ topics: [logTopic("events", 2, { retainRecords: 1, minRetainUntilCommitted: true })], retention: byHand() });
+    await fill(log, "events", 0, 3);
+    await fill(log, "events", 1, 3);
+    // A member of group "fresh" joins (what consume() will write) before the group commits anything.
+    await h.exec(
+      "INSERT INTO later_log_group_members (namespace, topic, group_name, member_id, expires_at) SELECT namespace, topic, 'fresh', 'member-a', 9999999999999 FROM later_log_topics WHERE topic = 'events'",
+    );
+    expect((await log.sweepRetention()).deleted).toBe(0);
+    await log.commitOffset({ topic: "events", group: "fresh", partition: 1, epoch: 0, offset: 3 });
+    expect((await log.sweepRetention()).deleted).toBe(2); // partition 1 only: partition 0 is still uncommitted
+    expect(await offsets(log, "events", 0, 0)).toEqual([0, 1, 2]);
+    expect(await offsets(log, "events", 1, 2)).toEqual([2]);
+  });
+
   it("L6: deletes in batches of batchSize records; two processes sweeping at once delete each record once", async () => {
     const h = await harness();
     const topics = [logTopic("events", 2, { retainRecords: 5 })];
