@@ -30,7 +30,8 @@ export { TypedJobServer, type TypedJobContext } from "./typed/typed-job-server.j
 export { JobControl } from "./typed/job-control.js";
 export { TypedServerBuilder, jobHandles, type BuilderOptions, type HandlerOptions, type JobHandler } from "./typed/typed-server-builder.js";
 export { TypedJobPublisher, type PublisherOptions } from "./typed/typed-publisher.js";
-export { RetainedLog, MAX_LOG_READ, type RetainedLogOptions } from "./retained-log/retained-log.js";
+export { RetainedLog, MAX_LOG_READ, type RetainedLogOptions, type RetainedLogRetentionOptions } from "./retained-log/retained-log.js";
+export { DEFAULT_LOG_RETENTION_MS, type LogRetentionSweepResult } from "./maintenance/log-retention-sweeper.js";
 export { logTopic, type LogTopicConfig, type LogTopicOptions } from "./retained-log/log-topic.js";
 export {
   MAX_LOG_VALUE_BYTES,

@@ -46,6 +46,33 @@ export interface LogStore<Trx = unknown> {
   offsetList(params: LogGroupParams): Promise<LogCommittedRow[]>;
   /** Per partition of the topic: its end, oldest retained offset and the group's committed offset (null: none). */
   lagList(params: LogGroupParams): Promise<LogLagRow[]>;
+  /**
+   * The retention sweep's cuts, computed in one statement over every log
+   * topic of the namespace with the settings stored for it: per partition
+   * whose oldest retained offset retention lets move, that offset and the
+   * cut (records below it may go). The cut is the higher of the first
+   * offset not older than `retention_ms` (null: `defaultRetentionMs`) and
+   * `next_offset - retain_records`; with `min_retain_until_committed`, at
+   * most the lowest committed offset of the topic's groups on the partition,
+   * where a group known on the topic (a group partition row or a member)
+   * without a commit on it holds everything. Both dialects run the shared
+   * text of `log-statements.ts`. Read-only: {@link recordTruncate} deletes.
+   */
+  retentionCutList(params: LogRetentionCutParams): Promise<LogRetentionCutRow[]>;
+}
+
+export interface LogRetentionCutParams {
+  now: number;
+  /** Age limit of a topic stored without `retention_ms`, ms. */
+  defaultRetentionMs: number;
+}
+
+export interface LogRetentionCutRow {
+  topic: string;
+  partition: number;
+  startOffset: number;
+  /** Records below this offset may be deleted; above `startOffset`. */
+  cutOffset: number;
 }
 
 export interface LogTopicSpec {

@@ -2,13 +2,17 @@ import { InvalidConfigError, describeValue } from "../errors.js";
 import { describeName, nameProblem } from "../core/stored-name.js";
 import { checkPartitions } from "../core/partition/topic.js";
 
-/** Retention settings of a log topic; stored with the topic, applied by the maintenance sweep (which comes with a later release). */
+/** Retention settings of a log topic; stored with the topic, applied by the retention sweep (`LogRetentionSweeper`, run by `RetainedLog`). A record goes when it is too old or too many, whichever comes first. */
 export interface LogTopicOptions {
-  /** Records older than this (ms) may be deleted. Default: seven days. */
+  /** Records older than this (ms) are deleted. Default: seven days (also when `retainRecords` is set). */
   retentionMs?: number;
   /** At most this many records per partition are kept (the oldest go first). Default: no count limit. */
   retainRecords?: number;
-  /** Keep records some consumer group has not committed yet, whatever their age or count. Default false. */
+  /**
+   * Keep records some consumer group of the topic has not committed yet, whatever their age or
+   * count: a group without a commit on a partition holds all of it. Without groups, retention
+   * applies as usual. Default false.
+   */
   minRetainUntilCommitted?: boolean;
 }
 

@@ -4,7 +4,8 @@
  * read back by offset; consumer groups' committed offsets and lag.
  *
  * ```text
- *   RetainedLog.open() ──► open (append, read, commitOffset, committed, lag) ──close()──► closed
+ *   RetainedLog.open() ──► open (append, read, commitOffset, committed, lag;
+ *                                retention sweep every intervalMs) ──close()──► closed (sweep stopped)
  * ```
  *
  * A database-backed log, not a Kafka wire protocol. Consumer groups that
@@ -16,7 +17,10 @@ import type { TransactionHandle } from "../backend/transaction-handle.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import { nameProblem, describeName } from "../core/stored-name.js";
 import { InvalidArgumentError, InvalidConfigError, ServerStoppedError, UnknownTopicError, describeValue } from "../errors.js";
+import { LogRetentionSweeper, type LogRetentionSweepResult } from "../maintenance/log-retention-sweeper.js";
+import { checkInt } from "../maintenance/periodic-service.js";
 import { followDatabaseClock, prepareBackend } from "../server/background-job-server.js";
+import type { ServerEvent } from "../server/server-options.js";
 import { checkOffset, encodeLogRecord, type CommittedOffset, type LogPosition, type LogRecord, type LogRecordInput, type PartitionLag } from "./log-record.js";
 import type { LogTopicConfig } from "./log-topic.js";
 
@@ -30,6 +34,25 @@ export interface RetainedLogOptions<Trx = TransactionHandle> {
   autoMigrate?: boolean;
   /** The clock of record timestamps (tests pass a manual one). Default: the system clock, set to the database's on PostgreSQL. */
   clock?: Clock;
+  /**
+   * The retention sweep this log runs while open (DESIGN L6): every
+   * `intervalMs` (default 60000) one process of the namespace deletes the
+   * records past their topics' retention, `batchSize` (default 500) per
+   * statement; see {@link LogRetentionSweeper}. `false`: this log does not
+   * sweep (another process does, or call {@link RetainedLog.sweepRetention}).
+   * Default: on, with the defaults.
+   */
+  retention?: RetainedLogRetentionOptions | false;
+  /** Events of the retention sweep: `{ type: "maintenance", task: "log-retention", count }` and `error`. Default: none. */
+  onEvent?: (event: ServerEvent) => void;
+}
+
+/** Settings of the retention sweep a {@link RetainedLog} runs. */
+export interface RetainedLogRetentionOptions {
+  /** How often the sweep runs, ms. Default 60000. */
+  intervalMs?: number;
+  /** Records deleted per statement (each its own transaction). Default 500. */
+  batchSize?: number;
 }
 
 /** Most records `read` returns at once. */
@@ -38,12 +61,18 @@ export const MAX_LOG_READ = 10_000;
 /** A retained log on one backend: append, read, commit and lag for the topics it was opened with. */
 export class RetainedLog<Trx = TransactionHandle> {
   private closed = false;
+  private readonly sweeper: LogRetentionSweeper;
 
   private constructor(
     private readonly backend: Backend<Trx>,
     private readonly topics: ReadonlyMap<string, LogTopicConfig>,
     private readonly clock: Clock,
-  ) {}
+    retention: { intervalMs: number; batchSize: number; start: boolean },
+    onEvent: (event: ServerEvent) => void,
+  ) {
+    this.sweeper = new LogRetentionSweeper({ backend: backend as Backend, clock, onEvent }, retention);
+    if (retention.start) this.sweeper.start();
+  }
 
   /**
    * Opens the backend, checks its schema (migrating it with `autoMigrate`)
@@ -70,12 +99,15 @@ export class RetainedLog<Trx = TransactionHandle> {
         throw new InvalidConfigError(`RetainedLog.open(): log topic "${t.name}" is listed twice with different partition counts`);
       byName.set(t.name, t);
     }
+    const retention = retentionSettings(options.retention);
+    const onEvent = options.onEvent ?? (() => {});
+    if (typeof onEvent !== "function") throw new InvalidConfigError(`RetainedLog.open(): \`onEvent\` must be a function, got ${describeValue(onEvent)}`);
     const local = options.clock ?? systemClock;
     await prepareBackend(backend as Backend, options.autoMigrate ?? false);
     try {
       const clock = (await followDatabaseClock("database", local, backend as Backend)) ?? local;
       await backend.log.topicRegister({ topics: [...byName.values()], now: clock.now() });
-      return new RetainedLog(backend, byName, clock);
+      return new RetainedLog(backend, byName, clock, retention, onEvent);
     } catch (error) {
       await backend.close();
       throw error;
@@ -192,10 +224,22 @@ export class RetainedLog<Trx = TransactionHandle> {
     });
   }
 
-  /** Closes what the backend opened; later calls throw `ServerStoppedError`. Idempotent. */
+  /**
+   * Runs a retention sweep now, whatever the schedule and whether or not
+   * this log sweeps on its own: deletes every log topic's records past
+   * their retention (for all topics of the namespace, as stored), in
+   * batches; resolves to how many records it deleted in how many batches.
+   */
+  async sweepRetention(): Promise<LogRetentionSweepResult> {
+    this.checkOpen("sweepRetention");
+    return this.sweeper.sweep();
+  }
+
+  /** Stops the retention sweep and closes what the backend opened; later calls throw `ServerStoppedError`. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.sweeper.stop();
     await this.backend.close();
   }
 
@@ -237,4 +281,17 @@ export class RetainedLog<Trx = TransactionHandle> {
     if (bad !== null) throw new InvalidArgumentError(`${where}: group name ${describeName(group)} ${bad}`);
     return group as string;
   }
+}
+
+/** The sweep settings of `RetainedLog.open({ retention })`, checked (`InvalidConfigError` otherwise). */
+function retentionSettings(retention: RetainedLogRetentionOptions | false | undefined): { intervalMs: number; batchSize: number; start: boolean } {
+  if (retention === false) return { intervalMs: 60_000, batchSize: 500, start: false };
+  if (retention !== undefined && (retention === null || typeof retention !== "object"))
+    throw new InvalidConfigError(`RetainedLog.open(): \`retention\` must be { intervalMs?, batchSize? } or false, got ${describeValue(retention)}`);
+  const where = "RetainedLog.open() retention";
+  return {
+    intervalMs: checkInt(where, "intervalMs", retention?.intervalMs ?? 60_000, 1),
+    batchSize: checkInt(where, "batchSize", retention?.batchSize ?? 500, 1),
+    start: true,
+  };
 }

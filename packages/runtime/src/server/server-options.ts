@@ -81,7 +81,8 @@ export type ServerEvent =
   /**
    * A maintenance task changed something: `rescue-stuck` (jobs retried or
    * failed after their worker was lost), `rescue-head` (a crashed partition
-   * head's lost attempt recorded), `sweep-expired` (rows deleted), `vacuum`.
+   * head's lost attempt recorded), `sweep-expired` (rows deleted), `vacuum`,
+   * `log-retention` (retained-log records deleted; from a `RetainedLog`'s `onEvent`).
    */
   | { type: "maintenance"; task: string; count: number }
   /**

@@ -13,7 +13,7 @@
  */
 import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
-import { LogStatements, readBelowStart, recordOfRow, type LogRun } from "../shared/log-statements.js";
+import { LogStatements, readBelowStart, recordOfRow, retentionCutOfRow, type LogRun } from "../shared/log-statements.js";
 import { LogTransactions } from "../shared/log-transactions.js";
 import { callerExecutor, type Execute } from "./postgres-executors.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
@@ -114,5 +114,10 @@ export class PostgresLogStore implements B.LogStore<B.PostgresTransaction> {
       startOffset: Number(r.start_offset),
       committedOffset: r.committed_offset === null ? null : Number(r.committed_offset),
     }));
+  }
+
+  async retentionCutList(params: B.LogRetentionCutParams): Promise<B.LogRetentionCutRow[]> {
+    const rows = await this.on(this.runner.execute)(this.sql.retentionCuts, [this.ns, params.now, params.defaultRetentionMs]);
+    return rows.map(retentionCutOfRow);
   }
 }

@@ -29,6 +29,7 @@ export class LogStatements {
   readonly groupCommit: string;
   readonly offsetList: string;
   readonly lagList: string;
+  readonly retentionCuts: string;
 
   /** `table("later_log_topics")` gives the name as the dialect's statements write it. */
   constructor(table: (name: string) => string) {
@@ -36,6 +37,7 @@ export class LogStatements {
     const parts = table("later_log_partitions");
     const records = table("later_log_records");
     const groups = table("later_log_group_partitions");
+    const members = table("later_log_group_members");
     const part = "namespace = $1 AND topic = $2 AND partition_no = $3";
     this.topicRead = `SELECT topic, partitions FROM ${topics} WHERE namespace = $1 AND topic = $2`;
     this.topicUpsert = `INSERT INTO ${topics} (namespace, topic, partitions, retention_ms, retain_records, min_retain_until_committed, created_at)
@@ -62,6 +64,28 @@ WHERE namespace = $1 AND topic = $2 AND group_name = $3 AND committed_offset IS 
     this.lagList = `SELECT p.partition_no, p.next_offset, p.start_offset, g.committed_offset FROM ${parts} p
 LEFT JOIN ${groups} g ON g.namespace = p.namespace AND g.topic = p.topic AND g.partition_no = p.partition_no AND g.group_name = $3
 WHERE p.namespace = $1 AND p.topic = $2 ORDER BY p.partition_no`;
+    // $1 namespace, $2 now, $3 default retention. Greatest/least as CASE (SQLite has no GREATEST, PostgreSQL no two-argument max).
+    // The age cut scans the partition's oldest records in offset order up to the first young one: the records it will delete, plus one.
+    const samePartition = "c.namespace = p.namespace AND c.topic = p.topic AND c.partition_no = p.partition_no";
+    const uncommitted = (k: string) => `EXISTS (SELECT 1 FROM ${k === "k" ? groups : members} k WHERE k.namespace = p.namespace AND k.topic = p.topic
+      AND NOT EXISTS (SELECT 1 FROM ${groups} c WHERE ${samePartition} AND c.group_name = k.group_name AND c.committed_offset IS NOT NULL))`;
+    this.retentionCuts = `SELECT topic, partition_no, start_offset,
+  CASE WHEN held = 1 AND floor_offset IS NOT NULL AND floor_offset < wanted THEN floor_offset ELSE wanted END AS cut_offset
+FROM (
+  SELECT topic, partition_no, start_offset, held, floor_offset, CASE WHEN aged > counted THEN aged ELSE counted END AS wanted
+  FROM (
+    SELECT p.topic, p.partition_no, p.start_offset, t.min_retain_until_committed AS held,
+      COALESCE((SELECT r."offset" FROM ${records} r WHERE r.namespace = p.namespace AND r.topic = p.topic AND r.partition_no = p.partition_no
+        AND r."offset" >= p.start_offset AND r."timestamp" >= $2 - COALESCE(t.retention_ms, $3) ORDER BY r."offset" LIMIT 1), p.next_offset) AS aged,
+      CASE WHEN t.retain_records IS NULL THEN 0 ELSE p.next_offset - t.retain_records END AS counted,
+      CASE WHEN ${uncommitted("k")} OR ${uncommitted("m")} THEN p.start_offset
+        ELSE (SELECT min(c.committed_offset) FROM ${groups} c WHERE ${samePartition}) END AS floor_offset
+    FROM ${parts} p JOIN ${topics} t ON t.namespace = p.namespace AND t.topic = p.topic
+    WHERE p.namespace = $1
+  ) limits
+) cuts
+WHERE CASE WHEN held = 1 AND floor_offset IS NOT NULL AND floor_offset < wanted THEN floor_offset ELSE wanted END > start_offset
+ORDER BY topic, partition_no`;
   }
 }
 
@@ -106,6 +130,11 @@ export function byPartition(records: readonly B.LogRecordInsert[]): [number, num
     list.push(i);
   });
   return [...groups.entries()].sort((a, b) => a[0] - b[0]);
+}
+
+/** A row of `retentionCuts` as the seam returns it. */
+export function retentionCutOfRow(r: Row): B.LogRetentionCutRow {
+  return { topic: String(r.topic), partition: Number(r.partition_no), startOffset: Number(r.start_offset), cutOffset: Number(r.cut_offset) };
 }
 
 /** The partition's end is `endOffset`: a commit beyond it is refused. */

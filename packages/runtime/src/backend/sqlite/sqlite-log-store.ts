@@ -22,6 +22,7 @@ import {
   positional,
   readBelowStart,
   recordOfRow,
+  retentionCutOfRow,
   staleEpoch,
   valueBuffer,
 } from "../shared/log-statements.js";
@@ -163,5 +164,9 @@ export class SqliteLogStore implements B.LogStore<B.SqliteTransaction> {
       startOffset: Number(r.start_offset),
       committedOffset: r.committed_offset === null ? null : Number(r.committed_offset),
     }));
+  }
+
+  async retentionCutList(params: B.LogRetentionCutParams): Promise<B.LogRetentionCutRow[]> {
+    return this.all(this.sql.retentionCuts, [this.ns, params.now, params.defaultRetentionMs]).map(retentionCutOfRow);
   }
 }
