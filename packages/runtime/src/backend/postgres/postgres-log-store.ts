@@ -13,7 +13,7 @@
  */
 import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
-import { LogStatements, readBelowStart, recordOfRow, type LogRun } from "../shared/log-statements.js";
+import { groupPartitionOfRow, LogStatements, readBelowStart, recordOfRow, topicsOfRows, type LogRun } from "../shared/log-statements.js";
 import { LogTransactions } from "../shared/log-transactions.js";
 import { callerExecutor, type Execute } from "./postgres-executors.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
@@ -114,5 +114,13 @@ export class PostgresLogStore implements B.LogStore<B.PostgresTransaction> {
       startOffset: Number(r.start_offset),
       committedOffset: r.committed_offset === null ? null : Number(r.committed_offset),
     }));
+  }
+
+  async topicList(params: B.LogTopicListParams): Promise<B.LogTopicRow[]> {
+    return topicsOfRows(await this.on(this.runner.execute)(this.sql.topicList, [this.ns, params.topic ?? null]));
+  }
+
+  async groupList(params: B.LogTopicListParams): Promise<B.LogGroupPartitionRow[]> {
+    return (await this.on(this.runner.execute)(this.sql.groupList, [this.ns, params.topic ?? null])).map(groupPartitionOfRow);
   }
 }

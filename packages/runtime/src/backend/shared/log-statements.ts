@@ -29,6 +29,8 @@ export class LogStatements {
   readonly groupCommit: string;
   readonly offsetList: string;
   readonly lagList: string;
+  readonly topicList: string;
+  readonly groupList: string;
 
   /** `table("later_log_topics")` gives the name as the dialect's statements write it. */
   constructor(table: (name: string) => string) {
@@ -62,7 +64,48 @@ WHERE namespace = $1 AND topic = $2 AND group_name = $3 AND committed_offset IS 
     this.lagList = `SELECT p.partition_no, p.next_offset, p.start_offset, g.committed_offset FROM ${parts} p
 LEFT JOIN ${groups} g ON g.namespace = p.namespace AND g.topic = p.topic AND g.partition_no = p.partition_no AND g.group_name = $3
 WHERE p.namespace = $1 AND p.topic = $2 ORDER BY p.partition_no`;
+    // $2 NULL: every topic (the CAST gives PostgreSQL the type of a parameter it meets in `IS NULL` first).
+    this.topicList = `SELECT t.topic, t.partitions, t.retention_ms, t.retain_records, t.min_retain_until_committed, p.partition_no, p.next_offset, p.start_offset
+FROM ${topics} t LEFT JOIN ${parts} p ON p.namespace = t.namespace AND p.topic = t.topic
+WHERE t.namespace = $1 AND (CAST($2 AS TEXT) IS NULL OR t.topic = $2) ORDER BY t.topic, p.partition_no`;
+    this.groupList = `SELECT topic, group_name, partition_no, committed_offset, epoch, lease_owner, lease_expires_at FROM ${groups}
+WHERE namespace = $1 AND (CAST($2 AS TEXT) IS NULL OR topic = $2) ORDER BY topic, group_name, partition_no`;
   }
+}
+
+/** The rows of {@link LogStatements.topicList} (one per partition) as one entry per topic. */
+export function topicsOfRows(rows: readonly Row[]): B.LogTopicRow[] {
+  const topics: B.LogTopicRow[] = [];
+  for (const r of rows) {
+    let t = topics.at(-1);
+    if (t?.name !== String(r.topic)) {
+      t = {
+        name: String(r.topic),
+        partitions: Number(r.partitions),
+        retentionMs: r.retention_ms === null ? null : Number(r.retention_ms),
+        retainRecords: r.retain_records === null ? null : Number(r.retain_records),
+        minRetainUntilCommitted: Number(r.min_retain_until_committed) === 1 || r.min_retain_until_committed === true,
+        partitionOffsets: [],
+      };
+      topics.push(t);
+    }
+    if (r.partition_no !== null)
+      t.partitionOffsets.push({ partition: Number(r.partition_no), startOffset: Number(r.start_offset), endOffset: Number(r.next_offset) });
+  }
+  return topics;
+}
+
+/** A row of {@link LogStatements.groupList}. */
+export function groupPartitionOfRow(r: Row): B.LogGroupPartitionRow {
+  return {
+    topic: String(r.topic),
+    group: String(r.group_name),
+    partition: Number(r.partition_no),
+    committedOffset: r.committed_offset === null ? null : Number(r.committed_offset),
+    epoch: Number(r.epoch),
+    leaseOwner: r.lease_owner === null ? null : String(r.lease_owner),
+    leaseExpiresAt: r.lease_expires_at === null ? null : Number(r.lease_expires_at),
+  };
 }
 
 /**

@@ -17,12 +17,14 @@ import type { Row } from "../shared/job-rows.js";
 import {
   byPartition,
   commitBeyondEnd,
+  groupPartitionOfRow,
   LogStatements,
   missingPartition,
   positional,
   readBelowStart,
   recordOfRow,
   staleEpoch,
+  topicsOfRows,
   valueBuffer,
 } from "../shared/log-statements.js";
 import { LogTransactions } from "../shared/log-transactions.js";
@@ -163,5 +165,13 @@ export class SqliteLogStore implements B.LogStore<B.SqliteTransaction> {
       startOffset: Number(r.start_offset),
       committedOffset: r.committed_offset === null ? null : Number(r.committed_offset),
     }));
+  }
+
+  async topicList(params: B.LogTopicListParams): Promise<B.LogTopicRow[]> {
+    return topicsOfRows(this.all(this.sql.topicList, [this.ns, params.topic ?? null]));
+  }
+
+  async groupList(params: B.LogTopicListParams): Promise<B.LogGroupPartitionRow[]> {
+    return this.all(this.sql.groupList, [this.ns, params.topic ?? null]).map(groupPartitionOfRow);
   }
 }
