@@ -61,7 +61,7 @@ describe.each(BACKENDS)("later log on $name", (entry) => {
   });
 
   it("tail --from prints records as text (UTF-8, else base64) and as JSON lines", async () => {
-    const { t0, cli } = await seeded();
+    const { h, t0, cli } = await seeded();
     const at = new Date(t0).toISOString();
     const r = later(["log", "tail", "events", "--from", "1", ...cli]);
     expect(r.stderr).toBe("");
@@ -88,12 +88,24 @@ describe.each(BACKENDS)("later log on $name", (entry) => {
       { topic: "events", partition: 0, offset: 1, timestamp: t0, key: null, value: "/wAB", encoding: "base64", headers: { trace: "abc" } },
     ]);
 
+    const backend = h.db.backend("test");
+    await backend.open();
+    try {
+      await backend.log.recordTruncate({ topic: "events", partition: 0, beforeOffset: 2 }); // as the retention sweep will
+    } finally {
+      await backend.close();
+    }
+    const below = later(["log", "tail", "events", "--from", "1", ...cli]);
+    expect(below.status).toBe(1);
+    expect(below.stderr.trim()).toMatch(/^later: cannot read topic "events" partition 0 from offset 1: the oldest retained offset is 2 /);
+    expect(later(["log", "tail", "events", "--partition", "0", ...cli]).stdout).toBe(`0  2  ${at}  order-1  paid\n`);
+
     const badPartition = later(["log", "tail", "events", "--partition", "2", ...cli]);
     expect(badPartition.status).toBe(2);
     expect(badPartition.stderr).toMatch(/--partition must be from 0 to 1/);
   });
 
-  it("tail --follow prints a record appended after it started, and exits 0 on SIGINT", async () => {
+  it.each(["SIGINT", "SIGTERM"] as const)("tail --follow prints a record appended after it started, and exits 0 on %s", async (signal) => {
     const { log, cli } = await seeded();
     const tail = laterChild(["log", "tail", "events", "--partition", "1", "--from", "0", "--follow", ...cli]);
     const running = (seen: boolean) => {
@@ -105,7 +117,7 @@ describe.each(BACKENDS)("later log on $name", (entry) => {
     await log.append("events", { key: "order-2", value: "appended later" } /* partition 1 */);
     await waitFor(() => running(tail.stdout().includes("appended later\n")), "the appended record", 20_000);
     expect(tail.stdout().trimEnd().split("\n")[1]).toMatch(/^1 {2}1 {2}\S+Z {2}order-2 {2}appended later$/);
-    tail.child.kill("SIGINT");
+    tail.child.kill(signal);
     expect(await tail.exited).toBe(0);
     expect(tail.stderr()).toBe("");
   });
