@@ -6,12 +6,12 @@
  * LATER_DATABASE_URL or LATER_NAMESPACE never leaks in). Plus temp folders and a seeded
  * SQLite database.
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll } from "vitest";
+import { afterAll, onTestFinished } from "vitest";
 import { newJobId, RetryPolicy, type JobId } from "@later/runtime";
 import type { JobInsert, JobOutcome } from "@later/runtime/internal";
 import { sqlite, type SqliteBackend } from "@later/runtime/sqlite";
@@ -42,6 +42,33 @@ export function later(args: readonly string[], run: CliRun = {}): CliResult {
   const result = spawnSync(process.execPath, [script, ...args], { cwd: run.cwd ?? REPO_ROOT, env, encoding: "utf8", timeout: 30_000 });
   if (result.error) throw result.error;
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** A `later` still running (`tail --follow`): its output so far, and its end. */
+export interface CliChild {
+  child: ChildProcess;
+  /** Everything written to stdout so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves to the exit code (null: killed by a signal) once the process ends. */
+  exited: Promise<number | null>;
+}
+
+/** Starts `later ARGS...` without waiting for it (the caller ends it, e.g. with SIGINT); called in a test, which kills it with SIGKILL if still running at its end. */
+export function laterChild(args: readonly string[], run: CliRun = {}): CliChild {
+  const script = join(REPO_ROOT, BINS[run.bin ?? "later"]);
+  const env: Record<string, string | undefined> = { ...process.env, ...run.env };
+  for (const name of ["LATER_DATABASE_URL", "LATER_DEBUG", "LATER_NAMESPACE"]) if (!run.env?.[name]) delete env[name];
+  const child = spawn(process.execPath, [script, ...args], { cwd: run.cwd ?? REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+  onTestFinished(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+  return { child, stdout: () => out, stderr: () => err, exited };
 }
 
 /** A fresh temp folder, removed after the test file. */

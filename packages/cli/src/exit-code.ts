@@ -4,7 +4,7 @@
  * | code | meaning |
  * | --- | --- |
  * | 0 | success (including `--help`, `--version`, a current `gen --check`) |
- * | 1 | the command ran and failed: database error, job or file not found, schema behind/ahead (`migrate status --check` included), schema error or stale generated file, any unexpected error |
+ * | 1 | the command ran and failed: database error, job, log topic or file not found, schema behind/ahead (`migrate status --check` included), schema error or stale generated file, any unexpected error |
  * | 2 | usage error: unknown command or option, missing or malformed argument; a `jobs retry|delete` filter without `--yes` and no terminal to ask; nothing was run |
  */
 export const ExitCode = {
@@ -22,11 +22,12 @@ export const EXIT_CODES_HELP = `Examples:
   later jobs show 01jh2k3m4n5p6q7r8s9t0v1w2x --database sqlite:later.db
   later jobs retry 01jh2k3m4n5p6q7r8s9t0v1w2x --database sqlite:later.db
   later jobs delete --stage success --type sendEmail --yes --database sqlite:later.db
+  later log tail events --from 0 --follow --database sqlite:later.db
   later gen jobs.schema.ts --out jobs.generated.ts --check
 
 Exit codes:
   0  success
-  1  failed: database error, job or file not found, schema behind or ahead
+  1  failed: database error, job, log topic or file not found, schema behind or ahead
      (run \`later migrate up\`), schema error or stale generated file
   2  usage error: unknown command or option, missing or malformed argument,
      or \`jobs retry|delete --stage\` without --yes when it cannot ask

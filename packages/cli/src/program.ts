@@ -4,12 +4,13 @@ import type { CommandContext } from "./command-context.js";
 import { EXIT_CODES_HELP, GEN_EXIT_CODES_HELP, USAGE_HINT } from "./exit-code.js";
 import { genCommand } from "./gen-command.js";
 import { jobsCommand } from "./jobs-command.js";
+import { logCommand } from "./log-command.js";
 import { migrateCommand } from "./migrate-command.js";
 import { partitionsCommand } from "./partitions-command.js";
 import { recurringCommand } from "./recurring-command.js";
 
 /**
- * The `later` program: `gen`, `migrate status|up`, `jobs list|show`, `recurring list`, `partitions list`. Run it
+ * The `later` program: `gen`, `migrate status|up`, `jobs list|show`, `recurring list`, `partitions list`, `log topics|tail|groups|lag`. Run it
  * with `runProgram`, which maps its outcome to an exit code; commander
  * never exits the process itself (`exitOverride`), and writes through
  * `context.io`.
@@ -23,7 +24,8 @@ export function createLaterProgram(context: CommandContext): Command {
     .addCommand(migrateCommand(context))
     .addCommand(jobsCommand(context))
     .addCommand(recurringCommand(context))
-    .addCommand(partitionsCommand(context));
+    .addCommand(partitionsCommand(context))
+    .addCommand(logCommand(context));
   configure(program, context);
   return program;
 }

@@ -59,6 +59,10 @@ export interface LogStore<Trx = unknown> {
    * text of `log-statements.ts`. Read-only: {@link recordTruncate} deletes.
    */
   retentionCutList(params: LogRetentionCutParams): Promise<LogRetentionCutRow[]>;
+  /** The namespace's log topics (or only `topic`), by name: settings and each partition's start and end offsets. One statement (for `later log topics`). */
+  topicList(params: LogTopicListParams): Promise<LogTopicRow[]>;
+  /** The namespace's group partitions (of `topic`, or all), by topic, group and partition: committed offset, epoch, lease. One statement (for `later log groups`). */
+  groupList(params: LogTopicListParams): Promise<LogGroupPartitionRow[]>;
 }
 
 export interface LogRetentionCutParams {
@@ -147,4 +151,26 @@ export interface LogLagRow {
   endOffset: number;
   startOffset: number;
   committedOffset: number | null;
+}
+
+export interface LogTopicListParams {
+  /** Only this topic (none when it is not stored). Default: every topic of the namespace. */
+  topic?: string | undefined;
+}
+
+export interface LogTopicRow extends LogTopicSpec {
+  /** One entry per partition, by partition. */
+  partitionOffsets: { partition: number; startOffset: number; endOffset: number }[];
+}
+
+export interface LogGroupPartitionRow {
+  topic: string;
+  group: string;
+  partition: number;
+  /** The next offset the group reads; null: nothing committed. */
+  committedOffset: number | null;
+  epoch: number;
+  leaseOwner: string | null;
+  /** ms; null: never leased. */
+  leaseExpiresAt: number | null;
 }

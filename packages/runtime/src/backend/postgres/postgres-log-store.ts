@@ -13,7 +13,7 @@
  */
 import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
-import { LogStatements, readBelowStart, recordOfRow, retentionCutOfRow, type LogRun } from "../shared/log-statements.js";
+import { groupPartitionOfRow, LogStatements, readBelowStart, recordOfRow, retentionCutOfRow, topicsOfRows, type LogRun } from "../shared/log-statements.js";
 import { LogTransactions } from "../shared/log-transactions.js";
 import { callerExecutor, type Execute } from "./postgres-executors.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
@@ -119,5 +119,13 @@ export class PostgresLogStore implements B.LogStore<B.PostgresTransaction> {
   async retentionCutList(params: B.LogRetentionCutParams): Promise<B.LogRetentionCutRow[]> {
     const rows = await this.on(this.runner.execute)(this.sql.retentionCuts, [this.ns, params.now, params.defaultRetentionMs]);
     return rows.map(retentionCutOfRow);
+  }
+
+  async topicList(params: B.LogTopicListParams): Promise<B.LogTopicRow[]> {
+    return topicsOfRows(await this.on(this.runner.execute)(this.sql.topicList, [this.ns, params.topic ?? null]));
+  }
+
+  async groupList(params: B.LogTopicListParams): Promise<B.LogGroupPartitionRow[]> {
+    return (await this.on(this.runner.execute)(this.sql.groupList, [this.ns, params.topic ?? null])).map(groupPartitionOfRow);
   }
 }

@@ -30,6 +30,8 @@ export class LogStatements {
   readonly offsetList: string;
   readonly lagList: string;
   readonly retentionCuts: string;
+  readonly topicList: string;
+  readonly groupList: string;
 
   /** `table("later_log_topics")` gives the name as the dialect's statements write it. */
   constructor(table: (name: string) => string) {
@@ -86,7 +88,48 @@ FROM (
 ) cuts
 WHERE CASE WHEN held = 1 AND floor_offset IS NOT NULL AND floor_offset < wanted THEN floor_offset ELSE wanted END > start_offset
 ORDER BY topic, partition_no`;
+    // $2 NULL: every topic (the CAST gives PostgreSQL the type of a parameter it meets in `IS NULL` first).
+    this.topicList = `SELECT t.topic, t.partitions, t.retention_ms, t.retain_records, t.min_retain_until_committed, p.partition_no, p.next_offset, p.start_offset
+FROM ${topics} t LEFT JOIN ${parts} p ON p.namespace = t.namespace AND p.topic = t.topic
+WHERE t.namespace = $1 AND (CAST($2 AS TEXT) IS NULL OR t.topic = $2) ORDER BY t.topic, p.partition_no`;
+    this.groupList = `SELECT topic, group_name, partition_no, committed_offset, epoch, lease_owner, lease_expires_at FROM ${groups}
+WHERE namespace = $1 AND (CAST($2 AS TEXT) IS NULL OR topic = $2) ORDER BY topic, group_name, partition_no`;
   }
+}
+
+/** The rows of {@link LogStatements.topicList} (one per partition) as one entry per topic. */
+export function topicsOfRows(rows: readonly Row[]): B.LogTopicRow[] {
+  const topics: B.LogTopicRow[] = [];
+  for (const r of rows) {
+    let t = topics.at(-1);
+    if (t?.name !== String(r.topic)) {
+      t = {
+        name: String(r.topic),
+        partitions: Number(r.partitions),
+        retentionMs: r.retention_ms === null ? null : Number(r.retention_ms),
+        retainRecords: r.retain_records === null ? null : Number(r.retain_records),
+        minRetainUntilCommitted: Number(r.min_retain_until_committed) === 1 || r.min_retain_until_committed === true,
+        partitionOffsets: [],
+      };
+      topics.push(t);
+    }
+    if (r.partition_no !== null)
+      t.partitionOffsets.push({ partition: Number(r.partition_no), startOffset: Number(r.start_offset), endOffset: Number(r.next_offset) });
+  }
+  return topics;
+}
+
+/** A row of {@link LogStatements.groupList}. */
+export function groupPartitionOfRow(r: Row): B.LogGroupPartitionRow {
+  return {
+    topic: String(r.topic),
+    group: String(r.group_name),
+    partition: Number(r.partition_no),
+    committedOffset: r.committed_offset === null ? null : Number(r.committed_offset),
+    epoch: Number(r.epoch),
+    leaseOwner: r.lease_owner === null ? null : String(r.lease_owner),
+    leaseExpiresAt: r.lease_expires_at === null ? null : Number(r.lease_expires_at),
+  };
 }
 
 /**

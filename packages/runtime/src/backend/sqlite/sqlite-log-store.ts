@@ -17,6 +17,7 @@ import type { Row } from "../shared/job-rows.js";
 import {
   byPartition,
   commitBeyondEnd,
+  groupPartitionOfRow,
   LogStatements,
   missingPartition,
   positional,
@@ -24,6 +25,7 @@ import {
   recordOfRow,
   retentionCutOfRow,
   staleEpoch,
+  topicsOfRows,
   valueBuffer,
 } from "../shared/log-statements.js";
 import { LogTransactions } from "../shared/log-transactions.js";
@@ -168,5 +170,13 @@ export class SqliteLogStore implements B.LogStore<B.SqliteTransaction> {
 
   async retentionCutList(params: B.LogRetentionCutParams): Promise<B.LogRetentionCutRow[]> {
     return this.all(this.sql.retentionCuts, [this.ns, params.now, params.defaultRetentionMs]).map(retentionCutOfRow);
+  }
+
+  async topicList(params: B.LogTopicListParams): Promise<B.LogTopicRow[]> {
+    return topicsOfRows(this.all(this.sql.topicList, [this.ns, params.topic ?? null]));
+  }
+
+  async groupList(params: B.LogTopicListParams): Promise<B.LogGroupPartitionRow[]> {
+    return this.all(this.sql.groupList, [this.ns, params.topic ?? null]).map(groupPartitionOfRow);
   }
 }
