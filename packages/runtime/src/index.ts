@@ -32,6 +32,7 @@ export { TypedServerBuilder, jobHandles, type BuilderOptions, type HandlerOption
 export { TypedJobPublisher, type PublisherOptions } from "./typed/typed-publisher.js";
 export { RetainedLog, MAX_LOG_READ, type RetainedLogOptions, type RetainedLogRetentionOptions } from "./retained-log/retained-log.js";
 export { DEFAULT_LOG_RETENTION_MS, type LogRetentionSweepResult } from "./maintenance/log-retention-sweeper.js";
+export { LogConsumer, type ConsumeOptions, type LogBatch } from "./retained-log/log-consumer.js";
 export { logTopic, type LogTopicConfig, type LogTopicOptions } from "./retained-log/log-topic.js";
 export {
   MAX_LOG_VALUE_BYTES,

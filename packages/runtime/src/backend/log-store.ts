@@ -63,6 +63,35 @@ export interface LogStore<Trx = unknown> {
   topicList(params: LogTopicListParams): Promise<LogTopicRow[]>;
   /** The namespace's group partitions (of `topic`, or all), by topic, group and partition: committed offset, epoch, lease. One statement (for `later log groups`). */
   groupList(params: LogTopicListParams): Promise<LogGroupPartitionRow[]>;
+
+  // Consumer-group members and partition leases (`consume()`, DESIGN L3).
+  /** Records the member as live until `expiresAt` (insert or refresh), and deletes the group's members expired by `now`. */
+  memberHeartbeat(params: LogMemberParams & { expiresAt: number; now: number }): Promise<void>;
+  /** Deletes the member at once (a graceful stop): the others see it gone on their next look. */
+  memberRemove(params: LogMemberParams): Promise<void>;
+  /** The group's members live at `now` (expiry after it), by id. */
+  memberList(params: LogGroupParams & { now: number }): Promise<string[]>;
+  /**
+   * Takes or renews the lease of a group partition until `expiresAt`, if it
+   * is free (never leased, released, or expired by `now`) or already the
+   * member's; one statement. Taking it from another owner (or from none)
+   * moves the epoch on, so the previous holder's commits become stale;
+   * renewing keeps it. Resolves to the epoch and committed offset, or null
+   * when another member holds a live lease.
+   */
+  leaseClaim(params: LogMemberParams & { partition: number; expiresAt: number; now: number }): Promise<LogLeaseRow | null>;
+  /** Frees the member's lease of the group partition (if it still holds it) so another member can take it at once; the epoch stays. */
+  leaseRelease(params: LogMemberParams & { partition: number }): Promise<void>;
+}
+
+export interface LogMemberParams extends LogGroupParams {
+  memberId: string;
+}
+
+export interface LogLeaseRow {
+  epoch: number;
+  /** The next offset the group reads; null: nothing committed. */
+  committedOffset: number | null;
 }
 
 export interface LogRetentionCutParams {

@@ -21,6 +21,7 @@ import { LogRetentionSweeper, type LogRetentionSweepResult } from "../maintenanc
 import { checkInt } from "../maintenance/periodic-service.js";
 import { followDatabaseClock, prepareBackend } from "../server/background-job-server.js";
 import type { ServerEvent } from "../server/server-options.js";
+import { LogConsumer, type ConsumeOptions } from "./log-consumer.js";
 import { checkOffset, encodeLogRecord, type CommittedOffset, type LogPosition, type LogRecord, type LogRecordInput, type PartitionLag } from "./log-record.js";
 import type { LogTopicConfig } from "./log-topic.js";
 
@@ -62,13 +63,14 @@ export const MAX_LOG_READ = 10_000;
 export class RetainedLog<Trx = TransactionHandle> {
   private closed = false;
   private readonly sweeper: LogRetentionSweeper;
+  private readonly consumers = new Set<LogConsumer>();
 
   private constructor(
     private readonly backend: Backend<Trx>,
     private readonly topics: ReadonlyMap<string, LogTopicConfig>,
     private readonly clock: Clock,
     retention: { intervalMs: number; batchSize: number; start: boolean },
-    onEvent: (event: ServerEvent) => void,
+    private readonly onEvent: (event: ServerEvent) => void,
   ) {
     this.sweeper = new LogRetentionSweeper({ backend: backend as Backend, clock, onEvent }, retention);
     if (retention.start) this.sweeper.start();
@@ -235,9 +237,55 @@ export class RetainedLog<Trx = TransactionHandle> {
     return this.sweeper.sweep();
   }
 
-  /** Stops the retention sweep and closes what the backend opened; later calls throw `ServerStoppedError`. Idempotent. */
+  /**
+   * Starts a member of consumer group `group` on `topic` (DESIGN L3; see
+   * {@link LogConsumer} for sharing, leases, commits and retries): resolves
+   * once it is registered, to a consumer whose `stop()` finishes the batch
+   * in flight, commits and deregisters. `maxBatch`: most records per
+   * handler call (default 100, at most {@link MAX_LOG_READ}); `startFrom`:
+   * where a group without a commit starts, `"oldest"` retained record
+   * (default) or `"latest"`; `pollIntervalMs`: the wait when there is
+   * nothing to handle (default 1000). Errors go to `onEvent`.
+   */
+  async consume(options: ConsumeOptions): Promise<LogConsumer> {
+    const where = "consume";
+    this.checkOpen(where);
+    if (options === null || typeof options !== "object")
+      throw new InvalidArgumentError(`${where}: options must be an object { topic, group, handler, maxBatch?, startFrom? }`);
+    const config = this.topic(where, options.topic);
+    const group = this.group(where, options.group);
+    if (typeof options.handler !== "function") throw new InvalidArgumentError(`${where}: handler must be a function, got ${describeValue(options.handler)}`);
+    const maxBatch = options.maxBatch ?? 100;
+    if (typeof maxBatch !== "number" || !Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > MAX_LOG_READ)
+      throw new InvalidArgumentError(`${where}: maxBatch must be an integer from 1 to ${MAX_LOG_READ}, got ${describeValue(maxBatch)}`);
+    const startFrom = options.startFrom ?? "oldest";
+    if (startFrom !== "oldest" && startFrom !== "latest")
+      throw new InvalidArgumentError(`${where}: startFrom must be "oldest" or "latest", got ${describeValue(startFrom)}`);
+    const pollIntervalMs = options.pollIntervalMs ?? 1000;
+    if (typeof pollIntervalMs !== "number" || !Number.isInteger(pollIntervalMs) || pollIntervalMs < 1)
+      throw new InvalidArgumentError(`${where}: pollIntervalMs must be an integer >= 1, got ${describeValue(pollIntervalMs)}`);
+    const consumer = new LogConsumer({
+      topic: config.name,
+      partitions: config.partitions,
+      group,
+      handler: options.handler,
+      maxBatch,
+      startFrom,
+      pollIntervalMs,
+      store: this.backend.log as Backend["log"],
+      clock: this.clock,
+      read: (partition, fromOffset, limit) => this.read({ topic: config.name, partition, fromOffset, limit }),
+      onEvent: this.onEvent,
+    });
+    await consumer.start();
+    this.consumers.add(consumer);
+    return consumer;
+  }
+
+  /** Stops this log's consumers (as their `stop()`) and the retention sweep, and closes what the backend opened; later calls throw `ServerStoppedError`. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
+    await Promise.all([...this.consumers].map((c) => c.stop()));
     this.closed = true;
     await this.sweeper.stop();
     await this.backend.close();

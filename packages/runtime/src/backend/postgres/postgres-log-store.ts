@@ -13,7 +13,16 @@
  */
 import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
-import { groupPartitionOfRow, LogStatements, readBelowStart, recordOfRow, retentionCutOfRow, topicsOfRows, type LogRun } from "../shared/log-statements.js";
+import {
+  groupPartitionOfRow,
+  leaseOfRows,
+  LogStatements,
+  readBelowStart,
+  recordOfRow,
+  retentionCutOfRow,
+  topicsOfRows,
+  type LogRun,
+} from "../shared/log-statements.js";
 import { LogTransactions } from "../shared/log-transactions.js";
 import { callerExecutor, type Execute } from "./postgres-executors.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
@@ -127,5 +136,30 @@ export class PostgresLogStore implements B.LogStore<B.PostgresTransaction> {
 
   async groupList(params: B.LogTopicListParams): Promise<B.LogGroupPartitionRow[]> {
     return (await this.on(this.runner.execute)(this.sql.groupList, [this.ns, params.topic ?? null])).map(groupPartitionOfRow);
+  }
+
+  async memberHeartbeat(params: B.LogMemberParams & { expiresAt: number; now: number }): Promise<void> {
+    const group = [this.ns, params.topic, params.group];
+    const run = this.on(this.runner.execute);
+    await run(this.sql.memberExpire, [...group, params.now]);
+    await run(this.sql.memberUpsert, [...group, params.memberId, params.expiresAt]);
+  }
+
+  async memberRemove(params: B.LogMemberParams): Promise<void> {
+    await this.on(this.runner.execute)(this.sql.memberDelete, [this.ns, params.topic, params.group, params.memberId]);
+  }
+
+  async memberList(params: B.LogGroupParams & { now: number }): Promise<string[]> {
+    const rows = await this.on(this.runner.execute)(this.sql.memberList, [this.ns, params.topic, params.group, params.now]);
+    return rows.map((r) => String(r.member_id));
+  }
+
+  async leaseClaim(params: B.LogMemberParams & { partition: number; expiresAt: number; now: number }): Promise<B.LogLeaseRow | null> {
+    const values = [this.ns, params.topic, params.group, params.memberId, params.partition, params.expiresAt, params.now];
+    return leaseOfRows(await this.on(this.runner.execute)(this.sql.leaseClaim, values));
+  }
+
+  async leaseRelease(params: B.LogMemberParams & { partition: number }): Promise<void> {
+    await this.on(this.runner.execute)(this.sql.leaseRelease, [this.ns, params.topic, params.group, params.memberId, params.partition]);
   }
 }

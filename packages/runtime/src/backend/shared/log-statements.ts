@@ -32,6 +32,12 @@ export class LogStatements {
   readonly retentionCuts: string;
   readonly topicList: string;
   readonly groupList: string;
+  readonly memberUpsert: string;
+  readonly memberExpire: string;
+  readonly memberDelete: string;
+  readonly memberList: string;
+  readonly leaseClaim: string;
+  readonly leaseRelease: string;
 
   /** `table("later_log_topics")` gives the name as the dialect's statements write it. */
   constructor(table: (name: string) => string) {
@@ -94,6 +100,22 @@ FROM ${topics} t LEFT JOIN ${parts} p ON p.namespace = t.namespace AND p.topic =
 WHERE t.namespace = $1 AND (CAST($2 AS TEXT) IS NULL OR t.topic = $2) ORDER BY t.topic, p.partition_no`;
     this.groupList = `SELECT topic, group_name, partition_no, committed_offset, epoch, lease_owner, lease_expires_at FROM ${groups}
 WHERE namespace = $1 AND (CAST($2 AS TEXT) IS NULL OR topic = $2) ORDER BY topic, group_name, partition_no`;
+    // Consumer-group members and leases: $1 namespace, $2 topic, $3 group, $4 member.
+    const member = "namespace = $1 AND topic = $2 AND group_name = $3";
+    this.memberUpsert = `INSERT INTO ${members} (namespace, topic, group_name, member_id, expires_at) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (namespace, topic, group_name, member_id) DO UPDATE SET expires_at = excluded.expires_at`;
+    this.memberExpire = `DELETE FROM ${members} WHERE ${member} AND expires_at <= $4`;
+    this.memberDelete = `DELETE FROM ${members} WHERE ${member} AND member_id = $4`;
+    this.memberList = `SELECT member_id FROM ${members} WHERE ${member} AND expires_at > $4 ORDER BY member_id`;
+    // $5 partition, $6 lease expiry, $7 now. Takes a free, expired or own lease in one statement; a new owner moves the epoch on.
+    this.leaseClaim = `INSERT INTO ${groups} AS g (namespace, topic, group_name, partition_no, committed_offset, epoch, lease_owner, lease_expires_at, updated_at)
+VALUES ($1, $2, $3, $5, NULL, 1, $4, $6, $7)
+ON CONFLICT (namespace, topic, group_name, partition_no) DO UPDATE SET
+  epoch = CASE WHEN g.lease_owner = excluded.lease_owner THEN g.epoch ELSE g.epoch + 1 END,
+  lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at
+WHERE g.lease_owner IS NULL OR g.lease_owner = excluded.lease_owner OR g.lease_expires_at <= $7
+RETURNING epoch, committed_offset`;
+    this.leaseRelease = `UPDATE ${groups} SET lease_owner = NULL, lease_expires_at = NULL WHERE ${member} AND partition_no = $5 AND lease_owner = $4`;
   }
 }
 
@@ -117,6 +139,12 @@ export function topicsOfRows(rows: readonly Row[]): B.LogTopicRow[] {
       t.partitionOffsets.push({ partition: Number(r.partition_no), startOffset: Number(r.start_offset), endOffset: Number(r.next_offset) });
   }
   return topics;
+}
+
+/** A row of {@link LogStatements.leaseClaim} (none: another member holds the lease). */
+export function leaseOfRows(rows: readonly Row[]): B.LogLeaseRow | null {
+  const r = rows[0];
+  return r ? { epoch: Number(r.epoch), committedOffset: r.committed_offset === null ? null : Number(r.committed_offset) } : null;
 }
 
 /** A row of {@link LogStatements.groupList}. */

@@ -18,6 +18,7 @@ import {
   byPartition,
   commitBeyondEnd,
   groupPartitionOfRow,
+  leaseOfRows,
   LogStatements,
   missingPartition,
   positional,
@@ -178,5 +179,30 @@ export class SqliteLogStore implements B.LogStore<B.SqliteTransaction> {
 
   async groupList(params: B.LogTopicListParams): Promise<B.LogGroupPartitionRow[]> {
     return this.all(this.sql.groupList, [this.ns, params.topic ?? null]).map(groupPartitionOfRow);
+  }
+
+  async memberHeartbeat(params: B.LogMemberParams & { expiresAt: number; now: number }): Promise<void> {
+    const group = [this.ns, params.topic, params.group];
+    this.host.conn().immediate(() => {
+      this.all(this.sql.memberExpire, [...group, params.now]);
+      this.all(this.sql.memberUpsert, [...group, params.memberId, params.expiresAt]);
+    });
+  }
+
+  async memberRemove(params: B.LogMemberParams): Promise<void> {
+    this.all(this.sql.memberDelete, [this.ns, params.topic, params.group, params.memberId]);
+  }
+
+  async memberList(params: B.LogGroupParams & { now: number }): Promise<string[]> {
+    return this.all(this.sql.memberList, [this.ns, params.topic, params.group, params.now]).map((r) => String(r.member_id));
+  }
+
+  async leaseClaim(params: B.LogMemberParams & { partition: number; expiresAt: number; now: number }): Promise<B.LogLeaseRow | null> {
+    const values = [this.ns, params.topic, params.group, params.memberId, params.partition, params.expiresAt, params.now];
+    return this.host.conn().immediate(() => leaseOfRows(this.all(this.sql.leaseClaim, values)));
+  }
+
+  async leaseRelease(params: B.LogMemberParams & { partition: number }): Promise<void> {
+    this.all(this.sql.leaseRelease, [this.ns, params.topic, params.group, params.memberId, params.partition]);
   }
 }
