@@ -4,13 +4,14 @@
  * read back by offset; consumer groups' committed offsets and lag.
  *
  * ```text
- *   RetainedLog.open() ──► open (append, read, commitOffset, committed, lag;
+ *   RetainedLog.open() ──► open (append, read, consume, commitOffset, committed, lag;
  *                                retention sweep every intervalMs) ──close()──► closed (sweep stopped)
  * ```
  *
- * A database-backed log, not a Kafka wire protocol. Consumer groups that
- * share partitions among members (`consume()`) come next; until then a
- * group commits with {@link RetainedLog.commitOffset} at epoch 0.
+ * A database-backed log, not a Kafka wire protocol. Consumer groups whose
+ * members share partitions: {@link RetainedLog.consume} (see `LogConsumer`);
+ * a manual-commit consumer commits with {@link RetainedLog.commitOffset} at
+ * epoch 0 instead.
  */
 import type { Backend } from "../backend/backend.js";
 import type { TransactionHandle } from "../backend/transaction-handle.js";
