@@ -9,7 +9,7 @@ import { logTopic, type LogBatch, type LogConsumer, type RetainedLog, type Serve
 import { ManualClock } from "@later/runtime/testing";
 import { rendezvousOwner } from "../../packages/runtime/src/core/partition/rendezvous.js";
 import { BACKENDS } from "./backends.js";
-import { useLog } from "./log-harness.js";
+import { refusal, useLog } from "./log-harness.js";
 
 const POLL = 100;
 
@@ -99,6 +99,57 @@ describe.each(BACKENDS)("retained log consumer groups on $name", (entry) => {
       expect(r.seen.filter((s) => s.partition === p && s.offset >= 6).every((s) => s.member === owner)).toBe(true);
     }
     expect((await log.lag({ topic: "events", group: "g" })).every((l) => l.lag === 0)).toBe(true);
+  });
+
+  it("L3: a member joining moves only the partitions it wins; every other partition keeps its holder", async () => {
+    const h = await harness();
+    const log = await h.open({ topics: [logTopic("events", 8)], retention: false });
+    const noop = () => {};
+    const first = [
+      await log.consume({ topic: "events", group: "g", handler: noop, pollIntervalMs: POLL }),
+      await log.consume({ topic: "events", group: "g", handler: noop, pollIntervalMs: POLL }),
+    ];
+    const holders = (cs: LogConsumer[]) => range(8).map((p) => cs.find((c) => c.assigned().includes(p))?.memberId ?? null);
+    const rendezvous = (cs: LogConsumer[]) =>
+      range(8).map((p) =>
+        rendezvousOwner(
+          cs.map((c) => c.memberId),
+          "events",
+          p,
+        ),
+      );
+    await drive(h.clock, () => JSON.stringify(holders(first)) === JSON.stringify(rendezvous(first)));
+    const before = holders(first);
+    const joined = [...first, await log.consume({ topic: "events", group: "g", handler: noop, pollIntervalMs: POLL })];
+    const after = rendezvous(joined);
+    // On the way (sampled every step) and at the end, a partition the newcomer does not win never changes holder.
+    await drive(h.clock, () => {
+      const now = holders(joined);
+      for (const p of range(8)) if (after[p] !== joined[2]!.memberId) expect(now[p]).toBe(before[p]);
+      return JSON.stringify(now) === JSON.stringify(after);
+    });
+    expect(
+      range(8)
+        .filter((p) => after[p] !== before[p])
+        .every((p) => after[p] === joined[2]!.memberId),
+    ).toBe(true);
+  });
+
+  it("consume() refuses bad options with INVALID_ARGUMENT and an unregistered topic with UNKNOWN_TOPIC, registering no member", async () => {
+    const h = await harness();
+    const log = await h.open({ retention: false });
+    const handler = () => {};
+    for (const bad of [
+      { topic: "events", group: "", handler },
+      { topic: "events", group: "g", handler: "h" },
+      { topic: "events", group: "g", handler, maxBatch: 0 },
+      { topic: "events", group: "g", handler, startFrom: "newest" },
+      { topic: "events", group: "g", handler, pollIntervalMs: -1 },
+    ]) {
+      expect((await refusal(log.consume(bad as never))).code).toBe("INVALID_ARGUMENT");
+    }
+    expect((await refusal(log.consume({ topic: "nope", group: "g", handler }))).code).toBe("UNKNOWN_TOPIC");
+    expect((await h.counts()).later_log_group_members).toBe(0);
   });
 
   it("L3: stop() finishes the batch, commits and deregisters: another member takes its partitions at once, not after expiry", async () => {
