@@ -79,7 +79,7 @@ export interface TypedLog<T, Trx = TransactionHandle> extends TypedLogReader<T> 
 /**
  * The runtime object behind both {@link KeyedTypedLog} and {@link TypedLog}
  * (the generated interface picks the shape): encodes, then calls the
- * untyped log.
+ * untyped log. Every refusal is a rejected promise, never a synchronous throw.
  */
 export class TypedLogTopic<Trx = TransactionHandle> {
   private readonly decode: (json: string) => unknown;
@@ -93,11 +93,11 @@ export class TypedLogTopic<Trx = TransactionHandle> {
     this.decode = payloadDecoder(`log ${topic}`, { handlerMethod: "", ...(spec.datePaths ? { datePaths: spec.datePaths } : {}) });
   }
 
-  append(value: unknown, to?: LogTarget & LogHeaders): Promise<LogPosition> {
+  async append(value: unknown, to?: LogTarget & LogHeaders): Promise<LogPosition> {
     return this.log.append(this.topic, this.record("append", value, to));
   }
 
-  appendMany(items: readonly unknown[], options?: LogHeaders): Promise<LogPosition[]> {
+  async appendMany(items: readonly unknown[], options?: LogHeaders): Promise<LogPosition[]> {
     if (!Array.isArray(items)) throw new InvalidArgumentError(`appendMany on log "${this.topic}": pass an array, got ${describeValue(items)}`);
     const records = this.spec.partitionKey
       ? items.map((value) => this.record("appendMany", value, options))
@@ -112,7 +112,7 @@ export class TypedLogTopic<Trx = TransactionHandle> {
     return this.log.appendMany(this.topic, records);
   }
 
-  appendIn(transaction: Trx, value: unknown, to?: LogTarget & LogHeaders): Promise<LogPosition> {
+  async appendIn(transaction: Trx, value: unknown, to?: LogTarget & LogHeaders): Promise<LogPosition> {
     return this.log.appendIn(transaction, this.topic, this.record("appendIn", value, to));
   }
 
@@ -127,15 +127,15 @@ export class TypedLogTopic<Trx = TransactionHandle> {
     });
   }
 
-  commitOffset(params: { group: string; partition: number; epoch: number; offset: number }): Promise<number> {
+  async commitOffset(params: { group: string; partition: number; epoch: number; offset: number }): Promise<number> {
     return this.log.commitOffset({ ...params, topic: this.topic });
   }
 
-  committed(params: { group: string }): Promise<CommittedOffset[]> {
+  async committed(params: { group: string }): Promise<CommittedOffset[]> {
     return this.log.committed({ ...params, topic: this.topic });
   }
 
-  lag(params: { group: string }): Promise<PartitionLag[]> {
+  async lag(params: { group: string }): Promise<PartitionLag[]> {
     return this.log.lag({ ...params, topic: this.topic });
   }
 
