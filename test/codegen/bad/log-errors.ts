@@ -1,0 +1,25 @@
+// expect: 12:3 field onDone of "orderEvents" is a function
+// expect: 18:3 log "orderEvents" needs `@partitions N` in its doc comment
+// expect: 19:7 log "audit" has @topic; a log's topic name is its member name
+// expect: 21:7 @partitionKey "actor" is not a field of the payload of "audit" (its fields: who)
+// expect: 24:3 log "close" gives the handle logs.close, which openLogs() keeps for itself
+// The log topics of `interface Logs` are checked as jobs are, every error in one run: a value that
+// cannot round-trip through JSON, a missing @partitions, a @topic (the member name is the topic), a
+// @partitionKey that is not a field, a member whose handle openLogs() keeps for itself.
+export interface OrderEvent {
+  customerId: string;
+  at: Date;
+  onDone: () => void;
+}
+export interface Jobs {
+  sendEmail: { to: string };
+}
+export interface Logs {
+  orderEvents: OrderEvent;
+  /** @topic audit
+   *  @partitions 2
+   *  @partitionKey actor */
+  audit: { who: string };
+  /** @partitions 1 */
+  close: { at: Date };
+}
