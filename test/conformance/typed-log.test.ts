@@ -3,6 +3,7 @@
 // value as JSON (keyed by the @partitionKey field, or at the { key } / { partition } given), and
 // read returns typed records with their Date fields revived; appendMany, appendIn, commitOffset,
 // committed and lag go through to the untyped log underneath.
+import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
 import { logTopic, partitionForKey } from "@later/runtime";
 import type { ManualClock } from "@later/runtime/testing";
@@ -118,5 +119,31 @@ describe.each(BACKENDS)("typed log on $name", (entry) => {
     await untyped.close();
     const error = await refusal(openLogs({ backend: h.db.backend(), autoMigrate: true, clock: h.clock, retention: false }));
     expect(error.code).toBe("PARTITION_COUNT_MISMATCH");
+  });
+
+  it("L7: topicOptions sets a schema log topic's retention; a name outside the schema is refused", async () => {
+    const h = await harness();
+    const logs = await openLogs({
+      backend: h.db.backend(),
+      autoMigrate: true,
+      clock: h.clock,
+      retention: false,
+      topicOptions: { orderEvents: { retentionMs: 60_000, retainRecords: 10 } },
+    });
+    opened.push(logs);
+    const app = h.db.appDatabase();
+    try {
+      const rows = await sql<{ topic: string; retention_ms: number | string | null; retain_records: number | string | null }>`
+        SELECT topic, retention_ms, retain_records FROM later_log_topics ORDER BY topic`.execute(app);
+      const byName = Object.fromEntries(
+        rows.rows.map((r) => [r.topic, [r.retention_ms === null ? null : Number(r.retention_ms), r.retain_records === null ? null : Number(r.retain_records)]]),
+      );
+      expect(byName.orderEvents).toEqual([60_000, 10]);
+      expect(byName["audit-trail"]?.[1]).toBeNull();
+    } finally {
+      await app.destroy();
+    }
+    const error = await refusal(openLogs({ backend: h.db.backend(), clock: h.clock, retention: false, topicOptions: { orders: { retentionMs: 1 } } }));
+    expect(error.code).toBe("INVALID_CONFIG");
   });
 });

@@ -3,7 +3,7 @@ import type { TransactionHandle } from "../backend/transaction-handle.js";
 import type { Clock } from "../core/clock.js";
 import { InvalidConfigError } from "../errors.js";
 import { RetainedLog, type RetainedLogRetentionOptions } from "../retained-log/retained-log.js";
-import { logTopic } from "../retained-log/log-topic.js";
+import { logTopic, type LogTopicOptions } from "../retained-log/log-topic.js";
 import type { ServerEvent } from "../server/server-options.js";
 import { TypedLogTopic, type LogCatalog } from "./typed-log.js";
 
@@ -17,6 +17,14 @@ export interface TypedLogsOptions<Trx = TransactionHandle> {
   clock?: Clock;
   /** As `RetainedLog.open`'s: the retention sweep this process runs (default on, every 60 s), or `false`. */
   retention?: RetainedLogRetentionOptions | false;
+  /**
+   * Retention of the schema's log topics, by stored topic name
+   * (`{ orderEvents: { retentionMs: 86_400_000 } }`); stored at open, as
+   * `RetainedLog.open` stores its topics' settings, so the process that
+   * opens last sets them. A topic not named keeps seven days. A name that is
+   * not a schema log topic is `InvalidConfigError`.
+   */
+  topicOptions?: Readonly<Record<string, LogTopicOptions>>;
   /** As `RetainedLog.open`'s. Default: none. */
   onEvent?: (event: ServerEvent) => void;
 }
@@ -42,9 +50,17 @@ export type TypedLogs<L, Trx = TransactionHandle> = L & {
  */
 export async function openTypedLogs<L, Trx = TransactionHandle>(options: TypedLogsOptions<Trx>, catalog: LogCatalog): Promise<TypedLogs<L, Trx>> {
   if (options === null || typeof options !== "object" || !options.backend) throw new InvalidConfigError("openLogs(): `backend` is required");
+  const topicOptions = options.topicOptions ?? {};
+  if (topicOptions === null || typeof topicOptions !== "object") throw new InvalidConfigError("openLogs(): `topicOptions` must be an object by topic name");
+  for (const name of Object.keys(topicOptions)) {
+    if (!Object.hasOwn(catalog, name))
+      throw new InvalidConfigError(
+        `openLogs(): \`topicOptions\` names "${name}", which is not a log topic of the schema (its log topics: ${Object.keys(catalog).join(", ")})`,
+      );
+  }
   const log = await RetainedLog.open<Trx>({
     backend: options.backend,
-    topics: Object.entries(catalog).map(([name, spec]) => logTopic(name, spec.partitions)),
+    topics: Object.entries(catalog).map(([name, spec]) => logTopic(name, spec.partitions, Object.hasOwn(topicOptions, name) ? topicOptions[name] : {})),
     ...(options.autoMigrate === undefined ? {} : { autoMigrate: options.autoMigrate }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.retention === undefined ? {} : { retention: options.retention }),
