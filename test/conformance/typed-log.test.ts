@@ -71,6 +71,11 @@ describe.each(BACKENDS)("typed log on $name", (entry) => {
     expect(many[1]!.offset).toBe(many[0]!.offset + 1);
     expect((await logs.auditTrail.read({ partition: 1, fromOffset: 0 })).map((r) => r.value)).toEqual([{ actor: "ann", action: "login" }]);
     expect((await refusal(logs.auditTrail.append({ actor: "c", action: "z" }, undefined as never))).code).toBe("INVALID_ARGUMENT");
+    // An inline value type (`Logs["clicks"]`) is revived too.
+    const at = new Date(Date.UTC(2026, 0, 2));
+    await logs.clicks.append({ url: "/a", at }, { partition: 0 });
+    const [click] = await logs.clicks.read({ partition: 0, fromOffset: 0 });
+    expect(click!.value).toEqual({ url: "/a", at });
   });
 
   it("L7: a value that would not round-trip through JSON is refused before anything is written", async () => {

@@ -129,8 +129,8 @@ function logsSection(names: ModuleNames, logs: LogDeclaration[]): string[] {
     `export interface ${names.logHandles}<${Trx} = TransactionHandle> {`,
     ...logs.flatMap((log) => [
       log.partitionKey === undefined
-        ? `  /** Log topic \`${comment(log.name)}\` (${log.partitions} partitions): each append names its \`{ key }\` or \`{ partition }\`. */`
-        : `  /** Log topic \`${comment(log.name)}\` (${log.partitions} partitions), keyed by \`${log.partitionKey}\`. */`,
+        ? `  /** Log topic \`${comment(log.name)}\` (${log.partitions} partition${log.partitions === 1 ? "" : "s"}): each append names its \`{ key }\` or \`{ partition }\`. */`
+        : `  /** Log topic \`${comment(log.name)}\` (${log.partitions} partition${log.partitions === 1 ? "" : "s"}), keyed by \`${log.partitionKey}\`. */`,
       `  readonly ${ModuleNames.handle(log.name)}: ${log.partitionKey === undefined ? "TypedLog" : "KeyedTypedLog"}<${log.valueType}, ${Trx}>;`,
     ]),
     `}`,

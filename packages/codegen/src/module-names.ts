@@ -83,8 +83,11 @@ export class ModuleNames {
     const external = new Map<string, string>();
     external.set(this.catalog, "the generated module's job catalog constant");
     external.set(this.logCatalog, "the generated module's log catalog constant");
-    external.set(this.logHandles, "a name the generated module declares for interface Logs");
-    external.set(this.openLogs, "a name the generated module declares for interface Logs");
+    // A jobs interface named `Logs` declares `LogsHandles` itself (and then no log topics are read).
+    if (this.interfaceName !== "Logs") {
+      external.set(this.logHandles, "a name the generated module declares for interface Logs");
+      external.set(this.openLogs, "a name the generated module declares for interface Logs");
+    }
     external.set(this.typeParameter, "the type parameter of the generated builder (the application context)");
     external.set(this.transactionParameter, "the type parameter of the generated types (the backend's transactions)");
     for (const name of GLOBAL_NAMES) external.set(name, "a global type the generated module uses");

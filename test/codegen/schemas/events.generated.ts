@@ -20,7 +20,7 @@ import {
   type TypedLogs,
   type TypedLogsOptions,
 } from "@later/runtime";
-import type { AuditEntry, OrderEvent } from "./events.schema.js";
+import type { AuditEntry, Logs, OrderEvent } from "./events.schema.js";
 
 /**
  * The declared jobs, by stored job type. The topics the schema declares with their partition counts
@@ -76,6 +76,7 @@ export function openJobsPublisher<Trx = TransactionHandle>(options: PublisherOpt
 const LOGS: LogCatalog = {
   orderEvents: { partitions: 8, partitionKey: "customerId", datePaths: [["at"], ["lines", null, "promisedBy"]] },
   "audit-trail": { partitions: 2, handle: "auditTrail" },
+  clicks: { partitions: 1, datePaths: [["at"]] },
 };
 
 /** One typed log per declared log topic: `logs.<name>`. Values are stored as JSON; `read` returns them with their `Date` fields revived. */
@@ -84,6 +85,8 @@ export interface LogsHandles<Trx = TransactionHandle> {
   readonly orderEvents: KeyedTypedLog<OrderEvent, Trx>;
   /** Log topic `audit-trail` (2 partitions): each append names its `{ key }` or `{ partition }`. */
   readonly auditTrail: TypedLog<AuditEntry, Trx>;
+  /** Log topic `clicks` (1 partition): each append names its `{ key }` or `{ partition }`. */
+  readonly clicks: TypedLog<Logs["clicks"], Trx>;
 }
 
 /** Opens the declared log topics on `options.backend` (registering each with its partition count): `logs.<name>.append`, `appendMany`, `appendIn`, `read`, `commitOffset`, `committed`, `lag`. */

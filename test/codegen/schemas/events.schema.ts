@@ -28,4 +28,7 @@ export interface Logs {
   /** Without a key field: each append names its `{ key }` or `{ partition }`.
    *  @partitions 2 */
   "audit-trail": AuditEntry;
+  /** An inline value type: the generated module names it `Logs["clicks"]`.
+   *  @partitions 1 */
+  clicks: { url: string; at: Date };
 }
