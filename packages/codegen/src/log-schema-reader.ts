@@ -88,7 +88,10 @@ function readLog(
     problems.report(locate(nameNode, `log "${name}" gives the handle ${JSON.stringify(handle)}, which is not an identifier; rename the member`));
   else if (RESERVED_LOG_HANDLES.includes(handle))
     problems.report(
-      locate(nameNode, `log "${name}" gives the handle logs.${handle}, which openLogs() keeps for itself (logs.log, logs.close()); rename the member`),
+      locate(
+        nameNode,
+        `log "${name}" gives the handle logs.${handle}, which openLogs() keeps for itself (logs.log, logs.close(), and then: awaiting would take it for a promise); rename the member`,
+      ),
     );
   else if (handles.has(handle))
     problems.report(locate(nameNode, `log "${name}" and log "${handles.get(handle)}" both give the handle logs.${handle}; rename one`));

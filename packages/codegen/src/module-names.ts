@@ -165,8 +165,12 @@ export const LOG_RUNTIME_IMPORTS: readonly string[] = ["openTypedLogs", "TypedLo
 /** Global types the generated module names. */
 export const GLOBAL_NAMES = ["Promise"] as const;
 
-/** Log member names whose handle would hide a member of what `openLogs()` resolves to (`logs.log`, `logs.close()`). */
-export const RESERVED_LOG_HANDLES: readonly string[] = ["log", "close"];
+/**
+ * Log member names whose handle would hide a member of what `openLogs()`
+ * resolves to (`logs.log`, `logs.close()`), or make it a thenable that
+ * `await openLogs()` would never resolve to (`then`).
+ */
+export const RESERVED_LOG_HANDLES: readonly string[] = ["log", "close", "then"];
 
 /**
  * Member names a job must not have whatever the generated names are: as a
