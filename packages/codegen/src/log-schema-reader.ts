@@ -101,8 +101,13 @@ function readLog(
   const tags = declaration.getJsDocs().flatMap((doc) => doc.getTags());
   for (const tag of tags.filter((t) => t.getTagName() === "topic"))
     problems.report(locate(tag, `log "${name}" has @topic; a log's topic name is its member name`));
-  const countTag = tags.find((t) => t.getTagName() === "partitions");
-  const keyTag = tags.find((t) => t.getTagName() === "partitionKey");
+  const one = (tagName: string) => {
+    const found = tags.filter((t) => t.getTagName() === tagName);
+    for (const extra of found.slice(1)) problems.report(locate(extra, `log "${name}" has more than one @${tagName}`));
+    return found[0];
+  };
+  const countTag = one("partitions");
+  const keyTag = one("partitionKey");
   const partitions = countTag ? readPartitions(countTag, name, locate, problems) : undefined;
   if (!countTag)
     problems.report(locate(nameNode, `log "${name}" needs \`@partitions N\` in its doc comment: a log topic's partition count is fixed for its life`));
