@@ -14,6 +14,7 @@ const GOLDEN = [
   { schema: "test/codegen/schemas/billing.schema.ts", out: "test/codegen/schemas/billing.generated.ts", interfaceName: "Billing" },
   { schema: "test/codegen/schemas/names.schema.ts", out: "test/codegen/schemas/names.generated.ts", interfaceName: "Names" },
   { schema: "test/codegen/schemas/ledger.schema.ts", out: "test/codegen/schemas/ledger.generated.ts" },
+  { schema: "test/codegen/schemas/events.schema.ts", out: "test/codegen/schemas/events.generated.ts" },
   { schema: "examples/quickstart/jobs.schema.ts", out: "examples/quickstart/jobs.generated.ts" },
 ];
 

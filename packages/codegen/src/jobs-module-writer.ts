@@ -1,6 +1,7 @@
 import { dirname, relative } from "node:path";
 import type { JobDeclaration, JobsSchema } from "./schema-reader.js";
-import { ModuleNames, RUNTIME_IMPORTS, RUNTIME_VALUE_IMPORTS } from "./module-names.js";
+import type { LogDeclaration } from "./log-schema-reader.js";
+import { LOG_RUNTIME_IMPORTS, ModuleNames, RUNTIME_IMPORTS, RUNTIME_VALUE_IMPORTS } from "./module-names.js";
 
 /** How the generated module refers to the schema and how to regenerate it. */
 export interface ModuleTarget {
@@ -27,7 +28,15 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
   const regenerate = `later-gen ${posix(relative(dirname(target.outFile), schema.file))} --out ${posix(relative(dirname(target.outFile), target.outFile))}`;
   const jobs = schema.jobs;
   const topics = [...new Map(jobs.flatMap((j) => (j.topic?.partitions === undefined ? [] : [[j.topic.name, j.topic.partitions] as const]))).entries()];
-  const used = (name: string) => (name !== "type JobHandle" || jobs.some((j) => !j.topic)) && (name !== "type TopicJobHandle" || jobs.some((j) => j.topic));
+  const logs = schema.logs ?? [];
+  const used = (name: string) => {
+    const bare = name.replace(/^type /, "");
+    if (name === "type JobHandle") return jobs.some((j) => !j.topic);
+    if (name === "type TopicJobHandle") return jobs.some((j) => j.topic);
+    if (bare === "KeyedTypedLog") return logs.some((l) => l.partitionKey !== undefined);
+    if (bare === "TypedLog") return logs.some((l) => l.partitionKey === undefined);
+    return !LOG_RUNTIME_IMPORTS.includes(bare) || logs.length > 0;
+  };
   const C = names.typeParameter;
   const Trx = names.transactionParameter;
   const lines: string[] = [
@@ -87,6 +96,7 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     `  return TypedJobPublisher.open<${names.handles}<${Trx}>, ${Trx}>(options, ${names.catalog});`,
     `}`,
     ``,
+    ...(logs.length === 0 ? [] : logsSection(names, logs)),
   ];
   return lines.join("\n");
 }
@@ -94,6 +104,43 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
 /** `sendEmail` → `withSendEmailHandler` ({@link ModuleNames.handlerMethod}). */
 export function handlerMethod(job: Pick<JobDeclaration, "name">): string {
   return ModuleNames.handlerMethod(job.name);
+}
+
+/** With `interface Logs`: the log catalog, `LogsHandles<Trx>` and `openLogs()`. */
+function logsSection(names: ModuleNames, logs: LogDeclaration[]): string[] {
+  const Trx = names.transactionParameter;
+  return [
+    `/** The declared log topics, by stored topic name, each registered with its partition count by \`${names.openLogs}\`. */`,
+    `const ${names.logCatalog}: LogCatalog = {`,
+    ...logs.map((log) => {
+      const handle = ModuleNames.handle(log.name);
+      const paths = log.datePaths.map((p) => `[${p.map((s) => JSON.stringify(s)).join(", ")}]`);
+      const fields = [
+        `partitions: ${log.partitions}`,
+        ...(log.partitionKey === undefined ? [] : [`partitionKey: ${JSON.stringify(log.partitionKey)}`]),
+        ...(handle === log.name ? [] : [`handle: ${JSON.stringify(handle)}`]),
+        ...(paths.length > 0 ? [`datePaths: [${paths.join(", ")}]`] : []),
+      ];
+      return `  ${IDENTIFIER.test(log.name) ? log.name : JSON.stringify(log.name)}: { ${fields.join(", ")} },`;
+    }),
+    `};`,
+    ``,
+    `/** One typed log per declared log topic: \`logs.<name>\`. Values are stored as JSON; \`read\` returns them with their \`Date\` fields revived. */`,
+    `export interface ${names.logHandles}<${Trx} = TransactionHandle> {`,
+    ...logs.flatMap((log) => [
+      log.partitionKey === undefined
+        ? `  /** Log topic \`${comment(log.name)}\` (${log.partitions} partition${log.partitions === 1 ? "" : "s"}): each append names its \`{ key }\` or \`{ partition }\`. */`
+        : `  /** Log topic \`${comment(log.name)}\` (${log.partitions} partition${log.partitions === 1 ? "" : "s"}), keyed by \`${log.partitionKey}\`. */`,
+      `  readonly ${ModuleNames.handle(log.name)}: ${log.partitionKey === undefined ? "TypedLog" : "KeyedTypedLog"}<${log.valueType}, ${Trx}>;`,
+    ]),
+    `}`,
+    ``,
+    `/** Opens the declared log topics on \`options.backend\` (registering each with its partition count): \`logs.<name>.append\`, \`appendMany\`, \`appendIn\`, \`read\`, \`commitOffset\`, \`committed\`, \`lag\`. */`,
+    `export function ${names.openLogs}<${Trx} = TransactionHandle>(options: TypedLogsOptions<${Trx}>): Promise<TypedLogs<${names.logHandles}<${Trx}>, ${Trx}>> {`,
+    `  return openTypedLogs<${names.logHandles}<${Trx}>, ${Trx}>(options, ${names.logCatalog});`,
+    `}`,
+    ``,
+  ];
 }
 
 /** One catalog entry: on one line when short, else one field per line and one date path per line. */

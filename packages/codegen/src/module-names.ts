@@ -13,6 +13,7 @@
  * | `IBuilder<C, Trx>`       | class, one `with<Job>Handler` method per job        |
  * | `openIPublisher<Trx>`    | function                                            |
  * | `JOBS`                   | the catalog constant                                |
+ * | `LOGS`, `LogsHandles<Trx>`, `openLogs<Trx>` | with `interface Logs`: the log catalog, one typed log per member, the opener |
  * | `C`                      | the builder's type parameter (the app context)      |
  * | `Trx`                    | the type parameter of the backend's transactions    |
  * | {@link RUNTIME_IMPORTS}  | imported from `@later/runtime`                      |
@@ -41,6 +42,12 @@ export class ModuleNames {
    * `TransactionHandle` (either kind) where not given.
    */
   readonly transactionParameter = "Trx";
+  /** With `interface Logs`: the log catalog constant. */
+  readonly logCatalog = "LOGS";
+  /** With `interface Logs`: one `readonly <log>: KeyedTypedLog<V, Trx>` (or `TypedLog`) per log topic. */
+  readonly logHandles = "LogsHandles";
+  /** With `interface Logs`: `openLogs(options)`. */
+  readonly openLogs = "openLogs";
 
   constructor(
     /** The jobs interface (`Jobs` by default). */
@@ -75,6 +82,12 @@ export class ModuleNames {
   external(): Map<string, string> {
     const external = new Map<string, string>();
     external.set(this.catalog, "the generated module's job catalog constant");
+    external.set(this.logCatalog, "the generated module's log catalog constant");
+    // A jobs interface named `Logs` declares `LogsHandles` itself (and then no log topics are read).
+    if (this.interfaceName !== "Logs") {
+      external.set(this.logHandles, "a name the generated module declares for interface Logs");
+      external.set(this.openLogs, "a name the generated module declares for interface Logs");
+    }
     external.set(this.typeParameter, "the type parameter of the generated builder (the application context)");
     external.set(this.transactionParameter, "the type parameter of the generated types (the backend's transactions)");
     for (const name of GLOBAL_NAMES) external.set(name, "a global type the generated module uses");
@@ -125,23 +138,39 @@ export class ModuleNames {
 export const RUNTIME_IMPORTS = [
   "TypedJobPublisher",
   "TypedServerBuilder",
+  "openTypedLogs",
   "BuilderOptions",
   "HandlerOptions",
   "JobCatalog",
   "JobHandle",
   "JobHandler",
+  "KeyedTypedLog",
+  "LogCatalog",
   "PublisherOptions",
   "TopicJobHandle",
   "TransactionHandle",
   "TypedJobContext",
   "TypedJobServer",
+  "TypedLog",
+  "TypedLogs",
+  "TypedLogsOptions",
 ] as const;
 
 /** How many of {@link RUNTIME_IMPORTS} are values; the rest are imported with `type`. */
-export const RUNTIME_VALUE_IMPORTS = 2;
+export const RUNTIME_VALUE_IMPORTS = 3;
+
+/** The {@link RUNTIME_IMPORTS} only a schema with `interface Logs` needs (the module imports them only then). */
+export const LOG_RUNTIME_IMPORTS: readonly string[] = ["openTypedLogs", "TypedLogs", "KeyedTypedLog", "LogCatalog", "TypedLog", "TypedLogsOptions"];
 
 /** Global types the generated module names. */
 export const GLOBAL_NAMES = ["Promise"] as const;
+
+/**
+ * Log member names whose handle would hide a member of what `openLogs()`
+ * resolves to (`logs.log`, `logs.close()`), or make it a thenable that
+ * `await openLogs()` would never resolve to (`then`).
+ */
+export const RESERVED_LOG_HANDLES: readonly string[] = ["log", "close", "then"];
 
 /**
  * Member names a job must not have whatever the generated names are: as a

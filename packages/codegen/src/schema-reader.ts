@@ -15,6 +15,9 @@ import { GeneratedNameChecker } from "./generated-name-checker.js";
 import { PayloadChecker, type DatePath, type Locate } from "./payload-checker.js";
 import { SchemaError } from "./schema-error.js";
 import { SchemaErrors, SchemaProblems } from "./schema-errors.js";
+import { LOGS_INTERFACE, readLogs, type LogDeclaration } from "./log-schema-reader.js";
+import { readPartitionKey, readPartitions } from "./topic-tags.js";
+import { exportedAs, payloadTypeText } from "./type-imports.js";
 
 /** One declared job: a member of the jobs interface. */
 export interface JobDeclaration {
@@ -42,18 +45,18 @@ export interface JobsSchema {
   jobs: JobDeclaration[];
   /** Names the generated module imports from the schema file. */
   typeImports: string[];
+  /** The retained-log topics of `export interface Logs`, in declaration order (none without it). */
+  logs: LogDeclaration[];
 }
 
 const TOPIC_NAME = /^[A-Za-z0-9._-]{1,200}$/;
-
-/** The runtime's `MAX_PARTITIONS`: the most partitions a topic may have. */
-const MAX_PARTITIONS = 4096;
 
 /** What the generated module can import a schema from: `x.ts` → `./x.js`. */
 const SCHEMA_EXTENSION = /\.(m|c)?tsx?$/;
 
 /**
- * Reads `jobs.schema.ts` with the TypeScript compiler and returns its jobs,
+ * Reads `jobs.schema.ts` with the TypeScript compiler and returns its jobs
+ * (and its log topics, from `export interface Logs` when declared),
  * or throws {@link SchemaErrors} with every problem it finds
  * (`file:line:col` and one reason each): the compiler's errors in the file,
  * else each job's problems (payload fields, tags, names), so one run shows
@@ -120,9 +123,10 @@ export function readJobsSchema(displayPath: string, interfaceName = "Jobs"): Job
   if (jobs.length === 0 && problems.count === 0)
     throw locate(first.getNameNode(), `interface ${interfaceName} declares no jobs: add one member per job, e.g. \`sendEmail: SendEmail\``);
   problems.attempt(() => shareTopicCounts(jobs, partitionTags, locate));
+  const logs = interfaceName === LOGS_INTERFACE ? [] : readLogs(source, program, locate, typeImports, problems);
   problems.attempt(() => GeneratedNameChecker.check({ interfaceName, interfaceNode: first.getNameNode(), jobs: nameNodes, typeImports }, locate));
   problems.throwIfAny();
-  return { file, interfaceName, jobs, typeImports: [...typeImports.keys()].sort() };
+  return { file, interfaceName, jobs, typeImports: [...typeImports.keys()].sort(), logs };
 }
 
 /**
@@ -262,84 +266,6 @@ function readTopic(
   if (!keyTag) problems.report(locate(topicTag, `job "${job}" has @topic but no @partitionKey; name the payload field whose value picks the partition`));
   problems.throwIfAny();
   return { topic: { name: topic, partitionKey: key!, ...(partitions === undefined ? {} : { partitions }) }, partitionsTag: countTag };
-}
-
-/** `@partitions N`: an integer from 1 to {@link MAX_PARTITIONS}. */
-function readPartitions(tag: JSDocTag, job: string, locate: Locate, problems: SchemaProblems): number | undefined {
-  const text = (tag.getCommentText() ?? "").trim();
-  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
-  if (Number.isInteger(n) && n >= 1 && n <= MAX_PARTITIONS) return n;
-  problems.report(locate(tag, `@partitions of "${job}" must be an integer from 1 to ${MAX_PARTITIONS}, got ${JSON.stringify(text)}`));
-  return undefined;
-}
-
-/** `@partitionKey FIELD`: a required string or number field of the payload. */
-function readPartitionKey(
-  keyTag: JSDocTag,
-  declaration: PropertySignature,
-  payload: Type,
-  job: string,
-  locate: Locate,
-  problems: SchemaProblems,
-): string | undefined {
-  const key = (keyTag.getCommentText() ?? "").trim();
-  const field = payload.getProperty(key);
-  if (!field) {
-    const fields = payload
-      .getProperties()
-      .map((p) => p.getName())
-      .join(", ");
-    problems.report(locate(keyTag, `@partitionKey "${key}" is not a field of the payload of "${job}" (its fields: ${fields})`));
-    return undefined;
-  }
-  const fieldType = field.getTypeAtLocation(declaration);
-  const parts = fieldType.isUnion() ? fieldType.getUnionTypes() : [fieldType];
-  const ok = parts.every((t) => (t.getFlags() & (ts.TypeFlags.StringLike | ts.TypeFlags.NumberLike)) !== 0);
-  if (!ok) {
-    problems.report(
-      locate(keyTag, `@partitionKey "${key}" of "${job}" must be a required string or number field, but it is ${fieldType.getText(declaration)}`),
-    );
-    return undefined;
-  }
-  return key;
-}
-
-/**
- * A member of the jobs interface itself whose type is a name the schema file
- * declares and exports under that same name is imported by name; anything
- * else is written as `Jobs["name"]` (inline types, types from other files,
- * generic instances, inherited members).
- */
-function payloadTypeText(
-  declaration: PropertySignature,
-  name: string,
-  own: boolean,
-  interfaceName: string,
-  jobsInterface: InterfaceDeclaration,
-  source: SourceFile,
-  typeImports: Map<string, Node>,
-): string {
-  const node = declaration.getTypeNode();
-  if (own && node && Node.isTypeReference(node) && node.getTypeArguments().length === 0) {
-    const typeName = node.getTypeName();
-    const symbol = Node.isIdentifier(typeName) ? typeName.getSymbol() : undefined;
-    const local = symbol?.getDeclarations().every((d) => d.getSourceFile() === source) ?? false;
-    if (symbol && local && exportedAs(source, symbol, typeName.getText())) {
-      const at = symbol.getDeclarations()[0]!;
-      typeImports.set(typeName.getText(), Node.hasName(at) ? at.getNameNode() : node);
-      return typeName.getText();
-    }
-  }
-  typeImports.set(interfaceName, jobsInterface.getNameNode());
-  return `${interfaceName}[${JSON.stringify(name)}]`;
-}
-
-/** Whether `source` exports `symbol` itself (or an alias of it) under `name`. */
-function exportedAs(source: SourceFile, symbol: MorphSymbol | undefined, name: string): boolean {
-  const exported = source.getExportSymbols().find((s) => s.getName() === name);
-  if (!exported || !symbol) return false;
-  const target = exported.isAlias() ? (exported.getAliasedSymbol() ?? exported) : exported;
-  return target.compilerSymbol === symbol.compilerSymbol || exported.compilerSymbol === symbol.compilerSymbol;
 }
 
 /** Every error the compiler finds in the schema file (syntax errors first: with them, the rest is noise), as SchemaErrors. */

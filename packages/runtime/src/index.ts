@@ -30,6 +30,18 @@ export { TypedJobServer, type TypedJobContext } from "./typed/typed-job-server.j
 export { JobControl } from "./typed/job-control.js";
 export { TypedServerBuilder, jobHandles, type BuilderOptions, type HandlerOptions, type JobHandler } from "./typed/typed-server-builder.js";
 export { TypedJobPublisher, type PublisherOptions } from "./typed/typed-publisher.js";
+export { openTypedLogs, type TypedLogs, type TypedLogsOptions } from "./typed/open-logs.js";
+export {
+  TypedLogTopic,
+  type KeyedTypedLog,
+  type LogCatalog,
+  type LogHeaders,
+  type LogSpec,
+  type LogTarget,
+  type TypedLog,
+  type TypedLogReader,
+  type TypedLogRecord,
+} from "./typed/typed-log.js";
 export { RetainedLog, MAX_LOG_READ, type RetainedLogOptions, type RetainedLogRetentionOptions } from "./retained-log/retained-log.js";
 export { DEFAULT_LOG_RETENTION_MS, type LogRetentionSweepResult } from "./maintenance/log-retention-sweeper.js";
 export { LogConsumer, type ConsumeOptions, type LogBatch } from "./retained-log/log-consumer.js";

@@ -50,3 +50,19 @@ export async function main(app: App): Promise<void> {
   await publisher.close();
   await server.shutdown({ deadlineMs: 1_000 });
 }
+
+// Typed logs: the keyed topic takes the value alone, the unkeyed one a { key } or { partition }.
+export async function logs(): Promise<void> {
+  const { openLogs } = await import("../schemas/events.generated.js");
+  const logs = await openLogs({ backend: sqlite({ file: "x.db" }) });
+  const at = new Date();
+  const p = await logs.orderEvents.append({ customerId: "c", orderId: "o", kind: "placed", at, lines: [] }, { headers: { h: "v" } });
+  await logs.orderEvents.appendMany([{ customerId: "c", orderId: "o", kind: "paid", at, lines: [{ sku: "s", quantity: 1 }] }]);
+  await logs.auditTrail.append({ actor: "ann", action: "login" }, { key: "ann" });
+  await logs.auditTrail.appendMany([{ value: { actor: "ann", action: "x" }, partition: 1 }]);
+  const [r] = await logs.orderEvents.read({ partition: p.partition, fromOffset: p.offset });
+  const when: Date = r!.value.at;
+  const lag: number = (await logs.orderEvents.lag({ group: "g" }))[0]!.lag;
+  void [when, lag];
+  await logs.close();
+}

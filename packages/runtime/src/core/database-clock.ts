@@ -8,14 +8,20 @@
  *
  *   now() = local.now() + offset,  offset = databaseTime − (t0 + t1) / 2
  *
- * measured in one round trip (`t0`, `t1`: the local clock before and after
+ * measured from round trips (`t0`, `t1`: the local clock before and after
  * the read; the database's reading is taken to fall in the middle, so the
  * error is at most half the round trip) at start and again every interval
  * (`ClockSync`), which also follows a local clock that is stepped or drifts.
+ * Each measurement takes {@link SYNC_SAMPLES} round trips and keeps the
+ * shortest (Cristian's algorithm): on a loaded machine one round trip can
+ * take milliseconds, and its half is the error a delay or lease sees.
  * Durations (`sleep`) stay on the local clock: an offset does not change
  * how long a millisecond is.
  */
 import type { Clock } from "./clock.js";
+
+/** Round trips per measurement; the shortest one sets the offset. */
+export const SYNC_SAMPLES = 3;
 
 export class DatabaseClock implements Clock {
   private offsetMs = 0;
@@ -41,11 +47,15 @@ export class DatabaseClock implements Clock {
 
   /** Measures the offset again; false when the database has no clock of its own (the offset stays 0). */
   async sync(): Promise<boolean> {
-    const t0 = this.local.now();
-    const databaseTime = await this.readDatabaseTime();
-    const t1 = this.local.now();
-    if (databaseTime === null) return false;
-    this.offsetMs = Math.round(databaseTime - (t0 + t1) / 2);
+    let best: { roundTrip: number; offset: number } | null = null;
+    for (let i = 0; i < SYNC_SAMPLES; i++) {
+      const t0 = this.local.now();
+      const databaseTime = await this.readDatabaseTime();
+      const t1 = this.local.now();
+      if (databaseTime === null) return false;
+      if (best === null || t1 - t0 < best.roundTrip) best = { roundTrip: t1 - t0, offset: databaseTime - (t0 + t1) / 2 };
+    }
+    this.offsetMs = Math.round(best!.offset);
     return true;
   }
 }

@@ -1,0 +1,46 @@
+import { ts, type JSDocTag, type PropertySignature, type Type } from "ts-morph";
+import type { Locate } from "./payload-checker.js";
+import type { SchemaProblems } from "./schema-errors.js";
+
+/** The runtime's `MAX_PARTITIONS`: the most partitions a topic may have. */
+export const MAX_PARTITIONS = 4096;
+
+/** `@partitions N`: an integer from 1 to {@link MAX_PARTITIONS}. */
+export function readPartitions(tag: JSDocTag, job: string, locate: Locate, problems: SchemaProblems): number | undefined {
+  const text = (tag.getCommentText() ?? "").trim();
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (Number.isInteger(n) && n >= 1 && n <= MAX_PARTITIONS) return n;
+  problems.report(locate(tag, `@partitions of "${job}" must be an integer from 1 to ${MAX_PARTITIONS}, got ${JSON.stringify(text)}`));
+  return undefined;
+}
+
+/** `@partitionKey FIELD`: a required string or number field of the payload. */
+export function readPartitionKey(
+  keyTag: JSDocTag,
+  declaration: PropertySignature,
+  payload: Type,
+  job: string,
+  locate: Locate,
+  problems: SchemaProblems,
+): string | undefined {
+  const key = (keyTag.getCommentText() ?? "").trim();
+  const field = payload.getProperty(key);
+  if (!field) {
+    const fields = payload
+      .getProperties()
+      .map((p) => p.getName())
+      .join(", ");
+    problems.report(locate(keyTag, `@partitionKey "${key}" is not a field of the payload of "${job}" (its fields: ${fields})`));
+    return undefined;
+  }
+  const fieldType = field.getTypeAtLocation(declaration);
+  const parts = fieldType.isUnion() ? fieldType.getUnionTypes() : [fieldType];
+  const ok = parts.every((t) => (t.getFlags() & (ts.TypeFlags.StringLike | ts.TypeFlags.NumberLike)) !== 0);
+  if (!ok) {
+    problems.report(
+      locate(keyTag, `@partitionKey "${key}" of "${job}" must be a required string or number field, but it is ${fieldType.getText(declaration)}`),
+    );
+    return undefined;
+  }
+  return key;
+}
