@@ -38,6 +38,7 @@ export const LOG_LEASE_MS = 30_000;
 export const LOG_MEMBER_EXPIRY_MS = 15_000;
 /** First wait before a failed batch is delivered again, ms; doubles per failure in a row up to {@link LOG_RETRY_MAX_MS}. */
 export const LOG_RETRY_BASE_MS = 1_000;
+/** Longest wait before a failed batch is delivered again, ms. */
 export const LOG_RETRY_MAX_MS = 30_000;
 
 /** What a consumer's handler gets: one batch of one partition. */
@@ -119,13 +120,15 @@ export class LogConsumer {
   /**
    * Graceful stop: lets the batch in flight finish and commit, then frees
    * this member's leases and deregisters it at once, so the others take its
-   * partitions on their next look. Idempotent.
+   * partitions on their next look. Idempotent. There is no deadline: a
+   * handler that never settles keeps `stop()` waiting (its lease expires
+   * meanwhile, and the batch goes to another member).
    */
   async stop(): Promise<void> {
     this.stopping.abort();
     await this.loop;
     await this.renewals;
-    for (const partition of [...this.held.keys()]) await this.drop(partition, true);
+    for (const partition of [...this.held.keys()]) await this.release(partition);
     await this.s.store.memberRemove({ topic: this.s.topic, group: this.s.group, memberId: this.memberId });
   }
 
@@ -178,7 +181,7 @@ export class LogConsumer {
   private async rebalance(): Promise<void> {
     await this.upkeep();
     const wins = new Set(ownedPartitions(this.memberId, this.members, [{ name: this.s.topic, partitions: this.s.partitions }]).map((p) => p.partition));
-    for (const partition of this.assigned()) if (!wins.has(partition)) await this.drop(partition, true);
+    for (const partition of this.assigned()) if (!wins.has(partition)) await this.release(partition);
     for (const partition of wins) {
       if (this.held.has(partition) || this.stopping.signal.aborted) continue;
       const lease = await this.claim(partition);
@@ -252,9 +255,10 @@ export class LogConsumer {
     this.held.delete(partition);
   }
 
-  private async drop(partition: number, release: boolean): Promise<void> {
+  /** Gives the partition up: another member may take it at once. */
+  private async release(partition: number): Promise<void> {
     this.held.delete(partition);
-    if (release) await this.s.store.leaseRelease({ ...this.key, partition });
+    await this.s.store.leaseRelease({ ...this.key, partition });
   }
 
   /** Runs a step; a failure is an `error` event and the loop goes on. */
