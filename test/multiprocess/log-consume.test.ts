@@ -4,6 +4,8 @@
  * appends. One member is SIGKILLed inside a batch: after its lease expires (30 s, wall clock) its
  * partitions move to the others and resume from its last commit, so records after that commit are
  * handled again and none is skipped; each partition is handled in offset order by each member.
+ * One member is SIGSTOPped inside a batch past its lease, then SIGCONTed: another took its
+ * partitions, so its late commit is refused with STALE_EPOCH and the group's offsets never move back.
  */
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -84,5 +86,40 @@ describe.each(PROCESS_BACKENDS)("consumer group of three processes on $name", (e
     expect(redo.length).toBeGreaterThan(0);
     for (const c of survivors) expect(c.errorEvents().filter((e) => e.code !== "STALE_EPOCH")).toEqual([]);
     await Promise.all(survivors.map((c) => c.stop()));
+  }, 180_000);
+
+  it("a member SIGSTOPped past its lease and SIGCONTed: its late commit is STALE_EPOCH; offsets never move back", async () => {
+    const spec = await entry.create(processes);
+    const setup = openBackend(spec, NAMESPACE);
+    await prepareBackend(setup, true);
+    await setup.close();
+    const log = await RetainedLog.open({ backend: processes.track(openBackend(spec, NAMESPACE)), topics: [logTopic("events", PARTITIONS)], retention: false });
+    await log.appendMany(
+      "events",
+      Array.from({ length: 4 * PARTITIONS }, (_, i) => ({ partition: i % PARTITIONS, value: `v${i}` })),
+    );
+    const ready = (c: { waitForLine: (t: (l: string) => boolean, what: string, ms: number) => Promise<string> }) =>
+      c.waitForLine((l) => l.startsWith("ready ") || l.startsWith("error "), "ready", 20_000);
+    const a = processes.spawnScript("a", SCRIPT, { backend: spec, namespace: NAMESPACE, name: "a", batchDelayMs: 2_000 });
+    await ready(a);
+    await waitFor(() => a.lines.some((l) => l.startsWith("batch ")) || null, "a inside its first batch", 30_000, 5);
+    a.proc.kill("SIGSTOP");
+    const stalled = batches(a.lines).at(-1)!;
+    try {
+      const b = processes.spawnScript("b", SCRIPT, { backend: spec, namespace: NAMESPACE, name: "b", batchDelayMs: 20 });
+      await ready(b);
+      const done = async () => (await log.lag({ topic: "events", group: "g" })).every((l) => l.lag === 0) || null;
+      await waitFor(done, "b committed every partition (after a's lease)", 90_000, 100);
+      const committed = await log.committed({ topic: "events", group: "g" });
+      expect(committed).toEqual(Array.from({ length: PARTITIONS }, (_, p) => ({ partition: p, offset: 4 })));
+      a.proc.kill("SIGCONT");
+      await a.waitForLine((l) => l.startsWith("event-error STALE_EPOCH log commit"), "a's late commit refused", 30_000);
+      expect(a.lines).toContain(`done ${stalled.partition} ${stalled.last}`);
+      expect(await log.committed({ topic: "events", group: "g" })).toEqual(committed);
+      expect(batches(b.lines).some((x) => x.partition === stalled.partition && x.first === 0)).toBe(true);
+      await b.stop();
+    } finally {
+      if (a.alive) a.proc.kill("SIGCONT");
+    }
   }, 180_000);
 });
