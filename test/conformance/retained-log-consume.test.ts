@@ -13,13 +13,19 @@ import { refusal, useLog } from "./log-harness.js";
 
 const POLL = 100;
 
-/** Advances `clock` one poll interval per 20 ms of wall time (5x: a 15 s member expiry is 3 s of wall time, far beyond a step's work under load) until `done()` holds (20 s of wall time at most). */
+/**
+ * Advances `clock` one poll interval per 40 ms of wall time (2.5x: a 15 s
+ * member expiry is 6 s of wall time, and a lease renewal has 8 s, far
+ * beyond a step's work even on a loaded machine) until `done()` holds (40 s
+ * of wall time at most). The members' timers run on `clock`; each step
+ * leaves their database work the wall time to finish.
+ */
 async function drive(clock: ManualClock, done: () => boolean | Promise<boolean>, stepMs = POLL): Promise<void> {
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 40_000;
   while (!(await done())) {
-    if (Date.now() > deadline) throw new Error("condition not reached within 20 s");
+    if (Date.now() > deadline) throw new Error("condition not reached within 40 s");
     clock.advance(stepMs);
-    await wait(20);
+    await wait(40);
   }
 }
 
