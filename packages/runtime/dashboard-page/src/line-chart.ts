@@ -27,15 +27,17 @@ export interface LineChartOptions {
   label: string;
   /** Hover columns: the x positions a tooltip is shown for (default: every point of the first series). */
   columns?: readonly number[];
+  /** Height in the chart's units (its width is 600). Default 180. */
+  height?: number;
 }
 
 const WIDTH = 600;
-const HEIGHT = 180;
 const PAD = { left: 44, right: 8, top: 8, bottom: 22 };
 
 /** The chart and its legend, in a `figure`. */
 export function lineChart(options: LineChartOptions): HTMLElement {
   const { from, to, series, formatValue } = options;
+  const HEIGHT = options.height ?? 180;
   const plotW = WIDTH - PAD.left - PAD.right;
   const plotH = HEIGHT - PAD.top - PAD.bottom;
   const span = Math.max(1, to - from);

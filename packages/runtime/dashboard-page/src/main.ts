@@ -43,6 +43,8 @@ const state = {
   /** cursors[i] fetches page i (cursors[0] is null, the first page). */
   cursors: [null] as (string | null)[],
   pageIndex: 0,
+  /** Bumped when the filter or the page changes: a list response for an older one is not drawn. */
+  listVersion: 0,
   overview: null as Overview | null,
   queueLength: null as QueueLength | null,
   /** Per-second activity of the last minute, for the throughput chart. */
@@ -85,7 +87,8 @@ const pollSelect = h(
 const refreshButton = h("button", { attrs: { type: "button", title: "Refresh now" }, onClick: () => void poller.refresh() }, "↻");
 const cards = h("div", { className: "cards-slot" });
 const charts = h("div", { className: "row" });
-const side = h("div", { className: "row" });
+/** The right column beside the throughput panel: queue length, topics, workers. */
+const side = h("div", { className: "stack" });
 const detail = h("div", { className: "detail-slot" });
 const queueRange = h(
   "select",
@@ -123,7 +126,7 @@ document
       pollSelect,
     ),
     flash,
-    h("main", null, cards, detail, charts, side, jobList.root),
+    h("main", null, cards, detail, charts, jobList.root),
   );
 
 function storedInterval(): number | null {
@@ -159,6 +162,7 @@ function navigate(hash: string): void {
 function goToPage(index: number): void {
   if (index >= state.cursors.length) return;
   state.pageIndex = index;
+  state.listVersion++;
   void poller.refresh();
 }
 
@@ -174,12 +178,12 @@ function onRoute(): void {
       state.filter = route.filter;
       state.cursors = [null];
       state.pageIndex = 0;
+      state.listVersion++;
     }
     jobList.showFilter(state.filter, state.overview?.topics ?? []);
   }
   const onList = route.kind === "list";
   charts.hidden = !onList;
-  side.hidden = !onList;
   jobList.root.hidden = !onList;
   detail.hidden = onList;
   if (onList) detail.replaceChildren();
@@ -195,6 +199,7 @@ async function poll(): Promise<void> {
   // `since` by the server's clock (the last overview's time), so a browser clock that is off does not matter.
   const serverNow = state.overview?.at ?? now;
   const pageIndex = state.pageIndex;
+  const listVersion = state.listVersion;
   const [overview, view, queueLength, throughput] = await Promise.allSettled([
     api.overview(),
     onList ? api.jobs(state.filter, PAGE_SIZE, state.cursors[pageIndex] ?? null) : api.job(route.id),
@@ -213,7 +218,9 @@ async function poll(): Promise<void> {
   else if (throughput.status === "rejected") errors.push(`throughput: ${messageOf(throughput.reason)}`);
   drawOverview();
   if (route.kind === "list") {
-    if (view.status === "fulfilled") {
+    if (listVersion !== state.listVersion) {
+      // the filter or page changed meanwhile: the poll that follows draws it
+    } else if (view.status === "fulfilled") {
       const page = view.value as JobPage;
       state.cursors.length = pageIndex + 1;
       if (page.nextCursor !== null) state.cursors.push(page.nextCursor);
@@ -247,8 +254,12 @@ function drawOverview(): void {
   const now = overview.at ?? Date.now();
   cards.replaceChildren(stageCards(overview, state.filter, overviewActions));
   dbSize.replaceChildren(databaseSize(overview));
-  charts.replaceChildren(throughputPanel(overview, state.throughput), queueLengthPanel(state.queueLength, state.queueRangeMs, now, queueRange));
-  side.replaceChildren(workersPanel(overview, now), topicsPanel(overview, state.filter, overviewActions));
+  side.replaceChildren(
+    queueLengthPanel(state.queueLength, state.queueRangeMs, now, queueRange),
+    topicsPanel(overview, state.filter, overviewActions),
+    workersPanel(overview, now),
+  );
+  charts.replaceChildren(throughputPanel(overview, state.throughput), side);
   jobList.showFilter(state.filter, overview.topics);
 }
 
@@ -305,6 +316,7 @@ async function bulkAction(action: "retry" | "delete"): Promise<void> {
       count = (await api.bulk(action, filter))?.count;
       state.cursors = [null];
       state.pageIndex = 0;
+      state.listVersion++;
     },
     () => `${count ?? "The matching"} job${count === 1 ? "" : "s"} ${action === "retry" ? "retried" : "deleted"}.`,
   );

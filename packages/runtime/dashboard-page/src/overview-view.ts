@@ -134,6 +134,7 @@ function dispatchWaitChart(buckets: readonly ActivityBucket[], end: number, wind
     formatValue: (v) => formatDuration(v),
     formatTime: (t) => formatTime(t),
     label: "Mean dispatch wait per second, regular and partitioned jobs",
+    height: 110,
   });
 }
 
