@@ -41,6 +41,8 @@ export {
   type TypedLog,
   type TypedLogReader,
   type TypedLogRecord,
+  type TypedLogBatch,
+  type TypedConsumeOptions,
 } from "./typed/typed-log.js";
 export { RetainedLog, MAX_LOG_READ, type RetainedLogOptions, type RetainedLogRetentionOptions } from "./retained-log/retained-log.js";
 export { DEFAULT_LOG_RETENTION_MS, type LogRetentionSweepResult } from "./maintenance/log-retention-sweeper.js";
@@ -55,6 +57,7 @@ export {
   type LogRecord,
   type CommittedOffset,
   type PartitionLag,
+  type LogGroupLag,
 } from "./retained-log/log-record.js";
 export { CronSchedule } from "./core/cron/cron-schedule.js";
 export type { RecurringScheduleOptions } from "./recurring/recurring-scheduler.js";

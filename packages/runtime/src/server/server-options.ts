@@ -6,6 +6,7 @@ import { RetryPolicy } from "../core/retry/retry-policy.js";
 import { describeThrown, InvalidConfigError, LaterError, type LaterErrorCode, describeValue } from "../errors.js";
 import type { JobPublisher } from "./publisher.js";
 import { describeName, nameProblem } from "../core/stored-name.js";
+import { logTopicsByName, type LogTopicConfig } from "../retained-log/log-topic.js";
 
 /**
  * Upper bounds of the numeric options. Times are waited with `setTimeout`,
@@ -229,11 +230,20 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
    * starts at most about this long after its time. Default 1000.
    */
   recurringPollIntervalMs?: number;
+  /**
+   * Retained-log topics of this server (`[logTopic("events", 8)]`),
+   * registered at start as `RetainedLog.open` registers its own (a stored
+   * topic with another partition count refuses the start): `server.log` is
+   * a log over them, and `server.logLag()` reports their consumer groups'
+   * lag (the `later_retained_log_consumer_lag` gauge). Default none.
+   */
+  logTopics?: readonly LogTopicConfig[];
 }
 
 /** Options with every default filled in. The server's parts never write into a caller's transaction, so they take any kind (`unknown`). */
 export interface ResolvedServerOptions<C>
-  extends Required<Omit<ServerOptions<C, unknown>, "workerAutoscale" | "onEvent" | "topics" | "recurringSequentialPartitions">> {
+  extends Required<Omit<ServerOptions<C, unknown>, "workerAutoscale" | "onEvent" | "topics" | "recurringSequentialPartitions" | "logTopics">> {
+  logTopics: ReadonlyMap<string, LogTopicConfig>;
   /** The configured topics, plus the reserved recurring topic when `recurringSequentialPartitions` is set. */
   topics: readonly TopicConfig[];
   recurringSequentialPartitions: number | null;
@@ -273,6 +283,7 @@ const KEYS = new Set([
   "recurringSequentialPartitions",
   "partitionMemberExpiryMs",
   "recurringPollIntervalMs",
+  "logTopics",
 ]);
 
 /** Checks every option and fills defaults; throws `InvalidConfigError` naming the bad option. */
@@ -335,6 +346,7 @@ export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): Re
   return {
     topics: resolveTopics(options.topics, options.recurringSequentialPartitions),
     recurringSequentialPartitions: options.recurringSequentialPartitions ?? null,
+    logTopics: logTopicsByName("`logTopics`", options.logTopics ?? []),
     partitionMemberExpiryMs: int("partitionMemberExpiryMs", 15_000, 30),
     recurringPollIntervalMs: int("recurringPollIntervalMs", 1_000, 1),
     context: options.context,
