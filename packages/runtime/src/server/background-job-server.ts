@@ -18,7 +18,8 @@ import { followDatabaseClock, prepareBackend } from "./backend-preparation.js";
 import { DatabaseWait } from "./database-wait.js";
 import type { JobBatchOptions, JobFilter } from "./job-controller.js";
 import { JobPublisher } from "./publisher.js";
-import { errorEvent, resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
+import { errorEvent } from "./server-event.js";
+import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
 import { jsonPayload } from "./encode-payload.js";
 import { shutdownOnSignals, type ShutdownOnSignalsOptions } from "./shutdown-on-signals.js";
 
