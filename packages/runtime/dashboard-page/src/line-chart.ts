@@ -29,6 +29,8 @@ export interface LineChartOptions {
   columns?: readonly number[];
   /** Height in the chart's units (its width is 600). Default 180. */
   height?: number;
+  /** The value axis reaches at least this (an idle chart still reads in whole units). Default 1. */
+  minTop?: number;
 }
 
 const WIDTH = 600;
@@ -43,7 +45,7 @@ export function lineChart(options: LineChartOptions): HTMLElement {
   const span = Math.max(1, to - from);
   let max = 0;
   for (const s of series) for (const [, v] of s.points) max = Math.max(max, v);
-  const top = niceCeiling(max);
+  const top = niceCeiling(Math.max(max, options.minTop ?? 1));
   const x = (t: number) => PAD.left + ((t - from) / span) * plotW;
   const y = (v: number) => PAD.top + plotH - (v / top) * plotH;
 

@@ -61,6 +61,7 @@ export function throughputPanel(overview: Overview, buckets: readonly ActivityBu
       formatValue: (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1)),
       formatTime: (t) => formatTime(t),
       label: `Transitions per second into each stage over the last ${throughput.windowS} s`,
+      minTop: 2,
     });
   } else {
     // Totals only: one bar per stage, scaled to the busiest.
@@ -135,6 +136,7 @@ function dispatchWaitChart(buckets: readonly ActivityBucket[], end: number, wind
     formatTime: (t) => formatTime(t),
     label: "Mean dispatch wait per second, regular and partitioned jobs",
     height: 110,
+    minTop: 10,
   });
 }
 
