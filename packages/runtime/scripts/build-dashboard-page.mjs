@@ -5,7 +5,7 @@
 //
 // The page is type-checked by `tsc -p dashboard-page/tsconfig.json` (DOM types stay out of
 // the runtime's own tsconfig); esbuild only strips types and bundles.
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
@@ -46,6 +46,7 @@ const lines = [
   "};",
   "",
 ];
+mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, lines.join("\n"));
 console.log(
   `dashboard page: ${Object.entries(assets)
