@@ -84,3 +84,78 @@ describe.each(BACKENDS)("dashboard reads on $name", (entry) => {
     }
   });
 });
+
+describe.each(BACKENDS)("dashboard activity rows on $name", (entry) => {
+  it("an activity sample places the transitions since a fresh last sample, in the second before it", async () => {
+    const db = await entry.createDatabase();
+    const backend = await opened(db, "dash-sample");
+    try {
+      const sample = (now: number) => backend.activity.enteredSample({ now, staleAfterMs: 60_000 });
+      const insert = (n: number, at: number) =>
+        backend.jobs.insertMany({
+          jobs: Array.from({ length: n }, (_, i) => ({ id: newJobId(at + i), jobType: "w", payload: "{}", runAt: at + 3_600_000, retryPolicy: null })),
+          now: at,
+        });
+      await insert(2, NOW - 5000);
+      expect(await sample(NOW)).toBe(0); // the first sample only marks
+      await insert(3, NOW);
+      expect(await sample(NOW + 1000)).toBe(3);
+      expect(await sample(NOW + 2000)).toBe(0);
+      await insert(4, NOW + 2000);
+      expect(await sample(NOW + 200_000)).toBe(0); // a stale mark: the 4 cannot be placed in a second
+      const claimed = await backend.jobs.claimReady({ owner: "o", limit: 10, now: NOW + 3_700_000, leaseExpiresAt: NOW + 3_800_000, jobTypes: ["w"] });
+      expect(claimed.jobs).toHaveLength(9);
+      expect(claimed.jobs.every((j) => j.runAt >= NOW - 5000 + 3_600_000)).toBe(true);
+      expect(await sample(NOW + 201_000)).toBe(9);
+      expect((await backend.inspect.activityList({ sinceMs: 0 })).buckets).toEqual([
+        { at: NOW, entered: { delayed: 3 }, regular: none(), partitioned: none() },
+        { at: NOW + 200_000, entered: { running: 9 }, regular: none(), partitioned: none() },
+      ]);
+    } finally {
+      await backend.close();
+      await db.dispose();
+    }
+  });
+
+  it("dispatch waits of several servers add up in one bucket (the maximum the larger); sweeps keep what is young enough", async () => {
+    const db = await entry.createDatabase();
+    const backend = await opened(db, "dash-wait");
+    try {
+      const w = (claims: number, waitTotalMs: number, waitMaxMs: number) => ({ claims, waitTotalMs, waitMaxMs });
+      await backend.activity.dispatchWaitAdd({ at: NOW, regular: w(2, 300, 200), partitioned: none() });
+      await backend.activity.dispatchWaitAdd({ at: NOW, regular: w(1, 150, 150), partitioned: w(1, 40, 40) });
+      await backend.activity.dispatchWaitAdd({ at: NOW + 5000, regular: w(1, 900, 900), partitioned: none() });
+      const { buckets } = await backend.inspect.activityList({ sinceMs: NOW });
+      expect(buckets).toEqual([
+        { at: NOW, entered: {}, regular: w(3, 450, 200), partitioned: w(1, 40, 40) },
+        { at: NOW + 5000, entered: {}, regular: w(1, 900, 900), partitioned: none() },
+      ]);
+      for (let m = 0; m < 5; m++) await backend.activity.queueLengthAdd({ at: NOW + m * 60_000, ready: m, partitionBacklog: 0 });
+      await backend.activity.queueLengthAdd({ at: NOW, ready: 99, partitionBacklog: 99 }); // the minute's first sample stays
+      await backend.activity.serverHeartbeat({ instanceId: "gone", host: "h", pid: 1, workers: 1, busy: 0, now: NOW, expiresAt: NOW + 100 });
+      expect((await backend.inspect.workerList({ nowMs: NOW + 50 })).workers.map((x) => x.instanceId)).toEqual(["gone"]);
+      expect((await backend.inspect.workerList({ nowMs: NOW + 100 })).workers).toEqual([]);
+      // activity before NOW + 1 s, samples before the third minute; a span of one minute per statement
+      const deleted = await backend.activity.activitySweep({
+        activityBefore: NOW + 1000,
+        queueLengthBefore: NOW + 120_000,
+        serversBefore: NOW + 200,
+        spanMs: 60_000,
+      });
+      expect(deleted).toBe(2 + 2);
+      expect((await backend.inspect.activityList({ sinceMs: 0 })).buckets.map((b) => b.at)).toEqual([NOW + 5000]);
+      expect((await backend.inspect.queueLengthList({ sinceMs: 0 })).samples).toEqual(
+        [2, 3, 4].map((m) => ({ at: NOW + m * 60_000, ready: m, partitionBacklog: 0 })),
+      );
+      await backend.activity.serverHeartbeat({ instanceId: "gone", host: "h", pid: 1, workers: 1, busy: 0, now: NOW, expiresAt: NOW + 1000 });
+      expect((await backend.inspect.workerList({ nowMs: NOW })).workers).toHaveLength(1); // the sweep had deleted the row; the beat wrote it again
+    } finally {
+      await backend.close();
+      await db.dispose();
+    }
+  });
+});
+
+function none() {
+  return { claims: 0, waitTotalMs: 0, waitMaxMs: 0 };
+}

@@ -8,7 +8,7 @@
  * each transition once.
  */
 import type * as B from "../backend.js";
-import { enteredDeltas } from "../shared/activity-deltas.js";
+import { enteredDeltas, SAMPLED_MARK } from "../shared/activity-deltas.js";
 import { ACTIVITY_ADD, QUEUE_LENGTH_ADD, SERVER_HEARTBEAT, SERVER_REMOVE, SERVER_SWEEP, sweepStatement } from "../shared/dashboard-statements.js";
 import type { Execute } from "./postgres-executors.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
@@ -51,7 +51,8 @@ ON CONFLICT (namespace, stage) DO UPDATE SET entered = excluded.entered, sampled
         );
         total += d.n;
       }
-      await execute(this.markUpsert, [ns, current.map((r) => String(r.stage)), current.map((r) => String(r.entered)), params.now]);
+      const stages = [...current.map((r) => String(r.stage)), SAMPLED_MARK];
+      await execute(this.markUpsert, [ns, stages, [...current.map((r) => String(r.entered)), "0"], params.now]);
       return total;
     });
   }

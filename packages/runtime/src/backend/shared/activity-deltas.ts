@@ -5,6 +5,12 @@
  */
 import type { Row } from "./job-rows.js";
 
+/**
+ * The mark row every sample writes beside the stages' (stage `*`, entered
+ * 0), so a namespace sampled before any job exists has a last sample too.
+ */
+export const SAMPLED_MARK = "*";
+
 /** What one sample writes: the buckets' rows (stage, count) and whether the marks were fresh enough to place them. */
 export interface EnteredDeltas {
   /** Transitions per stage since the last sample (positive only). */

@@ -6,7 +6,7 @@
  * which also serialises samplers of the file.
  */
 import type * as B from "../backend.js";
-import { enteredDeltas } from "../shared/activity-deltas.js";
+import { enteredDeltas, SAMPLED_MARK } from "../shared/activity-deltas.js";
 import { ACTIVITY_ADD, QUEUE_LENGTH_ADD, SERVER_HEARTBEAT, SERVER_REMOVE, SERVER_SWEEP, sweepStatement } from "../shared/dashboard-statements.js";
 import { type BoundStatement, type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
@@ -34,7 +34,7 @@ export class SqliteActivityStore implements B.ActivityStore {
         inTransaction(c, ACTIVITY_ADD.bind(sqliteCompiler, { namespace: ns, at: placed!.at, series: `entered:${d.stage}`, n: d.n, totalMs: 0, maxMs: 0 }));
         total += d.n;
       }
-      for (const r of current) {
+      for (const r of [...current, { stage: SAMPLED_MARK, entered: 0 }]) {
         c.run(
           `INSERT INTO later_activity_marks (namespace, stage, entered, sampled_at) VALUES (?, ?, ?, ?)
              ON CONFLICT (namespace, stage) DO UPDATE SET entered = excluded.entered, sampled_at = excluded.sampled_at`,
