@@ -23,6 +23,7 @@
  * page's own files, no inline script), `X-Content-Type-Options: nosniff`
  * and `X-Frame-Options: DENY`; the JSON is `Cache-Control: no-store`.
  */
+import { prepareBackend } from "../server/background-job-server.js";
 import { JobController } from "../server/job-controller.js";
 import { OverviewSnapshot } from "./overview-snapshot.js";
 import { resolveDashboardOptions, type DashboardOptions } from "./dashboard-options.js";
@@ -42,7 +43,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   const controller = new JobController(backend, clock, () => {});
   let opened: Promise<void> | null = null;
   const open = (): Promise<void> => {
-    opened ??= backend.open().catch((error: unknown) => {
+    opened ??= prepareBackend(backend, false).catch((error: unknown) => {
       opened = null;
       throw error;
     });

@@ -10,8 +10,10 @@ export interface DashboardOptions {
    * The database the dashboard reads and acts on: a backend (`sqlite({ file })`,
    * `postgres({ connectionString })`, `backendFromUrl(url)`, or a server's
    * `server.backend`), not a server. The dashboard opens it on the first
-   * request (`open()` is idempotent) and never closes it: the caller does.
-   * Its later schema must be current (`later migrate up`).
+   * request of the API (`open()` is idempotent) and never closes it: the
+   * caller does. Its later schema must be current: one behind or ahead is
+   * answered 503 `SCHEMA_VERSION_MISMATCH` saying to run `later migrate up`
+   * (checked once, at that first request).
    */
   backend: Backend<unknown>;
   /**
