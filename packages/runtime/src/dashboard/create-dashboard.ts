@@ -23,7 +23,7 @@
  * page's own files, no inline script), `X-Content-Type-Options: nosniff`
  * and `X-Frame-Options: DENY`; the JSON is `Cache-Control: no-store`.
  */
-import { prepareBackend } from "../server/background-job-server.js";
+import { prepareBackend } from "../server/backend-preparation.js";
 import { JobController } from "../server/job-controller.js";
 import { OverviewSnapshot } from "./overview-snapshot.js";
 import { resolveDashboardOptions, type DashboardOptions } from "./dashboard-options.js";
@@ -43,11 +43,13 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   const controller = new JobController(backend, clock, () => {});
   let opened: Promise<void> | null = null;
   const open = (): Promise<void> => {
-    opened ??= prepareBackend(backend, false).catch((error: unknown) => {
-      opened = null;
+    if (opened) return opened;
+    const opening = prepareBackend(backend, false).catch((error: unknown) => {
+      opened = null; // not kept: the next request tries again
       throw error;
     });
-    return opened;
+    opened = opening;
+    return opening;
   };
 
   return async (request) => {
