@@ -53,7 +53,13 @@ export function dashboardCommand(context: CommandContext): Command {
       withDatabase(
         { database: options.database, schema: options.schema, namespace: options.namespace, create: false, requireCurrentSchema: true },
         async (backend) => {
-          const dashboard = createDashboard({ backend, readOnly: options.readOnly === true });
+          const dashboard = createDashboard({
+            backend,
+            readOnly: options.readOnly === true,
+            // The page sees "INTERNAL"; the operator gets the cause here.
+            onError: (error, request) =>
+              context.io.err(`later dashboard: ${request.method} ${new URL(request.url).pathname}: ${error instanceof Error ? error.message : String(error)}`),
+          });
           const server = createServer(toNodeHandler(dashboard));
           const port = await listen(server, options.port, options.host);
           const host = options.host.includes(":") ? `[${options.host}]` : options.host;

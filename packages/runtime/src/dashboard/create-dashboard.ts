@@ -23,6 +23,7 @@
  * page's own files, no inline script), `X-Content-Type-Options: nosniff`
  * and `X-Frame-Options: DENY`; the JSON is `Cache-Control: no-store`.
  */
+import { LaterError } from "../errors.js";
 import { prepareBackend } from "../server/backend-preparation.js";
 import { JobController } from "../server/job-controller.js";
 import { OverviewSnapshot } from "./overview-snapshot.js";
@@ -37,7 +38,7 @@ export type DashboardHandler = (request: Request) => Promise<Response>;
 /** Makes the dashboard's Fetch handler (see the module doc). Bad options throw `InvalidConfigError` here. */
 export function createDashboard(options: DashboardOptions): DashboardHandler {
   const resolved = resolveDashboardOptions(options);
-  const { backend, basePath, readOnly, authorize, onAction, clock } = resolved;
+  const { backend, basePath, readOnly, authorize, onAction, onError, clock } = resolved;
   const snapshot = new OverviewSnapshot(backend, clock);
   // The job-action listener is for servers (waking workers); the audit event is sent by the action itself.
   const controller = new JobController(backend, clock, () => {});
@@ -74,6 +75,13 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
         onAction,
       });
     } catch (error) {
+      if (!(error instanceof LaterError)) {
+        try {
+          onError?.(error, request);
+        } catch {
+          // a failing logger does not change the answer
+        }
+      }
       return responseForError(error);
     }
   };

@@ -48,6 +48,14 @@ export interface DashboardOptions {
    */
   onAction?: ((event: DashboardActionEvent) => void) | undefined;
   /**
+   * Called with an unexpected error (one answered 500 `INTERNAL`, whose
+   * message the response does not show): log it. `LaterError`s (bad
+   * parameters, refusals, an unavailable database) are answered with their
+   * code and message and not reported here. A throw is ignored. Default:
+   * none.
+   */
+  onError?: ((error: unknown, request: Request) => void) | undefined;
+  /**
    * Time for the overview snapshot's age, the throughput window and an
    * action's `at`. Default: the wall clock.
    */
@@ -75,6 +83,7 @@ export interface ResolvedDashboardOptions {
   readOnly: boolean;
   authorize: ((request: Request) => boolean | Promise<boolean>) | undefined;
   onAction: ((event: DashboardActionEvent) => void) | undefined;
+  onError: ((error: unknown, request: Request) => void) | undefined;
   clock: Clock;
 }
 
@@ -82,7 +91,7 @@ export interface ResolvedDashboardOptions {
 export function resolveDashboardOptions(options: DashboardOptions): ResolvedDashboardOptions {
   if (options === null || typeof options !== "object")
     throw new InvalidConfigError(`createDashboard: options must be an object, got ${describeValue(options)}`);
-  const { backend, readOnly = false, authorize, onAction, clock = systemClock } = options;
+  const { backend, readOnly = false, authorize, onAction, onError, clock = systemClock } = options;
   if (backend === null || typeof backend !== "object" || typeof backend.inspect !== "object" || typeof backend.open !== "function") {
     throw new InvalidConfigError(
       `createDashboard: backend must be a later backend (sqlite(...), postgres(...), server.backend), got ${describeValue(backend)}`,
@@ -92,6 +101,7 @@ export function resolveDashboardOptions(options: DashboardOptions): ResolvedDash
   for (const [name, value] of [
     ["authorize", authorize],
     ["onAction", onAction],
+    ["onError", onError],
   ] as const) {
     if (value !== undefined && typeof value !== "function")
       throw new InvalidConfigError(`createDashboard: ${name} must be a function, got ${describeValue(value)}`);
@@ -99,7 +109,7 @@ export function resolveDashboardOptions(options: DashboardOptions): ResolvedDash
   if (clock === null || typeof clock !== "object" || typeof clock.now !== "function") {
     throw new InvalidConfigError(`createDashboard: clock must be a Clock ({ now, sleep }), got ${describeValue(clock)}`);
   }
-  return { backend, basePath: checkBasePath(options.basePath ?? "/"), readOnly, authorize, onAction, clock };
+  return { backend, basePath: checkBasePath(options.basePath ?? "/"), readOnly, authorize, onAction, onError, clock };
 }
 
 function checkBasePath(basePath: unknown): string {

@@ -48,6 +48,8 @@ export interface OverviewTopic {
   partitions: number;
   /** Jobs topic: unfinished jobs over its partitions. Log topic: records retained. */
   depth: number;
+  /** Jobs topic: unfinished jobs of each partition, by partition. */
+  partitionDepths?: { partition: number; depth: number }[];
   /** Log topic with consumer groups: records not yet committed, summed over its groups and partitions. Absent otherwise. */
   lag?: number;
   /** Log topic with consumer groups: each group's lag, by group. */
@@ -152,15 +154,26 @@ function dispatchWait(buckets: readonly { claims: number; waitTotalMs: number; w
 }
 
 /**
- * Job topics from the topic counters, then log topics with their lag: two
+ * Job topics from the partition counters (ordered by topic and
+ * partition), then log topics with their lag: two
  * statements of the log (every topic's partition offsets, every group
  * partition's commit), whatever the number of groups. A group's lag on a
  * partition is its end minus the group's committed offset (the oldest
  * retained offset when it has none, as `RetainedLog.lag`).
  */
 async function topicBadges(backend: Backend<unknown>): Promise<OverviewTopic[]> {
-  const [jobTopics, logTopics, groupRows] = await Promise.all([backend.inspect.topicDepth(), backend.log.topicList({}), backend.log.groupList({})]);
-  const badges: OverviewTopic[] = jobTopics.topics.map((t) => ({ name: t.topic, kind: "jobs", partitions: t.partitions, depth: t.unfinished }));
+  const [jobPartitions, logTopics, groupRows] = await Promise.all([backend.inspect.partitionDepth(), backend.log.topicList({}), backend.log.groupList({})]);
+  const badges: OverviewTopic[] = [];
+  for (const p of jobPartitions.partitions) {
+    let badge = badges.at(-1);
+    if (badge?.name !== p.topic) {
+      badge = { name: p.topic, kind: "jobs", partitions: 0, depth: 0, partitionDepths: [] };
+      badges.push(badge);
+    }
+    badge.partitions++;
+    badge.depth += p.unfinished;
+    badge.partitionDepths!.push({ partition: p.partition, depth: p.unfinished });
+  }
   for (const topic of logTopics) {
     const committed = new Map<string, Map<number, number | null>>();
     for (const row of groupRows) {
