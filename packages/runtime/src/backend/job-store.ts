@@ -132,6 +132,12 @@ export interface ClaimedJob {
   attempt: number;
   /** JSON of the explicit retry policy stored with the job (read when the attempt fails); null: none given. */
   retryPolicy: string | null;
+  /**
+   * The job's `runAt` as claimed: when it became claimable (enqueue, due
+   * time, retry time; a released continuation's is its release), so the
+   * claimer knows its dispatch wait without another read.
+   */
+  runAt: number;
 }
 
 /** Identifies one claim of one job. */

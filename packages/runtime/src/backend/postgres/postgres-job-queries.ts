@@ -154,12 +154,12 @@ FROM ins`);
   FROM ready WHERE j.id = ready.id
   RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, ready.stage AS old_stage, j.topic, j.partition_no
 )${counted("$1", moves("claimed", "old_stage", "'running'"))}
-(SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at FROM claimed ORDER BY run_at, id)
+(SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at, run_at FROM claimed ORDER BY run_at, id)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, (
   SELECT min(run_at) FROM ${jobs}
   WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at > $2 AND job_type = ANY($3::text[])
-) WHERE (SELECT count(*) FROM claimed) < $4`);
+), NULL WHERE (SELECT count(*) FROM claimed) < $4`);
     // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error]: a binary search in the jsonb object.
     const out = (i: number) => `($2::jsonb -> j.id ->> ${i})`;
     this.finish = statement(`WITH done AS (
