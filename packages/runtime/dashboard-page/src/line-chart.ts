@@ -31,6 +31,10 @@ export interface LineChartOptions {
   height?: number;
   /** The value axis reaches at least this (an idle chart still reads in whole units). Default 1. */
   minTop?: number;
+  /** Points further apart than this are not joined (a gap in the data stays a gap). Default: always joined. */
+  gapMs?: number;
+  /** A dot on every point (for sparse series, whose lone points draw no line). Default false. */
+  dots?: boolean;
 }
 
 const WIDTH = 600;
@@ -63,8 +67,11 @@ export function lineChart(options: LineChartOptions): HTMLElement {
   );
   for (const s of series) {
     if (s.points.length === 0) continue;
-    const d = s.points.map(([t, v], i) => `${i === 0 ? "M" : "L"}${x(t).toFixed(1)},${y(v).toFixed(1)}`).join("");
+    const gap = options.gapMs ?? Number.POSITIVE_INFINITY;
+    const d = s.points.map(([t, v], i) => `${i === 0 || t - s.points[i - 1]![0] > gap ? "M" : "L"}${x(t).toFixed(1)},${y(v).toFixed(1)}`).join("");
     chart.append(svg("path", { d, class: `line ${s.className}` }));
+    if (options.dots)
+      for (const [t, v] of s.points) chart.append(svg("circle", { cx: x(t).toFixed(1), cy: y(v).toFixed(1), r: 2.5, class: `dot ${s.className}` }));
   }
   chart.append(hoverColumns(options, x, plotH));
 

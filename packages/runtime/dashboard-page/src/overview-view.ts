@@ -137,6 +137,8 @@ function dispatchWaitChart(buckets: readonly ActivityBucket[], end: number, wind
     label: "Mean dispatch wait per second, regular and partitioned jobs",
     height: 110,
     minTop: 10,
+    gapMs: 1_000,
+    dots: true,
   });
 }
 
