@@ -60,7 +60,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
           retry: () => RetryPolicy.noRetries(),
         },
         slow: { handle: () => release.promise },
-        post: { handle: () => undefined },
+        post: { handle: (_ctx, payload) => ((payload as { hold?: boolean }).hold ? release.promise : undefined) },
       },
     });
     const p = server.publisher;
@@ -73,7 +73,8 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
     const slowId = await p.enqueue("slow", {});
     await p.enqueue("sendEmail", { after: "slow" }, { parentId: slowId }); // waits
     for (let i = 0; i < 6; i++) await p.enqueueToPartition("post", { n: i }, { topic: "ledger", key: `account-${i % 3}` });
-    const expected = { enqueued: 0, delayed: 2, waiting: 1, running: 1, requeued: 0, success: 36, failed: 2 };
+    const heldId = await p.enqueueToPartition("post", { hold: true }, { topic: "ledger", key: "account-9" }); // runs until the end
+    const expected = { enqueued: 0, delayed: 2, waiting: 1, running: 2, requeued: 0, success: 36, failed: 2 };
     await waitFor(
       async () => {
         const { counts } = await server.backend.inspect.stageCounts();
@@ -125,10 +126,10 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       mkdirSync(SCREENSHOTS, { recursive: true });
       await page.screenshot({ path: `${SCREENSHOTS}overview.png`, fullPage: true });
 
-      // The next page: the 17 older jobs, none of the first page's.
+      // The next page: the 18 older jobs, none of the first page's.
       await page.click("[data-page='next']");
       await textIs(page, ".page-number", "page 2");
-      const second = await rows(page, 17);
+      const second = await rows(page, 18);
       expect(second.filter((id) => first.includes(id))).toEqual([]);
       expect([...first, ...second].sort().reverse()).toEqual([...first, ...second]);
       await page.click("[data-page='first']");
@@ -141,10 +142,22 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       expect(new URL(page.url()).hash).toBe("#/?stage=failed");
       await page.fill("input[name='type']", "resize");
       expect(await rows(page, 1)).toEqual([failedId]);
-      // A topic badge lists the topic's jobs.
+      // A topic badge lists the topic's jobs and breaks its depth down by partition; a partition chip narrows the list to it.
       await page.click("a.brand");
       await page.click(".topics [data-topic='ledger']");
-      expect((await rows(page, 6)).length).toBe(6);
+      await rows(page, 7);
+      await textIs(page, ".topics [data-topic='ledger'] .badge-depth", "1");
+      const chips = await page
+        .locator(".partitions .chip")
+        .evaluateAll((els) => els.map((e) => [e.getAttribute("data-partition"), e.querySelector(".chip-depth")?.textContent]));
+      expect(chips.map(([, depth]) => depth).sort()).toEqual(["0", "0", "0", "1"]);
+      const heldPartition = chips.find(([, depth]) => depth === "1")![0]!;
+      await page.click(`.partitions [data-partition='${heldPartition}']`);
+      await page.waitForFunction(
+        (id) => document.querySelector(`.job-table tr[data-job-id="${id}"]`) !== null && new URL(location.href).hash.includes("partition="),
+        heldId,
+      );
+      expect(new URL(page.url()).hash).toBe(`#/?topic=ledger&partition=${heldPartition}`);
 
       // The failed job's detail: its history, parent and continuation, and the error as text.
       await page.goto(`${base}#/?stage=failed&type=resize`);
