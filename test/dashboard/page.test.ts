@@ -5,7 +5,8 @@
  * error is HTML with a script in it, a topic; the page must load with no
  * console error (CSP violations included), show the counts, narrow the
  * list by stage and type, page through it, show a job's history with the
- * error as text (no element made of it, no script run) and retry the job.
+ * error as text (no element made of it, no script run), retry the job and
+ * delete every job matching a filter, each after a confirmation.
  * Saves the screenshots the README shows (docs/screenshots/).
  *
  * The page is the same on both backends (it only reads the JSON API, which
@@ -45,7 +46,7 @@ async function rows(page: Page, n: number): Promise<string[]> {
 describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page (D6) in headless Chromium", () => {
   const harness = useHarness(sqliteEntry);
 
-  it("loads with no console error; counts, filters, paging, the detail with an escaped error, and a retry work", async () => {
+  it("loads with no console error; counts, filters, paging, the detail with an escaped error, a retry and a bulk delete work", async () => {
     const h = harness();
     let resizeRuns = 0;
     const release = deferred();
@@ -108,7 +109,11 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
         if (m.type() === "error" || m.type() === "warning") problems.push(`${m.type()}: ${m.text()}`);
       });
       page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-      page.on("dialog", (d) => void d.accept());
+      const confirmations: string[] = [];
+      page.on("dialog", (d) => {
+        confirmations.push(d.message());
+        void d.accept();
+      });
       await page.goto(base);
 
       // Counts from the overview.
@@ -178,6 +183,17 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       expect(await page.locator(".flash").textContent()).toBe(`Job …${failedId.slice(-6)} retried.`);
       expect(await server.backend.inspect.jobGet({ id: failedId })).toMatchObject({ stage: "success", attempt: 2 });
       expect(await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss)).toBeUndefined();
+
+      // Every job matching the list's filter, confirmed: the one failed job left (the continuation) is deleted.
+      await page.click(".job-detail a.back");
+      await page.click("a.brand");
+      await page.selectOption("select[name='stage']", "failed");
+      const [orphan] = await rows(page, 1);
+      await page.click("[data-bulk='delete']");
+      await textIs(page, ".flash", "1 job deleted.");
+      await rows(page, 0);
+      expect(await server.backend.inspect.jobGet({ id: orphan! })).toBeNull();
+      expect(confirmations).toEqual([`Retry job ${failedId}?`, "Delete every finished (success or failed) job matching the filter (stage=failed)?"]);
 
       expect(problems).toEqual([]);
     } finally {

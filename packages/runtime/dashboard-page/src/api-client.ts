@@ -9,6 +9,13 @@ export type Stage = "enqueued" | "delayed" | "waiting" | "running" | "requeued" 
 /** Every stage the page shows, in lifecycle order. */
 export const STAGES: readonly Stage[] = ["enqueued", "delayed", "waiting", "running", "requeued", "success", "failed", "cancelled"];
 
+/**
+ * The stages the job list filters by: every one but `cancelled`, which the
+ * runtime does not have yet (its count is 0, and the API refuses
+ * `stage=cancelled`). Add it here when cancel lands.
+ */
+export const FILTER_STAGES: readonly Stage[] = STAGES.filter((s) => s !== "cancelled");
+
 export interface DispatchWait {
   avgMs: number | null;
   maxMs: number | null;

@@ -5,7 +5,7 @@
  * kept across polls, so typing in it is never interrupted; the table is
  * drawn again from each page.
  */
-import { type JobFilter, type JobPage, type OverviewTopic, STAGES, type Stage } from "./api-client.js";
+import { FILTER_STAGES, type JobFilter, type JobPage, type OverviewTopic, type Stage } from "./api-client.js";
 import { formatIso, formatTime, shortId } from "./display-format.js";
 import { h } from "./element.js";
 
@@ -37,7 +37,7 @@ export class JobListView {
       "select",
       { attrs: { name: "stage", "aria-label": "Stage" } },
       h("option", { attrs: { value: "" } }, "every stage"),
-      ...STAGES.map((s) => h("option", { attrs: { value: s } }, s)),
+      ...FILTER_STAGES.map((s) => h("option", { attrs: { value: s } }, s)),
     );
     this.type = h("input", { attrs: { name: "type", type: "text", placeholder: "job type", "aria-label": "Job type", autocomplete: "off" } });
     this.topic = h("select", { attrs: { name: "topic", "aria-label": "Topic" } });

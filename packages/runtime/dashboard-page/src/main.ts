@@ -14,7 +14,7 @@ import {
   type JobPage,
   type Overview,
   type QueueLength,
-  STAGES,
+  FILTER_STAGES,
   type Stage,
 } from "./api-client.js";
 import { formatTime, shortId } from "./display-format.js";
@@ -60,7 +60,7 @@ function parseRoute(hash: string): Route {
   const query = new URLSearchParams(path.includes("?") ? path.slice(path.indexOf("?") + 1) : "");
   const filter: JobFilter = {};
   const stage = query.get("stage");
-  if (stage && (STAGES as readonly string[]).includes(stage)) filter.stage = stage as Stage;
+  if (stage && (FILTER_STAGES as readonly string[]).includes(stage)) filter.stage = stage as Stage;
   for (const key of ["type", "topic", "q"] as const) {
     const value = query.get(key);
     if (value) filter[key] = value;

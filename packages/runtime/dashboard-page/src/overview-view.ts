@@ -4,7 +4,7 @@
  * the kept week, live workers, topic badges with depth and log lag (and the
  * per-partition breakdown of the selected topic), the database size.
  */
-import { type ActivityBucket, type JobFilter, type Overview, type OverviewTopic, type QueueLength, STAGES, type Stage } from "./api-client.js";
+import { type ActivityBucket, FILTER_STAGES, type JobFilter, type Overview, type OverviewTopic, type QueueLength, STAGES, type Stage } from "./api-client.js";
 import { formatBytes, formatCount, formatDuration, formatIso, formatRelative, formatTime } from "./display-format.js";
 import { h } from "./element.js";
 import { type ChartSeries, downsample, lineChart } from "./line-chart.js";
@@ -20,17 +20,24 @@ export function stageCards(overview: Overview, filter: JobFilter, actions: Overv
     "section",
     { className: "stage-cards", attrs: { "aria-label": "Jobs by stage" } },
     ...STAGES.map((stage) =>
-      h(
-        "button",
-        {
-          className: `stage-card stage-${stage}${filter.stage === stage ? " selected" : ""}`,
-          attrs: { type: "button", "data-stage": stage, "aria-pressed": filter.stage === stage ? "true" : "false" },
-          title: filter.stage === stage ? "Show every stage" : `List ${stage} jobs`,
-          onClick: () => actions.filter({ stage: filter.stage === stage ? undefined : stage }),
-        },
-        h("span", { className: "stage-count" }, formatCount(overview.counts[stage] ?? 0)),
-        h("span", { className: "stage-name" }, stage),
-      ),
+      FILTER_STAGES.includes(stage)
+        ? h(
+            "button",
+            {
+              className: `stage-card stage-${stage}${filter.stage === stage ? " selected" : ""}`,
+              attrs: { type: "button", "data-stage": stage, "aria-pressed": filter.stage === stage ? "true" : "false" },
+              title: filter.stage === stage ? "Show every stage" : `List ${stage} jobs`,
+              onClick: () => actions.filter({ stage: filter.stage === stage ? undefined : stage }),
+            },
+            h("span", { className: "stage-count" }, formatCount(overview.counts[stage] ?? 0)),
+            h("span", { className: "stage-name" }, stage),
+          )
+        : h(
+            "div",
+            { className: `stage-card static stage-${stage}`, attrs: { "data-stage": stage } },
+            h("span", { className: "stage-count" }, formatCount(overview.counts[stage] ?? 0)),
+            h("span", { className: "stage-name" }, stage),
+          ),
     ),
   );
 }
