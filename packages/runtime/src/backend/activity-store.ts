@@ -28,7 +28,8 @@ export interface ActivityStore {
    * Adds the transitions into each stage since the last sample to the
    * bucket of the second before `now` (`floor(now / 1000) * 1000 - 1000`),
    * read from the cumulative `entered` of the stage counters, and moves the
-   * marks. The first sample of a namespace, or one more than
+   * marks (only when something moved, or the marks are half-way to stale:
+   * an idle namespace's sample writes nothing). The first sample of a namespace, or one more than
    * `staleAfterMs` after the last, only sets the marks (the transitions
    * since cannot be placed in a second). Serialised per namespace (SQLite:
    * `BEGIN IMMEDIATE`; PostgreSQL: a transaction-scoped advisory lock), so

@@ -44,13 +44,14 @@ ON CONFLICT (namespace, stage) DO UPDATE SET entered = excluded.entered, sampled
       const marks = await execute(this.marks, [ns]);
       const placed = enteredDeltas(current, marks, params.now, params.staleAfterMs);
       let total = 0;
-      for (const d of placed?.deltas ?? []) {
+      for (const d of placed.deltas) {
         await this.run(
           execute,
-          ACTIVITY_ADD.bind(this.host.compiler, { namespace: ns, at: placed!.at, series: `entered:${d.stage}`, n: d.n, totalMs: 0, maxMs: 0 }),
+          ACTIVITY_ADD.bind(this.host.compiler, { namespace: ns, at: placed.at, series: `entered:${d.stage}`, n: d.n, totalMs: 0, maxMs: 0 }),
         );
         total += d.n;
       }
+      if (!placed.refreshMarks) return total;
       const stages = [...current.map((r) => String(r.stage)), SAMPLED_MARK];
       await execute(this.markUpsert, [ns, stages, [...current.map((r) => String(r.entered)), "0"], params.now]);
       return total;

@@ -30,10 +30,11 @@ export class SqliteActivityStore implements B.ActivityStore {
       const marks = c.all("SELECT stage, entered, sampled_at FROM later_activity_marks WHERE namespace = ?", ns);
       const placed = enteredDeltas(current, marks, params.now, params.staleAfterMs);
       let total = 0;
-      for (const d of placed?.deltas ?? []) {
-        inTransaction(c, ACTIVITY_ADD.bind(sqliteCompiler, { namespace: ns, at: placed!.at, series: `entered:${d.stage}`, n: d.n, totalMs: 0, maxMs: 0 }));
+      for (const d of placed.deltas) {
+        inTransaction(c, ACTIVITY_ADD.bind(sqliteCompiler, { namespace: ns, at: placed.at, series: `entered:${d.stage}`, n: d.n, totalMs: 0, maxMs: 0 }));
         total += d.n;
       }
+      if (!placed.refreshMarks) return total;
       for (const r of [...current, { stage: SAMPLED_MARK, entered: 0 }]) {
         c.run(
           `INSERT INTO later_activity_marks (namespace, stage, entered, sampled_at) VALUES (?, ?, ?, ?)
