@@ -14,10 +14,11 @@ export const ACTIVITY_STALE_AFTER_MS = 60_000;
  * stage histories. The transitions themselves pay only the `entered`
  * column of the counter rows they already update.
  *
- * Event: `{ type: "maintenance", task: "activity-sample", count }` after a
- * sample that placed transitions.
+ * No `maintenance` event: a busy namespace would emit one every second.
  */
 export class ActivitySampler extends PeriodicService {
+  protected override readonly reportsRuns = false;
+
   constructor(host: MaintenanceHost, intervalMs = ACTIVITY_SAMPLE_INTERVAL_MS) {
     super(host, "activity-sample", intervalMs, true);
   }
