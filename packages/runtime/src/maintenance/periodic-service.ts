@@ -49,9 +49,6 @@ export abstract class PeriodicService {
     checkInt(task, "intervalMs", intervalMs, 1);
   }
 
-  /** False for a task that runs every second or so (`activity-sample`): its runs emit no `maintenance` event. */
-  protected readonly reportsRuns: boolean = true;
-
   /** Runs the task once now, whatever the schedule; resolves to how many rows or jobs it changed. */
   abstract runOnce(): Promise<number>;
 
@@ -85,7 +82,7 @@ export abstract class PeriodicService {
         // The claim's interval is a little shorter than ours, so two servers' timers that drift apart do not skip a turn.
         if (this.shared && !(await backend.maintenance.claim({ task: this.task, now: clock.now(), intervalMs: Math.max(1, this.intervalMs - 50) }))) continue;
         const count = await this.runOnce();
-        if (this.shared && this.reportsRuns && count > 0) onEvent({ type: "maintenance", task: this.task, count });
+        if (this.shared && count > 0) onEvent({ type: "maintenance", task: this.task, count });
       } catch (error) {
         if (!signal.aborted) onEvent(errorEvent(this.task, error));
       }

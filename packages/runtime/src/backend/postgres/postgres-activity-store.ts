@@ -38,11 +38,16 @@ ON CONFLICT (namespace, stage) DO UPDATE SET entered = excluded.entered, sampled
 
   async enteredSample(params: B.EnteredSampleParams): Promise<number> {
     const ns = this.host.namespace;
-    return this.host.inTransaction("activity sample", async (execute) => {
-      await execute(this.lock, [`${this.host.quoted}.${ns}`]);
+    const read = async (execute: Execute) => {
       const current = await execute(this.current, [ns]);
       const marks = await execute(this.marks, [ns]);
-      const placed = enteredDeltas(current, marks, params.now, params.staleAfterMs);
+      return { current, placed: enteredDeltas(current, marks, params.now, params.staleAfterMs) };
+    };
+    // Nothing moved (the common case for every sampler but the first of a second): two reads, no transaction.
+    if (!(await read(this.host.execute)).placed.refreshMarks) return 0;
+    return this.host.inTransaction("activity sample", async (execute) => {
+      await execute(this.lock, [`${this.host.quoted}.${ns}`]);
+      const { current, placed } = await read(execute);
       let total = 0;
       for (const d of placed.deltas) {
         await this.run(
