@@ -28,6 +28,12 @@ export interface InspectStore {
   /** Unfinished jobs per registered topic, read from the counters. */
   topicDepth(): Promise<TopicDepthResult>;
   /**
+   * `runAt` of the oldest ready regular job (enqueued, requeued or delayed,
+   * due by `nowMs`), or null when none: one probe of the ready index (the
+   * claim's), whatever the backlog. For `later_queue_oldest_ready_age_seconds`.
+   */
+  oldestReadyAt(params: OldestReadyAtParams): Promise<number | null>;
+  /**
    * Every partition of the namespace's topics (or of one topic), by topic
    * and partition: its head, depth and lease, for `later partitions list`.
    * One statement per dialect: the partition rows, the depth from the
@@ -76,6 +82,11 @@ export interface JobListParams {
   /** Cursor: list jobs after this id in `order` (greater than it for `"asc"`, less for `"desc"`). */
   afterId?: JobId | undefined;
   limit: number;
+}
+
+export interface OldestReadyAtParams {
+  /** Jobs due by this time (ms since the epoch) are ready. */
+  nowMs: number;
 }
 
 /** A namespace and the number of jobs it holds (every stage). */

@@ -6,6 +6,8 @@ import { RetryPolicy } from "../core/retry/retry-policy.js";
 import { describeThrown, InvalidConfigError, LaterError, type LaterErrorCode, describeValue } from "../errors.js";
 import type { JobPublisher } from "./publisher.js";
 import { describeName, nameProblem } from "../core/stored-name.js";
+import type { Registry } from "prom-client";
+import { LaterMetrics } from "../metrics/later-metrics.js";
 
 /**
  * Upper bounds of the numeric options. Times are waited with `setTimeout`,
@@ -210,6 +212,20 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
   /** Local events; exceptions thrown by the listener are ignored. */
   onEvent?: (event: ServerEvent) => void;
   /**
+   * Prometheus metrics (DESIGN M1–M3; the table in `metrics/later-metrics.ts`
+   * and the README): `server.metrics()` resolves to their text. On by
+   * default: recording costs a worker a few cell increments per job; false
+   * records nothing and `metrics()` resolves to an empty string.
+   */
+  metrics?: boolean;
+  /**
+   * A prom-client `Registry` of the application to register the metrics
+   * in (one set per registry, shared by every server given it), so one
+   * `/metrics` route serves them beside the application's own. Default: a
+   * registry of this server's own. Refused with `metrics: false`.
+   */
+  metricsRegistry?: Registry;
+  /**
    * Topics for partitioned jobs: `[topic("orders", 8)]`. Jobs of one
    * partition run one at a time in enqueue order. A server with topics
    * heartbeats and takes part in partition ownership. Default none.
@@ -233,7 +249,9 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
 
 /** Options with every default filled in. The server's parts never write into a caller's transaction, so they take any kind (`unknown`). */
 export interface ResolvedServerOptions<C>
-  extends Required<Omit<ServerOptions<C, unknown>, "workerAutoscale" | "onEvent" | "topics" | "recurringSequentialPartitions">> {
+  extends Required<Omit<ServerOptions<C, unknown>, "workerAutoscale" | "onEvent" | "topics" | "recurringSequentialPartitions" | "metricsRegistry">> {
+  /** The registry the metrics are in (the given one, or one of the server's own); null with `metrics: false`. */
+  metricsRegistry: Registry | null;
   /** The configured topics, plus the reserved recurring topic when `recurringSequentialPartitions` is set. */
   topics: readonly TopicConfig[];
   recurringSequentialPartitions: number | null;
@@ -273,6 +291,8 @@ const KEYS = new Set([
   "recurringSequentialPartitions",
   "partitionMemberExpiryMs",
   "recurringPollIntervalMs",
+  "metrics",
+  "metricsRegistry",
 ]);
 
 /** Checks every option and fills defaults; throws `InvalidConfigError` naming the bad option. */
@@ -333,6 +353,7 @@ export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): Re
   const onEvent = options.onEvent;
   if (onEvent !== undefined && typeof onEvent !== "function") throw new InvalidConfigError("`onEvent` must be a function");
   return {
+    ...resolveMetrics(options.metrics, options.metricsRegistry),
     topics: resolveTopics(options.topics, options.recurringSequentialPartitions),
     recurringSequentialPartitions: options.recurringSequentialPartitions ?? null,
     partitionMemberExpiryMs: int("partitionMemberExpiryMs", 15_000, 30),
@@ -395,4 +416,25 @@ export function checkTimeSource(timeSource: unknown, clock: unknown): "database"
   if (timeSource !== "database" && timeSource !== "local")
     throw new InvalidConfigError(`\`timeSource\` must be "database" or "local", got ${describeValue(timeSource)}`);
   return timeSource;
+}
+
+/** The `metrics` and `metricsRegistry` options, checked; the metrics are made in the registry now, so a clash of names refuses the start. */
+function resolveMetrics(metrics: unknown, registry: unknown): { metrics: boolean; metricsRegistry: Registry | null } {
+  if (metrics !== undefined && typeof metrics !== "boolean") throw new InvalidConfigError(`\`metrics\` must be true or false, got ${describeValue(metrics)}`);
+  if (registry !== undefined) {
+    const r = registry as Partial<Registry> | null;
+    if (
+      r === null ||
+      typeof r !== "object" ||
+      typeof r.getSingleMetric !== "function" ||
+      typeof r.registerMetric !== "function" ||
+      typeof r.metrics !== "function"
+    )
+      throw new InvalidConfigError("`metricsRegistry` must be a prom-client Registry");
+    if (metrics === false) throw new InvalidConfigError("`metricsRegistry` was given with `metrics: false`: give one or the other");
+  }
+  if (metrics === false) return { metrics: false, metricsRegistry: null };
+  const chosen = (registry as Registry | undefined) ?? LaterMetrics.ownRegistry();
+  LaterMetrics.of(chosen);
+  return { metrics: true, metricsRegistry: chosen };
 }

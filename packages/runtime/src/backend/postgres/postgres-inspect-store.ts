@@ -7,7 +7,7 @@
  * lost connection into `DatabaseUnavailableError`.
  */
 import type * as B from "../backend.js";
-import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
+import { JOB_GET, JOB_LIST, OLDEST_READY_AT } from "../shared/inspect-statements.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { PostgresStageCounters } from "./postgres-stage-counters.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
@@ -31,6 +31,11 @@ export class PostgresInspectStore implements B.InspectStore {
     WHERE j.namespace = p.namespace AND j.topic = p.topic AND j.partition_no = p.partition_no AND j.stage NOT IN ${stageList(TERMINAL_STAGES)}
     ORDER BY j.seq LIMIT 1) AS head_id
 FROM ${schema}.later_partitions p WHERE p.namespace = $1 AND ($2::text IS NULL OR p.topic = $2) ORDER BY p.topic, p.partition_no`);
+  }
+
+  /** One probe of the ready index (the shared statement). */
+  async oldestReadyAt(params: B.OldestReadyAtParams): Promise<number | null> {
+    return OLDEST_READY_AT.run(this.host.compiler, this.host.shared, { ...params, namespace: this.host.namespace });
   }
 
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {

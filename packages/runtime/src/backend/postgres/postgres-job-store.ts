@@ -137,7 +137,15 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     let nextRunAt: number | null | undefined;
     for (const r of rows) {
       if (r[0] === null) nextRunAt = r[5] === null ? null : Number(r[5]);
-      else jobs.push({ id: r[0] as string, jobType: r[1] as string, payload: r[2] as string, attempt: r[3] as number, retryPolicy: r[4] as string | null });
+      else
+        jobs.push({
+          id: r[0] as string,
+          jobType: r[1] as string,
+          payload: r[2] as string,
+          attempt: r[3] as number,
+          retryPolicy: r[4] as string | null,
+          runAt: Number(r[5]),
+        });
     }
     return nextRunAt === undefined ? { jobs } : { jobs, nextRunAt };
   }

@@ -3,9 +3,12 @@
  * (see `shared-statement.ts`): one job, and a cursor page of jobs for
  * `later jobs list` and the dashboard.
  */
-import type { JobGetParams, JobListParams, JobRecord } from "../backend.js";
+import { sql } from "kysely";
+import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
+import type { JobGetParams, JobListParams, JobRecord, OldestReadyAtParams } from "../backend.js";
 import { JOB_RECORD_COLUMNS, jobRecordFromRow } from "./job-rows.js";
 import { SharedStatement } from "./shared-statement.js";
+import { stageList } from "./stage-list.js";
 
 interface InNamespace {
   namespace: string;
@@ -32,4 +35,23 @@ export const JOB_LIST = new SharedStatement<JobListParams & InNamespace, JobReco
     return q.orderBy("id", desc ? "desc" : "asc").limit($("limit"));
   },
   read: (rows) => rows.map(jobRecordFromRow),
+});
+
+/**
+ * The due time of the oldest ready regular job: the first entry of the ready
+ * index (`later_jobs_ready`: namespace, run_at, over the claimable stages of
+ * regular jobs) up to now, as the claim reads it; one probe at any backlog.
+ */
+export const OLDEST_READY_AT = new SharedStatement<OldestReadyAtParams & InNamespace, number | null>({
+  build: (db, $) =>
+    db
+      .selectFrom("later_jobs")
+      .select("run_at")
+      .where("namespace", "=", $("namespace"))
+      .where(sql<boolean>`stage in ${sql.raw(stageList(CLAIMABLE_STAGES))}`)
+      .where("topic", "is", null)
+      .where("run_at", "<=", $("nowMs"))
+      .orderBy("run_at")
+      .limit(1),
+  read: (rows) => (rows[0] ? Number(rows[0].run_at) : null),
 });

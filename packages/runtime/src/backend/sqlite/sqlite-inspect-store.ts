@@ -8,7 +8,7 @@
  */
 import { JOB_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
-import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
+import { JOB_GET, JOB_LIST, OLDEST_READY_AT } from "../shared/inspect-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import type { SqliteHost } from "./sqlite-connection.js";
 import { partitionDepthFromRows, partitionListFromRows, topicDepthFromRows } from "../shared/depth-rows.js";
@@ -31,6 +31,11 @@ const PARTITION_LIST = `SELECT p.topic, p.partition_no, p.lease_owner, p.lease_e
 
 export class SqliteInspectStore implements B.InspectStore {
   constructor(private readonly host: SqliteHost) {}
+
+  /** One probe of the ready index (the shared statement). */
+  async oldestReadyAt(params: B.OldestReadyAtParams): Promise<number | null> {
+    return OLDEST_READY_AT.run(sqliteCompiler, this.read, { ...params, namespace: this.host.namespace });
+  }
 
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
     return JOB_GET.run(sqliteCompiler, this.read, { ...params, namespace: this.host.namespace });

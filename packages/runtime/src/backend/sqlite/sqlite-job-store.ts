@@ -168,6 +168,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       payload: String(r.payload),
       attempt: Number(r.attempt),
       retryPolicy: storedPolicy(r.retry_policy),
+      runAt: Number(r.run_at),
     }));
     if (jobs.length === params.limit) return { jobs };
     const next = this.conn().get(
