@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidConfigError, PartitionCountMismatchError, partitionForKey, topic } from "@later/runtime";
 import { ManualClock } from "@later/runtime/testing";
-import { BACKENDS, type TestDatabase } from "../conformance/backends.js";
+import { BACKENDS, withDatabase } from "../conformance/backends.js";
 import { waitFor } from "../conformance/harness.js";
 import { JobsBuilder as LedgerBuilder, openJobsPublisher as openLedgerPublisher, type JobsServer as LedgerServer } from "./schemas/ledger.generated.js";
 import { JobsBuilder as ShopBuilder } from "./schemas/shop.generated.js";
@@ -16,17 +16,8 @@ async function stageOf(server: { backend: LedgerServer<unknown>["backend"] }, id
 }
 
 describe.each(BACKENDS)("topics declared in the schema, on $name", (entry) => {
-  async function withDatabase(run: (db: TestDatabase) => Promise<void>): Promise<void> {
-    const db = await entry.createDatabase();
-    try {
-      await run(db);
-    } finally {
-      await db.dispose();
-    }
-  }
-
   it("a server and a publisher built from the module register the topic with its count: no topics option, no context", () =>
-    withDatabase(async (db) => {
+    withDatabase(entry, async (db) => {
       const seen: string[] = [];
       const server = await new LedgerBuilder({ backend: db.backend(), ...FAST })
         .withPostEntryHandler((ctx, entry) => {
@@ -57,7 +48,7 @@ describe.each(BACKENDS)("topics declared in the schema, on $name", (entry) => {
     }));
 
   it("a topics option that agrees is taken; one that disagrees is PARTITION_COUNT_MISMATCH before anything starts", () =>
-    withDatabase(async (db) => {
+    withDatabase(entry, async (db) => {
       const build = (partitions: number) =>
         new LedgerBuilder({ backend: db.backend(), ...FAST, topics: [topic("ledger", partitions)] })
           .withPostEntryHandler(() => {})
@@ -76,7 +67,7 @@ describe.each(BACKENDS)("topics declared in the schema, on $name", (entry) => {
     }));
 
   it("a server with a handler for a topic job whose topic it does not register is refused at start, naming both", () =>
-    withDatabase(async (db) => {
+    withDatabase(entry, async (db) => {
       const error: unknown = await new ShopBuilder({ context: {}, backend: db.backend(), ...FAST })
         .withSendEmailHandler(() => {})
         .withCreateAccountHandler(() => {})
@@ -89,7 +80,7 @@ describe.each(BACKENDS)("topics declared in the schema, on $name", (entry) => {
     }));
 
   it("the options form: a delayed continuation through enqueueContinue, a delayed partition job, and an unknown option refused", () =>
-    withDatabase(async (db) => {
+    withDatabase(entry, async (db) => {
       const clock = new ManualClock();
       const ran: string[] = [];
       const server = await new LedgerBuilder({ backend: db.backend(), ...FAST, clock })

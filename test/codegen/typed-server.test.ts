@@ -3,7 +3,7 @@ import Database from "better-sqlite3";
 import { Kysely, SqliteDialect } from "kysely";
 import { describe, expect, it } from "vitest";
 import { HandlerMissingError, InvalidConfigError, PermanentJobError, partitionForKey, topic, type JobId } from "@later/runtime";
-import { BACKENDS, type TestDatabase } from "../conformance/backends.js";
+import { BACKENDS, withDatabase } from "../conformance/backends.js";
 import { waitFor } from "../conformance/harness.js";
 import { JobsBuilder as DatesBuilder } from "./schemas/dates.generated.js";
 import type { Meeting } from "./schemas/dates.schema.js";
@@ -22,17 +22,8 @@ async function finished(server: { backend: JobsServer<unknown>["backend"] }, id:
 }
 
 describe.each(BACKENDS)("generated module on $name", (entry) => {
-  async function withDatabase(run: (db: TestDatabase) => Promise<void>): Promise<void> {
-    const db = await entry.createDatabase();
-    try {
-      await run(db);
-    } finally {
-      await db.dispose();
-    }
-  }
-
   it("round-trips Date fields as Dates, wherever they sit in the payload", () =>
-    withDatabase(async (db) => {
+    withDatabase(entry, async (db) => {
       const seen: Meeting[] = [];
       const server = await new DatesBuilder({ context: null, backend: db.backend(), ...FAST })
         .withScheduleMeetingHandler((_ctx, meeting) => void seen.push(meeting))
@@ -78,7 +69,7 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
     }));
 
   it("build() names every missing handler and starts nothing", () =>
-    withDatabase(async (db) => {
+    withDatabase(entry, async (db) => {
       const builder = new JobsBuilder({ context: {}, backend: db.backend(), ...FAST }).withSendEmailHandler(() => {});
       const error: unknown = await builder.build().catch((e: unknown) => e);
       expect(error).toBeInstanceOf(HandlerMissingError);
@@ -90,7 +81,7 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
     }));
 
   it("handlers enqueue through ctx.jobs, continuations chain, and a stored payload that no longer decodes fails the job", () =>
-    withDatabase(async (db) => {
+    withDatabase(entry, async (db) => {
       const order: string[] = [];
       const server = await new JobsBuilder({ context: { prefix: ">" }, backend: db.backend(), ...FAST, ...ORDERS })
         .withSendEmailHandler(async (ctx, email) => {
@@ -123,7 +114,7 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
     }));
 
   it("a topic job goes to the partition of its @partitionKey field and runs in order; an unregistered topic is refused before writing", () =>
-    withDatabase(async (db) => {
+    withDatabase(entry, async (db) => {
       const seen: string[] = [];
       const server = await new JobsBuilder({ context: {}, backend: db.backend(), topics: [topic("orders", 4)], ...FAST })
         .withSendEmailHandler(() => {})
@@ -151,7 +142,7 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
     }));
 
   it("a publisher-only process enqueues; partition and recurring methods refuse before writing", () =>
-    withDatabase(async (db) => {
+    withDatabase(entry, async (db) => {
       const seen: SendEmail[] = [];
       const server = await new JobsBuilder({ context: {}, backend: db.backend(), ...FAST, ...ORDERS })
         .withSendEmailHandler((_ctx, p) => void seen.push(p))
@@ -181,7 +172,7 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
     }));
 
   it("the generated server and the publisher-only process both force-fail a partition head, truncate its history and delete a schedule", () =>
-    withDatabase(async (db) => {
+    withDatabase(entry, async (db) => {
       const topics = [topic("orders", 4)];
       const publisher = await openJobsPublisher({ backend: db.backend(), topics, autoMigrate: true });
       const server = await new JobsBuilder({ context: {}, backend: db.backend(), ...FAST, topics })
@@ -214,7 +205,7 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
     }));
 
   it("the generated server and the publisher-only process retry and delete jobs, by id and by filter (X7)", () =>
-    withDatabase(async (db) => {
+    withDatabase(entry, async (db) => {
       const publisher = await openJobsPublisher({ backend: db.backend(), autoMigrate: true });
       let fail = true;
       const server = await new JobsBuilder({ context: {}, backend: db.backend(), ...FAST, ...ORDERS })

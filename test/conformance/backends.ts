@@ -36,6 +36,16 @@ export interface BackendEntry {
   createDatabase(): Promise<TestDatabase>;
 }
 
+/** Runs `run` on a fresh database of `entry`, disposed of afterwards whatever `run` does. */
+export async function withDatabase(entry: BackendEntry, run: (db: TestDatabase) => Promise<void>): Promise<void> {
+  const db = await entry.createDatabase();
+  try {
+    await run(db);
+  } finally {
+    await db.dispose();
+  }
+}
+
 const sqliteEntry: BackendEntry = {
   name: "sqlite",
   async createDatabase() {

@@ -3,6 +3,7 @@
  * `RetainedLog`s opened on it (closed after the test), the log tables' row
  * counts (to show a refusal wrote nothing), and refusal capture.
  */
+import { setTimeout as wait } from "node:timers/promises";
 import { sql } from "kysely";
 import { afterEach, expect } from "vitest";
 import { LaterError, RetainedLog, logTopic, type LogTopicConfig, type RetainedLogOptions } from "@later/runtime";
@@ -73,4 +74,23 @@ export async function refusal(p: Promise<unknown> | (() => Promise<unknown>)): P
     return error as LaterError;
   }
   throw new Error("expected a LaterError");
+}
+
+/** The poll interval of the consume tests' members, ms. */
+export const POLL = 100;
+
+/**
+ * Advances `clock` one poll interval per 40 ms of wall time (2.5x: a 15 s
+ * member expiry is 6 s of wall time, and a lease renewal has 8 s, far
+ * beyond a step's work even on a loaded machine) until `done()` holds (40 s
+ * of wall time at most). The members' timers run on `clock`; each step
+ * leaves their database work the wall time to finish.
+ */
+export async function drive(clock: ManualClock, done: () => boolean | Promise<boolean>, stepMs = POLL): Promise<void> {
+  const deadline = Date.now() + 40_000;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error("condition not reached within 40 s");
+    clock.advance(stepMs);
+    await wait(40);
+  }
 }

@@ -1,10 +1,10 @@
 // M1-M3: the Prometheus metrics of a server (`server.metrics()`, `metricsRegistry`, `metrics: false`):
 // every name with its type and labels after successes, a retry, a failure and partitioned jobs; no
 // label carries a job id, an error text or a server id; the queue gauges are read from the
-// counters on the clock's 5 s tick.
+// counters on the clock's 5 s tick, the retained log's lag with them.
 import { describe, expect, it } from "vitest";
 import { Counter, Registry } from "prom-client";
-import { InvalidConfigError, newJobId, RetryPolicy, topic } from "@later/runtime";
+import { InvalidConfigError, logTopic, newJobId, RetryPolicy, topic } from "@later/runtime";
 import { ManualClock } from "@later/runtime/testing";
 import { BACKENDS } from "./backends.js";
 import { useHarness, waitFor } from "./harness.js";
@@ -159,7 +159,7 @@ describe.each(BACKENDS)("metrics on $name", (entry) => {
     const h = harness();
     // Ahead of the wall clock: ids minted from it carry its time (the monotonic id factory never goes back).
     const clock = new ManualClock(Date.now() + 3_600_000);
-    const server = await h.start({ clock, handlers: { a: { handle: async () => {} } }, topics: [topic("t", 2)] });
+    const server = await h.start({ clock, handlers: { a: { handle: async () => {} } }, topics: [topic("t", 2)], logTopics: [logTopic("events", 2)] });
     const gauges = async () => parse(await server.metrics()).samples;
     await waitFor(async () => (await gauges()).some((s) => s.name === "later_queue_jobs"), "the reading at start");
     expect(value(await gauges(), "later_queue_jobs", { stage: "enqueued" })).toBe(0);
@@ -175,6 +175,11 @@ describe.each(BACKENDS)("metrics on $name", (entry) => {
       ],
       now: start,
     });
+    await server.log.appendMany(
+      "events",
+      [0, 1, 1].map((partition) => ({ partition, value: "r" })),
+    );
+    await server.log.commitOffset({ topic: "events", group: "audit", partition: 1, epoch: 0, offset: 1 });
     expect(value(await gauges(), "later_queue_jobs", { stage: "enqueued" })).toBe(0); // not read again yet
     clock.advance(5_000);
     const read = await waitFor(async () => {
@@ -187,6 +192,7 @@ describe.each(BACKENDS)("metrics on $name", (entry) => {
     expect(value(read, "later_partition_queue_depth", { topic: "t", partition: "1" })).toBe(2);
     expect(value(read, "later_partition_queue_depth", { topic: "t", partition: "0" })).toBe(0);
     expect(value(read, "later_partition_oldest_head_age_seconds", { topic: "t" })).toBe(5);
+    expect(value(read, "later_retained_log_consumer_lag", { topic: "events", group: "audit" })).toBe(2);
   });
 
   it("registers in the application's registry (shared by its servers), is off with metrics: false, and refuses bad options", async () => {

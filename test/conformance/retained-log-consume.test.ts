@@ -3,31 +3,12 @@
 // members split eight partitions by rendezvous and handle each record once; stop() hands its
 // partitions over at once; a member whose lease expired has its late commit refused with
 // STALE_EPOCH and the offset never moves back; a handler that throws is re-delivered after a backoff.
-import { setTimeout as wait } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { logTopic, type LogBatch, type LogConsumer, type RetainedLog, type ServerEvent } from "@later/runtime";
 import { ManualClock } from "@later/runtime/testing";
 import { rendezvousOwner } from "../../packages/runtime/src/core/partition/rendezvous.js";
 import { BACKENDS } from "./backends.js";
-import { refusal, useLog } from "./log-harness.js";
-
-const POLL = 100;
-
-/**
- * Advances `clock` one poll interval per 40 ms of wall time (2.5x: a 15 s
- * member expiry is 6 s of wall time, and a lease renewal has 8 s, far
- * beyond a step's work even on a loaded machine) until `done()` holds (40 s
- * of wall time at most). The members' timers run on `clock`; each step
- * leaves their database work the wall time to finish.
- */
-async function drive(clock: ManualClock, done: () => boolean | Promise<boolean>, stepMs = POLL): Promise<void> {
-  const deadline = Date.now() + 40_000;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error("condition not reached within 40 s");
-    clock.advance(stepMs);
-    await wait(40);
-  }
-}
+import { drive, POLL, refusal, useLog } from "./log-harness.js";
 
 async function fill(log: RetainedLog, partitions: number, perPartition: number): Promise<void> {
   const records = [];

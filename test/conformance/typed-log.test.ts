@@ -10,7 +10,7 @@ import type { ManualClock } from "@later/runtime/testing";
 import { openLogs } from "../codegen/schemas/events.generated.js";
 import type { OrderEvent } from "../codegen/schemas/events.schema.js";
 import { BACKENDS, type TestDatabase } from "./backends.js";
-import { refusal, useLog } from "./log-harness.js";
+import { drive, POLL, refusal, useLog } from "./log-harness.js";
 
 const placed: OrderEvent = {
   customerId: "c-7",
@@ -150,5 +150,27 @@ describe.each(BACKENDS)("typed log on $name", (entry) => {
     }
     const error = await refusal(openLogs({ backend: h.db.backend(), clock: h.clock, retention: false, topicOptions: { orders: { retentionMs: 1 } } }));
     expect(error.code).toBe("INVALID_CONFIG");
+  });
+
+  it("L7: consume hands each batch's records typed, Dates revived, and commits after the handler", async () => {
+    const h = await harness();
+    const logs = await open(h.db, h.clock);
+    const appended = await logs.orderEvents.appendMany([placed, { ...placed, kind: "paid" }, { ...placed, kind: "shipped" }]);
+    const seen: OrderEvent[] = [];
+    const consumer = await logs.orderEvents.consume({
+      group: "billing",
+      pollIntervalMs: POLL,
+      handler: (batch) => {
+        for (const r of batch.records) seen.push(r.value);
+      },
+    });
+    await drive(h.clock, async () => (await logs.orderEvents.lag({ group: "billing" })).every((p) => p.lag === 0) && seen.length === 3);
+    await consumer.stop();
+    expect(seen.map((v) => v.kind)).toEqual(["placed", "paid", "shipped"]);
+    expect(seen[0]!.at).toBeInstanceOf(Date);
+    expect(seen[0]!.lines[0]!.promisedBy!.getTime()).toBe(Date.UTC(2026, 5, 3));
+    const partition = appended[0]!.partition;
+    expect(await logs.orderEvents.committed({ group: "billing" })).toContainEqual({ partition, offset: 3 });
+    expect((await refusal(logs.orderEvents.consume({ group: "g", handler: "no" as never }))).code).toBe("INVALID_ARGUMENT");
   });
 });

@@ -22,7 +22,8 @@ export type { JobFilter, JobBatchOptions } from "./server/job-controller.js";
 export { ENQUEUE_OPTION_KEYS, type EnqueueOptions } from "./server/enqueue-options.js";
 export { topic, RECURRING_SEQUENTIAL_TOPIC, MAX_PARTITIONS, type TopicConfig } from "./core/partition/topic.js";
 export { partitionForKey, murmur2, type PartitionKey } from "./core/partition/partition-for-key.js";
-export type { JobContext, HandlerRegistration, ServerOptions, ServerEvent, WorkerAutoscaleOptions } from "./server/server-options.js";
+export type { JobContext, HandlerRegistration, ServerOptions, WorkerAutoscaleOptions } from "./server/server-options.js";
+export type { ServerEvent } from "./server/server-event.js";
 export { payloadDecoder, type DatePath, type JobCatalog, type JobSpec } from "./typed/job-catalog.js";
 export { JobHandle } from "./typed/job-handle.js";
 export { TopicJobHandle } from "./typed/topic-job-handle.js";
@@ -41,6 +42,8 @@ export {
   type TypedLog,
   type TypedLogReader,
   type TypedLogRecord,
+  type TypedLogBatch,
+  type TypedConsumeOptions,
 } from "./typed/typed-log.js";
 export { RetainedLog, MAX_LOG_READ, type RetainedLogOptions, type RetainedLogRetentionOptions } from "./retained-log/retained-log.js";
 export { DEFAULT_LOG_RETENTION_MS, type LogRetentionSweepResult } from "./maintenance/log-retention-sweeper.js";
@@ -55,6 +58,7 @@ export {
   type LogRecord,
   type CommittedOffset,
   type PartitionLag,
+  type LogGroupLag,
 } from "./retained-log/log-record.js";
 export { CronSchedule } from "./core/cron/cron-schedule.js";
 export type { RecurringScheduleOptions } from "./recurring/recurring-scheduler.js";

@@ -32,7 +32,7 @@
  * buckets reach a day, the handler's an hour.
  */
 import { Registry } from "prom-client";
-import { InvalidConfigError } from "../errors.js";
+import { describeValue, InvalidConfigError } from "../errors.js";
 import { CellCounter, CellGauge, CellHistogram } from "./metric-cells.js";
 
 /** Handler time buckets (seconds): 5 ms to an hour (the default job timeout is 15 minutes). */
@@ -122,11 +122,6 @@ export class LaterMetrics {
     }
     return metrics;
   }
-
-  /** A registry of its own, for a server given no `metricsRegistry`. */
-  static ownRegistry(): Registry {
-    return new Registry();
-  }
 }
 
 const byRegistry = new WeakMap<Registry, LaterMetrics>();
@@ -151,3 +146,29 @@ export const METRIC_NAMES: readonly string[] = [
   "later_partition_queue_depth",
   "later_retained_log_consumer_lag",
 ];
+
+/**
+ * The server options `metrics` and `metricsRegistry`, checked: the registry
+ * to use (the given one, or a new one of the server's own), null with
+ * `metrics: false`. The metrics are made in it now, so a clash of names
+ * refuses the start before anything is opened.
+ */
+export function resolveMetricsOptions(metrics: unknown, registry: unknown): { metrics: boolean; metricsRegistry: Registry | null } {
+  if (metrics !== undefined && typeof metrics !== "boolean") throw new InvalidConfigError(`\`metrics\` must be true or false, got ${describeValue(metrics)}`);
+  if (registry !== undefined) {
+    const r = registry as Partial<Registry> | null;
+    if (
+      r === null ||
+      typeof r !== "object" ||
+      typeof r.getSingleMetric !== "function" ||
+      typeof r.registerMetric !== "function" ||
+      typeof r.metrics !== "function"
+    )
+      throw new InvalidConfigError("`metricsRegistry` must be a prom-client Registry");
+    if (metrics === false) throw new InvalidConfigError("`metricsRegistry` was given with `metrics: false`: give one or the other");
+  }
+  if (metrics === false) return { metrics: false, metricsRegistry: null };
+  const chosen = (registry as Registry | undefined) ?? new Registry();
+  LaterMetrics.of(chosen);
+  return { metrics: true, metricsRegistry: chosen };
+}

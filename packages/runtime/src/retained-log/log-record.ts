@@ -54,6 +54,14 @@ export interface CommittedOffset {
 }
 
 /** One partition's lag for a group (DESIGN L5). */
+/** A consumer group's lag over a whole topic (`RetainedLog.groupLag`, `server.logLag()`). */
+export interface LogGroupLag {
+  topic: string;
+  group: string;
+  /** Records appended but not yet committed by the group, summed over the topic's partitions. */
+  lag: number;
+}
+
 export interface PartitionLag {
   partition: number;
   /** The last offset + 1 (0 when nothing was appended). */

@@ -59,3 +59,23 @@ export function logTopic(name: string, partitions: number, options: LogTopicOpti
     minRetainUntilCommitted: min,
   });
 }
+
+/**
+ * The log topics of `RetainedLog.open` or a server's `logTopics`, by name,
+ * checked (`InvalidConfigError` otherwise): each from `logTopic()`, a name
+ * listed twice only with the same partition count.
+ */
+export function logTopicsByName(where: string, topics: unknown): Map<string, LogTopicConfig> {
+  if (!Array.isArray(topics)) throw new InvalidConfigError(`${where}: \`topics\` must be an array of logTopic(name, partitions)`);
+  const byName = new Map<string, LogTopicConfig>();
+  for (const t of topics as readonly LogTopicConfig[]) {
+    if (t === null || typeof t !== "object" || typeof t.name !== "string" || typeof t.partitions !== "number" || !("retentionMs" in t)) {
+      throw new InvalidConfigError(`${where}: every topic must come from logTopic(name, partitions), got ${describeValue(t)}`);
+    }
+    const seen = byName.get(t.name);
+    if (seen && seen.partitions !== t.partitions)
+      throw new InvalidConfigError(`${where}: log topic "${t.name}" is listed twice with different partition counts`);
+    byName.set(t.name, t);
+  }
+  return byName;
+}

@@ -20,11 +20,20 @@ import { nameProblem, describeName } from "../core/stored-name.js";
 import { InvalidArgumentError, InvalidConfigError, ServerStoppedError, UnknownTopicError, describeValue } from "../errors.js";
 import { LogRetentionSweeper, type LogRetentionSweepResult } from "../maintenance/log-retention-sweeper.js";
 import { checkInt } from "../maintenance/periodic-service.js";
-import { followDatabaseClock, prepareBackend } from "../server/background-job-server.js";
-import type { ServerEvent } from "../server/server-options.js";
+import { followDatabaseClock, prepareBackend } from "../server/backend-preparation.js";
+import type { ServerEvent } from "../server/server-event.js";
 import { LogConsumer, type ConsumeOptions } from "./log-consumer.js";
-import { checkOffset, encodeLogRecord, type CommittedOffset, type LogPosition, type LogRecord, type LogRecordInput, type PartitionLag } from "./log-record.js";
-import type { LogTopicConfig } from "./log-topic.js";
+import {
+  checkOffset,
+  encodeLogRecord,
+  type CommittedOffset,
+  type LogPosition,
+  type LogRecord,
+  type LogRecordInput,
+  type PartitionLag,
+  type LogGroupLag,
+} from "./log-record.js";
+import { logTopicsByName, type LogTopicConfig } from "./log-topic.js";
 
 /** Options of {@link RetainedLog.open}. */
 export interface RetainedLogOptions<Trx = TransactionHandle> {
@@ -72,6 +81,7 @@ export class RetainedLog<Trx = TransactionHandle> {
     private readonly clock: Clock,
     retention: { intervalMs: number; batchSize: number; start: boolean },
     private readonly onEvent: (event: ServerEvent) => void,
+    private readonly ownsBackend: boolean,
   ) {
     this.sweeper = new LogRetentionSweeper({ backend: backend as Backend, clock, onEvent }, retention);
     if (retention.start) this.sweeper.start();
@@ -87,21 +97,11 @@ export class RetainedLog<Trx = TransactionHandle> {
    */
   static async open<Trx = TransactionHandle>(options: RetainedLogOptions<Trx>): Promise<RetainedLog<Trx>> {
     if (options === null || typeof options !== "object") throw new InvalidConfigError("RetainedLog.open(options): options must be an object");
-    const { backend, topics } = options;
+    const { backend } = options;
     if (backend === null || typeof backend !== "object" || typeof (backend as { log?: unknown }).log !== "object") {
       throw new InvalidConfigError("RetainedLog.open(): `backend` must be a backend (sqlite({ file }) or postgres({ connectionString }))");
     }
-    if (!Array.isArray(topics)) throw new InvalidConfigError("RetainedLog.open(): `topics` must be an array of logTopic(name, partitions)");
-    const byName = new Map<string, LogTopicConfig>();
-    for (const t of topics as readonly LogTopicConfig[]) {
-      if (t === null || typeof t !== "object" || typeof t.name !== "string" || typeof t.partitions !== "number" || !("retentionMs" in t)) {
-        throw new InvalidConfigError(`RetainedLog.open(): every topic must come from logTopic(name, partitions), got ${describeValue(t)}`);
-      }
-      const seen = byName.get(t.name);
-      if (seen && seen.partitions !== t.partitions)
-        throw new InvalidConfigError(`RetainedLog.open(): log topic "${t.name}" is listed twice with different partition counts`);
-      byName.set(t.name, t);
-    }
+    const byName = logTopicsByName("RetainedLog.open()", options.topics);
     const retention = retentionSettings(options.retention);
     const onEvent = options.onEvent ?? (() => {});
     if (typeof onEvent !== "function") throw new InvalidConfigError(`RetainedLog.open(): \`onEvent\` must be a function, got ${describeValue(onEvent)}`);
@@ -110,11 +110,27 @@ export class RetainedLog<Trx = TransactionHandle> {
     try {
       const clock = (await followDatabaseClock("database", local, backend as Backend)) ?? local;
       await backend.log.topicRegister({ topics: [...byName.values()], now: clock.now() });
-      return new RetainedLog(backend, byName, clock, retention, onEvent);
+      return new RetainedLog(backend, byName, clock, retention, onEvent, true);
     } catch (error) {
       await backend.close();
       throw error;
     }
+  }
+
+  /**
+   * @internal A log on a backend that a server has already opened and
+   * checked (`server.log`, from the server's `logTopics`): registers the
+   * topics on the server's clock; its `close()` stops its consumers and
+   * sweep but leaves the backend to the server.
+   */
+  static async attach<Trx>(params: {
+    backend: Backend<Trx>;
+    topics: ReadonlyMap<string, LogTopicConfig>;
+    clock: Clock;
+    onEvent: (event: ServerEvent) => void;
+  }): Promise<RetainedLog<Trx>> {
+    await params.backend.log.topicRegister({ topics: [...params.topics.values()], now: params.clock.now() });
+    return new RetainedLog(params.backend, params.topics, params.clock, retentionSettings(undefined), params.onEvent, false);
   }
 
   /** Appends one record; resolves to its position once committed. See {@link LogRecordInput} for what a record holds. */
@@ -228,6 +244,28 @@ export class RetainedLog<Trx = TransactionHandle> {
   }
 
   /**
+   * Every consumer group of each of this log's topics (or of `topics`) with
+   * its lag summed over the topic's partitions, by topic and group: what
+   * `server.logLag()` reports for the dashboard and the
+   * `later_retained_log_consumer_lag` gauge. A group is listed once it has
+   * committed or leased a partition of the topic. Two statements per topic.
+   */
+  async groupLag(topics: readonly string[] = [...this.topics.keys()]): Promise<LogGroupLag[]> {
+    this.checkOpen("groupLag");
+    const result: LogGroupLag[] = [];
+    for (const name of topics) {
+      const config = this.topic("groupLag", name);
+      const groups = [...new Set((await this.backend.log.groupList({ topic: config.name })).map((r) => r.group))].sort();
+      for (const group of groups) {
+        const rows = await this.backend.log.lagList({ topic: config.name, group });
+        const lag = rows.reduce((sum, r) => sum + Math.max(0, r.endOffset - (r.committedOffset ?? r.startOffset)), 0);
+        result.push({ topic: config.name, group, lag });
+      }
+    }
+    return result;
+  }
+
+  /**
    * Runs a retention sweep now, whatever the schedule and whether or not
    * this log sweeps on its own: deletes every log topic's records past
    * their retention (for all topics of the namespace, as stored), in
@@ -289,7 +327,7 @@ export class RetainedLog<Trx = TransactionHandle> {
     await Promise.all([...this.consumers].map((c) => c.stop()));
     this.closed = true;
     await this.sweeper.stop();
-    await this.backend.close();
+    if (this.ownsBackend) await this.backend.close();
   }
 
   private encode(where: string, topic: string, records: readonly LogRecordInput[]) {

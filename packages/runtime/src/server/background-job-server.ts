@@ -1,9 +1,8 @@
 import type { Backend, JobInsert, PartitionRef, TransactionHandle } from "../backend/backend.js";
-import type { Clock } from "../core/clock.js";
-import { DatabaseClock } from "../core/database-clock.js";
+import type { DatabaseClock } from "../core/database-clock.js";
 import { newJobId, type JobId } from "../core/job-id.js";
 import type { JobStage } from "../core/job-stage.js";
-import { InvalidConfigError, SchemaVersionError, ServerStoppedError } from "../errors.js";
+import { InvalidConfigError, ServerStoppedError } from "../errors.js";
 import { ClockSync } from "../maintenance/clock-sync.js";
 import { ExpirySweeper } from "../maintenance/expiry-sweeper.js";
 import type { PeriodicService } from "../maintenance/periodic-service.js";
@@ -17,10 +16,14 @@ import { WorkerIds } from "../worker/worker-ids.js";
 import { LaterMetrics } from "../metrics/later-metrics.js";
 import { QueueGaugeRefresher } from "../metrics/queue-gauge-refresher.js";
 import { ServerMetrics } from "../metrics/server-metrics.js";
+import type { LogGroupLag } from "../retained-log/log-record.js";
+import { RetainedLog } from "../retained-log/retained-log.js";
+import { followDatabaseClock, prepareBackend } from "./backend-preparation.js";
 import { DatabaseWait } from "./database-wait.js";
 import type { JobBatchOptions, JobFilter } from "./job-controller.js";
 import { JobPublisher } from "./publisher.js";
-import { errorEvent, resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
+import { errorEvent } from "./server-event.js";
+import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
 import { jsonPayload } from "./encode-payload.js";
 import { shutdownOnSignals, type ShutdownOnSignalsOptions } from "./shutdown-on-signals.js";
 
@@ -67,6 +70,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   private readonly recorder: ServerMetrics | null;
   private readonly unsubscribeWake: () => void;
   private stopped: Promise<void> | null = null;
+  private retainedLog: RetainedLog<Trx> | null = null;
 
   private constructor(
     private readonly options: ResolvedServerOptions<C>,
@@ -134,7 +138,9 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
         },
         () => partitions?.activeByTopic() ?? new Map(),
       );
-      this.services.push(new QueueGaugeRefresher(host, { metrics: recorder, logLag: null }));
+      // The retained log is attached at start, after this constructor: read its lag through logLag().
+      const logLag = options.logTopics.size > 0 ? () => this.logLag() : null;
+      this.services.push(new QueueGaugeRefresher(host, { metrics: recorder, logLag }));
     }
     this.recurring = new RecurringPoller({
       backend,
@@ -177,9 +183,18 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       await wait.run(async () => {
         // P1: a topic stored with another partition count refuses the start, before any worker runs.
         if (resolved.topics.length > 0) await resolved.backend.partitions.topicRegister({ topics: resolved.topics, now: resolved.clock.now() });
+        // L1: as RetainedLog.open, a log topic stored with another partition count refuses the start.
+        if (resolved.logTopics.size > 0 && !server.retainedLog)
+          server.retainedLog = await RetainedLog.attach({
+            backend: resolved.backend,
+            topics: resolved.logTopics,
+            clock: resolved.clock,
+            onEvent: resolved.onEvent,
+          });
         await server.partitions?.start();
       });
     } catch (error) {
+      await server.retainedLog?.close();
       server.unsubscribeWake();
       await resolved.backend.close();
       throw error;
@@ -193,6 +208,26 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
 
   get backend(): Backend<Trx> {
     return this.options.backend;
+  }
+
+  /**
+   * The retained log over the server's `logTopics` (DESIGN L1): append,
+   * read, consume, lag, on the server's backend and clock; it runs the
+   * topics' retention sweep and stops with the server. Without `logTopics`
+   * it throws `InvalidConfigError`.
+   */
+  get log(): RetainedLog<Trx> {
+    if (!this.retainedLog) throw new InvalidConfigError("server.log: this server's options list no `logTopics` (add logTopics: [logTopic(name, partitions)])");
+    return this.retainedLog;
+  }
+
+  /**
+   * The consumer lag of the `logTopics`, per topic and group, summed over
+   * partitions (see `RetainedLog.groupLag`); `[]` without `logTopics`.
+   * Read from the database at each call (two statements per topic).
+   */
+  logLag(): Promise<LogGroupLag[]> {
+    return this.retainedLog?.groupLag() ?? Promise.resolve([]);
   }
 
   /** Puts a `failed` job back to `enqueued`, ready now, its history kept (see `JobPublisher.retry`); a `job-action` event. */
@@ -308,7 +343,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       this.publisher.stop();
       this.unsubscribeWake();
       await Promise.all([...this.services.map((s) => s.stop()), this.recurring.stop()]);
-      await Promise.all([this.pool.shutdown(deadlineMs), this.partitions?.shutdown(deadlineMs)]);
+      await Promise.all([this.pool.shutdown(deadlineMs), this.partitions?.shutdown(deadlineMs), this.retainedLog?.close()]);
       this.recorder?.stop();
       await this.options.backend.close();
       liveServers().delete(this as BackgroundJobServer<unknown, unknown>);
@@ -327,28 +362,3 @@ export function liveServers(): Set<BackgroundJobServer<unknown, unknown>> {
   return (g[LIVE_SERVERS] ??= new Set());
 }
 const LIVE_SERVERS = Symbol.for("later.liveServers");
-
-/** Opens a backend and makes sure its schema is current (migrating when allowed). */
-export async function prepareBackend(backend: Backend, autoMigrate: boolean): Promise<void> {
-  await backend.open();
-  const status = await backend.migrations.status();
-  if (status.current === status.latest) return;
-  if (status.current < status.latest && autoMigrate) {
-    await backend.migrations.up();
-    return;
-  }
-  await backend.close();
-  throw new SchemaVersionError(status.current, status.latest, backend.migrateHint);
-}
-
-/**
- * The clock a server or publisher runs on: with `timeSource: "database"` on
- * a backend whose database has a clock of its own (PostgreSQL), a
- * {@link DatabaseClock} over `local`, its offset measured now; else null
- * (use `local` as it is).
- */
-export async function followDatabaseClock(timeSource: "database" | "local", local: Clock, backend: Backend<unknown>): Promise<DatabaseClock | null> {
-  if (timeSource === "local") return null;
-  const clock = new DatabaseClock(local, () => backend.maintenance.databaseTime());
-  return (await clock.sync()) ? clock : null;
-}

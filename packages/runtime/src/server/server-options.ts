@@ -1,13 +1,14 @@
-import type { Backend, ClaimedJob, JobOutcome, TransactionHandle } from "../backend/backend.js";
+import type { Backend, TransactionHandle } from "../backend/backend.js";
 import { systemClock, type Clock, type RandomSource } from "../core/clock.js";
-import type { JobStage } from "../core/job-stage.js";
 import { checkPartitions, RECURRING_SEQUENTIAL_TOPIC, type TopicConfig } from "../core/partition/topic.js";
 import { RetryPolicy } from "../core/retry/retry-policy.js";
-import { describeThrown, InvalidConfigError, LaterError, type LaterErrorCode, describeValue } from "../errors.js";
+import { InvalidConfigError, describeValue } from "../errors.js";
 import type { JobPublisher } from "./publisher.js";
 import { describeName, nameProblem } from "../core/stored-name.js";
 import type { Registry } from "prom-client";
-import { LaterMetrics } from "../metrics/later-metrics.js";
+import { resolveMetricsOptions } from "../metrics/later-metrics.js";
+import { logTopicsByName, type LogTopicConfig } from "../retained-log/log-topic.js";
+import type { ServerEvent } from "./server-event.js";
 
 /**
  * Upper bounds of the numeric options. Times are waited with `setTimeout`,
@@ -54,71 +55,6 @@ export interface HandlerRegistration<C, Trx = TransactionHandle> {
    * (see `encode-payload.ts`).
    */
   encode?: (payload: unknown) => string;
-}
-
-/**
- * A local event, for logs, progress output and tests. Never needed for
- * correctness. Job events come from this process only: its enqueues (after
- * commit, `attempt` 0; not for `enqueueIn`, whose commit is the caller's)
- * and its workers' claims and outcomes.
- */
-export type ServerEvent =
-  | { type: "job"; jobId: string; jobType: string; stage: JobStage; attempt: number; error?: string }
-  | { type: "worker"; action: "added" | "removed" | "replaced"; workers: number; reason?: string }
-  /**
-   * A claim not run because its lease had already expired by the clock when
-   * its handler would have started (its process stalled after the claim):
-   * another server may hold it by now. Lease recovery takes it.
-   */
-  | { type: "job-skipped"; jobId: string; jobType: string; attempt: number; reason: string }
-  /**
-   * A handler still running at the shutdown deadline: its signal was aborted
-   * and its job put back at once (a partition head with its partition freed),
-   * ready for any server now; attempt `attempt` is undone, not counted as a
-   * failure. Whatever the handler does afterwards is not written.
-   */
-  | { type: "job-released"; jobId: string; jobType: string; attempt: number; reason: string }
-  /** Audit: jobs retried or deleted from outside (`retry`, `delete`, one event per batch of `retryJobs`/`deleteJobs`) through this server. */
-  | { type: "job-action"; action: "retry" | "delete"; jobIds: readonly string[] }
-  /**
-   * A maintenance task changed something: `rescue-stuck` (jobs retried or
-   * failed after their worker was lost), `rescue-head` (a crashed partition
-   * head's lost attempt recorded), `sweep-expired` (rows deleted), `vacuum`,
-   * `log-retention` (retained-log records deleted; from a `RetainedLog`'s `onEvent`).
-   */
-  | { type: "maintenance"; task: string; count: number }
-  /**
-   * A step failed and its loop goes on (it is retried, or left to lease
-   * recovery; no job is lost by it): `where` names the step (`start`,
-   * `claim`, `complete`, `lease renewal`, `partition claim`, `partition
-   * complete`, `partition heartbeat`, a maintenance task, ...), `error` says
-   * what failed, `code` is the {@link LaterErrorCode} when it has one.
-   * `DATABASE_UNAVAILABLE`: the database could not be reached (a restart,
-   * an outage, a killed connection); `DATABASE_FULL` / `DATABASE_BUSY`: it
-   * could not take the write (a full disk; SQLite's write lock held by
-   * another process past `busyTimeoutMs`); the step is retried until it can be.
-   */
-  | { type: "error"; where: string; error: string; code?: LaterErrorCode };
-
-/** The `error` event of `thrown` in step `where`, with the `LaterError` code when it has one. */
-export function errorEvent(where: string, thrown: unknown): ServerEvent {
-  const error = describeThrown(thrown);
-  return thrown instanceof LaterError ? { type: "error", where, error, code: thrown.code } : { type: "error", where, error };
-}
-
-/** The `job` event of one attempt: `running` when it starts, else the stage its written outcome stored (with the error). */
-export function attemptEvent(job: ClaimedJob, outcome: JobOutcome | "running"): ServerEvent {
-  // Whole literals, not a spread of a shared base: two of these are made per job when events are on.
-  if (outcome === "running") return { type: "job", jobId: job.id, jobType: job.jobType, attempt: job.attempt, stage: "running" };
-  if (outcome.kind === "success") return { type: "job", jobId: job.id, jobType: job.jobType, attempt: job.attempt, stage: "success" };
-  return {
-    type: "job",
-    jobId: job.id,
-    jobType: job.jobType,
-    attempt: job.attempt,
-    stage: outcome.kind === "retry" ? "requeued" : "failed",
-    error: outcome.error,
-  };
 }
 
 /** Bounds for `workerAutoscale`. */
@@ -245,11 +181,22 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
    * starts at most about this long after its time. Default 1000.
    */
   recurringPollIntervalMs?: number;
+  /**
+   * Retained-log topics of this server (`[logTopic("events", 8)]`),
+   * registered at start as `RetainedLog.open` registers its own (a stored
+   * topic with another partition count refuses the start): `server.log` is
+   * a log over them, and `server.logLag()` reports their consumer groups'
+   * lag (the `later_retained_log_consumer_lag` gauge). Default none.
+   */
+  logTopics?: readonly LogTopicConfig[];
 }
 
 /** Options with every default filled in. The server's parts never write into a caller's transaction, so they take any kind (`unknown`). */
 export interface ResolvedServerOptions<C>
-  extends Required<Omit<ServerOptions<C, unknown>, "workerAutoscale" | "onEvent" | "topics" | "recurringSequentialPartitions" | "metricsRegistry">> {
+  extends Required<
+    Omit<ServerOptions<C, unknown>, "workerAutoscale" | "onEvent" | "topics" | "recurringSequentialPartitions" | "logTopics" | "metricsRegistry">
+  > {
+  logTopics: ReadonlyMap<string, LogTopicConfig>;
   /** The registry the metrics are in (the given one, or one of the server's own); null with `metrics: false`. */
   metricsRegistry: Registry | null;
   /** The configured topics, plus the reserved recurring topic when `recurringSequentialPartitions` is set. */
@@ -291,6 +238,7 @@ const KEYS = new Set([
   "recurringSequentialPartitions",
   "partitionMemberExpiryMs",
   "recurringPollIntervalMs",
+  "logTopics",
   "metrics",
   "metricsRegistry",
 ]);
@@ -353,9 +301,10 @@ export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): Re
   const onEvent = options.onEvent;
   if (onEvent !== undefined && typeof onEvent !== "function") throw new InvalidConfigError("`onEvent` must be a function");
   return {
-    ...resolveMetrics(options.metrics, options.metricsRegistry),
+    ...resolveMetricsOptions(options.metrics, options.metricsRegistry),
     topics: resolveTopics(options.topics, options.recurringSequentialPartitions),
     recurringSequentialPartitions: options.recurringSequentialPartitions ?? null,
+    logTopics: logTopicsByName("`logTopics`", options.logTopics ?? []),
     partitionMemberExpiryMs: int("partitionMemberExpiryMs", 15_000, 30),
     recurringPollIntervalMs: int("recurringPollIntervalMs", 1_000, 1),
     context: options.context,
@@ -416,25 +365,4 @@ export function checkTimeSource(timeSource: unknown, clock: unknown): "database"
   if (timeSource !== "database" && timeSource !== "local")
     throw new InvalidConfigError(`\`timeSource\` must be "database" or "local", got ${describeValue(timeSource)}`);
   return timeSource;
-}
-
-/** The `metrics` and `metricsRegistry` options, checked; the metrics are made in the registry now, so a clash of names refuses the start. */
-function resolveMetrics(metrics: unknown, registry: unknown): { metrics: boolean; metricsRegistry: Registry | null } {
-  if (metrics !== undefined && typeof metrics !== "boolean") throw new InvalidConfigError(`\`metrics\` must be true or false, got ${describeValue(metrics)}`);
-  if (registry !== undefined) {
-    const r = registry as Partial<Registry> | null;
-    if (
-      r === null ||
-      typeof r !== "object" ||
-      typeof r.getSingleMetric !== "function" ||
-      typeof r.registerMetric !== "function" ||
-      typeof r.metrics !== "function"
-    )
-      throw new InvalidConfigError("`metricsRegistry` must be a prom-client Registry");
-    if (metrics === false) throw new InvalidConfigError("`metricsRegistry` was given with `metrics: false`: give one or the other");
-  }
-  if (metrics === false) return { metrics: false, metricsRegistry: null };
-  const chosen = (registry as Registry | undefined) ?? LaterMetrics.ownRegistry();
-  LaterMetrics.of(chosen);
-  return { metrics: true, metricsRegistry: chosen };
 }

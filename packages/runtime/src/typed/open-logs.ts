@@ -4,7 +4,7 @@ import type { Clock } from "../core/clock.js";
 import { InvalidConfigError } from "../errors.js";
 import { RetainedLog, type RetainedLogRetentionOptions } from "../retained-log/retained-log.js";
 import { logTopic, type LogTopicOptions } from "../retained-log/log-topic.js";
-import type { ServerEvent } from "../server/server-options.js";
+import type { ServerEvent } from "../server/server-event.js";
 import { TypedLogTopic, type LogCatalog } from "./typed-log.js";
 
 /** Options of a generated `openLogs`. `Trx` is inferred from `backend`. */

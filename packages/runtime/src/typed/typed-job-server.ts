@@ -2,6 +2,8 @@ import type { Backend, TransactionHandle } from "../backend/backend.js";
 import type { BackgroundJobServer, ShutdownOptions } from "../server/background-job-server.js";
 import type { JobContext } from "../server/server-options.js";
 import type { ShutdownOnSignalsOptions } from "../server/shutdown-on-signals.js";
+import type { LogGroupLag } from "../retained-log/log-record.js";
+import type { RetainedLog } from "../retained-log/retained-log.js";
 import { JobControl } from "./job-control.js";
 
 /** A handler's context in the generated module: {@link JobContext} plus typed `jobs` handles. */
@@ -32,6 +34,21 @@ export class TypedJobServer<C, H, Trx = TransactionHandle> extends JobControl {
 
   get backend(): Backend<Trx> {
     return this.core.backend;
+  }
+
+  /** The retained log over the server's `logTopics`; without them, `InvalidConfigError` (see `BackgroundJobServer.log`). */
+  get log(): RetainedLog<Trx> {
+    return this.core.log;
+  }
+
+  /** The Prometheus text of the server's metrics (see `BackgroundJobServer.metrics`); empty with `metrics: false`. */
+  metrics(): Promise<string> {
+    return this.core.metrics();
+  }
+
+  /** The consumer lag of the server's `logTopics`, per topic and group (see `BackgroundJobServer.logLag`). */
+  logLag(): Promise<LogGroupLag[]> {
+    return this.core.logLag();
   }
 
   /** Live workers in this process. */

@@ -9,7 +9,8 @@
 import type { TransactionHandle } from "../backend/transaction-handle.js";
 import { InvalidArgumentError, describeValue } from "../errors.js";
 import type { RetainedLog } from "../retained-log/retained-log.js";
-import type { CommittedOffset, LogPosition, LogRecordInput, PartitionLag } from "../retained-log/log-record.js";
+import type { ConsumeOptions, LogBatch, LogConsumer } from "../retained-log/log-consumer.js";
+import type { CommittedOffset, LogPosition, LogRecord, LogRecordInput, PartitionLag } from "../retained-log/log-record.js";
 import { encodePayload, jsonPayload } from "../server/encode-payload.js";
 import { payloadDecoder, type DatePath } from "./job-catalog.js";
 
@@ -56,6 +57,27 @@ export interface TypedLogReader<T> {
   committed(params: { group: string }): Promise<CommittedOffset[]>;
   /** A group's lag per partition; see `RetainedLog.lag`. */
   lag(params: { group: string }): Promise<PartitionLag[]>;
+  /**
+   * Starts a member of consumer group `group` on this topic (see
+   * `RetainedLog.consume`: rendezvous sharing, 30 s epoch-fenced leases,
+   * the offset after the batch committed when the handler resolves). The
+   * handler gets the batch with values decoded; a record that is not this
+   * topic's JSON (appended untyped) fails its batch as a throwing handler
+   * does: not committed, delivered again after a backoff, an `error` event.
+   */
+  consume(options: TypedConsumeOptions<T>): Promise<LogConsumer>;
+}
+
+/** What a typed consumer's handler gets: one batch of one partition, values decoded. */
+export interface TypedLogBatch<T> extends Omit<LogBatch, "records"> {
+  /** In offset order, at least one. */
+  records: TypedLogRecord<T>[];
+}
+
+/** Options of a typed `consume()`: as `RetainedLog.consume`'s, the topic being the handle's. */
+export interface TypedConsumeOptions<T> extends Omit<ConsumeOptions, "topic" | "handler"> {
+  /** Handles one batch; when it resolves, the offset after the batch is committed. */
+  handler: (batch: TypedLogBatch<T>) => Promise<void> | void;
 }
 
 /** A topic with `@partitionKey`: the key is the value's field, so `append(value)` is enough. */
@@ -118,12 +140,19 @@ export class TypedLogTopic<Trx = TransactionHandle> {
 
   async read(params: { partition: number; fromOffset: number; limit?: number }): Promise<TypedLogRecord<unknown>[]> {
     const records = await this.log.read({ ...params, topic: this.topic });
-    return records.map((r) => {
-      try {
-        return { ...r, value: this.decode(TypedLogTopic.text.decode(r.value)) };
-      } catch (cause) {
-        throw new InvalidArgumentError(`read on log "${this.topic}": record ${r.partition}/${r.offset} is not this topic's JSON: ${(cause as Error).message}`);
-      }
+    return records.map((r) => this.decodeRecord("read", r));
+  }
+
+  async consume(options: TypedConsumeOptions<unknown>): Promise<LogConsumer> {
+    if (options === null || typeof options !== "object")
+      throw new InvalidArgumentError(`consume on log "${this.topic}": options must be an object { group, handler, maxBatch?, startFrom? }`);
+    const { handler } = options;
+    if (typeof handler !== "function")
+      throw new InvalidArgumentError(`consume on log "${this.topic}": handler must be a function, got ${describeValue(handler)}`);
+    return this.log.consume({
+      ...options,
+      topic: this.topic,
+      handler: (batch) => handler({ ...batch, records: batch.records.map((r) => this.decodeRecord("consume", r)) }),
     });
   }
 
@@ -137,6 +166,16 @@ export class TypedLogTopic<Trx = TransactionHandle> {
 
   async lag(params: { group: string }): Promise<PartitionLag[]> {
     return this.log.lag({ ...params, topic: this.topic });
+  }
+
+  private decodeRecord(where: string, r: LogRecord): TypedLogRecord<unknown> {
+    try {
+      return { ...r, value: this.decode(TypedLogTopic.text.decode(r.value)) };
+    } catch (cause) {
+      throw new InvalidArgumentError(
+        `${where} on log "${this.topic}": record ${r.partition}/${r.offset} is not this topic's JSON: ${(cause as Error).message}`,
+      );
+    }
   }
 
   /** The untyped record: JSON text of `value`, its key from `@partitionKey` or from `to`. */

@@ -4,7 +4,7 @@ import { RetryPolicy } from "../core/retry/retry-policy.js";
 import type { DatabaseClock } from "../core/database-clock.js";
 import { describeValue, InvalidConfigError } from "../errors.js";
 import { ClockSync } from "../maintenance/clock-sync.js";
-import { followDatabaseClock, prepareBackend } from "../server/background-job-server.js";
+import { followDatabaseClock, prepareBackend } from "../server/backend-preparation.js";
 import { JobPublisher } from "../server/publisher.js";
 import { checkTimeSource, MAX_TIMER_MS, resolveTopics } from "../server/server-options.js";
 import type { TopicConfig } from "../core/partition/topic.js";

@@ -40,7 +40,8 @@ import type { JobOutcome } from "../backend/backend.js";
 import { describeThrown, JobTimeoutError, PayloadDecodeError, PermanentJobError } from "../errors.js";
 import type { ServerMetrics } from "../metrics/server-metrics.js";
 import type { JobPublisher } from "../server/publisher.js";
-import { attemptEvent, type ResolvedServerOptions } from "../server/server-options.js";
+import { attemptEvent } from "../server/server-event.js";
+import type { ResolvedServerOptions } from "../server/server-options.js";
 import { type HeldClaim, JobRunContext, SUCCESS } from "./held-claim.js";
 import { retryDecision } from "./retry-decision.js";
 
