@@ -129,7 +129,7 @@ export class CellGauge extends Gauge<string> {
         else seen.value = this.merge === "max" ? Math.max(seen.value, c.value) : seen.value + c.value;
       }
     }
-    return { name: this.config.name, help: this.config.help, type: "gauge", aggregator: "omit", values: [...merged.values()] } as Answer as never;
+    return { name: this.config.name, help: this.config.help, type: "gauge", aggregator: this.merge, values: [...merged.values()] } as Answer as never;
   }
 }
 
@@ -155,9 +155,9 @@ export class CellHistogram extends Histogram<string> {
       let cumulative = 0;
       this.bounds.forEach((bound, i) => {
         cumulative += c.counts[i]!;
-        values.push({ labels: { ...c.labels, le: bound }, value: cumulative, metricName: `${this.config.name}_bucket` });
+        values.push({ labels: { le: bound, ...c.labels }, value: cumulative, metricName: `${this.config.name}_bucket` });
       });
-      values.push({ labels: { ...c.labels, le: "+Inf" }, value: c.count, metricName: `${this.config.name}_bucket` });
+      values.push({ labels: { le: "+Inf", ...c.labels }, value: c.count, metricName: `${this.config.name}_bucket` });
       values.push({ labels: { ...c.labels }, value: c.sum, metricName: `${this.config.name}_sum` });
       values.push({ labels: { ...c.labels }, value: c.count, metricName: `${this.config.name}_count` });
     }
