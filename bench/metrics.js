@@ -106,7 +106,7 @@ async function recordingCostNs() {
   const run = () => {
     for (let r = 0; r < rounds; r++) {
       for (const job of jobs) {
-        recorder.attemptStarted(job, now);
+        recorder.attemptStarted(job, now, true);
         recorder.attemptEnded(job, (r % 10) + 1, "success", 2);
         recorder.outcomeWritten(job, success, now + 2);
       }

@@ -14,8 +14,9 @@ export function killAll() {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
 }
 
-function spawnPhase(cfg) {
-  const child = fork(path.join(here, "system-phase.js"), [JSON.stringify(cfg)], {
+/** Forks `script` (a file of bench/, default system-phase.js) with `cfg` as its argv[2]; killAll() ends it if it is still running. */
+export function spawnPhase(cfg, script = "system-phase.js") {
+  const child = fork(path.join(here, script), [JSON.stringify(cfg)], {
     cwd: path.resolve(here, ".."),
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
@@ -25,7 +26,7 @@ function spawnPhase(cfg) {
 }
 
 /** Resolves to the child's first message of `type` (or its final { ok } message when `type` is "result"), or { error } on exit/timeout. */
-function awaitMessage(child, type, timeoutMs) {
+export function awaitMessage(child, type, timeoutMs) {
   return new Promise((resolve) => {
     const done = (v) => {
       clearTimeout(timer);
@@ -48,8 +49,8 @@ function awaitMessage(child, type, timeoutMs) {
 }
 
 /** A phase that reports one result: bulk, single, prefill, latency. */
-export function runPhase(cfg, timeoutMs) {
-  return awaitMessage(spawnPhase(cfg), "result", timeoutMs);
+export function runPhase(cfg, timeoutMs, script) {
+  return awaitMessage(spawnPhase(cfg, script), "result", timeoutMs);
 }
 
 /**

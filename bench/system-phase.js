@@ -12,6 +12,7 @@
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { gate, latencySummary, loadSystem, peakRssMb, sleep, wallNow } from "./lib.js";
+import { jobPayload } from "./record-bytes.js";
 
 const cfg = JSON.parse(process.argv[2]);
 const errors = [];
@@ -28,7 +29,8 @@ async function enqueueTimed(body) {
   return { elapsedMs, jobsPerSec: cfg.n / (elapsedMs / 1000) };
 }
 
-const payloads = () => Array.from({ length: cfg.n }, (_, i) => ({ i }));
+// `cfg.payloadBytes` (bench/log.js): payloads whose JSON is that long; otherwise `{ i }`.
+const payloads = () => Array.from({ length: cfg.n }, (_, i) => (cfg.payloadBytes ? jobPayload(cfg.payloadBytes, i) : { i }));
 
 async function bulkAll(e) {
   const all = payloads();

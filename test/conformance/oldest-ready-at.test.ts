@@ -1,5 +1,6 @@
-// inspect.oldestReadyAt: the due time of the oldest ready regular job, one probe of the ready index
-// (the gauge later_queue_oldest_ready_age_seconds reads it every 5 s).
+// inspect.oldestReadyAt (the dashboard contract): the due time of the oldest ready regular job, one probe of the
+// ready index, never seeing partitioned, running or not-yet-due jobs or other namespaces (the gauge
+// later_queue_oldest_ready_age_seconds reads it every 5 s).
 import { describe, expect, it } from "vitest";
 import { newJobId } from "@later/runtime";
 import type { Backend, JobInsert } from "@later/runtime/internal";

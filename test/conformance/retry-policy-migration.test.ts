@@ -1,7 +1,7 @@
 /**
  * The nullable-retry-policy migration (SQLite 5, PostgreSQL 6): jobs written
  * before it keep their stored policy, and jobs enqueued after it without an
- * explicit policy store NULL.
+ * explicit policy store NULL. The migrations after it are undone too, and applied again.
  */
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
@@ -11,12 +11,20 @@ import { BACKENDS } from "./backends.js";
 /** The tables of the retained-log migration (SQLite 6, PostgreSQL 7), dropped with it so it applies again. */
 const LOG_TABLES = ["topics", "partitions", "records", "group_partitions", "group_members"].map((t) => `DROP TABLE later_log_${t}`);
 
+/** What the dashboard migration (SQLite 7, PostgreSQL 8) added, dropped so it applies again. */
+const DASHBOARD = [
+  ...["activity", "activity_marks", "queue_length", "servers"].map((t) => `DROP TABLE later_${t}`),
+  "DROP INDEX later_jobs_topic_list",
+  "ALTER TABLE later_stage_counts DROP COLUMN entered",
+];
+
 /** Puts `retry_policy` back as the migrations before it left it (NOT NULL) and forgets the migration (and those after it). */
 const UNDO: Record<string, { version: number; statements: string[] }> = {
   sqlite: {
     version: 5,
     statements: [
       ...LOG_TABLES,
+      ...DASHBOARD,
       "ALTER TABLE later_jobs RENAME COLUMN retry_policy TO retry_policy_new",
       "ALTER TABLE later_jobs ADD COLUMN retry_policy TEXT NOT NULL DEFAULT ''",
       "UPDATE later_jobs SET retry_policy = retry_policy_new",
@@ -26,7 +34,13 @@ const UNDO: Record<string, { version: number; statements: string[] }> = {
   },
   postgres: {
     version: 6,
-    statements: [...LOG_TABLES, "ALTER TABLE later_jobs ALTER COLUMN retry_policy SET NOT NULL", "DELETE FROM later_migrations WHERE version >= 6"],
+    statements: [
+      ...LOG_TABLES,
+      ...DASHBOARD,
+      "DROP INDEX later_jobs_parent",
+      "ALTER TABLE later_jobs ALTER COLUMN retry_policy SET NOT NULL",
+      "DELETE FROM later_migrations WHERE version >= 6",
+    ],
   },
 };
 
@@ -40,12 +54,16 @@ describe.each(BACKENDS)("retry policy migration on $name", (entry) => {
       await backend.migrations.up();
       const undo = UNDO[entry.name]!;
       for (const statement of undo.statements) await sql.raw(statement).execute(app);
-      expect((await backend.migrations.status()).pending.map((m) => m.version)).toEqual([undo.version, undo.version + 1]);
+      expect((await backend.migrations.status()).pending.map((m) => m.version)).toEqual([undo.version, undo.version + 1, undo.version + 2]);
 
       const now = Date.now();
       const old = newJobId(now);
       const policy = JSON.stringify(RetryPolicy.fixed(2, 100));
-      await backend.jobs.insertMany({ jobs: [{ id: old, jobType: "work", payload: "{}", runAt: now, retryPolicy: policy }], now });
+      // Written as the code of that schema wrote it (today's statements also write the later migrations' columns).
+      await sql`INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, run_at, stages, created_at, updated_at)
+        VALUES (${old}, ${backend.namespace}, 'work', '{}', 'enqueued', 0, ${policy}, ${now}, ${JSON.stringify([["enqueued", now]])}, ${now}, ${now})`.execute(
+        app,
+      );
       await backend.migrations.up();
 
       const fresh = newJobId(now + 1);

@@ -16,10 +16,21 @@ import { BACKENDS } from "./backends.js";
 /** The tables of the retained-log migration (SQLite 6, PostgreSQL 7), dropped so it applies again. */
 const LOG_TABLES = ["topics", "partitions", "records", "group_partitions", "group_members"].map((t) => `DROP TABLE later_log_${t}`);
 
+/** The tables and indexes of the dashboard migration (SQLite 7, PostgreSQL 8), dropped so it applies again (its `entered` column goes with later_stage_counts). */
+const DASHBOARD = [...["activity", "activity_marks", "queue_length", "servers"].map((t) => `DROP TABLE later_${t}`), "DROP INDEX later_jobs_topic_list"];
+
 const UNDO_MIGRATION_4: Record<string, string[]> = {
-  sqlite: [...LOG_TABLES, "DROP TABLE later_stage_counts", "DROP TABLE later_partition_counts", "DELETE FROM later_migrations WHERE version >= 4"],
+  sqlite: [
+    ...LOG_TABLES,
+    ...DASHBOARD,
+    "DROP TABLE later_stage_counts",
+    "DROP TABLE later_partition_counts",
+    "DELETE FROM later_migrations WHERE version >= 4",
+  ],
   postgres: [
     ...LOG_TABLES,
+    ...DASHBOARD,
+    "DROP INDEX later_jobs_parent",
     ...["insert", "update", "delete"].map((t) => `DROP FUNCTION IF EXISTS later_jobs_count_${t}() CASCADE`),
     "DROP FUNCTION IF EXISTS later_counter_shard()",
     "DROP SEQUENCE IF EXISTS later_counter_shards",

@@ -36,8 +36,9 @@ import * as sqliteEntry from "@later/runtime/sqlite";
 import * as postgresEntry from "@later/runtime/postgres";
 import * as testing from "@later/runtime/testing";
 import * as internal from "@later/runtime/internal";
+import * as dashboard from "@later/runtime/dashboard";
 import * as codegen from "@later/codegen";
-export const entries = [runtime, sqliteEntry, postgresEntry, testing, internal, codegen];
+export const entries = [runtime, sqliteEntry, postgresEntry, testing, internal, dashboard, codegen];
 `;
 
 /** One job enqueued through the generated module and processed; prints what the handler saw. `backend` is the expression making the backend. */

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import type { CommandContext } from "./command-context.js";
+import { dashboardCommand } from "./dashboard-command.js";
 import { EXIT_CODES_HELP, GEN_EXIT_CODES_HELP, USAGE_HINT } from "./exit-code.js";
 import { genCommand } from "./gen-command.js";
 import { jobsCommand } from "./jobs-command.js";
@@ -10,7 +11,7 @@ import { partitionsCommand } from "./partitions-command.js";
 import { recurringCommand } from "./recurring-command.js";
 
 /**
- * The `later` program: `gen`, `migrate status|up`, `jobs list|show`, `recurring list`, `partitions list`, `log topics|tail|groups|lag`. Run it
+ * The `later` program: `gen`, `migrate status|up`, `jobs list|show`, `recurring list`, `partitions list`, `log topics|tail|groups|lag`, `dashboard`. Run it
  * with `runProgram`, which maps its outcome to an exit code; commander
  * never exits the process itself (`exitOverride`), and writes through
  * `context.io`.
@@ -25,7 +26,8 @@ export function createLaterProgram(context: CommandContext): Command {
     .addCommand(jobsCommand(context))
     .addCommand(recurringCommand(context))
     .addCommand(partitionsCommand(context))
-    .addCommand(logCommand(context));
+    .addCommand(logCommand(context))
+    .addCommand(dashboardCommand(context));
   configure(program, context);
   return program;
 }

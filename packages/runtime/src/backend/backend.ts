@@ -30,6 +30,9 @@
  *     the partition list (head, depth, lease);
  *   - `maintenance` ({@link MaintenanceStore}): turns at periodic tasks,
  *     vacuum;
+ *   - `activity` ({@link ActivityStore}): the dashboard's writes:
+ *     throughput and dispatch-wait buckets, backlog samples, server
+ *     heartbeats;
  *   - `migrations` ({@link MigrationStore}): status and up;
  *   - `log` ({@link LogStore}): the retained log's topics, records with
  *     dense offsets, and consumer groups' committed offsets.
@@ -46,6 +49,7 @@
  *   dialect and cached; a dialect folder holds what differs (the hot writes,
  *   locking, notifications), each saying why.
  */
+import type { ActivityStore } from "./activity-store.js";
 import type { InspectStore } from "./inspect-store.js";
 import type { JobControlStore } from "./job-control-store.js";
 import type { JobStore } from "./job-store.js";
@@ -55,6 +59,7 @@ import type { MigrationStore } from "./migration-store.js";
 import type { PartitionStore } from "./partition-store.js";
 import type { RecurringStore } from "./recurring-store.js";
 
+export type * from "./activity-store.js";
 export type * from "./inspect-store.js";
 export type * from "./job-control-store.js";
 export type * from "./job-store.js";
@@ -120,4 +125,5 @@ export interface Backend<Trx = unknown> {
   readonly inspect: InspectStore;
   readonly maintenance: MaintenanceStore;
   readonly log: LogStore<Trx>;
+  readonly activity: ActivityStore;
 }

@@ -12,7 +12,7 @@ import type { JobStage, StageChange } from "../core/job-stage.js";
 /** The inspection reads of one backend, scoped to its namespace (but {@link InspectStore.namespaceCounts}). */
 export interface InspectStore {
   jobGet(params: JobGetParams): Promise<JobRecord | null>;
-  /** A cursor page of jobs ordered by id (see {@link JobListParams.order}), filtered by stage and job type. */
+  /** A cursor page of jobs ordered by id (see {@link JobListParams.order}), filtered by stage, job type, topic, partition and a search `q`. */
   jobList(params: JobListParams): Promise<JobRecord[]>;
   /** Jobs per stage of the namespace, read from the stage counters; every stage is present (0 when none). */
   stageCounts(): Promise<JobCountByStageResult>;
@@ -28,12 +28,6 @@ export interface InspectStore {
   /** Unfinished jobs per registered topic, read from the counters. */
   topicDepth(): Promise<TopicDepthResult>;
   /**
-   * `runAt` of the oldest ready regular job (enqueued, requeued or delayed,
-   * due by `nowMs`), or null when none: one probe of the ready index (the
-   * claim's), whatever the backlog. For `later_queue_oldest_ready_age_seconds`.
-   */
-  oldestReadyAt(params: OldestReadyAtParams): Promise<number | null>;
-  /**
    * Every partition of the namespace's topics (or of one topic), by topic
    * and partition: its head, depth and lease, for `later partitions list`.
    * One statement per dialect: the partition rows, the depth from the
@@ -42,6 +36,109 @@ export interface InspectStore {
    * so its cost is the number of partitions, never the jobs.
    */
   partitionList(params: PartitionListParams): Promise<PartitionListResult>;
+  /**
+   * Per-second activity buckets of the namespace since `sinceMs`
+   * (inclusive), oldest first; seconds with nothing are absent. Written by
+   * the servers (see `ActivityStore`): transitions into each stage sampled
+   * from the counters' cumulative `entered` once a second, dispatch waits
+   * flushed by each server once a second. Kept an hour. One index range read.
+   */
+  activityList(params: ActivityListParams): Promise<ActivityListResult>;
+  /** Per-minute samples of the ready backlog and the partitions' backlog since `sinceMs`, oldest first (kept 7 days). One index range read. */
+  queueLengthList(params: QueueLengthListParams): Promise<QueueLengthListResult>;
+  /** Live servers of the namespace (heartbeat not expired at `nowMs`), by instance id: every server heartbeats, with or without topics. */
+  workerList(params: WorkerListParams): Promise<WorkerListResult>;
+  /** Size of the whole database on disk in bytes (SQLite: `page_count * page_size` of the main file; PostgreSQL: `pg_database_size(current_database())`), null if unknown. */
+  databaseBytes(): Promise<number | null>;
+  /** Children (continuations) of a job, at most `limit`, oldest (lowest id) first; by the index on `parent_id`. */
+  jobChildren(params: JobChildrenParams): Promise<JobChildEntry[]>;
+  /**
+   * `runAt` of the oldest ready regular job: claimable (`enqueued`,
+   * `requeued`, or `delayed` and due: a claim takes those too) with
+   * `runAt <= nowMs`; null when none. One probe of the claim index.
+   */
+  oldestReadyAt(params: OldestReadyAtParams): Promise<number | null>;
+}
+
+export interface ActivityListParams {
+  sinceMs: number;
+}
+
+export interface ActivityListResult {
+  buckets: ActivityBucket[];
+}
+
+/** What happened in one second of the namespace. */
+export interface ActivityBucket {
+  /** Start of the second, ms since the epoch. */
+  at: number;
+  /** Transitions into each stage during that second (inserts included); stages with none are absent. */
+  entered: Partial<Record<JobStage, number>>;
+  /** Claims of regular jobs that second. */
+  regular: DispatchWaitBucket;
+  /** Claims of partition heads that second. */
+  partitioned: DispatchWaitBucket;
+}
+
+/** Claims of one second and how long their jobs waited to be claimed: wait = claim time − max(runAt, the time the job became ready). */
+export interface DispatchWaitBucket {
+  claims: number;
+  waitTotalMs: number;
+  waitMaxMs: number;
+}
+
+export interface QueueLengthListParams {
+  sinceMs: number;
+}
+
+export interface QueueLengthListResult {
+  samples: QueueLengthSample[];
+}
+
+/** One per-minute sample, read from the counters when it was taken. */
+export interface QueueLengthSample {
+  /** Start of the minute, ms since the epoch. */
+  at: number;
+  /** Jobs in `enqueued` or `requeued` (partitioned ones included). */
+  ready: number;
+  /** Unfinished jobs of every partition of the namespace's topics. */
+  partitionBacklog: number;
+}
+
+export interface WorkerListParams {
+  nowMs: number;
+}
+
+export interface WorkerListResult {
+  workers: WorkerEntry[];
+}
+
+/** One live server as its last heartbeat described it. */
+export interface WorkerEntry {
+  instanceId: string;
+  /** `os.hostname()` of its process. */
+  host: string;
+  pid: number;
+  /** Worker slots of its pool. */
+  workers: number;
+  /** Jobs it was running (regular and partition heads). */
+  busy: number;
+  lastSeenAt: number;
+}
+
+export interface JobChildrenParams {
+  id: JobId;
+  limit: number;
+}
+
+export interface JobChildEntry {
+  id: JobId;
+  jobType: string;
+  stage: JobStage;
+}
+
+export interface OldestReadyAtParams {
+  nowMs: number;
 }
 
 /** A job as stored. */
@@ -79,14 +176,18 @@ export interface JobListParams {
    * ULIDs, so this is creation order), as `later jobs list` shows them.
    */
   order?: "asc" | "desc" | undefined;
+  /** Only jobs of this topic. Default: every job, partitioned or not. */
+  topic?: string | undefined;
+  /** Only jobs of this partition (of `topic` when given, else of any topic). */
+  partition?: number | undefined;
+  /**
+   * Search: jobs whose id starts with `q`, or whose job type starts with
+   * `q`. Default: no search.
+   */
+  q?: string | undefined;
   /** Cursor: list jobs after this id in `order` (greater than it for `"asc"`, less for `"desc"`). */
   afterId?: JobId | undefined;
   limit: number;
-}
-
-export interface OldestReadyAtParams {
-  /** Jobs due by this time (ms since the epoch) are ready. */
-  nowMs: number;
 }
 
 /** A namespace and the number of jobs it holds (every stage). */

@@ -133,13 +133,11 @@ export interface ClaimedJob {
   /** JSON of the explicit retry policy stored with the job (read when the attempt fails); null: none given. */
   retryPolicy: string | null;
   /**
-   * When the job became due (ms since the epoch): its `runAt`, moved to the
-   * retry time by a retry and to the release by a released continuation;
-   * for `later_job_wait_duration_seconds`. Set by `claimReady`; partition
-   * head claims leave it out (a head also waits for the heads before it,
-   * which its `runAt` does not show).
+   * The job's `runAt` as claimed: when it became claimable (enqueue, due
+   * time, retry time; a released continuation's is its release), so the
+   * claimer knows its dispatch wait without another read.
    */
-  runAt?: number;
+  runAt: number;
 }
 
 /** Identifies one claim of one job. */

@@ -153,6 +153,49 @@ export interface LaterLogGroupMembersTable {
   expires_at: number;
 }
 
+/** Per-second activity of a namespace (dashboard): one row per second and series. */
+export interface LaterActivityTable {
+  namespace: string;
+  /** Start of the second, ms since the epoch. */
+  at: number;
+  /** `entered:<stage>` (transitions into the stage), `regular` or `partitioned` (claims and their dispatch wait). */
+  series: string;
+  /** Transitions, or claims. */
+  n: number;
+  /** Claims: the sum of their waits (ms); 0 for `entered:` rows. */
+  total_ms: number;
+  /** Claims: the longest wait (ms); 0 for `entered:` rows. */
+  max_ms: number;
+}
+
+/** The cumulative `entered` count per stage at the last activity sample, to turn the next one into a delta. */
+export interface LaterActivityMarksTable {
+  namespace: string;
+  stage: string;
+  entered: number;
+  sampled_at: number;
+}
+
+/** Per-minute samples of the backlog (dashboard). */
+export interface LaterQueueLengthTable {
+  namespace: string;
+  at: number;
+  ready: number;
+  partition_backlog: number;
+}
+
+/** Every live server of a namespace, by its heartbeat (dashboard's worker list). */
+export interface LaterServersTable {
+  namespace: string;
+  instance_id: string;
+  host: string;
+  pid: number;
+  workers: number;
+  busy: number;
+  last_seen_at: number;
+  expires_at: number;
+}
+
 export interface LaterDatabase {
   later_jobs: LaterJobsTable;
   later_migrations: LaterMigrationsTable;
@@ -166,4 +209,8 @@ export interface LaterDatabase {
   later_log_records: LaterLogRecordsTable;
   later_log_group_partitions: LaterLogGroupPartitionsTable;
   later_log_group_members: LaterLogGroupMembersTable;
+  later_activity: LaterActivityTable;
+  later_activity_marks: LaterActivityMarksTable;
+  later_queue_length: LaterQueueLengthTable;
+  later_servers: LaterServersTable;
 }

@@ -105,11 +105,15 @@ export class ServerMetrics {
     this.transition(this.cellsOf(jobType), stage);
   }
 
-  /** An attempt was handed to a worker at `now` (its claim moved it to `running`). */
-  attemptStarted(job: ClaimedJob, now: number): void {
+  /**
+   * An attempt was handed to a worker at `now` (its claim moved it to
+   * `running`); its wait since `runAt` is recorded for a regular job only (a
+   * partition head also waits for the heads before it, which its `runAt` does not show).
+   */
+  attemptStarted(job: ClaimedJob, now: number, regular: boolean): void {
     const cells = this.cellsOf(job.jobType);
     this.transition(cells, "running");
-    if (job.runAt === undefined) return;
+    if (!regular) return;
     cells.wait ??= this.metrics.waitDuration.cell({ queue: this.queue, job_type: job.jobType });
     cells.wait.observe(Math.max(0, now - job.runAt) / 1000);
   }

@@ -78,6 +78,13 @@ export class PartitionRunner<C> {
   private readonly executor: JobExecutor<C>;
   /** Told when a finished head released waiting continuations (they may be regular jobs). */
   onReleased: (() => void) | null = null;
+  /**
+   * Told of every head claimed with a new attempt, with the claim's time and
+   * when it became claimable (the dashboard's dispatch wait): its `runAt`
+   * for the fetcher's claims, the claim time for a head claimed by its
+   * predecessor's finish (it became ready then).
+   */
+  onClaimed: ((job: ClaimedPartitionJob, claimedAt: number, readyAt: number) => void) | null = null;
 
   constructor(
     private readonly options: ResolvedServerOptions<C>,
@@ -232,7 +239,10 @@ export class PartitionRunner<C> {
             new Set(candidates.map((p) => p.topic)),
             claimed.map((c) => c.topic),
           );
-          for (const job of claimed) this.startChain(this.hold(job, leaseExpiresAt), null);
+          for (const job of claimed) {
+            if (!job.lostAttempt) this.onClaimed?.(job, now, job.runAt);
+            this.startChain(this.hold(job, leaseExpiresAt), null);
+          }
           if (nextRunAt !== null) waitMs = Math.max(0, Math.min(waitMs, nextRunAt - clock.now()));
         } catch (error) {
           if (this.stopping) break;
@@ -325,6 +335,7 @@ export class PartitionRunner<C> {
         if (result.applied && this.options.eventsEnabled && !(held.job as ClaimedPartitionJob).lostAttempt)
           this.options.onEvent(attemptEvent(held.job, outcome));
         if (result.released > 0) this.onReleased?.();
+        if (result.next) this.onClaimed?.(result.next, now, now);
         return result.next ? { job: result.next, leaseExpiresAt } : null;
       } catch (error) {
         this.report("partition complete", error);

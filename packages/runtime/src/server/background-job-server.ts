@@ -3,7 +3,11 @@ import type { DatabaseClock } from "../core/database-clock.js";
 import { newJobId, type JobId } from "../core/job-id.js";
 import type { JobStage } from "../core/job-stage.js";
 import { InvalidConfigError, ServerStoppedError } from "../errors.js";
+import { ActivitySampler } from "../maintenance/activity-sampler.js";
 import { ClockSync } from "../maintenance/clock-sync.js";
+import { DispatchWaitRecorder } from "../maintenance/dispatch-wait-recorder.js";
+import { QueueLengthSampler } from "../maintenance/queue-length-sampler.js";
+import { ServerHeartbeat } from "../maintenance/server-heartbeat.js";
 import { ExpirySweeper } from "../maintenance/expiry-sweeper.js";
 import type { PeriodicService } from "../maintenance/periodic-service.js";
 import { StuckJobRescuer } from "../maintenance/stuck-job-rescuer.js";
@@ -128,6 +132,17 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       this.services.push(new VacuumService(host, { intervalMs: options.vacuumIntervalMs }));
     if (this.autoscaler) this.services.push(this.autoscaler);
     if (databaseClock) this.services.push(new ClockSync(host, { intervalMs: options.clockSyncIntervalMs }, databaseClock));
+    // The dashboard's data (DESIGN D1, D5, D7): throughput, dispatch wait, backlog history, the server list.
+    const dispatchWait = new DispatchWaitRecorder(host);
+    this.pool.onClaimed = (job, claimedAt) => dispatchWait.record("regular", claimedAt, job.runAt);
+    if (this.partitions) this.partitions.onClaimed = (_job, claimedAt, readyAt) => dispatchWait.record("partitioned", claimedAt, readyAt);
+    const load = () => ({ workers: this.pool.workerCount, busy: this.pool.busyCount + (this.partitions?.runningCount ?? 0) });
+    this.services.push(
+      dispatchWait,
+      new ActivitySampler(host),
+      new QueueLengthSampler(host),
+      new ServerHeartbeat(host, { instanceId: this.instanceId, intervalMs: 5_000, expiryMs: 15_000, load }),
+    );
     if (recorder) {
       const partitions = this.partitions;
       const pool = this.pool;

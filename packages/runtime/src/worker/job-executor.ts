@@ -81,7 +81,7 @@ export class JobExecutor<C> {
     const job = claim.job;
     const now = options.clock.now();
     claim.workerId = workerId;
-    metrics?.attemptStarted(job, now);
+    metrics?.attemptStarted(job, now, claim.head === null);
     if (now >= claim.leaseExpiresAt) {
       metrics?.attemptDiscarded(workerId);
       // Its lease ended while it waited (a stalled process, a clock jump): another server may hold it

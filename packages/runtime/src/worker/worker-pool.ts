@@ -85,6 +85,8 @@ export class WorkerPool<C> {
   loopFault: (() => void) | null = null;
   /** Told when written outcomes released waiting continuations (some may be partitioned jobs). */
   onReleased: (() => void) | null = null;
+  /** Told of every job claimed, with the claim's time (the dashboard's dispatch wait). */
+  onClaimed: ((job: ClaimedJob, claimedAt: number) => void) | null = null;
 
   constructor(
     private readonly options: ResolvedServerOptions<C>,
@@ -264,7 +266,10 @@ export class WorkerPool<C> {
           const leaseExpiresAt = now + leaseMs;
           const claimed = await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, jobTypes: this.jobTypes });
           this.pacer.claimTook(clock.now() - now);
-          for (const job of claimed.jobs) this.accept(job, leaseExpiresAt);
+          for (const job of claimed.jobs) {
+            this.onClaimed?.(job, now);
+            this.accept(job, leaseExpiresAt);
+          }
           if (claimed.jobs.length === limit) {
             this.moreMayBeReady = true;
             // Let completions, timers and I/O run before the next claim: with a

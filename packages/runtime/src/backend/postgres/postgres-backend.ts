@@ -39,6 +39,7 @@ import { loadDriver } from "../load-driver.js";
 import { checkPostgresOptions, type PostgresBackendOptions } from "./postgres-backend-options.js";
 import { describeConnection, isConnectionError } from "./postgres-errors.js";
 import { PostgresInspectStore } from "./postgres-inspect-store.js";
+import { PostgresActivityStore } from "./postgres-activity-store.js";
 import { PostgresJobControlStore } from "./postgres-job-control-store.js";
 import { PostgresJobQueries } from "./postgres-job-queries.js";
 import { PostgresJobStore } from "./postgres-job-store.js";
@@ -87,6 +88,7 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
   readonly recurring: B.RecurringStore;
   readonly control: B.JobControlStore;
   readonly inspect: B.InspectStore;
+  readonly activity: B.ActivityStore;
   readonly maintenance: B.MaintenanceStore;
   readonly log: B.LogStore<B.PostgresTransaction>;
 
@@ -129,6 +131,7 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
     this.recurring = new PostgresRecurringStore(runner, jobs, quoted);
     this.control = new PostgresJobControlStore(runner, quoted);
     this.inspect = new PostgresInspectStore(runner);
+    this.activity = new PostgresActivityStore(runner);
     this.maintenance = new PostgresMaintenanceStore(runner);
     this.log = new PostgresLogStore(runner, quoted);
     this.migrations = new PostgresMigrationStore(runner);

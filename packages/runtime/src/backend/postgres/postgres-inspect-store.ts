@@ -7,7 +7,8 @@
  * lost connection into `DatabaseUnavailableError`.
  */
 import type * as B from "../backend.js";
-import { JOB_GET, JOB_LIST, OLDEST_READY_AT } from "../shared/inspect-statements.js";
+import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
+import { ACTIVITY_ROWS, JOB_CHILDREN, OLDEST_READY_AT, QUEUE_LENGTH_ROWS, WORKER_ROWS } from "../shared/dashboard-statements.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { PostgresStageCounters } from "./postgres-stage-counters.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
@@ -18,6 +19,7 @@ import { TERMINAL_STAGES } from "../../core/job-stage.js";
 export class PostgresInspectStore implements B.InspectStore {
   private readonly counters: PostgresStageCounters;
   private readonly partitionRows: Statement;
+  private readonly databaseSize = statement("SELECT pg_database_size(current_database())::bigint AS bytes");
 
   constructor(private readonly host: PostgresRunner) {
     this.counters = new PostgresStageCounters(host.quoted, host.execute, host.namespace);
@@ -31,11 +33,6 @@ export class PostgresInspectStore implements B.InspectStore {
     WHERE j.namespace = p.namespace AND j.topic = p.topic AND j.partition_no = p.partition_no AND j.stage NOT IN ${stageList(TERMINAL_STAGES)}
     ORDER BY j.seq LIMIT 1) AS head_id
 FROM ${schema}.later_partitions p WHERE p.namespace = $1 AND ($2::text IS NULL OR p.topic = $2) ORDER BY p.topic, p.partition_no`);
-  }
-
-  /** One probe of the ready index (the shared statement). */
-  async oldestReadyAt(params: B.OldestReadyAtParams): Promise<number | null> {
-    return OLDEST_READY_AT.run(this.host.compiler, this.host.shared, { ...params, namespace: this.host.namespace });
   }
 
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
@@ -64,5 +61,31 @@ FROM ${schema}.later_partitions p WHERE p.namespace = $1 AND ($2::text IS NULL O
 
   async partitionList(params: B.PartitionListParams): Promise<B.PartitionListResult> {
     return partitionListFromRows(await this.host.execute(this.partitionRows, [this.host.namespace, params.topic ?? null]));
+  }
+
+  async activityList(params: B.ActivityListParams): Promise<B.ActivityListResult> {
+    return ACTIVITY_ROWS.run(this.host.compiler, this.host.shared, { ...params, namespace: this.host.namespace });
+  }
+
+  async queueLengthList(params: B.QueueLengthListParams): Promise<B.QueueLengthListResult> {
+    return QUEUE_LENGTH_ROWS.run(this.host.compiler, this.host.shared, { ...params, namespace: this.host.namespace });
+  }
+
+  async workerList(params: B.WorkerListParams): Promise<B.WorkerListResult> {
+    return WORKER_ROWS.run(this.host.compiler, this.host.shared, { ...params, namespace: this.host.namespace });
+  }
+
+  /** The whole database's size (every schema), as `pg_database_size` reports it. */
+  async databaseBytes(): Promise<number | null> {
+    const [row] = await this.host.execute(this.databaseSize, []);
+    return row ? Number(row.bytes) : null;
+  }
+
+  async jobChildren(params: B.JobChildrenParams): Promise<B.JobChildEntry[]> {
+    return JOB_CHILDREN.run(this.host.compiler, this.host.shared, { ...params, namespace: this.host.namespace });
+  }
+
+  async oldestReadyAt(params: B.OldestReadyAtParams): Promise<number | null> {
+    return OLDEST_READY_AT.run(this.host.compiler, this.host.shared, { ...params, namespace: this.host.namespace });
   }
 }

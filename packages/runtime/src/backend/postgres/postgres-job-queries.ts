@@ -69,9 +69,9 @@ export class PostgresJobQueries {
    * so concurrent claimers on other connections skip each other's rows
    * instead of queueing behind them; the UPDATE marks them running with a
    * lease and the next attempt number. Rows come back oldest first, with
-   * only what a worker needs: `id, job_type, payload, attempt, retry_policy, run_at`.
-   * When fewer than `$4` were claimed, a last row with a null id carries in
-   * its `run_at` column the earliest `run_at` after now of the claimable rows (null: none), so the
+   * only what a worker needs: `id, job_type, payload, attempt, retry_policy`.
+   * When fewer than `$4` were claimed, a last row with a null id carries the
+   * earliest `run_at` after now of the claimable rows (null: none), so the
    * fetcher learns how long to sleep without another round trip.
    * `$1` namespace, `$2` now, `$3` job types, `$4` limit, `$5` owner, `$6` lease expiry.
    */
@@ -154,12 +154,12 @@ FROM ins`);
   FROM ready WHERE j.id = ready.id
   RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, ready.stage AS old_stage, j.topic, j.partition_no
 )${counted("$1", moves("claimed", "old_stage", "'running'"))}
-(SELECT id, job_type, payload, attempt, retry_policy, run_at FROM claimed ORDER BY run_at, id)
+(SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at, run_at FROM claimed ORDER BY run_at, id)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, (
   SELECT min(run_at) FROM ${jobs}
   WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at > $2 AND job_type = ANY($3::text[])
-) WHERE (SELECT count(*) FROM claimed) < $4`);
+), NULL WHERE (SELECT count(*) FROM claimed) < $4`);
     // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error]: a binary search in the jsonb object.
     const out = (i: number) => `($2::jsonb -> j.id ->> ${i})`;
     this.finish = statement(`WITH done AS (

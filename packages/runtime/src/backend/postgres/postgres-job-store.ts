@@ -144,7 +144,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
           payload: r[2] as string,
           attempt: r[3] as number,
           retryPolicy: r[4] as string | null,
-          runAt: Number(r[5]),
+          runAt: Number(r[6]),
         });
     }
     return nextRunAt === undefined ? { jobs } : { jobs, nextRunAt };

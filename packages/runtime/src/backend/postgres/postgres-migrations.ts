@@ -12,6 +12,7 @@
 import type pg from "pg";
 import type * as B from "../backend.js";
 import { POSTGRES_COUNT_IN_STATEMENTS_SQL, POSTGRES_STAGE_COUNTERS_SQL } from "./postgres-counter-migrations.js";
+import { dashboardMigrationSql } from "../shared/dashboard-migration.js";
 
 export interface PostgresMigration {
   version: number;
@@ -218,6 +219,7 @@ CREATE TABLE {schema}.later_log_group_members (
 );
 `,
   },
+  { version: 8, name: "dashboard", sql: dashboardMigrationSql("postgres") },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

@@ -43,6 +43,10 @@
  *   statements never lock them in opposite orders. (Two multi-statement
  *   transactions of sessions sharing a shard can still deadlock; the
  *   backend's transactions run again after a deadlock, as for job rows.)
+ * - Throughput (migration 8): the stage upsert also adds the moves *into*
+ *   each stage, counted before netting, to the row's cumulative `entered`;
+ *   no other row is written (the dashboard's sampler turns it into
+ *   per-second buckets, see `ActivityStore`).
  * - Unfinished depth: a partitioned job (`topic` set) counts while its stage
  *   is not terminal.
  */
@@ -90,11 +94,12 @@ export class PostgresStageCounters {
   static countMoves(schema: string, namespace: string, moved: string): string {
     const shard = `(pg_backend_pid() % ${COUNTER_SHARDS})::smallint`;
     return `, counter_net AS (
-  SELECT stage, topic, partition_no, sum(n)::int AS n FROM (${moved}) m GROUP BY stage, topic, partition_no HAVING sum(n) <> 0
+  SELECT stage, topic, partition_no, sum(n)::int AS n, coalesce(sum(n) FILTER (WHERE n > 0), 0)::int AS entered
+  FROM (${moved}) m GROUP BY stage, topic, partition_no HAVING sum(n) <> 0 OR sum(n) FILTER (WHERE n > 0) > 0
 ), counted_stages AS (
-  INSERT INTO ${schema}.later_stage_counts AS c (namespace, stage, shard, n)
-  SELECT ${namespace}, stage, ${shard}, sum(n)::bigint FROM counter_net GROUP BY stage HAVING sum(n) <> 0 ORDER BY stage
-  ON CONFLICT (namespace, stage, shard) DO UPDATE SET n = c.n + excluded.n
+  INSERT INTO ${schema}.later_stage_counts AS c (namespace, stage, shard, n, entered)
+  SELECT ${namespace}, stage, ${shard}, sum(n)::bigint, sum(entered)::bigint FROM counter_net GROUP BY stage ORDER BY stage
+  ON CONFLICT (namespace, stage, shard) DO UPDATE SET n = c.n + excluded.n, entered = c.entered + excluded.entered
 ), counted_partitions AS (
   INSERT INTO ${schema}.later_partition_counts AS c (namespace, topic, partition_no, shard, n)
   SELECT ${namespace}, topic, partition_no, ${shard}, sum(n)::bigint FROM counter_net WHERE topic IS NOT NULL AND stage NOT IN ${TERMINAL}

@@ -3,12 +3,10 @@
  * (see `shared-statement.ts`): one job, and a cursor page of jobs for
  * `later jobs list` and the dashboard.
  */
-import { sql } from "kysely";
-import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
-import type { JobGetParams, JobListParams, JobRecord, OldestReadyAtParams } from "../backend.js";
+import type { JobGetParams, JobListParams, JobRecord } from "../backend.js";
 import { JOB_RECORD_COLUMNS, jobRecordFromRow } from "./job-rows.js";
 import { SharedStatement } from "./shared-statement.js";
-import { stageList } from "./stage-list.js";
+import { sql } from "kysely";
 
 interface InNamespace {
   namespace: string;
@@ -23,35 +21,47 @@ export const JOB_GET = new SharedStatement<JobGetParams & InNamespace, JobRecord
  * A page of jobs by id. The cursor is a plain bound on the primary key in
  * both orders, so either walk is an index range scan. One variant per order
  * and set of filters given.
+ *
+ * - `topic` (with or without `partition`): `later_jobs_topic_list`
+ *   (namespace, topic, id), partitioned jobs only, so a page costs the page
+ *   (a partition filter skips the topic's other partitions' rows on the way).
+ * - `q`: ids from `q` up to `q` followed by U+FFFF (ids compare bytewise:
+ *   SQLite's BINARY, PostgreSQL's "C" collation), or a job type that starts
+ *   with `q` (`substr`, so `%` and `_` are plain characters). The primary key
+ *   walk serves both: an id prefix costs the page; a job-type prefix costs
+ *   the rows walked past until the page is full (no index on job types: one
+ *   over every job would cost every PostgreSQL stage change an index entry).
  */
-export const JOB_LIST = new SharedStatement<JobListParams & InNamespace, JobRecord[]>({
-  variant: (p) => [p.order === "desc", p.stage !== undefined, p.jobType !== undefined, p.afterId !== undefined].join(),
+export const JOB_LIST = new SharedStatement<JobListParams & InNamespace, JobRecord[], JobListValues>({
+  variant: (p) =>
+    [
+      p.order === "desc",
+      p.stage !== undefined,
+      p.jobType !== undefined,
+      p.afterId !== undefined,
+      p.topic !== undefined,
+      p.partition !== undefined,
+      p.q !== undefined,
+    ].join(),
+  values: (p) => ({ ...p, qEnd: p.q === undefined ? undefined : `${p.q}\uffff`, qLength: p.q?.length }),
   build: (db, $, p) => {
     const desc = p.order === "desc";
     let q = db.selectFrom("later_jobs").select(JOB_RECORD_COLUMNS).where("namespace", "=", $("namespace"));
     if (p.stage !== undefined) q = q.where("stage", "=", $("stage"));
     if (p.jobType !== undefined) q = q.where("job_type", "=", $("jobType"));
+    if (p.topic !== undefined) q = q.where("topic", "=", $("topic"));
+    if (p.partition !== undefined) q = q.where("topic", "is not", null).where("partition_no", "=", $("partition"));
+    if (p.q !== undefined)
+      q = q.where((eb) =>
+        eb.or([
+          eb.and([eb("id", ">=", $("q")), eb("id", "<", $("qEnd"))]),
+          eb(eb.fn<string>("substr", ["job_type", sql.lit(1), sql`${$("qLength")}`]), "=", $("q")),
+        ]),
+      );
     if (p.afterId !== undefined) q = q.where("id", desc ? "<" : ">", $("afterId"));
     return q.orderBy("id", desc ? "desc" : "asc").limit($("limit"));
   },
   read: (rows) => rows.map(jobRecordFromRow),
 });
 
-/**
- * The due time of the oldest ready regular job: the first entry of the ready
- * index (`later_jobs_ready`: namespace, run_at, over the claimable stages of
- * regular jobs) up to now, as the claim reads it; one probe at any backlog.
- */
-export const OLDEST_READY_AT = new SharedStatement<OldestReadyAtParams & InNamespace, number | null>({
-  build: (db, $) =>
-    db
-      .selectFrom("later_jobs")
-      .select("run_at")
-      .where("namespace", "=", $("namespace"))
-      .where(sql<boolean>`stage in ${sql.raw(stageList(CLAIMABLE_STAGES))}`)
-      .where("topic", "is", null)
-      .where("run_at", "<=", $("nowMs"))
-      .orderBy("run_at")
-      .limit(1),
-  read: (rows) => (rows[0] ? Number(rows[0].run_at) : null),
-});
+type JobListValues = JobListParams & InNamespace & { qEnd: string | undefined; qLength: number | undefined };

@@ -33,6 +33,7 @@ export function claimedHead(r: Row, ref: B.PartitionRef, epoch: number, lostAtte
     payload: String(r.payload),
     attempt: Number(r.attempt),
     retryPolicy: storedPolicy(r.retry_policy),
+    runAt: Number(r.run_at),
     topic: ref.topic,
     partition: ref.partition,
     seq: Number(r.seq),

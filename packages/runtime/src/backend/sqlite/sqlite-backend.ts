@@ -27,6 +27,7 @@ import { liveBackends } from "../live-backends.js";
 import { loadDriver } from "../load-driver.js";
 import { SqliteConnection } from "./sqlite-connection.js";
 import { SqliteInspectStore } from "./sqlite-inspect-store.js";
+import { SqliteActivityStore } from "./sqlite-activity-store.js";
 import { SqliteJobControlStore } from "./sqlite-job-control-store.js";
 import { SqliteJobStore } from "./sqlite-job-store.js";
 import { SqliteLogStore } from "./sqlite-log-store.js";
@@ -105,6 +106,7 @@ export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
   readonly recurring: B.RecurringStore;
   readonly control: B.JobControlStore;
   readonly inspect: B.InspectStore = new SqliteInspectStore(this);
+  readonly activity: B.ActivityStore = new SqliteActivityStore(this);
   readonly maintenance: B.MaintenanceStore = new SqliteMaintenanceStore(this);
   readonly log: B.LogStore<B.SqliteTransaction>;
 

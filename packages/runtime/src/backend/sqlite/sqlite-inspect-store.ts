@@ -8,7 +8,8 @@
  */
 import { JOB_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
-import { JOB_GET, JOB_LIST, OLDEST_READY_AT } from "../shared/inspect-statements.js";
+import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
+import { ACTIVITY_ROWS, JOB_CHILDREN, OLDEST_READY_AT, QUEUE_LENGTH_ROWS, WORKER_ROWS } from "../shared/dashboard-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import type { SqliteHost } from "./sqlite-connection.js";
 import { partitionDepthFromRows, partitionListFromRows, topicDepthFromRows } from "../shared/depth-rows.js";
@@ -31,11 +32,6 @@ const PARTITION_LIST = `SELECT p.topic, p.partition_no, p.lease_owner, p.lease_e
 
 export class SqliteInspectStore implements B.InspectStore {
   constructor(private readonly host: SqliteHost) {}
-
-  /** One probe of the ready index (the shared statement). */
-  async oldestReadyAt(params: B.OldestReadyAtParams): Promise<number | null> {
-    return OLDEST_READY_AT.run(sqliteCompiler, this.read, { ...params, namespace: this.host.namespace });
-  }
 
   async jobGet(params: B.JobGetParams): Promise<B.JobRecord | null> {
     return JOB_GET.run(sqliteCompiler, this.read, { ...params, namespace: this.host.namespace });
@@ -81,6 +77,32 @@ export class SqliteInspectStore implements B.InspectStore {
 
   async partitionList(params: B.PartitionListParams): Promise<B.PartitionListResult> {
     return partitionListFromRows(this.host.conn().all(PARTITION_LIST, this.host.namespace, params.topic ?? null, params.topic ?? null));
+  }
+
+  async activityList(params: B.ActivityListParams): Promise<B.ActivityListResult> {
+    return ACTIVITY_ROWS.run(sqliteCompiler, this.read, { ...params, namespace: this.host.namespace });
+  }
+
+  async queueLengthList(params: B.QueueLengthListParams): Promise<B.QueueLengthListResult> {
+    return QUEUE_LENGTH_ROWS.run(sqliteCompiler, this.read, { ...params, namespace: this.host.namespace });
+  }
+
+  async workerList(params: B.WorkerListParams): Promise<B.WorkerListResult> {
+    return WORKER_ROWS.run(sqliteCompiler, this.read, { ...params, namespace: this.host.namespace });
+  }
+
+  /** The main file's pages (`page_count * page_size`); the WAL file is not counted. */
+  async databaseBytes(): Promise<number | null> {
+    const row = this.host.conn().get("SELECT page_count * page_size AS bytes FROM pragma_page_count(), pragma_page_size()");
+    return row ? Number(row.bytes) : null;
+  }
+
+  async jobChildren(params: B.JobChildrenParams): Promise<B.JobChildEntry[]> {
+    return JOB_CHILDREN.run(sqliteCompiler, this.read, { ...params, namespace: this.host.namespace });
+  }
+
+  async oldestReadyAt(params: B.OldestReadyAtParams): Promise<number | null> {
+    return OLDEST_READY_AT.run(sqliteCompiler, this.read, { ...params, namespace: this.host.namespace });
   }
 
   private readonly read: RunStatement = (s) => this.host.conn().read(s);

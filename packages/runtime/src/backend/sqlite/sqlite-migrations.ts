@@ -9,6 +9,7 @@ import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { SQLITE_STAGE_COUNTERS_SQL } from "./sqlite-stage-counters.js";
+import { dashboardMigrationSql } from "../shared/dashboard-migration.js";
 
 export interface SqliteMigration {
   version: number;
@@ -220,6 +221,7 @@ CREATE TABLE later_log_group_members (
 );
 `,
   },
+  { version: 7, name: "dashboard", sql: dashboardMigrationSql("sqlite") },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */

@@ -56,8 +56,9 @@ INSERT INTO later_partition_counts (namespace, topic, partition_no, n)
   WHERE topic IS NOT NULL AND stage NOT IN ${FINISHED} GROUP BY namespace, topic, partition_no;
 `;
 
-const STAGE_UPSERT = `INSERT INTO later_stage_counts (namespace, stage, n) VALUES (?, ?, ?)
-  ON CONFLICT (namespace, stage) DO UPDATE SET n = n + excluded.n`;
+// \`entered\` (migration 7): transitions into the stage so far, for the dashboard's throughput; same row, same upsert.
+const STAGE_UPSERT = `INSERT INTO later_stage_counts (namespace, stage, n, entered) VALUES (?, ?, ?, ?)
+  ON CONFLICT (namespace, stage) DO UPDATE SET n = n + excluded.n, entered = entered + excluded.entered`;
 const PARTITION_UPSERT = `INSERT INTO later_partition_counts (namespace, topic, partition_no, n) VALUES (?, ?, ?, ?)
   ON CONFLICT (namespace, topic, partition_no) DO UPDATE SET n = n + excluded.n`;
 
@@ -65,6 +66,8 @@ const PARTITION_UPSERT = `INSERT INTO later_partition_counts (namespace, topic, 
 export class StageDeltas {
   /** Net change per stage. */
   readonly stages = new Map<string, number>();
+  /** Jobs that entered each stage (inserts included), before netting: the dashboard's throughput. */
+  readonly entered = new Map<string, number>();
   /** Net change of unfinished jobs per partition, keyed `topic\0partition`. */
   readonly partitions = new Map<string, { topic: string; partition: number; n: number }>();
 
@@ -75,7 +78,10 @@ export class StageDeltas {
   move(from: unknown, to: unknown, topic: unknown = null, partition: unknown = null): this {
     if (from === to) return this;
     if (from !== null && from !== undefined) this.stages.set(String(from), (this.stages.get(String(from)) ?? 0) - 1);
-    if (to !== null && to !== undefined) this.stages.set(String(to), (this.stages.get(String(to)) ?? 0) + 1);
+    if (to !== null && to !== undefined) {
+      this.stages.set(String(to), (this.stages.get(String(to)) ?? 0) + 1);
+      this.entered.set(String(to), (this.entered.get(String(to)) ?? 0) + 1);
+    }
     if (topic === null || topic === undefined) return this;
     const unfinished = (s: unknown) => (UNFINISHED.has(String(s)) ? 1 : 0);
     const change = unfinished(to) - unfinished(from);
@@ -91,7 +97,8 @@ export class StageDeltas {
   statements(namespace: string): BoundStatement[] {
     const upserts: BoundStatement[] = [];
     for (const [stage, n] of this.stages) {
-      if (n !== 0) upserts.push({ text: STAGE_UPSERT, values: [namespace, stage, n] });
+      const entered = this.entered.get(stage) ?? 0;
+      if (n !== 0 || entered !== 0) upserts.push({ text: STAGE_UPSERT, values: [namespace, stage, n, entered] });
     }
     for (const p of this.partitions.values()) {
       if (p.n !== 0) upserts.push({ text: PARTITION_UPSERT, values: [namespace, p.topic, p.partition, p.n] });
@@ -104,6 +111,7 @@ export class StageDeltas {
     if (count === 0 || from === to) return this;
     this.stages.set(from, (this.stages.get(from) ?? 0) - count);
     this.stages.set(to, (this.stages.get(to) ?? 0) + count);
+    this.entered.set(to, (this.entered.get(to) ?? 0) + count);
     return this;
   }
 }

@@ -1,0 +1,15 @@
+// The dashboard in Express, at /jobs/ (toNodeHandler reads Express's originalUrl, so basePath is the full path).
+import express from "express";
+import { createDashboard, toNodeHandler } from "@later/runtime/dashboard";
+import { port, startJobServer, stopOnSignals } from "./app-jobs.js";
+
+const server = await startJobServer();
+const app = express();
+// Put your own authentication middleware before it, or pass `authorize` to createDashboard.
+app.use("/jobs", toNodeHandler(createDashboard({ backend: server.backend, basePath: "/jobs/" })));
+app.get("/", (_req, res) => {
+  res.send("the application\n");
+});
+
+const http = app.listen(port, "127.0.0.1", () => console.log(`dashboard at http://127.0.0.1:${port}/jobs/`));
+stopOnSignals(server, () => new Promise((resolve) => http.close(() => resolve())));

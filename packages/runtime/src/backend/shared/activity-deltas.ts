@@ -1,0 +1,37 @@
+/**
+ * The arithmetic of an activity sample, the same on both dialects: the
+ * cumulative `entered` per stage now and at the last sample give the
+ * transitions of the second just ended (see `ActivityStore.enteredSample`).
+ */
+import type { Row } from "./job-rows.js";
+
+/**
+ * The mark row every sample writes beside the stages' (stage `*`, entered
+ * 0), so a namespace sampled before any job exists has a last sample too.
+ */
+export const SAMPLED_MARK = "*";
+
+/** What one sample writes: the buckets' rows (stage, count) and whether the marks were fresh enough to place them. */
+export interface EnteredDeltas {
+  /** Transitions per stage since the last sample (positive only). */
+  deltas: { stage: string; n: number }[];
+  /** Start of the second the transitions go to. */
+  at: number;
+}
+
+/**
+ * `current`: rows (stage, entered) summed per stage; `marks`: rows (stage,
+ * entered, sampled_at) of the last sample. Returns null when there is no
+ * fresh last sample (none, or older than `staleAfterMs`): only the marks move.
+ */
+export function enteredDeltas(current: Row[], marks: Row[], now: number, staleAfterMs: number): EnteredDeltas | null {
+  const last = new Map(marks.map((r) => [String(r.stage), Number(r.entered)]));
+  const sampledAt = marks.reduce((m, r) => Math.max(m, Number(r.sampled_at)), Number.NEGATIVE_INFINITY);
+  if (marks.length === 0 || sampledAt < now - staleAfterMs) return null;
+  const deltas: { stage: string; n: number }[] = [];
+  for (const r of current) {
+    const n = Number(r.entered) - (last.get(String(r.stage)) ?? 0);
+    if (n > 0) deltas.push({ stage: String(r.stage), n });
+  }
+  return { deltas, at: Math.floor(now / 1000) * 1000 - 1000 };
+}

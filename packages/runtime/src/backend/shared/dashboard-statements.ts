@@ -1,0 +1,213 @@
+/**
+ * The dashboard's statements that mean the same on both dialects, written
+ * once (see `shared-statement.ts`; every write returns a column, so SQLite
+ * runs it as it runs reads): the reads of `backend.inspect` beyond
+ * one job and a page of jobs (children, the oldest ready job, activity
+ * buckets, backlog samples, live servers) and the writes of
+ * `backend.activity` (server heartbeats, dispatch-wait buckets, backlog
+ * samples, the sweeps). Each is one index range read or one upsert.
+ */
+import { sql } from "kysely";
+import { CLAIMABLE_STAGES, type JobStage } from "../../core/job-stage.js";
+import type * as B from "../backend.js";
+import { SharedStatement } from "./shared-statement.js";
+import { stageList } from "./stage-list.js";
+
+interface InNamespace {
+  namespace: string;
+}
+
+/** A job's children by `later_jobs_parent` (SQLite since migration 1, PostgreSQL since migration 8), lowest id first. */
+export const JOB_CHILDREN = new SharedStatement<B.JobChildrenParams & InNamespace, B.JobChildEntry[]>({
+  build: (db, $) =>
+    db
+      .selectFrom("later_jobs")
+      .select(["id", "job_type", "stage"])
+      .where("parent_id", "=", $("id"))
+      .where("namespace", "=", $("namespace"))
+      .orderBy("id")
+      .limit($("limit")),
+  read: (rows) => rows.map((r) => ({ id: String(r.id), jobType: String(r.job_type), stage: r.stage as JobStage })),
+});
+
+/**
+ * The first entry of `later_jobs_ready` (claimable regular jobs by
+ * `run_at`; the statement repeats its predicate so the planner may use it),
+ * if it is due.
+ */
+export const OLDEST_READY_AT = new SharedStatement<B.OldestReadyAtParams & InNamespace, number | null>({
+  build: (db, $) =>
+    db
+      .selectFrom("later_jobs")
+      .select("run_at")
+      .where("namespace", "=", $("namespace"))
+      .where(sql<boolean>`stage in ${sql.raw(stageList(CLAIMABLE_STAGES))}`)
+      .where("topic", "is", null)
+      .where("run_at", "<=", $("nowMs"))
+      .orderBy("run_at")
+      .limit(1),
+  read: (rows) => (rows[0] ? Number(rows[0].run_at) : null),
+});
+
+/** The namespace's activity rows since `sinceMs`, by the primary key; grouped into buckets by {@link activityBuckets}. */
+export const ACTIVITY_ROWS = new SharedStatement<B.ActivityListParams & InNamespace, B.ActivityListResult>({
+  build: (db, $) =>
+    db
+      .selectFrom("later_activity")
+      .select(["at", "series", "n", "total_ms", "max_ms"])
+      .where("namespace", "=", $("namespace"))
+      .where("at", ">=", $("sinceMs"))
+      .orderBy("at"),
+  read: (rows) => ({ buckets: activityBuckets(rows) }),
+});
+
+/** Activity rows (ordered by `at`) as buckets, one per second that has any. */
+function activityBuckets(rows: Record<string, unknown>[]): B.ActivityBucket[] {
+  const buckets: B.ActivityBucket[] = [];
+  for (const r of rows) {
+    const at = Number(r.at);
+    let bucket = buckets[buckets.length - 1];
+    if (bucket?.at !== at) {
+      bucket = { at, entered: {}, regular: emptyWait(), partitioned: emptyWait() };
+      buckets.push(bucket);
+    }
+    const series = String(r.series);
+    if (series.startsWith("entered:")) bucket.entered[series.slice("entered:".length) as JobStage] = Number(r.n);
+    else if (series === "regular" || series === "partitioned")
+      bucket[series] = { claims: Number(r.n), waitTotalMs: Number(r.total_ms), waitMaxMs: Number(r.max_ms) };
+  }
+  return buckets;
+}
+
+function emptyWait(): B.DispatchWaitBucket {
+  return { claims: 0, waitTotalMs: 0, waitMaxMs: 0 };
+}
+
+export const QUEUE_LENGTH_ROWS = new SharedStatement<B.QueueLengthListParams & InNamespace, B.QueueLengthListResult>({
+  build: (db, $) =>
+    db
+      .selectFrom("later_queue_length")
+      .select(["at", "ready", "partition_backlog"])
+      .where("namespace", "=", $("namespace"))
+      .where("at", ">=", $("sinceMs"))
+      .orderBy("at"),
+  read: (rows) => ({ samples: rows.map((r) => ({ at: Number(r.at), ready: Number(r.ready), partitionBacklog: Number(r.partition_backlog) })) }),
+});
+
+/** The namespace's server rows not yet expired (a few rows: one per server). */
+export const WORKER_ROWS = new SharedStatement<B.WorkerListParams & InNamespace, B.WorkerListResult>({
+  build: (db, $) =>
+    db
+      .selectFrom("later_servers")
+      .select(["instance_id", "host", "pid", "workers", "busy", "last_seen_at"])
+      .where("namespace", "=", $("namespace"))
+      .where("expires_at", ">", $("nowMs"))
+      .orderBy("instance_id"),
+  read: (rows) => ({
+    workers: rows.map((r) => ({
+      instanceId: String(r.instance_id),
+      host: String(r.host),
+      pid: Number(r.pid),
+      workers: Number(r.workers),
+      busy: Number(r.busy),
+      lastSeenAt: Number(r.last_seen_at),
+    })),
+  }),
+});
+
+// ---- writes (backend.activity) ----------------------------------------------
+
+export const SERVER_HEARTBEAT = new SharedStatement<B.ServerHeartbeatParams & InNamespace, void>({
+  build: (db, $) =>
+    db
+      .insertInto("later_servers")
+      .values({
+        namespace: $("namespace"),
+        instance_id: $("instanceId"),
+        host: $("host"),
+        pid: $("pid"),
+        workers: $("workers"),
+        busy: $("busy"),
+        last_seen_at: $("now"),
+        expires_at: $("expiresAt"),
+      })
+      .onConflict((oc) =>
+        oc.columns(["namespace", "instance_id"]).doUpdateSet((eb) => ({
+          host: eb.ref("excluded.host"),
+          pid: eb.ref("excluded.pid"),
+          workers: eb.ref("excluded.workers"),
+          busy: eb.ref("excluded.busy"),
+          last_seen_at: eb.ref("excluded.last_seen_at"),
+          expires_at: eb.ref("excluded.expires_at"),
+        })),
+      )
+      .returning("instance_id"),
+  read: () => undefined,
+});
+
+export const SERVER_REMOVE = new SharedStatement<B.ServerRemoveParams & InNamespace, void>({
+  build: (db, $) => db.deleteFrom("later_servers").where("namespace", "=", $("namespace")).where("instance_id", "=", $("instanceId")).returning("instance_id"),
+  read: () => undefined,
+});
+
+/** Servers whose heartbeat expired before `before` (a crashed process leaves its row). */
+export const SERVER_SWEEP = new SharedStatement<{ namespace: string; before: number }, void>({
+  build: (db, $) => db.deleteFrom("later_servers").where("namespace", "=", $("namespace")).where("expires_at", "<", $("before")).returning("instance_id"),
+  read: () => undefined,
+});
+
+/**
+ * Adds one server's claims of one second to its bucket: counts and totals
+ * add up, the maximum is the larger (a CASE, the same on both dialects:
+ * SQLite's two-argument `max` is PostgreSQL's `greatest`).
+ */
+export const ACTIVITY_ADD = new SharedStatement<{ namespace: string; at: number; series: string; n: number; totalMs: number; maxMs: number }, void>({
+  build: (db, $) =>
+    db
+      .insertInto("later_activity")
+      .values({ namespace: $("namespace"), at: $("at"), series: $("series"), n: $("n"), total_ms: $("totalMs"), max_ms: $("maxMs") })
+      .onConflict((oc) =>
+        oc.columns(["namespace", "at", "series"]).doUpdateSet({
+          n: sql`later_activity.n + excluded.n`,
+          total_ms: sql`later_activity.total_ms + excluded.total_ms`,
+          max_ms: sql`CASE WHEN excluded.max_ms > later_activity.max_ms THEN excluded.max_ms ELSE later_activity.max_ms END`,
+        }),
+      )
+      .returning("at"),
+  read: () => undefined,
+});
+
+/** One backlog sample per minute: the first writer of a minute wins (a second one, after a turn overlapped, changes nothing). */
+export const QUEUE_LENGTH_ADD = new SharedStatement<{ namespace: string; at: number; ready: number; partitionBacklog: number }, void>({
+  build: (db, $) =>
+    db
+      .insertInto("later_queue_length")
+      .values({ namespace: $("namespace"), at: $("at"), ready: $("ready"), partition_backlog: $("partitionBacklog") })
+      .onConflict((oc) => oc.columns(["namespace", "at"]).doNothing())
+      .returning("at"),
+  read: () => undefined,
+});
+
+/**
+ * Deletes the rows older than `before` of a per-namespace time series
+ * (`later_activity`, `later_queue_length`), at most `spanMs` of them from
+ * the oldest: a short statement each, so the sweep never holds writers
+ * long. Resolves to how many rows it deleted; 0 means none older remain.
+ */
+export function sweepStatement(table: "later_activity" | "later_queue_length") {
+  return new SharedStatement<{ namespace: string; before: number; spanMs: number }, number>({
+    build: (db, $) =>
+      db
+        .deleteFrom(table)
+        .where("namespace", "=", $("namespace"))
+        .where("at", "<", $("before"))
+        .where("at", "<", (eb) =>
+          eb
+            .selectFrom(table)
+            .select(sql<number>`min(at) + ${$("spanMs")}`.as("cut"))
+            .where("namespace", "=", $("namespace")),
+        )
+        .returning("at"),
+    read: (rows) => rows.length,
+  });
+}

@@ -1,0 +1,154 @@
+/**
+ * The JSON API under `{basePath}api/` (DESIGN §6 D1–D5), as a route table:
+ *
+ * | method | path | answer |
+ * | --- | --- | --- |
+ * | GET | `overview` | D1 {@link Overview}, one snapshot a second (D7) |
+ * | GET | `jobs?stage&type&topic&partition&q&limit&cursor` | D2 `{ jobs, nextCursor }` |
+ * | GET | `jobs/{id}` | D3 {@link DashboardJobDetail} |
+ * | POST | `jobs/{id}/retry` | D4, see `dashboard-actions.ts` |
+ * | DELETE | `jobs/{id}` | D4 |
+ * | POST | `jobs/retry?stage&type`, `jobs/delete?stage&type` | D4 on every matching job |
+ * | POST | `jobs/{id}/cancel`, `jobs/cancel`, `queues/{jobType}/pause`, `queues/{jobType}/resume` | 501 until the runtime has them |
+ * | GET | `queue-length?since` | D5 `{ samples: [{ at, ready, partitionBacklog }] }`, one a minute |
+ * | GET | `throughput?since` | per-second activity buckets, for the chart |
+ *
+ * A path that matches no route is 404 `NOT_FOUND`; one that matches with
+ * another method is 405 `METHOD_NOT_ALLOWED` with an `Allow` header. A
+ * literal segment wins over a parameter (`jobs/retry` is never job
+ * "retry").
+ */
+import type { Backend } from "../backend/backend.js";
+import { InvalidArgumentError, JobNotFoundError } from "../errors.js";
+import type { JobController } from "../server/job-controller.js";
+import { bulkAction, checkJobId, jobAction, notImplemented, type ActionContext } from "./dashboard-actions.js";
+import { DETAIL_CHILDREN, jobDetail, jobListEntry } from "./dashboard-job-json.js";
+import { errorResponse, jsonResponse } from "./dashboard-response.js";
+import { parseInteger, parseJobListQuery } from "./job-list-query.js";
+import type { OverviewSnapshot } from "./overview-snapshot.js";
+import { dashboardInspect } from "./pending-inspect-reads.js";
+
+/** Queue-length samples are kept a week; `since` may reach that far. */
+const QUEUE_LENGTH_MAX_AGE_MS = 7 * 24 * 3_600_000;
+/** Default span of `queue-length`: the last 6 hours. */
+const QUEUE_LENGTH_DEFAULT_MS = 6 * 3_600_000;
+/** Default span of `throughput`: the last 5 minutes; at most an hour. */
+const THROUGHPUT_DEFAULT_MS = 5 * 60_000;
+const THROUGHPUT_MAX_AGE_MS = 3_600_000;
+
+/** What a route handler gets. */
+export interface RouteContext extends ActionContext {
+  backend: Backend<unknown>;
+  snapshot: OverviewSnapshot;
+  controller: JobController;
+  query: URLSearchParams;
+  /** The `{name}` segments of the route, decoded. */
+  params: Record<string, string>;
+}
+
+type Method = "GET" | "POST" | "DELETE";
+
+interface Route {
+  method: Method;
+  /** Segments; `{name}` is a parameter. */
+  path: string[];
+  handle(context: RouteContext): Promise<Response> | Response;
+}
+
+const route = (method: Method, path: string, handle: Route["handle"]): Route => ({ method, path: path.split("/"), handle });
+
+const ROUTES: Route[] = [
+  route("GET", "overview", async ({ snapshot }) => jsonResponse(await snapshot.get())),
+  route("GET", "jobs", async ({ backend, query }) => {
+    const { afterId, ...filter } = parseJobListQuery(query);
+    // One more than the page, to know whether there is a next one.
+    const rows = await dashboardInspect(backend.inspect).jobList({ ...filter, order: "desc", afterId, limit: filter.limit + 1 });
+    const page = rows.slice(0, filter.limit);
+    return jsonResponse({ jobs: page.map(jobListEntry), nextCursor: rows.length > filter.limit ? (page.at(-1)?.id ?? null) : null });
+  }),
+  route("POST", "jobs/retry", (c) => bulkAction(c, "retry", c.query)),
+  route("POST", "jobs/delete", (c) => bulkAction(c, "delete", c.query)),
+  route("POST", "jobs/cancel", () => notImplemented("cancelling jobs")),
+  route("GET", "jobs/{id}", async ({ backend, params, now }) => {
+    const id = params.id!;
+    checkJobId(id);
+    const inspect = dashboardInspect(backend.inspect);
+    const job = await inspect.jobGet({ id });
+    if (!job) throw new JobNotFoundError(id);
+    const children = await inspect.jobChildren({ id, limit: DETAIL_CHILDREN });
+    return jsonResponse(jobDetail(job, children, now()));
+  }),
+  route("DELETE", "jobs/{id}", (c) => jobAction(c, "delete", c.params.id!)),
+  route("POST", "jobs/{id}/retry", (c) => jobAction(c, "retry", c.params.id!)),
+  route("POST", "jobs/{id}/cancel", () => notImplemented("cancelling a job")),
+  route("POST", "queues/{jobType}/pause", () => notImplemented("pausing a queue")),
+  route("POST", "queues/{jobType}/resume", () => notImplemented("resuming a queue")),
+  route("GET", "queue-length", async ({ backend, query, now }) => {
+    const sinceMs = sinceParam(query, now(), QUEUE_LENGTH_DEFAULT_MS, QUEUE_LENGTH_MAX_AGE_MS);
+    return jsonResponse({ stepS: 60, ...(await dashboardInspect(backend.inspect).queueLengthList({ sinceMs })) });
+  }),
+  route("GET", "throughput", async ({ backend, query, now }) => {
+    const sinceMs = sinceParam(query, now(), THROUGHPUT_DEFAULT_MS, THROUGHPUT_MAX_AGE_MS);
+    return jsonResponse({ stepS: 1, ...(await dashboardInspect(backend.inspect).activityList({ sinceMs })) });
+  }),
+];
+
+/** `since` (ms since the epoch), default `now - defaultMs`, no earlier than `now - maxAgeMs`. */
+function sinceParam(query: URLSearchParams, now: number, defaultMs: number, maxAgeMs: number): number {
+  const since = query.get("since");
+  if (since === null || since === "") return now - defaultMs;
+  return Math.max(now - maxAgeMs, parseInteger("since", since, 0, Number.MAX_SAFE_INTEGER));
+}
+
+/** Answers an API request whose path (after `api/`) is `path`; `context` without `params`. */
+export async function routeApiRequest(method: string, path: string, context: Omit<RouteContext, "params">): Promise<Response> {
+  const segments = path.split("/");
+  let matches: { route: Route; params: Record<string, string> }[] = [];
+  let bestLiterals = -1;
+  for (const r of ROUTES) {
+    const params = matchPath(r.path, segments);
+    if (!params) continue;
+    const literals = r.path.filter((s) => !s.startsWith("{")).length;
+    if (literals > bestLiterals) {
+      bestLiterals = literals;
+      matches = [];
+    }
+    if (literals === bestLiterals) matches.push({ route: r, params });
+  }
+  if (matches.length === 0) return errorResponse(404, "NOT_FOUND", `no dashboard API route ${path}`);
+  const wanted = method === "HEAD" ? "GET" : method;
+  const match = matches.find((m) => m.route.method === wanted);
+  if (!match) {
+    const allow = [...new Set(matches.map((m) => m.route.method))].join(", ");
+    return errorResponse(405, "METHOD_NOT_ALLOWED", `${method} is not allowed on ${path}: use ${allow}`, { allow });
+  }
+  return match.route.handle({ ...context, params: match.params });
+}
+
+/** The route's parameters when `segments` fit its path, else null. */
+function matchPath(pattern: readonly string[], segments: readonly string[]): Record<string, string> | null {
+  if (pattern.length !== segments.length) return null;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < pattern.length; i++) {
+    const p = pattern[i]!;
+    const s = segments[i]!;
+    if (p.startsWith("{")) {
+      if (s === "") return null;
+      params[p.slice(1, -1)] = decodeSegment(s);
+    } else if (p !== s) return null;
+  }
+  return params;
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new InvalidArgumentError(`"${segment.slice(0, 40)}" is not valid percent-encoding`);
+  }
+}
+
+/** Whether a method changes something (an action), for the security checks. */
+export function isUnsafeMethod(method: string): boolean {
+  return method !== "GET" && method !== "HEAD" && method !== "OPTIONS";
+}
