@@ -66,8 +66,8 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
     });
     const p = server.publisher;
     const emails: string[] = [];
-    // Due over 4.5 s, so the throughput sampler (once a second; transitions before its first sample are not placed) sees them run.
-    for (let i = 0; i < 30; i++) emails.push(await p.enqueue("sendEmail", { to: `user${i}@example.com` }, { delayMs: i * 150 }));
+    // Due over 6 s, so the throughput sampler (once a second; transitions before its first sample are not placed) sees them run.
+    for (let i = 0; i < 30; i++) emails.push(await p.enqueue("sendEmail", { to: `user${i}@example.com` }, { delayMs: i * 200 }));
     const failedId = await p.enqueue("resize", { image: 7 }, { parentId: emails[0]! });
     await p.enqueue("sendEmail", { after: "resize" }, { parentId: failedId }); // fails with its parent
     for (let i = 0; i < 2; i++) await p.enqueue("sendEmail", { later: i }, { delayMs: 3_600_000 });
