@@ -88,7 +88,7 @@ export class JobListView {
     if (filter.topic && !jobTopics.includes(filter.topic)) jobTopics.push(filter.topic);
     const options = ["", ...jobTopics];
     const current = [...this.topic.options].map((o) => o.value);
-    if (current.join("\n") !== options.join("\n")) {
+    if (JSON.stringify(current) !== JSON.stringify(options)) {
       this.topic.replaceChildren(...options.map((name) => h("option", { attrs: { value: name } }, name === "" ? "every topic" : name)));
     }
     this.topic.value = filter.topic ?? "";
@@ -97,6 +97,9 @@ export class JobListView {
     if (document.activeElement !== this.partition) this.partition.value = filter.partition === undefined ? "" : String(filter.partition);
     if (document.activeElement !== this.q) this.q.value = filter.q ?? "";
     this.partition.disabled = !filter.topic;
+    // No job topic: no topic or partition to filter by.
+    this.topic.hidden = options.length === 1;
+    this.partition.hidden = options.length === 1;
     // The API acts on every job matching stage and type only: with a narrower filter the action would take more than the list shows.
     const narrower = filter.topic !== undefined || filter.q !== undefined;
     for (const button of this.bulkButtons) {
