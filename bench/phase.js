@@ -95,6 +95,8 @@ async function laterProcess() {
     backend: sqlite({ file: cfg.file, namespace: NAMESPACE }),
     autoMigrate: true,
     workerCount: cfg.concurrency,
+    // cfg.metricsOff: the same build with the Prometheus metrics turned off (bench/metrics.js).
+    ...(cfg.metricsOff ? { metrics: false } : {}),
     handlers: {
       [JOB_TYPE]: {
         handle: async () => {

@@ -85,20 +85,22 @@ describe.each(BACKENDS)("dashboard activity on $name", (entry) => {
       await backend.jobs.insertMany({ jobs: [job(0), job(1), job(2), job(3, 0), job(4, 1)], now: T0 });
       const clock = new ManualClock(T0 + 10_000);
       const options = { clock, topics: [topic("orders", 2)], handlers: { work: { handle: () => undefined } } };
-      const first = await start(options);
-      await start(options); // a second server: still one sample a minute
+      const servers = [await start(options), await start(options)]; // two servers: still one sample a minute
       clock.advance(60_000);
       await waitFor(async () => (await backend.inspect.queueLengthList({ sinceMs: 0 })).samples.length === 1, "the first sample");
-      await first.shutdown();
+      for (const s of servers) await s.shutdown();
       await backend.jobs.insertMany({ jobs: [job(5)], now: T0 });
-      clock.advance(60_000);
+      // A restart: a new server, whose clock has moved on, samples its first minute beside the stored one.
+      const later = new ManualClock(T0 + 130_000);
+      await start({ ...options, clock: later });
+      later.advance(60_000);
       const { samples } = await waitFor(async () => {
         const list = await backend.inspect.queueLengthList({ sinceMs: 0 });
         return list.samples.length === 2 ? list : null;
-      }, "the second sample");
+      }, "the sample after the restart");
       expect(samples).toEqual([
         { at: T0 + 60_000, ready: 5, partitionBacklog: 2 },
-        { at: T0 + 120_000, ready: 6, partitionBacklog: 2 },
+        { at: T0 + 180_000, ready: 6, partitionBacklog: 2 },
       ]);
       expect((await backend.inspect.queueLengthList({ sinceMs: T0 + 60_001 })).samples).toHaveLength(1);
     });

@@ -117,6 +117,27 @@ describe.each(BACKENDS)("dashboard activity rows on $name", (entry) => {
     }
   });
 
+  it("samplers of several servers at once place each transition once", async () => {
+    const db = await entry.createDatabase();
+    const backends = [await opened(db, "dash-many"), await opened(db, "dash-many"), await opened(db, "dash-many")];
+    try {
+      const [first] = backends;
+      await first!.activity.enteredSample({ now: NOW, staleAfterMs: 60_000 });
+      for (let round = 1; round <= 3; round++) {
+        const at = NOW + round * 1000;
+        const jobs = Array.from({ length: 10 }, (_, i) => ({ id: newJobId(at + i), jobType: "w", payload: "{}", runAt: at, retryPolicy: null }));
+        await first!.jobs.insertMany({ jobs, now: at });
+        const placed = await Promise.all(backends.map((b) => b.activity.enteredSample({ now: at + 1000, staleAfterMs: 60_000 })));
+        expect(placed.reduce((a, b) => a + b, 0)).toBe(10);
+      }
+      const { buckets } = await first!.inspect.activityList({ sinceMs: 0 });
+      expect(buckets.map((b) => [b.at, b.entered])).toEqual([1, 2, 3].map((r) => [NOW + r * 1000, { enqueued: 10 }]));
+    } finally {
+      for (const b of backends) await b.close();
+      await db.dispose();
+    }
+  });
+
   it("dispatch waits of several servers add up in one bucket (the maximum the larger); sweeps keep what is young enough", async () => {
     const db = await entry.createDatabase();
     const backend = await opened(db, "dash-wait");

@@ -4,7 +4,7 @@
 // topics registered at open (a changed partition count refused), reading below the oldest
 // retained offset is OFFSET_OUT_OF_RANGE naming it.
 import { describe, expect, it } from "vitest";
-import { logTopic, partitionForKey } from "@later/runtime";
+import { logTopic, partitionForKey, type LogRecordInput } from "@later/runtime";
 import { BACKENDS } from "./backends.js";
 import { refusal, useLog } from "./log-harness.js";
 
@@ -51,6 +51,25 @@ describe.each(BACKENDS)("retained log on $name", (entry) => {
     expect(error.code).toBe("INVALID_ARGUMENT");
     expect(await h.counts()).toEqual(before);
     expect((await log.read({ topic: "events", partition: 1, fromOffset: 0 })).map((r) => r.offset)).toEqual([0, 1, 2]);
+  });
+
+  it("L2: appendMany stores each record's bytes, key and headers exactly as one append would", async () => {
+    const h = await harness();
+    const log = await h.open();
+    const awkward = ["a,b", '{"x": "y"}', "back\\slash", "NULL", "quote \" and ' both", "é ☃ 𝄞", ""];
+    const records: LogRecordInput[] = [
+      { partition: 2, value: new Uint8Array([0, 255, 92, 120, 0]), headers: { "a,b": '{"}', NULL: "" } },
+      { partition: 2, value: new Uint8Array(0) },
+      ...awkward.map((text, i) => ({ key: awkward[(i + 1) % awkward.length] || "k", value: text, headers: { h: text } })),
+    ];
+    const positions = await log.appendMany("events", records);
+    for (const [i, at] of positions.entries()) {
+      const [got] = await log.read({ topic: "events", partition: at.partition, fromOffset: at.offset, limit: 1 });
+      const r = records[i]!;
+      expect([...got!.value]).toEqual([...(typeof r.value === "string" ? new TextEncoder().encode(r.value) : r.value)]);
+      expect(got!.key).toBe(r.key ?? null);
+      expect(got!.headers).toEqual(r.headers ?? {});
+    }
   });
 
   it("L1: appendIn writes in the caller's transaction; a rolled-back one writes nothing and uses up no offset", async () => {

@@ -54,7 +54,8 @@ describe.each(BACKENDS)("retry policy migration on $name", (entry) => {
       await backend.migrations.up();
       const undo = UNDO[entry.name]!;
       for (const statement of undo.statements) await sql.raw(statement).execute(app);
-      expect((await backend.migrations.status()).pending.map((m) => m.version)).toEqual([undo.version, undo.version + 1, undo.version + 2]);
+      const status = await backend.migrations.status();
+      expect(status.pending.map((m) => m.version)).toEqual(Array.from({ length: status.latest - undo.version + 1 }, (_, i) => undo.version + i));
 
       const now = Date.now();
       const old = newJobId(now);

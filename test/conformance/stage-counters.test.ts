@@ -79,6 +79,40 @@ async function expectCountersMatch(db: TestDatabase, backend: Backend): Promise<
   }
 }
 
+/**
+ * Asserts that the counters' cumulative `entered` per stage (the dashboard's
+ * throughput, migration SQLite 7 / PostgreSQL 8) equals the entries of the
+ * jobs' stage histories: every statement that moves a stage counts what it
+ * moves in. Only while no job was deleted (a delete keeps what was counted).
+ */
+async function expectEnteredMatchesHistory(db: TestDatabase, dialect: string, namespace: string): Promise<void> {
+  const app = db.appDatabase<Record<string, never>>();
+  const byStage = (rows: { stage: string; n: number | string }[]) =>
+    Object.fromEntries(rows.filter((r) => Number(r.n) !== 0).map((r) => [r.stage, Number(r.n)]));
+  try {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const history =
+        dialect === "postgres"
+          ? await sql<{ stage: string; n: string }>`SELECT e->>0 AS stage, count(*) AS n FROM later_jobs, jsonb_array_elements(stages::jsonb) e
+              WHERE namespace = ${namespace} GROUP BY 1`.execute(app)
+          : await sql<{ stage: string; n: number }>`SELECT json_extract(e.value, '$[0]') AS stage, count(*) AS n FROM later_jobs, json_each(later_jobs.stages) e
+              WHERE namespace = ${namespace} GROUP BY 1`.execute(app);
+      const entered = await sql<{ stage: string; n: number | string }>`SELECT stage, sum(entered) AS n FROM later_stage_counts
+        WHERE namespace = ${namespace} GROUP BY stage`.execute(app);
+      const [expected, actual] = [byStage(history.rows), byStage(entered.rows)];
+      if (JSON.stringify(Object.entries(actual).sort()) === JSON.stringify(Object.entries(expected).sort()) || Date.now() > deadline) {
+        expect(actual).toEqual(expected);
+        expect(actual).toMatchObject({ enqueued: expect.any(Number), running: expect.any(Number), requeued: expect.any(Number), failed: expect.any(Number) });
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  } finally {
+    await app.destroy();
+  }
+}
+
 describe.each(BACKENDS)("stage counters on $name", (entry) => {
   const harness = useHarness(entry);
   const ORDERS = topic("orders", 4);
@@ -155,6 +189,7 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
       20_000,
     );
     await expectCountersMatch(h.db, server.backend);
+    await expectEnteredMatchesHistory(h.db, entry.name, server.backend.namespace);
 
     // A partition blocked by a delayed head, with jobs and a continuation behind it: force-failed, then its history truncated.
     const head = await p.enqueueToPartition("order", { head: true }, { topic: "orders", partition: 2 }, { delayMs: 3_600_000 });

@@ -9,8 +9,8 @@
  * server, or per namespace.
  *
  * - throughput: `enteredSample` turns the counters' cumulative `entered`
- *   into a per-second bucket (one server per namespace per second, by a
- *   maintenance turn);
+ *   into a per-second bucket (every server once a second; the marks of the
+ *   last sample keep a transition from being placed twice);
  * - dispatch wait: each server sums its claims' waits per second in
  *   process and adds them with `dispatchWaitAdd` once a second;
  * - backlog history: `queueLengthAdd` once a minute (one server per
@@ -28,12 +28,13 @@ export interface ActivityStore {
    * Adds the transitions into each stage since the last sample to the
    * bucket of the second before `now` (`floor(now / 1000) * 1000 - 1000`),
    * read from the cumulative `entered` of the stage counters, and moves the
-   * marks. The first sample of a namespace, or one more than
+   * marks (only when something moved, or the marks are half-way to stale:
+   * an idle namespace's sample writes nothing). The first sample of a namespace, or one more than
    * `staleAfterMs` after the last, only sets the marks (the transitions
    * since cannot be placed in a second). Serialised per namespace (SQLite:
    * `BEGIN IMMEDIATE`; PostgreSQL: a transaction-scoped advisory lock), so
-   * overlapping samplers count each transition once. Resolves to the
-   * transitions it placed.
+   * overlapping samplers count each transition once; a sample that finds
+   * nothing to write takes no lock. Resolves to the transitions it placed.
    */
   enteredSample(params: EnteredSampleParams): Promise<number>;
   /** Adds one server's claims of second `at` to its buckets: counts and totals add, maxima take the larger. One upsert per kind with claims. */

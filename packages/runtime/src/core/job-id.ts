@@ -34,3 +34,12 @@ export function newJobId(nowMs: number): JobId {
 export function isJobId(value: unknown): value is JobId {
   return typeof value === "string" && /^[0-9a-hjkmnp-tv-z]{26}$/.test(value);
 }
+
+const CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz";
+
+/** When the job was created (ms since the epoch): the time part of its id (the first 10 characters of the ULID). */
+export function jobIdTime(id: JobId): number {
+  let ms = 0;
+  for (let i = 0; i < 10; i++) ms = ms * 32 + CROCKFORD.indexOf(id.charAt(i));
+  return ms;
+}

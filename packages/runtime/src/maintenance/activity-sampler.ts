@@ -7,19 +7,23 @@ export const ACTIVITY_SAMPLE_INTERVAL_MS = 1000;
 export const ACTIVITY_STALE_AFTER_MS = 60_000;
 
 /**
- * Task `activity-sample` (DESIGN D1 `throughput`, D7): once a second, on one
- * server of the namespace (a maintenance turn), turns the stage counters'
- * cumulative `entered` counts into the bucket of the second just ended, so
- * the dashboard reads throughput from per-second rows instead of the jobs'
- * stage histories. The transitions themselves pay only the `entered`
- * column of the counter rows they already update.
+ * Task `activity-sample` (DESIGN D1 `throughput`, D7): once a second turns
+ * the stage counters' cumulative `entered` counts into the bucket of the
+ * second just ended, so the dashboard reads throughput from per-second rows
+ * instead of the jobs' stage histories. The transitions themselves pay only
+ * the `entered` column of the counter rows they already update.
  *
- * Event: `{ type: "maintenance", task: "activity-sample", count }` after a
- * sample that placed transitions.
+ * Every server samples, without a maintenance turn: the marks of the last
+ * sample, moved under a lock (see `ActivityStore.enteredSample`), make a
+ * second sampler in the same second place nothing twice, and a sample that
+ * finds nothing moved reads two small sets of rows and writes nothing. A
+ * turn would cost a write a second per namespace, and on SQLite every
+ * commit wakes every server on the file. No `maintenance` event (a busy
+ * namespace would emit one every second).
  */
 export class ActivitySampler extends PeriodicService {
   constructor(host: MaintenanceHost, intervalMs = ACTIVITY_SAMPLE_INTERVAL_MS) {
-    super(host, "activity-sample", intervalMs, true);
+    super(host, "activity-sample", intervalMs, false);
   }
 
   /** Samples now; resolves to the transitions placed in a bucket. */

@@ -55,7 +55,9 @@ import { attemptEvent, errorEvent } from "../server/server-event.js";
 import type { ResolvedServerOptions } from "../server/server-options.js";
 import { HeldClaim } from "../worker/held-claim.js";
 import { JobExecutor } from "../worker/job-executor.js";
-import { LeaseRenewer } from "../worker/lease-renewer.js";
+import { LeaseRenewer, type RenewLeases } from "../worker/lease-renewer.js";
+import type { WorkerIds } from "../worker/worker-ids.js";
+import type { ServerMetrics, WorkerState } from "../metrics/server-metrics.js";
 import { lostAttemptError, retryDecision } from "../worker/retry-decision.js";
 
 const keyOf = (p: PartitionRef) => `${p.topic}\0${p.partition}`;
@@ -89,13 +91,17 @@ export class PartitionRunner<C> {
     private readonly backend: Backend,
     private readonly owner: string,
     publisher: JobPublisher<unknown>,
+    /** Numbers the running chains for `worker_id` labels (shared with the worker pool). */
+    private readonly ids: WorkerIds,
+    /** Where claims, attempts, outcomes and renewals are recorded; null with metrics off. */
+    private readonly metrics: ServerMetrics | null,
   ) {
     this.jobTypes = Object.keys(options.handlers);
     this.slots = options.workerCount;
     this.renewer = new LeaseRenewer({
       clock: options.clock,
       leaseMs: options.leaseMs,
-      renew: LeaseRenewer.partitionLeases(backend, owner),
+      renew: metered(LeaseRenewer.partitionLeases(backend, owner), metrics),
       heldClaims: () => [...this.heads.values()].filter((h) => !h.abandoned),
       onLost: (lost) => {
         for (const h of lost) this.executor.abandon(h, new LeaseLostError(h.id));
@@ -103,7 +109,19 @@ export class PartitionRunner<C> {
       onError: (error) => this.report("partition lease renewal", error),
     });
     // A timed-out head's chain goes on from here (the hung handler's own chain ends when, if ever, it settles).
-    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.startChain(claim, outcome));
+    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.startChain(claim, outcome), metrics);
+  }
+
+  /** Heads running now, as workers for `later_workers` (each chain of heads is one, numbered while it runs). */
+  *workerStates(): Generator<WorkerState> {
+    for (const h of this.heads.values()) if (h.workerId !== 0 && !h.abandoned) yield { id: h.workerId, busy: true };
+  }
+
+  /** Heads running now by topic, for `later_partitions_active`. */
+  activeByTopic(): Map<string, number> {
+    const active = new Map<string, number>();
+    for (const h of this.heads.values()) if (!h.abandoned) active.set(h.head!.topic, (active.get(h.head!.topic) ?? 0) + 1);
+    return active;
   }
 
   /** Partitions this server owns after its last heartbeat. */
@@ -177,6 +195,7 @@ export class PartitionRunner<C> {
     const { clock, partitionMemberExpiryMs, topics } = this.options;
     const now = clock.now();
     const { members } = await this.backend.partitions.memberHeartbeat({ member: this.owner, now, expiresAt: now + partitionMemberExpiryMs });
+    this.metrics?.membersSeen(members.length);
     const owned = ownedPartitions(this.owner, members, topics);
     const keys = new Set(owned.map(keyOf));
     const gained = owned.some((p) => !this.ownedKeys.has(keyOf(p)));
@@ -216,6 +235,10 @@ export class PartitionRunner<C> {
             leaseExpiresAt,
             jobTypes: this.jobTypes,
           });
+          this.metrics?.partitionClaim(
+            new Set(candidates.map((p) => p.topic)),
+            claimed.map((c) => c.topic),
+          );
           for (const job of claimed) {
             if (!job.lostAttempt) this.onClaimed?.(job, now, job.runAt);
             this.startChain(this.hold(job, leaseExpiresAt), null);
@@ -240,9 +263,11 @@ export class PartitionRunner<C> {
 
   /** Runs a chain of heads from `claim` (whose outcome is already known when given). */
   private startChain(claim: HeldClaim, outcome: JobOutcome | null): void {
-    const run: Promise<void> = this.runChain(claim, outcome)
+    const workerId = this.ids.take();
+    const run: Promise<void> = this.runChain(claim, outcome, workerId)
       .catch((error) => this.report("partition head", error))
       .finally(() => {
+        this.ids.release(workerId);
         this.runs.delete(run);
         this.wake();
       });
@@ -254,12 +279,12 @@ export class PartitionRunner<C> {
    * same write claimed it. A lost attempt (see {@link ClaimedPartitionJob.lostAttempt})
    * is not run: its outcome is the retry decision's, as the stuck-job sweep's for regular jobs.
    */
-  private async runChain(held: HeldClaim, known: JobOutcome | null): Promise<void> {
+  private async runChain(held: HeldClaim, known: JobOutcome | null, workerId: number): Promise<void> {
     const key = keyOf(held.head!);
     let outcome = known;
     try {
       for (;;) {
-        if (outcome === null) outcome = await this.attempt(held);
+        if (outcome === null) outcome = await this.attempt(held, workerId);
         if (outcome === null && held.timedOut) return; // its chain goes on from the executor's onTimedOut
         if (outcome === null || held.abandoned) break;
         const next = await this.finish(held, outcome);
@@ -276,15 +301,16 @@ export class PartitionRunner<C> {
   }
 
   /** The head's outcome: the lost attempt's retry decision, or the executor's run (null once the claim is aborted, without waiting for its handler). */
-  private attempt(held: HeldClaim): Promise<JobOutcome | null> | JobOutcome {
+  private attempt(held: HeldClaim, workerId: number): Promise<JobOutcome | null> | JobOutcome {
     const job = held.job as ClaimedPartitionJob;
+    held.workerId = workerId;
     if (job.lostAttempt) {
       this.options.onEvent({ type: "maintenance", task: "rescue-head", count: 1 });
       return retryDecision(this.options, job, lostAttemptError(job.attempt));
     }
     return new Promise((resolve) => {
       held.onAbort = () => resolve(null);
-      void this.executor.run(held).then(resolve);
+      void this.executor.run(held, workerId).then(resolve);
     });
   }
 
@@ -302,6 +328,10 @@ export class PartitionRunner<C> {
       const claimNext = !this.stopping && this.ownedKeys.has(keyOf(claim)) ? { leaseExpiresAt, jobTypes: this.jobTypes } : undefined;
       try {
         const result = await this.backend.partitions.headFinish({ owner: this.owner, claim, outcome, now, retentionMs, claimNext });
+        if (this.metrics !== null) {
+          if (result.applied) this.metrics.outcomeWritten(held.job, outcome, now);
+          if (claimNext) this.metrics.partitionClaim([claim.topic], result.next ? [claim.topic] : []);
+        }
         if (result.applied && this.options.eventsEnabled && !(held.job as ClaimedPartitionJob).lostAttempt)
           this.options.onEvent(attemptEvent(held.job, outcome));
         if (result.released > 0) this.onReleased?.();
@@ -318,6 +348,22 @@ export class PartitionRunner<C> {
   private report(where: string, error: unknown): void {
     this.options.onEvent(errorEvent(where, error));
   }
+}
+
+/** Counts each partition lease renewal by topic and outcome (`later_partition_lease_renewals_total`) around `renew`. */
+function metered(renew: RenewLeases, metrics: ServerMetrics | null): RenewLeases {
+  if (metrics === null) return renew;
+  return async (claims, leaseExpiresAt) => {
+    let kept: ReadonlySet<HeldClaim>;
+    try {
+      kept = await renew(claims, leaseExpiresAt);
+    } catch (error) {
+      for (const c of claims) if (c.head) metrics.leaseRenewal(c.head.topic, "error");
+      throw error;
+    }
+    for (const c of claims) if (c.head) metrics.leaseRenewal(c.head.topic, kept.has(c) ? "renewed" : "lost");
+    return kept;
+  };
 }
 
 /** The abort reason of a wake-up (not an error; nobody reads it). */

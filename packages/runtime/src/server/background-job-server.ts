@@ -16,6 +16,10 @@ import { WorkerAutoscaler } from "../maintenance/worker-autoscaler.js";
 import { PartitionRunner } from "../partition/partition-runner.js";
 import { RecurringPoller } from "../recurring/recurring-poller.js";
 import { WorkerPool } from "../worker/worker-pool.js";
+import { WorkerIds } from "../worker/worker-ids.js";
+import { LaterMetrics } from "../metrics/later-metrics.js";
+import { QueueGaugeRefresher } from "../metrics/queue-gauge-refresher.js";
+import { ServerMetrics } from "../metrics/server-metrics.js";
 import type { LogGroupLag } from "../retained-log/log-record.js";
 import { RetainedLog } from "../retained-log/retained-log.js";
 import { followDatabaseClock, prepareBackend } from "./backend-preparation.js";
@@ -66,6 +70,8 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   /** Every maintenance service this server runs (the rescuer, the sweeper, vacuum and autoscale when configured). */
   private readonly services: PeriodicService[];
   private readonly recurring: RecurringPoller;
+  /** What this server records into its registry's metrics; null with `metrics: false`. */
+  private readonly recorder: ServerMetrics | null;
   private readonly unsubscribeWake: () => void;
   private stopped: Promise<void> | null = null;
   private retainedLog: RetainedLog<Trx> | null = null;
@@ -76,11 +82,15 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   ) {
     const backend = options.backend;
     this.instanceId = newJobId(options.clock.now());
+    const registry = options.metricsRegistry;
+    const recorder = registry && new ServerMetrics(LaterMetrics.of(registry), backend.namespace);
+    this.recorder = recorder;
     const encoders = new Map(Object.entries(options.handlers).map(([type, h]) => [type, h.encode ?? jsonPayload]));
     // Local enqueues (the publisher's and the recurring poller's) wake local workers and pollers at once (P7).
     const onCommitted = (jobs: readonly JobInsert[], stages: readonly JobStage[]): void => {
       if (stages.includes("enqueued")) this.pool.wake();
       if (this.partitions && jobs.some((j) => j.topic !== undefined)) this.partitions.wake();
+      if (recorder) for (let i = 0; i < jobs.length; i++) recorder.enqueued(jobs[i]!.jobType, stages[i]!);
       if (!options.eventsEnabled) return;
       for (const [i, job] of jobs.entries()) options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage: stages[i]!, attempt: 0 });
     };
@@ -101,8 +111,9 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
         if (options.eventsEnabled) options.onEvent({ type: "job-action", action, jobIds });
       },
     });
-    this.pool = new WorkerPool(options, backend, this.instanceId, this.publisher);
-    this.partitions = options.topics.length > 0 ? new PartitionRunner(options, backend, this.instanceId, this.publisher) : null;
+    const workerIds = new WorkerIds();
+    this.pool = new WorkerPool(options, backend, this.instanceId, this.publisher, workerIds, recorder);
+    this.partitions = options.topics.length > 0 ? new PartitionRunner(options, backend, this.instanceId, this.publisher, workerIds, recorder) : null;
     const wakeAll = () => {
       this.pool.wake();
       this.partitions?.wake();
@@ -132,6 +143,20 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       new QueueLengthSampler(host),
       new ServerHeartbeat(host, { instanceId: this.instanceId, intervalMs: 5_000, expiryMs: 15_000, load }),
     );
+    if (recorder) {
+      const partitions = this.partitions;
+      const pool = this.pool;
+      recorder.attach(
+        function* () {
+          yield* pool.workerStates();
+          if (partitions) yield* partitions.workerStates();
+        },
+        () => partitions?.activeByTopic() ?? new Map(),
+      );
+      // The retained log is attached at start, after this constructor: read its lag through logLag().
+      const logLag = options.logTopics.size > 0 ? () => this.logLag() : null;
+      this.services.push(new QueueGaugeRefresher(host, { metrics: recorder, logLag }));
+    }
     this.recurring = new RecurringPoller({
       backend,
       clock: options.clock,
@@ -240,6 +265,17 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     return this.publisher.deleteJobs(filter, options);
   }
 
+  /**
+   * The Prometheus text (exposition format 0.0.4) of the registry this
+   * server's metrics are in: its own, or the `metricsRegistry` given (then
+   * with the application's metrics too). An empty string with `metrics: false`.
+   * Serve it on a route Prometheus scrapes, with the content type
+   * `text/plain; version=0.0.4; charset=utf-8`. The metrics are listed in the README.
+   */
+  metrics(): Promise<string> {
+    return this.options.metricsRegistry?.metrics() ?? Promise.resolve("");
+  }
+
   /** Live workers in this process. */
   get workerCount(): number {
     return this.pool.workerCount;
@@ -323,6 +359,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       this.unsubscribeWake();
       await Promise.all([...this.services.map((s) => s.stop()), this.recurring.stop()]);
       await Promise.all([this.pool.shutdown(deadlineMs), this.partitions?.shutdown(deadlineMs), this.retainedLog?.close()]);
+      this.recorder?.stop();
       await this.options.backend.close();
       liveServers().delete(this as BackgroundJobServer<unknown, unknown>);
     })();

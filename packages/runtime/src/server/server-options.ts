@@ -5,6 +5,8 @@ import { RetryPolicy } from "../core/retry/retry-policy.js";
 import { InvalidConfigError, describeValue } from "../errors.js";
 import type { JobPublisher } from "./publisher.js";
 import { describeName, nameProblem } from "../core/stored-name.js";
+import type { Registry } from "prom-client";
+import { resolveMetricsOptions } from "../metrics/later-metrics.js";
 import { logTopicsByName, type LogTopicConfig } from "../retained-log/log-topic.js";
 import type { ServerEvent } from "./server-event.js";
 
@@ -146,6 +148,20 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
   /** Local events; exceptions thrown by the listener are ignored. */
   onEvent?: (event: ServerEvent) => void;
   /**
+   * Prometheus metrics (DESIGN M1–M3; the table in `metrics/later-metrics.ts`
+   * and the README): `server.metrics()` resolves to their text. On by
+   * default: recording costs a worker a few cell increments per job; false
+   * records nothing and `metrics()` resolves to an empty string.
+   */
+  metrics?: boolean;
+  /**
+   * A prom-client `Registry` of the application to register the metrics
+   * in (one set per registry, shared by every server given it), so one
+   * `/metrics` route serves them beside the application's own. Default: a
+   * registry of this server's own. Refused with `metrics: false`.
+   */
+  metricsRegistry?: Registry;
+  /**
    * Topics for partitioned jobs: `[topic("orders", 8)]`. Jobs of one
    * partition run one at a time in enqueue order. A server with topics
    * heartbeats and takes part in partition ownership. Default none.
@@ -177,8 +193,12 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
 
 /** Options with every default filled in. The server's parts never write into a caller's transaction, so they take any kind (`unknown`). */
 export interface ResolvedServerOptions<C>
-  extends Required<Omit<ServerOptions<C, unknown>, "workerAutoscale" | "onEvent" | "topics" | "recurringSequentialPartitions" | "logTopics">> {
+  extends Required<
+    Omit<ServerOptions<C, unknown>, "workerAutoscale" | "onEvent" | "topics" | "recurringSequentialPartitions" | "logTopics" | "metricsRegistry">
+  > {
   logTopics: ReadonlyMap<string, LogTopicConfig>;
+  /** The registry the metrics are in (the given one, or one of the server's own); null with `metrics: false`. */
+  metricsRegistry: Registry | null;
   /** The configured topics, plus the reserved recurring topic when `recurringSequentialPartitions` is set. */
   topics: readonly TopicConfig[];
   recurringSequentialPartitions: number | null;
@@ -219,6 +239,8 @@ const KEYS = new Set([
   "partitionMemberExpiryMs",
   "recurringPollIntervalMs",
   "logTopics",
+  "metrics",
+  "metricsRegistry",
 ]);
 
 /** Checks every option and fills defaults; throws `InvalidConfigError` naming the bad option. */
@@ -279,6 +301,7 @@ export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): Re
   const onEvent = options.onEvent;
   if (onEvent !== undefined && typeof onEvent !== "function") throw new InvalidConfigError("`onEvent` must be a function");
   return {
+    ...resolveMetricsOptions(options.metrics, options.metricsRegistry),
     topics: resolveTopics(options.topics, options.recurringSequentialPartitions),
     recurringSequentialPartitions: options.recurringSequentialPartitions ?? null,
     logTopics: logTopicsByName("`logTopics`", options.logTopics ?? []),

@@ -41,6 +41,11 @@ export class TypedJobServer<C, H, Trx = TransactionHandle> extends JobControl {
     return this.core.log;
   }
 
+  /** The Prometheus text of the server's metrics (see `BackgroundJobServer.metrics`); empty with `metrics: false`. */
+  metrics(): Promise<string> {
+    return this.core.metrics();
+  }
+
   /** The consumer lag of the server's `logTopics`, per topic and group (see `BackgroundJobServer.logLag`). */
   logLag(): Promise<LogGroupLag[]> {
     return this.core.logLag();

@@ -31,6 +31,8 @@ export class HeldClaim implements JobFinish {
   outcome: JobOutcome = SUCCESS;
   /** When the handler started (clock ms), for the timeout watchdog. */
   startedAt = 0;
+  /** The worker running it (a `worker_id` label), set when it is handed to the executor. */
+  workerId = 0;
   /** Lease lost, expired before the start, or given up at shutdown: the outcome is not written. */
   abandoned = false;
   /** The watchdog failed this attempt; the handler's own result is ignored. */

@@ -29,11 +29,16 @@
  * job for the timeout or the lease, `ctx` is one small object and the
  * handler's signal is created only when it is read.
  *
+ * Metrics (when the server has them): one `running` transition and, for a
+ * regular job, its wait when the attempt is handed over; the handler's time
+ * and outcome per worker when it settles (or when the watchdog times it out).
+ *
  * Lifecycle: `start()` starts the watchdog (when `jobTimeoutMs` is set),
  * `stop()` (idempotent) ends it and resolves once it has exited.
  */
 import type { JobOutcome } from "../backend/backend.js";
 import { describeThrown, JobTimeoutError, PayloadDecodeError, PermanentJobError } from "../errors.js";
+import type { ServerMetrics } from "../metrics/server-metrics.js";
 import type { JobPublisher } from "../server/publisher.js";
 import { attemptEvent } from "../server/server-event.js";
 import type { ResolvedServerOptions } from "../server/server-options.js";
@@ -51,6 +56,8 @@ export class JobExecutor<C> {
     private readonly publisher: JobPublisher<unknown>,
     /** Told of an attempt the watchdog failed, with the outcome to write; the handler is still running, abandoned. */
     private readonly onTimedOut: (claim: HeldClaim, outcome: JobOutcome) => void,
+    /** Where attempts are recorded; null with metrics off. */
+    private readonly metrics: ServerMetrics | null,
   ) {}
 
   start(): void {
@@ -67,13 +74,16 @@ export class JobExecutor<C> {
    * Runs one attempt of `claim`. Resolves to the outcome to write, or null
    * when nothing may be written: the lease had expired before the start,
    * the claim was abandoned meanwhile, or it timed out (its outcome went to
-   * `onTimedOut`). Never rejects.
+   * `onTimedOut`). `workerId`: the worker running it, for metrics. Never rejects.
    */
-  async run(claim: HeldClaim): Promise<JobOutcome | null> {
-    const { options } = this;
+  async run(claim: HeldClaim, workerId: number): Promise<JobOutcome | null> {
+    const { options, metrics } = this;
     const job = claim.job;
     const now = options.clock.now();
+    claim.workerId = workerId;
+    metrics?.attemptStarted(job, now, claim.head === null);
     if (now >= claim.leaseExpiresAt) {
+      metrics?.attemptDiscarded(workerId);
       // Its lease ended while it waited (a stalled process, a clock jump): another server may hold it
       // already. Not run; lease recovery takes it (the stuck-job sweep, or the head's next claim).
       claim.abandoned = true;
@@ -91,6 +101,7 @@ export class JobExecutor<C> {
     try {
       payload = handler.decode === undefined ? JSON.parse(job.payload) : handler.decode(job.payload);
     } catch (cause) {
+      metrics?.attemptEnded(job, workerId, "failed", 0);
       return { kind: "fail", error: new PayloadDecodeError(job.jobType, describeThrown(cause), cause).message };
     }
     if (options.eventsEnabled) options.onEvent(attemptEvent(job, "running"));
@@ -106,6 +117,11 @@ export class JobExecutor<C> {
       }
     }
     this.running.delete(claim);
+    // A timed-out attempt was recorded by the watchdog.
+    if (metrics !== null && !claim.timedOut) {
+      const ended = claim.abandoned ? "abandoned" : outcome.kind === "success" ? "success" : outcome.kind === "retry" ? "retry" : "failed";
+      metrics.attemptEnded(job, workerId, ended, options.clock.now() - now);
+    }
     return claim.timedOut || claim.abandoned ? null : outcome;
   }
 
@@ -128,6 +144,7 @@ export class JobExecutor<C> {
         claim.timedOut = true;
         const error = new JobTimeoutError(claim.id, timeoutMs);
         claim.abort(error);
+        this.metrics?.attemptEnded(claim.job, claim.workerId, "timed_out", now - claim.startedAt);
         this.onTimedOut(claim, retryDecision(this.options, claim.job, describeThrown(error)));
       }
     }

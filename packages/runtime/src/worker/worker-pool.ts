@@ -47,6 +47,8 @@ import { CompletionBatcher } from "./completion-batcher.js";
 import { HeldClaim } from "./held-claim.js";
 import { JobExecutor } from "./job-executor.js";
 import { LeaseRenewer } from "./lease-renewer.js";
+import type { WorkerIds } from "./worker-ids.js";
+import type { ServerMetrics, WorkerState } from "../metrics/server-metrics.js";
 
 /** The abort reason of a wake-up (not an error; nobody reads it). */
 const WAKE = Symbol("wake");
@@ -66,7 +68,6 @@ export class WorkerPool<C> {
   private readonly buffer: HeldClaim[] = [];
   private readonly idle: ((claim: HeldClaim | null) => void)[] = [];
   private readonly slots: WorkerSlot[] = [];
-  private nextWorkerId = 1;
   private stopping = false;
   private fetchLoop: Promise<void> | null = null;
   private wakeController = new AbortController();
@@ -92,6 +93,10 @@ export class WorkerPool<C> {
     private readonly backend: Backend,
     private readonly owner: string,
     publisher: JobPublisher<unknown>,
+    /** Numbers the worker slots (shared with the partition runner, so `worker_id` labels never collide). */
+    private readonly ids: WorkerIds,
+    /** Where attempts and written outcomes are recorded; null with metrics off. */
+    private readonly metrics: ServerMetrics | null,
   ) {
     this.jobTypes = Object.keys(options.handlers);
     this.pacer = new ClaimPacer(backend.capabilities.claimBatch);
@@ -117,7 +122,7 @@ export class WorkerPool<C> {
       onLost: (lost) => this.onLeasesLost(lost),
       onError: reportError("lease renewal"),
     });
-    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.timedOut(claim, outcome));
+    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.timedOut(claim, outcome), metrics);
   }
 
   /** Live worker count. */
@@ -135,6 +140,11 @@ export class WorkerPool<C> {
     let busy = 0;
     for (const slot of this.slots) if (slot.current !== null) busy++;
     return busy;
+  }
+
+  /** The live workers, for `later_workers`. */
+  *workerStates(): Generator<WorkerState> {
+    for (const slot of this.slots) yield { id: slot.id, busy: slot.current !== null };
   }
 
   start(): void {
@@ -158,7 +168,7 @@ export class WorkerPool<C> {
   }
 
   addWorker(): number {
-    const slot: WorkerSlot = { id: this.nextWorkerId++, stopRequested: false, current: null, exited: Promise.resolve(), generation: 0 };
+    const slot: WorkerSlot = { id: this.ids.take(), stopRequested: false, current: null, exited: Promise.resolve(), generation: 0 };
     this.slots.push(slot);
     this.spawn(slot);
     this.wake();
@@ -344,7 +354,7 @@ export class WorkerPool<C> {
       slot.current = claim;
       this.loopFault?.();
       const inFlightBefore = this.buffer.length + this.busyCount;
-      await this.run(claim);
+      await this.run(claim, slot.id);
       if (claim.timedOut) return; // the watchdog failed it and gave this slot a fresh loop
       slot.current = null;
       this.pacer.jobFinished();
@@ -353,6 +363,7 @@ export class WorkerPool<C> {
     if (slot.stopRequested) {
       const i = this.slots.indexOf(slot);
       if (i >= 0) this.slots.splice(i, 1);
+      this.ids.release(slot.id);
       this.options.onEvent({ type: "worker", action: "removed", workers: this.slots.length });
     }
   }
@@ -363,8 +374,8 @@ export class WorkerPool<C> {
   }
 
   /** Runs one claim's attempt and submits its outcome (none when it was skipped, abandoned or timed out meanwhile). */
-  private async run(claim: HeldClaim): Promise<void> {
-    const outcome = await this.executor.run(claim);
+  private async run(claim: HeldClaim, workerId: number): Promise<void> {
+    const outcome = await this.executor.run(claim, workerId);
     if (outcome !== null) this.submit(claim, outcome);
     else if (claim.abandoned && !claim.timedOut && this.held.get(claim.id) === claim) this.held.delete(claim.id); // skipped: renewed no more
   }
@@ -377,6 +388,7 @@ export class WorkerPool<C> {
   /** The batcher wrote (or dropped) a claim's outcome. */
   private onFinished(claim: HeldClaim, applied: boolean): void {
     if (this.held.get(claim.id) === claim) this.held.delete(claim.id);
+    if (applied) this.metrics?.outcomeWritten(claim.job, claim.outcome, this.options.clock.now());
     if (applied && this.options.eventsEnabled) this.options.onEvent(attemptEvent(claim.job, claim.outcome));
     if (claim.outcome.kind === "retry") this.wake();
   }

@@ -38,19 +38,25 @@ ON CONFLICT (namespace, stage) DO UPDATE SET entered = excluded.entered, sampled
 
   async enteredSample(params: B.EnteredSampleParams): Promise<number> {
     const ns = this.host.namespace;
-    return this.host.inTransaction("activity sample", async (execute) => {
-      await execute(this.lock, [`${this.host.quoted}.${ns}`]);
+    const read = async (execute: Execute) => {
       const current = await execute(this.current, [ns]);
       const marks = await execute(this.marks, [ns]);
-      const placed = enteredDeltas(current, marks, params.now, params.staleAfterMs);
+      return { current, placed: enteredDeltas(current, marks, params.now, params.staleAfterMs) };
+    };
+    // Nothing moved (the common case for every sampler but the first of a second): two reads, no transaction.
+    if (!(await read(this.host.execute)).placed.refreshMarks) return 0;
+    return this.host.inTransaction("activity sample", async (execute) => {
+      await execute(this.lock, [`${this.host.quoted}.${ns}`]);
+      const { current, placed } = await read(execute);
       let total = 0;
-      for (const d of placed?.deltas ?? []) {
+      for (const d of placed.deltas) {
         await this.run(
           execute,
-          ACTIVITY_ADD.bind(this.host.compiler, { namespace: ns, at: placed!.at, series: `entered:${d.stage}`, n: d.n, totalMs: 0, maxMs: 0 }),
+          ACTIVITY_ADD.bind(this.host.compiler, { namespace: ns, at: placed.at, series: `entered:${d.stage}`, n: d.n, totalMs: 0, maxMs: 0 }),
         );
         total += d.n;
       }
+      if (!placed.refreshMarks) return total;
       const stages = [...current.map((r) => String(r.stage)), SAMPLED_MARK];
       await execute(this.markUpsert, [ns, stages, [...current.map((r) => String(r.entered)), "0"], params.now]);
       return total;

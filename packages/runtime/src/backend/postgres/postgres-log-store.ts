@@ -38,7 +38,13 @@ export class PostgresLogStore implements B.LogStore<B.PostgresTransaction> {
     quoted: string,
   ) {
     this.sql = new LogStatements((name) => `${quoted}.${name}`);
-    this.transactions = new LogTransactions(this.sql, runner.namespace, " FOR UPDATE");
+    this.transactions = new LogTransactions(
+      this.sql,
+      runner.namespace,
+      " FOR UPDATE",
+      `INSERT INTO ${quoted}.later_log_records (namespace, topic, partition_no, "offset", key, value, headers, "timestamp")
+SELECT $1, $2, u.p, u.o, u.k, u.v, u.h, $8 FROM unnest($3::int[], $4::bigint[], $5::text[], $6::bytea[], $7::text[]) AS u(p, o, k, v, h)`,
+    );
   }
 
   private get ns(): string {

@@ -25,15 +25,21 @@ export class SqliteActivityStore implements B.ActivityStore {
   async enteredSample(params: B.EnteredSampleParams): Promise<number> {
     const ns = this.host.namespace;
     const c = this.host.conn();
-    return c.immediate(() => {
+    const read = () => {
       const current = c.all("SELECT stage, entered FROM later_stage_counts WHERE namespace = ?", ns);
       const marks = c.all("SELECT stage, entered, sampled_at FROM later_activity_marks WHERE namespace = ?", ns);
-      const placed = enteredDeltas(current, marks, params.now, params.staleAfterMs);
+      return { current, placed: enteredDeltas(current, marks, params.now, params.staleAfterMs) };
+    };
+    // Nothing moved (the common case for every sampler but the first of a second): no write lock, no commit.
+    if (!read().placed.refreshMarks) return 0;
+    return c.immediate(() => {
+      const { current, placed } = read();
       let total = 0;
-      for (const d of placed?.deltas ?? []) {
-        inTransaction(c, ACTIVITY_ADD.bind(sqliteCompiler, { namespace: ns, at: placed!.at, series: `entered:${d.stage}`, n: d.n, totalMs: 0, maxMs: 0 }));
+      for (const d of placed.deltas) {
+        inTransaction(c, ACTIVITY_ADD.bind(sqliteCompiler, { namespace: ns, at: placed.at, series: `entered:${d.stage}`, n: d.n, totalMs: 0, maxMs: 0 }));
         total += d.n;
       }
+      if (!placed.refreshMarks) return total;
       for (const r of [...current, { stage: SAMPLED_MARK, entered: 0 }]) {
         c.run(
           `INSERT INTO later_activity_marks (namespace, stage, entered, sampled_at) VALUES (?, ?, ?, ?)

@@ -1,0 +1,237 @@
+// M1-M3: the Prometheus metrics of a server (`server.metrics()`, `metricsRegistry`, `metrics: false`):
+// every name with its type and labels after successes, a retry, a failure and partitioned jobs; no
+// label carries a job id, an error text or a server id; the queue gauges are read from the
+// counters on the clock's 5 s tick, the retained log's lag with them.
+import { describe, expect, it } from "vitest";
+import { Counter, Registry } from "prom-client";
+import { InvalidConfigError, logTopic, newJobId, RetryPolicy, topic } from "@later/runtime";
+import { ManualClock } from "@later/runtime/testing";
+import { BACKENDS } from "./backends.js";
+import { useHarness, waitFor } from "./harness.js";
+
+/** One sample of the text format: name, labels, value. */
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+function parse(text: string): { types: Map<string, string>; samples: Sample[] } {
+  const types = new Map<string, string>();
+  const samples: Sample[] = [];
+  for (const line of text.split("\n")) {
+    const type = /^# TYPE (\S+) (\S+)$/.exec(line);
+    if (type) types.set(type[1]!, type[2]!);
+    if (line === "" || line.startsWith("#")) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m) throw new Error(`not a sample line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const [, k, v] of (m[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[k!] = v!;
+    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
+  }
+  return { types, samples };
+}
+
+/** The value of the one sample of `name` whose labels include `labels` (0 when none). */
+function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
+  const found = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  return found.reduce((sum, s) => sum + s.value, 0);
+}
+
+const TYPES: Record<string, string> = {
+  later_job_transitions_total: "counter",
+  later_job_handler_duration_seconds: "histogram",
+  later_job_duration_seconds: "histogram",
+  later_job_wait_duration_seconds: "histogram",
+  later_queue_jobs: "gauge",
+  later_queue_oldest_ready_age_seconds: "gauge",
+  later_worker_commands_total: "counter",
+  later_workers: "gauge",
+  later_partition_claims_total: "counter",
+  later_partition_heads_claimed_total: "counter",
+  later_partitions_active: "gauge",
+  later_partition_lease_renewals_total: "counter",
+  later_partition_workers_live: "gauge",
+  later_partition_backlog: "gauge",
+  later_partition_oldest_head_age_seconds: "gauge",
+  later_partition_queue_depth: "gauge",
+  later_retained_log_consumer_lag: "gauge",
+};
+
+/** The labels each metric may carry (besides `le` on histogram buckets). */
+const LABELS: Record<string, string[]> = {
+  later_job_transitions_total: ["queue", "job_type", "stage"],
+  later_job_handler_duration_seconds: ["queue", "job_type", "outcome", "worker_id"],
+  later_job_duration_seconds: ["queue", "job_type", "outcome"],
+  later_job_wait_duration_seconds: ["queue", "job_type"],
+  later_queue_jobs: ["queue", "stage"],
+  later_queue_oldest_ready_age_seconds: ["queue"],
+  later_worker_commands_total: ["queue", "worker_id", "outcome"],
+  later_workers: ["queue", "worker_id", "state"],
+  later_partition_claims_total: ["queue", "topic"],
+  later_partition_heads_claimed_total: ["queue", "topic"],
+  later_partitions_active: ["queue", "topic"],
+  later_partition_lease_renewals_total: ["queue", "topic", "outcome"],
+  later_partition_workers_live: ["queue"],
+  later_partition_backlog: ["queue", "topic"],
+  later_partition_oldest_head_age_seconds: ["queue", "topic"],
+  later_partition_queue_depth: ["queue", "topic", "partition"],
+  later_retained_log_consumer_lag: ["queue", "topic", "group"],
+};
+
+const family = (sampleName: string) => sampleName.replace(/_(bucket|sum|count)$/, "");
+
+describe.each(BACKENDS)("metrics on $name", (entry) => {
+  const harness = useHarness(entry);
+
+  it("names, types and labels after successes, a retry, a failure and partitioned jobs; no job id, error text or server id in a label", async () => {
+    const h = harness();
+    let flakyRuns = 0;
+    const server = await h.start({
+      namespace: "shop",
+      workerCount: 2,
+      topics: [topic("ledger", 2)],
+      handlers: {
+        ok: { handle: async () => {} },
+        flaky: {
+          handle: async () => {
+            if (++flakyRuns === 1) throw new Error("flaky-secret-text");
+          },
+          retry: () => RetryPolicy.fixed(1, 1),
+        },
+        bad: {
+          handle: async (ctx) => {
+            throw new Error(`bad-secret-text ${ctx.jobId}`);
+          },
+          retry: () => RetryPolicy.noRetries(),
+        },
+        entry: { handle: async () => {} },
+      },
+    });
+    const ids = [
+      ...(await server.publisher.enqueueMany("ok", [{}, {}, {}])),
+      await server.publisher.enqueue("flaky", {}),
+      await server.publisher.enqueue("bad", {}),
+      await server.publisher.enqueueToPartition("entry", { n: 1 }, { topic: "ledger", partition: 0 }),
+      await server.publisher.enqueueToPartition("entry", { n: 2 }, { topic: "ledger", partition: 0 }),
+      await server.publisher.enqueueToPartition("entry", { n: 3 }, { topic: "ledger", partition: 1 }),
+    ];
+    const finished = () => h.events.filter((e) => e.type === "job" && (e.stage === "success" || e.stage === "failed")).length;
+    await waitFor(() => finished() === ids.length, "every job finished");
+    await server.renewPartitionLeases(); // nothing held now: counts no renewal, but must not fail
+
+    const text = await server.metrics();
+    const { types, samples } = parse(text);
+    for (const [name, type] of Object.entries(TYPES)) expect(types.get(name), name).toBe(type);
+    for (const s of samples) {
+      const allowed = [...LABELS[family(s.name)]!, ...(s.name.endsWith("_bucket") ? ["le"] : [])];
+      for (const label of Object.keys(s.labels)) expect(allowed, `${s.name} label ${label}`).toContain(label);
+      expect(s.labels.queue, s.name).toBe("shop");
+      if (s.labels.worker_id !== undefined) expect(s.labels.worker_id).toMatch(/^[1-9][0-9]*$/);
+    }
+    // M2: no label value carries a job id, an error text or the server's id.
+    for (const forbidden of [...ids, server.instanceId, "secret-text"]) expect(text).not.toContain(forbidden);
+
+    const t = (job_type: string, stage: string) => value(samples, "later_job_transitions_total", { job_type, stage });
+    expect([t("ok", "enqueued"), t("ok", "running"), t("ok", "success")]).toEqual([3, 3, 3]);
+    expect([t("flaky", "running"), t("flaky", "requeued"), t("flaky", "success")]).toEqual([2, 1, 1]);
+    expect([t("bad", "running"), t("bad", "failed")]).toEqual([1, 1]);
+    expect([t("entry", "enqueued"), t("entry", "running"), t("entry", "success")]).toEqual([3, 3, 3]);
+    const handler = (job_type: string, outcome: string) => value(samples, "later_job_handler_duration_seconds_count", { job_type, outcome });
+    expect([handler("ok", "success"), handler("flaky", "retry"), handler("flaky", "success"), handler("bad", "failed")]).toEqual([3, 1, 1, 1]);
+    expect(value(samples, "later_job_duration_seconds_count", { outcome: "success" })).toBe(7);
+    expect(value(samples, "later_job_duration_seconds_count", { outcome: "failed" })).toBe(1);
+    // Regular jobs' attempts only (a head also waits for the heads before it).
+    expect(value(samples, "later_job_wait_duration_seconds_count")).toBe(6);
+    expect(value(samples, "later_worker_commands_total", { outcome: "success" })).toBe(7);
+    expect(value(samples, "later_worker_commands_total", { outcome: "failed" })).toBe(2);
+    expect(value(samples, "later_workers", { state: "active" })).toBeGreaterThanOrEqual(2);
+    expect(value(samples, "later_partition_heads_claimed_total", { topic: "ledger" })).toBe(3);
+    expect(value(samples, "later_partition_claims_total", { topic: "ledger" })).toBeGreaterThanOrEqual(2);
+    expect(value(samples, "later_partition_workers_live")).toBe(1);
+    // Histogram buckets reach hours for waits and workflows.
+    const bounds = (name: string) => samples.filter((s) => s.name === `${name}_bucket`).map((s) => Number(s.labels.le));
+    expect(Math.max(...bounds("later_job_wait_duration_seconds").filter(Number.isFinite))).toBeGreaterThanOrEqual(4 * 3600);
+    expect(Math.max(...bounds("later_job_duration_seconds").filter(Number.isFinite))).toBeGreaterThanOrEqual(4 * 3600);
+  });
+
+  it("reads the queue gauges from the counters at start and on every 5 s tick of the clock", async () => {
+    const h = harness();
+    // Ahead of the wall clock: ids minted from it carry its time (the monotonic id factory never goes back).
+    const clock = new ManualClock(Date.now() + 3_600_000);
+    const server = await h.start({ clock, handlers: { a: { handle: async () => {} } }, topics: [topic("t", 2)], logTopics: [logTopic("events", 2)] });
+    const gauges = async () => parse(await server.metrics()).samples;
+    await waitFor(async () => (await gauges()).some((s) => s.name === "later_queue_jobs"), "the reading at start");
+    expect(value(await gauges(), "later_queue_jobs", { stage: "enqueued" })).toBe(0);
+    // Jobs of a type no server here runs stay ready; one delayed; two on a partition of the topic.
+    const start = clock.now();
+    await server.backend.jobs.insertMany({
+      jobs: [
+        { id: newJobId(start), jobType: "unhandled", payload: "{}", runAt: start - 2_000, retryPolicy: null },
+        { id: newJobId(start), jobType: "unhandled", payload: "{}", runAt: start, retryPolicy: null },
+        { id: newJobId(start), jobType: "unhandled", payload: "{}", runAt: start + 3_600_000, retryPolicy: null },
+        { id: newJobId(start), jobType: "unhandled", payload: "{}", runAt: start, retryPolicy: null, topic: "t", partition: 1 },
+        { id: newJobId(start), jobType: "unhandled", payload: "{}", runAt: start, retryPolicy: null, topic: "t", partition: 1 },
+      ],
+      now: start,
+    });
+    await server.log.appendMany(
+      "events",
+      [0, 1, 1].map((partition) => ({ partition, value: "r" })),
+    );
+    await server.log.commitOffset({ topic: "events", group: "audit", partition: 1, epoch: 0, offset: 1 });
+    expect(value(await gauges(), "later_queue_jobs", { stage: "enqueued" })).toBe(0); // not read again yet
+    clock.advance(5_000);
+    const read = await waitFor(async () => {
+      const s = await gauges();
+      return value(s, "later_queue_jobs", { stage: "enqueued" }) === 4 ? s : null;
+    }, "the reading after the tick");
+    expect(value(read, "later_queue_jobs", { stage: "delayed" })).toBe(1);
+    expect(value(read, "later_queue_oldest_ready_age_seconds")).toBe(7);
+    expect(value(read, "later_partition_backlog", { topic: "t" })).toBe(2);
+    expect(value(read, "later_partition_queue_depth", { topic: "t", partition: "1" })).toBe(2);
+    expect(value(read, "later_partition_queue_depth", { topic: "t", partition: "0" })).toBe(0);
+    expect(value(read, "later_partition_oldest_head_age_seconds", { topic: "t" })).toBe(5);
+    expect(value(read, "later_retained_log_consumer_lag", { topic: "events", group: "audit" })).toBe(2);
+  });
+
+  it("registers in the application's registry (shared by its servers), is off with metrics: false, and refuses bad options", async () => {
+    const h = harness();
+    const registry = new Registry();
+    const appCounter = new Counter({ name: "app_requests_total", help: "requests", registers: [registry] });
+    appCounter.inc();
+    const a = await h.start({ namespace: "one", metricsRegistry: registry, handlers: { a: { handle: async () => {} } } });
+    const b = await h.start({ namespace: "two", metricsRegistry: registry, workerCount: 1, handlers: { a: { handle: async () => {} } } });
+    await a.publisher.enqueue("a", {});
+    await b.publisher.enqueue("a", {});
+    await waitFor(() => h.events.filter((e) => e.type === "job" && e.stage === "success").length === 2, "both jobs done");
+    const text = await a.metrics();
+    expect(text).toContain("app_requests_total 1");
+    const { samples } = parse(text);
+    expect(value(samples, "later_job_transitions_total", { queue: "one", stage: "success" })).toBe(1);
+    expect(value(samples, "later_job_transitions_total", { queue: "two", stage: "success" })).toBe(1);
+    expect(parse(await registry.metrics()).samples.length).toBe(parse(await b.metrics()).samples.length);
+    // A stopped server's gauges leave; its counters stay.
+    await b.shutdown();
+    const after = parse(await registry.metrics()).samples;
+    expect(value(after, "later_workers", { queue: "two" })).toBe(0);
+    expect(value(after, "later_workers", { queue: "one", state: "active" })).toBe(6);
+    expect(value(after, "later_job_transitions_total", { queue: "two", stage: "success" })).toBe(1);
+
+    const off = await h.start({ namespace: "off", metrics: false, handlers: { a: { handle: async () => {} } } });
+    expect(await off.metrics()).toBe("");
+
+    const foreign = new Registry();
+    foreign.registerMetric(new Counter({ name: "later_job_transitions_total", help: "not later's", registers: [] }));
+    for (const [options, message] of [
+      [{ metricsRegistry: {} }, /prom-client Registry/],
+      [{ metrics: "yes" }, /`metrics` must be true or false/],
+      [{ metrics: false, metricsRegistry: new Registry() }, /metrics: false/],
+      [{ metricsRegistry: foreign }, /later_job_transitions_total/],
+    ] as const) {
+      const started = h.start({ ...(options as object), handlers: { a: { handle: async () => {} } } });
+      await expect(started).rejects.toBeInstanceOf(InvalidConfigError);
+      await expect(started).rejects.toThrow(message);
+    }
+  });
+});
