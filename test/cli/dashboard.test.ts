@@ -2,15 +2,28 @@
  * `later dashboard` on every backend, run as a child process: it binds to
  * 127.0.0.1 on the port asked for (0: a free one), prints its URL, serves
  * the page and the JSON API, refuses cross-site actions (and every action
- * with --read-only), and exits 0 on SIGINT. A database it cannot serve
+ * with --read-only) and requests for another Host (DNS rebinding), and exits 0 on SIGINT. A database it cannot serve
  * exits 1 with one line.
  */
+import { request } from "node:http";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { newJobId, RetryPolicy } from "@later/runtime";
 import { BACKENDS, type TestDatabase } from "../conformance/backends.js";
 import { waitFor } from "../conformance/harness.js";
 import { hasStackTrace, later, laterChild, tempDir } from "./later-cli.js";
+
+/** The status of `GET /api/jobs` sent to 127.0.0.1:port with this Host header (fetch cannot set Host). */
+function statusFor(port: number, host: string): Promise<number | undefined> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, path: "/api/jobs", headers: { host } }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
 
 describe.each(BACKENDS)("later dashboard on $name", (entry) => {
   /** A migrated database whose namespace "default" holds one enqueued job. */
@@ -63,6 +76,11 @@ describe.each(BACKENDS)("later dashboard on $name", (entry) => {
       expect(crossSite.status).toBe(403);
       const refused = await fetch(new URL(`api/jobs/${jobId}`, dashboard.url), { method: "DELETE", headers: { "sec-fetch-site": "same-origin" } });
       expect([refused.status, ((await refused.json()) as { error: { code: string } }).error.code]).toEqual([409, "JOB_ACTION_REFUSED"]);
+
+      // A page whose name was pointed at 127.0.0.1 (DNS rebinding) sends its own Host: refused.
+      const port = Number(new URL(dashboard.url).port);
+      expect(await statusFor(port, "evil.example")).toBe(403);
+      expect(await statusFor(port, `localhost:${port}`)).toBe(200);
 
       dashboard.child.kill("SIGINT");
       expect(await dashboard.exited).toBe(0);
