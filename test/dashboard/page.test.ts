@@ -1,0 +1,205 @@
+/**
+ * D6: the dashboard page in headless Chromium, against a real server and
+ * dashboard on SQLite in this process (node:http + toNodeHandler, under a
+ * base path other than "/"). Jobs in every live stage, a failed job whose
+ * error is HTML with a script in it, a topic; the page must load with no
+ * console error (CSP violations included), show the counts, narrow the
+ * list by stage and type, page through it, show a job's history with the
+ * error as text (no element made of it, no script run), retry the job and
+ * delete every job matching a filter, each after a confirmation.
+ * Saves the screenshots the README shows (docs/screenshots/).
+ *
+ * The page is the same on both backends (it only reads the JSON API, which
+ * the API tests check on both), so this runs on SQLite only.
+ */
+import { mkdirSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import type { Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { RetryPolicy, topic } from "@later/runtime";
+import { createDashboard, toNodeHandler } from "@later/runtime/dashboard";
+import { BACKENDS } from "../conformance/backends.js";
+import { deferred, useHarness, waitFor } from "../conformance/harness.js";
+import { chromiumInstalled, launchChromium } from "../support/chromium.js";
+
+const XSS_ERROR = "<img src=x onerror=window.__xss=1>";
+const SCREENSHOTS = fileURLToPath(new URL("../../docs/screenshots/", import.meta.url));
+const sqliteEntry = BACKENDS.find((b) => b.name === "sqlite")!;
+
+if (!chromiumInstalled && process.env.CI !== "true") {
+  console.warn("\n*** /usr/bin/chromium is missing: the dashboard page test is skipped (apt-get install -y chromium; .ci/run installs it) ***\n");
+}
+
+/** Resolves when `selector`'s text is `text` (the page redraws on each poll). */
+async function textIs(page: Page, selector: string, text: string): Promise<void> {
+  await page.waitForFunction(([s, t]) => document.querySelector(s!)?.textContent === t, [selector, text] as const, { timeout: 20_000 });
+}
+
+/** Resolves when the job table has `n` rows, and returns their job ids. */
+async function rows(page: Page, n: number): Promise<string[]> {
+  await page.waitForFunction((count) => document.querySelectorAll(".job-table tbody tr").length === count, n, { timeout: 20_000 });
+  return page.locator(".job-table tbody tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-job-id") ?? ""));
+}
+
+describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page (D6) in headless Chromium", () => {
+  const harness = useHarness(sqliteEntry);
+
+  it("loads with no console error; counts, filters, paging, the detail with an escaped error, a retry and a bulk delete work", async () => {
+    const h = harness();
+    let resizeRuns = 0;
+    const release = deferred();
+    const server = await h.start({
+      topics: [topic("ledger", 4)],
+      handlers: {
+        sendEmail: { handle: () => undefined },
+        resize: {
+          handle: () => {
+            if (resizeRuns++ === 0) throw new Error(XSS_ERROR);
+          },
+          retry: () => RetryPolicy.noRetries(),
+        },
+        slow: { handle: () => release.promise },
+        post: { handle: (_ctx, payload) => ((payload as { hold?: boolean }).hold ? release.promise : undefined) },
+      },
+    });
+    const p = server.publisher;
+    const emails: string[] = [];
+    // Due over 6 s, so the throughput sampler (once a second; transitions before its first sample are not placed) sees them run.
+    for (let i = 0; i < 30; i++) emails.push(await p.enqueue("sendEmail", { to: `user${i}@example.com` }, { delayMs: i * 200 }));
+    const failedId = await p.enqueue("resize", { image: 7 }, { parentId: emails[0]! });
+    await p.enqueue("sendEmail", { after: "resize" }, { parentId: failedId }); // fails with its parent
+    for (let i = 0; i < 2; i++) await p.enqueue("sendEmail", { later: i }, { delayMs: 3_600_000 });
+    const slowId = await p.enqueue("slow", {});
+    await p.enqueue("sendEmail", { after: "slow" }, { parentId: slowId }); // waits
+    for (let i = 0; i < 6; i++) await p.enqueueToPartition("post", { n: i }, { topic: "ledger", key: `account-${i % 3}` });
+    const heldId = await p.enqueueToPartition("post", { hold: true }, { topic: "ledger", key: "account-9" }); // runs until the end
+    const expected = { enqueued: 0, delayed: 2, waiting: 1, running: 2, requeued: 0, success: 36, failed: 2 };
+    await waitFor(
+      async () => {
+        const { counts } = await server.backend.inspect.stageCounts();
+        return Object.entries(expected).every(([stage, n]) => counts[stage as keyof typeof counts] === n);
+      },
+      "jobs in their stages",
+      30_000,
+    );
+
+    // Six hours of per-minute queue-length samples (what maintenance writes once a minute): a backlog that built up and drained.
+    const minute = Math.floor(Date.now() / 60_000) * 60_000;
+    for (let i = 360; i >= 1; i--) {
+      const at = minute - i * 60_000;
+      const rise = Math.max(0, 1 - Math.abs(i - 200) / 120);
+      await server.backend.activity.queueLengthAdd({
+        at,
+        ready: Math.round(1_500 * rise + 20 * Math.sin(i / 5) + 20),
+        partitionBacklog: Math.round(300 * rise),
+      });
+    }
+
+    const dashboard = createDashboard({ backend: server.backend, basePath: "/admin/jobs/" });
+    const http = createServer(toNodeHandler(dashboard));
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}/admin/jobs/`;
+    const browser = await launchChromium();
+    try {
+      const page = browser.context.pages()[0] ?? (await browser.context.newPage());
+      const problems: string[] = [];
+      page.on("console", (m) => {
+        if (m.type() === "error" || m.type() === "warning") problems.push(`${m.type()}: ${m.text()}`);
+      });
+      page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+      const confirmations: string[] = [];
+      page.on("dialog", (d) => {
+        confirmations.push(d.message());
+        void d.accept();
+      });
+      await page.goto(base);
+
+      // Counts from the overview.
+      for (const [stage, n] of Object.entries(expected)) await textIs(page, `.stage-card[data-stage="${stage}"] .stage-count`, String(n));
+      // Newest first, 25 a page; ids shown by their last 6 characters, the full id in the tooltip and the link.
+      const first = await rows(page, 25);
+      const link = page.locator(`.job-table tr[data-job-id="${first[0]}"] a.job-link`);
+      expect(await link.textContent()).toBe(first[0]!.slice(-6));
+      expect(await link.getAttribute("title")).toBe(first[0]);
+      expect(await link.getAttribute("href")).toBe(`#/jobs/${first[0]}`);
+      await page.waitForSelector(".throughput svg.chart");
+      await page.waitForFunction(() => !document.querySelector(".throughput .note")?.textContent?.startsWith("success 0.00/s"), null, { timeout: 20_000 });
+      await page.waitForSelector(".queue-length svg.chart path.series-ready");
+      await page.waitForSelector(".topics [data-topic='ledger']");
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      await page.screenshot({ path: `${SCREENSHOTS}overview.png`, fullPage: true });
+
+      // The next page: the 18 older jobs, none of the first page's.
+      await page.click("[data-page='next']");
+      await textIs(page, ".page-number", "page 2");
+      const second = await rows(page, 18);
+      expect(second.filter((id) => first.includes(id))).toEqual([]);
+      expect([...first, ...second].sort().reverse()).toEqual([...first, ...second]);
+      await page.click("[data-page='first']");
+      await rows(page, 25);
+
+      // Filters: stage narrows the list (and goes in the URL), then the job type narrows it more.
+      await page.selectOption("select[name='stage']", "failed");
+      const failed = await rows(page, 2);
+      expect(failed).toContain(failedId);
+      expect(new URL(page.url()).hash).toBe("#/?stage=failed");
+      await page.fill("input[name='type']", "resize");
+      expect(await rows(page, 1)).toEqual([failedId]);
+      // A topic badge lists the topic's jobs and breaks its depth down by partition; a partition chip narrows the list to it.
+      await page.click("a.brand");
+      await page.click(".topics [data-topic='ledger']");
+      await rows(page, 7);
+      await textIs(page, ".topics [data-topic='ledger'] .badge-depth", "1");
+      const chips = await page
+        .locator(".partitions .chip")
+        .evaluateAll((els) => els.map((e) => [e.getAttribute("data-partition"), e.querySelector(".chip-depth")?.textContent]));
+      expect(chips.map(([, depth]) => depth).sort()).toEqual(["0", "0", "0", "1"]);
+      const heldPartition = chips.find(([, depth]) => depth === "1")![0]!;
+      await page.click(`.partitions [data-partition='${heldPartition}']`);
+      await page.waitForFunction(
+        (id) => document.querySelector(`.job-table tr[data-job-id="${id}"]`) !== null && new URL(location.href).hash.includes("partition="),
+        heldId,
+      );
+      expect(new URL(page.url()).hash).toBe(`#/?topic=ledger&partition=${heldPartition}`);
+
+      // The failed job's detail: its history, parent and continuation, and the error as text.
+      await page.goto(`${base}#/?stage=failed&type=resize`);
+      await page.click(`a.job-link[title="${failedId}"]`);
+      await page.waitForSelector(`.job-detail[data-job-id="${failedId}"] .history`);
+      const history = await page.locator(".job-detail .history tbody tr .stage-tag").allTextContents();
+      expect(history).toEqual(["waiting", "enqueued", "running", "failed"]);
+      expect(await page.locator(".job-detail .job-error").textContent()).toBe(XSS_ERROR);
+      expect(await page.locator(".job-detail img").count()).toBe(0);
+      expect(await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss)).toBeUndefined();
+      expect(await page.locator(".facts a.job-link").getAttribute("title")).toBe(emails[0]);
+      expect(await page.locator(".job-detail .children li").count()).toBe(1);
+      await page.screenshot({ path: `${SCREENSHOTS}job-detail.png`, fullPage: true });
+
+      // Retry (confirmed): it runs again and succeeds; the page shows it.
+      await page.click(".job-detail [data-action='retry']");
+      await textIs(page, ".job-detail h2 .stage-tag", "success");
+      expect(await page.locator(".flash").textContent()).toBe(`Job …${failedId.slice(-6)} retried.`);
+      expect(await server.backend.inspect.jobGet({ id: failedId })).toMatchObject({ stage: "success", attempt: 2 });
+      expect(await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss)).toBeUndefined();
+
+      // Every job matching the list's filter, confirmed: the one failed job left (the continuation) is deleted.
+      await page.click(".job-detail a.back");
+      await page.click("a.brand");
+      await page.selectOption("select[name='stage']", "failed");
+      const [orphan] = await rows(page, 1);
+      await page.click("[data-bulk='delete']");
+      await textIs(page, ".flash", "1 job deleted.");
+      await rows(page, 0);
+      expect(await server.backend.inspect.jobGet({ id: orphan! })).toBeNull();
+      expect(confirmations).toEqual([`Retry job ${failedId}?`, "Delete every finished (success or failed) job matching the filter (stage=failed)?"]);
+
+      expect(problems).toEqual([]);
+    } finally {
+      release.resolve();
+      await browser.close();
+      await new Promise((resolve) => http.close(resolve));
+    }
+  });
+});
