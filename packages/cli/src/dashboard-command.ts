@@ -33,6 +33,8 @@ interface DashboardCommandOptions {
  * `--read-only`) to whoever reaches the port; put it behind a proxy that
  * authenticates. Actions need `Sec-Fetch-Site: same-origin` from a browser,
  * as everywhere the dashboard is mounted. `--port 0` takes a free port.
+ * Bound to a loopback address it answers only requests whose `Host` is
+ * that address or `localhost` (403 otherwise: DNS rebinding).
  * Once listening it prints one line, `later dashboard: <url> (<database>,
  * namespace <ns>[, read-only])`, so a script can read the URL.
  *
@@ -60,8 +62,15 @@ export function dashboardCommand(context: CommandContext): Command {
             onError: (error, request) =>
               context.io.err(`later dashboard: ${request.method} ${new URL(request.url).pathname}: ${error instanceof Error ? error.message : String(error)}`),
           });
-          const server = createServer(toNodeHandler(dashboard));
+          const handler = toNodeHandler(dashboard);
+          let hosts: ReadonlySet<string> | null = null; // the Host headers a loopback server answers, once its port is known
+          const server = createServer((req, res) => {
+            if (hosts === null || hosts.has((req.headers.host ?? "").toLowerCase())) return handler(req, res);
+            res.writeHead(403, { "content-type": "application/json; charset=utf-8" });
+            res.end(JSON.stringify({ error: { code: "FORBIDDEN", message: "this dashboard answers requests for its loopback address only" } }));
+          });
           const port = await listen(server, options.port, options.host);
+          hosts = loopbackHostHeaders(options.host, port);
           const host = options.host.includes(":") ? `[${options.host}]` : options.host;
           const notes = [displayDatabaseUrl(options.database), `namespace ${backend.namespace}`, ...(options.readOnly ? ["read-only"] : [])];
           context.io.out(`later dashboard: http://${host}:${port}/ (${notes.join(", ")})`);
@@ -73,6 +82,21 @@ export function dashboardCommand(context: CommandContext): Command {
         },
       ),
     );
+}
+
+/**
+ * Bound to a loopback address, the dashboard answers only requests whose
+ * `Host` names this machine (`localhost`, `127.0.0.1`, `[::1]` or the
+ * address it was given, with its port): a web page whose own name an
+ * attacker points at 127.0.0.1 (DNS rebinding) is same-origin to the
+ * browser, so only the `Host` header tells its requests apart. Null (no
+ * check) for any other address, whose names the command cannot know.
+ */
+function loopbackHostHeaders(address: string, port: number): ReadonlySet<string> | null {
+  const loopback = address === "localhost" || address === "::1" || /^127\.\d+\.\d+\.\d+$/.test(address);
+  if (!loopback) return null;
+  const names = ["localhost", "127.0.0.1", "[::1]", address.includes(":") ? `[${address}]` : address];
+  return new Set(names.flatMap((name) => (port === 80 ? [name, `${name}:80`] : [`${name}:${port}`])));
 }
 
 function listen(server: Server, port: number, host: string): Promise<number> {

@@ -26,7 +26,6 @@ import { DETAIL_CHILDREN, jobDetail, jobListEntry } from "./dashboard-job-json.j
 import { errorResponse, jsonResponse } from "./dashboard-response.js";
 import { parseInteger, parseJobListQuery } from "./job-list-query.js";
 import type { OverviewSnapshot } from "./overview-snapshot.js";
-import { dashboardInspect } from "./pending-inspect-reads.js";
 
 /** Queue-length samples are kept a week; `since` may reach that far. */
 const QUEUE_LENGTH_MAX_AGE_MS = 7 * 24 * 3_600_000;
@@ -62,7 +61,7 @@ const ROUTES: Route[] = [
   route("GET", "jobs", async ({ backend, query }) => {
     const { afterId, ...filter } = parseJobListQuery(query);
     // One more than the page, to know whether there is a next one.
-    const rows = await dashboardInspect(backend.inspect).jobList({ ...filter, order: "desc", afterId, limit: filter.limit + 1 });
+    const rows = await backend.inspect.jobList({ ...filter, order: "desc", afterId, limit: filter.limit + 1 });
     const page = rows.slice(0, filter.limit);
     return jsonResponse({ jobs: page.map(jobListEntry), nextCursor: rows.length > filter.limit ? (page.at(-1)?.id ?? null) : null });
   }),
@@ -72,7 +71,7 @@ const ROUTES: Route[] = [
   route("GET", "jobs/{id}", async ({ backend, params, now }) => {
     const id = params.id!;
     checkJobId(id);
-    const inspect = dashboardInspect(backend.inspect);
+    const inspect = backend.inspect;
     const job = await inspect.jobGet({ id });
     if (!job) throw new JobNotFoundError(id);
     const children = await inspect.jobChildren({ id, limit: DETAIL_CHILDREN });
@@ -85,11 +84,11 @@ const ROUTES: Route[] = [
   route("POST", "queues/{jobType}/resume", () => notImplemented("resuming a queue")),
   route("GET", "queue-length", async ({ backend, query, now }) => {
     const sinceMs = sinceParam(query, now(), QUEUE_LENGTH_DEFAULT_MS, QUEUE_LENGTH_MAX_AGE_MS);
-    return jsonResponse({ stepS: 60, ...(await dashboardInspect(backend.inspect).queueLengthList({ sinceMs })) });
+    return jsonResponse({ stepS: 60, ...(await backend.inspect.queueLengthList({ sinceMs })) });
   }),
   route("GET", "throughput", async ({ backend, query, now }) => {
     const sinceMs = sinceParam(query, now(), THROUGHPUT_DEFAULT_MS, THROUGHPUT_MAX_AGE_MS);
-    return jsonResponse({ stepS: 1, ...(await dashboardInspect(backend.inspect).activityList({ sinceMs })) });
+    return jsonResponse({ stepS: 1, ...(await backend.inspect.activityList({ sinceMs })) });
   }),
 ];
 

@@ -12,10 +12,9 @@
  * arrives while one is being computed waits for that one instead of
  * starting another.
  */
-import type { Backend } from "../backend/backend.js";
+import type { ActivityBucket, Backend, DispatchWaitBucket, WorkerEntry } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import { JOB_STAGES, type JobStage } from "../core/job-stage.js";
-import { dashboardInspect, type ActivityBucket } from "./pending-inspect-reads.js";
 
 /** How long one overview is served, ms. */
 export const SNAPSHOT_TTL_MS = 1_000;
@@ -66,7 +65,7 @@ export interface Overview {
   throughput: { windowS: number; byStage: Record<OverviewStage, number> };
   dispatchWait: { regular: DispatchWait; partitioned: DispatchWait };
   /** Live servers (heartbeat not expired). */
-  workers: { instanceId: string; host: string; pid: number; workers: number; busy: number; lastSeenAt: number }[];
+  workers: WorkerEntry[];
   topics: OverviewTopic[];
   /** Size of the database on disk in bytes; null when unknown. */
   databaseBytes: number | null;
@@ -105,7 +104,7 @@ export class OverviewSnapshot {
 
 /** Reads every part of the overview at `now` (the parts in parallel). */
 export async function computeOverview(backend: Backend<unknown>, now: number): Promise<Overview> {
-  const inspect = dashboardInspect(backend.inspect);
+  const { inspect } = backend;
   const [stageCounts, activity, workers, topics, databaseBytes] = await Promise.all([
     inspect.stageCounts(),
     inspect.activityList({ sinceMs: now - THROUGHPUT_WINDOW_S * 1_000 }),
@@ -141,7 +140,7 @@ function throughputByStage(buckets: readonly ActivityBucket[]): Record<OverviewS
   return byStage;
 }
 
-function dispatchWait(buckets: readonly { claims: number; waitTotalMs: number; waitMaxMs: number }[]): DispatchWait {
+function dispatchWait(buckets: readonly DispatchWaitBucket[]): DispatchWait {
   let claims = 0;
   let total = 0;
   let max = 0;

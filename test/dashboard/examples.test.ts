@@ -1,0 +1,69 @@
+/**
+ * examples/dashboard on every backend: the same dashboard mounted at /jobs/
+ * in plain node:http, in Express and in Hono, each started as a child
+ * process (its build in dist/) on a free port. Each serves the page with
+ * its CSP, `api/overview` with the job the example enqueued, the
+ * application's own route beside it, and a cross-site action refused; each
+ * exits on SIGTERM.
+ */
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { BACKENDS } from "../conformance/backends.js";
+import { waitFor } from "../conformance/harness.js";
+import { REPO_ROOT } from "../cli/later-cli.js";
+import { freePort } from "../support/free-port.js";
+
+const EXAMPLES = ["node-http", "express", "hono"] as const;
+const DIST = join(REPO_ROOT, "examples/dashboard/dist");
+
+describe.each(BACKENDS)("examples/dashboard on $name", (entry) => {
+  it.each(EXAMPLES)("%s: serves the page and the API at /jobs/ beside the application", async (example) => {
+    if (!existsSync(join(DIST, `${example}.js`))) throw new Error("examples/dashboard is not built: run pnpm build");
+    const db = await entry.createDatabase();
+    onTestFinished(() => db.dispose());
+    const port = await freePort();
+    const env: Record<string, string | undefined> = { ...process.env, PORT: String(port), LATER_DATABASE_URL: db.url, LATER_SCHEMA: db.schema };
+    if (!db.schema) delete env.LATER_SCHEMA;
+    const child = spawn(process.execPath, [join(DIST, `${example}.js`)], {
+      cwd: join(REPO_ROOT, "examples/dashboard"),
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+    onTestFinished(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    });
+    await waitFor(() => out.includes(`dashboard at http://127.0.0.1:${port}/jobs/`) || child.exitCode !== null, "the example to listen");
+    expect(err).toBe("");
+    const base = `http://127.0.0.1:${port}`;
+
+    const page = await fetch(`${base}/jobs/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
+    expect(await page.text()).toMatch(/<html/i);
+    const redirect = await fetch(`${base}/jobs`, { redirect: "manual" });
+    expect([redirect.status, redirect.headers.get("location")]).toEqual([308, "/jobs/"]);
+    expect((await fetch(`${base}/jobs/assets/app.js`)).status).toBe(200);
+
+    // The example enqueued one job; its server runs it.
+    await waitFor(async () => {
+      const overview = (await (await fetch(`${base}/jobs/api/overview`)).json()) as { counts: Record<string, number> };
+      return overview.counts.success === 1;
+    }, "the example's job in the overview");
+    const jobs = (await (await fetch(`${base}/jobs/api/jobs`)).json()) as { jobs: { id: string; jobType: string }[] };
+    expect(jobs.jobs.map((j) => j.jobType)).toEqual(["greet"]);
+    const crossSite = await fetch(`${base}/jobs/api/jobs/${jobs.jobs[0]!.id}`, { method: "DELETE", headers: { "sec-fetch-site": "cross-site" } });
+    expect(crossSite.status).toBe(403);
+    expect(await (await fetch(`${base}/`)).text()).toBe("the application\n");
+
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(err).toBe("");
+  });
+});
