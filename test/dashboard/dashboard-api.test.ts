@@ -127,11 +127,15 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
     // The server samples the counters once a second, and its first sample only sets the marks: a job a
     // poll keeps the server busy until its transitions are placed in their seconds.
     let polls = 0;
-    const overview = await waitFor(async () => {
-      if (polls++ % 20 === 0) await server.publisher.enqueue("ok", {}); // one job every ~100 ms
-      const { body } = await call<Overview>(dashboard, "/api/overview");
-      return body.throughput.byStage.success > 0 && body.dispatchWait.regular.claims > 0 ? body : null;
-    }, "the server's activity in the overview");
+    const overview = await waitFor(
+      async () => {
+        if (polls++ % 20 === 0) await server.publisher.enqueue("ok", {}); // one job every ~100 ms
+        const { body } = await call<Overview>(dashboard, "/api/overview");
+        return body.throughput.byStage.success > 0 && body.dispatchWait.regular.claims > 0 ? body : null;
+      },
+      "the server's activity in the overview",
+      30_000,
+    ); // a bound, not a timing: a loaded machine may take seconds to place them
     expect(overview.workers).toEqual([
       {
         instanceId: expect.any(String),
