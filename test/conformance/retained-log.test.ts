@@ -72,6 +72,21 @@ describe.each(BACKENDS)("retained log on $name", (entry) => {
     }
   });
 
+  it("L1: concurrent appendMany batches over the same partitions, listed in any order, leave every partition's offsets dense", async () => {
+    const h = await harness();
+    const log = await h.open();
+    const batches = Array.from({ length: 12 }, (_, b) =>
+      Array.from({ length: 40 }, (_, i) => ({ partition: (b % 2 === 0 ? i : 39 - i) % 4, value: `b${b}-${i}` })),
+    );
+    const positions = (await Promise.all(batches.map((records) => log.appendMany("events", records)))).flat();
+    for (let p = 0; p < 4; p++) {
+      const offsets = positions.filter((x) => x.partition === p).map((x) => x.offset);
+      expect(offsets.sort((a, b) => a - b)).toEqual(Array.from({ length: 120 }, (_, i) => i));
+      const stored = await log.read({ topic: "events", partition: p, fromOffset: 0, limit: 1000 });
+      expect(stored.map((r) => r.offset)).toEqual(Array.from({ length: 120 }, (_, i) => i));
+    }
+  });
+
   it("L1: appendIn writes in the caller's transaction; a rolled-back one writes nothing and uses up no offset", async () => {
     const h = await harness();
     const log = await h.open();

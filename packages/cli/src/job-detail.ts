@@ -48,6 +48,7 @@ export function formatJobDetail(job: JobRecord): string[] {
   } else {
     lines.push(...block("last error", job.lastError ?? "-", width));
   }
+  if (job.progress !== null) lines.push(...block("progress", prettyPayload(job.progress), width));
   lines.push(...block("payload", prettyPayload(job.payload), width));
   lines.push("stage history");
   const stageWidth = Math.max(...job.stages.map((s) => s.stage.length));

@@ -153,6 +153,8 @@ export interface JobRecord {
   leaseOwner: string | null;
   leaseExpiresAt: number | null;
   lastError: string | null;
+  /** The last value an attempt reported with `ctx.progress(value)`, as JSON text; null when none did. */
+  progress: string | null;
   stages: StageChange[];
   createdAt: number;
   updatedAt: number;

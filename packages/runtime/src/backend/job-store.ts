@@ -52,6 +52,14 @@ export interface JobStore<Trx = unknown> {
   releaseMany(params: JobReleaseManyParams): Promise<JobReleaseManyResult>;
   /** Extends the leases of the given claims in one write. */
   leaseRenew(params: LeaseRenewParams): Promise<LeaseRenewResult>;
+  /**
+   * Stores a running attempt's progress (X8, `ctx.progress`): only while the
+   * job is `running` attempt `attempt` under `owner`'s claim, so a stalled
+   * attempt whose job was taken over writes nothing. Resolves to whether it
+   * was stored. One statement written once (`job-statements.ts`); it
+   * changes no stage, so no counter.
+   */
+  progressSet(params: JobProgressSetParams): Promise<boolean>;
   /** Running jobs whose lease expired before the given time. */
   listStuck(params: JobListStuckParams): Promise<StuckJob[]>;
   /**
@@ -184,6 +192,12 @@ export interface LeaseRenewParams {
   owner: string;
   claims: readonly ClaimKey[];
   leaseExpiresAt: number;
+}
+
+export interface JobProgressSetParams extends ClaimKey {
+  owner: string;
+  /** JSON text. */
+  progress: string;
 }
 
 export interface LeaseRenewResult {

@@ -21,6 +21,8 @@ export interface LaterJobsTable {
   lease_owner: string | null;
   lease_expires_at: number | null;
   last_error: string | null;
+  /** X8: the last `ctx.progress(value)` of the job's attempts, JSON text (migration SQLite 9 / PostgreSQL 9). */
+  progress: string | null;
   /** JSON array of `[stage, atMs]` pairs: the stage history. */
   stages: string;
   created_at: number;

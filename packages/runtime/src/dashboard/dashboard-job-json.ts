@@ -38,8 +38,8 @@ export interface DashboardJobDetail {
   children: { id: JobId; jobType: string; stage: JobStage }[];
   /** The last attempt's error, kept until the next attempt ends; null when none failed. */
   error: string | null;
-  /** Null: the runtime does not store progress yet. */
-  progress: null;
+  /** The last value an attempt reported with `ctx.progress(value)` (X8), decoded; null when none did. */
+  progress: unknown;
   /** Null: the runtime does not store results yet. */
   result: null;
   topic: string | null;
@@ -90,7 +90,7 @@ export function jobDetail(job: JobRecord, children: DashboardJobDetail["children
     parentIds: job.parentId === null ? [] : [job.parentId],
     children,
     error: job.lastError,
-    progress: null,
+    progress: job.progress === null ? null : JSON.parse(job.progress),
     result: null,
     topic: job.topic,
     partition: job.partition,

@@ -36,6 +36,17 @@ export interface JobContext<C, Trx = TransactionHandle> {
   signal: AbortSignal;
   /** For a partitioned job: its topic and partition. */
   partition?: { topic: string; partition: number };
+  /**
+   * Stores `value` as this job's progress (DESIGN X8), shown by the
+   * dashboard's job detail and `later jobs show`: JSON, at most 16 KiB
+   * encoded; each call replaces the last, and the last stays after the job
+   * finishes (a retry's attempts report over it). One small write per call:
+   * report steps, not every item. Rejects with `INVALID_ARGUMENT` for a
+   * value that is not JSON or too large (nothing stored), and `LEASE_LOST`
+   * when this attempt no longer holds the job (its lease was taken over
+   * after a stall): stop the work then, its outcome will not be written.
+   */
+  progress(value: unknown): Promise<void>;
   /** Enqueue more jobs (untyped; generated code wraps it). */
   publisher: JobPublisher<Trx>;
 }

@@ -1,6 +1,14 @@
 import type { ClaimedJob, ClaimedPartitionJob, JobFinish, JobOutcome, PartitionClaim } from "../backend/backend.js";
 import type { JobPublisher } from "../server/publisher.js";
+import { InvalidArgumentError, LeaseLostError } from "../errors.js";
+import { encodePayload, jsonPayload } from "../server/encode-payload.js";
 import type { JobContext } from "../server/server-options.js";
+
+/** Most bytes of a job's progress as JSON (`ctx.progress`): it is a status, not a result. */
+export const MAX_PROGRESS_BYTES = 16_384;
+
+/** Stores an attempt's progress, fenced by its claim; resolves to whether it was stored (false: the claim is not this attempt's any more). */
+export type ProgressWriter = (claim: HeldClaim, progress: string) => Promise<boolean>;
 
 /** The success outcome, one shared object (outcomes are never changed once made). */
 export const SUCCESS: JobOutcome = Object.freeze({ kind: "success" });
@@ -84,18 +92,29 @@ export class JobRunContext<C> implements JobContext<C, unknown> {
   readonly attempt: number;
   readonly partition: { topic: string; partition: number } | undefined;
   readonly #claim: HeldClaim;
+  readonly #write: ProgressWriter;
 
   constructor(
     readonly app: C,
     readonly publisher: JobPublisher<unknown>,
     claim: HeldClaim,
+    write: ProgressWriter,
   ) {
+    this.#write = write;
     this.jobId = claim.id;
     this.jobType = claim.job.jobType;
     this.attempt = claim.attempt;
     const head = claim.head;
     this.partition = head === null ? undefined : { topic: head.topic, partition: head.partition };
     this.#claim = claim;
+  }
+
+  async progress(value: unknown): Promise<void> {
+    const text = encodePayload(jsonPayload, `progress of ${this.jobType}`, value);
+    const bytes = Buffer.byteLength(text);
+    if (bytes > MAX_PROGRESS_BYTES)
+      throw new InvalidArgumentError(`progress of job ${this.jobId} is ${bytes} bytes as JSON, over the ${MAX_PROGRESS_BYTES} allowed: report a summary`);
+    if (!(await this.#write(this.#claim, text))) throw new LeaseLostError(this.jobId);
   }
 
   get signal(): AbortSignal {

@@ -42,7 +42,7 @@ import type { ServerMetrics } from "../metrics/server-metrics.js";
 import type { JobPublisher } from "../server/publisher.js";
 import { attemptEvent } from "../server/server-event.js";
 import type { ResolvedServerOptions } from "../server/server-options.js";
-import { type HeldClaim, JobRunContext, SUCCESS } from "./held-claim.js";
+import { type HeldClaim, JobRunContext, type ProgressWriter, SUCCESS } from "./held-claim.js";
 import { retryDecision } from "./retry-decision.js";
 
 export class JobExecutor<C> {
@@ -58,7 +58,13 @@ export class JobExecutor<C> {
     private readonly onTimedOut: (claim: HeldClaim, outcome: JobOutcome) => void,
     /** Where attempts are recorded; null with metrics off. */
     private readonly metrics: ServerMetrics | null,
+    /** The lease owner written on this server's claims: a handler's progress is stored only under it. */
+    private readonly owner: string,
   ) {}
+
+  /** `ctx.progress`: one fenced update of the job's row (see `JobStore.progressSet`). */
+  private readonly writeProgress: ProgressWriter = (claim, progress) =>
+    this.options.backend.jobs.progressSet({ id: claim.id, attempt: claim.attempt, owner: this.owner, progress });
 
   start(): void {
     const timeoutMs = this.options.jobTimeoutMs;
@@ -109,7 +115,7 @@ export class JobExecutor<C> {
     this.running.add(claim);
     let outcome = SUCCESS;
     try {
-      await handler.handle(new JobRunContext(options.context, this.publisher, claim), payload);
+      await handler.handle(new JobRunContext(options.context, this.publisher, claim, this.writeProgress), payload);
     } catch (thrown) {
       if (!claim.timedOut) {
         const error = describeThrown(thrown);

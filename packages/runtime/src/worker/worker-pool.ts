@@ -122,7 +122,7 @@ export class WorkerPool<C> {
       onLost: (lost) => this.onLeasesLost(lost),
       onError: reportError("lease renewal"),
     });
-    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.timedOut(claim, outcome), metrics);
+    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.timedOut(claim, outcome), metrics, owner);
   }
 
   /** Live worker count. */

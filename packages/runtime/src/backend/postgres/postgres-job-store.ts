@@ -20,7 +20,7 @@ import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { insertStage } from "../shared/insert-stage.js";
 import { renewedClaims, type Row } from "../shared/job-rows.js";
-import { READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
+import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { callerExecutor, type Execute } from "./postgres-executors.js";
 import { retryConflicts } from "./postgres-errors.js";
 import type { PostgresJobQueries } from "./postgres-job-queries.js";
@@ -48,6 +48,10 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
 
   async listStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
     return STUCK_JOBS.run(this.host.compiler, this.host.shared, { ...params, namespace: this.ns });
+  }
+
+  async progressSet(params: B.JobProgressSetParams): Promise<boolean> {
+    return PROGRESS_SET.run(this.host.compiler, this.host.shared, { ...params, namespace: this.ns });
   }
 
   async countReady(params: B.JobCountReadyParams): Promise<number> {

@@ -220,6 +220,8 @@ CREATE TABLE {schema}.later_log_group_members (
 `,
   },
   { version: 8, name: "dashboard", sql: dashboardMigrationSql("postgres") },
+  // X8: the last value a running attempt reported with ctx.progress(value), as JSON text. No default: adding the column rewrites nothing.
+  { version: 9, name: "job-progress", sql: "ALTER TABLE {schema}.later_jobs ADD COLUMN progress text;" },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

@@ -3,11 +3,12 @@
  * `shared-statement.ts`): the reads of the stuck-job rescue and of
  * autoscaling, off the hot path. The hot writes (insert, claim, finish,
  * release, renew) are written per dialect: they lock, notify and append to
- * the stage history in ways that differ.
+ * the stage history in ways that differ. Also the progress write of a
+ * running attempt, a plain fenced update.
  */
 import { sql } from "kysely";
 import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
-import type { JobCountReadyParams, JobListStuckParams, StuckJob } from "../backend.js";
+import type { JobCountReadyParams, JobListStuckParams, JobProgressSetParams, StuckJob } from "../backend.js";
 import { storedPolicy } from "./job-rows.js";
 import { SharedStatement } from "./shared-statement.js";
 import { stageList } from "./stage-list.js";
@@ -44,4 +45,19 @@ export const READY_COUNT = new SharedStatement<JobCountReadyParams & InNamespace
       .where("run_at", "<=", $("now"))
       .where("job_type", "in", $.list("jobTypes", p.jobTypes.length)),
   read: (rows) => Number(rows[0]?.n ?? 0),
+});
+
+/** A running attempt's progress, fenced by its claim (owner and attempt); returns the row when it was stored. */
+export const PROGRESS_SET = new SharedStatement<JobProgressSetParams & InNamespace, boolean>({
+  build: (db, $) =>
+    db
+      .updateTable("later_jobs")
+      .set({ progress: $("progress") })
+      .where("namespace", "=", $("namespace"))
+      .where("id", "=", $("id"))
+      .where("stage", "=", sql.lit("running"))
+      .where("attempt", "=", $("attempt"))
+      .where("lease_owner", "=", $("owner"))
+      .returning("id"),
+  read: (rows) => rows.length > 0,
 });

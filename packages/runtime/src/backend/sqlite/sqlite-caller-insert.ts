@@ -98,6 +98,7 @@ export async function insertIntoCallerTransaction(
       namespace,
       job_type: job.jobType,
       payload: job.payload,
+      progress: null,
       stage,
       attempt: 0,
       retry_policy: job.retryPolicy,

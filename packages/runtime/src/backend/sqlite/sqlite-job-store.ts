@@ -17,7 +17,7 @@ import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { insertStage } from "../shared/insert-stage.js";
 import { renewedClaims, storedPolicy, type Row } from "../shared/job-rows.js";
-import { READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
+import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { stageList } from "../shared/stage-list.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
@@ -43,6 +43,10 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
 
   async finishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
     return this.conn().immediate(() => this.finishRows(params));
+  }
+
+  async progressSet(params: B.JobProgressSetParams): Promise<boolean> {
+    return PROGRESS_SET.run(sqliteCompiler, (s) => this.conn().write(s), { ...params, namespace: this.namespace });
   }
 
   async listStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {

@@ -250,6 +250,8 @@ DROP TABLE later_log_records;
 ALTER TABLE later_log_records_v8 RENAME TO later_log_records;
 `,
   },
+  // X8: the last value a running attempt reported with ctx.progress(value), as JSON text.
+  { version: 9, name: "job-progress", sql: "ALTER TABLE later_jobs ADD COLUMN progress TEXT;" },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */
