@@ -16,6 +16,8 @@ const DASHBOARD = [
   ...["activity", "activity_marks", "queue_length", "servers"].map((t) => `DROP TABLE later_${t}`),
   "DROP INDEX later_jobs_topic_list",
   "ALTER TABLE later_stage_counts DROP COLUMN entered",
+  // The job-progress migration (SQLite 9, PostgreSQL 9).
+  "ALTER TABLE later_jobs DROP COLUMN progress",
 ];
 
 /** Puts `retry_policy` back as the migrations before it left it (NOT NULL) and forgets the migration (and those after it). */

@@ -17,7 +17,12 @@ import { BACKENDS } from "./backends.js";
 const LOG_TABLES = ["topics", "partitions", "records", "group_partitions", "group_members"].map((t) => `DROP TABLE later_log_${t}`);
 
 /** The tables and indexes of the dashboard migration (SQLite 7, PostgreSQL 8), dropped so it applies again (its `entered` column goes with later_stage_counts). */
-const DASHBOARD = [...["activity", "activity_marks", "queue_length", "servers"].map((t) => `DROP TABLE later_${t}`), "DROP INDEX later_jobs_topic_list"];
+const DASHBOARD = [
+  ...["activity", "activity_marks", "queue_length", "servers"].map((t) => `DROP TABLE later_${t}`),
+  "DROP INDEX later_jobs_topic_list",
+  // The job-progress migration (SQLite 9, PostgreSQL 9).
+  "ALTER TABLE later_jobs DROP COLUMN progress",
+];
 
 const UNDO_MIGRATION_4: Record<string, string[]> = {
   sqlite: [
