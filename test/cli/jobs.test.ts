@@ -113,7 +113,13 @@ describe("later jobs (sqlite)", () => {
       /^stage history\n {2}2025-01-02T03:04:05\.\d{3}Z {2}enqueued\n {2}2025-01-02T03:04:05\.\d{3}Z {2}running {3}\+10ms\n {2}2025-01-02T03:04:05\.\d{3}Z {2}failed {4}\+10ms$/m,
     );
 
+    expect(out).not.toMatch(/^progress/m); // none reported
+    // What a handler's ctx.progress(value) stored (X8), printed as JSON.
+    const sqlite = new Database(file);
+    sqlite.prepare("UPDATE later_jobs SET progress = ? WHERE id = ?").run('{"done":3,"of":10}', seeded.running);
+    sqlite.close();
     const running = later(["jobs", "show", seeded.running, ...db]).stdout;
+    expect(running).toMatch(/^progress +\{\n +"done": 3,\n +"of": 10\n +\}$/m);
     expect(running).toMatch(/^lease +worker-1 until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/m);
     expect(running).toMatch(/^expires +- \(not terminal yet\)$/m);
     const waiting = later(["jobs", "show", seeded.waiting, ...db]).stdout;
