@@ -92,3 +92,19 @@ export function latencySummary(samples) {
     mean: sorted.reduce((a, b) => a + b, 0) / Math.max(1, sorted.length),
   };
 }
+
+/**
+ * Runs a phase child's `phase()` and sends its result to the parent as the
+ * final `{ ok, result | error, errors }` message (the error events it saw,
+ * the first 20), then exits once it is sent, whatever handles are still open.
+ */
+export async function reportPhase(phase, errors) {
+  let message;
+  try {
+    const result = await phase();
+    message = { ok: true, result: { ...result, errors: errors.slice(0, 20), errorCount: errors.length } };
+  } catch (error) {
+    message = { ok: false, error: String(error?.stack ?? error), errors: errors.slice(0, 20) };
+  }
+  process.send(message, () => process.exit(0));
+}

@@ -17,7 +17,7 @@ import { logTopic, RetainedLog } from "@later/runtime";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
 import { Redis } from "ioredis";
-import { NAMESPACE, peakRssMb, wallNow } from "./lib.js";
+import { NAMESPACE, peakRssMb, wallNow, reportPhase } from "./lib.js";
 import { recordValue } from "./record-bytes.js";
 
 const cfg = JSON.parse(process.argv[2]);
@@ -281,12 +281,4 @@ const phases = {
   member: () => (cfg.target.redis ? redisMember() : logMember()),
 };
 
-let message;
-try {
-  const result = await phases[cfg.phase]();
-  message = { ok: true, result: { ...result, errors: errors.slice(0, 20), errorCount: errors.length } };
-} catch (error) {
-  message = { ok: false, error: String(error?.stack ?? error), errors: errors.slice(0, 20) };
-}
-// Exit once the result is sent, whatever handles are still open.
-process.send(message, () => process.exit(0));
+await reportPhase(phases[cfg.phase], errors);

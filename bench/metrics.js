@@ -7,11 +7,10 @@
 //
 //   pnpm bench:metrics                         (= pnpm build && node bench/metrics.js)
 //   BENCH_JOBS=20000 BENCH_REPS=4 node bench/metrics.js
-import { fork } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { killAll, runPhase as runPhaseChild } from "./phase-runner.js";
 import { cell, pairedRatios, ratio } from "./report.js";
 
 const N = Number(process.env.BENCH_JOBS ?? 20_000);
@@ -19,14 +18,11 @@ const REPS = Math.max(1, Number(process.env.BENCH_REPS ?? 4));
 const CONCURRENCY = 10;
 const CHILD_TIMEOUT_MS = 90_000;
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const root = path.resolve(here, "..");
 const tmp = mkdtempSync(path.join(os.tmpdir(), "later-bench-metrics-"));
-const children = new Set();
 let fileSeq = 0;
 
 function cleanup() {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  killAll();
   rmSync(tmp, { recursive: true, force: true });
 }
 process.on("exit", cleanup);
@@ -42,26 +38,7 @@ for (const [signal, code] of [
 
 /** Runs one phase of bench/phase.js in a fresh child; resolves to its result (or { error }). */
 function runPhase(cfg) {
-  return new Promise((resolve) => {
-    const child = fork(path.join(here, "phase.js"), [JSON.stringify(cfg)], { cwd: root, stdio: ["ignore", "inherit", "inherit", "ipc"] });
-    children.add(child);
-    let settled = false;
-    const finish = (value) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      resolve(value);
-    };
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      finish({ error: `killed after ${CHILD_TIMEOUT_MS} ms` });
-    }, CHILD_TIMEOUT_MS);
-    child.on("message", (m) => finish(m.ok ? m.result : { error: m.error }));
-    child.on("exit", (code, signal) => {
-      children.delete(child);
-      finish({ error: `exited (code ${code}, signal ${signal}) without a result` });
-    });
-  });
+  return runPhaseChild(cfg, CHILD_TIMEOUT_MS, "phase.js");
 }
 
 async function processing(metricsOff) {

@@ -6,7 +6,7 @@
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { storedStageCounts, turnCountersOff } from "./counters-off.js";
-import { JOB_TYPE, NAMESPACE, gate, peakRssMb, percentile, quietLogger, sleep, wallNow } from "./lib.js";
+import { JOB_TYPE, NAMESPACE, gate, peakRssMb, percentile, quietLogger, sleep, wallNow, reportPhase } from "./lib.js";
 
 const cfg = JSON.parse(process.argv[2]);
 const errors = [];
@@ -372,12 +372,4 @@ async function latencyPhase() {
 
 const phases = { bulk: bulkPhase, single: singlePhase, prefill: prefillPhase, process: processPhase, latency: latencyPhase };
 
-let message;
-try {
-  const result = await phases[cfg.phase]();
-  message = { ok: true, result: { ...result, errors: errors.slice(0, 20), errorCount: errors.length } };
-} catch (error) {
-  message = { ok: false, error: String(error?.stack ?? error), errors: errors.slice(0, 20) };
-}
-// Exit once the result is sent, whatever handles are still open.
-process.send(message, () => process.exit(0));
+await reportPhase(phases[cfg.phase], errors);

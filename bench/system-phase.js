@@ -11,7 +11,7 @@
 //   <- {type:"stop"}           -> { ok, result }  (then exits)
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { gate, latencySummary, loadSystem, peakRssMb, sleep, wallNow } from "./lib.js";
+import { gate, latencySummary, loadSystem, peakRssMb, sleep, wallNow, reportPhase } from "./lib.js";
 import { jobPayload } from "./record-bytes.js";
 
 const cfg = JSON.parse(process.argv[2]);
@@ -170,12 +170,4 @@ const phases = {
   latency: latencyPhase,
 };
 
-let message;
-try {
-  const result = await phases[cfg.phase]();
-  message = { ok: true, result: { ...result, errors: errors.slice(0, 20), errorCount: errors.length } };
-} catch (error) {
-  message = { ok: false, error: String(error?.stack ?? error), errors: errors.slice(0, 20) };
-}
-// Exit once the result is sent, whatever handles are still open.
-process.send(message, () => process.exit(0));
+await reportPhase(phases[cfg.phase], errors);
