@@ -44,7 +44,7 @@ export function later(args: readonly string[], run: CliRun = {}): CliResult {
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-/** A `later` still running (`tail --follow`): its output so far, and its end. */
+/** A `later` (or another node program) still running (`tail --follow`): its output so far, and its end. */
 export interface CliChild {
   child: ChildProcess;
   /** Everything written to stdout so far. */
@@ -56,10 +56,14 @@ export interface CliChild {
 
 /** Starts `later ARGS...` without waiting for it (the caller ends it, e.g. with SIGINT); called in a test, which kills it with SIGKILL if still running at its end. */
 export function laterChild(args: readonly string[], run: CliRun = {}): CliChild {
-  const script = join(REPO_ROOT, BINS[run.bin ?? "later"]);
   const env: Record<string, string | undefined> = { ...process.env, ...run.env };
   for (const name of ["LATER_DATABASE_URL", "LATER_DEBUG", "LATER_NAMESPACE"]) if (!run.env?.[name]) delete env[name];
-  const child = spawn(process.execPath, [script, ...args], { cwd: run.cwd ?? REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  return nodeChild(join(REPO_ROOT, BINS[run.bin ?? "later"]), args, { cwd: run.cwd ?? REPO_ROOT, env });
+}
+
+/** Starts `node SCRIPT ARGS...` in `cwd` with exactly `env`, collecting its output; called in a test, which kills it with SIGKILL if still running at its end. */
+export function nodeChild(script: string, args: readonly string[], options: { cwd: string; env: Record<string, string | undefined> }): CliChild {
+  const child = spawn(process.execPath, [script, ...args], { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));

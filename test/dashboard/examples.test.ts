@@ -6,13 +6,12 @@
  * application's own route beside it, and a cross-site action refused; each
  * exits on SIGTERM.
  */
-import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { BACKENDS } from "../conformance/backends.js";
 import { waitFor } from "../conformance/harness.js";
-import { REPO_ROOT } from "../cli/later-cli.js";
+import { nodeChild, REPO_ROOT } from "../cli/later-cli.js";
 import { freePort } from "../support/free-port.js";
 
 const EXAMPLES = ["node-http", "express", "hono"] as const;
@@ -26,21 +25,9 @@ describe.each(BACKENDS)("examples/dashboard on $name", (entry) => {
     const port = await freePort();
     const env: Record<string, string | undefined> = { ...process.env, PORT: String(port), LATER_DATABASE_URL: db.url, LATER_SCHEMA: db.schema };
     if (!db.schema) delete env.LATER_SCHEMA;
-    const child = spawn(process.execPath, [join(DIST, `${example}.js`)], {
-      cwd: join(REPO_ROOT, "examples/dashboard"),
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk));
-    const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-    onTestFinished(() => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    });
-    await waitFor(() => out.includes(`dashboard at http://127.0.0.1:${port}/jobs/`) || child.exitCode !== null, "the example to listen");
-    expect(err).toBe("");
+    const { child, stdout, stderr, exited } = nodeChild(join(DIST, `${example}.js`), [], { cwd: join(REPO_ROOT, "examples/dashboard"), env });
+    await waitFor(() => stdout().includes(`dashboard at http://127.0.0.1:${port}/jobs/`) || child.exitCode !== null, "the example to listen");
+    expect(stderr()).toBe("");
     const base = `http://127.0.0.1:${port}`;
 
     const page = await fetch(`${base}/jobs/`);
@@ -64,6 +51,6 @@ describe.each(BACKENDS)("examples/dashboard on $name", (entry) => {
 
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
-    expect(err).toBe("");
+    expect(stderr()).toBe("");
   });
 });
