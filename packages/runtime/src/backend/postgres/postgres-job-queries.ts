@@ -143,17 +143,22 @@ export class PostgresJobQueries {
 SELECT count(*)::int AS inserted,
   (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM ins WHERE stage IN ${WAKING} LIMIT 1) n)::int AS notified
 FROM ins`);
+    // The UPDATE finds its rows by `id = ANY(ARRAY(...))`, an index probe of the primary key per
+    // claimed id. Joined with `FROM ready` instead, the planner hashed the whole table to find
+    // 500 rows (a sequential scan of every job, finished ones included, per claim: 5 of a 12 ms
+    // claim of 500 among 20,000 jobs). Every row of `ready` is updated (this statement holds
+    // their locks), so the counters take the old stages from `ready`.
     this.claim = statement(`WITH ready AS (
-  SELECT id, stage FROM ${jobs}
+  SELECT id, stage, topic, partition_no FROM ${jobs}
   WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at <= $2 AND job_type = ANY($3::text[])
   ORDER BY run_at LIMIT $4
   FOR UPDATE SKIP LOCKED
 ), claimed AS (
   UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $5, lease_expires_at = $6, updated_at = $2,
     stages = ${appendStage("j.stages", "'running'", "$2::bigint")}
-  FROM ready WHERE j.id = ready.id
-  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, ready.stage AS old_stage, j.topic, j.partition_no
-)${counted("$1", moves("claimed", "old_stage", "'running'"))}
+  WHERE j.id = ANY(ARRAY(SELECT id FROM ready))
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, j.topic, j.partition_no
+)${counted("$1", moves("claimed", null, "'running'"), moves("ready", "stage", null))}
 (SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at, run_at FROM claimed ORDER BY run_at, id)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, (
