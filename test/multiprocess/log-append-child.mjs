@@ -12,16 +12,12 @@ import Database from "better-sqlite3";
 import { Kysely, SqliteDialect } from "kysely";
 import pg from "pg";
 import { logTopic, RetainedLog } from "@later/runtime";
-import { postgres } from "@later/runtime/postgres";
-import { sqlite } from "@later/runtime/sqlite";
+import { childBackend } from "./child-backend.mjs";
 
 const config = JSON.parse(process.argv[2]);
 const say = (line) => process.stdout.write(`${line}\n`);
 
-const backend =
-  config.backend.kind === "postgres"
-    ? postgres({ connectionString: config.backend.connectionString, schema: config.backend.schema, namespace: config.namespace })
-    : sqlite({ file: config.backend.file, namespace: config.namespace });
+const backend = childBackend(config);
 
 /** Runs `body(trx)` in a transaction of the application's own and rolls it back. */
 let rolledBackTransaction;

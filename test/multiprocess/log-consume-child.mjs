@@ -8,15 +8,11 @@
 import { createInterface } from "node:readline";
 import { setTimeout as wait } from "node:timers/promises";
 import { logTopic, RetainedLog } from "@later/runtime";
-import { postgres } from "@later/runtime/postgres";
-import { sqlite } from "@later/runtime/sqlite";
+import { childBackend } from "./child-backend.mjs";
 
 const config = JSON.parse(process.argv[2]);
 const say = (line) => process.stdout.write(`${line}\n`);
-const backend =
-  config.backend.kind === "postgres"
-    ? postgres({ connectionString: config.backend.connectionString, schema: config.backend.schema, namespace: config.namespace })
-    : sqlite({ file: config.backend.file, namespace: config.namespace });
+const backend = childBackend(config);
 
 try {
   const log = await RetainedLog.open({

@@ -11,9 +11,8 @@
 // "stop" on stdin (or EOF) shuts the server down.
 import { createInterface } from "node:readline";
 import { BackgroundJobServer, topic } from "@later/runtime";
-import { postgres } from "@later/runtime/postgres";
-import { sqlite } from "@later/runtime/sqlite";
 import { attemptLog } from "./attempt-log-writer.mjs";
+import { childBackend } from "./child-backend.mjs";
 
 const config = JSON.parse(process.argv[2]);
 const say = (line) => process.stdout.write(`${line}\n`);
@@ -31,10 +30,7 @@ const random = () => {
 
 const server = await BackgroundJobServer.start({
   context: {},
-  backend:
-    config.backend.kind === "postgres"
-      ? postgres({ connectionString: config.backend.connectionString, schema: config.backend.schema, namespace: config.namespace })
-      : sqlite({ file: config.backend.file, namespace: config.namespace }),
+  backend: childBackend(config),
   autoMigrate: true,
   workerCount: config.workerCount,
   topics: [topic("orders", 8)],

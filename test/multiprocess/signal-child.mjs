@@ -7,18 +7,14 @@
 //   released <jobId> <attempt>     the shutdown put the job back (event job-released)
 // The process exits through shutdownOnSignals: 0 once the shutdown finished.
 import { BackgroundJobServer } from "@later/runtime";
-import { postgres } from "@later/runtime/postgres";
-import { sqlite } from "@later/runtime/sqlite";
+import { childBackend } from "./child-backend.mjs";
 
 const config = JSON.parse(process.argv[2]);
 const say = (line) => process.stdout.write(`${line}\n`);
 
 const server = await BackgroundJobServer.start({
   context: {},
-  backend:
-    config.backend.kind === "postgres"
-      ? postgres({ connectionString: config.backend.connectionString, schema: config.backend.schema, namespace: config.namespace })
-      : sqlite({ file: config.backend.file, namespace: config.namespace }),
+  backend: childBackend(config),
   autoMigrate: true,
   workerCount: 1,
   leaseMs: config.leaseMs,

@@ -17,9 +17,8 @@
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { BackgroundJobServer, topic } from "@later/runtime";
-import { postgres } from "@later/runtime/postgres";
-import { sqlite } from "@later/runtime/sqlite";
 import { attemptLog } from "./attempt-log-writer.mjs";
+import { childBackend } from "./child-backend.mjs";
 
 const config = JSON.parse(process.argv[2]);
 const say = (line) => process.stdout.write(`${line}\n`);
@@ -69,10 +68,7 @@ const handler = {
 
 const server = await BackgroundJobServer.start({
   context: {},
-  backend:
-    config.backend.kind === "postgres"
-      ? postgres({ connectionString: config.backend.connectionString, schema: config.backend.schema, namespace: config.namespace })
-      : sqlite({ file: config.backend.file, namespace: config.namespace }),
+  backend: childBackend(config),
   autoMigrate: true,
   workerCount: config.workerCount,
   ...(config.topics ? { topics: config.topics.map((t) => topic(t.name, t.partitions)) } : {}),
