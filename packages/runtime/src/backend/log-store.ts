@@ -152,6 +152,12 @@ export interface LogRecordReadParams {
 export interface LogRecordRow {
   offset: number;
   key: string | null;
+  /**
+   * The record's bytes, never the driver's `Buffer` itself. PostgreSQL: a
+   * copy each. SQLite: a view into one buffer per batch holding the values
+   * the read returned from that batch (`sqlite-log-statements.ts`,
+   * `recordsOfBatches`).
+   */
   value: Uint8Array;
   headers: string | null;
   timestamp: number;
