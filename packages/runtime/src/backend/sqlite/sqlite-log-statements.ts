@@ -134,17 +134,16 @@ function batchStep(namespace: string, params: B.LogRecordAppendParams, partition
  * The records of `batchRead`'s rows from `fromOffset` on, at most `limit`.
  *
  * Values are views (`subarray`), not a copy each: a copy per record
- * (`slice`, a fresh `ArrayBuffer` of 100 bytes each) halved replay of
- * 100-byte records, to 0.8-0.95 million records/s read in process (63 MB/s
- * in `bench/log.js`, under the 100 MB/s target), where views read 1.8-2.2
- * million (see bench/README.md, "Retained log"). Their buffer holds exactly
- * the values this read returned from the batch, never more: a batch read
- * whole is viewed in the driver's own copy of the row's blob; a batch read
- * in part (the read starts inside it, or its limit ends inside it) has just
- * those values copied once, and viewed there. So a record the application
- * holds keeps alive at most the other values its read returned from that
- * batch (at most {@link MAX_BATCH_VALUE_BYTES}), and `value.buffer` holds
- * them too.
+ * (`slice`, a fresh `ArrayBuffer` of 100 bytes each) held replay of
+ * 100-byte records to 63 MB/s in `bench/log.js` (0.8-0.95 million records/s
+ * in a process past its warm-up), under the 100 MB/s target; with views,
+ * 72-100 MB/s (1.8-2.2 million). Their buffer holds exactly the values this
+ * read returned from the batch, never more: a batch read whole is viewed in
+ * the driver's own copy of the row's blob; a batch read in part (the read
+ * starts inside it, or its limit ends inside it) has just those values
+ * copied once, and viewed there. So a record the application holds keeps
+ * alive at most the other values its read returned from that batch (at most
+ * {@link MAX_BATCH_VALUE_BYTES}), and `value.buffer` holds them too.
  */
 export function recordsOfBatches(rows: readonly Record<string, unknown>[], fromOffset: number, limit: number): B.LogRecordRow[] {
   const out: B.LogRecordRow[] = [];

@@ -261,7 +261,10 @@ ALTER TABLE later_log_records_v8 RENAME TO later_log_records;
     // builds a row and a Buffer per record, and a rowid-range scan with .raw() still topped out
     // near 540,000 rows/s), and a 2 KiB record with its columns does not fit twice on a 4 KiB
     // page, so each took a page of its own and its WAL write (batched append 1.2-1.6x job bulk
-    // enqueue, target 1.5x). A batch row packs a batch's values into consecutive pages.
+    // enqueue, target 1.5x). A batch row packs a batch's values into consecutive pages. Measured
+    // with bench/log.js (SQLite, 50,000 records): batched append 161,000 -> 245,000-253,000
+    // records/s at 100 B and 24,000 -> 48,000-60,000 at 2 KiB (2.1-2.4x job bulk enqueue);
+    // replay 24 -> 72-100 MB/s at 100 B and 195 -> 635-687 MB/s at 2 KiB.
     // value_ends: NULL for one record, else record_count uint32 big-endian cumulative ends into
     // "values"; keys and headers: JSON arrays, one entry (string or null) per record, NULL when
     // every entry is null. All records of one append share its timestamp. A batch is deleted
