@@ -1,7 +1,8 @@
 /**
  * Set-up of the retained-log conformance tests: a fresh database per test,
- * `RetainedLog`s opened on it (closed after the test), the log tables' row
- * counts (to show a refusal wrote nothing), and refusal capture.
+ * `RetainedLog`s opened on it (closed after the test), the records kept and
+ * the other log tables' row counts (to show a refusal wrote nothing), and
+ * refusal capture.
  */
 import { setTimeout as wait } from "node:timers/promises";
 import { sql } from "kysely";
@@ -10,14 +11,25 @@ import { LaterError, RetainedLog, logTopic, type LogTopicConfig, type RetainedLo
 import { ManualClock } from "@later/runtime/testing";
 import type { BackendEntry, TestDatabase } from "./backends.js";
 
-export const LOG_TABLES = ["later_log_topics", "later_log_partitions", "later_log_records", "later_log_group_partitions", "later_log_group_members"];
+/** The log tables besides the records' (whose storage differs by backend: see {@link RECORD_COUNT}). */
+export const LOG_TABLES = ["later_log_topics", "later_log_partitions", "later_log_group_partitions", "later_log_group_members"];
+
+/**
+ * How many records the database keeps, by backend: PostgreSQL has a row per
+ * record, SQLite a row per record batch (one append's records of one
+ * partition, SQLite migration 10).
+ */
+const RECORD_COUNT: Record<string, string> = {
+  sqlite: "SELECT coalesce(sum(record_count), 0) AS n FROM later_log_batches",
+  postgres: "SELECT count(*) AS n FROM later_log_records",
+};
 
 export interface LogHarness {
   db: TestDatabase;
   clock: ManualClock;
   /** A RetainedLog on the test's database (topic "events" with 4 partitions unless `topics` is given). */
   open(options?: Partial<Omit<RetainedLogOptions, "backend">>): Promise<RetainedLog>;
-  /** Row counts of every log table, by table. */
+  /** `records`: the records kept (whatever the backend stores them in); then the row count of every other log table, by table. */
   counts(): Promise<Record<string, number>>;
   /** Runs raw SQL on the test's database (for what only the next sessions write, e.g. a member's lease). */
   exec(text: string): Promise<void>;
@@ -53,7 +65,8 @@ export function useLog(entry: BackendEntry): () => Promise<LogHarness> {
       },
       counts: () =>
         withApp(async (app) => {
-          const out: Record<string, number> = {};
+          const kept = await sql.raw<{ n: number | string }>(RECORD_COUNT[entry.name]!).execute(app);
+          const out: Record<string, number> = { records: Number(kept.rows[0]!.n) };
           for (const t of LOG_TABLES) {
             const r = await sql<{ n: number | string }>`SELECT count(*) AS n FROM ${sql.table(t)}`.execute(app);
             out[t] = Number(r.rows[0]!.n);

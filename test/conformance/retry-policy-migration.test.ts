@@ -8,8 +8,11 @@ import { describe, expect, it } from "vitest";
 import { newJobId, RetryPolicy } from "@later/runtime";
 import { BACKENDS } from "./backends.js";
 
-/** The tables of the retained-log migration (SQLite 6, PostgreSQL 7), dropped with it so it applies again. */
-const LOG_TABLES = ["topics", "partitions", "records", "group_partitions", "group_members"].map((t) => `DROP TABLE later_log_${t}`);
+/**
+ * The tables of the retained-log migration (SQLite 6, PostgreSQL 7), dropped with it so it applies again. SQLite's records
+ * are in `later_log_batches` since its migration 10 (which dropped `later_log_records`): undone with them.
+ */
+const logTables = (records: string) => ["topics", "partitions", records, "group_partitions", "group_members"].map((t) => `DROP TABLE later_log_${t}`);
 
 /** What the dashboard migration (SQLite 7, PostgreSQL 8) added, dropped so it applies again. */
 const DASHBOARD = [
@@ -25,7 +28,7 @@ const UNDO: Record<string, { version: number; statements: string[] }> = {
   sqlite: {
     version: 5,
     statements: [
-      ...LOG_TABLES,
+      ...logTables("batches"),
       ...DASHBOARD,
       "ALTER TABLE later_jobs RENAME COLUMN retry_policy TO retry_policy_new",
       "ALTER TABLE later_jobs ADD COLUMN retry_policy TEXT NOT NULL DEFAULT ''",
@@ -37,7 +40,7 @@ const UNDO: Record<string, { version: number; statements: string[] }> = {
   postgres: {
     version: 6,
     statements: [
-      ...LOG_TABLES,
+      ...logTables("records"),
       ...DASHBOARD,
       "DROP INDEX later_jobs_parent",
       "ALTER TABLE later_jobs ALTER COLUMN retry_policy SET NOT NULL",

@@ -13,8 +13,11 @@ import { BACKENDS } from "./backends.js";
  * dropped migration 4's triggers), and the retained log's tables (a later
  * migration, applied again with the others), leaving the schema of migration 3.
  */
-/** The tables of the retained-log migration (SQLite 6, PostgreSQL 7), dropped so it applies again. */
-const LOG_TABLES = ["topics", "partitions", "records", "group_partitions", "group_members"].map((t) => `DROP TABLE later_log_${t}`);
+/**
+ * The tables of the retained-log migration (SQLite 6, PostgreSQL 7), dropped so it applies again. SQLite's records
+ * are in `later_log_batches` since its migration 10 (which dropped `later_log_records`): undone with them.
+ */
+const logTables = (records: string) => ["topics", "partitions", records, "group_partitions", "group_members"].map((t) => `DROP TABLE later_log_${t}`);
 
 /** The tables and indexes of the dashboard migration (SQLite 7, PostgreSQL 8), dropped so it applies again (its `entered` column goes with later_stage_counts). */
 const DASHBOARD = [
@@ -26,14 +29,14 @@ const DASHBOARD = [
 
 const UNDO_MIGRATION_4: Record<string, string[]> = {
   sqlite: [
-    ...LOG_TABLES,
+    ...logTables("batches"),
     ...DASHBOARD,
     "DROP TABLE later_stage_counts",
     "DROP TABLE later_partition_counts",
     "DELETE FROM later_migrations WHERE version >= 4",
   ],
   postgres: [
-    ...LOG_TABLES,
+    ...logTables("records"),
     ...DASHBOARD,
     "DROP INDEX later_jobs_parent",
     ...["insert", "update", "delete"].map((t) => `DROP FUNCTION IF EXISTS later_jobs_count_${t}() CASCADE`),

@@ -30,9 +30,14 @@ export interface LogStore<Trx = unknown> {
   /** Records from `fromOffset` in offset order; below the oldest retained offset throws `OffsetOutOfRangeError`. */
   recordRead(params: LogRecordReadParams): Promise<LogRecordRow[]>;
   /**
-   * Deletes the partition's records below `beforeOffset` (at most its end)
-   * and moves its oldest retained offset there; resolves to how many were
-   * deleted. The retention sweep's primitive.
+   * Moves the partition's oldest retained offset to `beforeOffset` (at most
+   * its end) and deletes the records below it; resolves to how many were
+   * deleted. The retention sweep's primitive. PostgreSQL deletes exactly
+   * those records. SQLite stores one append's records of a partition as one
+   * batch and deletes whole batches: one straddling the cut stays (reads
+   * below the oldest retained offset are refused all the same) until a
+   * later cut passes its last record, and its records count then, so over a
+   * run of cuts each record counts once.
    */
   recordTruncate(params: LogRecordTruncateParams): Promise<number>;
   /**
@@ -147,6 +152,12 @@ export interface LogRecordReadParams {
 export interface LogRecordRow {
   offset: number;
   key: string | null;
+  /**
+   * The record's bytes, never the driver's `Buffer` itself. PostgreSQL: a
+   * copy each. SQLite: a view into one buffer per batch holding the values
+   * the read returned from that batch (`sqlite-log-statements.ts`,
+   * `recordsOfBatches`).
+   */
   value: Uint8Array;
   headers: string | null;
   timestamp: number;

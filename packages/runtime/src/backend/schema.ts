@@ -121,7 +121,7 @@ export interface LaterLogPartitionsTable {
   start_offset: number;
 }
 
-/** A retained-log record; `value` is bytes (BLOB / bytea), `headers` JSON text. */
+/** A retained-log record on PostgreSQL (SQLite stores {@link LaterLogBatchesTable}); `value` is bytes (bytea), `headers` JSON text. */
 export interface LaterLogRecordsTable {
   namespace: string;
   topic: string;
@@ -131,6 +131,29 @@ export interface LaterLogRecordsTable {
   value: Uint8Array;
   headers: string | null;
   timestamp: number;
+}
+
+/**
+ * A batch of retained-log records on SQLite (migration 10): the records one
+ * append wrote to one partition, offsets `first_offset` to `first_offset +
+ * record_count - 1`, sharing one timestamp. See
+ * `sqlite/sqlite-log-statements.ts` for the encoding.
+ */
+export interface LaterLogBatchesTable {
+  namespace: string;
+  topic: string;
+  partition_no: number;
+  first_offset: number;
+  record_count: number;
+  timestamp: number;
+  /** JSON array of each record's key (string or null); null when every key is null. */
+  keys: string | null;
+  /** JSON array of each record's headers JSON text (or null); null when no record has headers. */
+  headers: string | null;
+  /** `record_count` uint32 big-endian cumulative ends of the values in `values`; null for a batch of one. */
+  value_ends: Uint8Array | null;
+  /** The values end to end. */
+  values: Uint8Array;
 }
 
 /** One per consumer group and log partition: the committed offset (the next one the group reads) and the lease with its fencing epoch. */
@@ -208,7 +231,10 @@ export interface LaterDatabase {
   later_recurring: LaterRecurringTable;
   later_log_topics: LaterLogTopicsTable;
   later_log_partitions: LaterLogPartitionsTable;
+  /** PostgreSQL only. */
   later_log_records: LaterLogRecordsTable;
+  /** SQLite only. */
+  later_log_batches: LaterLogBatchesTable;
   later_log_group_partitions: LaterLogGroupPartitionsTable;
   later_log_group_members: LaterLogGroupMembersTable;
   later_activity: LaterActivityTable;

@@ -15,7 +15,7 @@ export interface LogRetentionSweeperConfig {
 export interface LogRetentionSweepResult {
   /** Records deleted. */
   deleted: number;
-  /** Delete statements run (each at most `batchSize` records, its own transaction). */
+  /** Delete statements run (each moving the oldest retained offset at most `batchSize` records on, its own transaction). */
   batches: number;
 }
 
@@ -40,7 +40,10 @@ export interface LogRetentionSweepResult {
  * One statement computes the cut of every partition; then each partition
  * is cut `batchSize` records at a time (`recordTruncate`, moving the
  * oldest retained offset first, so a read below it is
- * `OFFSET_OUT_OF_RANGE` naming the new oldest offset). Safe with several
+ * `OFFSET_OUT_OF_RANGE` naming the new oldest offset). SQLite deletes whole
+ * record batches (one append's records of a partition, at most 1 MiB of
+ * values): a batch the cut falls inside stays, unreadable, until a later
+ * cut passes its last record, and is counted as deleted then. Safe with several
  * processes sweeping: the loop runs on one process per interval
  * (`maintenance.claim`), and a truncate below a partition's oldest offset
  * changes nothing, so overlapping sweeps delete each record once. A cut
@@ -69,7 +72,8 @@ export class LogRetentionSweeper extends PeriodicService {
     const cuts = await backend.log.retentionCutList({ now: clock.now(), defaultRetentionMs: DEFAULT_LOG_RETENTION_MS });
     const result = { deleted: 0, batches: 0 };
     for (const cut of cuts) {
-      // Offsets are dense from the oldest retained one, so each step deletes at most batchSize records.
+      // Offsets are dense from the oldest retained one, so each step moves it at most batchSize records on
+      // (and deletes as many; on SQLite, whole record batches: those the step's cut has passed).
       for (let start = cut.startOffset; start < cut.cutOffset; ) {
         if (this.stopped) return result;
         const beforeOffset = Math.min(cut.cutOffset, start + this.batchSize);

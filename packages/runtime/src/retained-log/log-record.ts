@@ -39,7 +39,13 @@ export interface LogPosition {
 export interface LogRecord extends LogPosition {
   /** The key it was appended with, or null (appended to a `partition`). */
   key: string | null;
-  /** The bytes appended (a string value comes back as its UTF-8 bytes). */
+  /**
+   * The bytes appended (a string value comes back as its UTF-8 bytes). On
+   * SQLite a view into a buffer it shares with the other values that the
+   * same `read` returned from its append (so replay need not allocate per
+   * record): `value.buffer` holds them too, and holding the record keeps
+   * them in memory; `value.slice()` copies it alone.
+   */
   value: Uint8Array;
   /** The headers it was appended with (`{}` when none). */
   headers: Record<string, string>;

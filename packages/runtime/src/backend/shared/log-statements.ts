@@ -5,7 +5,9 @@
  * (`table`), `"offset"` and `"timestamp"` are quoted (keywords on both).
  * What differs stays in the dialect's store: PostgreSQL locks the group
  * partition row it checks (`FOR UPDATE`), SQLite's `BEGIN IMMEDIATE` already
- * holds the write lock.
+ * holds the write lock. SQLite stores records as batches
+ * (`sqlite/sqlite-log-statements.ts`): `recordInsert`, `recordRead` and
+ * `recordDelete` are PostgreSQL's, and retention's age cut is passed in.
  *
  * Also the pieces both dialects' log transactions share: record encoding
  * and decoding, the partition order appends lock in, and the errors.
@@ -39,8 +41,17 @@ export class LogStatements {
   readonly leaseClaim: string;
   readonly leaseRelease: string;
 
-  /** `table("later_log_topics")` gives the name as the dialect's statements write it. */
-  constructor(table: (name: string) => string) {
+  /**
+   * `table("later_log_topics")` gives the name as the dialect's statements
+   * write it. `agedOffset`: retention's age cut as a subquery over the
+   * dialect's record storage (aliases `p` for the partition row and `t` for
+   * the topic row, `$2` now, `$3` the default retention): the first offset at
+   * or after `p.start_offset` whose records are not older than the topic's
+   * retention, NULL when there is none (an offset below `p.start_offset`
+   * means no age cut). Default: the first such row of `later_log_records`
+   * (PostgreSQL); SQLite stores record batches and passes its own.
+   */
+  constructor(table: (name: string) => string, agedOffset?: string) {
     const topics = table("later_log_topics");
     const parts = table("later_log_partitions");
     const records = table("later_log_records");
@@ -74,6 +85,10 @@ LEFT JOIN ${groups} g ON g.namespace = p.namespace AND g.topic = p.topic AND g.p
 WHERE p.namespace = $1 AND p.topic = $2 ORDER BY p.partition_no`;
     // $1 namespace, $2 now, $3 default retention. Greatest/least as CASE (SQLite has no GREATEST, PostgreSQL no two-argument max).
     // The age cut scans the partition's oldest records in offset order up to the first young one: the records it will delete, plus one.
+    const aged =
+      agedOffset ??
+      `(SELECT r."offset" FROM ${records} r WHERE r.namespace = p.namespace AND r.topic = p.topic AND r.partition_no = p.partition_no
+        AND r."offset" >= p.start_offset AND r."timestamp" >= $2 - COALESCE(t.retention_ms, $3) ORDER BY r."offset" LIMIT 1)`;
     const samePartition = "c.namespace = p.namespace AND c.topic = p.topic AND c.partition_no = p.partition_no";
     const uncommitted = (k: string) => `EXISTS (SELECT 1 FROM ${k === "k" ? groups : members} k WHERE k.namespace = p.namespace AND k.topic = p.topic
       AND NOT EXISTS (SELECT 1 FROM ${groups} c WHERE ${samePartition} AND c.group_name = k.group_name AND c.committed_offset IS NOT NULL))`;
@@ -83,8 +98,7 @@ FROM (
   SELECT topic, partition_no, start_offset, held, floor_offset, CASE WHEN aged > counted THEN aged ELSE counted END AS wanted
   FROM (
     SELECT p.topic, p.partition_no, p.start_offset, t.min_retain_until_committed AS held,
-      COALESCE((SELECT r."offset" FROM ${records} r WHERE r.namespace = p.namespace AND r.topic = p.topic AND r.partition_no = p.partition_no
-        AND r."offset" >= p.start_offset AND r."timestamp" >= $2 - COALESCE(t.retention_ms, $3) ORDER BY r."offset" LIMIT 1), p.next_offset) AS aged,
+      COALESCE(${aged}, p.next_offset) AS aged,
       CASE WHEN t.retain_records IS NULL THEN 0 ELSE p.next_offset - t.retain_records END AS counted,
       CASE WHEN ${uncommitted("k")} OR ${uncommitted("m")} THEN p.start_offset
         ELSE (SELECT min(c.committed_offset) FROM ${groups} c WHERE ${samePartition}) END AS floor_offset

@@ -1,10 +1,9 @@
 /**
  * The retained log's transactions, written once for stores that run
  * statements asynchronously: PostgreSQL's own transactions and caller
- * transactions, and SQLite's caller transactions (`appendIn` on a Kysely
- * transaction). SQLite's own transactions are synchronous (better-sqlite3
- * runs one start to finish inside a call), so `sqlite-log-store.ts` repeats
- * these steps without awaits.
+ * transactions. (SQLite stores record batches and runs its appends with
+ * `sqlite/sqlite-log-statements.ts`' steps, in its own synchronous
+ * transactions and in caller transactions alike.)
  */
 import type * as B from "../backend.js";
 import { byPartition, commitBeyondEnd, type LogRun, type LogStatements, missingPartition, staleEpoch, valueBuffer } from "./log-statements.js";
@@ -34,22 +33,20 @@ export class LogTransactions {
     /** Appended to `groupRead` inside a commit: `" FOR UPDATE"` on PostgreSQL. */
     private readonly lockSuffix: string,
     /**
-     * Statements that take a whole append in one round trip, or null to go
-     * partition by partition and record by record (SQLite's caller
-     * transactions: no array parameters, and in process a statement costs
-     * no round trip). PostgreSQL's: a batch of 1,000 records over 8
-     * partitions took 8 + 1,000 round trips; `bench/log.js` measured
-     * batched appends 2.5x faster at 2 KiB with these. See
-     * {@link BatchLogStatements}.
+     * Statements that take a whole append in one round trip: a batch of
+     * 1,000 records over 8 partitions took 8 + 1,000 round trips one
+     * statement at a time; `bench/log.js` measured batched appends 2.5x
+     * faster at 2 KiB with these. One partition's offsets and one record
+     * still go through the one-row statements. See {@link BatchLogStatements}.
      */
-    private readonly many: BatchLogStatements | null = null,
+    private readonly many: BatchLogStatements,
   ) {}
 
   async append(run: LogRun, params: B.LogRecordAppendParams): Promise<number[]> {
     const ns = this.namespace;
     const offsets = new Array<number>(params.records.length);
     const groups = byPartition(params.records);
-    if (this.many !== null && groups.length > 1) {
+    if (groups.length > 1) {
       const rows = await run(this.many.offsetTake, [ns, params.topic, groups.map(([p]) => p), groups.map(([, indexes]) => indexes.length)]);
       const firsts = new Map(rows.map((r) => [Number(r.partition_no), Number(r.first)]));
       for (const [partition, indexes] of groups) {
@@ -65,7 +62,7 @@ export class LogTransactions {
         for (const [i, index] of indexes.entries()) offsets[index] = first + i;
       }
     }
-    if (this.many !== null && params.records.length > 1) {
+    if (params.records.length > 1) {
       const { records } = params;
       const values = records.map((r) => valueBuffer(r.value));
       let end = 0;

@@ -1,21 +1,21 @@
 /**
- * The retained-log statements of the SQLite backend (`backend.log`), the
- * shared text of `shared/log-statements.ts` with `?` parameters.
+ * The retained-log statements of the SQLite backend (`backend.log`): the
+ * shared text of `shared/log-statements.ts` with `?` parameters, and record
+ * batches (`sqlite-log-statements.ts`): one row per append and partition.
  *
  * Dense offsets: SQLite has one writer at a time, and every write here runs
  * in one `BEGIN IMMEDIATE` transaction, so an append's offset take and its
  * inserts cannot interleave with another process's; a rollback returns the
  * offsets. `appendIn` writes into the caller's Kysely transaction with the
- * asynchronous steps of `LogTransactions`; this store's own
- * transactions repeat those steps synchronously (better-sqlite3 runs a
- * transaction start to finish inside one call).
+ * same steps ({@link logBatchSteps}) awaited; this store's own transactions
+ * run them synchronously (better-sqlite3 runs a transaction start to finish
+ * inside one call).
  */
 import { CompiledQuery } from "kysely";
 import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import {
-  byPartition,
   commitBeyondEnd,
   groupPartitionOfRow,
   leaseOfRows,
@@ -23,25 +23,20 @@ import {
   missingPartition,
   positional,
   readBelowStart,
-  recordOfRow,
   retentionCutOfRow,
   staleEpoch,
   topicsOfRows,
-  valueBuffer,
 } from "../shared/log-statements.js";
-import { LogTransactions } from "../shared/log-transactions.js";
 import { transactionRefusal } from "../transaction-refusal.js";
 import { isKyselyExecutor } from "./kysely-executor.js";
 import type { SqliteHost } from "./sqlite-connection.js";
+import { logBatchSteps, recordsOfBatches, SQLITE_LOG_STATEMENTS as S } from "./sqlite-log-statements.js";
 
 export class SqliteLogStore implements B.LogStore<B.SqliteTransaction> {
-  private readonly sql = new LogStatements((name) => name);
-  private readonly transactions: LogTransactions;
+  private readonly sql = new LogStatements((name) => name, S.agedOffset);
   private readonly texts = new Map<string, { text: string; order: number[] }>();
 
-  constructor(private readonly host: SqliteHost) {
-    this.transactions = new LogTransactions(this.sql, host.namespace, "");
-  }
+  constructor(private readonly host: SqliteHost) {}
 
   private get ns(): string {
     return this.host.namespace;
@@ -82,14 +77,12 @@ export class SqliteLogStore implements B.LogStore<B.SqliteTransaction> {
     if (params.records.length === 0) return [];
     return this.host.conn().immediate(() => {
       const offsets = new Array<number>(params.records.length);
-      for (const [partition, indexes] of byPartition(params.records)) {
-        const row = this.all(this.sql.offsetTake, [this.ns, params.topic, partition, indexes.length])[0];
-        if (!row) throw missingPartition(params.topic, partition);
+      for (const step of logBatchSteps(this.ns, params)) {
+        const row = this.all(this.sql.offsetTake, [this.ns, params.topic, step.partition, step.indexes.length])[0];
+        if (!row) throw missingPartition(params.topic, step.partition);
         const first = Number(row.first);
-        for (const [i, index] of indexes.entries()) offsets[index] = first + i;
-      }
-      for (const [i, r] of params.records.entries()) {
-        this.all(this.sql.recordInsert, [this.ns, params.topic, r.partition, offsets[i], r.key, valueBuffer(r.value), r.headers, params.now]);
+        for (const [i, index] of step.indexes.entries()) offsets[index] = first + i;
+        this.all(S.batchInsert, step.insert(first));
       }
       return offsets;
     });
@@ -104,12 +97,22 @@ export class SqliteLogStore implements B.LogStore<B.SqliteTransaction> {
       );
     }
     if (params.records.length === 0) return [];
-    return this.transactions.append(async (text, values) => {
+    const run = async (text: string, values: unknown[]): Promise<Row[]> => {
       const [t, v] = this.bind(text, values);
       return (await transaction.executeQuery(CompiledQuery.raw(t, v))).rows as Row[];
-    }, params);
+    };
+    const offsets = new Array<number>(params.records.length);
+    for (const step of logBatchSteps(this.ns, params)) {
+      const row = (await run(this.sql.offsetTake, [this.ns, params.topic, step.partition, step.indexes.length]))[0];
+      if (!row) throw missingPartition(params.topic, step.partition);
+      const first = Number(row.first);
+      for (const [i, index] of step.indexes.entries()) offsets[index] = first + i;
+      await run(S.batchInsert, step.insert(first));
+    }
+    return offsets;
   }
 
+  /** The partition's records from `fromOffset`, read from the batches holding them (see {@link recordsOfBatches}). */
   async recordRead(params: B.LogRecordReadParams): Promise<B.LogRecordRow[]> {
     const key = [this.ns, params.topic, params.partition];
     const c = this.host.conn();
@@ -119,10 +122,18 @@ export class SqliteLogStore implements B.LogStore<B.SqliteTransaction> {
       if (!p) return [];
       const start = Number(p.start_offset);
       if (params.fromOffset < start) throw readBelowStart(params, start, Number(p.next_offset));
-      return this.all(this.sql.recordRead, [...key, params.fromOffset, params.limit]).map(recordOfRow);
+      // At the end (a consumer's idle poll): nothing to read, not even the last batch.
+      if (params.fromOffset >= Number(p.next_offset)) return [];
+      return recordsOfBatches(this.all(S.batchRead, [...key, params.fromOffset, params.limit]), params.fromOffset, params.limit);
     })();
   }
 
+  /**
+   * Moves the partition's start offset to `beforeOffset` (at most its end)
+   * and deletes the batches wholly below it; resolves to how many records
+   * those held. A batch straddling the cut stays until a later cut covers
+   * it, and counts then: over a run of sweeps every record counts once.
+   */
   async recordTruncate(params: B.LogRecordTruncateParams): Promise<number> {
     const key = [this.ns, params.topic, params.partition];
     return this.host.conn().immediate(() => {
@@ -130,7 +141,7 @@ export class SqliteLogStore implements B.LogStore<B.SqliteTransaction> {
       if (!p) return 0;
       const before = Math.min(params.beforeOffset, Number(p.next_offset));
       this.all(this.sql.startMove, [...key, before]);
-      return this.all(`${this.sql.recordDelete} RETURNING 1`, [...key, before]).length;
+      return this.all(S.batchDelete, [...key, before]).reduce((sum, r) => sum + Number(r.record_count), 0);
     });
   }
 
