@@ -63,13 +63,14 @@ export class QueueGaugeRefresher extends PeriodicService {
   async runOnce(): Promise<number> {
     const { inspect } = this.host.backend;
     const now = this.host.clock.now();
-    const [stages, oldestReadyAt, topics, partitions, logLag] = await Promise.all([
-      inspect.stageCounts(),
-      inspect.oldestReadyAt({ nowMs: now }),
-      inspect.topicDepth(),
-      inspect.partitionDepth(),
-      this.logLag ? this.logLag() : Promise.resolve([]),
-    ]);
+    // One after another: side by side, each read took a pool connection of its own, and at a
+    // server's start (the first claims and finishes in flight) that made PostgreSQL fork a
+    // backend for each, about 14 ms of CPU apiece on the claims' critical path.
+    const stages = await inspect.stageCounts();
+    const oldestReadyAt = await inspect.oldestReadyAt({ nowMs: now });
+    const topics = await inspect.topicDepth();
+    const partitions = await inspect.partitionDepth();
+    const logLag = this.logLag ? await this.logLag() : [];
     // A head's age: from the time in its id (its creation), the oldest per topic.
     const oldestHead = new Map<string, number>();
     if (topics.topics.length > 0) {
