@@ -18,6 +18,9 @@ const cfg = JSON.parse(process.argv[2]);
 const errors = [];
 const onError = (text) => errors.push(text);
 const system = await loadSystem(cfg.target.system);
+// What a system loads lazily (later: its database driver, when the first backend is made) loads here,
+// before any timed phase, as the other systems' libraries load with their modules.
+await system.preload?.(cfg.target);
 
 async function enqueueTimed(body) {
   await system.prepare(cfg.target);

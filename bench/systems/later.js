@@ -18,6 +18,18 @@ async function runtime() {
 /** `target.variant === "countersOff"`: the same build with the stage counters turned off (bench/counters-off.js). */
 const countersOff = (target) => target.variant === "countersOff";
 
+/**
+ * A backend for `target`, made and never opened: `sqlite()` / `postgres()`
+ * load their driver (better-sqlite3, pg) on first use, about 40 ms for `pg`
+ * here, which graphile-worker and pg-boss pay when their module is imported.
+ * Called by system-phase.js before the child says "ready".
+ */
+export async function preload(target) {
+  const m = await runtime();
+  if (target.file) m.sqlite({ file: target.file, namespace: NAMESPACE });
+  else m.postgres({ connectionString: target.pgUrl, namespace: NAMESPACE });
+}
+
 async function newBackend(target) {
   const m = await runtime();
   if (countersOff(target)) await turnCountersOff(target);
