@@ -5,7 +5,8 @@
 // { ok, result } message over IPC and exit:
 //   append-single  10 loops, each awaiting one append (XADD) at a time, for `seconds`
 //   append-batch   `n` records in calls of `batch` (appendMany; a pipeline of XADDs), one after another
-//   replay         every partition read from offset 0 in pages of `page` (XRANGE … COUNT page), twice: the second pass timed
+//   replay         every partition read from offset 0 in pages of `page` (XRANGE … COUNT page): a first pass untimed, then
+//                  passes timed until 500 ms have been (at least 3); the second pass alone is reported too
 // Phase "member" is one member of the consumer group, driven by the orchestrator:
 //   -> {type:"ready"}
 //   <- {type:"tick"}    -> {type:"assigned", assigned}   (log: while the group settles)
@@ -24,6 +25,9 @@ const cfg = JSON.parse(process.argv[2]);
 const errors = [];
 const TOPIC = "bench-log";
 const GROUP = "bench-group";
+/** Replay: timed passes go on until this much time has been timed, and at least MIN_TIMED_PASSES ran. */
+const REPLAY_TIMED_MS = 500;
+const MIN_TIMED_PASSES = 3;
 /** The members' poll interval: a sleep of exactly this long is "parked" by `benchClock` until the orchestrator wakes it. */
 const PARKED_MS = 3_600_000;
 
@@ -181,12 +185,26 @@ async function replay() {
     };
     close = () => log.close();
   }
+  // The first pass warms the page cache and the code; then passes are timed until REPLAY_TIMED_MS
+  // have been (at least MIN_TIMED_PASSES). One pass of 50,000 records of 100 B reads 5 MB in about
+  // 50 ms, a window in which V8's compiler tiers decide the figure: in a fresh process the second
+  // pass ran at 75-98 MB/s, the third at 128-250. The second pass alone is reported beside it.
   await readAll();
-  const t0 = wallNow();
-  const { records, bytes } = await readAll();
-  const elapsedMs = wallNow() - t0;
+  let records = 0;
+  let bytes = 0;
+  let elapsedMs = 0;
+  let secondPass = null;
+  for (let pass = 0; pass < MIN_TIMED_PASSES || elapsedMs < REPLAY_TIMED_MS; pass++) {
+    const t0 = wallNow();
+    const one = await readAll();
+    const ms = wallNow() - t0;
+    secondPass ??= { records: one.records, bytes: one.bytes, elapsedMs: ms, mbPerSec: one.bytes / 1e6 / (ms / 1000) };
+    records += one.records;
+    bytes += one.bytes;
+    elapsedMs += ms;
+  }
   await close();
-  return { records, bytes, elapsedMs, recPerSec: records / (elapsedMs / 1000), mbPerSec: bytes / 1e6 / (elapsedMs / 1000) };
+  return { records, bytes, elapsedMs, recPerSec: records / (elapsedMs / 1000), mbPerSec: bytes / 1e6 / (elapsedMs / 1000), secondPass };
 }
 
 /** Counts what the member handled and reports it to the orchestrator, coalesced (one message per 5 ms at most). */
