@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
-import { BackgroundJobServer, type LaterError, type ServerEvent } from "@later/runtime";
+import { BackgroundJobServer, type LaterError, logTopic, RetainedLog, type ServerEvent } from "@later/runtime";
 import { postgres, type PostgresBackendWarning } from "@later/runtime/postgres";
 import { createPostgresSchema, postgresUrl, withClient, type PostgresSchema } from "../support/postgres.js";
 import { codeOf, deferred, waitFor } from "./harness.js";
@@ -274,6 +274,35 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
     );
     await waitFor(async () => (await server.backend.inspect.stageCounts()).counts.success === 52, "all 52 jobs stored as success");
     for (const id of [...slow, ...quick]) expect(ran.get(id)).toBe(1);
+  });
+
+  it("retained-log records up to about 8 KB stay in their row (PostgreSQL migration 10): nothing goes to the TOAST table", async () => {
+    const db = await fresh();
+    const log = await RetainedLog.open({
+      backend: postgres({ connectionString: db.url, schema: db.schema }),
+      topics: [logTopic("events", 2)],
+      autoMigrate: true,
+      retention: false,
+    });
+    try {
+      // Random bytes (nothing to compress), 3,000 and 7,000 bytes: past the 2 KB where a row is toasted by default.
+      const values = [3000, 7000].map((n) => Uint8Array.from({ length: n }, () => Math.floor(Math.random() * 256)));
+      await log.appendMany(
+        "events",
+        values.map((value) => ({ partition: 1, value })),
+      );
+      const read = await log.read({ topic: "events", partition: 1, fromOffset: 0 });
+      expect(read.map((r) => Buffer.from(r.value).equals(Buffer.from(values[r.offset]!)))).toEqual([true, true]);
+      const sizes = await withClient(url!, async (c) => {
+        const table = `${pg.escapeIdentifier(db.schema)}.later_log_records`;
+        const r = await c.query(`SELECT pg_relation_size(reltoastrelid) AS toast, reloptions FROM pg_class WHERE oid = $1::regclass`, [table]);
+        return r.rows[0] as { toast: string; reloptions: string[] };
+      });
+      expect(sizes.reloptions).toContain("toast_tuple_target=8160");
+      expect(Number(sizes.toast)).toBe(0);
+    } finally {
+      await log.close();
+    }
   });
 });
 
