@@ -135,9 +135,9 @@ function batchStep(namespace: string, params: B.LogRecordAppendParams, partition
  *
  * Values are views (`subarray`), not a copy each: a copy per record
  * (`slice`, a fresh `ArrayBuffer` of 100 bytes each) held replay of
- * 100-byte records to 63 MB/s in `bench/log.js` (0.8-0.95 million records/s
- * in a process past its warm-up), under the 100 MB/s target; with views,
- * 72-100 MB/s (1.8-2.2 million). Their buffer holds exactly the values this
+ * 100-byte records to 63 MB/s in `bench/log.js`; with views, 158 MB/s over
+ * its timed passes (1.6 million records/s; see bench/README.md, "Retained
+ * log"). Their buffer holds exactly the values this
  * read returned from the batch, never more: a batch read whole is viewed in
  * the driver's own copy of the row's blob; a batch read in part (the read
  * starts inside it, or its limit ends inside it) has just those values

@@ -264,7 +264,7 @@ ALTER TABLE later_log_records_v8 RENAME TO later_log_records;
     // enqueue, target 1.5x). A batch row packs a batch's values into consecutive pages. Measured
     // with bench/log.js (SQLite, 50,000 records): batched append 161,000 -> 245,000-253,000
     // records/s at 100 B and 24,000 -> 48,000-60,000 at 2 KiB (2.1-2.4x job bulk enqueue);
-    // replay 24 -> 72-100 MB/s at 100 B and 195 -> 635-687 MB/s at 2 KiB.
+    // replay (second pass) 24 -> 72-100 MB/s at 100 B and 195 -> 635-687 MB/s at 2 KiB.
     // value_ends: NULL for one record, else record_count uint32 big-endian cumulative ends into
     // "values"; keys and headers: JSON arrays, one entry (string or null) per record, NULL when
     // every entry is null. All records of one append share its timestamp. A batch is deleted
