@@ -7,14 +7,18 @@
  * list by stage and type, page through it, show a job's history with the
  * error as text (no element made of it, no script run), retry the job and
  * delete every job matching a filter, each after a confirmation.
- * Saves the screenshots the README shows (docs/screenshots/).
+ * Takes the screenshots the README shows: into docs/screenshots/ with
+ * `pnpm screenshots` (LATER_SCREENSHOTS=1), else into a temporary folder, so
+ * that a test run leaves the repository as it found it.
  *
  * The page is the same on both backends (it only reads the JSON API, which
  * the API tests check on both), so this runs on SQLite only.
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
@@ -25,7 +29,10 @@ import { deferred, useHarness, waitFor } from "../conformance/harness.js";
 import { chromiumInstalled, launchChromium } from "../support/chromium.js";
 
 const XSS_ERROR = "<img src=x onerror=window.__xss=1>";
-const SCREENSHOTS = fileURLToPath(new URL("../../docs/screenshots/", import.meta.url));
+const SCREENSHOTS =
+  process.env.LATER_SCREENSHOTS === "1"
+    ? fileURLToPath(new URL("../../docs/screenshots/", import.meta.url))
+    : `${mkdtempSync(join(tmpdir(), "later-screenshots-"))}/`;
 const sqliteEntry = BACKENDS.find((b) => b.name === "sqlite")!;
 
 if (!chromiumInstalled && process.env.CI !== "true") {
