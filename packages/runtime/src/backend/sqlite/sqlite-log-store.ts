@@ -76,16 +76,27 @@ export class SqliteLogStore implements B.LogStore<B.SqliteTransaction> {
   async recordAppendMany(params: B.LogRecordAppendParams): Promise<number[]> {
     if (params.records.length === 0) return [];
     return this.host.conn().immediate(() => {
-      const offsets = new Array<number>(params.records.length);
-      for (const step of logBatchSteps(this.ns, params)) {
-        const row = this.all(this.sql.offsetTake, [this.ns, params.topic, step.partition, step.indexes.length])[0];
-        if (!row) throw missingPartition(params.topic, step.partition);
-        const first = Number(row.first);
-        for (const [i, index] of step.indexes.entries()) offsets[index] = first + i;
-        this.all(S.batchInsert, step.insert(first));
-      }
-      return offsets;
+      const steps = this.appendStatements(params);
+      for (let next = steps.next(); ; next = steps.next(this.all(...next.value))) if (next.done) return next.value;
     });
+  }
+
+  /**
+   * An append's statements, one after another: yields each statement (text
+   * and values), is given its rows back, and returns the records' offsets.
+   * The store's own transaction runs them synchronously, `appendIn` awaits
+   * each in the caller's transaction.
+   */
+  private *appendStatements(params: B.LogRecordAppendParams): Generator<[string, unknown[]], number[], Row[]> {
+    const offsets = new Array<number>(params.records.length);
+    for (const step of logBatchSteps(this.ns, params)) {
+      const row = (yield [this.sql.offsetTake, [this.ns, params.topic, step.partition, step.indexes.length]])[0];
+      if (!row) throw missingPartition(params.topic, step.partition);
+      const first = Number(row.first);
+      for (const [i, index] of step.indexes.entries()) offsets[index] = first + i;
+      yield [S.batchInsert, step.insert(first)];
+    }
+    return offsets;
   }
 
   async recordAppendIn(transaction: B.SqliteTransaction, params: B.LogRecordAppendParams): Promise<number[]> {
@@ -101,15 +112,8 @@ export class SqliteLogStore implements B.LogStore<B.SqliteTransaction> {
       const [t, v] = this.bind(text, values);
       return (await transaction.executeQuery(CompiledQuery.raw(t, v))).rows as Row[];
     };
-    const offsets = new Array<number>(params.records.length);
-    for (const step of logBatchSteps(this.ns, params)) {
-      const row = (await run(this.sql.offsetTake, [this.ns, params.topic, step.partition, step.indexes.length]))[0];
-      if (!row) throw missingPartition(params.topic, step.partition);
-      const first = Number(row.first);
-      for (const [i, index] of step.indexes.entries()) offsets[index] = first + i;
-      await run(S.batchInsert, step.insert(first));
-    }
-    return offsets;
+    const steps = this.appendStatements(params);
+    for (let next = steps.next(); ; next = steps.next(await run(...next.value))) if (next.done) return next.value;
   }
 
   /** The partition's records from `fromOffset`, read from the batches holding them (see {@link recordsOfBatches}). */
