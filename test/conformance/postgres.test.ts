@@ -7,8 +7,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
-import { BackgroundJobServer, type LaterError, logTopic, RetainedLog, type ServerEvent } from "@later/runtime";
+import { BackgroundJobServer, type LaterError, logTopic, newJobId, RetainedLog, type ServerEvent } from "@later/runtime";
 import { postgres, type PostgresBackendWarning } from "@later/runtime/postgres";
+import { prepareBackend } from "@later/runtime/internal";
 import { createPostgresSchema, postgresUrl, withClient, type PostgresSchema } from "../support/postgres.js";
 import { codeOf, deferred, waitFor } from "./harness.js";
 
@@ -274,6 +275,45 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
     );
     await waitFor(async () => (await server.backend.inspect.stageCounts()).counts.success === 52, "all 52 jobs stored as success");
     for (const id of [...slow, ...quick]) expect(ran.get(id)).toBe(1);
+  });
+
+  it("claims, finishes and renewals find their jobs through the primary key on a table filled since it was last analyzed: no sequential scan", async () => {
+    // Each statement's first five runs on a connection are planned with its parameters' values; on a
+    // table never analyzed, 500 ids given as an array parameter were estimated as most of the table.
+    const db = await fresh();
+    const pool = new pg.Pool({ connectionString: db.searchPathUrl, max: 1 }); // one connection: its statistics are flushed below
+    cleanups.push(() => pool.end());
+    const backend = postgres({ pool, schema: db.schema, listen: false });
+    await prepareBackend(backend, true);
+    cleanups.push(() => backend.close());
+    const now = Date.now();
+    for (let i = 0; i < 4; i++)
+      await backend.jobs.insertMany({
+        jobs: Array.from({ length: 1000 }, () => ({ id: newJobId(now), jobType: "noop", payload: "{}", runAt: now, retryPolicy: null })),
+        now,
+      });
+    const table = `${pg.escapeIdentifier(db.schema)}.later_jobs`;
+    const seqScans = async () => {
+      await pool.query("SELECT pg_stat_force_next_flush()"); // flushed when the connection next goes idle
+      await pool.query("SELECT 1");
+      return withClient(url!, async (c) => Number((await c.query("SELECT seq_scan FROM pg_stat_user_tables WHERE relid = $1::regclass", [table])).rows[0].seq_scan));
+    };
+    const analyzed = await withClient(url!, async (c) => (await c.query("SELECT reltuples FROM pg_class WHERE oid = $1::regclass", [table])).rows[0].reltuples);
+    expect(Number(analyzed)).toBeLessThan(0); // never analyzed, as a queue just filled
+
+    const before = await seqScans();
+    for (let round = 0; round < 7; round++) {
+      const { jobs } = await backend.jobs.claimReady({ owner: "w", limit: 500, now, leaseExpiresAt: now + 60_000, jobTypes: ["noop"] });
+      expect(jobs).toHaveLength(500);
+      const renewed = await backend.jobs.leaseRenew({ owner: "w", leaseExpiresAt: now + 120_000, claims: jobs.map((j) => ({ id: j.id, attempt: j.attempt })) });
+      expect(renewed.renewed).toHaveLength(500);
+      const finished = await backend.jobs.finishMany({ now, retentionMs: 60_000, finishes: jobs.map((j) => ({ id: j.id, attempt: j.attempt, outcome: { kind: "success" } })) });
+      expect(finished.applied).toHaveLength(500);
+    }
+    expect(await seqScans()).toBe(before);
+    // The count is live: a sequential scan of the table shows in it.
+    await pool.query(`SELECT count(*) FROM ${table}`);
+    expect(await seqScans()).toBe(before + 1);
   });
 
   it("retained-log records up to about 8 KB stay in their row (PostgreSQL migration 10): nothing goes to the TOAST table", async () => {
