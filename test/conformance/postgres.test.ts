@@ -296,7 +296,9 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
     const seqScans = async () => {
       await pool.query("SELECT pg_stat_force_next_flush()"); // flushed when the connection next goes idle
       await pool.query("SELECT 1");
-      return withClient(url!, async (c) => Number((await c.query("SELECT seq_scan FROM pg_stat_user_tables WHERE relid = $1::regclass", [table])).rows[0].seq_scan));
+      return withClient(url!, async (c) =>
+        Number((await c.query("SELECT seq_scan FROM pg_stat_user_tables WHERE relid = $1::regclass", [table])).rows[0].seq_scan),
+      );
     };
     const analyzed = await withClient(url!, async (c) => (await c.query("SELECT reltuples FROM pg_class WHERE oid = $1::regclass", [table])).rows[0].reltuples);
     expect(Number(analyzed)).toBeLessThan(0); // never analyzed, as a queue just filled
@@ -307,7 +309,11 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
       expect(jobs).toHaveLength(500);
       const renewed = await backend.jobs.leaseRenew({ owner: "w", leaseExpiresAt: now + 120_000, claims: jobs.map((j) => ({ id: j.id, attempt: j.attempt })) });
       expect(renewed.renewed).toHaveLength(500);
-      const finished = await backend.jobs.finishMany({ now, retentionMs: 60_000, finishes: jobs.map((j) => ({ id: j.id, attempt: j.attempt, outcome: { kind: "success" } })) });
+      const finished = await backend.jobs.finishMany({
+        now,
+        retentionMs: 60_000,
+        finishes: jobs.map((j) => ({ id: j.id, attempt: j.attempt, outcome: { kind: "success" } })),
+      });
       expect(finished.applied).toHaveLength(500);
     }
     expect(await seqScans()).toBe(before);
