@@ -42,8 +42,9 @@ const WAKING = stageList(["enqueued", "delayed"]);
 const RUNNING_BY_KEY = "j.stage || '' = 'running'";
 
 /**
- * `id = ANY(...)` over the ids of an array parameter, found through the
- * primary key whatever the table's statistics say. Written with
+ * `column = ANY(...)` over the ids of an array parameter (`$n`), found
+ * through the column's index (the primary key, the continuations' parent)
+ * whatever the table's statistics say. Written with
  * `$n::text[]` itself, the planner sees the ids of each of a connection's
  * first five executions (custom plans) and, on a table that grew since it
  * was last analyzed (a freshly filled queue; autoanalyze runs up to a minute
@@ -52,7 +53,7 @@ const RUNNING_BY_KEY = "j.stage || '' = 'running'";
  * through the key. Behind `ARRAY(SELECT unnest(...))` the ids are a
  * subquery's result, unknown when planning, as the claim's are.
  */
-const idIn = (column: string, param: string) => `${column} = ANY(ARRAY(SELECT unnest(${param}::text[])))`;
+export const idIn = (column: string, param: string) => `${column} = ANY(ARRAY(SELECT unnest(${param}::text[])))`;
 
 /** Appends `[stage, ms]` to a `stages` column; `stage` and `ms` are SQL expressions. */
 const appendStage = (column: string, stage: string, ms: string) => `left(${column}, -1) || ',["' || ${stage} || '",' || ${ms} || ']]'`;
@@ -246,11 +247,11 @@ SELECT count(*)::int AS deleted FROM gone`);
     this.reserveSeq = statement(`UPDATE ${schema}.later_partitions SET next_seq = next_seq + $4::bigint
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 RETURNING next_seq - $4::bigint AS first`);
     this.readParents = statement(`UPDATE ${jobs} j SET waiters = j.waiters + 1
-WHERE j.id IN (SELECT id FROM ${jobs} WHERE id = ANY($1::text[]) AND namespace = $2 ORDER BY id FOR UPDATE)
+WHERE j.id IN (SELECT id FROM ${jobs} WHERE ${idIn("id", "$1")} AND namespace = $2 ORDER BY id FOR UPDATE)
 RETURNING j.id, j.stage, j.last_error`);
     this.releaseChildren = statement(`WITH rel AS (
   UPDATE ${jobs} k SET ${releasedTo("$3")}
-  WHERE k.parent_id = ANY($1::text[]) AND k.namespace = $2 AND k.stage = 'waiting'
+  WHERE ${idIn("k.parent_id", "$1")} AND k.namespace = $2 AND k.stage = 'waiting'
   RETURNING k.stage, k.topic, k.partition_no
 )${counted("$2", moves("rel", "'waiting'", "stage"))}
 SELECT count(*)::int AS released, (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM rel LIMIT 1) n)::int AS notified FROM rel`);

@@ -19,7 +19,7 @@ import { claimedHead, readyAt } from "../shared/partition-heads.js";
 import { retryConflicts } from "./postgres-errors.js";
 import type { Execute } from "./postgres-executors.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
-import { releasedTo, statement, type Statement } from "./postgres-job-queries.js";
+import { idIn, releasedTo, statement, type Statement } from "./postgres-job-queries.js";
 import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
 import { TERMINAL_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
@@ -84,7 +84,7 @@ WHERE p.namespace = $1 AND p.topic = c.topic AND p.partition_no = c.partition_no
 RETURNING p.topic, p.partition_no, p.epoch`);
     // The heads are locked first (id order, as every writer of several job rows) to read the stage each leaves.
     this.headsRun = statement(`WITH heads AS (
-  SELECT id, stage FROM ${jobs} WHERE namespace = $1 AND id = ANY($4::text[]) ORDER BY id FOR UPDATE
+  SELECT id, stage FROM ${jobs} WHERE namespace = $1 AND ${idIn("id", "$4")} ORDER BY id FOR UPDATE
 ), run AS (
   UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = $3,
     stages = ${appendStage("running", "$3::bigint")}
@@ -94,7 +94,7 @@ RETURNING p.topic, p.partition_no, p.epoch`);
 SELECT id, job_type, payload, attempt, retry_policy, run_at, seq, topic, partition_no FROM run`);
     // A head still `running` under a free lease: its claimer is gone; taken over without a new attempt (lostAttempt).
     this.headsTakeOver = statement(`UPDATE ${jobs} j SET lease_owner = $2, updated_at = $3
-WHERE j.namespace = $1 AND j.id = ANY($4::text[]) AND j.stage = 'running'
+WHERE j.namespace = $1 AND ${idIn("j.id", "$4")} AND j.stage = 'running'
 RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, j.seq, j.topic, j.partition_no`);
     this.held = statement(`SELECT 1 AS ok FROM ${parts}
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE`);
