@@ -1,5 +1,5 @@
 /**
- * A member of a consumer group (DESIGN L3), started by `RetainedLog.consume()`.
+ * A member of a consumer group (docs/semantics.md L3), started by `RetainedLog.consume()`.
  *
  * ```text
  *   consume() ──► running: heartbeat, lease the partitions it wins, read a batch,

@@ -1,5 +1,5 @@
 /**
- * Retry and delete from outside (DESIGN X7), behind the `retry`, `delete`,
+ * Retry and delete from outside (docs/semantics.md X7), behind the `retry`, `delete`,
  * `retryJobs` and `deleteJobs` of the server, the publishers and their
  * typed handles: checks the input, turns a refusal into a typed error, and
  * loops a filter in batches over `backend.control`.

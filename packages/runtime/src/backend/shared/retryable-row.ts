@@ -1,6 +1,6 @@
 /**
  * The condition a `failed` row must also meet to be retried from outside
- * (DESIGN X7), as SQL over an unaliased `later_jobs` row: a continuation
+ * (docs/semantics.md X7), as SQL over an unaliased `later_jobs` row: a continuation
  * (`parent_id` set) that never ran (`attempt = 0`) failed because its
  * parent failed, and retrying it would run it without its parent's
  * success, which J5 forbids. It is retryable once its parent is `success`
