@@ -1,6 +1,6 @@
 import { PeriodicService, type MaintenanceHost } from "./periodic-service.js";
 
-/** Sampling period of the throughput buckets: one second (the per-second buckets of D7, docs/semantics.md). */
+/** Sampling period of the throughput buckets: one second (D7 in docs/semantics.md: per-second buckets). */
 export const ACTIVITY_SAMPLE_INTERVAL_MS = 1000;
 
 /** A last sample older than this places nothing: the transitions since cannot be put in a second (see `ActivityStore.enteredSample`). */

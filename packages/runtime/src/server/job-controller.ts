@@ -17,7 +17,7 @@
  *   continuations that failed with it stay `failed`, and are not
  *   retryable: a continuation that never ran and whose parent has not
  *   succeeded is refused (by id) or skipped (by filter), since running it
- *   would break J5 (a continuation runs only after its parent succeeded);
+ *   would break rule J5 (a continuation runs only after its parent succeeded);
  *   enqueue it again after retrying the parent. A continuation that ran
  *   (its parent had succeeded) retries as any job.
  * - `delete(jobId)`: a finished job (`success`, `failed`) is removed with
