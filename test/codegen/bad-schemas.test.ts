@@ -21,7 +21,7 @@ async function gen(schemaPath: string, interfaceName?: string): Promise<{ code: 
 }
 
 describe("bad schemas", () => {
-  it("has at least the eight kinds of mistakes the design names", () => {
+  it("has at least eight kinds of mistakes, the basic ones among them (no Jobs interface, bad payloads, bad partition keys, duplicates, syntax)", () => {
     for (const kind of [
       "no-jobs-interface",
       "non-object-payload",
