@@ -1,4 +1,4 @@
-// Dashboard benchmark (issue 15 point 4, DESIGN D7): how long the dashboard's
+// Dashboard benchmark (issue 15 point 4, docs/semantics.md D7): how long the dashboard's
 // reads take with 1,000 and with 1,000,000 jobs queued, on SQLite and on
 // PostgreSQL, through the Fetch handler a user mounts (`createDashboard` from
 // `@later/runtime/dashboard`), in this process, on a fresh database each.

@@ -1,4 +1,4 @@
-// What the Prometheus metrics cost (DESIGN M3): processing of N prefilled
+// What the Prometheus metrics cost (docs/semantics.md M3): processing of N prefilled
 // no-op jobs on SQLite with the metrics on (the default) and off
 // (`metrics: false`), the same build, back to back in the same run, which
 // of the two goes first alternating with the repetition. Each phase runs in

@@ -1,4 +1,4 @@
-// What the servers record for the dashboard (DESIGN D1, D5, D7): per-second throughput and
+// What the servers record for the dashboard (docs/semantics.md D1, D5, D7): per-second throughput and
 // dispatch wait, per-minute backlog samples that outlive the servers, and every live server.
 import { describe, expect, it } from "vitest";
 import { BackgroundJobServer, newJobId, topic, type ServerOptions } from "@later/runtime";

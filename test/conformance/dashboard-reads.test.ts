@@ -1,4 +1,4 @@
-// The dashboard's reads of the seam (DESIGN D1-D3, D5, D7): the job list's topic, partition and
+// The dashboard's reads of the seam (docs/semantics.md D1-D3, D5, D7): the job list's topic, partition and
 // search filters with cursor paging, a job's children, the oldest ready job, the database size,
 // and the activity, backlog and server rows the servers write.
 import { describe, expect, it } from "vitest";

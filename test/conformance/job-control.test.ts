@@ -1,5 +1,5 @@
 /**
- * X7 Retry and delete from outside, on both backends: by id (refusals
+ * X7: retry and delete from outside, on both backends: by id (refusals
  * change nothing), a partitioned job retried to the end of its partition,
  * and the filter forms in batches with the counters kept exact.
  */

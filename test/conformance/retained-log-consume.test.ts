@@ -1,4 +1,4 @@
-// Consumer groups of the retained log (DESIGN L3, L4) on every backend, on manual clocks: one
+// Consumer groups of the retained log (docs/semantics.md L3, L4) on every backend, on manual clocks: one
 // member consumes every record in order and commits; two groups each see every record; three
 // members split eight partitions by rendezvous and handle each record once; stop() hands its
 // partitions over at once; a member whose lease expired has its late commit refused with

@@ -1,4 +1,4 @@
-// Consumer groups' committed offsets and lag (DESIGN L4, L5) on every backend: commitOffset is
+// Consumer groups' committed offsets and lag (docs/semantics.md L4, L5) on every backend: commitOffset is
 // fenced by the group partition's epoch (STALE_EPOCH, nothing changed), never moves an offset
 // back, refuses one beyond the partition's end; committed() lists the commits; lag() per
 // partition is endOffset − committedOffset, a group without a commit at the oldest retained offset.

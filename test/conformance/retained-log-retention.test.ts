@@ -1,4 +1,4 @@
-// Retention of the retained log (DESIGN L6) on every backend, on a manual clock: records older than
+// Retention of the retained log (docs/semantics.md L6) on every backend, on a manual clock: records older than
 // retentionMs (default seven days) and beyond the newest retainRecords of a partition are deleted
 // in batches, moving the oldest retained offset (a read below it is OFFSET_OUT_OF_RANGE naming it);
 // minRetainUntilCommitted holds what a group has not committed; overlapping sweeps delete each

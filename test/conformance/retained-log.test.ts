@@ -1,4 +1,4 @@
-// The retained log's appends and reads (DESIGN L1, L2) on every backend: dense offsets per
+// The retained log's appends and reads (docs/semantics.md L1, L2) on every backend: dense offsets per
 // partition from 0, key → partitionForKey, appendMany in one transaction, appendIn in the
 // caller's transaction (a rollback uses up no offset), the same bytes read back in offset order,
 // topics registered at open (a changed partition count refused), reading below the oldest

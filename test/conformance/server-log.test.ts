@@ -1,4 +1,4 @@
-// A server's retained-log topics (DESIGN L1 `server.log`, L5 lag as a source) on every backend:
+// A server's retained-log topics (docs/semantics.md L1 `server.log`, L5 lag as a source) on every backend:
 // `logTopics` registers the topics at start (a changed partition count refuses the start, nothing
 // started); `server.log` appends, reads and consumes on the server's backend; `server.logLag()`
 // reports each group's lag summed over the partitions, which the dashboard's badges and the

@@ -1,5 +1,5 @@
 /**
- * Stage counters (DESIGN §4, D7): after a mixed workload touching every
+ * Stage counters (D7 in docs/semantics.md; docs/storage.md): after a mixed workload touching every
  * statement that changes a stage, the counters the backend reads
  * (`inspect.stageCounts`, `partitionDepth`, `topicDepth`) equal a GROUP BY over
  * the jobs computed here.

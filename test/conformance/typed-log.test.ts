@@ -1,4 +1,4 @@
-// Typed retained logs through later-gen (DESIGN L7) on every backend: the generated openLogs()
+// Typed retained logs through later-gen (docs/semantics.md L7) on every backend: the generated openLogs()
 // registers every schema log topic with its partition count; logs.<name>.append(value) stores the
 // value as JSON (keyed by the @partitionKey field, or at the { key } / { partition } given), and
 // read returns typed records with their Date fields revived; appendMany, appendIn, commitOffset,

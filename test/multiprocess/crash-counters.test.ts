@@ -1,5 +1,5 @@
 /**
- * Stage counters across a crash (DESIGN §4, D7): a process SIGKILLed while
+ * Stage counters across a crash (D7 in docs/semantics.md; docs/storage.md): a process SIGKILLed while
  * it holds a running job and buffered claims leaves counters that equal a
  * count of the jobs, and so does their rescue by another process.
  */

@@ -1,5 +1,5 @@
 /**
- * Dense retained-log offsets across processes (DESIGN L1): three child
+ * Dense retained-log offsets across processes (docs/semantics.md L1): three child
  * processes (log-append-child.mjs) append to one partition at once, each
  * also appending records in transactions it rolls back. The partition then
  * holds exactly offsets 0..N−1, with no gap, no duplicate, and no rolled-back

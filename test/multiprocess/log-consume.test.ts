@@ -1,5 +1,5 @@
 /**
- * Consumer groups across processes (issue 14 point 2, DESIGN L3): three child processes
+ * Consumer groups across processes (issue 14 point 2, docs/semantics.md L3): three child processes
  * (log-consume-child.mjs) are members of one group on a topic of 8 partitions while this process
  * appends. One member is SIGKILLed inside a batch: after its lease expires (30 s, wall clock) its
  * partitions move to the others and resume from its last commit, so records after that commit are

@@ -1,5 +1,5 @@
 /**
- * Partition order under real faults (DESIGN §3 P3, P5, P6): three child
+ * Partition order under real faults (docs/semantics.md P3, P5, P6): three child
  * processes (partition-child.mjs) run a topic of 8 partitions whose jobs fail
  * and sleep at random; one run without faults, one where the owner of a busy
  * partition is SIGKILLed, one where an owner is SIGSTOPped past its lease and

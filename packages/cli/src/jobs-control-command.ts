@@ -24,7 +24,7 @@ const ACTIONS = {
 } as const;
 
 /**
- * `later jobs retry|delete`: retry and delete from outside (DESIGN X7,
+ * `later jobs retry|delete`: retry and delete from outside (docs/semantics.md X7,
  * X12), through the same `JobController` as `server.retry`/`delete`.
  *
  * - `later jobs retry ID` / `later jobs delete ID`: one job; a job in

@@ -45,7 +45,7 @@ const LAG_COLUMNS: readonly TableColumn<LagRow>[] = [
 
 /**
  * `later log topics|tail|groups|lag`: read-only inspection of the retained
- * log of one namespace (DESIGN L8). Like `later jobs`, every command
+ * log of one namespace (docs/semantics.md L8). Like `later jobs`, every command
  * refuses a database whose schema is behind or ahead and never creates a
  * database; a `<topic>` the namespace has no log topic of exits 1, naming
  * the log topics it has.

@@ -5,7 +5,7 @@ import { SchemaProblems } from "./schema-errors.js";
 import { readPartitionKey, readPartitions } from "./topic-tags.js";
 import { exportedAs, payloadTypeText } from "./type-imports.js";
 
-/** One declared retained-log topic: a member of `interface Logs` (DESIGN L7). */
+/** One declared retained-log topic: a member of `interface Logs` (docs/semantics.md L7). */
 export interface LogDeclaration {
   /** The member name: the stored log topic name. */
   name: string;

@@ -1,4 +1,4 @@
-// Retained-log topics declared in the schema (DESIGN L7): each member of `interface Logs` is a log
+// Retained-log topics declared in the schema (docs/semantics.md L7): each member of `interface Logs` is a log
 // topic named as the member, with its partition count (`@partitions`, required) and, optionally,
 // the value field that keys its records (`@partitionKey`). `openLogs()` registers them all.
 export interface OrderEvent {

@@ -1,4 +1,4 @@
-// The schema of DESIGN.md §2, with a Date field and a topic job.
+// The shop schema: the README's jobs (sendEmail, createAccount) and a topic job (processOrder), with a Date field.
 export interface SendEmail {
   address: string;
   body: string;

@@ -1,5 +1,5 @@
 /**
- * The page's side of the JSON API (DESIGN §6 D1–D5). Every URL is relative
+ * The page's side of the JSON API (docs/semantics.md D1–D5). Every URL is relative
  * (`api/overview`), so the page works under whatever base path the
  * dashboard is mounted at, as long as the page's own URL ends with "/".
  */

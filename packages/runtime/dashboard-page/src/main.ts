@@ -1,5 +1,5 @@
 /**
- * The dashboard page (DESIGN §6 D6). One state, two views chosen by the
+ * The dashboard page (docs/semantics.md D6). One state, two views chosen by the
  * URL's hash (`#/?stage=failed&type=...` the overview and the job list,
  * `#/jobs/<id>` one job), so links and the back button work under any base
  * path; every request is relative to the page. The {@link Poller} redraws

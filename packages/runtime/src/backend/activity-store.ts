@@ -1,7 +1,7 @@
 /**
  * The dashboard's writes (`backend.activity`): what the servers record so
  * that `backend.inspect` can show throughput, dispatch wait, backlog
- * history and live servers at any backlog with a few index reads (DESIGN
+ * history and live servers at any backlog with a few index reads (docs/semantics.md
  * D1, D5, D7). None of it is on a job's path: the only hot-path cost is the
  * `entered` column the stage-counter upserts already write (SQLite: each
  * statement's upsert; PostgreSQL: the statement's counter CTE), and an

@@ -1,5 +1,5 @@
 /**
- * Retry and delete from outside (`backend.control`, DESIGN X7): what an
+ * Retry and delete from outside (`backend.control`, docs/semantics.md X7): what an
  * operator does to stored jobs through the server, a publisher, the CLI or
  * the dashboard's actions. Each method takes either a list of ids (the
  * by-id form) or a filter (the list's filter: stage and job type) and

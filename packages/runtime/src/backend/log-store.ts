@@ -69,7 +69,7 @@ export interface LogStore<Trx = unknown> {
   /** The namespace's group partitions (of `topic`, or all), by topic, group and partition: committed offset, epoch, lease. One statement (for `later log groups`). */
   groupList(params: LogTopicListParams): Promise<LogGroupPartitionRow[]>;
 
-  // Consumer-group members and partition leases (`consume()`, DESIGN L3).
+  // Consumer-group members and partition leases (`consume()`, docs/semantics.md L3).
   /** Records the member as live until `expiresAt` (insert or refresh), and deletes the group's members expired by `now`. */
   memberHeartbeat(params: LogMemberParams & { expiresAt: number; now: number }): Promise<void>;
   /** Deletes the member at once (a graceful stop): the others see it gone on their next look. */

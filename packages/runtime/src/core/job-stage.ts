@@ -53,7 +53,7 @@ export const CLAIMABLE_STAGES: readonly JobStage[] = ["enqueued", "delayed", "re
 export const TERMINAL_STAGES: readonly JobStage[] = ["success", "failed"];
 
 /**
- * Stages `retry` puts back to `enqueued` (DESIGN X7): a job that failed for
+ * Stages `retry` puts back to `enqueued` (docs/semantics.md X7): a job that failed for
  * good. (`cancelled` joins when cancel exists.)
  */
 export const RETRYABLE_STAGES: readonly JobStage[] = ["failed"];

@@ -1,5 +1,5 @@
 /**
- * `createDashboard(options)`: the dashboard (DESIGN §6 D) as a WHATWG Fetch
+ * `createDashboard(options)`: the dashboard (docs/semantics.md, Dashboard) as a WHATWG Fetch
  * handler, `(request: Request) => Promise<Response>`, which Hono, Bun and
  * Deno mount as is; `toNodeHandler` adapts it to node:http, Express and
  * Fastify.

@@ -1,6 +1,6 @@
 /**
  * D4 actions, through the same `JobController` as `server.retry`/`delete`
- * and `retryJobs`/`deleteJobs` (DESIGN X7), so they check, refuse and batch
+ * and `retryJobs`/`deleteJobs` (docs/semantics.md X7), so they check, refuse and batch
  * exactly as those do:
  *
  * - `POST jobs/{id}/retry`: a `failed` job back to `enqueued`;

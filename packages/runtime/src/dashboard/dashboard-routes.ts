@@ -1,5 +1,5 @@
 /**
- * The JSON API under `{basePath}api/` (DESIGN §6 D1–D5), as a route table:
+ * The JSON API under `{basePath}api/` (docs/semantics.md D1–D5), as a route table:
  *
  * | method | path | answer |
  * | --- | --- | --- |

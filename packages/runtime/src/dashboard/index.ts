@@ -1,5 +1,5 @@
 /**
- * `@later/runtime/dashboard`: the dashboard (DESIGN §6 D) as a Fetch
+ * `@later/runtime/dashboard`: the dashboard (docs/semantics.md, Dashboard) as a Fetch
  * handler, `createDashboard({ backend, basePath, readOnly, authorize,
  * onAction, clock })`, and `toNodeHandler` for node:http, Express and
  * Fastify. Loads no database driver: it gets the backend it shows.

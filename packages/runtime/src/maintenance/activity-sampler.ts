@@ -1,13 +1,13 @@
 import { PeriodicService, type MaintenanceHost } from "./periodic-service.js";
 
-/** Sampling period of the throughput buckets: one second (DESIGN D7's per-second buckets). */
+/** Sampling period of the throughput buckets: one second (D7 in docs/semantics.md: per-second buckets). */
 export const ACTIVITY_SAMPLE_INTERVAL_MS = 1000;
 
 /** A last sample older than this places nothing: the transitions since cannot be put in a second (see `ActivityStore.enteredSample`). */
 export const ACTIVITY_STALE_AFTER_MS = 60_000;
 
 /**
- * Task `activity-sample` (DESIGN D1 `throughput`, D7): once a second turns
+ * Task `activity-sample` (docs/semantics.md D1 `throughput`, D7): once a second turns
  * the stage counters' cumulative `entered` counts into the bucket of the
  * second just ended, so the dashboard reads throughput from per-second rows
  * instead of the jobs' stage histories. The transitions themselves pay only

@@ -6,7 +6,7 @@ import { PeriodicService, type MaintenanceHost } from "./periodic-service.js";
 export type DispatchKind = "regular" | "partitioned";
 
 /**
- * Dispatch wait (DESIGN D1 `dispatchWait`): how long a job waited between
+ * Dispatch wait (docs/semantics.md D1 `dispatchWait`): how long a job waited between
  * becoming claimable and being claimed, summed per second in this process
  * and added to the namespace's buckets once a second (task
  * `dispatch-wait`, run by every server: each adds its own claims; one

@@ -1,6 +1,6 @@
 import { checkInt, PeriodicService, type MaintenanceHost } from "./periodic-service.js";
 
-/** Age limit of a log topic declared without `retentionMs`: seven days (DESIGN L6). */
+/** Age limit of a log topic declared without `retentionMs`: seven days (docs/semantics.md L6). */
 export const DEFAULT_LOG_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** Settings of the {@link LogRetentionSweeper}. */
@@ -20,7 +20,7 @@ export interface LogRetentionSweepResult {
 }
 
 /**
- * Task `log-retention` (DESIGN L6): deletes retained-log records past their
+ * Task `log-retention` (docs/semantics.md L6): deletes retained-log records past their
  * topic's retention, for every log topic of the namespace with the settings
  * stored for it (so any process that sweeps covers topics it did not open).
  *

@@ -1,6 +1,6 @@
 import { checkInt, PeriodicService, type MaintenanceHost } from "./periodic-service.js";
 
-/** How long backlog samples are kept: seven days (DESIGN D5). */
+/** How long backlog samples are kept: seven days (docs/semantics.md D5). */
 export const QUEUE_LENGTH_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** How long per-second activity buckets are kept: one hour (the dashboard shows the last minutes). */
@@ -18,7 +18,7 @@ export interface QueueLengthSamplerConfig {
 }
 
 /**
- * Task `queue-length` (DESIGN D5): once a minute, on one server of the
+ * Task `queue-length` (docs/semantics.md D5): once a minute, on one server of the
  * namespace, stores the backlog read from the stage counters (never the
  * jobs): `ready` = jobs in `enqueued` or `requeued`, `partitionBacklog` =
  * unfinished jobs over every topic partition. Samples are rows, so they

@@ -15,7 +15,7 @@ export interface ServerHeartbeatConfig {
 }
 
 /**
- * Task `server-heartbeat` (DESIGN D1 `workers`): every server, with or
+ * Task `server-heartbeat` (docs/semantics.md D1 `workers`): every server, with or
  * without topics, keeps one row of the namespace's server list fresh:
  * instance id, `os.hostname()`, pid, worker slots, busy workers and the
  * last beat. It beats at `start()` and every `intervalMs`; a row is listed

@@ -1,5 +1,5 @@
 /**
- * later's Prometheus metrics (DESIGN M1–M3), one set per prom-client
+ * later's Prometheus metrics (docs/semantics.md M1–M3), one set per prom-client
  * `Registry`: a server's own registry by default, or the application's
  * (`metricsRegistry`), where every server of the process that is given it
  * shares the one set.

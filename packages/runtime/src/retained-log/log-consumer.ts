@@ -1,5 +1,5 @@
 /**
- * A member of a consumer group (DESIGN L3), started by `RetainedLog.consume()`.
+ * A member of a consumer group (docs/semantics.md L3), started by `RetainedLog.consume()`.
  *
  * ```text
  *   consume() ──► running: heartbeat, lease the partitions it wins, read a batch,
@@ -8,7 +8,7 @@
  *
  * Members of one group share the topic's partitions by rendezvous hashing
  * over the group's live members (heartbeat every 5 s, expiry 15 s as
- * servers' P5): each member leases the partitions it wins, so a member
+ * servers, P5): each member leases the partitions it wins, so a member
  * joining moves only the partitions it wins, and a member leaving (stop, or
  * its heartbeat expiring) frees its partitions for their new winners. A
  * partition is held under a 30 s lease with an epoch, renewed every 10 s

@@ -59,7 +59,7 @@ export interface CommittedOffset {
   offset: number;
 }
 
-/** One partition's lag for a group (DESIGN L5). */
+/** One partition's lag for a group (docs/semantics.md L5). */
 /** A consumer group's lag over a whole topic (`RetainedLog.groupLag`, `server.logLag()`). */
 export interface LogGroupLag {
   topic: string;

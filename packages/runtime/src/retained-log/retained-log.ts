@@ -1,5 +1,5 @@
 /**
- * The retained log (DESIGN L1–L5): immutable records appended to the
+ * The retained log (docs/semantics.md L1–L5): immutable records appended to the
  * partitions of a topic, each with a dense offset, kept in the database and
  * read back by offset; consumer groups' committed offsets and lag.
  *
@@ -46,7 +46,7 @@ export interface RetainedLogOptions<Trx = TransactionHandle> {
   /** The clock of record timestamps (tests pass a manual one). Default: the system clock, set to the database's on PostgreSQL. */
   clock?: Clock;
   /**
-   * The retention sweep this log runs while open (DESIGN L6): every
+   * The retention sweep this log runs while open (docs/semantics.md L6): every
    * `intervalMs` (default 60000) one process of the namespace deletes the
    * records past their topics' retention, `batchSize` (default 500) per
    * statement; see {@link LogRetentionSweeper}. `false`: this log does not
@@ -231,7 +231,7 @@ export class RetainedLog<Trx = TransactionHandle> {
   /**
    * Per partition of the topic: its end offset, the group's committed
    * offset (where a group without a commit starts: the oldest retained
-   * offset) and the lag between them (DESIGN L5).
+   * offset) and the lag between them (docs/semantics.md L5).
    */
   async lag(params: { topic: string; group: string }): Promise<PartitionLag[]> {
     this.checkOpen("lag");
@@ -277,7 +277,7 @@ export class RetainedLog<Trx = TransactionHandle> {
   }
 
   /**
-   * Starts a member of consumer group `group` on `topic` (DESIGN L3; see
+   * Starts a member of consumer group `group` on `topic` (docs/semantics.md L3; see
    * {@link LogConsumer} for sharing, leases, commits and retries): resolves
    * once it is registered, to a consumer whose `stop()` finishes the batch
    * in flight, commits and deregisters. `maxBatch`: most records per

@@ -132,7 +132,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       this.services.push(new VacuumService(host, { intervalMs: options.vacuumIntervalMs }));
     if (this.autoscaler) this.services.push(this.autoscaler);
     if (databaseClock) this.services.push(new ClockSync(host, { intervalMs: options.clockSyncIntervalMs }, databaseClock));
-    // The dashboard's data (DESIGN D1, D5, D7): throughput, dispatch wait, backlog history, the server list.
+    // The dashboard's data (docs/semantics.md D1, D5, D7): throughput, dispatch wait, backlog history, the server list.
     const dispatchWait = new DispatchWaitRecorder(host);
     this.pool.onClaimed = (job, claimedAt) => dispatchWait.record("regular", claimedAt, job.runAt);
     if (this.partitions) this.partitions.onClaimed = (_job, claimedAt, readyAt) => dispatchWait.record("partitioned", claimedAt, readyAt);
@@ -226,7 +226,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   }
 
   /**
-   * The retained log over the server's `logTopics` (DESIGN L1): append,
+   * The retained log over the server's `logTopics` (docs/semantics.md L1): append,
    * read, consume, lag, on the server's backend and clock; it runs the
    * topics' retention sweep and stops with the server. Without `logTopics`
    * it throws `InvalidConfigError`.

@@ -1,5 +1,5 @@
 /**
- * Retry and delete from outside (DESIGN X7), behind the `retry`, `delete`,
+ * Retry and delete from outside (docs/semantics.md X7), behind the `retry`, `delete`,
  * `retryJobs` and `deleteJobs` of the server, the publishers and their
  * typed handles: checks the input, turns a refusal into a typed error, and
  * loops a filter in batches over `backend.control`.
@@ -17,7 +17,7 @@
  *   continuations that failed with it stay `failed`, and are not
  *   retryable: a continuation that never ran and whose parent has not
  *   succeeded is refused (by id) or skipped (by filter), since running it
- *   would break J5 (a continuation runs only after its parent succeeded);
+ *   would break rule J5 (a continuation runs only after its parent succeeded);
  *   enqueue it again after retrying the parent. A continuation that ran
  *   (its parent had succeeded) retries as any job.
  * - `delete(jobId)`: a finished job (`success`, `failed`) is removed with

@@ -37,7 +37,7 @@ export interface JobContext<C, Trx = TransactionHandle> {
   /** For a partitioned job: its topic and partition. */
   partition?: { topic: string; partition: number };
   /**
-   * Stores `value` as this job's progress (DESIGN X8), shown by the
+   * Stores `value` as this job's progress (docs/semantics.md X8), shown by the
    * dashboard's job detail and `later jobs show`: JSON, at most 16 KiB
    * encoded; each call replaces the last, and the last stays after the job
    * finishes (a retry's attempts report over it). One small write per call:
@@ -159,7 +159,7 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
   /** Local events; exceptions thrown by the listener are ignored. */
   onEvent?: (event: ServerEvent) => void;
   /**
-   * Prometheus metrics (DESIGN M1–M3; the table in `metrics/later-metrics.ts`
+   * Prometheus metrics (docs/semantics.md M1–M3; the table in `metrics/later-metrics.ts`
    * and the README): `server.metrics()` resolves to their text. On by
    * default: recording costs a worker a few cell increments per job; false
    * records nothing and `metrics()` resolves to an empty string.

@@ -1,5 +1,5 @@
 /**
- * Typed retained-log topics (DESIGN L7): what a generated `openLogs()`
+ * Typed retained-log topics (docs/semantics.md L7): what a generated `openLogs()`
  * returns, one {@link TypedLog} per member of the schema's `interface Logs`.
  * Values are stored as JSON text (UTF-8 bytes) through the untyped
  * {@link RetainedLog}, refused before anything is written when they would

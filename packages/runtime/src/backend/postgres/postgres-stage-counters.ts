@@ -2,7 +2,7 @@
  * Stage counters of the PostgreSQL backend: how many jobs each stage of a
  * namespace holds, and how many unfinished jobs each topic partition holds,
  * kept in the same statement as every change, so reading them is a few
- * small index reads at any backlog (DESIGN §4, D7).
+ * small index reads at any backlog (D7 in docs/semantics.md; docs/storage.md).
  *
  * Terms: a *move* is one job leaving a stage (−1) or entering one (+1); a
  * statement's *net* is the sum of its moves per (stage, topic, partition),

@@ -7,7 +7,7 @@
  *
  * - `later_stage_counts.entered`: transitions into the stage so far, added
  *   by the same upsert that moves the stage's count, so the hot path writes
- *   no new row (DESIGN D7). Starts at 0: only the deltas between samples are
+ *   no new row (docs/semantics.md D7). Starts at 0: only the deltas between samples are
  *   ever read.
  * - `later_activity`: per-second buckets, one row per second and series
  *   (`entered:<stage>`, `regular`, `partitioned`), kept an hour.

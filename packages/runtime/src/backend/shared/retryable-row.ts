@@ -1,9 +1,9 @@
 /**
  * The condition a `failed` row must also meet to be retried from outside
- * (DESIGN X7), as SQL over an unaliased `later_jobs` row: a continuation
+ * (docs/semantics.md X7), as SQL over an unaliased `later_jobs` row: a continuation
  * (`parent_id` set) that never ran (`attempt = 0`) failed because its
  * parent failed, and retrying it would run it without its parent's
- * success, which J5 forbids. It is retryable once its parent is `success`
+ * success, which rule J5 forbids. It is retryable once its parent is `success`
  * (it failed on its own, or was failed as a partition head) or when it ran
  * at least once (it only runs after its parent succeeded). Its refusal
  * says to enqueue the continuation again after retrying the parent.

@@ -158,7 +158,7 @@ ALTER TABLE later_jobs DROP COLUMN retry_policy_v4;
   {
     version: 6,
     name: "retained-log",
-    // The retained log (DESIGN L1–L8): every table it needs, consumer groups' included, so the
+    // The retained log (docs/semantics.md L1–L8): every table it needs, consumer groups' included, so the
     // sessions that add consumers and the retention sweep need no table change.
     sql: `
 -- Log topics: a fixed partition count and the retention settings the sweep reads

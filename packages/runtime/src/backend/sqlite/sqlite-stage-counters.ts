@@ -2,7 +2,7 @@
  * Stage counters of the SQLite backend: how many jobs each stage of a
  * namespace holds, and how many unfinished jobs each topic partition holds,
  * kept in the same transaction as every change, so reading them is a few
- * primary-key reads at any backlog (DESIGN §4, D7).
+ * primary-key reads at any backlog (D7 in docs/semantics.md; docs/storage.md).
  *
  * How they are kept: by the statements themselves. Each statement of the
  * job, partition and recurring stores that changes a stage collects its
