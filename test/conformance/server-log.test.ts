@@ -63,7 +63,7 @@ describe.each(BACKENDS)("server log topics on $name", (entry) => {
     const server = await h.start({ handlers: {}, clock });
     const logs = await openLogs({ backend: h.db.backend(), autoMigrate: true, clock, retention: false });
     try {
-      const event = { customerId: "c-7", orderId: "o-1", kind: "placed", at: new Date(0), lines: [] } as const;
+      const event = { customerId: "c-7", orderId: "o-1", kind: "placed" as const, at: new Date(0), lines: [] };
       for (let i = 0; i < 3; i++) await logs.orderEvents.append(event);
       const partition = partitionForKey("c-7", 8);
       await logs.orderEvents.commitOffset({ group: "mailer", partition, epoch: 0, offset: 1 });

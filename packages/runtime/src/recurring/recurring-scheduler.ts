@@ -15,7 +15,7 @@
  *   partition `partitionForKey(scheduleId, recurringSequentialPartitions)`,
  *   so they run one at a time in order).
  */
-import type { Backend, RecurringSchedule, RecurringScheduleListed } from "../backend/backend.js";
+import type { Backend, RecurringScheduleListed } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import { CronSchedule } from "../core/cron/cron-schedule.js";
 import { newJobId, type JobId } from "../core/job-id.js";
