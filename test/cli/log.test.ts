@@ -33,14 +33,14 @@ describe.each(BACKENDS)("later log on $name", (entry) => {
     return { h, log, t0, cli };
   };
 
-  it("topics lists each log topic with partitions, records retained and retention settings", async () => {
+  it("topics lists each log topic with partitions, records retained and retention settings (the default seven days when none is set)", async () => {
     const { cli } = await seeded();
     const r = later(["log", "topics", ...cli]);
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
     const lines = r.stdout.trimEnd().split("\n");
     expect(lines[0]).toMatch(/^TOPIC +PARTITIONS +RECORDS +RETENTION +RETAIN RECORDS +UNTIL COMMITTED$/);
-    expect(lines.slice(1)).toEqual([expect.stringMatching(/^audit +1 +0 +1d +500 +yes$/), expect.stringMatching(/^events +2 +4 +- +- +no$/)]);
+    expect(lines.slice(1)).toEqual([expect.stringMatching(/^audit +1 +0 +1d +500 +yes$/), expect.stringMatching(/^events +2 +4 +7d \(default\) +- +no$/)]);
 
     const json = JSON.parse(later(["log", "topics", "--json", ...cli]).stdout) as { name: string; records: number; partitionOffsets: unknown }[];
     expect(json.find((t) => t.name === "events")).toEqual({

@@ -1,9 +1,9 @@
-/** `later recurring list` on real databases holding schedules registered through the publisher, run as a child process. */
+/** `later recurring list` and `delete` on real databases holding schedules registered through the publisher, run as a child process. */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JobPublisher, RECURRING_SEQUENTIAL_TOPIC, RetryPolicy } from "@later/runtime";
-import type { Backend, RecurringSchedule } from "@later/runtime/internal";
+import type { Backend, RecurringScheduleListed } from "@later/runtime/internal";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
 import { ManualClock } from "@later/runtime/testing";
@@ -50,7 +50,7 @@ async function seedSchedules(backend: () => Backend, other: Backend): Promise<Se
 function expectTable(stdout: string, seeded: Seeded): void {
   const lines = stdout.split("\n").filter((l) => l !== "");
   expect(lines).toHaveLength(3);
-  expect(lines[0]).toMatch(/^ID {12}TYPE {8}CRON {12}TIME ZONE {5}MODE {10}NEXT RUN {14}LAST JOB$/);
+  expect(lines[0]).toMatch(/^ID +TYPE +CRON +TIME ZONE +MODE +ENQUEUED +NEXT$/);
   // Ordered by id; every column starts where its header does.
   const at = (title: string) => lines[0]!.indexOf(title);
   const cell = (line: string, title: string) => line.slice(at(title)).split("  ")[0]!.trim();
@@ -62,9 +62,9 @@ function expectTable(stdout: string, seeded: Seeded): void {
     "UTC",
     expect.stringMatching(/^sequential\/[0-3]$/),
   ]);
-  // Sequential: the first occurrence (03:15) is not enqueued yet, so it is the next run.
-  expect(cell(cleanup, "NEXT RUN")).toBe("2025-01-02T03:15:00Z");
-  expect(cell(cleanup, "LAST JOB")).toBe("-");
+  // Sequential: the first occurrence (03:15) is not enqueued yet, so it is the next one; none is enqueued.
+  expect(cell(cleanup, "ENQUEUED")).toBe("-");
+  expect(cell(cleanup, "NEXT")).toBe("2025-01-02T03:15:00Z");
   expect([cell(report, "ID"), cell(report, "TYPE"), cell(report, "CRON"), cell(report, "TIME ZONE"), cell(report, "MODE")]).toEqual([
     "daily-report",
     "sendReport",
@@ -72,9 +72,10 @@ function expectTable(stdout: string, seeded: Seeded): void {
     "Europe/Paris",
     "plain",
   ]);
-  // Plain: the first occurrence (06:00 Paris, 05:00Z on the 2nd) is enqueued; the next one is on the 3rd.
-  expect(cell(report, "NEXT RUN")).toBe("2025-01-03T05:00:00Z");
-  expect(cell(report, "LAST JOB")).toBe(seeded.plain);
+  // Plain: the first occurrence (06:00 Paris, 05:00Z on the 2nd) is enqueued, shown with its job; the
+  // next one not yet enqueued is on the 3rd. (Before, only "NEXT RUN 3rd" showed: the 2nd's run was hidden.)
+  expect(cell(report, "ENQUEUED")).toBe(`2025-01-02T05:00:00Z ${seeded.plain}`);
+  expect(cell(report, "NEXT")).toBe("2025-01-03T05:00:00Z");
   expect(stdout).not.toContain("elsewhere");
 }
 
@@ -87,7 +88,7 @@ describe("later recurring (sqlite)", () => {
     seeded = await seedSchedules(() => sqlite({ file, namespace: "default" }), sqlite({ file, namespace: "other" }));
   });
 
-  it("list prints every schedule of the namespace with its mode, next run and last job", () => {
+  it("list prints every schedule of the namespace with its mode, the occurrence already enqueued and the next one", () => {
     const result = later(["recurring", "list", ...db]);
     expect(result.status).toBe(0);
     expect(result.stderr).toBe("");
@@ -97,7 +98,7 @@ describe("later recurring (sqlite)", () => {
   it("list --json prints the stored schedules with decoded payloads", () => {
     const result = later(["recurring", "list", "--json", ...db]);
     expect(result.status).toBe(0);
-    const schedules = JSON.parse(result.stdout) as (Omit<RecurringSchedule, "payload"> & { payload: unknown })[];
+    const schedules = JSON.parse(result.stdout) as (Omit<RecurringScheduleListed, "payload"> & { payload: unknown })[];
     expect(schedules.map((s) => s.id)).toEqual(["cleanup", "daily-report"]);
     expect(schedules[0]).toMatchObject({
       jobType: "cleanUp",
@@ -106,6 +107,7 @@ describe("later recurring (sqlite)", () => {
       nextRunAt: Date.UTC(2025, 0, 2, 3, 15),
       nextJobId: seeded.sequential,
       lastJobId: null,
+      lastRunAt: null,
     });
     expect(schedules[1]).toMatchObject({
       jobType: "sendReport",
@@ -115,6 +117,7 @@ describe("later recurring (sqlite)", () => {
       partition: null,
       nextRunAt: Date.UTC(2025, 0, 3, 5),
       lastJobId: seeded.plain,
+      lastRunAt: Date.UTC(2025, 0, 2, 5),
       createdAt: NOW,
     });
   });
@@ -137,7 +140,27 @@ describe("later recurring (sqlite)", () => {
     expect(later(["recurring", "delete", ...db]).status).toBe(2);
     expect(later(["--help"]).stdout).toMatch(/^ {2}recurring /m);
   });
+
+  it("delete removes one schedule of the namespace; an unknown id exits 1 saying so", () => {
+    expectDelete(db);
+  });
 });
+
+/** `later recurring delete elsewhere`: unknown in "default" (exit 1, nothing changed), deleted from "other". */
+function expectDelete(db: readonly string[]): void {
+  const unknown = later(["recurring", "delete", "elsewhere", ...db]);
+  expect(unknown.status).toBe(1);
+  expect(unknown.stdout).toBe("");
+  expect(unknown.stderr).toBe('later: no recurring schedule "elsewhere" in namespace "default" (later recurring list shows them)\n');
+  const other = [...db, "--namespace", "other"];
+  expect(later(["recurring", "list", ...other]).stdout).toMatch(/^elsewhere /m);
+  const deleted = later(["recurring", "delete", "elsewhere", ...other]);
+  expect(deleted.stderr).toBe("");
+  expect(deleted.status).toBe(0);
+  expect(deleted.stdout).toBe('deleted recurring schedule "elsewhere" (occurrences already enqueued stay)\n');
+  expect(later(["recurring", "list", ...other]).stdout).toBe('no recurring schedules in namespace "other"\n');
+  expect(later(["recurring", "delete", "elsewhere", ...other]).status).toBe(1);
+}
 
 describe.skipIf(postgresUrl() === null)("later recurring (postgres)", () => {
   let schema: PostgresSchema;
@@ -154,5 +177,9 @@ describe.skipIf(postgresUrl() === null)("later recurring (postgres)", () => {
     expect(result.status).toBe(0);
     expect(result.stderr).toBe("");
     expectTable(result.stdout, seeded);
+  });
+
+  it("delete removes one schedule of the namespace; an unknown id exits 1 saying so", () => {
+    expectDelete(["--database", schema.url, "--schema", schema.schema]);
   });
 });

@@ -51,6 +51,7 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
         nextRunAt: Date.UTC(2026, 0, 2, 6),
         nextJobId: null,
         lastJobId: id,
+        lastRunAt: Date.UTC(2026, 0, 1, 6),
       }),
     ]);
   });
@@ -69,7 +70,7 @@ describe.each(BACKENDS)("recurring schedules on $name", (entry) => {
       [T0 + 10_000, { v: 1 }],
       [T0 + 20_000, { v: 2 }],
     ]);
-    expect((await server.backend.recurring.list())[0]).toMatchObject({ nextRunAt: T0 + 30_000, lastJobId: jobs[1]!.id });
+    expect((await server.backend.recurring.list())[0]).toMatchObject({ nextRunAt: T0 + 30_000, lastJobId: jobs[1]!.id, lastRunAt: T0 + 20_000 });
   });
 
   it("R1: registering on every start-up, even on three servers at once, creates one schedule and one first job; a new cron returns a new job id", async () => {

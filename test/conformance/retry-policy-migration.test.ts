@@ -21,6 +21,8 @@ const DASHBOARD = [
   "ALTER TABLE later_stage_counts DROP COLUMN entered",
   // The job-progress migration (SQLite 9, PostgreSQL 9).
   "ALTER TABLE later_jobs DROP COLUMN progress",
+  // The job-timeout migration (SQLite 12, PostgreSQL 12).
+  "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
 ];
 
 /** Puts `retry_policy` back as the migrations before it left it (NOT NULL) and forgets the migration (and those after it). */
@@ -60,7 +62,10 @@ describe.each(BACKENDS)("retry policy migration on $name", (entry) => {
       const undo = UNDO[entry.name]!;
       for (const statement of undo.statements) await sql.raw(statement).execute(app);
       const status = await backend.migrations.status();
-      expect(status.pending.map((m) => m.version)).toEqual(Array.from({ length: status.latest - undo.version + 1 }, (_, i) => undo.version + i));
+      // From the undone one to the latest, ascending (a version number may be skipped on a branch).
+      const pending = status.pending.map((m) => m.version);
+      expect([pending[0], pending.at(-1)]).toEqual([undo.version, status.latest]);
+      expect(pending).toEqual([...pending].sort((a, b) => a - b));
 
       const now = Date.now();
       const old = newJobId(now);

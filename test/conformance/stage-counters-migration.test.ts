@@ -25,6 +25,8 @@ const DASHBOARD = [
   "DROP INDEX later_jobs_topic_list",
   // The job-progress migration (SQLite 9, PostgreSQL 9).
   "ALTER TABLE later_jobs DROP COLUMN progress",
+  // The job-timeout migration (SQLite 12, PostgreSQL 12).
+  "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
 ];
 
 const UNDO_MIGRATION_4: Record<string, string[]> = {

@@ -1,4 +1,5 @@
 import { Command } from "commander";
+import { DEFAULT_LOG_RETENTION_MS } from "@later/runtime";
 import type { LogGroupPartitionRow, LogTopicRow } from "@later/runtime/internal";
 import type { CommandContext } from "./command-context.js";
 import { formatTable, type TableColumn } from "./format-table.js";
@@ -52,7 +53,8 @@ const LAG_COLUMNS: readonly TableColumn<LagRow>[] = [
  *
  * - `topics`: each log topic with its partition count, the records retained
  *   (the sum over partitions of end − oldest retained offset) and its
- *   retention settings (`-`: not set).
+ *   retention settings: a topic without `retentionMs` shows the default it
+ *   is swept with, `7d (default)`; `-`: no `retainRecords`.
  * - `tail <topic>`: records, one a line; see `logTailCommand`.
  * - `groups [<topic>]`: each consumer group's partitions: committed offset
  *   (`-`: none), lease epoch, lease owner and expiry (UTC; `-`: never
@@ -122,9 +124,13 @@ function retainedRecords(t: Pick<LogTopicRow, "partitionOffsets">): number {
   return t.partitionOffsets.reduce((sum, p) => sum + (p.endOffset - p.startOffset), 0);
 }
 
-/** `7d`, `12h`, `30m`, `45s`, `1500ms`: the largest unit that divides it; `-` when not set. */
+/**
+ * `7d`, `12h`, `30m`, `45s`, `1500ms`: the largest unit that divides it.
+ * Not set: the default the retention sweep applies, marked `(default)`, so
+ * the table says how long records are kept rather than that nothing was set.
+ */
 function formatRetention(ms: number | null): string {
-  if (ms === null) return "-";
+  if (ms === null) return `${formatRetention(DEFAULT_LOG_RETENTION_MS)} (default)`;
   for (const [unit, size] of [
     ["d", 86_400_000],
     ["h", 3_600_000],

@@ -224,10 +224,17 @@ export class HandlerMissingError extends LaterError {
   }
 }
 
-/** A handler ran longer than `jobTimeoutMs`; the attempt counts as failed and is retried per policy. */
+/**
+ * A handler ran longer than its timeout: the job's own `timeoutMs` (given at
+ * enqueue), else its type's handler option `timeoutMs`, else the server's
+ * `jobTimeoutMs`. The attempt counts as failed and is retried per policy.
+ */
 export class JobTimeoutError extends LaterError {
-  constructor(jobId: string, timeoutMs: number) {
-    super("JOB_TIMEOUT", `job ${jobId} ran longer than jobTimeoutMs (${timeoutMs} ms)`);
+  readonly timeoutMs: number;
+  /** `setting`: which one applied, as the message names it. Default "jobTimeoutMs". */
+  constructor(jobId: string, timeoutMs: number, setting = "jobTimeoutMs") {
+    super("JOB_TIMEOUT", `job ${jobId} ran longer than ${setting} (${timeoutMs} ms)`);
+    this.timeoutMs = timeoutMs;
   }
 }
 

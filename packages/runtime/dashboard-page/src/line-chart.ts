@@ -1,9 +1,11 @@
 /**
  * A small SVG line chart, drawn by hand (no chart library): a few series
- * over a time axis, a zero-based value axis with three gridlines, a legend,
+ * over a time axis, a zero-based value axis with two to four gridlines at
+ * round values (see {@link axisTicks}), a legend,
  * and a hover tooltip per x position (an SVG `<title>`, so its text is text).
  * Colours come from the series' class in app.css.
  */
+import { axisTicks } from "./axis-ticks.js";
 import { h, svg } from "./element.js";
 
 export interface ChartSeries {
@@ -31,6 +33,8 @@ export interface LineChartOptions {
   height?: number;
   /** The value axis reaches at least this (an idle chart still reads in whole units). Default 1. */
   minTop?: number;
+  /** The values are counts: the axis ticks are distinct integers. Default false. */
+  integers?: boolean;
   /** Points further apart than this are not joined (a gap in the data stays a gap). Default: always joined. */
   gapMs?: number;
   /** A dot on every point (for sparse series, whose lone points draw no line). Default false. */
@@ -49,13 +53,13 @@ export function lineChart(options: LineChartOptions): HTMLElement {
   const span = Math.max(1, to - from);
   let max = 0;
   for (const s of series) for (const [, v] of s.points) max = Math.max(max, v);
-  const top = niceCeiling(Math.max(max, options.minTop ?? 1));
+  const ticks = axisTicks(Math.max(max, options.minTop ?? 1), { integers: options.integers ?? false });
+  const top = ticks.at(-1)!;
   const x = (t: number) => PAD.left + ((t - from) / span) * plotW;
   const y = (v: number) => PAD.top + plotH - (v / top) * plotH;
 
   const chart = svg("svg", { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, class: "chart", role: "img", "aria-label": options.label });
-  for (const fraction of [0, 0.5, 1]) {
-    const value = top * fraction;
+  for (const value of ticks) {
     chart.append(
       svg("line", { x1: PAD.left, x2: WIDTH - PAD.right, y1: y(value), y2: y(value), class: "grid" }),
       svg("text", { x: PAD.left - 4, y: y(value) + 4, class: "axis axis-y" }, formatValue(value)),
@@ -91,14 +95,6 @@ function hoverColumns(options: LineChartOptions, x: (t: number) => number, plotH
     group.append(svg("rect", { x: left, y: PAD.top, width: Math.max(1, right - left), height: plotH, class: "hover-column" }, svg("title", {}, text)));
   });
   return group;
-}
-
-/** The smallest of 1, 2, 5 × 10^k at or above `max` (at least 1), so the axis reads in round numbers. */
-export function niceCeiling(max: number): number {
-  if (!(max > 0)) return 1;
-  const power = 10 ** Math.floor(Math.log10(max));
-  for (const step of [1, 2, 5, 10]) if (step * power >= max) return step * power;
-  return 10 * power;
 }
 
 /**

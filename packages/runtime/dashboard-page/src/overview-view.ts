@@ -189,6 +189,7 @@ export function queueLengthPanel(queueLength: QueueLength | null, rangeMs: numbe
             to: now,
             series,
             formatValue: (v) => formatCount(Math.round(v)),
+            integers: true,
             formatTime: (t) => (dated ? new Date(t).toISOString().slice(5, 16).replace("T", " ") : formatTime(t, now)),
             label: "Ready jobs and the partitions' backlog, per minute",
           }),

@@ -89,6 +89,12 @@ export interface JobInsert {
    */
   retryPolicy: string | null;
   /**
+   * The job's own attempt timeout in ms (`EnqueueOptions.timeoutMs`), which
+   * wins over its type's `timeoutMs` and the server's `jobTimeoutMs`.
+   * Default (undefined or null): none stored.
+   */
+  timeoutMs?: number | null | undefined;
+  /**
    * Partitioned job: its topic and partition. The backend gives it the
    * partition's next sequence in the same write; a topic or partition the
    * database does not hold throws `UnknownTopicError` and writes nothing.
@@ -140,6 +146,8 @@ export interface ClaimedJob {
   attempt: number;
   /** JSON of the explicit retry policy stored with the job (read when the attempt fails); null: none given. */
   retryPolicy: string | null;
+  /** The job's own attempt timeout (ms) stored at enqueue; null (or absent): none, its type's or the server's applies. */
+  timeoutMs?: number | null;
   /**
    * The job's `runAt` as claimed: when it became claimable (enqueue, due
    * time, retry time; a released continuation's is its release), so the

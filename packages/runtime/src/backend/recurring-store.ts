@@ -34,8 +34,12 @@ export interface RecurringStore {
    * losers wait on the row lock, then match no row).
    */
   advance(params: RecurringAdvanceParams): Promise<RecurringAdvanceResult>;
-  /** Every schedule of the namespace, ordered by id. */
-  list(): Promise<RecurringSchedule[]>;
+  /**
+   * Every schedule of the namespace, ordered by id, each with the run time
+   * of its latest enqueued occurrence (read from that job's row, one
+   * correlated lookup by primary key per schedule).
+   */
+  list(): Promise<RecurringScheduleListed[]>;
   /** Deletes a schedule (jobs already enqueued stay); false when there was none. */
   delete(params: RecurringDeleteParams): Promise<boolean>;
 }
@@ -67,6 +71,16 @@ export interface RecurringSchedule {
   lastJobId: string | null;
   createdAt: number;
   updatedAt: number;
+}
+
+/** A schedule as {@link RecurringStore.list} returns it. */
+export interface RecurringScheduleListed extends RecurringSchedule {
+  /**
+   * The run time (ms) of the occurrence `lastJobId` names: the one already
+   * enqueued, before `nextRunAt`. Null when none was enqueued yet or its job
+   * is gone (deleted after its retention).
+   */
+  lastRunAt: number | null;
 }
 
 /** What {@link RecurringStore.upsert} writes: the schedule's definition. */

@@ -15,6 +15,8 @@ export interface LaterJobsTable {
   attempt: number;
   /** JSON of the explicit retry policy given at enqueue; null: the policy of whichever server runs the job. */
   retry_policy: string | null;
+  /** `EnqueueOptions.timeoutMs`: this job's attempt timeout; null: its type's or the server's (migration 12). */
+  timeout_ms: number | null;
   /** Not claimable before this time. */
   run_at: number;
   parent_id: string | null;

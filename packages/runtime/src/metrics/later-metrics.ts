@@ -22,7 +22,7 @@
  * | `later_partition_backlog` | gauge | queue, topic | unfinished jobs of the topic, from the counters every 5 s |
  * | `later_partition_oldest_head_age_seconds` | gauge | queue, topic | age of the topic's oldest head (from the time in its id) every 5 s |
  * | `later_partition_queue_depth` | gauge | queue, topic, partition | unfinished jobs per partition, from the counters every 5 s |
- * | `later_retained_log_consumer_lag` | gauge | queue, topic, group | records appended but not committed by the group, every 5 s (servers with `logTopics`) |
+ * | `later_retained_log_consumer_lag` | gauge | queue, topic, group | records appended but not committed by the group, every 5 s, for every log topic of the namespace (read from the database) |
  *
  * Label rules (M2): `queue` is the backend's namespace; `worker_id` a small
  * number local to one server (combine with Prometheus's `instance`); no

@@ -12,7 +12,7 @@ export interface QueueGaugeRefresherConfig {
   /** Default {@link QUEUE_GAUGE_INTERVAL_MS}. */
   intervalMs?: number;
   metrics: ServerMetrics;
-  /** The server's retained-log lag (`server.logLag()`); null for a server without log topics. */
+  /** The retained-log lag of every log topic of the namespace (`server.logLag()`); null: none read. */
   logLag: (() => Promise<{ topic: string; group: string; lag: number }[]>) | null;
 }
 

@@ -15,7 +15,7 @@
  *   partition `partitionForKey(scheduleId, recurringSequentialPartitions)`,
  *   so they run one at a time in order).
  */
-import type { Backend, RecurringSchedule } from "../backend/backend.js";
+import type { Backend, RecurringScheduleListed } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import { CronSchedule } from "../core/cron/cron-schedule.js";
 import { newJobId, type JobId } from "../core/job-id.js";
@@ -115,8 +115,8 @@ export class RecurringScheduler {
     return changed ? firstId : null;
   }
 
-  /** Every schedule of the namespace, ordered by id. */
-  list(): Promise<RecurringSchedule[]> {
+  /** Every schedule of the namespace, ordered by id, with its latest enqueued occurrence's run time. */
+  list(): Promise<RecurringScheduleListed[]> {
     return this.options.backend.recurring.list();
   }
 

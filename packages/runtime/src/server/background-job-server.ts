@@ -21,6 +21,7 @@ import { LaterMetrics } from "../metrics/later-metrics.js";
 import { QueueGaugeRefresher } from "../metrics/queue-gauge-refresher.js";
 import { ServerMetrics } from "../metrics/server-metrics.js";
 import type { LogGroupLag } from "../retained-log/log-record.js";
+import { logGroupLag } from "../retained-log/log-group-lag.js";
 import { RetainedLog } from "../retained-log/retained-log.js";
 import { followDatabaseClock, prepareBackend } from "./backend-preparation.js";
 import { DatabaseWait } from "./database-wait.js";
@@ -153,9 +154,8 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
         },
         () => partitions?.activeByTopic() ?? new Map(),
       );
-      // The retained log is attached at start, after this constructor: read its lag through logLag().
-      const logLag = options.logTopics.size > 0 ? () => this.logLag() : null;
-      this.services.push(new QueueGaugeRefresher(host, { metrics: recorder, logLag }));
+      // Every log topic the database holds (the schema's, other processes'), not only `logTopics`.
+      this.services.push(new QueueGaugeRefresher(host, { metrics: recorder, logLag: () => this.logLag() }));
     }
     this.recurring = new RecurringPoller({
       backend,
@@ -237,12 +237,15 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   }
 
   /**
-   * The consumer lag of the `logTopics`, per topic and group, summed over
-   * partitions (see `RetainedLog.groupLag`); `[]` without `logTopics`.
-   * Read from the database at each call (two statements per topic).
+   * The consumer lag of every consumer group on every log topic of the
+   * namespace, per topic and group, summed over partitions: the topics and
+   * their partition counts are read from the database, so topics this
+   * server does not list in `logTopics` (a schema's `Logs`, opened with
+   * `openLogs`, or another process's) are covered too. `[]` when the
+   * namespace has no consumer group. Read at each call (see `logGroupLag`).
    */
   logLag(): Promise<LogGroupLag[]> {
-    return this.retainedLog?.groupLag() ?? Promise.resolve([]);
+    return logGroupLag(this.options.backend);
   }
 
   /** Puts a `failed` job back to `enqueued`, ready now, its history kept (see `JobPublisher.retry`); a `job-action` event. */

@@ -32,10 +32,32 @@ export interface EnqueueOptions {
    * was given explicitly, is stored instead).
    */
   retryPolicy?: RetryPolicy;
+  /**
+   * This job's attempt timeout in ms (as pg-boss's `expireInSeconds`),
+   * stored with it: an attempt running longer has its `ctx.signal` aborted
+   * with a `JobTimeoutError` (`JOB_TIMEOUT`) and counts as a failure, retried
+   * per the job's policy. Wins over its job type's `timeoutMs` and the
+   * server's `jobTimeoutMs`. An integer from 1 to 2^31 − 1. Default: none
+   * stored, so the type's or the server's applies.
+   */
+  timeoutMs?: number;
 }
 
 /** Every key {@link EnqueueOptions} has. Any other key is refused, so a misspelt `delayMS` cannot silently run a job at once. */
-export const ENQUEUE_OPTION_KEYS: readonly (keyof EnqueueOptions)[] = ["delayMs", "runAt", "parentId", "retryPolicy"];
+export const ENQUEUE_OPTION_KEYS: readonly (keyof EnqueueOptions)[] = ["delayMs", "runAt", "parentId", "retryPolicy", "timeoutMs"];
+
+/** The largest timeout: timers fire at once past 2^31 − 1 ms (about 24.8 days). */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/**
+ * Checks a `timeoutMs` (an enqueue option or a handler option): an integer
+ * from 1 to 2^31 − 1 ms. Returns the problem to report after the field's
+ * name, or null when it is valid.
+ */
+export function timeoutProblem(value: unknown): string | null {
+  if (typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= MAX_TIMEOUT_MS) return null;
+  return `must be an integer number of ms from 1 to ${MAX_TIMEOUT_MS}, got ${describeValue(value)}`;
+}
 
 /**
  * Checks an options argument of `method` and returns it (`{}` for
@@ -53,7 +75,7 @@ export function checkEnqueueOptions(options: unknown, method = "enqueue"): Enque
       throw new InvalidArgumentError(`${method}: unknown option "${key}"; the options are ${ENQUEUE_OPTION_KEYS.join(", ")}`);
     }
   }
-  const { delayMs, runAt, parentId, retryPolicy } = options as EnqueueOptions;
+  const { delayMs, runAt, parentId, retryPolicy, timeoutMs } = options as EnqueueOptions;
   if (delayMs !== undefined && runAt !== undefined) throw new InvalidArgumentError(`${method}: give delayMs or runAt, not both`);
   if (delayMs !== undefined && (typeof delayMs !== "number" || !Number.isFinite(delayMs) || delayMs < 0)) {
     throw new InvalidArgumentError(`${method}: delayMs must be a finite number of ms >= 0, got ${describeValue(delayMs)}`);
@@ -68,6 +90,10 @@ export function checkEnqueueOptions(options: unknown, method = "enqueue"): Enque
     throw new InvalidArgumentError(
       `${method}: retryPolicy must be a RetryPolicy (RetryPolicy.fixed / exponential / noRetries), got ${describeValue(retryPolicy)}`,
     );
+  }
+  if (timeoutMs !== undefined) {
+    const problem = timeoutProblem(timeoutMs);
+    if (problem !== null) throw new InvalidArgumentError(`${method}: timeoutMs ${problem}`);
   }
   return options as EnqueueOptions;
 }

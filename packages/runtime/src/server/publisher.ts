@@ -253,6 +253,7 @@ export class JobPublisher<Trx = TransactionHandle> {
       runAt,
       parentId,
       retryPolicy,
+      timeoutMs: checked.timeoutMs ?? null,
       ...(partition === undefined ? {} : { topic: partition.topic, partition: partition.partition }),
     }));
     if (jobs.length === 0) return [];

@@ -3,6 +3,7 @@ import { systemClock, type Clock, type RandomSource } from "../core/clock.js";
 import { checkPartitions, RECURRING_SEQUENTIAL_TOPIC, type TopicConfig } from "../core/partition/topic.js";
 import { RetryPolicy } from "../core/retry/retry-policy.js";
 import { InvalidConfigError, describeValue } from "../errors.js";
+import { timeoutProblem } from "./enqueue-options.js";
 import type { JobPublisher } from "./publisher.js";
 import { describeName, nameProblem } from "../core/stored-name.js";
 import type { Registry } from "prom-client";
@@ -66,7 +67,19 @@ export interface HandlerRegistration<C, Trx = TransactionHandle> {
    * (see `encode-payload.ts`).
    */
   encode?: (payload: unknown) => string;
+  /**
+   * This job type's attempt timeout in ms on this server (as River's
+   * `Timeout()`): an attempt running longer has its `ctx.signal` aborted
+   * with a `JobTimeoutError` (`JOB_TIMEOUT`) and counts as a failure,
+   * retried per policy. Wins over the server's `jobTimeoutMs`, not over a
+   * job's own `EnqueueOptions.timeoutMs`. null: no timeout for this type.
+   * An integer from 1 to 2^31 − 1. Default: the server's `jobTimeoutMs`.
+   */
+  timeoutMs?: number | null;
 }
+
+/** Every key a {@link HandlerRegistration} has: any other is refused, so a misspelt option is not silently ignored. */
+export const HANDLER_REGISTRATION_KEYS: readonly (keyof HandlerRegistration<unknown>)[] = ["handle", "retry", "decode", "encode", "timeoutMs"];
 
 /** Bounds for `workerAutoscale`. */
 export interface WorkerAutoscaleOptions {
@@ -267,6 +280,7 @@ export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): Re
     const bad = nameProblem(type);
     if (bad !== null) throw new InvalidConfigError(`handlers: job type ${describeName(type)} ${bad}`);
     if (!h || typeof h.handle !== "function") throw new InvalidConfigError(`handler for "${type}" must have a handle function`);
+    checkHandlerRegistration(type, h);
   }
   const int = (name: keyof ServerOptions<C, Trx>, fallback: number, min: number, max = MAX_TIMER_MS): number => {
     const v = options[name] ?? fallback;
@@ -349,6 +363,18 @@ export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): Re
       }
     },
   };
+}
+
+/** One handler's keys (only {@link HANDLER_REGISTRATION_KEYS}) and its `timeoutMs`; throws `InvalidConfigError` naming the job type and the key. */
+function checkHandlerRegistration(type: string, h: object): void {
+  for (const key of Object.keys(h)) {
+    if (!(HANDLER_REGISTRATION_KEYS as readonly string[]).includes(key)) {
+      throw new InvalidConfigError(`handlers.${type}: unknown option "${key}"; the options are ${HANDLER_REGISTRATION_KEYS.join(", ")}`);
+    }
+  }
+  const timeoutMs = (h as { timeoutMs?: unknown }).timeoutMs;
+  const problem = timeoutMs === undefined || timeoutMs === null ? null : timeoutProblem(timeoutMs);
+  if (problem !== null) throw new InvalidConfigError(`handlers.${type}.timeoutMs ${problem} (or null for none)`);
 }
 
 /** Validates `topics` (each from `topic()`, names unique) and appends the reserved recurring topic when asked for. */

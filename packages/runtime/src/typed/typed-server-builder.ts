@@ -2,6 +2,7 @@ import type { TransactionHandle } from "../backend/backend.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
 import { HandlerMissingError, InvalidArgumentError, InvalidConfigError } from "../errors.js";
 import { BackgroundJobServer } from "../server/background-job-server.js";
+import { timeoutProblem } from "../server/enqueue-options.js";
 import type { JobPublisher } from "../server/publisher.js";
 import type { HandlerRegistration, ServerOptions } from "../server/server-options.js";
 import { payloadDecoder, type JobCatalog } from "./job-catalog.js";
@@ -25,11 +26,22 @@ export type BuilderOptions<C, Trx = TransactionHandle> = Omit<ServerOptions<C, T
 /** A typed handler: resolve = success, throw = retry per policy. */
 export type JobHandler<Ctx, P> = (ctx: Ctx, payload: P) => unknown;
 
-/** Per-job-type settings given next to its handler. */
+/** Per-job-type settings given next to its handler. Any other key is refused (`INVALID_CONFIG` naming it), so a misspelt option is not silently ignored. */
 export interface HandlerOptions<C> {
   /** This job type's retry policy on this server: wins over the server default, not over a policy given explicitly at enqueue. */
   retry?: (app: C) => RetryPolicy;
+  /**
+   * This job type's attempt timeout in ms (as River's `Timeout()`): past it,
+   * `ctx.signal` aborts with a `JobTimeoutError` (`JOB_TIMEOUT`) and the
+   * attempt fails, retried per policy. Wins over the server's
+   * `jobTimeoutMs`, not over a job's own `timeoutMs` given at enqueue. null:
+   * no timeout for this type. Default: the server's `jobTimeoutMs`.
+   */
+  timeoutMs?: number | null;
 }
+
+/** Every key {@link HandlerOptions} has. */
+export const HANDLER_OPTION_KEYS: readonly (keyof HandlerOptions<unknown>)[] = ["retry", "timeoutMs"];
 
 /**
  * The base of every generated `<Name>Builder`: the generated subclass adds
@@ -55,6 +67,13 @@ export class TypedServerBuilder<C, H, Trx = TransactionHandle> {
     if (!spec) throw new InvalidArgumentError(`"${jobType}" is not a declared job`);
     if (typeof handle !== "function") throw new InvalidConfigError(`${spec.handlerMethod}: the handler must be a function`);
     if (options === null || typeof options !== "object") throw new InvalidConfigError(`${spec.handlerMethod}: options must be an object`);
+    for (const key of Object.keys(options)) {
+      if (!(HANDLER_OPTION_KEYS as readonly string[]).includes(key)) {
+        throw new InvalidConfigError(`${spec.handlerMethod}: unknown option "${key}"; the options are ${HANDLER_OPTION_KEYS.join(", ")}`);
+      }
+    }
+    const problem = options.timeoutMs === undefined || options.timeoutMs === null ? null : timeoutProblem(options.timeoutMs);
+    if (problem !== null) throw new InvalidConfigError(`${spec.handlerMethod}: timeoutMs ${problem} (or null for none)`);
     const run = handle as (ctx: TypedJobContext<C, H, Trx>, payload: unknown) => unknown;
     this.handlers.set(jobType, {
       handle: (ctx, payload) => {
@@ -64,6 +83,7 @@ export class TypedServerBuilder<C, H, Trx = TransactionHandle> {
       },
       decode: payloadDecoder(jobType, spec),
       ...(options.retry === undefined ? {} : { retry: options.retry }),
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     });
     return this;
   }

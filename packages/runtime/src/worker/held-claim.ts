@@ -39,6 +39,9 @@ export class HeldClaim implements JobFinish {
   outcome: JobOutcome = SUCCESS;
   /** When the handler started (clock ms), for the timeout watchdog. */
   startedAt = 0;
+  /** The attempt's timeout (ms) and the setting it came from, for the watchdog; null: none. Set when the handler starts. */
+  timeoutMs: number | null = null;
+  timeoutSetting = "";
   /** The worker running it (a `worker_id` label), set when it is handed to the executor. */
   workerId = 0;
   /** Lease lost, expired before the start, or given up at shutdown: the outcome is not written. */

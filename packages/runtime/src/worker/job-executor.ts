@@ -16,14 +16,20 @@
  *                   ├─ throws PermanentJobError ─► fail now (no retry, whatever the policy)
  *                   ├─ throws ──► retryDecision: retry at the policy's delay, or fail (retries spent)
  *                   ├─ abandoned meanwhile (lease lost, shutdown deadline) ─► null: signal aborted, nothing written
- *                   └─ past jobTimeoutMs (watchdog) ─► timed out: signal aborted, the retry decision's outcome
- *                                                      goes to `onTimedOut` at once; run() then resolves null
+ *                   └─ past its timeout (watchdog) ─► timed out: signal aborted (JobTimeoutError), the retry
+ *                                                      decision's outcome goes to `onTimedOut` at once; run() then resolves null
  * ```
  *
- * Timeouts: one watchdog loop per executor checks the running claims every
- * `min(jobTimeoutMs / 4, 1 s)`, instead of a timer per job; a timed-out
- * handler is left behind (it cannot be stopped), so its runner carries on
- * from `onTimedOut` (the worker pool gives the slot a fresh loop).
+ * Timeouts: an attempt's timeout is the job's own (`EnqueueOptions.timeoutMs`,
+ * stored with it), else its type's (the handler option `timeoutMs`; null
+ * there: none), else the server's `jobTimeoutMs` (null: none). One watchdog
+ * loop per executor checks the running claims that have one every quarter
+ * of the shortest such timeout, at most every second, instead of a timer
+ * per job (a claim with a shorter timeout than the current wait wakes it);
+ * it starts with the executor when `jobTimeoutMs` is set, else at the first
+ * attempt with a timeout. A timed-out handler is left behind (it cannot be
+ * stopped), so its runner carries on from `onTimedOut` (the worker pool
+ * gives the slot a fresh loop).
  *
  * The per-job path allocates little: no timer, race or promise is made per
  * job for the timeout or the lease, `ctx` is one small object and the
@@ -33,8 +39,9 @@
  * regular job, its wait when the attempt is handed over; the handler's time
  * and outcome per worker when it settles (or when the watchdog times it out).
  *
- * Lifecycle: `start()` starts the watchdog (when `jobTimeoutMs` is set),
- * `stop()` (idempotent) ends it and resolves once it has exited.
+ * Lifecycle: `start()` starts the watchdog (when `jobTimeoutMs` is set;
+ * else the first attempt with a timeout does), `stop()` (idempotent) ends it
+ * and resolves once it has exited.
  */
 import type { JobOutcome } from "../backend/backend.js";
 import { describeThrown, JobTimeoutError, PayloadDecodeError, PermanentJobError } from "../errors.js";
@@ -46,10 +53,13 @@ import { type HeldClaim, JobRunContext, type ProgressWriter, SUCCESS } from "./h
 import { retryDecision } from "./retry-decision.js";
 
 export class JobExecutor<C> {
-  /** Claims whose handler is running now, for the watchdog. */
+  /** Claims whose handler is running now with a timeout, for the watchdog. */
   private readonly running = new Set<HeldClaim>();
-  private readonly stopController = new AbortController();
+  private started = false;
+  private stopped = false;
   private watchdog: Promise<void> | null = null;
+  /** The watchdog's current wait: its length, and the controller that ends it early (a shorter timeout arrived, or stop). */
+  private wait: { ms: number; controller: AbortController } | null = null;
 
   constructor(
     private readonly options: ResolvedServerOptions<C>,
@@ -67,12 +77,13 @@ export class JobExecutor<C> {
     this.options.backend.jobs.progressSet({ id: claim.id, attempt: claim.attempt, owner: this.owner, progress });
 
   start(): void {
-    const timeoutMs = this.options.jobTimeoutMs;
-    if (timeoutMs !== null) this.watchdog ??= this.runWatchdog(timeoutMs);
+    this.started = true;
+    if (this.options.jobTimeoutMs !== null) this.startWatchdog();
   }
 
   async stop(): Promise<void> {
-    this.stopController.abort();
+    this.stopped = true;
+    this.wait?.controller.abort();
     await this.watchdog;
   }
 
@@ -112,7 +123,7 @@ export class JobExecutor<C> {
     }
     if (options.eventsEnabled) options.onEvent(attemptEvent(job, "running"));
     claim.startedAt = now;
-    this.running.add(claim);
+    this.watch(claim, handler.timeoutMs);
     let outcome = SUCCESS;
     try {
       await handler.handle(new JobRunContext(options.context, this.publisher, claim, this.writeProgress), payload);
@@ -137,24 +148,53 @@ export class JobExecutor<C> {
     claim.abort(reason);
   }
 
-  private async runWatchdog(timeoutMs: number): Promise<void> {
+  /** Gives a starting attempt its timeout (the job's, else its type's, else the server's) and hands it to the watchdog; none: not watched. */
+  private watch(claim: HeldClaim, typeTimeoutMs: number | null | undefined): void {
+    const own = claim.job.timeoutMs ?? null;
+    if (own !== null) [claim.timeoutMs, claim.timeoutSetting] = [own, "the job's timeoutMs"];
+    else if (typeTimeoutMs !== undefined) [claim.timeoutMs, claim.timeoutSetting] = [typeTimeoutMs, `the timeoutMs of "${claim.job.jobType}" handlers`];
+    else [claim.timeoutMs, claim.timeoutSetting] = [this.options.jobTimeoutMs, "jobTimeoutMs"];
+    if (claim.timeoutMs === null) return;
+    this.running.add(claim);
+    if (this.watchdog === null) this.startWatchdog();
+    else if (this.wait !== null && checkEvery(claim.timeoutMs) < this.wait.ms) this.wait.controller.abort();
+  }
+
+  private startWatchdog(): void {
+    if (this.started && !this.stopped) this.watchdog ??= this.runWatchdog();
+  }
+
+  private async runWatchdog(): Promise<void> {
     const { clock } = this.options;
-    const signal = this.stopController.signal;
-    while (!signal.aborted) {
-      await clock.sleep(Math.max(1, Math.min(Math.floor(timeoutMs / 4), 1_000)), signal);
+    while (!this.stopped) {
+      let ms = checkEvery(this.options.jobTimeoutMs ?? MAX_CHECK_MS);
+      for (const claim of this.running) ms = Math.min(ms, checkEvery(claim.timeoutMs!));
+      this.wait = { ms, controller: new AbortController() };
+      await clock.sleep(ms, this.wait.controller.signal);
+      this.wait = null;
       const now = clock.now();
       for (const claim of this.running) {
         if (claim.abandoned) this.running.delete(claim); // given up: its handler may never settle
+        const timeoutMs = claim.timeoutMs!;
         if (claim.abandoned || now - claim.startedAt < timeoutMs) continue;
         this.running.delete(claim);
         claim.timedOut = true;
-        const error = new JobTimeoutError(claim.id, timeoutMs);
+        const error = new JobTimeoutError(claim.id, timeoutMs, claim.timeoutSetting);
         claim.abort(error);
         this.metrics?.attemptEnded(claim.job, claim.workerId, "timed_out", now - claim.startedAt);
-        this.onTimedOut(claim, retryDecision(this.options, claim.job, describeThrown(error)));
+        // The stored error leads with the code, so `later jobs show` and the dashboard say it was a timeout.
+        this.onTimedOut(claim, retryDecision(this.options, claim.job, `${error.code}: ${error.message}`));
       }
     }
   }
+}
+
+/** The watchdog's longest wait: a timeout is noticed at most this late. */
+const MAX_CHECK_MS = 1_000;
+
+/** How often a timeout of `timeoutMs` is checked: a quarter of it, between 1 ms and {@link MAX_CHECK_MS}. */
+function checkEvery(timeoutMs: number): number {
+  return Math.max(1, Math.min(Math.floor(timeoutMs / 4), MAX_CHECK_MS));
 }
 
 /** A handler's `PermanentJobError`, also one from another copy of this package (matched by its code). */

@@ -94,6 +94,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
         payload: job.payload,
         stage,
         retry_policy: job.retryPolicy,
+        timeout_ms: job.timeoutMs ?? null,
         run_at: job.runAt,
         parent_id: job.parentId ?? null,
         last_error: error,
@@ -149,6 +150,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
           attempt: r[3] as number,
           retryPolicy: r[4] as string | null,
           runAt: Number(r[6]),
+          timeoutMs: r[7] === null ? null : Number(r[7]),
         });
     }
     return nextRunAt === undefined ? { jobs } : { jobs, nextRunAt };

@@ -233,6 +233,9 @@ CREATE TABLE {schema}.later_log_group_members (
     // compressed and moved out as before. Applies to rows written from now on.
     sql: "ALTER TABLE {schema}.later_log_records SET (toast_tuple_target = 8160);",
   },
+  // (11 is another change's.) EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
+  // its type's and the server's; NULL: none given. No default: adding the column rewrites nothing.
+  { version: 12, name: "job-timeout", sql: "ALTER TABLE {schema}.later_jobs ADD COLUMN timeout_ms bigint;" },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

@@ -112,7 +112,7 @@ export class PostgresRecurringStore implements B.RecurringStore {
     });
   }
 
-  async list(): Promise<B.RecurringSchedule[]> {
+  async list(): Promise<B.RecurringScheduleListed[]> {
     return RECURRING_LIST.run(this.host.compiler, this.host.shared, { namespace: this.ns });
   }
 

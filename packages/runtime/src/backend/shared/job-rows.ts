@@ -70,6 +70,11 @@ export function renewedClaims(held: ReadonlyMap<string, number>, rows: readonly 
   return renewed;
 }
 
+/** A stored `timeout_ms` (PostgreSQL bigints come back as strings): ms, or null when the job was enqueued without one. */
+export function storedTimeout(value: unknown): number | null {
+  return value === null || value === undefined ? null : Number(value);
+}
+
 /** A stored `retry_policy`: its JSON text, or null when the job was enqueued without an explicit policy. */
 export function storedPolicy(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value);

@@ -3,7 +3,7 @@
  * be claimed, and how a claimed head row maps to the seam's type.
  */
 import type * as B from "../backend.js";
-import { storedPolicy, type Row } from "./job-rows.js";
+import { storedPolicy, storedTimeout, type Row } from "./job-rows.js";
 
 /**
  * When a head can be claimed: now for an enqueued head, at `run_at` for a
@@ -34,6 +34,7 @@ export function claimedHead(r: Row, ref: B.PartitionRef, epoch: number, lostAtte
     attempt: Number(r.attempt),
     retryPolicy: storedPolicy(r.retry_policy),
     runAt: Number(r.run_at),
+    timeoutMs: storedTimeout(r.timeout_ms),
     topic: ref.topic,
     partition: ref.partition,
     seq: Number(r.seq),

@@ -293,6 +293,9 @@ INSERT INTO later_log_batches (namespace, topic, partition_no, first_offset, rec
 DROP TABLE later_log_records;
 `,
   },
+  // (11 is another change's.) EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
+  // its type's and the server's; NULL: none given. Read by the claims beside the retry policy.
+  { version: 12, name: "job-timeout", sql: "ALTER TABLE later_jobs ADD COLUMN timeout_ms INTEGER;" },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */

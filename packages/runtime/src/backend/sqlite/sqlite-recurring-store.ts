@@ -94,7 +94,7 @@ export class SqliteRecurringStore implements B.RecurringStore {
     });
   }
 
-  list(): Promise<B.RecurringSchedule[]> {
+  list(): Promise<B.RecurringScheduleListed[]> {
     return RECURRING_LIST.run(sqliteCompiler, this.read, { namespace: this.ns });
   }
 
