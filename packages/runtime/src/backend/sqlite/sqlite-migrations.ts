@@ -293,6 +293,10 @@ INSERT INTO later_log_batches (namespace, topic, partition_no, first_offset, rec
 DROP TABLE later_log_records;
 `,
   },
+  // The job types each server handles, published with its heartbeat (a JSON array of strings), so that ready jobs
+  // of a type no live server handles can be shown (dashboard, `later jobs list`, metrics). A row written before
+  // this migration lists none until its server's next heartbeat.
+  { version: 11, name: "server-job-types", sql: "ALTER TABLE later_servers ADD COLUMN job_types TEXT NOT NULL DEFAULT '[]';" },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */
