@@ -159,8 +159,10 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
         workers: expect.any(Number),
         busy: expect.any(Number),
         lastSeenAt: expect.any(Number),
+        jobTypes: ["ok"],
       },
     ]);
+    expect(overview.unhandled).toEqual([]);
     expect(overview.throughput.byStage.enqueued).toBeGreaterThan(0);
     expect(overview.dispatchWait.regular.avgMs).toBeGreaterThanOrEqual(0);
     expect(overview.dispatchWait.regular.maxMs!).toBeGreaterThanOrEqual(overview.dispatchWait.regular.avgMs!);
@@ -269,7 +271,8 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
   it("routes: the page and its files with a strict CSP, a base path, 404 for unknown routes, 405 with Allow for wrong methods", async () => {
     const h = harness();
     const server: BackgroundJobServer<unknown> = await h.start({ handlers: { ok: { handle: () => undefined } } });
-    const dashboard = createDashboard({ backend: server.backend, basePath: "/admin/jobs" });
+    // Actions on (readOnly: false), so unsafe methods reach the routing and its 405s.
+    const dashboard = createDashboard({ backend: server.backend, basePath: "/admin/jobs", readOnly: false });
 
     const page = await call<string>(dashboard, "/admin/jobs/");
     expect(page.status).toBe(200);
