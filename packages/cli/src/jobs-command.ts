@@ -129,7 +129,8 @@ async function stageSummary(backend: Backend): Promise<string> {
 async function unhandledWarnings(backend: Backend): Promise<string[]> {
   const { jobTypes, complete } = await backend.inspect.unhandledJobTypes({ nowMs: Date.now() });
   return jobTypes.map(
-    (u) => `warning: ${complete ? "" : "at least "}${u.ready} ready ${u.jobType} job${u.ready === 1 ? "" : "s"} ${u.ready === 1 ? "has" : "have"} no live handler`,
+    (u) =>
+      `warning: ${complete ? "" : "at least "}${u.ready} ready ${u.jobType} job${u.ready === 1 ? "" : "s"} ${u.ready === 1 ? "has" : "have"} no live handler`,
   );
 }
 

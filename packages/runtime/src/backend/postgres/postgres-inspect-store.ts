@@ -9,7 +9,15 @@
 import type * as B from "../backend.js";
 import { UNHANDLED_WINDOW } from "../inspect-store.js";
 import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
-import { ACTIVITY_ROWS, JOB_CHILDREN, OLDEST_READY_AT, QUEUE_LENGTH_ROWS, READY_WINDOW, unhandledFromReads, WORKER_ROWS } from "../shared/dashboard-statements.js";
+import {
+  ACTIVITY_ROWS,
+  JOB_CHILDREN,
+  OLDEST_READY_AT,
+  QUEUE_LENGTH_ROWS,
+  READY_WINDOW,
+  unhandledFromReads,
+  WORKER_ROWS,
+} from "../shared/dashboard-statements.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { PostgresStageCounters } from "./postgres-stage-counters.js";
 import { statement, type Statement } from "./postgres-job-queries.js";

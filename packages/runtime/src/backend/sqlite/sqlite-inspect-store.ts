@@ -10,7 +10,15 @@ import { JOB_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage
 import type * as B from "../backend.js";
 import { UNHANDLED_WINDOW } from "../inspect-store.js";
 import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
-import { ACTIVITY_ROWS, JOB_CHILDREN, OLDEST_READY_AT, QUEUE_LENGTH_ROWS, READY_WINDOW, unhandledFromReads, WORKER_ROWS } from "../shared/dashboard-statements.js";
+import {
+  ACTIVITY_ROWS,
+  JOB_CHILDREN,
+  OLDEST_READY_AT,
+  QUEUE_LENGTH_ROWS,
+  READY_WINDOW,
+  unhandledFromReads,
+  WORKER_ROWS,
+} from "../shared/dashboard-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import type { SqliteHost } from "./sqlite-connection.js";
 import { partitionDepthFromRows, partitionListFromRows, topicDepthFromRows } from "../shared/depth-rows.js";
