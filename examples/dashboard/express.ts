@@ -1,12 +1,12 @@
 // The dashboard in Express, at /jobs/ (toNodeHandler reads Express's originalUrl, so basePath is the full path).
 import express from "express";
 import { createDashboard, toNodeHandler } from "@later/runtime/dashboard";
-import { port, startJobServer, stopOnSignals } from "./app-jobs.js";
+import { authorizeDashboard, port, startJobServer, stopOnSignals } from "./app-jobs.js";
 
 const server = await startJobServer();
 const app = express();
-// Put your own authentication middleware before it, or pass `authorize` to createDashboard.
-app.use("/jobs", toNodeHandler(createDashboard({ backend: server.backend, basePath: "/jobs/" })));
+// `authorize` decides who may act (without it the dashboard is read-only); your own authentication middleware may also go before it.
+app.use("/jobs", toNodeHandler(createDashboard({ backend: server.backend, basePath: "/jobs/", authorize: authorizeDashboard })));
 app.get("/", (_req, res) => {
   res.send("the application\n");
 });

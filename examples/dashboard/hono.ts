@@ -2,10 +2,10 @@
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { createDashboard } from "@later/runtime/dashboard";
-import { port, startJobServer, stopOnSignals } from "./app-jobs.js";
+import { authorizeDashboard, port, startJobServer, stopOnSignals } from "./app-jobs.js";
 
 const server = await startJobServer();
-const dashboard = createDashboard({ backend: server.backend, basePath: "/jobs/" });
+const dashboard = createDashboard({ backend: server.backend, basePath: "/jobs/", authorize: authorizeDashboard });
 const app = new Hono();
 app.all("/jobs", (c) => dashboard(c.req.raw));
 app.all("/jobs/*", (c) => dashboard(c.req.raw));

@@ -1,10 +1,10 @@
 // The dashboard in plain node:http, at /jobs/ beside the application's own routes.
 import { createServer } from "node:http";
 import { createDashboard, toNodeHandler } from "@later/runtime/dashboard";
-import { port, startJobServer, stopOnSignals } from "./app-jobs.js";
+import { authorizeDashboard, port, startJobServer, stopOnSignals } from "./app-jobs.js";
 
 const server = await startJobServer();
-const dashboard = toNodeHandler(createDashboard({ backend: server.backend, basePath: "/jobs/" }));
+const dashboard = toNodeHandler(createDashboard({ backend: server.backend, basePath: "/jobs/", authorize: authorizeDashboard }));
 
 const http = createServer((req, res) => {
   if (req.url === "/jobs" || req.url?.startsWith("/jobs/")) return dashboard(req, res);

@@ -1,9 +1,10 @@
 /**
  * `later dashboard` on every backend, run as a child process: it binds to
  * 127.0.0.1 on the port asked for (0: a free one), prints its URL, serves
- * the page and the JSON API, refuses cross-site actions (and every action
- * with --read-only) and requests for another Host (DNS rebinding), and exits 0 on SIGINT. A database it cannot serve
- * exits 1 with one line.
+ * the page and the JSON API, read-only unless --allow-actions (then it
+ * still refuses cross-site actions, and says on stderr that whoever reaches
+ * the port may act), refuses requests for another Host (DNS rebinding), and
+ * exits 0 on SIGINT. A database it cannot serve exits 1 with one line.
  */
 import { request } from "node:http";
 import { join } from "node:path";
@@ -53,12 +54,14 @@ describe.each(BACKENDS)("later dashboard on $name", (entry) => {
     return { ...child, url: line[1], notes: line[2]! };
   }
 
-  it("serves the page and the API on 127.0.0.1; refuses a cross-site action; exits 0 on SIGINT", async () => {
+  it("serves the page and the API on 127.0.0.1; with --allow-actions refuses a cross-site action only; exits 0 on SIGINT", async () => {
     const { db, jobId, args } = await seeded();
     try {
-      const dashboard = await serve(args);
+      const dashboard = await serve([...args, "--allow-actions"]);
       expect(dashboard.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
       expect(dashboard.notes).toContain("namespace default");
+      expect(dashboard.notes).toContain("actions allowed");
+      await waitFor(() => dashboard.stderr().includes("whoever reaches this port can retry and delete jobs"), "the warning on stderr");
 
       const page = await fetch(dashboard.url);
       expect(page.status).toBe(200);
@@ -68,7 +71,8 @@ describe.each(BACKENDS)("later dashboard on $name", (entry) => {
 
       const overview = await fetch(new URL("api/overview", dashboard.url));
       expect(overview.status).toBe(200);
-      expect(((await overview.json()) as { counts: { enqueued: number } }).counts.enqueued).toBe(1);
+      const overviewBody = (await overview.json()) as { counts: { enqueued: number }; readOnly: boolean };
+      expect([overviewBody.counts.enqueued, overviewBody.readOnly]).toEqual([1, false]);
       const jobs = (await (await fetch(new URL("api/jobs", dashboard.url))).json()) as { jobs: { id: string }[] };
       expect(jobs.jobs.map((j) => j.id)).toEqual([jobId]);
 
@@ -84,22 +88,37 @@ describe.each(BACKENDS)("later dashboard on $name", (entry) => {
 
       dashboard.child.kill("SIGINT");
       expect(await dashboard.exited).toBe(0);
-      expect(dashboard.stderr()).toBe("");
+      expect(dashboard.stderr().trim().split("\n")).toEqual([
+        "later dashboard: --allow-actions: whoever reaches this port can retry and delete jobs (the dashboard has no login)",
+      ]);
     } finally {
       await db.dispose();
     }
   });
 
-  it("--read-only refuses every action with 403 READ_ONLY", async () => {
+  it("read-only by default (and with --read-only): every action is 403 READ_ONLY, the overview says readOnly", async () => {
     const { db, jobId, args } = await seeded();
     try {
-      const dashboard = await serve([...args, "--read-only"]);
+      const dashboard = await serve(args);
       expect(dashboard.notes).toContain("read-only");
+      const overview = (await (await fetch(new URL("api/overview", dashboard.url))).json()) as { readOnly: boolean; unhandled: unknown };
+      // No server runs: the enqueued sendEmail job has no live handler.
+      expect([overview.readOnly, overview.unhandled]).toEqual([true, [{ jobType: "sendEmail", ready: 1 }]]);
       const refused = await fetch(new URL(`api/jobs/${jobId}/retry`, dashboard.url), { method: "POST", headers: { "sec-fetch-site": "same-origin" } });
       expect([refused.status, ((await refused.json()) as { error: { code: string } }).error.code]).toEqual([403, "READ_ONLY"]);
       expect((await fetch(new URL("api/jobs", dashboard.url))).status).toBe(200);
       dashboard.child.kill("SIGTERM");
       expect(await dashboard.exited).toBe(0);
+      expect(dashboard.stderr()).toBe("");
+      const explicit = await serve([...args, "--read-only"]);
+      expect(explicit.notes).toContain("read-only");
+      const again = await fetch(new URL(`api/jobs/${jobId}`, explicit.url), { method: "DELETE" });
+      expect(again.status).toBe(403);
+      explicit.child.kill("SIGTERM");
+      expect(await explicit.exited).toBe(0);
+      const both = later(["dashboard", ...args, "--read-only", "--allow-actions", "--port", "0"]);
+      expect(both.status).not.toBe(0);
+      expect(both.stderr).toContain("cannot be used with");
     } finally {
       await db.dispose();
     }

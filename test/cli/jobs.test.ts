@@ -4,7 +4,8 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { JOB_STAGES } from "@later/runtime";
+import { JOB_STAGES, newJobId } from "@later/runtime";
+import { sqlite } from "@later/runtime/sqlite";
 import type { JobRecord } from "@later/runtime/internal";
 import { hasStackTrace, later, seedDatabase, tempDir, type SeededJobs } from "./later-cli.js";
 
@@ -230,5 +231,36 @@ describe("later jobs (sqlite)", () => {
     expect(debug.status).toBe(1);
     expect(debug.stderr).toMatch(/^later: no such table: later_jobs\n/);
     expect(hasStackTrace(debug.stderr)).toBe(true);
+  });
+});
+
+describe("later jobs list: job types with no live handler", () => {
+  it("warns of each ready type no live server publishes, with its count", async () => {
+    const file = join(tempDir(), "unhandled.db");
+    const backend = sqlite({ file });
+    try {
+      await backend.open();
+      await backend.migrations.up();
+      const now = Date.now();
+      const job = (jobType: string, i: number) => ({ id: newJobId(now + i), jobType, payload: "{}", runAt: now - 1_000, retryPolicy: null });
+      await backend.jobs.insertMany({ jobs: [job("resize", 0), job("deletePhoto", 1), job("deletePhoto", 2), job("deletePhoto", 3), job("archive", 4)], now });
+      // A live worker (its heartbeat expires in an hour) that handles resize and archive, as a newer web process enqueued deletePhoto.
+      await backend.activity.serverHeartbeat({
+        instanceId: "worker-1",
+        host: "box",
+        pid: 1,
+        workers: 4,
+        busy: 0,
+        now,
+        expiresAt: now + 3_600_000,
+        jobTypes: ["resize", "archive"],
+      });
+    } finally {
+      await backend.close();
+    }
+    const result = later(["jobs", "list", "--database", `sqlite:${file}`]);
+    expect(result.status).toBe(0);
+    const warnings = result.stdout.split("\n").filter((l) => l.startsWith("warning:"));
+    expect(warnings).toEqual(["warning: 3 ready deletePhoto jobs have no live handler"]);
   });
 });

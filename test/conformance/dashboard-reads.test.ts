@@ -153,7 +153,7 @@ describe.each(BACKENDS)("dashboard activity rows on $name", (entry) => {
       ]);
       for (let m = 0; m < 5; m++) await backend.activity.queueLengthAdd({ at: NOW + m * 60_000, ready: m, partitionBacklog: 0 });
       await backend.activity.queueLengthAdd({ at: NOW, ready: 99, partitionBacklog: 99 }); // the minute's first sample stays
-      await backend.activity.serverHeartbeat({ instanceId: "gone", host: "h", pid: 1, workers: 1, busy: 0, now: NOW, expiresAt: NOW + 100 });
+      await backend.activity.serverHeartbeat({ instanceId: "gone", host: "h", pid: 1, workers: 1, busy: 0, now: NOW, expiresAt: NOW + 100, jobTypes: [] });
       expect((await backend.inspect.workerList({ nowMs: NOW + 50 })).workers.map((x) => x.instanceId)).toEqual(["gone"]);
       expect((await backend.inspect.workerList({ nowMs: NOW + 100 })).workers).toEqual([]);
       // activity before NOW + 1 s, samples before the third minute; a span of one minute per statement
@@ -168,7 +168,7 @@ describe.each(BACKENDS)("dashboard activity rows on $name", (entry) => {
       expect((await backend.inspect.queueLengthList({ sinceMs: 0 })).samples).toEqual(
         [2, 3, 4].map((m) => ({ at: NOW + m * 60_000, ready: m, partitionBacklog: 0 })),
       );
-      await backend.activity.serverHeartbeat({ instanceId: "gone", host: "h", pid: 1, workers: 1, busy: 0, now: NOW, expiresAt: NOW + 1000 });
+      await backend.activity.serverHeartbeat({ instanceId: "gone", host: "h", pid: 1, workers: 1, busy: 0, now: NOW, expiresAt: NOW + 1000, jobTypes: [] });
       expect((await backend.inspect.workerList({ nowMs: NOW })).workers).toHaveLength(1); // the sweep had deleted the row; the beat wrote it again
     } finally {
       await backend.close();

@@ -45,6 +45,7 @@ const TYPES: Record<string, string> = {
   later_job_wait_duration_seconds: "histogram",
   later_queue_jobs: "gauge",
   later_queue_oldest_ready_age_seconds: "gauge",
+  later_queue_unhandled_jobs: "gauge",
   later_worker_commands_total: "counter",
   later_workers: "gauge",
   later_partition_claims_total: "counter",
@@ -66,6 +67,7 @@ const LABELS: Record<string, string[]> = {
   later_job_wait_duration_seconds: ["queue", "job_type"],
   later_queue_jobs: ["queue", "stage"],
   later_queue_oldest_ready_age_seconds: ["queue"],
+  later_queue_unhandled_jobs: ["queue", "job_type"],
   later_worker_commands_total: ["queue", "worker_id", "outcome"],
   later_workers: ["queue", "worker_id", "state"],
   later_partition_claims_total: ["queue", "topic"],
@@ -193,6 +195,9 @@ describe.each(BACKENDS)("metrics on $name", (entry) => {
     expect(value(read, "later_partition_queue_depth", { topic: "t", partition: "0" })).toBe(0);
     expect(value(read, "later_partition_oldest_head_age_seconds", { topic: "t" })).toBe(5);
     expect(value(read, "later_retained_log_consumer_lag", { topic: "events", group: "audit" })).toBe(2);
+    // The two due regular jobs of a type no live server handles (the delayed one is not due, the partitioned ones are not read).
+    expect(value(read, "later_queue_unhandled_jobs", { job_type: "unhandled" })).toBe(2);
+    expect(value(read, "later_queue_unhandled_jobs", { job_type: "a" })).toBe(0);
   });
 
   it("registers in the application's registry (shared by its servers), is off with metrics: false, and refuses bad options", async () => {

@@ -1,8 +1,9 @@
 /**
  * D4 actions and the dashboard's security defaults on every backend: retry
  * and delete of one job and of every job matching the list's filter, each
- * with an audit event; refusals change nothing; a read-only dashboard, a
- * cross-site action and an `authorize` that says no are 403; cancel and
+ * with an audit event; refusals change nothing; a dashboard without
+ * `authorize` (read-only by default), a read-only one, a cross-site action
+ * and an `authorize` that says no are 403; cancel and
  * pause/resume answer 501 until the runtime has them.
  */
 import { describe, expect, it } from "vitest";
@@ -53,7 +54,7 @@ describe.each(BACKENDS)("dashboard actions on $name", (entry) => {
     const { server, failed, succeeded, stage } = await seeded(h);
     const clock = new ManualClock(Date.UTC(2026, 11, 4, 12));
     const events: DashboardActionEvent[] = [];
-    const dashboard = createDashboard({ backend: server.backend, clock, onAction: (e) => events.push(e) });
+    const dashboard = createDashboard({ backend: server.backend, clock, authorize: () => true, onAction: (e) => events.push(e) });
 
     const retried = await act(dashboard, `/api/jobs/${failed[0]}/retry`);
     expect([retried.status, retried.body]).toEqual([200, { action: "retry", jobIds: [failed[0]], count: 1 }]);
@@ -79,7 +80,7 @@ describe.each(BACKENDS)("dashboard actions on $name", (entry) => {
     const h = harness();
     const { server, failed, otherFailed, succeeded, stage } = await seeded(h);
     const events: DashboardActionEvent[] = [];
-    const dashboard = createDashboard({ backend: server.backend, onAction: (e) => events.push(e) });
+    const dashboard = createDashboard({ backend: server.backend, authorize: () => true, onAction: (e) => events.push(e) });
 
     const retried = await act(dashboard, "/api/jobs/retry?stage=failed&type=flaky");
     expect([retried.status, retried.body]).toEqual([200, { action: "retry", filter: { stage: "failed", jobType: "flaky" }, count: 2 }]);
@@ -103,11 +104,19 @@ describe.each(BACKENDS)("dashboard actions on $name", (entry) => {
     ]);
   });
 
-  it("security: actions need same-origin (or no browser); read-only refuses them; authorize gates every request", async () => {
+  it("security: read-only without authorize; actions need same-origin (or no browser); read-only refuses them; authorize gates every request", async () => {
     const h = harness();
     const { server, failed, stage } = await seeded(h);
     const path = `/api/jobs/${failed[0]}/retry`;
-    const open = createDashboard({ backend: server.backend });
+    // Safe by default: without authorize (and without readOnly: false) every action is READ_ONLY, whoever sends it.
+    const byDefault = createDashboard({ backend: server.backend });
+    for (const site of ["same-origin", "cross-site", undefined] as const) {
+      const refused = await call<ErrorBody>(byDefault, path, { method: "POST", ...(site ? { site } : {}) });
+      expect([site, refused.status, refused.body.error.code]).toEqual([site, 403, "READ_ONLY"]);
+    }
+    expect((await call(byDefault, "/api/jobs")).status).toBe(200);
+    // Turned on without authorize (the README's warning): the same-origin rule still holds for browsers.
+    const open = createDashboard({ backend: server.backend, readOnly: false });
 
     for (const site of ["cross-site", "same-site", "none"] as const) {
       const refused = await call<ErrorBody>(open, path, { method: "POST", site });
@@ -148,13 +157,13 @@ describe.each(BACKENDS)("dashboard actions on $name", (entry) => {
   it("cancel, pause and resume answer 501 NOT_IMPLEMENTED (routes present), after the same security checks", async () => {
     const h = harness();
     const { server, failed } = await seeded(h);
-    const dashboard = createDashboard({ backend: server.backend });
+    const dashboard = createDashboard({ backend: server.backend, readOnly: false });
     for (const path of [`/api/jobs/${failed[0]}/cancel`, "/api/jobs/cancel?stage=running", "/api/queues/flaky/pause", "/api/queues/flaky/resume"]) {
       const answer = await act<ErrorBody>(dashboard, path);
       expect([path, answer.status, answer.body.error.code]).toEqual([path, 501, "NOT_IMPLEMENTED"]);
       expect((await call<ErrorBody>(dashboard, path, { method: "POST", site: "cross-site" })).status).toBe(403);
     }
-    const readOnly = createDashboard({ backend: server.backend, readOnly: true });
+    const readOnly = createDashboard({ backend: server.backend, readOnly: true, authorize: () => true });
     expect((await act(readOnly, "/api/queues/flaky/pause")).status).toBe(403);
   });
 });

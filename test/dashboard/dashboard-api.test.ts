@@ -62,7 +62,19 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
     const { status, body, headers } = await call<Overview>(dashboard, "/api/overview");
     expect(status).toBe(200);
     expect(headers.get("cache-control")).toBe("no-store");
-    expect(Object.keys(body).sort()).toEqual(["at", "counts", "databaseBytes", "dispatchWait", "throughput", "topics", "workers"]);
+    expect(Object.keys(body).sort()).toEqual([
+      "at",
+      "counts",
+      "databaseBytes",
+      "dispatchWait",
+      "readOnly",
+      "throughput",
+      "topics",
+      "unhandled",
+      "unhandledComplete",
+      "workers",
+    ]);
+    expect((body as Overview & { readOnly: boolean }).readOnly).toBe(true); // no authorize: read-only by default
     expect(body.counts).toEqual({ enqueued: 0, delayed: 3, waiting: 0, running: 0, requeued: 0, success: 3, failed: 2, cancelled: 0 });
     expect(body.throughput.windowS).toBe(60);
     expect(body.topics).toEqual([
@@ -100,7 +112,7 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
       await backend.activity.dispatchWaitAdd({ at: t0 - 90_000, regular: wait(100, 100_000, 5_000), partitioned: wait(0, 0, 0) }); // outside the window
       await backend.activity.dispatchWaitAdd({ at: t0, regular: wait(3, 30, 20), partitioned: wait(1, 7, 7) });
       await backend.activity.dispatchWaitAdd({ at: t0 + 2_000, regular: wait(1, 10, 10), partitioned: wait(0, 0, 0) });
-      const beat = { host: "box-1", pid: 4242, workers: 8, busy: 3, now: t0 + 2_000 };
+      const beat = { host: "box-1", pid: 4242, workers: 8, busy: 3, now: t0 + 2_000, jobTypes: ["other"] };
       await backend.activity.serverHeartbeat({ instanceId: "live", ...beat, expiresAt: t0 + 60_000 });
       await backend.activity.serverHeartbeat({ instanceId: "gone", ...beat, expiresAt: t0 + 5_000 });
 
@@ -112,7 +124,10 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
         byStage: { enqueued: 4, delayed: 0, waiting: 0, running: 0, requeued: 0, success: 0, failed: 0, cancelled: 0 },
       });
       expect(body.dispatchWait).toEqual({ regular: { claims: 4, avgMs: 10, maxMs: 20 }, partitioned: { claims: 1, avgMs: 7, maxMs: 7 } });
-      expect(body.workers).toEqual([{ instanceId: "live", host: "box-1", pid: 4242, workers: 8, busy: 3, lastSeenAt: t0 + 2_000 }]);
+      expect(body.workers).toEqual([{ instanceId: "live", host: "box-1", pid: 4242, workers: 8, busy: 3, lastSeenAt: t0 + 2_000, jobTypes: ["other"] }]);
+      // The live server handles "other" only: the five due "quiet" jobs have no live handler.
+      expect(body.unhandled).toEqual([{ jobType: "quiet", ready: 5 }]);
+      expect(body.unhandledComplete).toBe(true);
       expect(body.counts).toMatchObject({ enqueued: 4, delayed: 1 }); // the first job was inserted a second before its runAt
     } finally {
       await backend.close();
@@ -144,8 +159,10 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
         workers: expect.any(Number),
         busy: expect.any(Number),
         lastSeenAt: expect.any(Number),
+        jobTypes: ["ok"],
       },
     ]);
+    expect(overview.unhandled).toEqual([]);
     expect(overview.throughput.byStage.enqueued).toBeGreaterThan(0);
     expect(overview.dispatchWait.regular.avgMs).toBeGreaterThanOrEqual(0);
     expect(overview.dispatchWait.regular.maxMs!).toBeGreaterThanOrEqual(overview.dispatchWait.regular.avgMs!);
@@ -254,7 +271,8 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
   it("routes: the page and its files with a strict CSP, a base path, 404 for unknown routes, 405 with Allow for wrong methods", async () => {
     const h = harness();
     const server: BackgroundJobServer<unknown> = await h.start({ handlers: { ok: { handle: () => undefined } } });
-    const dashboard = createDashboard({ backend: server.backend, basePath: "/admin/jobs" });
+    // Actions on (readOnly: false), so unsafe methods reach the routing and its 405s.
+    const dashboard = createDashboard({ backend: server.backend, basePath: "/admin/jobs", readOnly: false });
 
     const page = await call<string>(dashboard, "/admin/jobs/");
     expect(page.status).toBe(200);

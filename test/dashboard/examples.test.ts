@@ -3,7 +3,8 @@
  * in plain node:http, in Express and in Hono, each started as a child
  * process (its build in dist/) on a free port. Each serves the page with
  * its CSP, `api/overview` with the job the example enqueued, the
- * application's own route beside it, and a cross-site action refused; each
+ * application's own route beside it, actions only with the example's
+ * `authorize` token (a cross-site one refused even with its cookie); each
  * exits on SIGTERM.
  */
 import { existsSync } from "node:fs";
@@ -23,7 +24,13 @@ describe.each(BACKENDS)("examples/dashboard on $name", (entry) => {
     const db = await entry.createDatabase();
     onTestFinished(() => db.dispose());
     const port = await freePort();
-    const env: Record<string, string | undefined> = { ...process.env, PORT: String(port), LATER_DATABASE_URL: db.url, LATER_SCHEMA: db.schema };
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      PORT: String(port),
+      LATER_DATABASE_URL: db.url,
+      LATER_SCHEMA: db.schema,
+      DASHBOARD_TOKEN: "t0ken",
+    };
     if (!db.schema) delete env.LATER_SCHEMA;
     const { child, stdout, stderr, exited } = nodeChild(join(DIST, `${example}.js`), [], { cwd: join(REPO_ROOT, "examples/dashboard"), env });
     await waitFor(() => stdout().includes(`dashboard at http://127.0.0.1:${port}/jobs/`) || child.exitCode !== null, "the example to listen");
@@ -45,8 +52,14 @@ describe.each(BACKENDS)("examples/dashboard on $name", (entry) => {
     }, "the example's job in the overview");
     const jobs = (await (await fetch(`${base}/jobs/api/jobs`)).json()) as { jobs: { id: string; jobType: string }[] };
     expect(jobs.jobs.map((j) => j.jobType)).toEqual(["greet"]);
-    const crossSite = await fetch(`${base}/jobs/api/jobs/${jobs.jobs[0]!.id}`, { method: "DELETE", headers: { "sec-fetch-site": "cross-site" } });
+    const overview = (await (await fetch(`${base}/jobs/api/overview`)).json()) as { readOnly: boolean };
+    expect(overview.readOnly).toBe(false); // authorize given: the page draws the actions
+    const path = `${base}/jobs/api/jobs/${jobs.jobs[0]!.id}`;
+    const crossSite = await fetch(path, { method: "DELETE", headers: { "sec-fetch-site": "cross-site", cookie: "later_dashboard_token=t0ken" } });
     expect(crossSite.status).toBe(403);
+    expect((await fetch(path, { method: "DELETE" })).status).toBe(403); // no token
+    const deleted = await fetch(path, { method: "DELETE", headers: { authorization: "Bearer t0ken" } });
+    expect(deleted.status).toBe(200);
     expect(await (await fetch(`${base}/`)).text()).toBe("the application\n");
 
     child.kill("SIGTERM");

@@ -45,7 +45,7 @@ describe.each(BACKENDS)("toNodeHandler on $name", (entry) => {
     const server = await h.start({ handlers: { boom: { handle: () => Promise.reject(new Error("no")), retry: () => RetryPolicy.noRetries() } } });
     const id = await server.publisher.enqueue("boom", {});
     await settled(() => server.backend.inspect.jobGet({ id }));
-    const port = await listen(createServer(toNodeHandler(createDashboard({ backend: server.backend, basePath: "/ops/" }))));
+    const port = await listen(createServer(toNodeHandler(createDashboard({ backend: server.backend, basePath: "/ops/", readOnly: false }))));
 
     const page = await send(port, "GET", "/ops/");
     expect(page.status).toBe(200);

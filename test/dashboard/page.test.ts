@@ -22,7 +22,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import { RetryPolicy, topic } from "@later/runtime";
+import { newJobId, RetryPolicy, topic } from "@later/runtime";
 import { createDashboard, toNodeHandler } from "@later/runtime/dashboard";
 import { BACKENDS } from "../conformance/backends.js";
 import { deferred, useHarness, waitFor } from "../conformance/harness.js";
@@ -104,7 +104,8 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       });
     }
 
-    const dashboard = createDashboard({ backend: server.backend, basePath: "/admin/jobs/" });
+    // Actions need an authorize hook that says yes (or readOnly: false): with it the buttons are drawn and work.
+    const dashboard = createDashboard({ backend: server.backend, basePath: "/admin/jobs/", authorize: () => true });
     const http = createServer(toNodeHandler(dashboard));
     await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
     const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}/admin/jobs/`;
@@ -202,9 +203,63 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       expect(await server.backend.inspect.jobGet({ id: orphan! })).toBeNull();
       expect(confirmations).toEqual([`Retry job ${failedId}?`, "Delete every finished (success or failed) job matching the filter (stage=failed)?"]);
 
+      // Every ready type has a live handler: no warning row.
+      expect(await page.locator(".panel.unhandled").count()).toBe(0);
       expect(problems).toEqual([]);
     } finally {
       release.resolve();
+      await browser.close();
+      await new Promise((resolve) => http.close(resolve));
+    }
+  });
+
+  it("without authorize: read-only, no action button drawn and a POST answered 403; a type no live server handles is marked", async () => {
+    const h = harness();
+    const server = await h.start({
+      handlers: { resize: { handle: () => Promise.reject(new Error("broken")), retry: () => RetryPolicy.noRetries() } },
+    });
+    const failedId = await server.publisher.enqueue("resize", {});
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: failedId }))?.stage === "failed", "the failed job");
+    // Enqueued by a process built from a newer schema: no live server has a handler for deletePhoto.
+    const now = Date.now();
+    await server.backend.jobs.insertMany({
+      jobs: [0, 1, 2].map((i) => ({ id: newJobId(now + i), jobType: "deletePhoto", payload: "{}", runAt: now, retryPolicy: null })),
+      now,
+    });
+    const http = createServer(toNodeHandler(createDashboard({ backend: server.backend })));
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}/`;
+    const browser = await launchChromium();
+    try {
+      const page = browser.context.pages()[0] ?? (await browser.context.newPage());
+      const problems: string[] = [];
+      page.on("console", (m) => {
+        // The refused POST below logs its 403 as a failed resource load: expected.
+        if ((m.type() === "error" || m.type() === "warning") && !m.text().includes("403")) problems.push(`${m.type()}: ${m.text()}`);
+      });
+      page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+      await page.goto(base);
+      const row = ".panel.unhandled [data-unhandled-type='deletePhoto']";
+      await page.waitForSelector(row, { timeout: 20_000 });
+      expect(await page.locator(`${row} .badge`).textContent()).toBe("no live handler");
+      expect(await page.locator(row).textContent()).toContain("3 ready jobs wait for a server with a handler for this type");
+      await rows(page, 4);
+      expect(await page.locator("[data-bulk]").count()).toBe(0);
+      await page.click(`${row} button.job-type`);
+      expect(await rows(page, 3)).not.toContain(failedId);
+      // The failed job's detail: no retry or delete button.
+      await page.goto(`${base}#/jobs/${failedId}`);
+      await page.waitForSelector(`.job-detail[data-job-id="${failedId}"] .history`);
+      expect(await page.locator(".job-detail [data-action]").count()).toBe(0);
+      // The page's own origin: refused all the same.
+      const answer = await page.evaluate(async (id) => {
+        const response = await fetch(`api/jobs/${id}/retry`, { method: "POST" });
+        return { status: response.status, body: (await response.json()) as { error: { code: string } } };
+      }, failedId);
+      expect([answer.status, answer.body.error.code]).toEqual([403, "READ_ONLY"]);
+      expect(await server.backend.inspect.jobGet({ id: failedId })).toMatchObject({ stage: "failed" });
+      expect(problems).toEqual([]);
+    } finally {
       await browser.close();
       await new Promise((resolve) => http.close(resolve));
     }

@@ -19,24 +19,28 @@ interface DashboardCommandOptions {
   port: number;
   host: string;
   readOnly?: boolean;
+  allowActions?: boolean;
 }
 
 /**
  * `later dashboard --database URL [--port 8080] [--host 127.0.0.1]
- * [--read-only] [--namespace NS] [--schema NAME]`: serves the dashboard of
- * one namespace (the page and its JSON API, `@later/runtime/dashboard`) on
- * node:http until SIGINT or SIGTERM, then closes the server and the
- * database and exits 0.
+ * [--allow-actions | --read-only] [--namespace NS] [--schema NAME]`: serves
+ * the dashboard of one namespace (the page and its JSON API,
+ * `@later/runtime/dashboard`) on node:http until SIGINT or SIGTERM, then
+ * closes the server and the database and exits 0.
  *
- * It binds to 127.0.0.1 unless told otherwise: the dashboard has no login
- * of its own, so `--host 0.0.0.0` exposes it (and its actions, unless
- * `--read-only`) to whoever reaches the port; put it behind a proxy that
- * authenticates. Actions need `Sec-Fetch-Site: same-origin` from a browser,
- * as everywhere the dashboard is mounted. `--port 0` takes a free port.
+ * Read-only by default (`--read-only` says so explicitly): the page draws
+ * no action button and every action is 403 `READ_ONLY`. `--allow-actions`
+ * turns retry and delete on for whoever reaches the port (the dashboard has
+ * no login of its own), and says so on stderr. It binds to 127.0.0.1
+ * unless told otherwise: `--host 0.0.0.0` exposes it to the network; put it
+ * behind a proxy that authenticates. Actions need `Sec-Fetch-Site:
+ * same-origin` from a browser, as everywhere the dashboard is mounted.
+ * `--port 0` takes a free port.
  * Bound to a loopback address it answers only requests whose `Host` is
  * that address or `localhost` (403 otherwise: DNS rebinding).
  * Once listening it prints one line, `later dashboard: <url> (<database>,
- * namespace <ns>[, read-only])`, so a script can read the URL.
+ * namespace <ns>, read-only|actions allowed)`, so a script can read the URL.
  *
  * Refuses, exit 1, a database whose schema is behind or ahead (the message
  * says to run `later migrate up`), a missing SQLite file, and a port it
@@ -48,7 +52,8 @@ export function dashboardCommand(context: CommandContext): Command {
     .addOption(databaseOption())
     .addOption(new Option("--port <port>", "the port to listen on (0: any free port)").argParser(parsePort).default(DASHBOARD_PORT))
     .addOption(new Option("--host <address>", "the address to listen on (0.0.0.0: every interface; the dashboard has no login)").default(DASHBOARD_HOST))
-    .option("--read-only", "refuse every action (retry, delete): look, do not touch")
+    .addOption(new Option("--read-only", "refuse every action (retry, delete) and draw no action button: the default").conflicts("allowActions"))
+    .option("--allow-actions", "allow retry and delete to whoever reaches the port (no login: keep it on 127.0.0.1 or behind an authenticating proxy)")
     .addOption(namespaceOption("jobs"))
     .addOption(schemaOption())
     .action((options: DashboardCommandOptions) =>
@@ -57,7 +62,8 @@ export function dashboardCommand(context: CommandContext): Command {
         async (backend) => {
           const dashboard = createDashboard({
             backend,
-            readOnly: options.readOnly === true,
+            // Safe by default: actions only when asked for.
+            readOnly: options.allowActions !== true,
             // The page sees "INTERNAL"; the operator gets the cause here.
             onError: (error, request) =>
               context.io.err(`later dashboard: ${request.method} ${new URL(request.url).pathname}: ${error instanceof Error ? error.message : String(error)}`),
@@ -72,7 +78,9 @@ export function dashboardCommand(context: CommandContext): Command {
           const port = await listen(server, options.port, options.host);
           hosts = loopbackHostHeaders(options.host, port);
           const host = options.host.includes(":") ? `[${options.host}]` : options.host;
-          const notes = [displayDatabaseUrl(options.database), `namespace ${backend.namespace}`, ...(options.readOnly ? ["read-only"] : [])];
+          const notes = [displayDatabaseUrl(options.database), `namespace ${backend.namespace}`, options.allowActions ? "actions allowed" : "read-only"];
+          if (options.allowActions)
+            context.io.err("later dashboard: --allow-actions: whoever reaches this port can retry and delete jobs (the dashboard has no login)");
           context.io.out(`later dashboard: http://${host}:${port}/ (${notes.join(", ")})`);
           await stopSignal();
           await new Promise<void>((resolve) => {

@@ -23,7 +23,7 @@ export const EXIT_CODES_HELP = `Examples:
   later jobs retry 01jh2k3m4n5p6q7r8s9t0v1w2x --database sqlite:later.db
   later jobs delete --stage success --type sendEmail --yes --database sqlite:later.db
   later log tail events --from 0 --follow --database sqlite:later.db
-  later dashboard --database sqlite:later.db --port 8080 --read-only
+  later dashboard --database sqlite:later.db --port 8080                   (read-only; --allow-actions to retry and delete)
   later gen jobs.schema.ts --out jobs.generated.ts --check
 
 Exit codes:

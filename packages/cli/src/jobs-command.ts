@@ -34,7 +34,9 @@ interface JobsListOptions extends JobsOptions {
  * database (a missing SQLite file is an error).
  *
  * - `list` prints the newest jobs first, as an aligned table (see
- *   `formatJobTable`) followed by the namespace's count per stage, or with
+ *   `formatJobTable`) followed by the namespace's count per stage and a
+ *   `warning:` line per job type whose ready jobs no live server handles
+ *   (e.g. `warning: 3 ready deletePhoto jobs have no live handler`), or with
  *   `--json` a JSON array of jobs (see `toJobJson`). `--stage` takes one
  *   of the job stages; any other value is a usage error that lists them.
  * - `show ID` prints every field, the payload, the last error and the
@@ -63,6 +65,7 @@ export function jobsCommand(context: CommandContext): Command {
         else for (const line of formatJobTable(list)) context.io.out(line);
         context.io.out("");
         context.io.out(await stageSummary(backend));
+        for (const line of await unhandledWarnings(backend)) context.io.out(line);
         if (list.length === options.limit) context.io.out(`showing the newest ${list.length}${describeFilter(options)}; --limit N shows more`);
       }),
     );
@@ -115,6 +118,20 @@ async function stageSummary(backend: Backend): Promise<string> {
     return `namespace "${backend.namespace}" holds no jobs; namespaces with jobs: ${named} (--namespace NS)`;
   }
   return `namespace "${backend.namespace}" holds ${total} job${total === 1 ? "" : "s"}: ${JOB_STAGES.map((s) => `${s} ${counts[s]}`).join(", ")}`;
+}
+
+/**
+ * One `warning:` line per job type with ready jobs and no live server
+ * handling it (no live server published the type with its heartbeat), from
+ * `inspect.unhandledJobTypes`: the live servers' rows and a bounded window
+ * of the oldest ready jobs, never a count of the jobs.
+ */
+async function unhandledWarnings(backend: Backend): Promise<string[]> {
+  const { jobTypes, complete } = await backend.inspect.unhandledJobTypes({ nowMs: Date.now() });
+  return jobTypes.map(
+    (u) =>
+      `warning: ${complete ? "" : "at least "}${u.ready} ready ${u.jobType} job${u.ready === 1 ? "" : "s"} ${u.ready === 1 ? "has" : "have"} no live handler`,
+  );
 }
 
 function parseLimit(value: string): number {

@@ -63,6 +63,12 @@ export interface Overview {
   workers: Worker[];
   topics: OverviewTopic[];
   databaseBytes: number | null;
+  /** Job types with ready jobs that no live server handles (absent from an older API: none). */
+  unhandled?: { jobType: string; ready: number }[];
+  /** False: each `ready` of `unhandled` is a lower bound. */
+  unhandledComplete?: boolean;
+  /** True: actions are refused, so the page draws no action button. */
+  readOnly?: boolean;
 }
 
 /** One job of a list page (D2). */

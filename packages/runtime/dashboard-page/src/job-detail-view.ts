@@ -28,24 +28,27 @@ export function jobDetailView(job: JobDetail, now: number, readOnly: boolean, ac
     { className: "panel job-detail", attrs: { "data-job-id": job.id } },
     h("p", null, h("a", { href: actions.backHref, className: "back" }, "‹ all jobs")),
     h("h2", null, "Job ", h("span", { className: "mono", title: job.id }, job.id), " ", stageTag(job.stage)),
-    h(
-      "div",
-      { className: "detail-actions" },
-      h(
-        "button",
-        { className: "action", attrs: { type: "button", "data-action": "retry", disabled: readOnly || !canRetry }, onClick: () => actions.retry(job.id) },
-        "Retry",
-      ),
-      h(
-        "button",
-        {
-          className: "action danger",
-          attrs: { type: "button", "data-action": "delete", disabled: readOnly || !canDelete },
-          onClick: () => actions.remove(job.id),
-        },
-        "Delete",
-      ),
-    ),
+    // A read-only dashboard refuses actions: no button is drawn.
+    readOnly
+      ? null
+      : h(
+          "div",
+          { className: "detail-actions" },
+          h(
+            "button",
+            { className: "action", attrs: { type: "button", "data-action": "retry", disabled: !canRetry }, onClick: () => actions.retry(job.id) },
+            "Retry",
+          ),
+          h(
+            "button",
+            {
+              className: "action danger",
+              attrs: { type: "button", "data-action": "delete", disabled: !canDelete },
+              onClick: () => actions.remove(job.id),
+            },
+            "Delete",
+          ),
+        ),
     h(
       "dl",
       { className: "facts" },

@@ -1,7 +1,7 @@
 /**
  * The job list (D2): filters (stage, type, topic, partition, id prefix), a
  * cursor page of jobs, paging, and the bulk actions on every job matching
- * the filter (D4, after a confirmation). The filter form is built once and
+ * the filter (D4, after a confirmation; not drawn on a read-only dashboard). The filter form is built once and
  * kept across polls, so typing in it is never interrupted; the table is
  * drawn again from each page.
  */
@@ -30,6 +30,8 @@ export class JobListView {
   private readonly table: HTMLElement;
   private readonly pager: HTMLElement;
   private readonly bulkButtons: HTMLButtonElement[];
+  /** Holds the bulk buttons when actions are allowed; empty on a read-only dashboard (nothing drawn until the overview says). */
+  private readonly bulkSlot: HTMLElement;
   private typing: ReturnType<typeof setTimeout> | null = null;
 
   constructor(private readonly actions: JobListActions) {
@@ -59,6 +61,7 @@ export class JobListView {
         "Delete all matching",
       ),
     ];
+    this.bulkSlot = h("span", { className: "bulk-actions" });
     this.table = h("div", { className: "job-table" });
     this.pager = h("div", { className: "pager" });
     this.root = h(
@@ -75,11 +78,18 @@ export class JobListView {
         this.q,
         clear,
         h("span", { className: "spacer" }),
-        ...this.bulkButtons,
+        this.bulkSlot,
       ),
       this.table,
       this.pager,
     );
+  }
+
+  /** Draws the bulk buttons, or none on a read-only dashboard. */
+  showActions(readOnly: boolean): void {
+    const drawn = this.bulkSlot.childElementCount > 0;
+    if (readOnly && drawn) this.bulkSlot.replaceChildren();
+    else if (!readOnly && !drawn) this.bulkSlot.replaceChildren(...this.bulkButtons);
   }
 
   /** Puts the filter in the form (after a click on a card or badge, or a link). */

@@ -21,7 +21,7 @@ import { formatTime, shortId } from "./display-format.js";
 import { h } from "./element.js";
 import { jobDetailView } from "./job-detail-view.js";
 import { JobListView } from "./job-list-view.js";
-import { databaseSize, queueLengthPanel, stageCards, throughputPanel, topicsPanel, workersPanel } from "./overview-view.js";
+import { databaseSize, queueLengthPanel, stageCards, throughputPanel, topicsPanel, unhandledPanel, workersPanel } from "./overview-view.js";
 import { POLL_INTERVALS, Poller } from "./poller.js";
 
 /** Jobs per list page. */
@@ -102,7 +102,8 @@ queueRange.addEventListener("change", () => {
   void poller.refresh();
 });
 
-const readOnly = () => (state.overview as { readOnly?: boolean } | null)?.readOnly === true;
+/** Read-only until an overview says otherwise: no action button is drawn before the page knows it may act. */
+const readOnly = () => state.overview?.readOnly !== false;
 const jobList = new JobListView({
   setFilter: (filter) => navigate(listHash(filter)),
   firstPage: () => goToPage(0),
@@ -254,7 +255,8 @@ function drawOverview(): void {
   const overview = state.overview;
   if (!overview) return;
   const now = overview.at ?? Date.now();
-  cards.replaceChildren(stageCards(overview, state.filter, overviewActions));
+  const unhandled = unhandledPanel(overview, overviewActions);
+  cards.replaceChildren(...(unhandled ? [unhandled] : []), stageCards(overview, state.filter, overviewActions));
   dbSize.replaceChildren(databaseSize(overview));
   side.replaceChildren(
     queueLengthPanel(state.queueLength, state.queueRangeMs, now, queueRange),
@@ -263,6 +265,7 @@ function drawOverview(): void {
   );
   charts.replaceChildren(throughputPanel(overview, state.throughput), side);
   jobList.showFilter(state.filter, overview.topics);
+  jobList.showActions(readOnly());
 }
 
 function messageOf(error: unknown): string {

@@ -196,6 +196,40 @@ export function queueLengthPanel(queueLength: QueueLength | null, rangeMs: numbe
   );
 }
 
+/**
+ * A warning row per job type with ready jobs and no live handler (no live
+ * server published the type with its heartbeat: they wait until one
+ * does); a click lists that type's jobs. Null when there is none.
+ */
+export function unhandledPanel(overview: Overview, actions: OverviewActions): HTMLElement | null {
+  const unhandled = overview.unhandled ?? [];
+  if (unhandled.length === 0) return null;
+  const atLeast = overview.unhandledComplete === false ? "at least " : "";
+  return h(
+    "section",
+    { className: "panel unhandled", attrs: { role: "alert", "aria-label": "Job types with no live handler" } },
+    h("h2", null, "Jobs that no live server handles"),
+    ...unhandled.map((u) =>
+      h(
+        "div",
+        { className: "unhandled-row", attrs: { "data-unhandled-type": u.jobType } },
+        h("span", { className: "badge warning" }, "no live handler"),
+        " ",
+        h(
+          "button",
+          { className: "link-button job-type", attrs: { type: "button" }, title: `List ${u.jobType} jobs`, onClick: () => actions.filter({ type: u.jobType }) },
+          u.jobType,
+        ),
+        h(
+          "span",
+          { className: "note" },
+          `: ${atLeast}${formatCount(u.ready)} ready job${u.ready === 1 ? "" : "s"} wait for a server with a handler for this type`,
+        ),
+      ),
+    ),
+  );
+}
+
 /** Live servers with their worker counts and last heartbeat. */
 export function workersPanel(overview: Overview, now: number): HTMLElement {
   const workers = overview.workers;

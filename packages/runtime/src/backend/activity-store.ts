@@ -86,6 +86,8 @@ export interface ServerHeartbeatParams {
   now: number;
   /** The row counts as live until this time. */
   expiresAt: number;
+  /** The job types this server has handlers for (and workers to run them), published so that unhandled ones show. */
+  jobTypes: readonly string[];
 }
 
 export interface ServerRemoveParams {

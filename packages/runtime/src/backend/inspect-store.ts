@@ -58,6 +58,48 @@ export interface InspectStore {
    * `runAt <= nowMs`; null when none. One probe of the claim index.
    */
   oldestReadyAt(params: OldestReadyAtParams): Promise<number | null>;
+  /**
+   * Job types with ready jobs that no live server handles: every live
+   * server publishes the job types it handles with its heartbeat, and a
+   * ready job of a type none of them lists waits until one does (a web
+   * process built from a newer schema enqueued a type no worker knows yet).
+   *
+   * Two small reads whatever the backlog: the live servers' rows, and the
+   * job types of the first {@link UnhandledJobTypesParams.window} entries
+   * of the claim index that are due (the oldest ready regular jobs:
+   * `enqueued`, `requeued`, and `delayed` once due, as a claim takes them).
+   * Why a window and not a count: the stage counters are per stage, not per
+   * job type, and a count of one type's jobs would be a scan. Jobs that
+   * nothing claims stay at the front of that index while the handled ones
+   * around them are claimed, so the window finds them; `ready` counts a
+   * type's jobs within it, exact when `complete` (the window held every
+   * ready regular job), else a lower bound. Partitioned jobs are not read.
+   */
+  unhandledJobTypes(params: UnhandledJobTypesParams): Promise<UnhandledJobTypesResult>;
+}
+
+/** Default {@link UnhandledJobTypesParams.window}. */
+export const UNHANDLED_WINDOW = 1_000;
+
+export interface UnhandledJobTypesParams {
+  /** Servers whose heartbeat expired by then are not live; jobs due after it are not ready. */
+  nowMs: number;
+  /** How many of the oldest ready jobs are read. Default {@link UNHANDLED_WINDOW}. */
+  window?: number | undefined;
+}
+
+export interface UnhandledJobTypesResult {
+  /** Types with ready jobs and no live server handling them, most jobs first. */
+  jobTypes: UnhandledJobType[];
+  /** True when the window held every ready regular job, so `ready` is exact; false: each `ready` is a lower bound. */
+  complete: boolean;
+}
+
+/** A job type with ready jobs that no live server handles. */
+export interface UnhandledJobType {
+  jobType: string;
+  /** Its ready jobs (within the window: see {@link UnhandledJobTypesResult.complete}). */
+  ready: number;
 }
 
 export interface ActivityListParams {
@@ -124,6 +166,8 @@ export interface WorkerEntry {
   /** Jobs it was running (regular and partition heads). */
   busy: number;
   lastSeenAt: number;
+  /** The job types it handles, as its last heartbeat published them. */
+  jobTypes: string[];
 }
 
 export interface JobChildrenParams {

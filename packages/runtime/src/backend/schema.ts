@@ -221,6 +221,8 @@ export interface LaterServersTable {
   busy: number;
   last_seen_at: number;
   expires_at: number;
+  /** The job types the server handles, a JSON array of strings (migration 11). */
+  job_types: string;
 }
 
 export interface LaterDatabase {

@@ -10,10 +10,16 @@
  * - `GET {basePath}assets/<name>`: the page's script and style;
  * - `{basePath}api/...`: the JSON API (see `dashboard-routes.ts`).
  *
- * Security defaults, checked in this order before anything is read:
+ * Safe by default: without `authorize` (and without an explicit
+ * `readOnly: false`) the dashboard is read-only, so a dashboard mounted
+ * with nothing but a backend lets whoever reaches it look, not retry or
+ * delete. The overview says `readOnly`, and the page then draws no action
+ * button.
+ *
+ * Security checks, in this order before anything is read:
  * 1. `authorize(request)`, when given, for every request: false is 403
  *    `FORBIDDEN`.
- * 2. An action (any method but GET, HEAD, OPTIONS) on a `readOnly`
+ * 2. An action (any method but GET, HEAD, OPTIONS) on a read-only
  *    dashboard: 403 `READ_ONLY`.
  * 3. An action a browser sent from another site (`Sec-Fetch-Site` present
  *    and not `same-origin`): 403 `FORBIDDEN`, unless `authorize` allowed
@@ -73,6 +79,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
         query: url.searchParams,
         now: () => clock.now(),
         onAction,
+        readOnly,
       });
     } catch (error) {
       if (!(error instanceof LaterError)) {

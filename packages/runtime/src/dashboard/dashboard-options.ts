@@ -27,7 +27,15 @@ export interface DashboardOptions {
   basePath?: string | undefined;
   /**
    * Refuse every action (retry, delete, ...) with 403 `READ_ONLY`, whatever
-   * `authorize` says: a dashboard to look at, not to act. Default false.
+   * `authorize` says, and draw no action button on the page: a dashboard to
+   * look at, not to act.
+   *
+   * Default: read-only unless `authorize` is given (safe by default: a
+   * dashboard mounted with nothing but a backend cannot change jobs).
+   * `readOnly: false` without `authorize` turns the actions on for anyone
+   * who can reach the route (only the same-origin rule for browsers
+   * remains): do it only behind something that authenticates, such as a
+   * proxy or the host's own middleware.
    */
   readOnly?: boolean | undefined;
   /**
@@ -37,8 +45,9 @@ export interface DashboardOptions {
    * cross-site (`Sec-Fetch-Site` other than `same-origin`), which the
    * default refuses: a hook that authenticates by cookie must then refuse
    * cross-site unsafe requests itself (check `Sec-Fetch-Site`, or a token
-   * in a header). A throw is answered 500, nothing done. Default: none
-   * (every read allowed, actions only same-origin or from a non-browser).
+   * in a header). A throw is answered 500, nothing done. Giving it turns
+   * the actions on (unless `readOnly: true`). Default: none (every read
+   * allowed, and read-only unless `readOnly: false`).
    */
   authorize?: ((request: Request) => boolean | Promise<boolean>) | undefined;
   /**
@@ -91,7 +100,9 @@ export interface ResolvedDashboardOptions {
 export function resolveDashboardOptions(options: DashboardOptions): ResolvedDashboardOptions {
   if (options === null || typeof options !== "object")
     throw new InvalidConfigError(`createDashboard: options must be an object, got ${describeValue(options)}`);
-  const { backend, readOnly = false, authorize, onAction, onError, clock = systemClock } = options;
+  const { backend, authorize, onAction, onError, clock = systemClock } = options;
+  // Safe by default: actions only with an authorize hook, or when asked for in so many words.
+  const readOnly = options.readOnly ?? authorize === undefined;
   if (backend === null || typeof backend !== "object" || typeof backend.inspect !== "object" || typeof backend.open !== "function") {
     throw new InvalidConfigError(
       `createDashboard: backend must be a later backend (sqlite(...), postgres(...), server.backend), got ${describeValue(backend)}`,

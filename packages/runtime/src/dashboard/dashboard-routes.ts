@@ -3,7 +3,7 @@
  *
  * | method | path | answer |
  * | --- | --- | --- |
- * | GET | `overview` | D1 {@link Overview}, one snapshot a second (D7) |
+ * | GET | `overview` | D1 {@link Overview} and `readOnly`, one snapshot a second (D7) |
  * | GET | `jobs?stage&type&topic&partition&q&limit&cursor` | D2 `{ jobs, nextCursor }` |
  * | GET | `jobs/{id}` | D3 {@link DashboardJobDetail} |
  * | POST | `jobs/{id}/retry` | D4, see `dashboard-actions.ts` |
@@ -41,6 +41,8 @@ export interface RouteContext extends ActionContext {
   snapshot: OverviewSnapshot;
   controller: JobController;
   query: URLSearchParams;
+  /** Whether actions are refused (see `DashboardOptions.readOnly`): the overview says so to the page. */
+  readOnly: boolean;
   /** The `{name}` segments of the route, decoded. */
   params: Record<string, string>;
 }
@@ -57,7 +59,8 @@ interface Route {
 const route = (method: Method, path: string, handle: Route["handle"]): Route => ({ method, path: path.split("/"), handle });
 
 const ROUTES: Route[] = [
-  route("GET", "overview", async ({ snapshot }) => jsonResponse(await snapshot.get())),
+  // readOnly tells the page whether to draw the action buttons (the snapshot is shared; this is the dashboard's own).
+  route("GET", "overview", async ({ snapshot, readOnly }) => jsonResponse({ ...(await snapshot.get()), readOnly })),
   route("GET", "jobs", async ({ backend, query }) => {
     const { afterId, ...filter } = parseJobListQuery(query);
     // One more than the page, to know whether there is a next one.

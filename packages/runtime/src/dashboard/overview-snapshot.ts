@@ -4,7 +4,9 @@
  *
  * Each part is a few small reads whatever the backlog: the stage counters,
  * the activity buckets of the last minute (throughput and dispatch wait,
- * written with the transitions), the live servers' heartbeats, the topic
+ * written with the transitions), the live servers' heartbeats (and the
+ * job types they handle, against a bounded window of the oldest ready
+ * jobs: the unhandled types), the topic
  * counters and the retained log's offset rows, the database size. Still,
  * twenty pages polling every second would run them twenty times a second,
  * so {@link OverviewSnapshot} keeps the last result for
@@ -69,6 +71,15 @@ export interface Overview {
   topics: OverviewTopic[];
   /** Size of the database on disk in bytes; null when unknown. */
   databaseBytes: number | null;
+  /**
+   * Job types with ready jobs and no live server handling them (no live
+   * server published the type with its heartbeat), most jobs first; empty
+   * when every ready type has a handler. Read from the oldest ready jobs
+   * (see `inspect.unhandledJobTypes`): `ready` is exact when
+   * `unhandledComplete`, else a lower bound.
+   */
+  unhandled: { jobType: string; ready: number }[];
+  unhandledComplete: boolean;
 }
 
 /** The one overview being served (see the module doc). */
@@ -105,12 +116,13 @@ export class OverviewSnapshot {
 /** Reads every part of the overview at `now` (the parts in parallel). */
 export async function computeOverview(backend: Backend<unknown>, now: number): Promise<Overview> {
   const { inspect } = backend;
-  const [stageCounts, activity, workers, topics, databaseBytes] = await Promise.all([
+  const [stageCounts, activity, workers, topics, databaseBytes, unhandled] = await Promise.all([
     inspect.stageCounts(),
     inspect.activityList({ sinceMs: now - THROUGHPUT_WINDOW_S * 1_000 }),
     inspect.workerList({ nowMs: now }),
     topicBadges(backend),
     inspect.databaseBytes(),
+    inspect.unhandledJobTypes({ nowMs: now }),
   ]);
   const counts = zeroByStage();
   for (const stage of JOB_STAGES) counts[stage] = stageCounts.counts[stage] ?? 0;
@@ -125,6 +137,8 @@ export async function computeOverview(backend: Backend<unknown>, now: number): P
     workers: workers.workers,
     topics,
     databaseBytes,
+    unhandled: unhandled.jobTypes,
+    unhandledComplete: unhandled.complete,
   };
 }
 

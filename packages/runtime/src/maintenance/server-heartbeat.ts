@@ -12,6 +12,14 @@ export interface ServerHeartbeatConfig {
   expiryMs: number;
   /** The pool's size and how many jobs run now (regular and partition heads). */
   load: () => { workers: number; busy: number };
+  /** The job types this server handles, published with each beat. */
+  jobTypes: readonly string[];
+  /**
+   * Called after each beat with the job types the live servers (this one
+   * included) publish: read once a beat, so a caller can check against them
+   * without a query of its own. Default: not read.
+   */
+  onLiveJobTypes?: ((jobTypes: ReadonlySet<string>) => void) | undefined;
 }
 
 /**
@@ -20,7 +28,9 @@ export interface ServerHeartbeatConfig {
  * instance id, `os.hostname()`, pid, worker slots, busy workers and the
  * last beat. It beats at `start()` and every `intervalMs`; a row is listed
  * until `expiryMs` after its last beat (a crashed process drops out then);
- * a graceful stop removes it. (Partition membership keeps its own rows:
+ * a graceful stop removes it. Each beat also publishes the job types the
+ * server handles, and (with `onLiveJobTypes`) reads back the live servers'
+ * types, one small read of the server rows, for the unhandled-type warning. (Partition membership keeps its own rows:
  * those drive rendezvous ownership, with their own expiry.)
  */
 export class ServerHeartbeat extends PeriodicService {
@@ -53,7 +63,12 @@ export class ServerHeartbeat extends PeriodicService {
       busy,
       now,
       expiresAt: now + this.expiryMs,
+      jobTypes: this.config.jobTypes,
     });
+    if (this.config.onLiveJobTypes) {
+      const { workers: live } = await this.host.backend.inspect.workerList({ nowMs: now });
+      this.config.onLiveJobTypes(new Set(live.flatMap((w) => w.jobTypes)));
+    }
     return 1;
   }
 

@@ -12,6 +12,7 @@
  * | `later_job_wait_duration_seconds` | histogram | queue, job_type | due time (run-at, retry time, release of a continuation) to the attempt's start, regular jobs |
  * | `later_queue_jobs` | gauge | queue, stage | jobs per stage in the database, from the stage counters every 5 s |
  * | `later_queue_oldest_ready_age_seconds` | gauge | queue | how long the oldest ready regular job has been due (0 when none), every 5 s |
+ * | `later_queue_unhandled_jobs` | gauge | queue, job_type | ready jobs of a type no live server handles (`inspect.unhandledJobTypes`: within the oldest 1000 ready jobs), every 5 s; a type that gets a handler drops out |
  * | `later_worker_commands_total` | counter | queue, worker_id, outcome | attempts a worker was handed: `success`, `failed` (retry or failure), `discarded` (skipped, abandoned) |
  * | `later_workers` | gauge | queue, worker_id, state | 1 per live worker (`state="active"`), and 1 while it runs a handler (`state="busy"`) |
  * | `later_partition_claims_total` | counter | queue, topic | head claim attempts, whether or not a head was found |
@@ -50,6 +51,7 @@ export class LaterMetrics {
   readonly waitDuration: CellHistogram;
   readonly queueJobs: CellGauge;
   readonly oldestReadyAge: CellGauge;
+  readonly queueUnhandled: CellGauge;
   readonly workerCommands: CellCounter;
   readonly workers: CellGauge;
   readonly partitionClaims: CellCounter;
@@ -80,6 +82,10 @@ export class LaterMetrics {
     this.queueJobs = new CellGauge(m("later_queue_jobs", "Jobs per stage in the database (shared: use max across servers).", "queue", "stage"), "max");
     this.oldestReadyAge = new CellGauge(
       m("later_queue_oldest_ready_age_seconds", "How long the oldest ready regular job has been due, 0 when none (shared: use max).", "queue"),
+      "max",
+    );
+    this.queueUnhandled = new CellGauge(
+      m("later_queue_unhandled_jobs", "Ready jobs of a job type no live server handles (shared: use max).", "queue", "job_type"),
       "max",
     );
     this.workerCommands = new CellCounter(m("later_worker_commands_total", "Attempts handed to each worker, by outcome.", "queue", "worker_id", "outcome"));
@@ -134,6 +140,7 @@ export const METRIC_NAMES: readonly string[] = [
   "later_job_wait_duration_seconds",
   "later_queue_jobs",
   "later_queue_oldest_ready_age_seconds",
+  "later_queue_unhandled_jobs",
   "later_worker_commands_total",
   "later_workers",
   "later_partition_claims_total",

@@ -18,13 +18,14 @@ export interface QueueGaugeRefresherConfig {
 
 /**
  * Reads the database's counts for the queue gauges (`later_queue_jobs`,
- * `later_queue_oldest_ready_age_seconds`, `later_partition_backlog`,
+ * `later_queue_oldest_ready_age_seconds`, `later_queue_unhandled_jobs`, `later_partition_backlog`,
  * `later_partition_oldest_head_age_seconds`, `later_partition_queue_depth`,
  * `later_retained_log_consumer_lag`) every 5 s on the injected clock, once
  * at start, and hands them to {@link ServerMetrics.queueRead}; a scrape
  * serves the last reading. Each read is a few single-row reads of the
  * counters (`inspect.stageCounts`, `topicDepth`, `partitionDepth`), one index
- * probe (`inspect.oldestReadyAt`) and, with topics, one head probe per
+ * probe (`inspect.oldestReadyAt`), the live servers' rows and a bounded
+ * window of the claim index (`inspect.unhandledJobTypes`) and, with topics, one head probe per
  * partition (`inspect.partitionList`): never a count or scan of the jobs.
  * Every server runs its own (not a shared maintenance turn): its scrape must
  * answer even when it is the only one scraped.
@@ -68,6 +69,7 @@ export class QueueGaugeRefresher extends PeriodicService {
     // backend for each, about 14 ms of CPU apiece on the claims' critical path.
     const stages = await inspect.stageCounts();
     const oldestReadyAt = await inspect.oldestReadyAt({ nowMs: now });
+    const unhandled = await inspect.unhandledJobTypes({ nowMs: now });
     const topics = await inspect.topicDepth();
     const partitions = await inspect.partitionDepth();
     const logLag = this.logLag ? await this.logLag() : [];
@@ -83,6 +85,7 @@ export class QueueGaugeRefresher extends PeriodicService {
     this.metrics.queueRead({
       stages: stages.counts as Partial<Record<JobStage, number>>,
       oldestReadyAgeSeconds: oldestReadyAt === null ? 0 : Math.max(0, now - oldestReadyAt) / 1000,
+      unhandled: unhandled.jobTypes,
       topics: topics.topics.map((t) => ({ topic: t.topic, backlog: t.unfinished, oldestHeadAgeSeconds: oldestHead.get(t.topic) ?? 0 })),
       partitions: partitions.partitions.map((p) => ({ topic: p.topic, partition: p.partition, depth: p.unfinished })),
       logLag,

@@ -47,6 +47,8 @@ export interface QueueReading {
   stages: Partial<Record<JobStage, number>>;
   /** Seconds; 0 when no regular job is ready. */
   oldestReadyAgeSeconds: number;
+  /** Job types with ready jobs and no live server handling them, and how many (see `inspect.unhandledJobTypes`). */
+  unhandled: { jobType: string; ready: number }[];
   topics: { topic: string; backlog: number; oldestHeadAgeSeconds: number }[];
   partitions: { topic: string; partition: number; depth: number }[];
   logLag: { topic: string; group: string; lag: number }[];
@@ -84,6 +86,7 @@ export class ServerMetrics {
       metrics.partitionWorkersLive.addSource(() => (this.liveMembers === null ? [] : [{ labels: { queue }, value: this.liveMembers }])),
       metrics.queueJobs.addSource(() => Object.entries(this.reading?.stages ?? {}).map(([stage, n]) => ({ labels: { queue, stage }, value: n }))),
       metrics.oldestReadyAge.addSource(() => (this.reading ? [{ labels: { queue }, value: this.reading.oldestReadyAgeSeconds }] : [])),
+      metrics.queueUnhandled.addSource(() => (this.reading?.unhandled ?? []).map((u) => ({ labels: { queue, job_type: u.jobType }, value: u.ready }))),
       metrics.partitionBacklog.addSource(() => (this.reading?.topics ?? []).map((t) => ({ labels: { queue, topic: t.topic }, value: t.backlog }))),
       metrics.oldestHeadAge.addSource(() => (this.reading?.topics ?? []).map((t) => ({ labels: { queue, topic: t.topic }, value: t.oldestHeadAgeSeconds }))),
       metrics.partitionDepth.addSource(() =>

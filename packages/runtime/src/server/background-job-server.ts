@@ -28,6 +28,7 @@ import { DatabaseWait } from "./database-wait.js";
 import type { JobBatchOptions, JobFilter } from "./job-controller.js";
 import { JobPublisher } from "./publisher.js";
 import { errorEvent } from "./server-event.js";
+import { UnhandledJobTypeWarner } from "./unhandled-job-type-warner.js";
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
 import { jsonPayload } from "./encode-payload.js";
 import { shutdownOnSignals, type ShutdownOnSignalsOptions } from "./shutdown-on-signals.js";
@@ -86,6 +87,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     const registry = options.metricsRegistry;
     const recorder = registry && new ServerMetrics(LaterMetrics.of(registry), backend.namespace);
     this.recorder = recorder;
+    const warner = options.eventsEnabled ? new UnhandledJobTypeWarner(options.onEvent) : null;
     const encoders = new Map(Object.entries(options.handlers).map(([type, h]) => [type, h.encode ?? jsonPayload]));
     // Local enqueues (the publisher's and the recurring poller's) wake local workers and pollers at once (P7).
     const onCommitted = (jobs: readonly JobInsert[], stages: readonly JobStage[]): void => {
@@ -94,6 +96,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       if (recorder) for (let i = 0; i < jobs.length; i++) recorder.enqueued(jobs[i]!.jobType, stages[i]!);
       if (!options.eventsEnabled) return;
       for (const [i, job] of jobs.entries()) options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage: stages[i]!, attempt: 0 });
+      for (const job of jobs) warner?.noteEnqueued(job.jobType);
     };
     this.publisher = new JobPublisher<Trx>({
       backend,
@@ -142,7 +145,14 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       dispatchWait,
       new ActivitySampler(host),
       new QueueLengthSampler(host),
-      new ServerHeartbeat(host, { instanceId: this.instanceId, intervalMs: 5_000, expiryMs: 15_000, load }),
+      new ServerHeartbeat(host, {
+        instanceId: this.instanceId,
+        intervalMs: 5_000,
+        expiryMs: 15_000,
+        load,
+        jobTypes: Object.keys(options.handlers),
+        onLiveJobTypes: warner ? (types) => warner.liveTypesRead(types) : undefined,
+      }),
     );
     if (recorder) {
       const partitions = this.partitions;

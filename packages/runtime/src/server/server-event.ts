@@ -44,7 +44,14 @@ export type ServerEvent =
    * could not take the write (a full disk; SQLite's write lock held by
    * another process past `busyTimeoutMs`); the step is retried until it can be.
    */
-  | { type: "error"; where: string; error: string; code?: LaterErrorCode };
+  | { type: "error"; where: string; error: string; code?: LaterErrorCode }
+  /**
+   * Something works but is likely a mistake. `UNHANDLED_JOB_TYPE`: this
+   * server enqueued jobs of `jobType` and no live server handles that type
+   * (checked at the next heartbeat, once per type per server; see
+   * `UnhandledJobTypeWarner`): they wait until a server with its handler starts.
+   */
+  | { type: "warning"; code: "UNHANDLED_JOB_TYPE"; jobType: string; message: string };
 
 /** The `error` event of `thrown` in step `where`, with the `LaterError` code when it has one. */
 export function errorEvent(where: string, thrown: unknown): ServerEvent {

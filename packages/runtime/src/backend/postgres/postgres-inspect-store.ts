@@ -7,8 +7,17 @@
  * lost connection into `DatabaseUnavailableError`.
  */
 import type * as B from "../backend.js";
+import { UNHANDLED_WINDOW } from "../inspect-store.js";
 import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
-import { ACTIVITY_ROWS, JOB_CHILDREN, OLDEST_READY_AT, QUEUE_LENGTH_ROWS, WORKER_ROWS } from "../shared/dashboard-statements.js";
+import {
+  ACTIVITY_ROWS,
+  JOB_CHILDREN,
+  OLDEST_READY_AT,
+  QUEUE_LENGTH_ROWS,
+  READY_WINDOW,
+  unhandledFromReads,
+  WORKER_ROWS,
+} from "../shared/dashboard-statements.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { PostgresStageCounters } from "./postgres-stage-counters.js";
 import { statement, type Statement } from "./postgres-job-queries.js";
@@ -87,5 +96,14 @@ FROM ${schema}.later_partitions p WHERE p.namespace = $1 AND ($2::text IS NULL O
 
   async oldestReadyAt(params: B.OldestReadyAtParams): Promise<number | null> {
     return OLDEST_READY_AT.run(this.host.compiler, this.host.shared, { ...params, namespace: this.host.namespace });
+  }
+
+  /** The live servers' rows, then the ready window (see {@link B.InspectStore.unhandledJobTypes}). */
+  async unhandledJobTypes(params: B.UnhandledJobTypesParams): Promise<B.UnhandledJobTypesResult> {
+    const namespace = this.host.namespace;
+    const window = params.window ?? UNHANDLED_WINDOW;
+    const workers = await WORKER_ROWS.run(this.host.compiler, this.host.shared, { nowMs: params.nowMs, namespace });
+    const ready = await READY_WINDOW.run(this.host.compiler, this.host.shared, { nowMs: params.nowMs, window, namespace });
+    return unhandledFromReads(workers, ready, window);
   }
 }

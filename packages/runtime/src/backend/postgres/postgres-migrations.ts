@@ -233,7 +233,11 @@ CREATE TABLE {schema}.later_log_group_members (
     // compressed and moved out as before. Applies to rows written from now on.
     sql: "ALTER TABLE {schema}.later_log_records SET (toast_tuple_target = 8160);",
   },
-  // (11 is another change's.) EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
+  // The job types each server handles, published with its heartbeat (a JSON array of strings), so that ready jobs
+  // of a type no live server handles can be shown (dashboard, `later jobs list`, metrics). A constant default:
+  // adding the column rewrites nothing. A row written before it lists none until its server's next heartbeat.
+  { version: 11, name: "server-job-types", sql: "ALTER TABLE {schema}.later_servers ADD COLUMN job_types text NOT NULL DEFAULT '[]';" },
+  // EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
   // its type's and the server's; NULL: none given. No default: adding the column rewrites nothing.
   { version: 12, name: "job-timeout", sql: "ALTER TABLE {schema}.later_jobs ADD COLUMN timeout_ms bigint;" },
 ];

@@ -99,7 +99,7 @@ export const WORKER_ROWS = new SharedStatement<B.WorkerListParams & InNamespace,
   build: (db, $) =>
     db
       .selectFrom("later_servers")
-      .select(["instance_id", "host", "pid", "workers", "busy", "last_seen_at"])
+      .select(["instance_id", "host", "pid", "workers", "busy", "last_seen_at", "job_types"])
       .where("namespace", "=", $("namespace"))
       .where("expires_at", ">", $("nowMs"))
       .orderBy("instance_id"),
@@ -111,13 +111,62 @@ export const WORKER_ROWS = new SharedStatement<B.WorkerListParams & InNamespace,
       workers: Number(r.workers),
       busy: Number(r.busy),
       lastSeenAt: Number(r.last_seen_at),
+      jobTypes: jobTypesOf(r.job_types),
     })),
   }),
 });
 
+/** The `job_types` column: a JSON array of strings; anything else (never written) reads as none. */
+function jobTypesOf(value: unknown): string[] {
+  try {
+    const parsed: unknown = JSON.parse(String(value));
+    return Array.isArray(parsed) ? parsed.filter((t): t is string => typeof t === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The first `window` entries of `later_jobs_ready` that are due (the
+ * oldest ready regular jobs, as a claim walks them; the statement repeats
+ * the index's predicate), their job type only. A bounded index range read:
+ * jobs nothing claims stay at its front, so this is where they show.
+ */
+export const READY_WINDOW = new SharedStatement<{ namespace: string; nowMs: number; window: number }, string[]>({
+  build: (db, $) =>
+    db
+      .selectFrom("later_jobs")
+      .select("job_type")
+      .where("namespace", "=", $("namespace"))
+      .where(sql<boolean>`stage in ${sql.raw(stageList(CLAIMABLE_STAGES))}`)
+      .where("topic", "is", null)
+      .where("run_at", "<=", $("nowMs"))
+      .orderBy("run_at")
+      .limit($("window")),
+  read: (rows) => rows.map((r) => String(r.job_type)),
+});
+
+/**
+ * {@link B.InspectStore.unhandledJobTypes} from its two reads: the live
+ * servers (with the job types each published) and the job types of the
+ * ready window, counted by type; a type no live server lists is unhandled.
+ */
+export function unhandledFromReads(workers: B.WorkerListResult, readyTypes: readonly string[], window: number): B.UnhandledJobTypesResult {
+  const handled = new Set(workers.workers.flatMap((w) => w.jobTypes));
+  const ready = new Map<string, number>();
+  for (const type of readyTypes) if (!handled.has(type)) ready.set(type, (ready.get(type) ?? 0) + 1);
+  const jobTypes = [...ready].map(([jobType, n]) => ({ jobType, ready: n })).sort((a, b) => b.ready - a.ready || (a.jobType < b.jobType ? -1 : 1));
+  return { jobTypes, complete: readyTypes.length < window };
+}
+
 // ---- writes (backend.activity) ----------------------------------------------
 
-export const SERVER_HEARTBEAT = new SharedStatement<B.ServerHeartbeatParams & InNamespace, void>({
+export const SERVER_HEARTBEAT = new SharedStatement<
+  B.ServerHeartbeatParams & InNamespace,
+  void,
+  B.ServerHeartbeatParams & InNamespace & { jobTypesJson: string }
+>({
+  values: (p) => ({ ...p, jobTypesJson: JSON.stringify(p.jobTypes) }),
   build: (db, $) =>
     db
       .insertInto("later_servers")
@@ -130,6 +179,7 @@ export const SERVER_HEARTBEAT = new SharedStatement<B.ServerHeartbeatParams & In
         busy: $("busy"),
         last_seen_at: $("now"),
         expires_at: $("expiresAt"),
+        job_types: $("jobTypesJson"),
       })
       .onConflict((oc) =>
         oc.columns(["namespace", "instance_id"]).doUpdateSet((eb) => ({
@@ -139,6 +189,7 @@ export const SERVER_HEARTBEAT = new SharedStatement<B.ServerHeartbeatParams & In
           busy: eb.ref("excluded.busy"),
           last_seen_at: eb.ref("excluded.last_seen_at"),
           expires_at: eb.ref("excluded.expires_at"),
+          job_types: eb.ref("excluded.job_types"),
         })),
       )
       .returning("instance_id"),

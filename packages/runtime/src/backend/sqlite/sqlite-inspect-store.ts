@@ -8,8 +8,17 @@
  */
 import { JOB_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
+import { UNHANDLED_WINDOW } from "../inspect-store.js";
 import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
-import { ACTIVITY_ROWS, JOB_CHILDREN, OLDEST_READY_AT, QUEUE_LENGTH_ROWS, WORKER_ROWS } from "../shared/dashboard-statements.js";
+import {
+  ACTIVITY_ROWS,
+  JOB_CHILDREN,
+  OLDEST_READY_AT,
+  QUEUE_LENGTH_ROWS,
+  READY_WINDOW,
+  unhandledFromReads,
+  WORKER_ROWS,
+} from "../shared/dashboard-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import type { SqliteHost } from "./sqlite-connection.js";
 import { partitionDepthFromRows, partitionListFromRows, topicDepthFromRows } from "../shared/depth-rows.js";
@@ -103,6 +112,15 @@ export class SqliteInspectStore implements B.InspectStore {
 
   async oldestReadyAt(params: B.OldestReadyAtParams): Promise<number | null> {
     return OLDEST_READY_AT.run(sqliteCompiler, this.read, { ...params, namespace: this.host.namespace });
+  }
+
+  /** The live servers' rows, then the ready window (see {@link B.InspectStore.unhandledJobTypes}). */
+  async unhandledJobTypes(params: B.UnhandledJobTypesParams): Promise<B.UnhandledJobTypesResult> {
+    const namespace = this.host.namespace;
+    const window = params.window ?? UNHANDLED_WINDOW;
+    const workers = await WORKER_ROWS.run(sqliteCompiler, this.read, { nowMs: params.nowMs, namespace });
+    const ready = await READY_WINDOW.run(sqliteCompiler, this.read, { nowMs: params.nowMs, window, namespace });
+    return unhandledFromReads(workers, ready, window);
   }
 
   private readonly read: RunStatement = (s) => this.host.conn().read(s);

@@ -293,7 +293,11 @@ INSERT INTO later_log_batches (namespace, topic, partition_no, first_offset, rec
 DROP TABLE later_log_records;
 `,
   },
-  // (11 is another change's.) EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
+  // The job types each server handles, published with its heartbeat (a JSON array of strings), so that ready jobs
+  // of a type no live server handles can be shown (dashboard, `later jobs list`, metrics). A row written before
+  // this migration lists none until its server's next heartbeat.
+  { version: 11, name: "server-job-types", sql: "ALTER TABLE later_servers ADD COLUMN job_types TEXT NOT NULL DEFAULT '[]';" },
+  // EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
   // its type's and the server's; NULL: none given. Read by the claims beside the retry policy.
   { version: 12, name: "job-timeout", sql: "ALTER TABLE later_jobs ADD COLUMN timeout_ms INTEGER;" },
 ];
