@@ -49,7 +49,7 @@ export interface PayloadMismatch {
   readonly path: string;
   /** What the shape wants there: `number[]`, `"a" | "b"`, `an object`. */
   readonly expected: string;
-  /** What was found: `a string`, `missing`, `NaN`. */
+  /** What was found: `a string`, `missing`, `NaN` (never the value itself: see {@link checkPayload}). */
   readonly got: string;
   /** `items[2].price: expected number, got a string`. */
   readonly message: string;
@@ -61,7 +61,8 @@ const MAX_DEPTH = 256;
 /**
  * The first mismatch of `value` against `shape` (depth first, fields in
  * declaration order), or null when it matches. Allocates nothing on the way
- * when the value matches.
+ * when the value matches. The message names the path and the kind of value
+ * found, never the value: payloads may hold personal data.
  */
 export function checkPayload(shape: Shape, value: unknown, named: NamedShapes = {}): PayloadMismatch | null {
   const found = check(shape, value, named, 0);
@@ -241,24 +242,18 @@ export function describeShape(shape: Shape): string {
   }
 }
 
-/** How a found value is named in messages: `a string`, `a number (42)`, `NaN`, `null`, `an array`. */
+/**
+ * How a found value is named in messages: `a string`, `a number`, `NaN`,
+ * `null`, `an array`. Never the value itself: payloads may hold personal
+ * data, and the message lands in logs and in a failed job's `lastError`.
+ */
 function describeValue(value: unknown): string {
   if (value === null) return "null";
   if (value === undefined) return "undefined";
   if (Array.isArray(value)) return "an array";
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? "an invalid Date" : "a Date";
-  switch (typeof value) {
-    case "number":
-      return Number.isFinite(value) ? `a number (${value})` : String(value);
-    case "string":
-      return value.length <= 40 ? `a string (${JSON.stringify(value)})` : "a string";
-    case "boolean":
-      return `a boolean (${value})`;
-    case "object":
-      return "an object";
-    default:
-      return `a ${typeof value}`;
-  }
+  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
 function pathSegment(segment: string | number, first: boolean): string {
