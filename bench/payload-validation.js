@@ -68,7 +68,9 @@ try {
   const totals = on.reduce((t, x) => t + N / x, 0);
   const totalsOff = off.reduce((t, x) => t + N / x, 0);
   console.log(`single enqueues on SQLite, ${N} per run, ${PAIRS} pairs`);
-  console.log(`median of the pairs' ratios ${pairRatio.toFixed(3)}, ratio of the totals ${(totalsOff / totals).toFixed(3)} (checked ÷ unchecked; target >= 0.90)`);
+  console.log(
+    `median of the pairs' ratios ${pairRatio.toFixed(3)}, ratio of the totals ${(totalsOff / totals).toFixed(3)} (checked ÷ unchecked; target >= 0.90)`,
+  );
 } finally {
   await publishers.checked.close();
   await publishers.unchecked.close();

@@ -38,9 +38,7 @@ const { model } = fc.letrec<{ model: TypeModel; inner: TypeModel }>((tie) => ({
     fc.record({ k: fc.constant("tuple" as const), of: fc.array(tie("inner"), { minLength: 1, maxLength: 3 }) }),
     fc.record({ k: fc.constant("object" as const), fields: fields(tie("inner")) }),
     fc.record({ k: fc.constant("record" as const), of: tie("inner") }),
-    fc
-      .record({ k: fc.constant("nullable" as const), of: tie("inner") })
-      .filter((m) => m.of.k !== "nullable"),
+    fc.record({ k: fc.constant("nullable" as const), of: tie("inner") }).filter((m) => m.of.k !== "nullable"),
   ),
 }));
 
@@ -65,7 +63,7 @@ function render(m: TypeModel): string {
   }
 }
 
-function valueOf(m: TypeModel): fc.Arbitrary<unknown> {
+function valuesOf(m: TypeModel): fc.Arbitrary<unknown> {
   switch (m.k) {
     case "string":
       return fc.string({ maxLength: 5 });
@@ -78,17 +76,17 @@ function valueOf(m: TypeModel): fc.Arbitrary<unknown> {
     case "literal":
       return fc.constantFrom(...m.values);
     case "array":
-      return fc.array(valueOf(m.of), { maxLength: 3 });
+      return fc.array(valuesOf(m.of), { maxLength: 3 });
     case "tuple":
-      return fc.tuple(...m.of.map(valueOf));
+      return fc.tuple(...m.of.map(valuesOf));
     case "object": {
-      const shape = Object.fromEntries(m.fields.map((f) => [f.name, valueOf(f.type)]));
+      const shape = Object.fromEntries(m.fields.map((f) => [f.name, valuesOf(f.type)]));
       return fc.record(shape, { requiredKeys: m.fields.filter((f) => !f.optional).map((f) => f.name) });
     }
     case "record":
-      return fc.dictionary(fc.stringMatching(/^[a-z]{1,4}$/), valueOf(m.of), { maxKeys: 3 });
+      return fc.dictionary(fc.stringMatching(/^[a-z]{1,4}$/), valuesOf(m.of), { maxKeys: 3 });
     case "nullable":
-      return fc.oneof(fc.constant(null), valueOf(m.of));
+      return fc.oneof(fc.constant(null), valuesOf(m.of));
   }
 }
 
@@ -99,7 +97,7 @@ function wrongFor(m: TypeModel): unknown {
 
 /** Every single mistake that can be made in `value` (of model `m`), with the path it is at. */
 function mutations(m: TypeModel, value: unknown, path: string): { path: string; mutate: (v: unknown) => unknown }[] {
-  const here = (make: () => unknown) => ({ path, mutate: () => make() });
+  const here = (make: () => unknown) => ({ path, mutate: (_v: unknown) => make() });
   const at = (child: string | number) => (typeof child === "number" ? `${path}[${child}]` : path === "" ? child : `${path}.${child}`);
   switch (m.k) {
     case "string":
@@ -128,7 +126,8 @@ function mutations(m: TypeModel, value: unknown, path: string): { path: string; 
       for (const [name, type, optional] of members) {
         if (!Object.hasOwn(record, name)) continue;
         if (!optional) out.push({ path: at(name), mutate: (v) => without(v, name) });
-        for (const inner of mutations(type, record[name], at(name))) out.push({ path: inner.path, mutate: (v) => replaced(v, name, inner.mutate(record[name])) });
+        for (const inner of mutations(type, record[name], at(name)))
+          out.push({ path: inner.path, mutate: (v) => replaced(v, name, inner.mutate(record[name])) });
       }
       return out;
     }
@@ -158,7 +157,7 @@ describe("payload shapes", () => {
   }
 
   it(`accepts every value of the declared type and refuses each one-mistake value at its path (${RUNS} types, seed ${SEED})`, () => {
-    const cases = model.chain((m) => fc.tuple(fc.constant(m), valueOf(m), fc.nat()));
+    const cases = model.chain((m) => fc.tuple(fc.constant(m), valuesOf(m), fc.nat()));
     fc.assert(
       fc.property(cases, ([m, value, pick]) => {
         const { shape, shapes } = shapeOf(m);
@@ -177,8 +176,12 @@ describe("payload shapes", () => {
     const items: Shape = { kind: "array", element: { kind: "object", fields: { price: "number" } } };
     const shape: Shape = { kind: "object", fields: { sizes: { kind: "array", element: "number" }, items } };
     expect(checkPayload(shape, { sizes: "big", items: [] })?.message).toBe("sizes: expected number[], got a string");
-    expect(checkPayload(shape, { sizes: [], items: [{ price: 1 }, { price: 2 }, { price: "3" }] })?.message).toBe("items[2].price: expected number, got a string");
-    expect(checkPayload(shape, { sizes: [Number.NaN], items: [] })?.message).toBe("sizes[0]: expected a finite number (NaN and Infinity are not JSON), got NaN");
+    expect(checkPayload(shape, { sizes: [], items: [{ price: 1 }, { price: 2 }, { price: "3" }] })?.message).toBe(
+      "items[2].price: expected number, got a string",
+    );
+    expect(checkPayload(shape, { sizes: [Number.NaN], items: [] })?.message).toBe(
+      "sizes[0]: expected a finite number (NaN and Infinity are not JSON), got NaN",
+    );
     expect(checkPayload(shape, { items: [] })?.message).toBe("sizes: missing, expected number[]");
     expect(checkPayload(shape, { sizes: [], items: [], extra: "accepted, as TypeScript's structural typing does" })).toBeNull();
   });

@@ -86,7 +86,7 @@ describe.each(BACKENDS)("payload validation on $name", (entry) => {
             "createAccount payload: createdAt: expected Date, got a string",
           ],
           ["enqueue (missing field)", () => email.enqueue({ address: "a@example.com" } as never), "sendEmail payload: body: missing, expected string"],
-          ["enqueue (not an object)", () => email.enqueue("hello" as never), 'sendEmail payload: expected an object, got a string'],
+          ["enqueue (not an object)", () => email.enqueue("hello" as never), "sendEmail payload: expected an object, got a string"],
         ];
         for (const [form, call, why] of forms) {
           const error = await refusal(call());

@@ -1,7 +1,7 @@
 import { dirname, relative } from "node:path";
 import type { JobDeclaration, JobsSchema } from "./schema-reader.js";
 import type { LogDeclaration } from "./log-schema-reader.js";
-import { literalLines, type LiteralValue } from "./literal-lines.js";
+import { hasPrototypeKey, literalLines, type LiteralValue } from "./literal-lines.js";
 import { LOG_RUNTIME_IMPORTS, ModuleNames, RUNTIME_IMPORTS, RUNTIME_VALUE_IMPORTS } from "./module-names.js";
 
 /** How the generated module refers to the schema and how to regenerate it. */
@@ -168,7 +168,10 @@ function catalogEntry(job: JobDeclaration): string[] {
     shapes: Object.keys(job.shapes).length > 0 ? job.shapes : undefined,
   };
   const key = IDENTIFIER.test(job.name) ? job.name : JSON.stringify(job.name);
-  return literalLines(entry, "  ", `${key}: `, ",");
+  // A job or field named like a member of Object.prototype (`constructor`, `toString`) loses the catalog's
+  // contextual type in TypeScript, so its literals would widen to string: `as const` keeps them.
+  const prototypeKey = hasPrototypeKey({ [job.name]: entry });
+  return literalLines(entry, "  ", `${key}: `, prototypeKey ? " as const," : ",");
 }
 
 /** A catalog key written bare; any other member name is quoted. */

@@ -29,6 +29,22 @@ function inline(value: LiteralValue): string {
   return entries.length === 0 ? "{}" : `{ ${entries.map(([k, v]) => `${key(k)}: ${inline(v)}`).join(", ")} }`;
 }
 
+/** A member name as an object literal key; `__proto__` computed, as a plain or quoted one would set the prototype instead. */
 function key(name: string): string {
+  if (name === "__proto__") return '["__proto__"]';
   return IDENTIFIER.test(name) ? name : JSON.stringify(name);
 }
+
+/**
+ * Whether any key of `value` (at any depth) is the name of a member of
+ * `Object.prototype` (`constructor`, `toString`): TypeScript gives such a
+ * member of an object literal no contextual type from an index signature, so
+ * its string literals widen to `string` unless the literal is `as const`.
+ */
+export function hasPrototypeKey(value: LiteralValue): boolean {
+  if (value === null || typeof value !== "object") return false;
+  if (Array.isArray(value)) return value.some(hasPrototypeKey);
+  return Object.entries(value).some(([k, v]) => (PROTOTYPE_NAMES.has(k) && v !== undefined) || (v !== undefined && hasPrototypeKey(v)));
+}
+
+const PROTOTYPE_NAMES = new Set(Object.getOwnPropertyNames(Object.prototype));

@@ -188,5 +188,7 @@ function text(type: Type, at: Node): string {
 /** Whether `type` is the standard library's `Date` (not an application type of the same name). */
 export function isLibraryDate(program: Program, type: Type): boolean {
   const symbol = type.getSymbol();
-  return symbol?.getName() === "Date" && symbol.getDeclarations().every((d) => program.compilerObject.isSourceFileDefaultLibrary(d.getSourceFile().compilerNode));
+  return (
+    symbol?.getName() === "Date" && symbol.getDeclarations().every((d) => program.compilerObject.isSourceFileDefaultLibrary(d.getSourceFile().compilerNode))
+  );
 }

@@ -22,9 +22,12 @@ import type { Job, Names } from "./names.schema.js";
  * against it (a mismatch is INVALID_ARGUMENT, nothing written), and so does the decoder before the handler runs.
  */
 const JOBS: JobCatalog = {
-  constructor: { handlerMethod: "withConstructorHandler", payload: { kind: "object", fields: { n: "number" } } },
+  constructor: {
+    handlerMethod: "withConstructorHandler",
+    payload: { kind: "object", fields: { n: "number" } },
+  } as const,
   then: { handlerMethod: "withThenHandler", payload: { kind: "object", fields: { n: "number" } } },
-  toString: { handlerMethod: "withToStringHandler", payload: { kind: "object", fields: { n: "number" } } },
+  toString: { handlerMethod: "withToStringHandler", payload: { kind: "object", fields: { n: "number" } } } as const,
   class: { handlerMethod: "withClassHandler", payload: { kind: "object", fields: { n: "number" } } },
   quoted: { handlerMethod: "withQuotedHandler", payload: { kind: "object", fields: { n: "number" } } },
   $: { handlerMethod: "with$Handler", datePaths: [["at"]], payload: { kind: "object", fields: { at: "date" } } },
@@ -33,7 +36,7 @@ const JOBS: JobCatalog = {
     topic: "names",
     partitionKey: "key",
     payload: { kind: "object", fields: { n: "number", key: "string" } },
-  },
+  } as const,
 };
 
 /** One typed handle per declared job: `server.jobs.<name>` and `ctx.jobs.<name>`. */

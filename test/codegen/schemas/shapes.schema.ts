@@ -43,6 +43,7 @@ export interface Everything extends Audited {
   record: Record<string, { at: Date }>;
   index: { [key: string]: boolean };
   anything: unknown;
+  // biome-ignore lint/suspicious/noExplicitAny: the shape of `any` is under test
   loose: any;
   mixed: string | number | boolean;
   event: Event;

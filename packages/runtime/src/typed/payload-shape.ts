@@ -84,7 +84,8 @@ function check(shape: Shape, value: unknown, named: NamedShapes, depth: number):
     case "string":
       return typeof value === "string" ? null : miss(shape, value);
     case "number":
-      if (typeof value === "number" && !Number.isFinite(value)) return { path: [], expected: "a finite number (NaN and Infinity are not JSON)", got: String(value) };
+      if (typeof value === "number" && !Number.isFinite(value))
+        return { path: [], expected: "a finite number (NaN and Infinity are not JSON)", got: String(value) };
       return typeof value === "number" ? null : miss(shape, value);
     case "boolean":
       return typeof value === "boolean" ? null : miss(shape, value);
