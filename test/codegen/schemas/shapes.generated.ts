@@ -14,7 +14,7 @@ import {
   type TypedJobContext,
   type TypedJobServer,
 } from "@later/runtime";
-import type { Event, Everything, Tree } from "./shapes.schema.js";
+import type { Event, Everything, Opaque, Tree } from "./shapes.schema.js";
 
 /**
  * The declared jobs, by stored job type. `payload` describes each payload type: every enqueue checks the payload
@@ -75,6 +75,10 @@ const JOBS: JobCatalog = {
       },
     },
   },
+  opaque: {
+    handlerMethod: "withOpaqueHandler",
+    payload: { kind: "object", fields: { address: "string", body: "unknown" } },
+  },
   events: {
     handlerMethod: "withEventsHandler",
     datePaths: [["at"]],
@@ -104,6 +108,8 @@ const JOBS: JobCatalog = {
 export interface JobsHandles<Trx = TransactionHandle> {
   /** Enqueue `everything` jobs. */
   readonly everything: JobHandle<Everything, Trx>;
+  /** Enqueue `opaque` jobs. */
+  readonly opaque: JobHandle<Opaque, Trx>;
   /** Enqueue `events` jobs. */
   readonly events: JobHandle<Event, Trx>;
   /** Enqueue `tree` jobs. */
@@ -128,6 +134,11 @@ export class JobsBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<
   /** Handles `everything` jobs: resolve = success, throw = retry per policy. */
   withEverythingHandler(handler: JobHandler<JobsContext<C, Trx>, Everything>, options?: HandlerOptions<C>): this {
     return this.handler("everything", handler, options);
+  }
+
+  /** Handles `opaque` jobs: resolve = success, throw = retry per policy. */
+  withOpaqueHandler(handler: JobHandler<JobsContext<C, Trx>, Opaque>, options?: HandlerOptions<C>): this {
+    return this.handler("opaque", handler, options);
   }
 
   /** Handles `events` jobs: resolve = success, throw = retry per policy. */

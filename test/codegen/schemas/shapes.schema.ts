@@ -50,8 +50,15 @@ export interface Everything extends Audited {
   tree: Tree;
 }
 
+/** Any JSON in `body`: the encoder's own refusals (NaN, functions, cycles) are what is checked. */
+export interface Opaque {
+  address: string;
+  body: unknown;
+}
+
 export interface Jobs {
   everything: Everything;
+  opaque: Opaque;
   events: Event;
   tree: Tree;
 }
