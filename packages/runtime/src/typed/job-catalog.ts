@@ -48,7 +48,7 @@ export type JobCatalog = Readonly<Record<string, JobSpec>>;
  * The check every typed enqueue runs on each payload before the untyped
  * publisher sees it: a payload that does not match the job's declared type
  * throws `InvalidArgumentError` (`INVALID_ARGUMENT`) naming the job, the
- * path and the expectation (`sendEmail payload: sizes: expected number[],
+ * path and the expectation (`resizePhoto payload: sizes: expected number[],
  * got a string`), so nothing is written. A no-op when the catalog entry
  * carries no shape.
  */
