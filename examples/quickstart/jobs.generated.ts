@@ -18,14 +18,32 @@ import {
 import type { ChainStep, ChargeCard, PostEntry, SendEmail } from "./jobs.schema.js";
 
 /**
- * The declared jobs, by stored job type. The topics the schema declares with their partition counts
+ * The declared jobs, by stored job type. `payload` describes each payload type: every enqueue checks the payload
+ * against it (a mismatch is INVALID_ARGUMENT, nothing written), and so does the decoder before the handler runs.
+ * The topics the schema declares with their partition counts
  * (`ledger`: 4) are registered on every server and publisher built from this module.
  */
 const JOBS: JobCatalog = {
-  sendEmail: { handlerMethod: "withSendEmailHandler" },
-  chainStep: { handlerMethod: "withChainStepHandler" },
-  chargeCard: { handlerMethod: "withChargeCardHandler", datePaths: [["requestedAt"]] },
-  postEntry: { handlerMethod: "withPostEntryHandler", topic: "ledger", partitionKey: "accountId", partitions: 4 },
+  sendEmail: {
+    handlerMethod: "withSendEmailHandler",
+    payload: { kind: "object", fields: { address: "string", body: "string" } },
+  },
+  chainStep: {
+    handlerMethod: "withChainStepHandler",
+    payload: { kind: "object", fields: { step: "number", of: "number" } },
+  },
+  chargeCard: {
+    handlerMethod: "withChargeCardHandler",
+    datePaths: [["requestedAt"]],
+    payload: { kind: "object", fields: { amount: "number", requestedAt: "date" } },
+  },
+  postEntry: {
+    handlerMethod: "withPostEntryHandler",
+    topic: "ledger",
+    partitionKey: "accountId",
+    partitions: 4,
+    payload: { kind: "object", fields: { accountId: "string", cents: "number" } },
+  },
 };
 
 /** One typed handle per declared job: `server.jobs.<name>` and `ctx.jobs.<name>`. */

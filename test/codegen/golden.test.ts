@@ -15,6 +15,7 @@ const GOLDEN = [
   { schema: "test/codegen/schemas/names.schema.ts", out: "test/codegen/schemas/names.generated.ts", interfaceName: "Names" },
   { schema: "test/codegen/schemas/ledger.schema.ts", out: "test/codegen/schemas/ledger.generated.ts" },
   { schema: "test/codegen/schemas/events.schema.ts", out: "test/codegen/schemas/events.generated.ts" },
+  { schema: "test/codegen/schemas/shapes.schema.ts", out: "test/codegen/schemas/shapes.generated.ts" },
   { schema: "examples/quickstart/jobs.schema.ts", out: "examples/quickstart/jobs.generated.ts" },
 ];
 
@@ -95,10 +96,12 @@ describe("later-gen --check", () => {
       expect(wrote.stdout.trim()).toBe("wrote jobs.generated.ts");
       expect(laterGen(["jobs.schema.ts", "--check"], dir).code).toBe(0);
 
-      // A changed payload type leaves the module current (it imports the types); a new job does not.
+      // A changed payload type makes the module stale (it carries the payload's shape for the run-time check); so does a new job.
       const schema = readFileSync(join(dir, "jobs.schema.ts"), "utf8");
       writeFileSync(join(dir, "jobs.schema.ts"), schema.replace("body: string;", "body: string;\n  cc?: string[];"));
-      expect(laterGen(["jobs.schema.ts", "--check"], dir).code).toBe(0);
+      const changed = laterGen(["jobs.schema.ts", "--check"], dir);
+      expect(changed.code).toBe(1);
+      expect(changed.stderr).toMatch(/jobs\.generated\.ts is stale/);
       writeFileSync(join(dir, "jobs.schema.ts"), schema.replace("export interface Jobs {", "export interface Jobs {\n  ping: { n: number };"));
       const stale = laterGen(["jobs.schema.ts", "--check"], dir);
       expect(stale.code).toBe(1);

@@ -51,7 +51,8 @@ describe.each(BACKENDS)("enqueue refusals on $name", (entry) => {
     try {
       const error = await refusal(server.jobs.createAccount.enqueue({ id: "acct-1", createdAt: new Date(Number.NaN) }));
       expect(error.code).toBe("INVALID_ARGUMENT");
-      expect(error.message).toContain("payload.createdAt: an invalid Date");
+      // The payload's type is checked first (a Date must be a valid one), naming the field.
+      expect(error.message).toBe("createAccount payload: createdAt: expected Date, got an invalid Date");
       expect(await server.backend.inspect.jobList({ limit: 10 })).toEqual([]);
     } finally {
       await server.shutdown({ deadlineMs: 0 });

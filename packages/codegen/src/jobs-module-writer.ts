@@ -1,6 +1,7 @@
 import { dirname, relative } from "node:path";
 import type { JobDeclaration, JobsSchema } from "./schema-reader.js";
 import type { LogDeclaration } from "./log-schema-reader.js";
+import { hasPrototypeKey, literalLines, type LiteralValue } from "./literal-lines.js";
 import { LOG_RUNTIME_IMPORTS, ModuleNames, RUNTIME_IMPORTS, RUNTIME_VALUE_IMPORTS } from "./module-names.js";
 
 /** How the generated module refers to the schema and how to regenerate it. */
@@ -49,10 +50,17 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     `import type { ${schema.typeImports.join(", ")} } from ${JSON.stringify(schemaImport)};`,
     ``,
     ...(topics.length === 0
-      ? [`/** The declared jobs, by stored job type. */`]
+      ? [
+          `/**`,
+          ` * The declared jobs, by stored job type. \`payload\` describes each payload type: every enqueue checks the payload`,
+          ` * against it (a mismatch is INVALID_ARGUMENT, nothing written), and so does the decoder before the handler runs.`,
+          ` */`,
+        ]
       : [
           `/**`,
-          ` * The declared jobs, by stored job type. The topics the schema declares with their partition counts`,
+          ` * The declared jobs, by stored job type. \`payload\` describes each payload type: every enqueue checks the payload`,
+          ` * against it (a mismatch is INVALID_ARGUMENT, nothing written), and so does the decoder before the handler runs.`,
+          ` * The topics the schema declares with their partition counts`,
           ` * (${topics.map(([name, n]) => `\`${name}\`: ${n}`).join(", ")}) are registered on every server and publisher built from this module.`,
           ` */`,
         ]),
@@ -143,29 +151,27 @@ function logsSection(names: ModuleNames, logs: LogDeclaration[]): string[] {
   ];
 }
 
-/** One catalog entry: on one line when short, else one field per line and one date path per line. */
+/**
+ * One catalog entry: on one line when short, else one field per line, the
+ * payload's shape nested as far as it takes to fit (see {@link literalLines}).
+ */
 function catalogEntry(job: JobDeclaration): string[] {
-  const paths = job.datePaths.map((p) => `[${p.map((s) => JSON.stringify(s)).join(", ")}]`);
   const handle = ModuleNames.handle(job.name);
-  const topic = job.topic
-    ? [
-        `topic: ${JSON.stringify(job.topic.name)}`,
-        `partitionKey: ${JSON.stringify(job.topic.partitionKey)}`,
-        ...(job.topic.partitions === undefined ? [] : [`partitions: ${job.topic.partitions}`]),
-      ]
-    : [];
-  const head = [`handlerMethod: "${handlerMethod(job)}"`, ...(handle === job.name ? [] : [`handle: "${handle}"`])];
-  const fields = [...head, ...(paths.length > 0 ? [`datePaths: [${paths.join(", ")}]`] : []), ...topic];
+  const entry: Record<string, LiteralValue | undefined> = {
+    handlerMethod: handlerMethod(job),
+    handle: handle === job.name ? undefined : handle,
+    datePaths: job.datePaths.length > 0 ? job.datePaths : undefined,
+    topic: job.topic?.name,
+    partitionKey: job.topic?.partitionKey,
+    partitions: job.topic?.partitions,
+    payload: job.payload,
+    shapes: Object.keys(job.shapes).length > 0 ? job.shapes : undefined,
+  };
   const key = IDENTIFIER.test(job.name) ? job.name : JSON.stringify(job.name);
-  const line = `  ${key}: { ${fields.join(", ")} },`;
-  if (line.length <= 120) return [line];
-  return [
-    `  ${key}: {`,
-    ...head.map((h) => `    ${h},`),
-    ...(paths.length > 0 ? [`    datePaths: [`, ...paths.map((p) => `      ${p},`), `    ],`] : []),
-    ...topic.map((t) => `    ${t},`),
-    `  },`,
-  ];
+  // A job or field named like a member of Object.prototype (`constructor`, `toString`) loses the catalog's
+  // contextual type in TypeScript, so its literals would widen to string: `as const` keeps them.
+  const prototypeKey = hasPrototypeKey({ [job.name]: entry });
+  return literalLines(entry, "  ", `${key}: `, prototypeKey ? " as const," : ",");
 }
 
 /** A catalog key written bare; any other member name is quoted. */

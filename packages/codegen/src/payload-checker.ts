@@ -164,8 +164,7 @@ export class PayloadChecker {
   }
 
   private isDate(type: Type): boolean {
-    const symbol = type.getSymbol();
-    return symbol?.getName() === "Date" && symbol.getDeclarations().every((d) => this.isLibrary(d));
+    return isLibraryDate(this.program, type);
   }
 
   /** TypeScript's own lib files (not packages: a payload may use interfaces from the application's packages). */
@@ -184,4 +183,12 @@ function describe(path: DatePath): string {
 
 function text(type: Type, at: Node): string {
   return type.getText(at, ts.TypeFormatFlags.NoTruncation);
+}
+
+/** Whether `type` is the standard library's `Date` (not an application type of the same name). */
+export function isLibraryDate(program: Program, type: Type): boolean {
+  const symbol = type.getSymbol();
+  return (
+    symbol?.getName() === "Date" && symbol.getDeclarations().every((d) => program.compilerObject.isSourceFileDefaultLibrary(d.getSourceFile().compilerNode))
+  );
 }

@@ -12,7 +12,8 @@ import {
   type Type,
 } from "ts-morph";
 import { GeneratedNameChecker } from "./generated-name-checker.js";
-import { PayloadChecker, type DatePath, type Locate } from "./payload-checker.js";
+import { isLibraryDate, PayloadChecker, type DatePath, type Locate } from "./payload-checker.js";
+import { PayloadShapeBuilder, type Shape } from "./payload-shape-builder.js";
 import { SchemaError } from "./schema-error.js";
 import { SchemaErrors, SchemaProblems } from "./schema-errors.js";
 import { LOGS_INTERFACE, readLogs, type LogDeclaration } from "./log-schema-reader.js";
@@ -27,6 +28,10 @@ export interface JobDeclaration {
   payloadType: string;
   /** Where its `Date` fields are. */
   datePaths: DatePath[];
+  /** The payload type as data, checked at every enqueue and decode (see {@link PayloadShapeBuilder}). */
+  payload: Shape;
+  /** The named shapes `payload` refers to (its recursive types); usually empty. */
+  shapes: Record<string, Shape>;
   /**
    * `@topic NAME`, with `@partitionKey FIELD` and the topic's partition
    * count when the schema declares it (`@partitions N` on this job or on
@@ -221,10 +226,11 @@ function readJob(
   const datePaths = problems.attempt(() => PayloadChecker.check(program, locate, name, payload, typeNode));
   const topic = problems.attempt(() => readTopic(declaration, payload, name, locate));
   if (problems.count > before || datePaths === undefined) return undefined;
+  const shape = PayloadShapeBuilder.build(payload, (type) => isLibraryDate(program, type));
   const own = declarations.some((d) => declaration.getParent() === d);
   const payloadType = payloadTypeText(declaration, name, own, interfaceName, jobsInterface, source, typeImports);
   return {
-    job: { name, payloadType, datePaths, ...(topic ? { topic: topic.topic } : {}) },
+    job: { name, payloadType, datePaths, payload: shape.shape, shapes: shape.shapes, ...(topic ? { topic: topic.topic } : {}) },
     nameNode,
     partitionsTag: topic?.partitionsTag,
   };

@@ -17,11 +17,60 @@ import {
 } from "@later/runtime";
 import type { Billing, Invoice } from "./billing.schema.js";
 
-/** The declared jobs, by stored job type. */
+/**
+ * The declared jobs, by stored job type. `payload` describes each payload type: every enqueue checks the payload
+ * against it (a mismatch is INVALID_ARGUMENT, nothing written), and so does the decoder before the handler runs.
+ */
 const JOBS: JobCatalog = {
-  sendInvoice: { handlerMethod: "withSendInvoiceHandler" },
-  refund: { handlerMethod: "withRefundHandler" },
-  postEntry: { handlerMethod: "withPostEntryHandler", topic: "ledger", partitionKey: "account" },
+  sendInvoice: {
+    handlerMethod: "withSendInvoiceHandler",
+    payload: {
+      kind: "object",
+      fields: {
+        id: "string",
+        total: { kind: "object", fields: { currency: { kind: "literal", values: ["EUR", "USD"] }, cents: "number" } },
+        lines: {
+          kind: "array",
+          element: {
+            kind: "object",
+            fields: {
+              sku: "string",
+              quantity: "number",
+              price: {
+                kind: "object",
+                fields: { currency: { kind: "literal", values: ["EUR", "USD"] }, cents: "number" },
+              },
+            },
+          },
+        },
+        status: { kind: "literal", values: ["draft", "sent", "paid"] },
+      },
+    },
+  },
+  refund: {
+    handlerMethod: "withRefundHandler",
+    payload: {
+      kind: "object",
+      fields: {
+        invoiceId: "string",
+        amount: { kind: "object", fields: { currency: { kind: "literal", values: ["EUR", "USD"] }, cents: "number" } },
+        reason: "string",
+      },
+      optional: ["reason"],
+    },
+  },
+  postEntry: {
+    handlerMethod: "withPostEntryHandler",
+    topic: "ledger",
+    partitionKey: "account",
+    payload: {
+      kind: "object",
+      fields: {
+        account: "string",
+        amount: { kind: "object", fields: { currency: { kind: "literal", values: ["EUR", "USD"] }, cents: "number" } },
+      },
+    },
+  },
 };
 
 /** One typed handle per declared job: `server.jobs.<name>` and `ctx.jobs.<name>`. */

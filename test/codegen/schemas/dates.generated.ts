@@ -16,7 +16,10 @@ import {
 } from "@later/runtime";
 import type { Jobs, Meeting } from "./dates.schema.js";
 
-/** The declared jobs, by stored job type. */
+/**
+ * The declared jobs, by stored job type. `payload` describes each payload type: every enqueue checks the payload
+ * against it (a mismatch is INVALID_ARGUMENT, nothing written), and so does the decoder before the handler runs.
+ */
 const JOBS: JobCatalog = {
   scheduleMeeting: {
     handlerMethod: "withScheduleMeetingHandler",
@@ -30,8 +33,23 @@ const JOBS: JobCatalog = {
       ["window", "0"],
       ["window", "1"],
     ],
+    payload: {
+      kind: "object",
+      fields: {
+        title: "string",
+        startsAt: "date",
+        endsAt: "date",
+        cancelledAt: { kind: "union", options: ["null", "date"] },
+        attendees: { kind: "array", element: { kind: "object", fields: { name: "string", invitedAt: "date" } } },
+        reminders: { kind: "array", element: "date" },
+        byRoom: { kind: "object", fields: {}, values: { kind: "object", fields: { bookedAt: "date" } } },
+        window: { kind: "tuple", elements: ["date", "date"] },
+        notes: { kind: "array", element: "string" },
+      },
+      optional: ["endsAt"],
+    },
   },
-  ping: { handlerMethod: "withPingHandler" },
+  ping: { handlerMethod: "withPingHandler", payload: { kind: "object", fields: { at: "number" } } },
 };
 
 /** One typed handle per declared job: `server.jobs.<name>` and `ctx.jobs.<name>`. */

@@ -23,20 +23,36 @@ import {
 import type { AuditEntry, Logs, OrderEvent } from "./events.schema.js";
 
 /**
- * The declared jobs, by stored job type. The topics the schema declares with their partition counts
+ * The declared jobs, by stored job type. `payload` describes each payload type: every enqueue checks the payload
+ * against it (a mismatch is INVALID_ARGUMENT, nothing written), and so does the decoder before the handler runs.
+ * The topics the schema declares with their partition counts
  * (`orders`: 4) are registered on every server and publisher built from this module.
  */
 const JOBS: JobCatalog = {
   ship_order: {
     handlerMethod: "withShipOrderHandler",
     handle: "shipOrder",
-    datePaths: [
-      ["at"],
-      ["lines", null, "promisedBy"],
-    ],
+    datePaths: [["at"], ["lines", null, "promisedBy"]],
     topic: "orders",
     partitionKey: "customerId",
     partitions: 4,
+    payload: {
+      kind: "object",
+      fields: {
+        customerId: "string",
+        orderId: "string",
+        kind: { kind: "literal", values: ["placed", "paid", "shipped"] },
+        at: "date",
+        lines: {
+          kind: "array",
+          element: {
+            kind: "object",
+            fields: { sku: "string", quantity: "number", promisedBy: "date" },
+            optional: ["promisedBy"],
+          },
+        },
+      },
+    },
   },
 };
 

@@ -18,7 +18,9 @@ import {
 import type { Entry, Statement } from "./ledger.schema.js";
 
 /**
- * The declared jobs, by stored job type. The topics the schema declares with their partition counts
+ * The declared jobs, by stored job type. `payload` describes each payload type: every enqueue checks the payload
+ * against it (a mismatch is INVALID_ARGUMENT, nothing written), and so does the decoder before the handler runs.
+ * The topics the schema declares with their partition counts
  * (`ledger`: 4) are registered on every server and publisher built from this module.
  */
 const JOBS: JobCatalog = {
@@ -28,6 +30,7 @@ const JOBS: JobCatalog = {
     topic: "ledger",
     partitionKey: "accountId",
     partitions: 4,
+    payload: { kind: "object", fields: { accountId: "string", cents: "number", memo: "string" } },
   },
   "reverse-entry": {
     handlerMethod: "withReverseEntryHandler",
@@ -35,8 +38,13 @@ const JOBS: JobCatalog = {
     topic: "ledger",
     partitionKey: "accountId",
     partitions: 4,
+    payload: { kind: "object", fields: { accountId: "string", cents: "number", memo: "string" } },
   },
-  send_statement: { handlerMethod: "withSendStatementHandler", handle: "sendStatement" },
+  send_statement: {
+    handlerMethod: "withSendStatementHandler",
+    handle: "sendStatement",
+    payload: { kind: "object", fields: { accountId: "string", month: "string" } },
+  },
 };
 
 /** One typed handle per declared job: `server.jobs.<name>` and `ctx.jobs.<name>`. */

@@ -17,15 +17,26 @@ import {
 } from "@later/runtime";
 import type { Job, Names } from "./names.schema.js";
 
-/** The declared jobs, by stored job type. */
+/**
+ * The declared jobs, by stored job type. `payload` describes each payload type: every enqueue checks the payload
+ * against it (a mismatch is INVALID_ARGUMENT, nothing written), and so does the decoder before the handler runs.
+ */
 const JOBS: JobCatalog = {
-  constructor: { handlerMethod: "withConstructorHandler" },
-  then: { handlerMethod: "withThenHandler" },
-  toString: { handlerMethod: "withToStringHandler" },
-  class: { handlerMethod: "withClassHandler" },
-  quoted: { handlerMethod: "withQuotedHandler" },
-  $: { handlerMethod: "with$Handler", datePaths: [["at"]] },
-  hasOwnProperty: { handlerMethod: "withHasOwnPropertyHandler", topic: "names", partitionKey: "key" },
+  constructor: {
+    handlerMethod: "withConstructorHandler",
+    payload: { kind: "object", fields: { n: "number" } },
+  } as const,
+  then: { handlerMethod: "withThenHandler", payload: { kind: "object", fields: { n: "number" } } },
+  toString: { handlerMethod: "withToStringHandler", payload: { kind: "object", fields: { n: "number" } } } as const,
+  class: { handlerMethod: "withClassHandler", payload: { kind: "object", fields: { n: "number" } } },
+  quoted: { handlerMethod: "withQuotedHandler", payload: { kind: "object", fields: { n: "number" } } },
+  $: { handlerMethod: "with$Handler", datePaths: [["at"]], payload: { kind: "object", fields: { at: "date" } } },
+  hasOwnProperty: {
+    handlerMethod: "withHasOwnPropertyHandler",
+    topic: "names",
+    partitionKey: "key",
+    payload: { kind: "object", fields: { n: "number", key: "string" } },
+  } as const,
 };
 
 /** One typed handle per declared job: `server.jobs.<name>` and `ctx.jobs.<name>`. */

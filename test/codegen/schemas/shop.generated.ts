@@ -17,11 +17,26 @@ import {
 } from "@later/runtime";
 import type { CreateAccount, ProcessOrder, SendEmail } from "./shop.schema.js";
 
-/** The declared jobs, by stored job type. */
+/**
+ * The declared jobs, by stored job type. `payload` describes each payload type: every enqueue checks the payload
+ * against it (a mismatch is INVALID_ARGUMENT, nothing written), and so does the decoder before the handler runs.
+ */
 const JOBS: JobCatalog = {
-  sendEmail: { handlerMethod: "withSendEmailHandler" },
-  createAccount: { handlerMethod: "withCreateAccountHandler", datePaths: [["createdAt"]] },
-  processOrder: { handlerMethod: "withProcessOrderHandler", topic: "orders", partitionKey: "customerId" },
+  sendEmail: {
+    handlerMethod: "withSendEmailHandler",
+    payload: { kind: "object", fields: { address: "string", body: "string" } },
+  },
+  createAccount: {
+    handlerMethod: "withCreateAccountHandler",
+    datePaths: [["createdAt"]],
+    payload: { kind: "object", fields: { id: "string", createdAt: "date" } },
+  },
+  processOrder: {
+    handlerMethod: "withProcessOrderHandler",
+    topic: "orders",
+    partitionKey: "customerId",
+    payload: { kind: "object", fields: { customerId: "number", description: "string" } },
+  },
 };
 
 /** One typed handle per declared job: `server.jobs.<name>` and `ctx.jobs.<name>`. */

@@ -130,6 +130,32 @@ export class JobPublisher<Trx = TransactionHandle> {
     return id!;
   }
 
+  /**
+   * {@link enqueueToPartition} for many jobs of one type in one transaction:
+   * each item goes to the partition of its own target, appended in the
+   * order given (items of one partition keep their order). Every target is
+   * resolved first: an unregistered topic or a bad key throws before
+   * anything is written, and so does a payload that cannot be stored.
+   */
+  async enqueueManyToPartition(
+    jobType: string,
+    items: readonly { payload: unknown; target: PartitionTarget }[],
+    options: EnqueueOptions = {},
+  ): Promise<JobId[]> {
+    if (!Array.isArray(items)) throw new InvalidArgumentError("enqueueManyToPartition: items must be an array of { payload, target }");
+    const partitions = items.map((item) => {
+      if (item === null || typeof item !== "object") throw new InvalidArgumentError("enqueueManyToPartition: each item is { payload, target }");
+      return this.resolvePartition(item.target);
+    });
+    return this.insert(
+      jobType,
+      items.map((item) => item.payload),
+      options,
+      undefined,
+      partitions,
+    );
+  }
+
   /** {@link enqueueToPartition} inside a caller-owned transaction (the sequence is taken in it too). */
   async enqueueToPartitionIn(transaction: Trx, jobType: string, payload: unknown, target: PartitionTarget, options: EnqueueOptions = {}): Promise<JobId> {
     if (transaction === undefined || transaction === null) throw transactionRefusal("enqueueToPartitionIn", TRANSACTION_WANTED, transaction);
@@ -235,7 +261,8 @@ export class JobPublisher<Trx = TransactionHandle> {
     payloads: readonly unknown[],
     options: EnqueueOptions,
     transaction: Trx | undefined,
-    partition?: PartitionRef,
+    /** One partition for every job, or one per job (by index). */
+    partition?: PartitionRef | readonly PartitionRef[],
   ): Promise<JobId[]> {
     if (this.stopped) throw new ServerStoppedError(`enqueue of "${jobType}"`);
     const encode = this.options.encoders.get(jobType);
@@ -246,16 +273,19 @@ export class JobPublisher<Trx = TransactionHandle> {
     const runAt = runAtOf(checked, now);
     const parentId = checked.parentId;
     const retryPolicy = storedRetryPolicy(checked.retryPolicy ?? this.options.defaultRetryPolicy);
-    const jobs: JobInsert[] = payloads.map((payload) => ({
-      id: newJobId(now),
-      jobType,
-      payload: encodePayload(encode, jobType, payload),
-      runAt,
-      parentId,
-      retryPolicy,
-      timeoutMs: checked.timeoutMs ?? null,
-      ...(partition === undefined ? {} : { topic: partition.topic, partition: partition.partition }),
-    }));
+    const jobs: JobInsert[] = payloads.map((payload, i) => {
+      const ref = Array.isArray(partition) ? (partition as readonly PartitionRef[])[i]! : (partition as PartitionRef | undefined);
+      return {
+        id: newJobId(now),
+        jobType,
+        payload: encodePayload(encode, jobType, payload),
+        runAt,
+        parentId,
+        retryPolicy,
+        timeoutMs: checked.timeoutMs ?? null,
+        ...(ref === undefined ? {} : { topic: ref.topic, partition: ref.partition }),
+      };
+    });
     if (jobs.length === 0) return [];
     const result = await this.backend.jobs.insertMany({ jobs, now, transaction });
     if (transaction === undefined) this.options.onCommitted(jobs, result.stages);

@@ -1,3 +1,6 @@
+import { InvalidArgumentError } from "../errors.js";
+import { checkPayload, type NamedShapes, type Shape } from "./payload-shape.js";
+
 /**
  * Where `Date` values sit inside a payload, as a path from the payload root:
  * a string is a property name, `null` is "every element of this array, or
@@ -27,23 +30,59 @@ export interface JobSpec {
    * with it. Every job of one topic carries the same count.
    */
   readonly partitions?: number;
+  /**
+   * The payload type as a {@link Shape}: every typed enqueue checks the
+   * payload against it ({@link payloadValidator}) and the decoder checks a
+   * stored payload after reviving its dates. Without it (a module generated
+   * before payloads were checked) nothing is checked.
+   */
+  readonly payload?: Shape;
+  /** The named shapes `payload` refers to: its recursive types. */
+  readonly shapes?: NamedShapes;
 }
 
 /** Every declared job, by stored job type. */
 export type JobCatalog = Readonly<Record<string, JobSpec>>;
 
 /**
+ * The check every typed enqueue runs on each payload before the untyped
+ * publisher sees it: a payload that does not match the job's declared type
+ * throws `InvalidArgumentError` (`INVALID_ARGUMENT`) naming the job, the
+ * path and the expectation (`resizePhoto payload: sizes: expected number[],
+ * got a string`), so nothing is written. A no-op when the catalog entry
+ * carries no shape.
+ */
+export function payloadValidator(jobType: string, spec: JobSpec): (payload: unknown) => void {
+  const shape = spec.payload;
+  if (shape === undefined) return () => {};
+  const named = spec.shapes ?? {};
+  return (payload) => {
+    const mismatch = checkPayload(shape, payload, named);
+    if (mismatch !== null) throw new InvalidArgumentError(`${jobType} payload: ${mismatch.message}`);
+  };
+}
+
+/**
  * The decoder of a job's stored payload: `JSON.parse`, then every string at
- * a {@link DatePath} becomes a `Date`. A string that is not a valid date
- * throws, so the worker fails the job as undecodable (`PAYLOAD_DECODE`)
- * instead of running the handler with garbage.
+ * a {@link DatePath} becomes a `Date`, then the value is checked against the
+ * job's shape (docs/semantics.md J12). A string that is not a valid date, or
+ * a payload that no longer matches its type (the schema changed under queued
+ * jobs), throws, so the worker fails the job as undecodable
+ * (`PAYLOAD_DECODE`, the reason naming the path) instead of running the
+ * handler with garbage; the worker goes on with the next job.
  */
 export function payloadDecoder(jobType: string, spec: JobSpec): (json: string) => unknown {
   const paths = spec.datePaths ?? [];
-  if (paths.length === 0) return (json) => JSON.parse(json);
+  const shape = spec.payload;
+  const named = spec.shapes ?? {};
+  if (paths.length === 0 && shape === undefined) return (json) => JSON.parse(json);
   return (json) => {
     const value: unknown = JSON.parse(json);
     for (const path of paths) reviveAt(value, path, 0, jobType);
+    if (shape !== undefined) {
+      const mismatch = checkPayload(shape, value, named);
+      if (mismatch !== null) throw new Error(`${mismatch.message} (the stored payload does not match the declared type)`);
+    }
     return value;
   };
 }

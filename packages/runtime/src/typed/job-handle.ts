@@ -2,7 +2,7 @@ import type { TransactionHandle } from "../backend/backend.js";
 import type { JobId } from "../core/job-id.js";
 import { withShortForm, type EnqueueOptions } from "../server/enqueue-options.js";
 import type { JobPublisher } from "../server/publisher.js";
-import type { JobSpec } from "./job-catalog.js";
+import { payloadValidator, type JobSpec } from "./job-catalog.js";
 
 /**
  * The typed enqueue methods of one declared job, as `server.jobs.<name>` and
@@ -21,33 +21,56 @@ import type { JobSpec } from "./job-catalog.js";
  * continuation. Bad options reject with `INVALID_ARGUMENT` (an unknown key
  * is named) and write nothing. A job declared with `@topic` has a
  * {@link TopicJobHandle} instead, whose every method goes to its partition.
+ *
+ * Every method first checks each payload against the job's declared type
+ * (the catalog's shape, see `payloadValidator`): a mismatch rejects with
+ * `INVALID_ARGUMENT` naming the job and the path, and nothing is written
+ * (`enqueueMany`: none of the payloads). This matters where TypeScript
+ * cannot check: JavaScript callers and payloads parsed from JSON.
  */
 export class JobHandle<P, Trx = TransactionHandle> {
+  /** Throws `InvalidArgumentError` for a payload that does not match the declared type. */
+  protected readonly check: (payload: unknown) => void;
+
   constructor(
     protected readonly publisher: JobPublisher<Trx>,
     /** The stored job type: the member name in the schema. */
     readonly jobType: string,
     protected readonly spec: JobSpec,
-  ) {}
+  ) {
+    this.check = payloadValidator(jobType, spec);
+  }
 
   /** Runs as soon as a worker is free, or as `options` say (a delay, a parent). */
   enqueue(payload: P, options?: EnqueueOptions): Promise<JobId> {
-    return this.publisher.enqueue(this.jobType, payload, options);
+    return settle(() => {
+      this.check(payload);
+      return this.publisher.enqueue(this.jobType, payload, options);
+    });
   }
 
-  /** Many jobs of this type in one transaction (one statement per backend), each with `options`. */
+  /** Many jobs of this type in one transaction (one statement per backend), each with `options`; one bad payload and none is written. */
   enqueueMany(payloads: readonly P[], options?: EnqueueOptions): Promise<JobId[]> {
-    return this.publisher.enqueueMany(this.jobType, payloads, options);
+    return settle(() => {
+      if (Array.isArray(payloads)) for (const payload of payloads) this.check(payload);
+      return this.publisher.enqueueMany(this.jobType, payloads, options);
+    });
   }
 
   /** Runs no earlier than `delayMs` from now; holds no worker while it waits. `enqueue(payload, { delayMs })`. */
   enqueueDelayed(payload: P, delayMs: number, options?: Omit<EnqueueOptions, "delayMs" | "runAt">): Promise<JobId> {
-    return settle(() => this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueDelayed", options, { delayMs })));
+    return settle(() => {
+      this.check(payload);
+      return this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueDelayed", options, { delayMs }));
+    });
   }
 
   /** Runs no earlier than `runAt` (a past time means now). `enqueue(payload, { runAt })`. */
   enqueueDelayedAt(payload: P, runAt: Date, options?: Omit<EnqueueOptions, "delayMs" | "runAt">): Promise<JobId> {
-    return settle(() => this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueDelayedAt", options, { runAt })));
+    return settle(() => {
+      this.check(payload);
+      return this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueDelayedAt", options, { runAt }));
+    });
   }
 
   /**
@@ -56,7 +79,10 @@ export class JobHandle<P, Trx = TransactionHandle> {
    * good. Unknown parent: `ParentNotFoundError`. `enqueue(payload, { parentId })`.
    */
   enqueueContinue(parentId: JobId, payload: P, options?: Omit<EnqueueOptions, "parentId">): Promise<JobId> {
-    return settle(() => this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueContinue", options, { parentId })));
+    return settle(() => {
+      this.check(payload);
+      return this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueContinue", options, { parentId }));
+    });
   }
 
   /**
@@ -65,7 +91,10 @@ export class JobHandle<P, Trx = TransactionHandle> {
    * file; PostgreSQL a Kysely transaction or a `pg` client inside `BEGIN`.
    */
   enqueueIn(transaction: Trx, payload: P, options?: EnqueueOptions): Promise<JobId> {
-    return this.publisher.enqueueIn(transaction, this.jobType, payload, options);
+    return settle(() => {
+      this.check(payload);
+      return this.publisher.enqueueIn(transaction, this.jobType, payload, options);
+    });
   }
 
   /**
@@ -81,7 +110,10 @@ export class JobHandle<P, Trx = TransactionHandle> {
    * or time zone rejects with `InvalidCronError` naming it; nothing is written.
    */
   enqueueRecurring(scheduleId: string, payload: P, cron: string, options?: { timeZone?: string }): Promise<JobId | null> {
-    return this.publisher.enqueueRecurring(this.jobType, scheduleId, payload, cron, recurringOptions(options, false));
+    return settle(() => {
+      this.check(payload);
+      return this.publisher.enqueueRecurring(this.jobType, scheduleId, payload, cron, recurringOptions(options, false));
+    });
   }
 
   /**
@@ -94,7 +126,10 @@ export class JobHandle<P, Trx = TransactionHandle> {
    * The first occurrence's id is reserved: its job is stored when it comes due.
    */
   enqueueRecurringSequential(scheduleId: string, payload: P, cron: string, options?: { timeZone?: string }): Promise<JobId | null> {
-    return this.publisher.enqueueRecurring(this.jobType, scheduleId, payload, cron, recurringOptions(options, true));
+    return settle(() => {
+      this.check(payload);
+      return this.publisher.enqueueRecurring(this.jobType, scheduleId, payload, cron, recurringOptions(options, true));
+    });
   }
 
   /**
@@ -105,7 +140,10 @@ export class JobHandle<P, Trx = TransactionHandle> {
    * `ParentNotFoundError`.
    */
   enqueueRecurringContinue(parentId: JobId, payload: P): Promise<JobId> {
-    return this.publisher.enqueueRecurringContinue(this.jobType, parentId, payload);
+    return settle(() => {
+      this.check(payload);
+      return this.publisher.enqueueRecurringContinue(this.jobType, parentId, payload);
+    });
   }
 }
 

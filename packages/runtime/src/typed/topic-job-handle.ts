@@ -4,7 +4,7 @@ import { partitionForKey, type PartitionKey } from "../core/partition/partition-
 import { InvalidArgumentError } from "../errors.js";
 import { withShortForm, type EnqueueOptions } from "../server/enqueue-options.js";
 import type { JobPublisher } from "../server/publisher.js";
-import type { JobSpec } from "./job-catalog.js";
+import { payloadValidator, type JobSpec } from "./job-catalog.js";
 import { settle } from "./job-handle.js";
 
 /**
@@ -22,16 +22,22 @@ import { settle } from "./job-handle.js";
  * the parent to succeed, wherever the parent is). The topic must be
  * registered on the server or publisher (`@partitions` in the schema, or the
  * `topics` option), else the call rejects with `UNKNOWN_TOPIC`; a key field
- * that is not a string or an integer rejects with `INVALID_ARGUMENT`. Either
- * way nothing is written.
+ * that is not a string or an integer rejects with `INVALID_ARGUMENT`, and so
+ * does a payload that does not match the job's declared type (the message
+ * names the path, see `payloadValidator`). Either way nothing is written.
  */
 export class TopicJobHandle<P, Trx = TransactionHandle> {
+  /** Throws `InvalidArgumentError` for a payload that does not match the declared type. */
+  private readonly check: (payload: unknown) => void;
+
   constructor(
     private readonly publisher: JobPublisher<Trx>,
     /** The stored job type: the member name in the schema. */
     readonly jobType: string,
     private readonly spec: JobSpec,
-  ) {}
+  ) {
+    this.check = payloadValidator(jobType, spec);
+  }
 
   /** The topic name from `@topic`. */
   get topic(): string {
@@ -41,6 +47,19 @@ export class TopicJobHandle<P, Trx = TransactionHandle> {
   /** Appends to the partition of the payload's key (the `@partitionKey` field): it runs after every earlier job there has finished. */
   enqueueToPartition(payload: P, options?: EnqueueOptions): Promise<JobId> {
     return settle(() => this.publisher.enqueueToPartition(this.jobType, payload, this.target(payload), options));
+  }
+
+  /**
+   * Many jobs in one transaction, each appended to the partition of its own
+   * key, in the order given (those of one key keep it), each with `options`.
+   * Every payload is checked first: one bad payload or key and none is written.
+   */
+  enqueueManyToPartition(payloads: readonly P[], options?: EnqueueOptions): Promise<JobId[]> {
+    return settle(() => {
+      if (!Array.isArray(payloads)) throw new InvalidArgumentError(`"${this.jobType}": enqueueManyToPartition takes an array of payloads`);
+      const items = payloads.map((payload) => ({ payload, target: this.target(payload) }));
+      return this.publisher.enqueueManyToPartition(this.jobType, items, options);
+    });
   }
 
   /** Appends to the partition now; the job, once it is the head, waits `delayMs` and blocks the partition meanwhile. `enqueueToPartition(payload, { delayMs })`. */
@@ -62,8 +81,9 @@ export class TopicJobHandle<P, Trx = TransactionHandle> {
     return settle(() => this.publisher.enqueueToPartitionIn(transaction, this.jobType, payload, this.target(payload), options));
   }
 
-  /** The payload's partition key field, validated by `partitionForKey` later. */
+  /** The payload checked against its type, then its partition key field, validated by `partitionForKey` later. */
   private target(payload: P): { topic: string; key: PartitionKey } {
+    this.check(payload);
     const field = this.spec.partitionKey!;
     const key = payload !== null && typeof payload === "object" ? (payload as Record<string, unknown>)[field] : undefined;
     if (typeof key !== "string" && typeof key !== "number" && typeof key !== "bigint") {

@@ -62,7 +62,11 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
     clockSync?.start();
   }
 
-  /** Opens the backend, checks its schema and returns the handles. Used by the generated `open<Name>Publisher`. */
+  /**
+   * Opens the backend, checks its schema, registers the topics (those the
+   * schema declares with `@partitions`, and the `topics` option), and
+   * returns the handles. Used by the generated `open<Name>Publisher`.
+   */
   static async open<H, Trx = TransactionHandle>(options: PublisherOptions<Trx>, catalog: JobCatalog): Promise<TypedJobPublisher<H, Trx>> {
     if (options === null || typeof options !== "object" || !options.backend) throw new InvalidConfigError("`backend` is required");
     const policy = options.defaultRetryPolicy ?? null;
@@ -82,6 +86,13 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
       await options.backend.close();
       throw error;
     }
+    let registry: Map<string, number>;
+    try {
+      registry = await publisherTopics(options.backend, catalog, topics, (databaseClock ?? local).now());
+    } catch (error) {
+      await options.backend.close();
+      throw error;
+    }
     const encoders = new Map(Object.keys(catalog).map((type) => [type, jsonPayload]));
     const publisher = new JobPublisher<Trx>({
       backend: options.backend,
@@ -89,7 +100,7 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
       defaultRetryPolicy: policy,
       encoders,
       retentionMs: 86_400_000,
-      topics: new Map(topics.map((t) => [t.name, t.partitions])),
+      topics: registry,
       onCommitted: () => {},
     });
     // Its sleeps do not hold the process open: a script may enqueue and exit without closing the publisher.
@@ -104,4 +115,26 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
     await this.clockSync?.stop();
     await this.backend.close();
   }
+}
+
+/**
+ * The topics a publisher enqueues to, name → partition count. The topics it
+ * knows the count of (the schema's `@partitions`, the `topics` option) are
+ * registered in the database, as a server registers them, so a publisher
+ * alone on a fresh database can enqueue to them; a topic stored with another
+ * count is `PARTITION_COUNT_MISMATCH` (docs/semantics.md P1). A topic job of
+ * the schema whose count is declared nowhere takes the count the database
+ * has stored for it, if any (a server registered it); otherwise its
+ * enqueues are `UNKNOWN_TOPIC`, as before.
+ */
+async function publisherTopics<Trx>(backend: Backend<Trx>, catalog: JobCatalog, topics: readonly TopicConfig[], now: number): Promise<Map<string, number>> {
+  const registry = new Map(topics.map((t) => [t.name, t.partitions]));
+  if (topics.length > 0) await backend.partitions.topicRegister({ topics, now });
+  const unknown = Object.values(catalog).some((spec) => spec.topic !== undefined && !registry.has(spec.topic));
+  if (!unknown) return registry;
+  const stored = await backend.inspect.topicDepth();
+  for (const { topic, partitions } of stored.topics) {
+    if (!registry.has(topic) && Object.values(catalog).some((spec) => spec.topic === topic)) registry.set(topic, partitions);
+  }
+  return registry;
 }
