@@ -6,7 +6,8 @@
  * console error (CSP violations included), show the counts, narrow the
  * list by stage and type, page through it, show a job's history with the
  * error as text (no element made of it, no script run), retry the job and
- * delete every job matching a filter, each after a confirmation.
+ * delete every job matching a filter, each after a confirmation; a stage
+ * history note (J1) shown in words, an unknown one as text.
  * Takes the screenshots the README shows: into docs/screenshots/ with
  * `pnpm screenshots` (LATER_SCREENSHOTS=1), else into a temporary folder, so
  * that a test run leaves the repository as it found it.
@@ -20,9 +21,10 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import { RetryPolicy, topic } from "@later/runtime";
+import { PermanentJobError, RetryPolicy, topic } from "@later/runtime";
 import { createDashboard, toNodeHandler } from "@later/runtime/dashboard";
 import { BACKENDS } from "../conformance/backends.js";
 import { deferred, useHarness, waitFor } from "../conformance/harness.js";
@@ -205,6 +207,47 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       expect(problems).toEqual([]);
     } finally {
       release.resolve();
+      await browser.close();
+      await new Promise((resolve) => http.close(resolve));
+    }
+  });
+
+  it("the detail's history shows a change's note (J1) in words, and an unknown note as text", async () => {
+    const h = harness();
+    const server = await h.start({
+      handlers: {
+        perm: {
+          handle: () => {
+            throw new PermanentJobError("bad input");
+          },
+        },
+      },
+    });
+    const id = await server.publisher.enqueue("perm", {});
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id }))?.stage === "failed", "the job to fail");
+    // A note this version does not know, written as a newer release might (here: markup, which must stay text).
+    const other = await server.publisher.enqueue("perm", {}, { delayMs: 3_600_000 }); // stays delayed: never runs here
+    const file = new Database(h.db.location);
+    file.prepare("UPDATE later_jobs SET stages = json_insert(stages, '$[#]', json_array('enqueued', 1, ?)) WHERE id = ?").run(XSS_ERROR, other);
+    file.close();
+
+    const dashboard = createDashboard({ backend: server.backend });
+    const http = createServer(toNodeHandler(dashboard));
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}/`;
+    const browser = await launchChromium();
+    try {
+      const page = browser.context.pages()[0] ?? (await browser.context.newPage());
+      const notes = async (jobId: string) => {
+        await page.goto(`${base}#/jobs/${jobId}`);
+        await page.waitForSelector(`.job-detail[data-job-id="${jobId}"] .history`);
+        return page.locator(".job-detail .history tbody tr .stage-note").allTextContents();
+      };
+      expect(await notes(id)).toEqual(["", "", "permanent: PermanentJobError"]);
+      expect(await notes(other)).toEqual(["", XSS_ERROR]);
+      expect(await page.locator(".job-detail img").count()).toBe(0);
+      expect(await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss)).toBeUndefined();
+    } finally {
       await browser.close();
       await new Promise((resolve) => http.close(resolve));
     }
