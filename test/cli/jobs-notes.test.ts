@@ -63,14 +63,14 @@ function checks(setup: () => Promise<{ seeded: Seeded; args: string[] }>) {
     const back = later(["jobs", "show", seeded.shutdown, ...args]);
     expect(back.status).toBe(0);
     expect(back.stdout).toMatch(/^stage +enqueued$/m);
-    expect(history(back.stdout)).toEqual([
-      `  ${at(0)}  enqueued`,
-      `  ${at(10)}  running   +10ms`,
-      `  ${at(20)}  enqueued  +10ms  (put back at shutdown)`,
-    ]);
+    expect(history(back.stdout)).toEqual([`  ${at(0)}  enqueued`, `  ${at(10)}  running   +10ms`, `  ${at(20)}  enqueued  +10ms  (put back at shutdown)`]);
 
     const failed = later(["jobs", "show", seeded.permanent, ...args]);
-    expect(history(failed.stdout)).toEqual([`  ${at(0)}  enqueued`, `  ${at(10)}  running   +10ms`, `  ${at(20)}  failed    +10ms  (permanent: PermanentJobError)`]);
+    expect(history(failed.stdout)).toEqual([
+      `  ${at(0)}  enqueued`,
+      `  ${at(10)}  running   +10ms`,
+      `  ${at(20)}  failed    +10ms  (permanent: PermanentJobError)`,
+    ]);
 
     const plain = later(["jobs", "show", seeded.plain, ...args]);
     expect(history(plain.stdout)).toEqual([`  ${at(0)}  enqueued`, `  ${at(10)}  running   +10ms`, `  ${at(20)}  failed    +10ms`]);
