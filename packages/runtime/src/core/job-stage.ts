@@ -33,7 +33,8 @@
  * ```
  *
  * `success` and `failed` are terminal. Every change is appended to the job's
- * stage history with its time. From outside (X7): `retry` puts a `failed`
+ * stage history with its time; a put-back at shutdown and a
+ * `PermanentJobError` failure also with a note ({@link StageNote}). From outside (X7): `retry` puts a `failed`
  * job back to `enqueued` (failed ──retry──► enqueued, a partitioned one at
  * its partition's end); `delete` removes a `success` or `failed` job.
  */
