@@ -7,7 +7,7 @@
  * carry the security headers.
  */
 import { describe, expect, it } from "vitest";
-import { newJobId, RetryPolicy, topic, type BackgroundJobServer } from "@later/runtime";
+import { newJobId, PermanentJobError, RetryPolicy, topic, type BackgroundJobServer } from "@later/runtime";
 import { ManualClock } from "@later/runtime/testing";
 import { createDashboard, type DashboardJobDetail, type DashboardJobListEntry, type Overview } from "@later/runtime/dashboard";
 import { BACKENDS } from "../conformance/backends.js";
@@ -252,6 +252,43 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
     expect([unknown.status, unknown.body.error.code]).toEqual([404, "JOB_NOT_FOUND"]);
     const malformed = await call<{ error: { code: string } }>(dashboard, "/api/jobs/NOT-AN-ID");
     expect([malformed.status, malformed.body.error.code]).toEqual([400, "INVALID_ARGUMENT"]);
+  });
+
+  it("D3 job detail: a noted stage change (J1) carries its note, a plain one has no note key", async () => {
+    const h = harness();
+    const server = await h.start({
+      handlers: {
+        perm: {
+          handle: () => {
+            throw new PermanentJobError("bad input");
+          },
+        },
+      },
+    });
+    const permanent = await server.publisher.enqueue("perm", {});
+    await settled(() => server.backend.inspect.jobGet({ id: permanent }), permanent);
+    // A put-back at shutdown (J9), written through the seam: a type no handler claims, claimed and released here.
+    const now = Date.now();
+    const parked = newJobId(now);
+    const jobs = server.backend.jobs;
+    await jobs.insertMany({ now, jobs: [{ id: parked, jobType: "parked", payload: "{}", runAt: now, retryPolicy: null }] });
+    await jobs.claimReady({ owner: "test", limit: 1, now: now + 1, leaseExpiresAt: now + 60_000, jobTypes: ["parked"] });
+    await jobs.releaseMany({ claims: [{ id: parked, attempt: 1 }], now: now + 2, reason: "shutdown" });
+    const dashboard = createDashboard({ backend: server.backend });
+
+    const failed = (await call<DashboardJobDetail>(dashboard, `/api/jobs/${permanent}`)).body;
+    expect(failed.stages.map((s) => [s.stage, s.note])).toEqual([
+      ["enqueued", undefined],
+      ["running", undefined],
+      ["failed", "permanent"],
+    ]);
+    expect(failed.stages.slice(0, 2).every((s) => !("note" in s))).toBe(true);
+    const back = (await call<DashboardJobDetail>(dashboard, `/api/jobs/${parked}`)).body;
+    expect(back.stages).toEqual([
+      { stage: "enqueued", at: now },
+      { stage: "running", at: now + 1 },
+      { stage: "enqueued", at: now + 2, note: "shutdown" },
+    ]);
   });
 
   it("D5 queue-length: per-minute samples; bad since is 400", async () => {

@@ -20,9 +20,10 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import { newJobId, RetryPolicy, topic } from "@later/runtime";
+import { newJobId, PermanentJobError, RetryPolicy, topic } from "@later/runtime";
 import { createDashboard, toNodeHandler } from "@later/runtime/dashboard";
 import { BACKENDS } from "../conformance/backends.js";
 import { deferred, useHarness, waitFor } from "../conformance/harness.js";
@@ -259,6 +260,47 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       expect([answer.status, answer.body.error.code]).toEqual([403, "READ_ONLY"]);
       expect(await server.backend.inspect.jobGet({ id: failedId })).toMatchObject({ stage: "failed" });
       expect(problems).toEqual([]);
+    } finally {
+      await browser.close();
+      await new Promise((resolve) => http.close(resolve));
+    }
+  });
+
+  it("the detail's history shows a change's note (J1) in words, and an unknown note as text", async () => {
+    const h = harness();
+    const server = await h.start({
+      handlers: {
+        perm: {
+          handle: () => {
+            throw new PermanentJobError("bad input");
+          },
+        },
+      },
+    });
+    const id = await server.publisher.enqueue("perm", {});
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id }))?.stage === "failed", "the job to fail");
+    // A note this version does not know, written as a newer release might (here: markup, which must stay text).
+    const other = await server.publisher.enqueue("perm", {}, { delayMs: 3_600_000 }); // stays delayed: never runs here
+    const file = new Database(h.db.location);
+    file.prepare("UPDATE later_jobs SET stages = json_insert(stages, '$[#]', json_array('enqueued', 1, ?)) WHERE id = ?").run(XSS_ERROR, other);
+    file.close();
+
+    const dashboard = createDashboard({ backend: server.backend });
+    const http = createServer(toNodeHandler(dashboard));
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}/`;
+    const browser = await launchChromium();
+    try {
+      const page = browser.context.pages()[0] ?? (await browser.context.newPage());
+      const notes = async (jobId: string) => {
+        await page.goto(`${base}#/jobs/${jobId}`);
+        await page.waitForSelector(`.job-detail[data-job-id="${jobId}"] .history`);
+        return page.locator(".job-detail .history tbody tr .stage-note").allTextContents();
+      };
+      expect(await notes(id)).toEqual(["", "", "permanent: PermanentJobError"]);
+      expect(await notes(other)).toEqual(["", XSS_ERROR]);
+      expect(await page.locator(".job-detail img").count()).toBe(0);
+      expect(await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss)).toBeUndefined();
     } finally {
       await browser.close();
       await new Promise((resolve) => http.close(resolve));

@@ -18,8 +18,11 @@ import { formatDuration, formatTime } from "./format-time.js";
  * stage history
  *   2025-01-02T03:04:05.100Z  enqueued
  *   2025-01-02T03:04:05.112Z  running   +12ms
- *   2025-01-02T03:04:06.120Z  failed    +1.0s
+ *   2025-01-02T03:04:06.120Z  failed    +1.0s  (permanent: PermanentJobError)
  * ```
+ *
+ * A change with a note (docs/semantics.md J1) ends with it in parentheses,
+ * worded by {@link stageNoteText}.
  */
 export function formatJobDetail(job: JobRecord): string[] {
   const lease = job.leaseOwner === null ? "-" : `${job.leaseOwner} until ${formatTime(job.leaseExpiresAt)}`;
@@ -55,9 +58,21 @@ export function formatJobDetail(job: JobRecord): string[] {
   job.stages.forEach((change, i) => {
     const previous = job.stages[i - 1];
     const since = previous === undefined ? "" : `  ${formatDuration(change.at - previous.at)}`;
-    lines.push(`  ${new Date(change.at).toISOString()}  ${change.stage.padEnd(stageWidth)}${since}`.trimEnd());
+    const note = change.note === undefined ? "" : `  (${stageNoteText(change.note)})`;
+    lines.push(`  ${new Date(change.at).toISOString()}  ${change.stage.padEnd(stageWidth)}${since}${note}`.trimEnd());
   });
   return lines;
+}
+
+/**
+ * A stage history note in words: `shutdown` (a put-back at the shutdown
+ * deadline, docs/semantics.md J9) and `permanent` (a `PermanentJobError`,
+ * docs/semantics.md J3); a note this version does not know, as stored.
+ */
+export function stageNoteText(note: string): string {
+  if (note === "shutdown") return "put back at shutdown";
+  if (note === "permanent") return "permanent: PermanentJobError";
+  return note;
 }
 
 /**

@@ -2,7 +2,8 @@ import type { JobRecord } from "@later/runtime/internal";
 
 /**
  * A job as `--json` prints it: the stored {@link JobRecord} (times in ms
- * since the epoch, `stages` as `{ stage, at }`), with `payload` decoded from
+ * since the epoch, `stages` as `{ stage, at, note? }`: `note` only on a noted
+ * change, docs/semantics.md J1), with `payload` decoded from
  * its JSON text. A payload that is not valid JSON stays the stored string,
  * and `payloadDecodeError` says why.
  */

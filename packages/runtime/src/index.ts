@@ -11,7 +11,7 @@ export * from "./errors.js";
 export type { Clock, RandomSource } from "./core/clock.js";
 export { systemClock } from "./core/clock.js";
 export { newJobId, isJobId, type JobId } from "./core/job-id.js";
-export { JOB_STAGES, type JobStage, type StageChange } from "./core/job-stage.js";
+export { JOB_STAGES, type JobStage, type StageChange, type StageNote } from "./core/job-stage.js";
 export { RetryPolicy, type RetryBackoff, type RetryPolicyJson } from "./core/retry/retry-policy.js";
 export type { TransactionHandle } from "./backend/transaction-handle.js";
 export { backendFromUrl, type BackendFromUrlOptions } from "./backend/backend-from-url.js";

@@ -97,7 +97,8 @@ export interface JobDetail {
   runAt?: number;
   createdAt?: number;
   updatedAt?: number;
-  stages: { stage: Stage; at: number }[];
+  /** `note`: only on a noted change (`shutdown`, `permanent`; docs/semantics.md J1). */
+  stages: { stage: Stage; at: number; note?: string }[];
   durations: { totalMs: number; processingMs: number; waitingMs: number };
   parentIds: string[];
   children: { id: string; jobType: string; stage: Stage }[];

@@ -85,13 +85,17 @@ export function jobDetailView(job: JobDetail, now: number, readOnly: boolean, ac
   );
 }
 
-/** The stage history, each row with how long the job stayed in that stage. */
+/**
+ * The stage history, each row with how long the job stayed in that stage
+ * and, for a noted change, the note in words (as `later jobs show` words it;
+ * an unknown note as sent), shown as text.
+ */
 function stageHistory(job: JobDetail, now: number): HTMLElement {
   const terminal = job.stage === "success" || job.stage === "failed" || job.stage === "cancelled";
   return h(
     "table",
     { className: "history" },
-    h("thead", null, h("tr", null, h("th", null, "stage"), h("th", null, "at"), h("th", null, "for"))),
+    h("thead", null, h("tr", null, h("th", null, "stage"), h("th", null, "at"), h("th", null, "for"), h("th", null, "note"))),
     h(
       "tbody",
       null,
@@ -103,10 +107,18 @@ function stageHistory(job: JobDetail, now: number): HTMLElement {
           h("td", null, stageTag(change.stage)),
           h("td", { title: formatIso(change.at) }, formatTime(change.at, now)),
           h("td", null, next === null ? "" : formatDuration(next - change.at)),
+          h("td", { className: "stage-note" }, change.note === undefined ? "" : stageNoteText(change.note)),
         );
       }),
     ),
   );
+}
+
+/** A history note in words: a put-back at shutdown (J9), a `PermanentJobError` (J3); others as sent. */
+function stageNoteText(note: string): string {
+  if (note === "shutdown") return "put back at shutdown";
+  if (note === "permanent") return "permanent: PermanentJobError";
+  return note;
 }
 
 function fact(name: string, value: Node | string): HTMLElement[] {

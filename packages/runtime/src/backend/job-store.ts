@@ -162,8 +162,13 @@ export interface ClaimKey {
   attempt: number;
 }
 
-/** How one attempt ended. */
-export type JobOutcome = { kind: "success" } | { kind: "retry"; runAt: number; error: string } | { kind: "fail"; error: string };
+/**
+ * How one attempt ended. A `fail` with `permanent: true` (the handler threw
+ * `PermanentJobError`, docs/semantics.md J3) is stored with the note
+ * `permanent` on its `failed` history entry; every other outcome adds a
+ * plain entry.
+ */
+export type JobOutcome = { kind: "success" } | { kind: "retry"; runAt: number; error: string } | { kind: "fail"; error: string; permanent?: boolean };
 
 export interface JobFinish extends ClaimKey {
   outcome: JobOutcome;
@@ -189,6 +194,11 @@ export interface JobReleaseManyParams {
   /** Claims to put back (never started, or abandoned at the shutdown deadline). */
   claims: readonly ClaimKey[];
   now: number;
+  /**
+   * `"shutdown"`: the history entry of each put-back carries the note
+   * `shutdown` (docs/semantics.md J9). Default: a plain entry.
+   */
+  reason?: "shutdown" | undefined;
 }
 
 export interface JobReleaseManyResult {

@@ -130,6 +130,8 @@ export interface PartitionHeadReleaseParams {
   owner: string;
   claims: readonly PartitionClaim[];
   now: number;
+  /** `"shutdown"`: each put-back's history entry carries the note `shutdown` (docs/semantics.md J9). Default: a plain entry. */
+  reason?: "shutdown" | undefined;
 }
 
 export interface PartitionHeadReleaseResult {

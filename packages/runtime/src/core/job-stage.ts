@@ -33,7 +33,8 @@
  * ```
  *
  * `success` and `failed` are terminal. Every change is appended to the job's
- * stage history with its time. From outside (X7): `retry` puts a `failed`
+ * stage history with its time; a put-back at shutdown and a
+ * `PermanentJobError` failure also with a note ({@link StageNote}). From outside (X7): `retry` puts a `failed`
  * job back to `enqueued` (failed ──retry──► enqueued, a partitioned one at
  * its partition's end); `delete` removes a `success` or `failed` job.
  */
@@ -65,9 +66,35 @@ export const RETRYABLE_STAGES: readonly JobStage[] = ["failed"];
  */
 export const UNFINISHED_STAGES: readonly JobStage[] = JOB_STAGES.filter((s) => !TERMINAL_STAGES.includes(s));
 
+/**
+ * The notes a history entry can carry (docs/semantics.md J1), stored only
+ * for changes whose usual reading would mislead: `shutdown`, a job put back
+ * at a shutdown's deadline (J9, the attempt not counted as a failure);
+ * `permanent`, a failure from `PermanentJobError` (J3, no retry tried).
+ * Plain changes carry none, so the common writes stay as short as before.
+ */
+export type StageNote = "shutdown" | "permanent";
+
 /** One entry of a job's stage history. */
 export interface StageChange {
   stage: JobStage;
   /** When the change was stored, ms since the epoch. */
   at: number;
+  /**
+   * Why, when the change is not the usual one ({@link StageNote}); absent on
+   * plain changes. Typed as any string: a reader shows a note it does not
+   * know (one written by a newer release) as it is.
+   */
+  note?: string;
+}
+
+/**
+ * Parses the stored `stages` column: a JSON array of `[stage, atMs]` or
+ * `[stage, atMs, note]` entries (docs/storage.md). The note is kept only
+ * when it is a non-empty string.
+ */
+export function parseStageHistory(text: string): StageChange[] {
+  return (JSON.parse(text) as [JobStage, number, unknown?][]).map(([stage, at, note]) =>
+    typeof note === "string" && note !== "" ? { stage, at, note } : { stage, at },
+  );
 }

@@ -174,12 +174,17 @@ export class PartitionRunner<C> {
     await this.executor.stop();
   }
 
-  /** Puts abandoned heads back and frees their partitions; a failed write leaves them to lease expiry. */
+  /** Puts abandoned heads back (noted `shutdown`) and frees their partitions; a failed write leaves them to lease expiry. */
   private async putBack(heads: HeldClaim[], deadlineMs: number): Promise<void> {
     if (heads.length === 0) return;
     const reason = `still running at the shutdown deadline (${deadlineMs} ms): put back, attempt not counted`;
     try {
-      const { released } = await this.backend.partitions.headRelease({ owner: this.owner, claims: heads.map((h) => h.head!), now: this.options.clock.now() });
+      const { released } = await this.backend.partitions.headRelease({
+        owner: this.owner,
+        claims: heads.map((h) => h.head!),
+        now: this.options.clock.now(),
+        reason: "shutdown",
+      });
       const put = new Set(released.map((c) => c.id));
       for (const h of heads) {
         if (put.has(h.id)) this.options.onEvent({ type: "job-released", jobId: h.id, jobType: h.job.jobType, attempt: h.attempt, reason });

@@ -13,7 +13,7 @@
  *                   ▼
  *                 "running" event, ctx (ctx.partition for heads), handler(ctx, payload)
  *                   ├─ resolves ─► success
- *                   ├─ throws PermanentJobError ─► fail now (no retry, whatever the policy)
+ *                   ├─ throws PermanentJobError ─► fail now (no retry, whatever the policy), noted `permanent`
  *                   ├─ throws ──► retryDecision: retry at the policy's delay, or fail (retries spent)
  *                   ├─ abandoned meanwhile (lease lost, shutdown deadline) ─► null: signal aborted, nothing written
  *                   └─ past its timeout (watchdog) ─► timed out: signal aborted (JobTimeoutError), the retry
@@ -130,7 +130,7 @@ export class JobExecutor<C> {
     } catch (thrown) {
       if (!claim.timedOut) {
         const error = describeThrown(thrown);
-        outcome = isPermanentFailure(thrown) ? { kind: "fail", error } : retryDecision(options, job, error);
+        outcome = isPermanentFailure(thrown) ? { kind: "fail", error, permanent: true } : retryDecision(options, job, error);
       }
     }
     this.running.delete(claim);

@@ -190,9 +190,11 @@ export class WorkerPool<C> {
    * Graceful stop: claims no more, releases buffered claims, waits up to
    * `deadlineMs` for running handlers to finish and commit, then aborts the
    * rest (their signal fires) and puts their jobs back in one write
-   * (`jobs.releaseMany`: ready now, the attempt undone), each with a
-   * `job-released` event. A put-back that fails (the database away) leaves
-   * them to lease recovery, the backstop for a crash.
+   * (`jobs.releaseMany`: ready now, the attempt undone, the history entry
+   * noted `shutdown`, docs/semantics.md J9), each with a `job-released`
+   * event. Buffered claims go back with the same note. A put-back that
+   * fails (the database away) leaves them to lease recovery, the backstop
+   * for a crash.
    */
   async shutdown(deadlineMs: number): Promise<void> {
     if (this.stopping) return;
@@ -205,7 +207,7 @@ export class WorkerPool<C> {
     for (const resolve of this.idle.splice(0)) resolve(null);
     if (unstarted.length > 0) {
       await this.backend.jobs
-        .releaseMany({ claims: unstarted.map((h) => ({ id: h.job.id, attempt: h.job.attempt })), now: this.options.clock.now() })
+        .releaseMany({ claims: unstarted.map((h) => ({ id: h.job.id, attempt: h.job.attempt })), now: this.options.clock.now(), reason: "shutdown" })
         .catch((error) => this.options.onEvent(errorEvent("release", error)));
     }
     const deadline = new AbortController();
@@ -237,6 +239,7 @@ export class WorkerPool<C> {
       const { released } = await this.backend.jobs.releaseMany({
         claims: claims.map((h) => ({ id: h.id, attempt: h.attempt })),
         now: this.options.clock.now(),
+        reason: "shutdown",
       });
       const put = new Set(released.map((k) => k.id));
       for (const h of claims) {

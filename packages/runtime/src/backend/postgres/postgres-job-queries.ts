@@ -59,6 +59,15 @@ export const idIn = (column: string, param: string) => `${column} = ANY(ARRAY(SE
 const appendStage = (column: string, stage: string, ms: string) => `left(${column}, -1) || ',["' || ${stage} || '",' || ${ms} || ']]'`;
 
 /**
+ * {@link appendStage} with a note (docs/semantics.md J1): `[stage, ms, note]`
+ * when the SQL text expression `note` is not null, else `[stage, ms]`. Only
+ * the statements that may write a note use it; the claim and the successes
+ * keep the plain append.
+ */
+export const appendNotedStage = (column: string, stage: string, ms: string, note: string) =>
+  `left(${column}, -1) || ',["' || ${stage} || '",' || ${ms} || coalesce(',' || to_json(${note})::text, '') || ']]'`;
+
+/**
  * The SET list that releases a waiting continuation `k` of a succeeded
  * parent at time `now` (a parameter): `delayed` while its own time (a delay
  * given at enqueue) is still to come, its `run_at` kept; else `enqueued`,
@@ -102,7 +111,8 @@ export class PostgresJobQueries {
    * batch whatever the table statistics say. (A join with `unnest(...)` let
    * the planner, on a young table, scan the running rows and re-run the
    * unnest once per row: quadratic, minutes for a few thousand outcomes.)
-   * `$1` ids, `$2` jsonb `{ id: [attempt, stage, run_at, error] }`, `$3` now,
+   * `$1` ids, `$2` jsonb `{ id: [attempt, stage, run_at, error, note?] }` (note: the
+   * history entry's, only for a permanent failure), `$3` now,
    * `$4` expires_at, `$5` namespace, `$6` lease-expired-before guard, `$7`/`$8` channel and payload.
    */
   readonly finish: Statement;
@@ -119,7 +129,10 @@ export class PostgresJobQueries {
   readonly finishSuccess: Statement;
   /** Fails the waiting children of failed parents: `$1` parent ids, `$2` reasons, `$3` now, `$4` expires_at, `$5` namespace. */
   readonly failChildren: Statement;
-  /** Puts claims back (attempt undone), returning `id, claim_attempt` of each put back: `$1` ids, `$2` attempts, `$3` now, `$4` namespace, `$5`/`$6` channel and payload. */
+  /**
+   * Puts claims back (attempt undone), returning `id, claim_attempt` of each put back: `$1` ids, `$2` attempts, `$3` now,
+   * `$4` namespace, `$5`/`$6` channel and payload, `$7` the history entry's note (null: none).
+   */
   readonly release: Statement;
   /** `$1` lease expiry, `$2` namespace, `$3` owner, `$4` ids. */
   readonly renew: Statement;
@@ -180,14 +193,14 @@ SELECT NULL, NULL, NULL, NULL, NULL, (
   SELECT min(run_at) FROM ${jobs}
   WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at > $2 AND job_type = ANY($3::text[])
 ), NULL, NULL WHERE (SELECT count(*) FROM claimed) < $4`);
-    // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error]: a binary search in the jsonb object.
+    // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error, note?]: a binary search in the jsonb object.
     const out = (i: number) => `($2::jsonb -> j.id ->> ${i})`;
     this.finish = statement(`WITH done AS (
   UPDATE ${jobs} j SET stage = ${out(1)}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
     run_at = CASE WHEN ${out(1)} = 'requeued' THEN ${out(2)}::bigint ELSE j.run_at END,
     expires_at = CASE WHEN ${out(1)} = 'requeued' THEN NULL ELSE $4::bigint END,
     last_error = CASE WHEN ${out(1)} = 'success' THEN j.last_error ELSE ${out(3)} END,
-    stages = ${appendStage("j.stages", out(1), "$3::bigint")}
+    stages = ${appendNotedStage("j.stages", out(1), "$3::bigint", out(4))}
   WHERE ${idIn("j.id", "$1")} AND j.attempt = ${out(0)}::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
     AND coalesce(j.lease_expires_at, 0) < $6
   RETURNING j.id, j.attempt, j.stage, j.last_error, j.waiters, j.topic, j.partition_no
@@ -228,7 +241,7 @@ SELECT id, last_error FROM failed`);
     const back = "CASE WHEN j.attempt <= 1 THEN 'enqueued' ELSE 'requeued' END";
     this.release = statement(`WITH rel AS (
   UPDATE ${jobs} j SET stage = ${back}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
-    stages = ${appendStage("j.stages", back, "$3::bigint")}
+    stages = ${appendNotedStage("j.stages", back, "$3::bigint", "$7::text")}
   FROM unnest($1::text[], $2::int[]) AS c(id, attempt)
   WHERE j.id = c.id AND j.attempt = c.attempt AND j.namespace = $4 AND j.stage = 'running'
   RETURNING j.id, j.attempt + 1 AS claim_attempt, j.stage, j.topic, j.partition_no

@@ -15,7 +15,7 @@
  * other (a conflict that happens anyway is retried by `retryConflicts`).
  */
 import { parentFailedReason } from "../../core/continuation-stage.js";
-import type { JobStage } from "../../core/job-stage.js";
+import type { JobStage, StageNote } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { insertStage } from "../shared/insert-stage.js";
@@ -236,7 +236,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
 
   /** The `finish` statement's parameters for a batch (see `PostgresJobQueries.finish`). */
   finishValues(finishes: readonly B.JobFinish[], now: number, expires: number, leaseExpiredBefore: number): unknown[] {
-    const outcomes: Record<string, [number, string, number | null, string | null]> = {};
+    const outcomes: Record<string, [number, string, number | null, string | null, StageNote?]> = {};
     for (const f of finishes) {
       const o = f.outcome;
       outcomes[f.id] =
@@ -244,17 +244,26 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
           ? [f.attempt, "success", null, null]
           : o.kind === "retry"
             ? [f.attempt, "requeued", o.runAt, o.error]
-            : [f.attempt, "failed", null, o.error];
+            : o.permanent
+              ? [f.attempt, "failed", null, o.error, "permanent"]
+              : [f.attempt, "failed", null, o.error];
     }
     return [finishes.map((f) => f.id), JSON.stringify(outcomes), now, expires, this.ns, leaseExpiredBefore, ...this.host.notifyArgs];
   }
 
-  /** Puts claimed-but-unstarted jobs back, in id order. */
+  /** Puts claims back, in id order; `reason` `"shutdown"` notes each history entry (docs/semantics.md J9). */
   async releaseMany(params: B.JobReleaseManyParams): Promise<B.JobReleaseManyResult> {
     if (params.claims.length === 0) return { released: [] };
     const claims = [...params.claims].sort((a, b) => (a.id < b.id ? -1 : 1));
     const rows = await retryConflicts(() =>
-      this.host.execute(this.q.release, [claims.map((c) => c.id), claims.map((c) => c.attempt), params.now, this.ns, ...this.host.notifyArgs]),
+      this.host.execute(this.q.release, [
+        claims.map((c) => c.id),
+        claims.map((c) => c.attempt),
+        params.now,
+        this.ns,
+        ...this.host.notifyArgs,
+        params.reason ?? null,
+      ]),
     );
     return { released: rows.map((r) => ({ id: String(r.id), attempt: Number(r.claim_attempt) })) };
   }

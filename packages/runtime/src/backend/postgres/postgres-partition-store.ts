@@ -19,7 +19,7 @@ import { claimedHead, readyAt } from "../shared/partition-heads.js";
 import { retryConflicts } from "./postgres-errors.js";
 import type { Execute } from "./postgres-executors.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
-import { idIn, releasedTo, statement, type Statement } from "./postgres-job-queries.js";
+import { appendNotedStage, idIn, releasedTo, statement, type Statement } from "./postgres-job-queries.js";
 import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
 import { TERMINAL_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
@@ -143,7 +143,8 @@ FROM (SELECT 1) one LEFT JOIN claimed c ON true`);
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);
     // Shutdown's put-back: the partition rows still held at the claim's epoch are locked (in (topic, partition)
     // order, as every writer of several), their lease freed and their heads put back, attempt undone.
-    // $1 ns, $2 owner, $3 topics, $4 partitions, $5 epochs, $6 ids, $7 attempts, $8 now, $9/$10 notify channel and payload.
+    // $1 ns, $2 owner, $3 topics, $4 partitions, $5 epochs, $6 ids, $7 attempts, $8 now, $9/$10 notify channel and payload,
+    // $11 the history entry's note (null: none; docs/semantics.md J9).
     const back = "CASE WHEN j.attempt <= 1 THEN 'enqueued' ELSE 'requeued' END";
     this.headRelease = statement(`WITH c AS (
   SELECT * FROM unnest($3::text[], $4::int[], $5::bigint[], $6::text[], $7::int[]) AS c(topic, partition_no, epoch, id, attempt)
@@ -156,7 +157,7 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);
   RETURNING p.topic
 ), rel AS (
   UPDATE ${jobs} j SET stage = ${back}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $8,
-    stages = left(j.stages, -1) || ',["' || ${back} || '",' || $8::bigint || ']]'
+    stages = ${appendNotedStage("j.stages", back, "$8::bigint", "$11::text")}
   FROM c JOIN held h ON h.topic = c.topic AND h.partition_no = c.partition_no
   WHERE j.id = c.id AND j.attempt = c.attempt AND j.namespace = $1 AND j.stage = 'running'
   RETURNING j.id, j.stage, j.topic, j.partition_no
@@ -326,6 +327,7 @@ export class PostgresPartitionStore implements B.PartitionStore {
         cs.map((c) => c.attempt),
         params.now,
         ...this.host.notifyArgs,
+        params.reason ?? null,
       ]),
     );
     const put = new Set(rows.map((r) => String(r.id)));

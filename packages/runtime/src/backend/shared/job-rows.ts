@@ -3,7 +3,7 @@
  * with the same columns (times as integer ms; the PostgreSQL driver returns
  * bigints as strings, hence `Number`).
  */
-import type { JobStage } from "../../core/job-stage.js";
+import { parseStageHistory, type JobStage } from "../../core/job-stage.js";
 import type { ClaimKey, JobRecord } from "../backend.js";
 
 /** A row as a driver returns it. */
@@ -50,7 +50,7 @@ export function jobRecordFromRow(r: Row): JobRecord {
     leaseExpiresAt: num(r.lease_expires_at),
     lastError: (r.last_error as string | null) ?? null,
     progress: (r.progress as string | null | undefined) ?? null,
-    stages: (JSON.parse(String(r.stages)) as [JobStage, number][]).map(([stage, at]) => ({ stage, at })),
+    stages: parseStageHistory(String(r.stages)),
     createdAt: Number(r.created_at),
     updatedAt: Number(r.updated_at),
     expiresAt: num(r.expires_at),

@@ -243,9 +243,11 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
             guard,
           );
         } else {
+          // A PermanentJobError's entry carries the note `permanent` (docs/semantics.md J3); others stay two elements.
+          const entry = o.permanent ? "json_array('failed', CAST(? AS INTEGER), 'permanent')" : "json_array('failed', CAST(? AS INTEGER))";
           row = this.conn().get(
             `UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
-               stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER))) ${where}`,
+               stages = json_insert(stages, '$[#]', ${entry}) ${where}`,
             params.now,
             expires,
             o.error,
@@ -315,18 +317,23 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
 
   /** Puts claims back to their earlier stage (attempt undone), in one `immediate` transaction. */
   async releaseMany(params: B.JobReleaseManyParams): Promise<B.JobReleaseManyResult> {
-    return this.conn().immediate(() => ({ released: this.releaseRows(params.claims, params.now) }));
+    return this.conn().immediate(() => ({ released: this.releaseRows(params.claims, params.now, params.reason) }));
   }
 
-  /** {@link releaseMany} inside the caller's `immediate` transaction (the partition store's `headRelease` too); returns the claims put back. */
-  releaseRows(claims: readonly B.ClaimKey[], now: number): B.ClaimKey[] {
+  /**
+   * {@link releaseMany} inside the caller's `immediate` transaction (the
+   * partition store's `headRelease` too); returns the claims put back.
+   * `reason` `"shutdown"`: each entry carries that note (docs/semantics.md J9).
+   */
+  releaseRows(claims: readonly B.ClaimKey[], now: number, reason?: "shutdown"): B.ClaimKey[] {
     const released: B.ClaimKey[] = [];
     const deltas = new StageDeltas();
+    const note = reason === "shutdown" ? ", 'shutdown'" : "";
     for (const c of claims) {
       const row = this.conn().get(
         `UPDATE later_jobs SET stage = CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, attempt = attempt - 1,
            lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
-           stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, CAST(? AS INTEGER)))
+           stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, CAST(? AS INTEGER)${note}))
          WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? RETURNING stage, topic, partition_no`,
         now,
         now,

@@ -24,7 +24,7 @@ export interface SqlitePartitionHost {
   readonly namespace: string;
   conn(): SqliteConnection;
   finishRows(params: B.JobFinishManyParams): B.JobFinishManyResult;
-  releaseRows(claims: readonly B.ClaimKey[], now: number): B.ClaimKey[];
+  releaseRows(claims: readonly B.ClaimKey[], now: number, reason?: "shutdown"): B.ClaimKey[];
   failWaitingChildren(failed: { id: string; error: string }[], now: number, expires: number): void;
   /** The stage counters, which every statement here that changes a stage adds its moves to. */
   readonly counters: SqliteStageCounters;
@@ -146,7 +146,7 @@ export class SqlitePartitionStore implements B.PartitionStore {
           params.owner,
         );
         if (freed === 0) continue;
-        if (this.host.releaseRows([claim], params.now).length > 0) released.push(claim);
+        if (this.host.releaseRows([claim], params.now, params.reason).length > 0) released.push(claim);
       }
       return { released };
     });
