@@ -1,6 +1,8 @@
 // What the three examples share: the application's job server (one job type, one job enqueued at
 // start) on LATER_DATABASE_URL (default: the SQLite file dashboard-example.db), and the port.
-// The dashboard is then mounted on `server.backend`, the same database and namespace.
+// The dashboard is then mounted on `server.backend`, the same database and namespace. The server
+// owns that backend (its shutdown closes it, being its last user); the dashboard only borrows it,
+// so each example stops serving HTTP before it shuts the server down (stopOnSignals).
 import { BackgroundJobServer, backendFromUrl } from "@later/runtime";
 
 /** The port to listen on: PORT, default 3000. The examples listen on 127.0.0.1 only. */

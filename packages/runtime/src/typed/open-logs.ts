@@ -9,7 +9,7 @@ import { TypedLogTopic, type LogCatalog } from "./typed-log.js";
 
 /** Options of a generated `openLogs`. `Trx` is inferred from `backend`. */
 export interface TypedLogsOptions<Trx = TransactionHandle> {
-  /** `sqlite({ file })` or `postgres({ connectionString })`; opened here, closed by `close()`. */
+  /** `sqlite({ file })` or `postgres({ connectionString })`; opened here; `close()` closes it unless a server, publisher or other log opened on it is still open. */
   backend: Backend<Trx>;
   /** Migrate the database at open instead of refusing a schema that is behind. Default false. */
   autoMigrate?: boolean;
@@ -34,7 +34,8 @@ export interface TypedLogsOptions<Trx = TransactionHandle> {
  * them: one handle per declared log topic (`logs.orderEvents`), the untyped
  * {@link RetainedLog} underneath (`logs.log`, bytes in and out, for what the
  * typed layer does not cover) and `close()` (stops the retention sweep and
- * closes what the backend opened; idempotent). `later-gen` refuses a log
+ * gives back its use of the backend, which closes once no server, publisher
+ * or log opened on it is left; idempotent). `later-gen` refuses a log
  * named `log` or `close`.
  */
 export type TypedLogs<L, Trx = TransactionHandle> = L & {

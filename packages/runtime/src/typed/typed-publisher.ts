@@ -4,7 +4,7 @@ import { RetryPolicy } from "../core/retry/retry-policy.js";
 import type { DatabaseClock } from "../core/database-clock.js";
 import { describeValue, InvalidConfigError } from "../errors.js";
 import { ClockSync } from "../maintenance/clock-sync.js";
-import { followDatabaseClock, prepareBackend } from "../server/backend-preparation.js";
+import { acquireBackend, followDatabaseClock, releaseBackend } from "../server/backend-preparation.js";
 import { JobPublisher } from "../server/publisher.js";
 import { checkTimeSource, MAX_TIMER_MS, resolveTopics } from "../server/server-options.js";
 import type { TopicConfig } from "../core/partition/topic.js";
@@ -50,6 +50,7 @@ export interface PublisherOptions<Trx = TransactionHandle> {
  * and schedule operations of {@link JobControl}.
  */
 export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
+  private closed = false;
   private constructor(
     publisher: JobPublisher<Trx>,
     private readonly backend: Backend<Trx>,
@@ -73,13 +74,13 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
       throw new InvalidConfigError(`\`clockSyncIntervalMs\` must be an integer from 1 to ${MAX_TIMER_MS}, got ${describeValue(syncEvery)}`);
     }
     const topics = resolveTopics(withSchemaTopics(catalog, options.topics), options.recurringSequentialPartitions);
-    await prepareBackend(options.backend, options.autoMigrate ?? false);
+    await acquireBackend(options.backend, options.autoMigrate ?? false);
     const local = options.clock ?? systemClock;
     let databaseClock: DatabaseClock | null;
     try {
       databaseClock = await followDatabaseClock(timeSource, local, options.backend);
     } catch (error) {
-      await options.backend.close();
+      await releaseBackend(options.backend);
       throw error;
     }
     const encoders = new Map(Object.keys(catalog).map((type) => [type, jsonPayload]));
@@ -98,10 +99,16 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
     return new TypedJobPublisher(publisher, options.backend, jobHandles<H>(catalog, publisher), clockSync);
   }
 
-  /** Stops accepting jobs (later calls throw `ServerStoppedError`) and closes what the backend opened. */
+  /**
+   * Stops accepting jobs (later calls throw `ServerStoppedError`) and gives
+   * back its use of the backend: the backend closes when no server, log or
+   * other publisher opened on it is left open. Idempotent.
+   */
   async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
     this.control.stop();
     await this.clockSync?.stop();
-    await this.backend.close();
+    await releaseBackend(this.backend);
   }
 }
