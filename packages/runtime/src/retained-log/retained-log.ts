@@ -20,6 +20,7 @@ import { nameProblem, describeName } from "../core/stored-name.js";
 import { InvalidArgumentError, InvalidConfigError, ServerStoppedError, UnknownTopicError, describeValue } from "../errors.js";
 import { LogRetentionSweeper, type LogRetentionSweepResult } from "../maintenance/log-retention-sweeper.js";
 import { checkInt } from "../maintenance/periodic-service.js";
+import { checkLogger, eventSink, type LaterLogger } from "../server/event-sink.js";
 import { acquireBackend, followDatabaseClock, releaseBackend } from "../server/backend-preparation.js";
 import type { ServerEvent } from "../server/server-event.js";
 import { LogConsumer, type ConsumeOptions } from "./log-consumer.js";
@@ -56,6 +57,13 @@ export interface RetainedLogOptions<Trx = TransactionHandle> {
   retention?: RetainedLogRetentionOptions | false;
   /** Events of the retention sweep: `{ type: "maintenance", task: "log-retention", count }` and `error`. Default: none. */
   onEvent?: (event: ServerEvent) => void;
+  /**
+   * As the servers' option: open and close at info, errors of its consumers
+   * and retention sweep with their code at error. Default: with no
+   * `onEvent` either, warnings and errors once each to stderr; `null`
+   * silences them.
+   */
+  logger?: LaterLogger | null;
 }
 
 /** Settings of the retention sweep a {@link RetainedLog} runs. */
@@ -104,14 +112,17 @@ export class RetainedLog<Trx = TransactionHandle> {
     }
     const byName = logTopicsByName("RetainedLog.open()", options.topics);
     const retention = retentionSettings(options.retention);
-    const onEvent = options.onEvent ?? (() => {});
-    if (typeof onEvent !== "function") throw new InvalidConfigError(`RetainedLog.open(): \`onEvent\` must be a function, got ${describeValue(onEvent)}`);
+    if (options.onEvent !== undefined && typeof options.onEvent !== "function")
+      throw new InvalidConfigError(`RetainedLog.open(): \`onEvent\` must be a function, got ${describeValue(options.onEvent)}`);
+    const onEvent = eventSink(options.onEvent, checkLogger(options.logger, "RetainedLog.open()")).emit;
     const local = options.clock ?? systemClock;
     await acquireBackend(backend, options.autoMigrate ?? false);
     try {
       const clock = (await followDatabaseClock("database", local, backend as Backend)) ?? local;
       await backend.log.topicRegister({ topics: [...byName.values()], now: clock.now() });
-      return new RetainedLog(backend, byName, clock, retention, onEvent, true);
+      const log = new RetainedLog(backend, byName, clock, retention, onEvent, true);
+      onEvent({ type: "lifecycle", component: "retained-log", action: "started" });
+      return log;
     } catch (error) {
       await releaseBackend(backend);
       throw error;
@@ -333,7 +344,10 @@ export class RetainedLog<Trx = TransactionHandle> {
       await Promise.all([...this.consumers].map((c) => c.stop()));
       this.closed = true;
       await this.sweeper.stop();
-      if (this.ownsBackend) await releaseBackend(this.backend);
+      if (this.ownsBackend) {
+        await releaseBackend(this.backend);
+        this.onEvent({ type: "lifecycle", component: "retained-log", action: "stopped" });
+      }
     })();
     return this.closing;
   }

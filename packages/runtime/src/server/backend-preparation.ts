@@ -31,11 +31,13 @@ import { SchemaVersionError } from "../errors.js";
 
 /**
  * Opens a backend and makes sure its schema is current (migrating when
- * allowed). A schema behind or ahead throws `SchemaVersionError`, and closes
+ * allowed). Without `autoMigrate`, a SQLite file that does not exist throws
+ * `DatabaseNotFoundError` and is not created. A schema behind or ahead throws `SchemaVersionError`, and closes
  * the backend when no user holds it ({@link acquireBackend}).
  */
 export async function prepareBackend(backend: Backend, autoMigrate: boolean): Promise<void> {
-  await backend.open();
+  // Without autoMigrate nothing may be created: a missing SQLite file is DatabaseNotFoundError, not a new empty database.
+  await backend.open({ createMissing: autoMigrate });
   const status = await backend.migrations.status();
   if (status.current === status.latest) return;
   if (status.current < status.latest && autoMigrate) {

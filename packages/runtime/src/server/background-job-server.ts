@@ -220,6 +220,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     for (const service of server.services) service.start();
     server.recurring.start();
     liveServers().add(server as BackgroundJobServer<unknown, unknown>);
+    resolved.onEvent({ type: "lifecycle", component: "server", action: "started", instanceId: server.instanceId });
     return server;
   }
 
@@ -365,6 +366,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       this.recorder?.stop();
       await releaseBackend(this.options.backend);
       liveServers().delete(this as BackgroundJobServer<unknown, unknown>);
+      this.options.onEvent({ type: "lifecycle", component: "server", action: "stopped", instanceId: this.instanceId });
     })();
     return this.stopped;
   }

@@ -44,7 +44,19 @@ export type ServerEvent =
    * could not take the write (a full disk; SQLite's write lock held by
    * another process past `busyTimeoutMs`); the step is retried until it can be.
    */
-  | { type: "error"; where: string; error: string; code?: LaterErrorCode };
+  | { type: "error"; where: string; error: string; code?: LaterErrorCode }
+  /**
+   * A server started (running, after its database was reached) or stopped
+   * (shutdown done); a publisher or retained log opened or closed.
+   * `instanceId`: the server's.
+   */
+  | { type: "lifecycle"; component: "server" | "publisher" | "retained-log"; action: "started" | "stopped"; instanceId?: string }
+  /**
+   * The partitions this server owns changed (a server joined or left the
+   * topics' members): `owned` now, `gained` and `lost` by this change,
+   * `members` the live servers with topics.
+   */
+  | { type: "partitions"; owned: number; gained: number; lost: number; members: number };
 
 /** The `error` event of `thrown` in step `where`, with the `LaterError` code when it has one. */
 export function errorEvent(where: string, thrown: unknown): ServerEvent {

@@ -5,6 +5,7 @@ import { InvalidConfigError } from "../errors.js";
 import { RetainedLog, type RetainedLogRetentionOptions } from "../retained-log/retained-log.js";
 import { logTopic, type LogTopicOptions } from "../retained-log/log-topic.js";
 import type { ServerEvent } from "../server/server-event.js";
+import type { LaterLogger } from "../server/event-sink.js";
 import { TypedLogTopic, type LogCatalog } from "./typed-log.js";
 
 /** Options of a generated `openLogs`. `Trx` is inferred from `backend`. */
@@ -27,6 +28,8 @@ export interface TypedLogsOptions<Trx = TransactionHandle> {
   topicOptions?: Readonly<Record<string, LogTopicOptions>>;
   /** As `RetainedLog.open`'s. Default: none. */
   onEvent?: (event: ServerEvent) => void;
+  /** As `RetainedLog.open`'s: any object with debug/info/warn/error (pino, console); `null` silences the default stderr lines. */
+  logger?: LaterLogger | null;
 }
 
 /**
@@ -66,6 +69,7 @@ export async function openTypedLogs<L, Trx = TransactionHandle>(options: TypedLo
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.retention === undefined ? {} : { retention: options.retention }),
     ...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
   });
   const handles = Object.entries(catalog).map(([name, spec]) => [spec.handle ?? name, new TypedLogTopic(log, name, spec)] as const);
   return Object.freeze({ ...Object.fromEntries(handles), log, close: () => log.close() }) as TypedLogs<L, Trx>;
