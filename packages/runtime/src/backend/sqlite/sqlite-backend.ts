@@ -60,7 +60,9 @@ export interface SqliteDatabase {
 /** Options of {@link sqlite}. Give either `file` or `database`. */
 export interface SqliteBackendOptions {
   /**
-   * Path of the database file; created when missing. A path, not a URL:
+   * Path of the database file; created when missing only by `later migrate
+   * up` or a server, publisher or log with `autoMigrate: true` (otherwise a
+   * missing file is `DatabaseNotFoundError`, and nothing is created). A path, not a URL:
    * `"sqlite:later.db"` is refused (`InvalidConfigError`), since it would
    * otherwise create a file of that name; `backendFromUrl` takes URLs.
    */
