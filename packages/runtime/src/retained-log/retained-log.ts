@@ -57,12 +57,7 @@ export interface RetainedLogOptions<Trx = TransactionHandle> {
   retention?: RetainedLogRetentionOptions | false;
   /** Events of the retention sweep: `{ type: "maintenance", task: "log-retention", count }` and `error`. Default: none. */
   onEvent?: (event: ServerEvent) => void;
-  /**
-   * As the servers' option: open and close at info, errors of its consumers
-   * and retention sweep with their code at error. Default: with no
-   * `onEvent` either, warnings and errors once each to stderr; `null`
-   * silences them.
-   */
+  /** As the servers' option (open and close at info, errors with their code at error); `null` silences the default stderr lines. */
   logger?: LaterLogger | null;
 }
 
