@@ -1,7 +1,9 @@
 // What the three examples share: the application's job server (one job type, one job enqueued at
 // start) on LATER_DATABASE_URL (default: the SQLite file dashboard-example.db), and the port.
 // The dashboard is then mounted on `server.backend`, the same database and namespace, with
-// `authorize` (below): without it a dashboard is read-only.
+// `authorize` (below): without it a dashboard is read-only. The server owns that backend (its
+// shutdown closes it, being its last user); the dashboard only borrows it, so each example stops
+// serving HTTP before it shuts the server down (stopOnSignals).
 import { timingSafeEqual } from "node:crypto";
 import { BackgroundJobServer, backendFromUrl } from "@later/runtime";
 

@@ -118,6 +118,9 @@ describe("schema and database checks (SQLite)", () => {
 
   it("a schema that is behind refuses to start and says what to run, unless autoMigrate", async () => {
     const file = fresh();
+    // A file that does not exist is not created without autoMigrate (DATABASE_NOT_FOUND); an empty one is a schema behind.
+    expect(await codeOf(BackgroundJobServer.start({ context: {}, handlers, backend: sqlite({ file }) }))).toBe("DATABASE_NOT_FOUND");
+    new Database(file).close();
     const err = await BackgroundJobServer.start({ context: {}, handlers, backend: sqlite({ file }) }).catch((e: unknown) => e as LaterError);
     expect((err as LaterError).code).toBe("SCHEMA_VERSION_MISMATCH");
     expect((err as Error).message).toContain(`later migrate up --database sqlite:${file}`);

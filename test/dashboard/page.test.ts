@@ -6,7 +6,8 @@
  * console error (CSP violations included), show the counts, narrow the
  * list by stage and type, page through it, show a job's history with the
  * error as text (no element made of it, no script run), retry the job and
- * delete every job matching a filter, each after a confirmation.
+ * delete every job matching a filter, each after a confirmation; a stage
+ * history note (J1) shown in words, an unknown one as text.
  * Takes the screenshots the README shows: into docs/screenshots/ with
  * `pnpm screenshots` (LATER_SCREENSHOTS=1), else into a temporary folder, so
  * that a test run leaves the repository as it found it.

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { DatabaseUnavailableError } from "@later/runtime";
+import { DatabaseNotFoundError } from "@later/runtime";
 import { displayDatabaseUrl, prepareBackend, type Backend, type DatabaseUrl } from "@later/runtime/internal";
 import { backendForDatabase, type DatabaseScope } from "./database-option.js";
 
@@ -28,13 +28,13 @@ export async function withDatabase<R>(options: WithDatabaseOptions, body: (backe
   const { database } = options;
   const backend = await backendForDatabase(database, options); // checks the options first: a usage error beats a missing file
   if (database.kind === "sqlite" && !options.create && !existsSync(database.file)) {
-    throw new DatabaseUnavailableError(
+    throw new DatabaseNotFoundError(
       `no SQLite database at ${database.file}: check the path (relative paths start at the working directory), or create it with \`later migrate up --database ${displayDatabaseUrl(database)}\``,
     );
   }
   try {
     if (options.requireCurrentSchema) await prepareBackend(backend, false);
-    else await backend.open();
+    else await backend.open({ createMissing: options.create });
     return await body(backend);
   } finally {
     await backend.close();

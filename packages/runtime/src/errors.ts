@@ -11,6 +11,7 @@
  * | `JOB_NOT_FOUND` | {@link JobNotFoundError} | `retry`/`delete` of a job id the namespace does not hold |
  * | `JOB_ACTION_REFUSED` | {@link JobActionRefusedError} | `retry` of a job that has not failed, `delete` of an unfinished one |
  * | `SCHEMA_VERSION_MISMATCH` | {@link SchemaVersionError} | database schema behind or ahead of this release |
+ * | `DATABASE_NOT_FOUND` | {@link DatabaseNotFoundError} | a SQLite file that does not exist, opened without `autoMigrate` (nothing is created) |
  * | `DATABASE_UNAVAILABLE` | {@link DatabaseUnavailableError} | the database cannot be opened or written (`transient`: it may be reachable soon) |
  * | `DATABASE_FULL` | {@link DatabaseFullError} | the disk (or SQLite's `max_page_count`) is full: the write stored nothing |
  * | `DATABASE_BUSY` | {@link DatabaseBusyError} | another process held SQLite's write lock past `busyTimeoutMs`: the write stored nothing |
@@ -35,6 +36,7 @@ export type LaterErrorCode =
   | "JOB_NOT_FOUND"
   | "JOB_ACTION_REFUSED"
   | "SCHEMA_VERSION_MISMATCH"
+  | "DATABASE_NOT_FOUND"
   | "DATABASE_UNAVAILABLE"
   | "DATABASE_FULL"
   | "DATABASE_BUSY"
@@ -126,6 +128,19 @@ export class SchemaVersionError extends LaterError {
     super("SCHEMA_VERSION_MISMATCH", `the later schema in this database ${what}`);
     this.databaseVersion = databaseVersion;
     this.expectedVersion = expectedVersion;
+  }
+}
+
+/**
+ * The database does not exist: a SQLite file that is not there, opened by a
+ * server, publisher or log without `autoMigrate`, or by a CLI command that
+ * only reads. Nothing was created: a mistyped path must not become a new,
+ * empty database that no other process uses. The message says how to create
+ * it (`later migrate up`, or `autoMigrate: true`).
+ */
+export class DatabaseNotFoundError extends LaterError {
+  constructor(message: string) {
+    super("DATABASE_NOT_FOUND", message);
   }
 }
 

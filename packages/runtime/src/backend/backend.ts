@@ -94,6 +94,19 @@ export interface BackendCapabilities {
   readonly claimBatch: { readonly perWorker: number; readonly max: number };
 }
 
+/** Options of {@link Backend.open}. */
+export interface BackendOpenOptions {
+  /**
+   * May a database that does not exist be created? SQLite: the file (and
+   * its first table) is created when missing; false throws
+   * `DatabaseNotFoundError` instead and creates nothing (servers, publishers
+   * and logs without `autoMigrate`, the CLI's reading commands), so a
+   * mistyped path does not become a new empty database. PostgreSQL never
+   * creates a database, so it ignores this. Default true.
+   */
+  createMissing?: boolean;
+}
+
 /**
  * The database seam: one backend's stores, by subsystem (see the module doc).
  * `Trx` is the kind of caller-owned transaction its inserts accept.
@@ -106,8 +119,12 @@ export interface Backend<Trx = unknown> {
   /** The command that migrates this database, for error messages. */
   readonly migrateHint: string;
 
-  /** Opens connections. Idempotent. Throws `DatabaseUnavailableError` when the database cannot be opened. */
-  open(): Promise<void>;
+  /**
+   * Opens connections. Idempotent. Throws `DatabaseUnavailableError` when the
+   * database cannot be opened, and `DatabaseNotFoundError` when it does not
+   * exist and `createMissing` is false.
+   */
+  open(options?: BackendOpenOptions): Promise<void>;
   /** Closes what the backend opened; never closes a caller-owned database or pool. Idempotent. */
   close(): Promise<void>;
   /**

@@ -203,10 +203,12 @@ export class PartitionRunner<C> {
     this.metrics?.membersSeen(members.length);
     const owned = ownedPartitions(this.owner, members, topics);
     const keys = new Set(owned.map(keyOf));
-    const gained = owned.some((p) => !this.ownedKeys.has(keyOf(p)));
+    const gained = owned.filter((p) => !this.ownedKeys.has(keyOf(p))).length;
+    const lost = this.owned.filter((p) => !keys.has(keyOf(p))).length;
     this.owned = owned;
     this.ownedKeys = keys;
-    if (gained) this.wake();
+    if (gained > 0 || lost > 0) this.options.onEvent({ type: "partitions", owned: owned.length, gained, lost, members: members.length });
+    if (gained > 0) this.wake();
   }
 
   private async runMembership(): Promise<void> {

@@ -20,7 +20,8 @@ import { nameProblem, describeName } from "../core/stored-name.js";
 import { InvalidArgumentError, InvalidConfigError, ServerStoppedError, UnknownTopicError, describeValue } from "../errors.js";
 import { LogRetentionSweeper, type LogRetentionSweepResult } from "../maintenance/log-retention-sweeper.js";
 import { checkInt } from "../maintenance/periodic-service.js";
-import { followDatabaseClock, prepareBackend } from "../server/backend-preparation.js";
+import { checkLogger, eventSink, type LaterLogger } from "../server/event-sink.js";
+import { acquireBackend, followDatabaseClock, releaseBackend } from "../server/backend-preparation.js";
 import type { ServerEvent } from "../server/server-event.js";
 import { LogConsumer, type ConsumeOptions } from "./log-consumer.js";
 import {
@@ -37,7 +38,7 @@ import { logTopicsByName, type LogTopicConfig } from "./log-topic.js";
 
 /** Options of {@link RetainedLog.open}. */
 export interface RetainedLogOptions<Trx = TransactionHandle> {
-  /** The database (`sqlite({ file })`, `postgres({ connectionString })`); opened by `open`, closed by `close`. */
+  /** The database (`sqlite({ file })`, `postgres({ connectionString })`); opened by `open`; `close` closes it once no server, publisher or other log opened on it is left open. */
   backend: Backend<Trx>;
   /** The topics this log appends to and reads (`logTopic(name, partitions, retention?)`); registered at open. */
   topics: readonly LogTopicConfig[];
@@ -56,6 +57,8 @@ export interface RetainedLogOptions<Trx = TransactionHandle> {
   retention?: RetainedLogRetentionOptions | false;
   /** Events of the retention sweep: `{ type: "maintenance", task: "log-retention", count }` and `error`. Default: none. */
   onEvent?: (event: ServerEvent) => void;
+  /** As the servers' option (open and close at info, errors with their code at error); `null` silences the default stderr lines. */
+  logger?: LaterLogger | null;
 }
 
 /** Settings of the retention sweep a {@link RetainedLog} runs. */
@@ -72,6 +75,7 @@ export const MAX_LOG_READ = 10_000;
 /** A retained log on one backend: append, read, commit and lag for the topics it was opened with. */
 export class RetainedLog<Trx = TransactionHandle> {
   private closed = false;
+  private closing: Promise<void> | null = null;
   private readonly sweeper: LogRetentionSweeper;
   private readonly consumers = new Set<LogConsumer>();
 
@@ -103,16 +107,19 @@ export class RetainedLog<Trx = TransactionHandle> {
     }
     const byName = logTopicsByName("RetainedLog.open()", options.topics);
     const retention = retentionSettings(options.retention);
-    const onEvent = options.onEvent ?? (() => {});
-    if (typeof onEvent !== "function") throw new InvalidConfigError(`RetainedLog.open(): \`onEvent\` must be a function, got ${describeValue(onEvent)}`);
+    if (options.onEvent !== undefined && typeof options.onEvent !== "function")
+      throw new InvalidConfigError(`RetainedLog.open(): \`onEvent\` must be a function, got ${describeValue(options.onEvent)}`);
+    const onEvent = eventSink(options.onEvent, checkLogger(options.logger, "RetainedLog.open()")).emit;
     const local = options.clock ?? systemClock;
-    await prepareBackend(backend as Backend, options.autoMigrate ?? false);
+    await acquireBackend(backend, options.autoMigrate ?? false);
     try {
       const clock = (await followDatabaseClock("database", local, backend as Backend)) ?? local;
       await backend.log.topicRegister({ topics: [...byName.values()], now: clock.now() });
-      return new RetainedLog(backend, byName, clock, retention, onEvent, true);
+      const log = new RetainedLog(backend, byName, clock, retention, onEvent, true);
+      onEvent({ type: "lifecycle", component: "retained-log", action: "started" });
+      return log;
     } catch (error) {
-      await backend.close();
+      await releaseBackend(backend);
       throw error;
     }
   }
@@ -321,13 +328,23 @@ export class RetainedLog<Trx = TransactionHandle> {
     return consumer;
   }
 
-  /** Stops this log's consumers (as their `stop()`) and the retention sweep, and closes what the backend opened; later calls throw `ServerStoppedError`. Idempotent. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    await Promise.all([...this.consumers].map((c) => c.stop()));
-    this.closed = true;
-    await this.sweeper.stop();
-    if (this.ownsBackend) await this.backend.close();
+  /**
+   * Stops this log's consumers (as their `stop()`) and the retention sweep,
+   * and gives back its use of the backend: the backend closes when no server,
+   * publisher or other log opened on it is left open. Later calls throw
+   * `ServerStoppedError`. Idempotent.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await Promise.all([...this.consumers].map((c) => c.stop()));
+      this.closed = true;
+      await this.sweeper.stop();
+      if (this.ownsBackend) {
+        await releaseBackend(this.backend);
+        this.onEvent({ type: "lifecycle", component: "retained-log", action: "stopped" });
+      }
+    })();
+    return this.closing;
   }
 
   private encode(where: string, topic: string, records: readonly LogRecordInput[]) {

@@ -23,7 +23,7 @@ import { ServerMetrics } from "../metrics/server-metrics.js";
 import type { LogGroupLag } from "../retained-log/log-record.js";
 import { logGroupLag } from "../retained-log/log-group-lag.js";
 import { RetainedLog } from "../retained-log/retained-log.js";
-import { followDatabaseClock, prepareBackend } from "./backend-preparation.js";
+import { followDatabaseClock, holdBackend, prepareBackend, releaseBackend } from "./backend-preparation.js";
 import { DatabaseWait } from "./database-wait.js";
 import type { JobBatchOptions, JobFilter } from "./job-controller.js";
 import { JobPublisher } from "./publisher.js";
@@ -195,11 +195,13 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     let resolved = resolveServerOptions(options);
     const wait = new DatabaseWait(resolved);
     let databaseClock: DatabaseClock | null;
+    // One user of the backend until shutdown: a publisher or log sharing it keeps it open after this server stops.
+    holdBackend(resolved.backend);
     try {
       await wait.run(() => prepareBackend(resolved.backend, resolved.autoMigrate));
       databaseClock = await wait.run(() => followDatabaseClock(resolved.timeSource, resolved.clock, resolved.backend));
     } catch (error) {
-      await resolved.backend.close(); // opened before a later step failed
+      await releaseBackend(resolved.backend); // opened before a later step failed
       throw error;
     }
     if (databaseClock) resolved = { ...resolved, clock: databaseClock };
@@ -221,13 +223,14 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     } catch (error) {
       await server.retainedLog?.close();
       server.unsubscribeWake();
-      await resolved.backend.close();
+      await releaseBackend(resolved.backend);
       throw error;
     }
     server.pool.start();
     for (const service of server.services) service.start();
     server.recurring.start();
     liveServers().add(server as BackgroundJobServer<unknown, unknown>);
+    resolved.onEvent({ type: "lifecycle", component: "server", action: "started", instanceId: server.instanceId });
     return server;
   }
 
@@ -347,7 +350,8 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
    * fires) and puts their jobs back at once: ready for any server now, the
    * attempt not counted as a failure, a `job-released` event each (a
    * partition head also frees its partition). Whatever those handlers do
-   * afterwards is not written. Then it closes what the server opened.
+   * afterwards is not written. Then it gives back its use of the backend,
+   * which closes once no publisher or log opened on it is left open.
    * Idempotent. With the database unreachable (an outage) it still ends
    * about at the deadline: outcomes and put-backs it could not write by then
    * are left to lease recovery.
@@ -373,8 +377,9 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       await Promise.all([...this.services.map((s) => s.stop()), this.recurring.stop()]);
       await Promise.all([this.pool.shutdown(deadlineMs), this.partitions?.shutdown(deadlineMs), this.retainedLog?.close()]);
       this.recorder?.stop();
-      await this.options.backend.close();
+      await releaseBackend(this.options.backend);
       liveServers().delete(this as BackgroundJobServer<unknown, unknown>);
+      this.options.onEvent({ type: "lifecycle", component: "server", action: "stopped", instanceId: this.instanceId });
     })();
     return this.stopped;
   }

@@ -51,7 +51,19 @@ export type ServerEvent =
    * (checked at the next heartbeat, once per type per server; see
    * `UnhandledJobTypeWarner`): they wait until a server with its handler starts.
    */
-  | { type: "warning"; code: "UNHANDLED_JOB_TYPE"; jobType: string; message: string };
+  | { type: "warning"; code: "UNHANDLED_JOB_TYPE"; jobType: string; message: string }
+  /**
+   * A server started (running, after its database was reached) or stopped
+   * (shutdown done); a publisher or retained log opened or closed.
+   * `instanceId`: the server's.
+   */
+  | { type: "lifecycle"; component: "server" | "publisher" | "retained-log"; action: "started" | "stopped"; instanceId?: string }
+  /**
+   * The partitions this server owns changed (a server joined or left the
+   * topics' members): `owned` now, `gained` and `lost` by this change,
+   * `members` the live servers with topics.
+   */
+  | { type: "partitions"; owned: number; gained: number; lost: number; members: number };
 
 /** The `error` event of `thrown` in step `where`, with the `LaterError` code when it has one. */
 export function errorEvent(where: string, thrown: unknown): ServerEvent {

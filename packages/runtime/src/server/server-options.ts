@@ -1,3 +1,4 @@
+import { checkLogger, eventSink, type LaterLogger } from "./event-sink.js";
 import type { Backend, TransactionHandle } from "../backend/backend.js";
 import { systemClock, type Clock, type RandomSource } from "../core/clock.js";
 import { checkPartitions, RECURRING_SEQUENTIAL_TOPIC, type TopicConfig } from "../core/partition/topic.js";
@@ -172,6 +173,16 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
   /** Local events; exceptions thrown by the listener are ignored. */
   onEvent?: (event: ServerEvent) => void;
   /**
+   * Where the server logs: any object with `debug`, `info`, `warn` and
+   * `error` methods called as `(fields, message)` (pino, or `console`).
+   * Start and stop at info, errors with their `code` at error, rescues,
+   * released claims and unreachable-database retries at warn, per-job stage
+   * changes at debug only (see `event-sink.ts`). Default: with no `onEvent`
+   * either, each warning and error cause is written once to stderr
+   * (`later: warn DATABASE_UNAVAILABLE (start): …`); `null` silences that.
+   */
+  logger?: LaterLogger | null;
+  /**
    * Prometheus metrics (docs/semantics.md M1–M3; the table in `metrics/later-metrics.ts`
    * and the README): `server.metrics()` resolves to their text. On by
    * default: recording costs a worker a few cell increments per job; false
@@ -218,7 +229,7 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
 /** Options with every default filled in. The server's parts never write into a caller's transaction, so they take any kind (`unknown`). */
 export interface ResolvedServerOptions<C>
   extends Required<
-    Omit<ServerOptions<C, unknown>, "workerAutoscale" | "onEvent" | "topics" | "recurringSequentialPartitions" | "logTopics" | "metricsRegistry">
+    Omit<ServerOptions<C, unknown>, "workerAutoscale" | "onEvent" | "logger" | "topics" | "recurringSequentialPartitions" | "logTopics" | "metricsRegistry">
   > {
   logTopics: ReadonlyMap<string, LogTopicConfig>;
   /** The registry the metrics are in (the given one, or one of the server's own); null with `metrics: false`. */
@@ -228,7 +239,7 @@ export interface ResolvedServerOptions<C>
   recurringSequentialPartitions: number | null;
   workerAutoscale: WorkerAutoscaleOptions | null;
   onEvent: (event: ServerEvent) => void;
-  /** False when no `onEvent` was given, so hot paths skip building events. */
+  /** False when neither `onEvent` nor a logger with debug on was given, so hot paths skip building events. */
   eventsEnabled: boolean;
   vacuumIntervalMs: number | null;
   jobTimeoutMs: number | null;
@@ -258,6 +269,7 @@ const KEYS = new Set([
   "clockSyncIntervalMs",
   "random",
   "onEvent",
+  "logger",
   "topics",
   "recurringSequentialPartitions",
   "partitionMemberExpiryMs",
@@ -325,6 +337,7 @@ export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): Re
   }
   const onEvent = options.onEvent;
   if (onEvent !== undefined && typeof onEvent !== "function") throw new InvalidConfigError("`onEvent` must be a function");
+  const sink = eventSink(onEvent, checkLogger(options.logger, "server options"));
   return {
     ...resolveMetricsOptions(options.metrics, options.metricsRegistry),
     topics: resolveTopics(options.topics, options.recurringSequentialPartitions),
@@ -354,14 +367,8 @@ export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): Re
     timeSource: checkTimeSource(options.timeSource, options.clock),
     clockSyncIntervalMs: int("clockSyncIntervalMs", 30_000, 1),
     random: options.random ?? Math.random,
-    eventsEnabled: onEvent !== undefined,
-    onEvent: (event) => {
-      try {
-        onEvent?.(event);
-      } catch {
-        // a listener's bug must not take a worker down
-      }
-    },
+    eventsEnabled: sink.eventsEnabled,
+    onEvent: sink.emit,
   };
 }
 

@@ -5,11 +5,12 @@ import { InvalidConfigError } from "../errors.js";
 import { RetainedLog, type RetainedLogRetentionOptions } from "../retained-log/retained-log.js";
 import { logTopic, type LogTopicOptions } from "../retained-log/log-topic.js";
 import type { ServerEvent } from "../server/server-event.js";
+import type { LaterLogger } from "../server/event-sink.js";
 import { TypedLogTopic, type LogCatalog } from "./typed-log.js";
 
 /** Options of a generated `openLogs`. `Trx` is inferred from `backend`. */
 export interface TypedLogsOptions<Trx = TransactionHandle> {
-  /** `sqlite({ file })` or `postgres({ connectionString })`; opened here, closed by `close()`. */
+  /** `sqlite({ file })` or `postgres({ connectionString })`; opened here; `close()` closes it unless a server, publisher or other log opened on it is still open. */
   backend: Backend<Trx>;
   /** Migrate the database at open instead of refusing a schema that is behind. Default false. */
   autoMigrate?: boolean;
@@ -27,6 +28,8 @@ export interface TypedLogsOptions<Trx = TransactionHandle> {
   topicOptions?: Readonly<Record<string, LogTopicOptions>>;
   /** As `RetainedLog.open`'s. Default: none. */
   onEvent?: (event: ServerEvent) => void;
+  /** As `RetainedLog.open`'s: any object with debug/info/warn/error (pino, console); `null` silences the default stderr lines. */
+  logger?: LaterLogger | null;
 }
 
 /**
@@ -34,7 +37,8 @@ export interface TypedLogsOptions<Trx = TransactionHandle> {
  * them: one handle per declared log topic (`logs.orderEvents`), the untyped
  * {@link RetainedLog} underneath (`logs.log`, bytes in and out, for what the
  * typed layer does not cover) and `close()` (stops the retention sweep and
- * closes what the backend opened; idempotent). `later-gen` refuses a log
+ * gives back its use of the backend, which closes once no server, publisher
+ * or log opened on it is left; idempotent). `later-gen` refuses a log
  * named `log` or `close`.
  */
 export type TypedLogs<L, Trx = TransactionHandle> = L & {
@@ -65,6 +69,7 @@ export async function openTypedLogs<L, Trx = TransactionHandle>(options: TypedLo
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(options.retention === undefined ? {} : { retention: options.retention }),
     ...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
   });
   const handles = Object.entries(catalog).map(([name, spec]) => [spec.handle ?? name, new TypedLogTopic(log, name, spec)] as const);
   return Object.freeze({ ...Object.fromEntries(handles), log, close: () => log.close() }) as TypedLogs<L, Trx>;

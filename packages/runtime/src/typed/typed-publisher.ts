@@ -4,7 +4,8 @@ import { RetryPolicy } from "../core/retry/retry-policy.js";
 import type { DatabaseClock } from "../core/database-clock.js";
 import { describeValue, InvalidConfigError } from "../errors.js";
 import { ClockSync } from "../maintenance/clock-sync.js";
-import { followDatabaseClock, prepareBackend } from "../server/backend-preparation.js";
+import { checkLogger, eventSink, type EventSink, type LaterLogger } from "../server/event-sink.js";
+import { acquireBackend, followDatabaseClock, releaseBackend } from "../server/backend-preparation.js";
 import { JobPublisher } from "../server/publisher.js";
 import { checkTimeSource, MAX_TIMER_MS, resolveTopics } from "../server/server-options.js";
 import type { TopicConfig } from "../core/partition/topic.js";
@@ -34,6 +35,12 @@ export interface PublisherOptions<Trx = TransactionHandle> {
   /** As the servers' option. Default 30000. */
   clockSyncIntervalMs?: number;
   /**
+   * As the servers' option: opening and closing at info, errors (a failed
+   * clock sync) with their code at error. Default: warnings and errors once
+   * each to stderr; `null` silences them.
+   */
+  logger?: LaterLogger | null;
+  /**
    * The topics to enqueue partitioned jobs to, besides those the schema
    * declares with `@partitions` (registered without this option; a count
    * here that disagrees is `PARTITION_COUNT_MISMATCH`).
@@ -50,6 +57,7 @@ export interface PublisherOptions<Trx = TransactionHandle> {
  * and schedule operations of {@link JobControl}.
  */
 export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
+  private closed = false;
   private constructor(
     publisher: JobPublisher<Trx>,
     private readonly backend: Backend<Trx>,
@@ -57,6 +65,7 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
     readonly jobs: H,
     /** Measures the offset to the database's clock again, while open (null on the local clock). */
     private readonly clockSync: ClockSync | null,
+    private readonly sink: EventSink,
   ) {
     super(publisher);
     clockSync?.start();
@@ -77,13 +86,14 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
       throw new InvalidConfigError(`\`clockSyncIntervalMs\` must be an integer from 1 to ${MAX_TIMER_MS}, got ${describeValue(syncEvery)}`);
     }
     const topics = resolveTopics(withSchemaTopics(catalog, options.topics), options.recurringSequentialPartitions);
-    await prepareBackend(options.backend, options.autoMigrate ?? false);
+    const sink = eventSink(undefined, checkLogger(options.logger, "open publisher"));
+    await acquireBackend(options.backend, options.autoMigrate ?? false);
     const local = options.clock ?? systemClock;
     let databaseClock: DatabaseClock | null;
     try {
       databaseClock = await followDatabaseClock(timeSource, local, options.backend);
     } catch (error) {
-      await options.backend.close();
+      await releaseBackend(options.backend);
       throw error;
     }
     let registry: Map<string, number>;
@@ -105,15 +115,23 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
     });
     // Its sleeps do not hold the process open: a script may enqueue and exit without closing the publisher.
     const clockSync =
-      databaseClock && new ClockSync({ backend: options.backend, clock: unrefClock, onEvent: () => {} }, { intervalMs: syncEvery }, databaseClock);
-    return new TypedJobPublisher(publisher, options.backend, jobHandles<H>(catalog, publisher), clockSync);
+      databaseClock && new ClockSync({ backend: options.backend, clock: unrefClock, onEvent: sink.emit }, { intervalMs: syncEvery }, databaseClock);
+    sink.emit({ type: "lifecycle", component: "publisher", action: "started" });
+    return new TypedJobPublisher(publisher, options.backend, jobHandles<H>(catalog, publisher), clockSync, sink);
   }
 
-  /** Stops accepting jobs (later calls throw `ServerStoppedError`) and closes what the backend opened. */
+  /**
+   * Stops accepting jobs (later calls throw `ServerStoppedError`) and gives
+   * back its use of the backend: the backend closes when no server, log or
+   * other publisher opened on it is left open. Idempotent.
+   */
   async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
     this.control.stop();
     await this.clockSync?.stop();
-    await this.backend.close();
+    await releaseBackend(this.backend);
+    this.sink.emit({ type: "lifecycle", component: "publisher", action: "stopped" });
   }
 }
 

@@ -154,7 +154,8 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
     };
   }
 
-  async open(): Promise<void> {
+  /** Opens the pool and the LISTEN connection. `createMissing` does not apply: a PostgreSQL database is never created. */
+  async open(_options?: B.BackendOpenOptions): Promise<void> {
     if (this.opening) return this.opening;
     if (this.runner.isOpen) return;
     this.opening = this.connect().finally(() => (this.opening = null));

@@ -84,8 +84,25 @@ export class PostgresJobQueries {
    * of rows (one parameter, however many jobs), `$2` namespace, `$3` now,
    * `$4`/`$5` notify channel and payload. Notifies when a row is claimable
    * now or later (delayed rows move other servers' next due time).
+   *
+   * A row whose id is already stored is skipped (`ON CONFLICT (id) DO
+   * NOTHING`), neither counted nor notified: ids are made before the insert,
+   * so a stored id means this very insert committed once already (run again
+   * after its connection was lost between its commit and the reply), and
+   * running it again must change nothing. Only rows inserted now are in
+   * `ins`, so the stage counters count each job once.
    */
   readonly insert: Statement;
+  /**
+   * The jobs `$1` (ids) of namespace `$2` already stored, each with the stage
+   * it was inserted in (the first entry of its history): how an enqueue run
+   * again after a lost connection finds that its first try committed.
+   */
+  readonly storedInserts: Statement;
+  /** Locks partition `$3` of topic `$2` (namespace `$1`) until commit, taking no sequence. */
+  readonly lockPartition: Statement;
+  /** Locks the job rows `$1` of namespace `$2` in id order until commit, changing nothing. */
+  readonly lockJobs: Statement;
   /**
    * Claims a batch in one statement: the CTE picks the oldest ready rows
    * through the partial ready index and locks them `FOR UPDATE SKIP LOCKED`,
@@ -166,6 +183,7 @@ export class PostgresJobQueries {
          '[["' || r.stage || '",' || $3::bigint || ']]', $3, $3, r.topic, r.partition_no, r.seq
   FROM json_to_recordset($1::json) AS r(id text, job_type text, payload text, stage text, retry_policy text, timeout_ms bigint, run_at bigint, parent_id text,
     last_error text, topic text, partition_no integer, seq bigint)
+  ON CONFLICT (id) DO NOTHING
   RETURNING stage, topic, partition_no
 )${counted("$2", moves("ins", null, "stage"))}
 SELECT count(*)::int AS inserted,
@@ -260,6 +278,9 @@ RETURNING id, attempt`);
 SELECT count(*)::int AS deleted FROM gone`);
     this.reserveSeq = statement(`UPDATE ${schema}.later_partitions SET next_seq = next_seq + $4::bigint
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 RETURNING next_seq - $4::bigint AS first`);
+    this.storedInserts = statement(`SELECT id, (stages::jsonb) -> 0 ->> 0 AS stage FROM ${jobs} WHERE ${idIn("id", "$1")} AND namespace = $2`);
+    this.lockPartition = statement(`SELECT 1 FROM ${schema}.later_partitions WHERE namespace = $1 AND topic = $2 AND partition_no = $3 FOR UPDATE`);
+    this.lockJobs = statement(`SELECT 1 FROM ${jobs} WHERE ${idIn("id", "$1")} AND namespace = $2 ORDER BY id FOR UPDATE`);
     this.readParents = statement(`UPDATE ${jobs} j SET waiters = j.waiters + 1
 WHERE j.id IN (SELECT id FROM ${jobs} WHERE ${idIn("id", "$1")} AND namespace = $2 ORDER BY id FOR UPDATE)
 RETURNING j.id, j.stage, j.last_error`);

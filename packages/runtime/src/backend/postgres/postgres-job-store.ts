@@ -16,7 +16,7 @@
  */
 import { parentFailedReason } from "../../core/continuation-stage.js";
 import type { JobStage, StageNote } from "../../core/job-stage.js";
-import { UnknownTopicError } from "../../errors.js";
+import { DatabaseUnavailableError, UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { insertStage } from "../shared/insert-stage.js";
 import { renewedClaims, type Row } from "../shared/job-rows.js";
@@ -37,13 +37,53 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
    * In autocommit when no job has a parent or a partition; otherwise in a
    * transaction (run again after a deadlock: it holds partition and parent
    * rows while its insert also updates the stage counters); or on the
-   * caller's transaction (`enqueueIn`).
+   * caller's transaction (`enqueueIn`, never run again: its commit is the
+   * caller's).
+   *
+   * Run again after a lost connection, never stored twice. A connection
+   * lost between the commit and its reply leaves the jobs stored while the
+   * call sees an error; the insert is then run again on another connection
+   * (the runner's autocommit retry; here, up to three tries of the
+   * transaction), and since the job ids are made before the first try:
+   * - autocommit: the insert skips ids already stored (`ON CONFLICT (id) DO
+   *   NOTHING`, see `PostgresJobQueries.insert`), so nothing is counted or
+   *   notified twice;
+   * - transaction: a try after a lost connection first locks the
+   *   partitions and parents a first try would still hold (it waits for a
+   *   first try still committing), then reads the ids: found, it returns
+   *   the stages they were stored in, and takes no partition sequence and
+   *   marks no parent again; not found, it inserts as the first try did.
    */
   async insertMany(params: B.JobInsertManyParams<B.PostgresTransaction>): Promise<B.JobInsertManyResult> {
     if (params.jobs.length === 0) return { stages: [] };
     if (params.transaction !== undefined) return this.insertOn(callerExecutor(params.transaction), params, true);
     if (!params.jobs.some((j) => j.parentId || j.topic !== undefined)) return this.insertOn(this.host.execute, params);
-    return this.host.inTransaction("enqueue", (execute) => this.insertOn(execute, params));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.host.inTransaction(
+          "enqueue",
+          async (execute) => (attempt > 1 && (await this.storedBefore(execute, params))) || this.insertOn(execute, params),
+        );
+      } catch (error) {
+        if (attempt >= 3 || !(error instanceof DatabaseUnavailableError) || !error.transient) throw error;
+      }
+    }
+  }
+
+  /**
+   * The result of a first try that committed (see {@link insertMany}), or
+   * null when none did. Locks in the insert's order (partitions, then
+   * parents) before reading, so a first try still committing is waited for.
+   */
+  private async storedBefore(execute: Execute, params: B.JobInsertManyParams<unknown>): Promise<B.JobInsertManyResult | null> {
+    for (const g of partitionGroups(params.jobs)) await execute(this.q.lockPartition, [this.ns, g.topic, g.partition]);
+    const parentIds = [...new Set(params.jobs.flatMap((j) => (j.parentId ? [j.parentId] : [])))].sort();
+    if (parentIds.length > 0) await execute(this.q.lockJobs, [parentIds, this.ns]);
+    const rows = await execute(this.q.storedInserts, [params.jobs.map((j) => j.id), this.ns]);
+    if (rows.length === 0) return null;
+    const stages = new Map(rows.map((r) => [String(r.id), r.stage as JobStage]));
+    // One statement stored every row of the batch, or none.
+    return { stages: params.jobs.map((j) => stages.get(j.id)!) };
   }
 
   async listStuck(params: B.JobListStuckParams): Promise<B.StuckJob[]> {
@@ -115,16 +155,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
    */
   private async reserveSequences(execute: Execute, jobs: readonly B.JobInsert[]): Promise<(number | undefined)[]> {
     const seqs: (number | undefined)[] = [];
-    const groups = new Map<string, { topic: string; partition: number; indexes: number[] }>();
-    jobs.forEach((job, i) => {
-      if (job.topic === undefined) return;
-      const key = `${job.topic}\0${String(job.partition).padStart(10, "0")}`;
-      let g = groups.get(key);
-      if (!g) groups.set(key, (g = { topic: job.topic, partition: job.partition ?? -1, indexes: [] }));
-      g.indexes.push(i);
-    });
-    for (const key of [...groups.keys()].sort()) {
-      const g = groups.get(key)!;
+    for (const g of partitionGroups(jobs)) {
       const [row] = await execute(this.q.reserveSeq, [this.ns, g.topic, g.partition, g.indexes.length]);
       if (!row) throw new UnknownTopicError(g.topic, g.partition);
       g.indexes.forEach((index, k) => {
@@ -275,4 +306,17 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     const rows = await retryConflicts(() => this.host.execute(this.q.renew, [params.leaseExpiresAt, this.ns, params.owner, [...held.keys()].sort()]));
     return { renewed: renewedClaims(held, rows) };
   }
+}
+
+/** The partitioned jobs of a batch (their indexes), by partition, in (topic, partition) order: the order every writer locks partition rows in. */
+function partitionGroups(jobs: readonly B.JobInsert[]): { topic: string; partition: number; indexes: number[] }[] {
+  const groups = new Map<string, { topic: string; partition: number; indexes: number[] }>();
+  jobs.forEach((job, i) => {
+    if (job.topic === undefined) return;
+    const key = `${job.topic}\0${String(job.partition).padStart(10, "0")}`;
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { topic: job.topic, partition: job.partition ?? -1, indexes: [] }));
+    g.indexes.push(i);
+  });
+  return [...groups.keys()].sort().map((key) => groups.get(key)!);
 }

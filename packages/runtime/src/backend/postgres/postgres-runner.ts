@@ -82,10 +82,12 @@ export class PostgresRunner {
    * reply), the statement is run once more, up to twice, on another
    * connection. That is safe for every autocommit statement here: a
    * statement cut off mid-run was rolled back, and the only case that could
-   * apply twice (killed between its commit and its reply) is at-least-once
-   * by design: a claim is recovered by its lease, a finish is fenced by its
-   * claim, an enqueue may then store a duplicate, as the caller's own retry
-   * would. Any other failure is reported, a lost connection as
+   * apply twice (killed between its commit and its reply) is harmless for
+   * each of them: a claim is recovered by its lease, a finish is fenced by
+   * its claim, and an enqueue finds its ids (made before the first try)
+   * already stored and skips them (`ON CONFLICT (id) DO NOTHING`, see
+   * `PostgresJobStore.insertMany`), so a job is never stored or counted
+   * twice. Any other failure is reported, a lost connection as
    * `DatabaseUnavailableError`.
    */
   readonly execute: Execute = async (s, values) => (await this.autocommit(s, values, false)).rows as Row[];

@@ -21,7 +21,8 @@
  * the application has not installed it.
  */
 import type Database from "better-sqlite3";
-import { DatabaseUnavailableError, InvalidConfigError } from "../../errors.js";
+import { existsSync } from "node:fs";
+import { DatabaseNotFoundError, DatabaseUnavailableError, InvalidConfigError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { liveBackends } from "../live-backends.js";
 import { loadDriver } from "../load-driver.js";
@@ -59,7 +60,9 @@ export interface SqliteDatabase {
 /** Options of {@link sqlite}. Give either `file` or `database`. */
 export interface SqliteBackendOptions {
   /**
-   * Path of the database file; created when missing. A path, not a URL:
+   * Path of the database file; created when missing only by `later migrate
+   * up` or a server, publisher or log with `autoMigrate: true` (otherwise a
+   * missing file is `DatabaseNotFoundError`, and nothing is created). A path, not a URL:
    * `"sqlite:later.db"` is refused (`InvalidConfigError`), since it would
    * otherwise create a file of that name; `backendFromUrl` takes URLs.
    */
@@ -160,18 +163,37 @@ export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
     this.control = new SqliteJobControlStore(jobs);
   }
 
+  private notFound(file: string): DatabaseNotFoundError {
+    return new DatabaseNotFoundError(
+      `SQLite database ${file} does not exist (nothing was created): create it with \`${this.migrateHint}\`, or pass autoMigrate: true; check the path (relative paths start at the working directory)`,
+    );
+  }
+
   /** The database file path. */
   get file(): string {
     return this.options.file ?? this.options.database!.name;
   }
 
-  async open(): Promise<void> {
+  /**
+   * Opens the file (created when missing, unless `createMissing: false`:
+   * then a file that does not exist is `DatabaseNotFoundError`, and none is
+   * created), or adopts the application's `database`.
+   */
+  async open(options: B.BackendOpenOptions = {}): Promise<void> {
     if (this.connection) return;
     const { file, database } = this.options;
-    this.connection = SqliteConnection.open(
-      database ? { database: database as Database.Database } : { file: file!, driver: this.driver! },
-      this.options.busyTimeoutMs ?? 5_000,
-    );
+    const mustExist = options.createMissing === false && file !== undefined && !isMemoryOrUri(file);
+    if (mustExist && !existsSync(file)) throw this.notFound(file);
+    try {
+      this.connection = SqliteConnection.open(
+        database ? { database: database as Database.Database } : { file: file!, driver: this.driver!, mustExist },
+        this.options.busyTimeoutMs ?? 5_000,
+      );
+    } catch (error) {
+      // Removed between the check and the open: better-sqlite3's fileMustExist refused it.
+      if (mustExist && !existsSync(file)) throw this.notFound(file);
+      throw error;
+    }
     liveBackends().set(this, `sqlite ${this.file} (namespace ${this.namespace})`);
   }
 
@@ -194,4 +216,9 @@ export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
     if (!this.connection) throw new DatabaseUnavailableError("the SQLite backend is not open (the server was shut down, or never started)");
     return this.connection;
   }
+}
+
+/** `:memory:`, an empty name (a temporary database) or a `file:` URI: no plain file to look for. */
+function isMemoryOrUri(file: string): boolean {
+  return file === ":memory:" || file === "" || file.startsWith("file:");
 }

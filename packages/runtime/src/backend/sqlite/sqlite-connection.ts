@@ -38,15 +38,18 @@ export class SqliteConnection {
   }
 
   /**
-   * Opens `file` (created when missing) with the better-sqlite3 `driver`,
+   * Opens `file` (created when missing, unless `mustExist`) with the better-sqlite3 `driver`,
    * or adopts an application-owned database, which {@link close} then
    * leaves open. Throws `DatabaseUnavailableError` when the file cannot be
    * opened or written.
    */
-  static open(target: { file: string; driver: typeof Database } | { database: Database.Database }, busyTimeoutMs: number): SqliteConnection {
+  static open(
+    target: { file: string; driver: typeof Database; mustExist?: boolean } | { database: Database.Database },
+    busyTimeoutMs: number,
+  ): SqliteConnection {
     const name = "file" in target ? target.file : target.database.name;
     try {
-      const db = "file" in target ? new target.driver(target.file) : target.database;
+      const db = "file" in target ? new target.driver(target.file, { fileMustExist: target.mustExist === true }) : target.database;
       db.pragma("journal_mode = WAL");
       db.pragma("synchronous = NORMAL");
       db.pragma(`busy_timeout = ${busyTimeoutMs}`);

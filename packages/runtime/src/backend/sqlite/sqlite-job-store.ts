@@ -35,7 +35,16 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     this.counters = new SqliteStageCounters(host);
   }
 
-  /** Into the caller's Kysely transaction (`enqueueIn`), or one `immediate` transaction of the store's own. */
+  /**
+   * Into the caller's Kysely transaction (`enqueueIn`), or one `immediate`
+   * transaction of the store's own. Never run again by the backend, so never
+   * stored twice: better-sqlite3 runs the transaction in the call, which
+   * returns only once it committed, or throws with nothing stored (a write
+   * lock held past `busyTimeoutMs` is `DatabaseBusyError` before anything
+   * is written; SQLite's own busy handler is the only retry, and it retries
+   * taking the lock, not the write). There is no connection to lose between
+   * a commit and its reply.
+   */
   async insertMany(params: B.JobInsertManyParams<B.SqliteTransaction>): Promise<B.JobInsertManyResult> {
     if (params.transaction !== undefined) return insertIntoCallerTransaction(params.transaction, this.namespace, params);
     return this.conn().immediate(() => ({ stages: this.insertRows(params.jobs, params.now) }));
