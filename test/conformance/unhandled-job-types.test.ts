@@ -9,6 +9,7 @@ import type { Backend, JobInsert } from "@later/runtime/internal";
 import { ManualClock } from "@later/runtime/testing";
 import { BACKENDS } from "./backends.js";
 import { useHarness, waitFor } from "./harness.js";
+import { openJobsPublisher } from "../codegen/schemas/shop.generated.js";
 
 const NOW = 1_800_000_000_000;
 
@@ -112,5 +113,37 @@ describe.each(BACKENDS)("unhandled job types on $name", (entry) => {
     await waitFor(async () => (await server.backend.inspect.stageCounts()).counts.success === 2, "both run");
     clock.advance(5_000);
     await waitFor(async () => !(await gauges()).includes('later_queue_unhandled_jobs{queue="photos"'), "the series gone");
+  });
+
+  it("an enqueue-only publisher warns once per type it enqueued that no live server handles, one heartbeat interval later", async () => {
+    const h = harness();
+    const clock = new ManualClock(Date.now() + 3_600_000);
+    // A worker that handles sendEmail only; the web process's publisher enqueues sendEmail and createAccount.
+    const server = await h.start({ clock, namespace: "web", handlers: { sendEmail: { handle: async () => {} } } });
+    await waitFor(async () => {
+      const { workers } = await server.backend.inspect.workerList({ nowMs: clock.now() });
+      return workers.some((w) => w.instanceId === server.instanceId);
+    }, "the worker's first heartbeat");
+    const warned: { fields: { code?: string; jobType?: string }; message: string }[] = [];
+    const ignore = () => {};
+    const logger = { debug: ignore, info: ignore, error: ignore, warn: (fields: object, message: string) => warned.push({ fields, message }) };
+    const publisher = await openJobsPublisher({ backend: h.db.backend("web"), clock, logger });
+    try {
+      await publisher.jobs.sendEmail.enqueue({ address: "a", body: "b" });
+      await publisher.jobs.createAccount.enqueue({ id: "acct-1", createdAt: new Date() });
+      await publisher.jobs.createAccount.enqueue({ id: "acct-2", createdAt: new Date() });
+      expect(warned).toEqual([]); // nothing read on the enqueue path
+      clock.advance(5_000);
+      await waitFor(() => warned.length > 0, "the publisher's warning");
+      expect(warned.map((w) => [w.fields.code, w.fields.jobType])).toEqual([["UNHANDLED_JOB_TYPE", "createAccount"]]);
+      expect(warned[0]!.message).toContain("no live server handles");
+      // Once per type: more of them, another interval, no second warning (close() awaits a check in flight).
+      await publisher.jobs.createAccount.enqueue({ id: "acct-3", createdAt: new Date() });
+      clock.advance(5_000);
+      await publisher.close();
+      expect(warned).toHaveLength(1);
+    } finally {
+      await publisher.close();
+    }
   });
 });

@@ -20,6 +20,8 @@ export interface ServerHeartbeatConfig {
    * without a query of its own. Default: not read.
    */
   onLiveJobTypes?: ((jobTypes: ReadonlySet<string>) => void) | undefined;
+  /** Asked before each read for `onLiveJobTypes`: false skips the read this beat. Default: always read. */
+  wantsLiveJobTypes?: (() => boolean) | undefined;
 }
 
 /**
@@ -65,7 +67,7 @@ export class ServerHeartbeat extends PeriodicService {
       expiresAt: now + this.expiryMs,
       jobTypes: this.config.jobTypes,
     });
-    if (this.config.onLiveJobTypes) {
+    if (this.config.onLiveJobTypes && (this.config.wantsLiveJobTypes?.() ?? true)) {
       const { workers: live } = await this.host.backend.inspect.workerList({ nowMs: now });
       this.config.onLiveJobTypes(new Set(live.flatMap((w) => w.jobTypes)));
     }

@@ -87,16 +87,17 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     const registry = options.metricsRegistry;
     const recorder = registry && new ServerMetrics(LaterMetrics.of(registry), backend.namespace);
     this.recorder = recorder;
-    const warner = options.eventsEnabled ? new UnhandledJobTypeWarner(options.onEvent) : null;
+    // Always on: its warning reaches stderr by default (a type nobody handles must not be silent).
+    const warner = new UnhandledJobTypeWarner(options.onEvent);
     const encoders = new Map(Object.entries(options.handlers).map(([type, h]) => [type, h.encode ?? jsonPayload]));
     // Local enqueues (the publisher's and the recurring poller's) wake local workers and pollers at once (P7).
     const onCommitted = (jobs: readonly JobInsert[], stages: readonly JobStage[]): void => {
       if (stages.includes("enqueued")) this.pool.wake();
       if (this.partitions && jobs.some((j) => j.topic !== undefined)) this.partitions.wake();
       if (recorder) for (let i = 0; i < jobs.length; i++) recorder.enqueued(jobs[i]!.jobType, stages[i]!);
+      for (const job of jobs) warner.noteEnqueued(job.jobType);
       if (!options.eventsEnabled) return;
       for (const [i, job] of jobs.entries()) options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage: stages[i]!, attempt: 0 });
-      for (const job of jobs) warner?.noteEnqueued(job.jobType);
     };
     this.publisher = new JobPublisher<Trx>({
       backend,
@@ -151,7 +152,9 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
         expiryMs: 15_000,
         load,
         jobTypes: Object.keys(options.handlers),
-        onLiveJobTypes: warner ? (types) => warner.liveTypesRead(types) : undefined,
+        // Read back only while some enqueued type waits to be checked: no extra query per beat otherwise.
+        onLiveJobTypes: (types) => warner.liveTypesRead(types),
+        wantsLiveJobTypes: () => warner.hasSuspects,
       }),
     );
     if (recorder) {

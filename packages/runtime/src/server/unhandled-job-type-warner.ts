@@ -27,6 +27,11 @@ export class UnhandledJobTypeWarner {
 
   constructor(private readonly onEvent: (event: ServerEvent) => void) {}
 
+  /** True while some enqueued type waits for the next read of the live servers' types. */
+  get hasSuspects(): boolean {
+    return this.suspects.size > 0;
+  }
+
   /** A job of `jobType` was enqueued by this server (after its commit). */
   noteEnqueued(jobType: string): void {
     if (this.warned.has(jobType) || this.handled?.has(jobType)) return;

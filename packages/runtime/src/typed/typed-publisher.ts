@@ -11,6 +11,7 @@ import { checkTimeSource, MAX_TIMER_MS, resolveTopics } from "../server/server-o
 import type { TopicConfig } from "../core/partition/topic.js";
 import type { JobCatalog } from "./job-catalog.js";
 import { JobControl } from "./job-control.js";
+import { PublisherUnhandledCheck } from "./publisher-unhandled-check.js";
 import { jobHandles } from "./typed-server-builder.js";
 import { jsonPayload } from "../server/encode-payload.js";
 import { withSchemaTopics } from "./schema-topics.js";
@@ -65,6 +66,8 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
     readonly jobs: H,
     /** Measures the offset to the database's clock again, while open (null on the local clock). */
     private readonly clockSync: ClockSync | null,
+    /** Warns about enqueued types no live server handles (UNHANDLED_JOB_TYPE). */
+    private readonly unhandled: PublisherUnhandledCheck,
     private readonly sink: EventSink,
   ) {
     super(publisher);
@@ -100,10 +103,12 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
     try {
       registry = await publisherTopics(options.backend, catalog, topics, (databaseClock ?? local).now());
     } catch (error) {
-      await options.backend.close();
+      await releaseBackend(options.backend); // other users of a shared backend keep it
       throw error;
     }
     const encoders = new Map(Object.keys(catalog).map((type) => [type, jsonPayload]));
+    const now = databaseClock ?? local;
+    const unhandled = new PublisherUnhandledCheck(options.backend, options.clock ?? unrefClock, () => now.now(), sink.emit);
     const publisher = new JobPublisher<Trx>({
       backend: options.backend,
       clock: databaseClock ?? local,
@@ -111,13 +116,13 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
       encoders,
       retentionMs: 86_400_000,
       topics: registry,
-      onCommitted: () => {},
+      onCommitted: (jobs) => unhandled.noted(jobs.map((j) => j.jobType)),
     });
     // Its sleeps do not hold the process open: a script may enqueue and exit without closing the publisher.
     const clockSync =
       databaseClock && new ClockSync({ backend: options.backend, clock: unrefClock, onEvent: sink.emit }, { intervalMs: syncEvery }, databaseClock);
     sink.emit({ type: "lifecycle", component: "publisher", action: "started" });
-    return new TypedJobPublisher(publisher, options.backend, jobHandles<H>(catalog, publisher), clockSync, sink);
+    return new TypedJobPublisher(publisher, options.backend, jobHandles<H>(catalog, publisher), clockSync, unhandled, sink);
   }
 
   /**
@@ -130,6 +135,7 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
     this.closed = true;
     this.control.stop();
     await this.clockSync?.stop();
+    await this.unhandled.close();
     await releaseBackend(this.backend);
     this.sink.emit({ type: "lifecycle", component: "publisher", action: "stopped" });
   }
