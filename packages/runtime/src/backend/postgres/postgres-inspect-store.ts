@@ -20,7 +20,7 @@ import {
 } from "../shared/dashboard-statements.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { PostgresStageCounters } from "./postgres-stage-counters.js";
-import { statement, type Statement } from "./postgres-job-queries.js";
+import { inPartition, partitionOrder, statement, type Statement } from "./postgres-job-queries.js";
 import { partitionListFromRows } from "../shared/depth-rows.js";
 import { stageList } from "../shared/stage-list.js";
 import { TERMINAL_STAGES } from "../../core/job-stage.js";
@@ -34,13 +34,14 @@ export class PostgresInspectStore implements B.InspectStore {
     this.counters = new PostgresStageCounters(host.quoted, host.execute, host.namespace);
     const schema = host.quoted;
     // Depth: the sum of the partition's counter shards. Head: one probe of
-    // later_jobs_partition_head (the subquery repeats its predicate).
+    // later_jobs_partition_head (the subquery repeats its predicate), whatever the
+    // statistics (inPartition).
     this.partitionRows = statement(`SELECT p.topic, p.partition_no, p.lease_owner, p.lease_expires_at,
   (SELECT coalesce(sum(c.n), 0) FROM ${schema}.later_partition_counts c
     WHERE c.namespace = p.namespace AND c.topic = p.topic AND c.partition_no = p.partition_no)::bigint AS unfinished,
   (SELECT j.id FROM ${schema}.later_jobs j
-    WHERE j.namespace = p.namespace AND j.topic = p.topic AND j.partition_no = p.partition_no AND j.stage NOT IN ${stageList(TERMINAL_STAGES)}
-    ORDER BY j.seq LIMIT 1) AS head_id
+    WHERE ${inPartition("j", "p.namespace", "p.topic", "p.partition_no")} AND j.stage NOT IN ${stageList(TERMINAL_STAGES)}
+    ORDER BY ${partitionOrder("j")} LIMIT 1) AS head_id
 FROM ${schema}.later_partitions p WHERE p.namespace = $1 AND ($2::text IS NULL OR p.topic = $2) ORDER BY p.topic, p.partition_no`);
   }
 

@@ -1,6 +1,9 @@
 /**
  * The partition statements of the PostgreSQL backend (topics, head claims,
  * fencing, membership), as fixed SQL run as named prepared statements.
+ * A partition's jobs are named with `inPartition` and ordered with
+ * `partitionOrder`, so that their probes keep to the partition indexes on a
+ * table whose statistics are missing or stale.
  *
  * Locks: a head claim locks partition rows first (`FOR UPDATE OF p SKIP
  * LOCKED`: servers skip each other's partitions rather than wait), then
@@ -19,7 +22,7 @@ import { claimedHead, readyAt } from "../shared/partition-heads.js";
 import { retryConflicts } from "./postgres-errors.js";
 import type { Execute } from "./postgres-executors.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
-import { appendNotedStage, idIn, releasedTo, statement, type Statement } from "./postgres-job-queries.js";
+import { appendNotedStage, idIn, inPartition, partitionOrder, releasedTo, statement, type Statement } from "./postgres-job-queries.js";
 import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
 import { TERMINAL_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
@@ -62,9 +65,10 @@ class PartitionQueries {
     const parts = `${schema}.later_partitions`;
     /** The counter CTEs of a statement (see postgres-stage-counters.ts); `$1` is every statement's namespace. */
     const counted = (...moved: string[]) => PostgresStageCounters.countMoves(schema, "$1", moved.join(" UNION ALL "));
+    // A partition's head: one probe of later_jobs_partition_head, whatever the statistics (see inPartition).
     const head = (p: string) => `SELECT j.id, j.job_type, j.stage, j.run_at FROM ${jobs} j
-      WHERE j.namespace = ${p}.namespace AND j.topic = ${p}.topic AND j.partition_no = ${p}.partition_no
-        AND j.stage NOT IN ${TERMINAL} ORDER BY j.seq LIMIT 1`;
+      WHERE ${inPartition("j", `${p}.namespace`, `${p}.topic`, `${p}.partition_no`)}
+        AND j.stage NOT IN ${TERMINAL} ORDER BY ${partitionOrder("j")} LIMIT 1`;
     this.topicRead = statement(`SELECT topic, partitions FROM ${schema}.later_topics WHERE namespace = $1 AND topic = ANY($2::text[]) FOR UPDATE`);
     this.topicInsert = statement(`WITH t AS (
   INSERT INTO ${schema}.later_topics (namespace, topic, partitions, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
@@ -118,9 +122,9 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
   SELECT pg_notify($13, $14) FROM released LIMIT 1
 ), nxt AS (
   SELECT j.id, j.job_type, j.stage, j.run_at FROM ${jobs} j
-  WHERE j.namespace = $1 AND j.topic = $2 AND j.partition_no = $3 AND j.stage NOT IN ${TERMINAL} AND j.id <> $6
+  WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL} AND j.id <> $6
     AND $10::boolean AND EXISTS (SELECT 1 FROM done)
-  ORDER BY j.seq LIMIT 1
+  ORDER BY ${partitionOrder("j")} LIMIT 1
 ), ready AS (
   SELECT id, stage FROM nxt WHERE job_type = ANY($11::text[]) AND (stage = 'enqueued' OR (stage IN ('delayed', 'requeued') AND run_at <= $7))
 ), lease AS (
@@ -201,8 +205,8 @@ SELECT count(*)::int AS failed FROM failed`);
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3`);
     this.truncate = statement(`WITH gone AS (
   DELETE FROM ${jobs} WHERE id IN (
-    SELECT id FROM ${jobs} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND stage IN ${TERMINAL}
-    ORDER BY seq DESC OFFSET $4)
+    SELECT j.id FROM ${jobs} j WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage IN ${TERMINAL}
+    ORDER BY ${partitionOrder("j", true)} OFFSET $4)
   RETURNING stage, topic, partition_no
 )${counted(moves("gone", "stage", null))}
 SELECT 1 AS one FROM gone`);
