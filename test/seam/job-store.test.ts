@@ -1,0 +1,546 @@
+/**
+ * The seam suite of `backend.jobs` (packages/runtime/src/backend/job-store.ts):
+ * every method called directly on each backend, asserting what its TSDoc
+ * promises, edge cases included, with the stage counters checked against a
+ * GROUP BY after every change of stages (D7). See seam-factory.ts; the
+ * coverage guard (seam-coverage.test.ts) fails when a method of the store
+ * has no test here.
+ */
+import { describe, expect, it } from "vitest";
+import { ParentNotFoundError, UnknownTopicError } from "@later/runtime";
+import type { Backend, ClaimKey } from "@later/runtime/internal";
+import { BACKENDS, expectCountersMatch, history, jobInsert, NOW, storedStages, useSeam } from "./seam-factory.js";
+
+const LEASE = NOW + 30_000;
+const DAY = 86_400_000;
+
+/** Claims up to `limit` ready jobs of `types` for `owner` at `now`. */
+function claim(backend: Backend, limit: number, types: string[] = ["work"], owner = "w1", now = NOW, leaseExpiresAt = LEASE) {
+  return backend.jobs.claimReady({ owner, limit, now, leaseExpiresAt, jobTypes: types });
+}
+
+const key = (j: ClaimKey) => ({ id: j.id, attempt: j.attempt });
+
+describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
+  const seam = useSeam(entry);
+
+  describe("insertMany", () => {
+    it("stores each job enqueued or delayed by its runAt, with its fields and a one-entry history, in input order", async () => {
+      const s = seam();
+      const a = jobInsert({ payload: '{"a":1}', retryPolicy: '{"kind":"none"}', timeoutMs: 5_000 });
+      const b = jobInsert({ runAt: NOW + 1_000 });
+      const c = jobInsert({ jobType: "other", runAt: NOW - 1_000 });
+      const { stages } = await s.backend.jobs.insertMany({ jobs: [a, b, c], now: NOW });
+      expect(stages).toEqual(["enqueued", "delayed", "enqueued"]);
+      const stored = await s.job(a.id);
+      expect(stored).toMatchObject({ jobType: "work", payload: '{"a":1}', stage: "enqueued", attempt: 0, runAt: NOW, parentId: null, createdAt: NOW });
+      expect(stored.stages).toEqual([{ stage: "enqueued", at: NOW }]);
+      expect((await s.job(b.id)).stage).toBe("delayed");
+      expect(await s.backend.jobs.insertMany({ jobs: [], now: NOW })).toEqual({ stages: [] });
+      await expectCountersMatch(s);
+    });
+
+    it("J5: a continuation follows its parent: waiting, enqueued (delayed if not due) after a success, failed with the parent's reason after a failure", async () => {
+      const s = seam();
+      const ok = jobInsert({ jobType: "parent" });
+      const bad = jobInsert({ jobType: "parent" });
+      const pending = jobInsert({ jobType: "parent" });
+      await s.backend.jobs.insertMany({ jobs: [ok, bad, pending], now: NOW });
+      const claimed = await claim(s.backend, 2, ["parent"]);
+      expect(claimed.jobs.map((j) => j.id)).toEqual([ok.id, bad.id]);
+      await s.backend.jobs.finishMany({
+        finishes: [
+          { id: ok.id, attempt: 1, outcome: { kind: "success" } },
+          { id: bad.id, attempt: 1, outcome: { kind: "fail", error: "boom" } },
+        ],
+        now: NOW,
+        retentionMs: DAY,
+      });
+      const kids = [
+        jobInsert({ parentId: pending.id }),
+        jobInsert({ parentId: ok.id }),
+        jobInsert({ parentId: ok.id, runAt: NOW + 5_000 }),
+        jobInsert({ parentId: bad.id }),
+      ];
+      const { stages } = await s.backend.jobs.insertMany({ jobs: kids, now: NOW + 1 });
+      expect(stages).toEqual(["waiting", "enqueued", "delayed", "failed"]);
+      expect((await s.job(kids[3]!.id)).lastError).toBe(`parent job ${bad.id} failed: boom`);
+      await expectCountersMatch(s);
+    });
+
+    it("J5: an unknown parent throws ParentNotFoundError and writes nothing of the batch", async () => {
+      const s = seam();
+      const fine = jobInsert();
+      const orphan = jobInsert({ parentId: jobInsert().id });
+      await expect(s.backend.jobs.insertMany({ jobs: [fine, orphan], now: NOW })).rejects.toBeInstanceOf(ParentNotFoundError);
+      expect(await storedStages(s)).toEqual({});
+      await expectCountersMatch(s);
+    });
+
+    it("P3: partitioned jobs take dense sequences per partition, continued by the next batch", async () => {
+      const s = seam();
+      await s.backend.partitions.topicRegister({ topics: [{ name: "orders", partitions: 3 }], now: NOW });
+      const first = [0, 1, 0, 2, 0].map((partition) => jobInsert({ topic: "orders", partition }));
+      await s.backend.jobs.insertMany({ jobs: first, now: NOW });
+      const second = [1, 0].map((partition) => jobInsert({ topic: "orders", partition }));
+      await s.backend.jobs.insertMany({ jobs: second, now: NOW });
+      const seqs: Record<number, number[]> = {};
+      for (const j of [...first, ...second]) {
+        const r = await s.job(j.id);
+        expect(r).toMatchObject({ topic: "orders", partition: j.partition });
+        (seqs[j.partition!] ??= []).push(r.seq!);
+      }
+      // Dense and in input order within each partition, all partitions starting from the same first number.
+      const base = seqs[0]![0]!;
+      expect(seqs).toEqual({ 0: [base, base + 1, base + 2, base + 3], 1: [base, base + 1], 2: [base] });
+      await expectCountersMatch(s);
+    });
+
+    it("P1: an unknown topic or partition throws UnknownTopicError and writes nothing of the batch, no sequence taken", async () => {
+      const s = seam();
+      await s.backend.partitions.topicRegister({ topics: [{ name: "orders", partitions: 2 }], now: NOW });
+      for (const bad of [jobInsert({ topic: "nope", partition: 0 }), jobInsert({ topic: "orders", partition: 2 })]) {
+        const batch = [jobInsert(), jobInsert({ topic: "orders", partition: 0 }), bad];
+        await expect(s.backend.jobs.insertMany({ jobs: batch, now: NOW })).rejects.toBeInstanceOf(UnknownTopicError);
+      }
+      expect(await storedStages(s)).toEqual({});
+      await expectCountersMatch(s);
+      const ok = jobInsert({ topic: "orders", partition: 0 });
+      await s.backend.jobs.insertMany({ jobs: [ok], now: NOW });
+      const again = jobInsert({ topic: "orders", partition: 0 });
+      await s.backend.jobs.insertMany({ jobs: [again], now: NOW });
+      expect((await s.job(again.id)).seq).toBe((await s.job(ok.id)).seq! + 1);
+    });
+
+    it("J10: writes into the caller's transaction: nothing after a rollback, the jobs after a commit", async () => {
+      const s = seam();
+      const rolledBack = jobInsert();
+      await expect(
+        s.raw.transaction().execute(async (trx) => {
+          await s.backend.jobs.insertMany({ jobs: [rolledBack], now: NOW, transaction: trx });
+          throw new Error("roll back");
+        }),
+      ).rejects.toThrow("roll back");
+      expect(await storedStages(s)).toEqual({});
+      await expectCountersMatch(s);
+      const committed = jobInsert({ runAt: NOW + 1 });
+      const result = await s.raw.transaction().execute((trx) => s.backend.jobs.insertMany({ jobs: [committed], now: NOW, transaction: trx }));
+      expect(result.stages).toEqual(["delayed"]);
+      expect(await storedStages(s)).toEqual({ [committed.id]: "delayed" });
+      await expectCountersMatch(s);
+    });
+  });
+
+  describe("claimReady", () => {
+    it("claims at most limit ready jobs, oldest runAt first: running, attempt + 1, the lease; no nextRunAt when full", async () => {
+      const s = seam();
+      const jobs = [jobInsert({ runAt: NOW - 10 }), jobInsert({ runAt: NOW - 30, retryPolicy: '{"r":1}', timeoutMs: 700 }), jobInsert({ runAt: NOW - 20 })];
+      await s.backend.jobs.insertMany({ jobs, now: NOW });
+      const first = await claim(s.backend, 2);
+      expect(first.jobs.map((j) => j.id)).toEqual([jobs[1]!.id, jobs[2]!.id]);
+      expect(first.jobs[0]).toMatchObject({ jobType: "work", payload: "{}", attempt: 1, retryPolicy: '{"r":1}', timeoutMs: 700, runAt: NOW - 30 });
+      expect(first.nextRunAt).toBeUndefined();
+      expect(await s.job(jobs[1]!.id)).toMatchObject({ stage: "running", attempt: 1, leaseOwner: "w1", leaseExpiresAt: LEASE });
+      expect(history(await s.job(jobs[1]!.id))).toEqual(["enqueued", "running"]);
+      await expectCountersMatch(s);
+      const rest = await claim(s.backend, 5);
+      expect(rest.jobs.map((j) => j.id)).toEqual([jobs[0]!.id]);
+      expect(rest.nextRunAt).toBeNull();
+      expect(await claim(s.backend, 0)).toEqual({ jobs: [] });
+      await expectCountersMatch(s);
+    });
+
+    it("takes only the given job types and due jobs; when short, nextRunAt is the earliest later runAt among those types", async () => {
+      const s = seam();
+      const due = jobInsert();
+      const later = jobInsert({ runAt: NOW + 5_000 });
+      const soonOther = jobInsert({ jobType: "other", runAt: NOW + 1_000 });
+      const dueOther = jobInsert({ jobType: "other" });
+      await s.backend.jobs.insertMany({ jobs: [due, later, soonOther, dueOther], now: NOW });
+      const r = await claim(s.backend, 10, ["work"]);
+      expect(r.jobs.map((j) => j.id)).toEqual([due.id]);
+      expect(r.nextRunAt).toBe(NOW + 5_000);
+      expect(await claim(s.backend, 10, [])).toEqual({ jobs: [] });
+      const both = await claim(s.backend, 10, ["work", "other"]);
+      expect(both.jobs.map((j) => j.id)).toEqual([dueOther.id]);
+      expect(both.nextRunAt).toBe(NOW + 1_000);
+      // Once due, the delayed jobs are claimed.
+      const atTime = await claim(s.backend, 10, ["work", "other"], "w1", NOW + 5_000, NOW + 60_000);
+      expect(atTime.jobs.map((j) => j.id)).toEqual([soonOther.id, later.id]);
+      expect(atTime.nextRunAt).toBeNull();
+      await expectCountersMatch(s);
+    });
+
+    it("J6: skips other namespaces' jobs, partitioned jobs and waiting continuations", async () => {
+      const s = seam();
+      const other = await s.other(`${s.backend.namespace}-other`);
+      await other.jobs.insertMany({ jobs: [jobInsert()], now: NOW });
+      await s.backend.partitions.topicRegister({ topics: [{ name: "t", partitions: 1 }], now: NOW });
+      const parent = jobInsert({ jobType: "parent" });
+      await s.backend.jobs.insertMany({ jobs: [jobInsert({ topic: "t", partition: 0 }), parent], now: NOW });
+      await s.backend.jobs.insertMany({ jobs: [jobInsert({ parentId: parent.id })], now: NOW });
+      expect(await claim(s.backend, 10)).toEqual({ jobs: [], nextRunAt: null });
+      expect((await claim(other, 10)).jobs).toHaveLength(1);
+      await expectCountersMatch(s);
+    });
+
+    it("claims a due retry (requeued) with the next attempt number", async () => {
+      const s = seam();
+      const j = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [j], now: NOW });
+      await claim(s.backend, 1);
+      await s.backend.jobs.finishMany({
+        finishes: [{ id: j.id, attempt: 1, outcome: { kind: "retry", runAt: NOW + 100, error: "again" } }],
+        now: NOW,
+        retentionMs: DAY,
+      });
+      expect(await claim(s.backend, 1)).toEqual({ jobs: [], nextRunAt: NOW + 100 });
+      const r = await claim(s.backend, 1, ["work"], "w2", NOW + 100);
+      expect(r.jobs).toMatchObject([{ id: j.id, attempt: 2, runAt: NOW + 100 }]);
+      expect(history(await s.job(j.id))).toEqual(["enqueued", "running", "requeued", "running"]);
+      await expectCountersMatch(s);
+    });
+  });
+
+  describe("finishMany", () => {
+    it("stores successes: expiry at now + retention, lease cleared; waiting continuations released (enqueued, or delayed while not due)", async () => {
+      const s = seam();
+      const parent = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [parent], now: NOW });
+      const kids = [jobInsert({ jobType: "kid", parentId: parent.id }), jobInsert({ jobType: "kid", parentId: parent.id, runAt: NOW + 9_000 })] as const;
+      const grandchild = jobInsert({ jobType: "kid", parentId: kids[0].id });
+      await s.backend.jobs.insertMany({ jobs: [...kids], now: NOW });
+      await s.backend.jobs.insertMany({ jobs: [grandchild], now: NOW });
+      const [c] = (await claim(s.backend, 1)).jobs;
+      const r = await s.backend.jobs.finishMany({ finishes: [{ ...key(c!), outcome: { kind: "success" } }], now: NOW + 10, retentionMs: 1_000 });
+      expect(r).toEqual({ applied: [key(c!)], released: 2 });
+      expect(await s.job(parent.id)).toMatchObject({ stage: "success", expiresAt: NOW + 1_010, leaseOwner: null, leaseExpiresAt: null });
+      expect(history(await s.job(parent.id))).toEqual(["enqueued", "running", "success"]);
+      expect(await s.job(kids[0].id)).toMatchObject({ stage: "enqueued", runAt: NOW + 10 });
+      expect(await s.job(kids[1].id)).toMatchObject({ stage: "delayed", runAt: NOW + 9_000 });
+      expect((await s.job(grandchild.id)).stage).toBe("waiting");
+      await expectCountersMatch(s);
+    });
+
+    it("stores a retry (requeued at its runAt, the error kept) and a final failure, which fails the waiting continuations down the chain", async () => {
+      const s = seam();
+      const retried = jobInsert();
+      const failed = jobInsert();
+      const permanent = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [retried, failed, permanent], now: NOW });
+      const child = jobInsert({ parentId: failed.id });
+      const grandchild = jobInsert({ parentId: child.id });
+      await s.backend.jobs.insertMany({ jobs: [child], now: NOW });
+      await s.backend.jobs.insertMany({ jobs: [grandchild], now: NOW });
+      await claim(s.backend, 3);
+      const r = await s.backend.jobs.finishMany({
+        finishes: [
+          { id: retried.id, attempt: 1, outcome: { kind: "retry", runAt: NOW + 500, error: "try again" } },
+          { id: failed.id, attempt: 1, outcome: { kind: "fail", error: "broken" } },
+          { id: permanent.id, attempt: 1, outcome: { kind: "fail", error: "never", permanent: true } },
+        ],
+        now: NOW + 1,
+        retentionMs: 1_000,
+      });
+      expect(r.applied.map((k) => k.id).sort()).toEqual([retried.id, failed.id, permanent.id].sort());
+      expect(r.released).toBe(0);
+      expect(await s.job(retried.id)).toMatchObject({ stage: "requeued", runAt: NOW + 500, lastError: "try again", expiresAt: null, leaseOwner: null });
+      expect(await s.job(failed.id)).toMatchObject({ stage: "failed", lastError: "broken", expiresAt: NOW + 1_001 });
+      // J3/J1: a permanent failure's entry is noted.
+      expect(history(await s.job(permanent.id))).toEqual(["enqueued", "running", "failed:permanent"]);
+      expect(history(await s.job(failed.id))).toEqual(["enqueued", "running", "failed"]);
+      expect(await s.job(child.id)).toMatchObject({ stage: "failed", lastError: `parent job ${failed.id} failed: broken`, expiresAt: NOW + 1_001 });
+      expect(await s.job(grandchild.id)).toMatchObject({ stage: "failed", lastError: `parent job ${child.id} failed: parent job ${failed.id} failed: broken` });
+      await expectCountersMatch(s);
+    });
+
+    it("J8: rejects finishes of stale attempts (wrong attempt, a job no longer running) and applies the rest of the batch", async () => {
+      const s = seam();
+      const a = jobInsert();
+      const b = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [a, b], now: NOW });
+      await claim(s.backend, 2);
+      // a: retried, then claimed again elsewhere (attempt 2): its attempt-1 claim is stale.
+      await s.backend.jobs.finishMany({
+        finishes: [{ id: a.id, attempt: 1, outcome: { kind: "retry", runAt: NOW, error: "e" } }],
+        now: NOW,
+        retentionMs: DAY,
+      });
+      await claim(s.backend, 1, ["work"], "w2"); // a, attempt 2
+      for (const outcome of [{ kind: "success" }, { kind: "fail", error: "late" }, { kind: "retry", runAt: NOW, error: "late" }] as const) {
+        const r = await s.backend.jobs.finishMany({
+          finishes: [
+            { id: a.id, attempt: 1, outcome },
+            { id: b.id, attempt: 7, outcome },
+          ],
+          now: NOW,
+          retentionMs: DAY,
+        });
+        expect(r).toEqual({ applied: [], released: 0 });
+      }
+      expect(await s.job(a.id)).toMatchObject({ stage: "running", attempt: 2, leaseOwner: "w2" });
+      expect(await s.job(b.id)).toMatchObject({ stage: "running", attempt: 1 });
+      const mixed = await s.backend.jobs.finishMany({
+        finishes: [
+          { id: a.id, attempt: 1, outcome: { kind: "success" } },
+          { id: b.id, attempt: 1, outcome: { kind: "success" } },
+        ],
+        now: NOW,
+        retentionMs: DAY,
+      });
+      expect(mixed.applied).toEqual([{ id: b.id, attempt: 1 }]);
+      // A finished job is not finished again.
+      expect(
+        (await s.backend.jobs.finishMany({ finishes: [{ id: b.id, attempt: 1, outcome: { kind: "success" } }], now: NOW, retentionMs: DAY })).applied,
+      ).toEqual([]);
+      expect(await s.backend.jobs.finishMany({ finishes: [], now: NOW, retentionMs: DAY })).toEqual({ applied: [], released: 0 });
+      await expectCountersMatch(s);
+    });
+
+    it("J7: with leaseExpiredBefore (the stuck-job rescue) finishes only claims whose lease expired before it", async () => {
+      const s = seam();
+      const expired = jobInsert();
+      const live = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [expired, live], now: NOW });
+      await claim(s.backend, 1, ["work"], "dead", NOW, NOW + 100);
+      await claim(s.backend, 1, ["work"], "alive", NOW, NOW + 60_000);
+      for (const outcome of [{ kind: "success" }, { kind: "fail", error: "lease expired" }] as const) {
+        const r = await s.backend.jobs.finishMany({
+          finishes: [{ id: live.id, attempt: 1, outcome }],
+          now: NOW + 200,
+          retentionMs: DAY,
+          leaseExpiredBefore: NOW + 200,
+        });
+        expect(r.applied).toEqual([]);
+      }
+      const r = await s.backend.jobs.finishMany({
+        finishes: [
+          { id: live.id, attempt: 1, outcome: { kind: "retry", runAt: NOW + 1_000, error: "lease expired" } },
+          { id: expired.id, attempt: 1, outcome: { kind: "retry", runAt: NOW + 1_000, error: "lease expired" } },
+        ],
+        now: NOW + 200,
+        retentionMs: DAY,
+        leaseExpiredBefore: NOW + 200,
+      });
+      expect(r.applied).toEqual([{ id: expired.id, attempt: 1 }]);
+      expect((await s.job(expired.id)).stage).toBe("requeued");
+      expect((await s.job(live.id)).stage).toBe("running");
+      await expectCountersMatch(s);
+    });
+  });
+
+  describe("releaseMany", () => {
+    it("J9: puts claims back to their stage before the claim, attempt undone, lease cleared, noted shutdown when asked; stale claims untouched", async () => {
+      const s = seam();
+      const fresh = jobInsert();
+      const retried = jobInsert();
+      const gone = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [fresh, retried, gone], now: NOW });
+      await claim(s.backend, 3);
+      await s.backend.jobs.finishMany({
+        finishes: [
+          { id: retried.id, attempt: 1, outcome: { kind: "retry", runAt: NOW, error: "e" } },
+          { id: gone.id, attempt: 1, outcome: { kind: "success" } },
+        ],
+        now: NOW,
+        retentionMs: DAY,
+      });
+      await claim(s.backend, 1); // retried, attempt 2
+      const r = await s.backend.jobs.releaseMany({
+        claims: [
+          { id: fresh.id, attempt: 1 },
+          { id: retried.id, attempt: 2 },
+          { id: gone.id, attempt: 1 },
+          { id: fresh.id, attempt: 5 },
+        ],
+        now: NOW + 5,
+        reason: "shutdown",
+      });
+      expect(r.released.map(key).sort((x, y) => (x.id < y.id ? -1 : 1))).toEqual(
+        [
+          { id: fresh.id, attempt: 1 },
+          { id: retried.id, attempt: 2 },
+        ].sort((x, y) => (x.id < y.id ? -1 : 1)),
+      );
+      expect(await s.job(fresh.id)).toMatchObject({ stage: "enqueued", attempt: 0, leaseOwner: null, leaseExpiresAt: null });
+      expect(history(await s.job(fresh.id))).toEqual(["enqueued", "running", "enqueued:shutdown"]);
+      expect(await s.job(retried.id)).toMatchObject({ stage: "requeued", attempt: 1 });
+      expect((await s.job(gone.id)).stage).toBe("success");
+      await expectCountersMatch(s);
+      // Ready now: claimed again with the same attempt numbers as before.
+      const again = await claim(s.backend, 5, ["work"], "w2", NOW + 5);
+      expect(again.jobs.map(key).sort((x, y) => (x.id < y.id ? -1 : 1))).toEqual(
+        [
+          { id: fresh.id, attempt: 1 },
+          { id: retried.id, attempt: 2 },
+        ].sort((x, y) => (x.id < y.id ? -1 : 1)),
+      );
+      // Without a reason the entry is plain.
+      await s.backend.jobs.releaseMany({ claims: [{ id: fresh.id, attempt: 1 }], now: NOW + 6 });
+      expect(history(await s.job(fresh.id))).toEqual(["enqueued", "running", "enqueued:shutdown", "running", "enqueued"]);
+      expect(await s.backend.jobs.releaseMany({ claims: [], now: NOW })).toEqual({ released: [] });
+      await expectCountersMatch(s);
+    });
+  });
+
+  describe("leaseRenew", () => {
+    it("J7: extends the leases of claims still held by the owner; lost leases (rescued and taken elsewhere, finished, another owner's) are not renewed", async () => {
+      const s = seam();
+      const held = jobInsert();
+      const lost = jobInsert();
+      const done = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [held, lost, done], now: NOW });
+      await claim(s.backend, 3, ["work"], "w1", NOW, NOW + 100);
+      // lost: its lease expired, the rescue retried it and another server took it.
+      await s.backend.jobs.finishMany({
+        finishes: [{ id: lost.id, attempt: 1, outcome: { kind: "retry", runAt: NOW, error: "stuck" } }],
+        now: NOW + 200,
+        retentionMs: DAY,
+        leaseExpiredBefore: NOW + 200,
+      });
+      await claim(s.backend, 1, ["work"], "w2", NOW + 200, NOW + 10_000);
+      await s.backend.jobs.finishMany({ finishes: [{ id: done.id, attempt: 1, outcome: { kind: "success" } }], now: NOW + 50, retentionMs: DAY });
+      const claims = [
+        { id: held.id, attempt: 1 },
+        { id: lost.id, attempt: 1 },
+        { id: done.id, attempt: 1 },
+      ];
+      const r = await s.backend.jobs.leaseRenew({ owner: "w1", claims, leaseExpiresAt: NOW + 50_000 });
+      expect(r.renewed).toEqual([{ id: held.id, attempt: 1 }]);
+      expect((await s.job(held.id)).leaseExpiresAt).toBe(NOW + 50_000);
+      expect(await s.job(lost.id)).toMatchObject({ leaseOwner: "w2", leaseExpiresAt: NOW + 10_000 });
+      expect((await s.backend.jobs.leaseRenew({ owner: "w2", claims: [{ id: held.id, attempt: 1 }], leaseExpiresAt: NOW + 99_000 })).renewed).toEqual([]);
+      expect((await s.job(held.id)).leaseExpiresAt).toBe(NOW + 50_000);
+      expect(await s.backend.jobs.leaseRenew({ owner: "w1", claims: [], leaseExpiresAt: NOW })).toEqual({ renewed: [] });
+      await expectCountersMatch(s);
+    });
+  });
+
+  describe("progressSet", () => {
+    it("X8: stores progress only under the running claim (owner and attempt); false otherwise; no stage changes", async () => {
+      const s = seam();
+      const j = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [j], now: NOW });
+      expect(await s.backend.jobs.progressSet({ id: j.id, attempt: 0, owner: "w1", progress: '{"p":0}' })).toBe(false);
+      await claim(s.backend, 1);
+      expect(await s.backend.jobs.progressSet({ id: j.id, attempt: 1, owner: "w1", progress: '{"p":1}' })).toBe(true);
+      expect(await s.backend.jobs.progressSet({ id: j.id, attempt: 1, owner: "w2", progress: '{"p":2}' })).toBe(false);
+      expect(await s.backend.jobs.progressSet({ id: j.id, attempt: 2, owner: "w1", progress: '{"p":3}' })).toBe(false);
+      expect(await s.job(j.id)).toMatchObject({ stage: "running", progress: '{"p":1}' });
+      await s.backend.jobs.finishMany({ finishes: [{ id: j.id, attempt: 1, outcome: { kind: "success" } }], now: NOW, retentionMs: DAY });
+      expect(await s.backend.jobs.progressSet({ id: j.id, attempt: 1, owner: "w1", progress: '{"p":4}' })).toBe(false);
+      expect((await s.job(j.id)).progress).toBe('{"p":1}'); // kept after the job ends
+      await expectCountersMatch(s);
+    });
+  });
+
+  describe("listStuck", () => {
+    it("J7: lists running jobs whose lease expired before the time, most overdue first, at most limit; the rescue then retries or fails them", async () => {
+      const s = seam();
+      const jobs = [jobInsert({ retryPolicy: '{"kind":"x"}' }), jobInsert({ jobType: "other" }), jobInsert(), jobInsert()];
+      await s.backend.jobs.insertMany({ jobs, now: NOW });
+      await claim(s.backend, 1, ["work"], "w", NOW, NOW + 300);
+      await claim(s.backend, 1, ["other"], "w", NOW, NOW + 100);
+      await claim(s.backend, 1, ["work"], "w", NOW, NOW + 200);
+      await claim(s.backend, 1, ["work"], "w", NOW, NOW + 10_000); // still leased
+      // A partitioned head with an expired lease is not a stuck job (its partition lease recovers it), nor is another namespace's.
+      await s.backend.partitions.topicRegister({ topics: [{ name: "t", partitions: 1 }], now: NOW });
+      await s.backend.jobs.insertMany({ jobs: [jobInsert({ topic: "t", partition: 0 })], now: NOW });
+      await s.backend.partitions.headClaim({
+        owner: "w",
+        partitions: [{ topic: "t", partition: 0 }],
+        limit: 1,
+        now: NOW,
+        leaseExpiresAt: NOW + 1,
+        jobTypes: ["work"],
+      });
+      const other = await s.other(`${s.backend.namespace}-other`);
+      await other.jobs.insertMany({ jobs: [jobInsert()], now: NOW });
+      await other.jobs.claimReady({ owner: "w", limit: 1, now: NOW, leaseExpiresAt: NOW + 1, jobTypes: ["work"] });
+
+      const stuck = await s.backend.jobs.listStuck({ leaseExpiredBefore: NOW + 1_000, limit: 10 });
+      expect(stuck).toEqual([
+        { id: jobs[1]!.id, attempt: 1, jobType: "other", retryPolicy: null },
+        { id: jobs[2]!.id, attempt: 1, jobType: "work", retryPolicy: null },
+        { id: jobs[0]!.id, attempt: 1, jobType: "work", retryPolicy: '{"kind":"x"}' },
+      ]);
+      expect(await s.backend.jobs.listStuck({ leaseExpiredBefore: NOW + 1_000, limit: 1 })).toHaveLength(1);
+      expect(await s.backend.jobs.listStuck({ leaseExpiredBefore: NOW + 150, limit: 10 })).toEqual([stuck[0]]);
+      // The rescue: one retried, two failed for good, fenced by the lease guard.
+      const r = await s.backend.jobs.finishMany({
+        finishes: stuck.map((k, i) => ({
+          id: k.id,
+          attempt: k.attempt,
+          outcome: i === 0 ? { kind: "retry", runAt: NOW + 2_000, error: "stuck" } : { kind: "fail", error: "stuck" },
+        })),
+        now: NOW + 1_000,
+        retentionMs: DAY,
+        leaseExpiredBefore: NOW + 1_000,
+      });
+      expect(r.applied).toHaveLength(3);
+      expect(await s.backend.jobs.listStuck({ leaseExpiredBefore: NOW + 1_000, limit: 10 })).toEqual([]);
+      await expectCountersMatch(s);
+    });
+  });
+
+  describe("countReady", () => {
+    it("J14: counts the due claimable jobs of the given types: not running, waiting, not-yet-due, partitioned, other types or namespaces", async () => {
+      const s = seam();
+      await s.backend.partitions.topicRegister({ topics: [{ name: "t", partitions: 1 }], now: NOW });
+      const parent = jobInsert({ jobType: "parent", runAt: NOW - 20 });
+      const retried = jobInsert({ runAt: NOW - 10 });
+      const plain = jobInsert();
+      await s.backend.jobs.insertMany({
+        jobs: [
+          parent,
+          retried,
+          plain,
+          jobInsert({ runAt: NOW + 1_000 }),
+          jobInsert({ jobType: "other" }),
+          jobInsert({ jobType: "third" }),
+          jobInsert({ topic: "t", partition: 0 }),
+        ],
+        now: NOW,
+      });
+      await s.backend.jobs.insertMany({ jobs: [jobInsert({ parentId: parent.id })], now: NOW });
+      expect(await s.backend.jobs.countReady({ now: NOW, jobTypes: ["work"] })).toBe(2);
+      await claim(s.backend, 1); // retried
+      await s.backend.jobs.finishMany({
+        finishes: [{ id: retried.id, attempt: 1, outcome: { kind: "retry", runAt: NOW + 50, error: "e" } }],
+        now: NOW,
+        retentionMs: DAY,
+      });
+      expect(await s.backend.jobs.countReady({ now: NOW, jobTypes: ["work"] })).toBe(1); // plain; the retry is not due
+      await claim(s.backend, 1); // plain: running
+      expect(await s.backend.jobs.countReady({ now: NOW, jobTypes: ["work"] })).toBe(0);
+      expect(await s.backend.jobs.countReady({ now: NOW + 50, jobTypes: ["work"] })).toBe(1);
+      expect(await s.backend.jobs.countReady({ now: NOW + 1_000, jobTypes: ["work", "other"] })).toBe(3);
+      expect(await s.backend.jobs.countReady({ now: NOW + 1_000, jobTypes: [] })).toBe(0);
+      const other = await s.other(`${s.backend.namespace}-other`);
+      expect(await other.jobs.countReady({ now: NOW + 1_000, jobTypes: ["work", "other", "third"] })).toBe(0);
+      await expectCountersMatch(s);
+    });
+  });
+
+  describe("deleteExpired", () => {
+    it("J11: deletes up to limit rows whose expiry passed, returns how many; unexpired and unfinished rows stay; counters follow", async () => {
+      const s = seam();
+      const jobs = Array.from({ length: 5 }, () => jobInsert());
+      await s.backend.jobs.insertMany({ jobs, now: NOW });
+      const claimed = (await claim(s.backend, 4)).jobs;
+      await s.backend.jobs.finishMany({
+        finishes: claimed.slice(0, 3).map((c, i) => ({ ...key(c), outcome: i < 2 ? { kind: "success" } : { kind: "fail", error: "x" } })),
+        now: NOW,
+        retentionMs: 1_000,
+      });
+      await s.backend.jobs.finishMany({ finishes: [{ ...key(claimed[3]!), outcome: { kind: "success" } }], now: NOW, retentionMs: DAY });
+      expect(await s.backend.jobs.deleteExpired({ now: NOW + 1_000, limit: 10 })).toBe(0); // expires_at < now, strictly
+      expect(await s.backend.jobs.deleteExpired({ now: NOW + 1_001, limit: 2 })).toBe(2);
+      await expectCountersMatch(s);
+      expect(await s.backend.jobs.deleteExpired({ now: NOW + 1_001, limit: 10 })).toBe(1);
+      expect(await s.backend.jobs.deleteExpired({ now: NOW + 1_001, limit: 10 })).toBe(0);
+      expect(Object.values(await storedStages(s)).sort()).toEqual(["enqueued", "success"]);
+      await expectCountersMatch(s);
+    });
+  });
+});
