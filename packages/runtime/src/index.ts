@@ -15,7 +15,8 @@ export { JOB_STAGES, type JobStage, type StageChange, type StageNote } from "./c
 export { RetryPolicy, type RetryBackoff, type RetryPolicyJson } from "./core/retry/retry-policy.js";
 export type { TransactionHandle } from "./backend/transaction-handle.js";
 export { backendFromUrl, type BackendFromUrlOptions } from "./backend/backend-from-url.js";
-export { BackgroundJobServer, type ShutdownOptions } from "./server/background-job-server.js";
+export { BackgroundJobServer } from "./server/background-job-server.js";
+export type { ShutdownOptions } from "./server/shutdown-options.js";
 export type { ShutdownOnSignalsOptions } from "./server/shutdown-on-signals.js";
 export { JobPublisher, type JobPublisherOptions, type PartitionTarget } from "./server/publisher.js";
 export type { JobFilter, JobBatchOptions } from "./server/job-controller.js";

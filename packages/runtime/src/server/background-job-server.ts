@@ -32,12 +32,7 @@ import { UnhandledJobTypeWarner } from "./unhandled-job-type-warner.js";
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
 import { jsonPayload } from "./encode-payload.js";
 import { shutdownOnSignals, type ShutdownOnSignalsOptions } from "./shutdown-on-signals.js";
-
-/** Options of {@link BackgroundJobServer.shutdown}. */
-export interface ShutdownOptions {
-  /** How long running handlers get to finish and commit. Default 30000. */
-  deadlineMs?: number;
-}
+import type { ShutdownOptions } from "./shutdown-options.js";
 
 /**
  * A running job server: workers, lease renewal and maintenance on one
