@@ -30,7 +30,7 @@
  * and `X-Frame-Options: DENY`; the JSON is `Cache-Control: no-store`.
  */
 import { LaterError } from "../errors.js";
-import { prepareBackend } from "../server/backend-preparation.js";
+import { prepareBackend } from "../backend/backend-preparation.js";
 import { JobController } from "../server/job-controller.js";
 import { OverviewSnapshot } from "./overview-snapshot.js";
 import { resolveDashboardOptions, type DashboardOptions } from "./dashboard-options.js";

@@ -21,7 +21,7 @@ import { InvalidArgumentError, InvalidConfigError, ServerStoppedError, UnknownTo
 import { LogRetentionSweeper, type LogRetentionSweepResult } from "../maintenance/log-retention-sweeper.js";
 import { checkInt } from "../maintenance/periodic-service.js";
 import { checkLogger, eventSink, type LaterLogger } from "../server/event-sink.js";
-import { acquireBackend, followDatabaseClock, releaseBackend } from "../server/backend-preparation.js";
+import { acquireBackend, followDatabaseClock, releaseBackend } from "../backend/backend-preparation.js";
 import type { ServerEvent } from "../server/server-event.js";
 import { LogConsumer, type ConsumeOptions } from "./log-consumer.js";
 import {

@@ -23,14 +23,14 @@ import { ServerMetrics } from "../metrics/server-metrics.js";
 import type { LogGroupLag } from "../retained-log/log-record.js";
 import { logGroupLag } from "../retained-log/log-group-lag.js";
 import { RetainedLog } from "../retained-log/retained-log.js";
-import { followDatabaseClock, holdBackend, prepareBackend, releaseBackend } from "./backend-preparation.js";
+import { followDatabaseClock, holdBackend, prepareBackend, releaseBackend } from "../backend/backend-preparation.js";
 import { DatabaseWait } from "./database-wait.js";
 import type { JobBatchOptions, JobFilter } from "./job-controller.js";
 import { JobPublisher } from "./publisher.js";
 import { errorEvent } from "./server-event.js";
 import { UnhandledJobTypeWarner } from "./unhandled-job-type-warner.js";
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
-import { jsonPayload } from "./encode-payload.js";
+import { jsonPayload } from "../core/encode-payload.js";
 import { shutdownOnSignals, type ShutdownOnSignalsOptions } from "./shutdown-on-signals.js";
 import type { ShutdownOptions } from "./shutdown-options.js";
 

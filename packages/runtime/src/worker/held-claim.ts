@@ -1,7 +1,7 @@
 import type { ClaimedJob, ClaimedPartitionJob, JobFinish, JobOutcome, PartitionClaim } from "../backend/backend.js";
 import type { JobPublisher } from "../server/publisher.js";
 import { InvalidArgumentError, LeaseLostError } from "../errors.js";
-import { encodePayload, jsonPayload } from "../server/encode-payload.js";
+import { encodePayload, jsonPayload } from "../core/encode-payload.js";
 import type { JobContext } from "../server/server-options.js";
 
 /** Most bytes of a job's progress as JSON (`ctx.progress`): it is a status, not a result. */
