@@ -24,8 +24,8 @@ export { ENQUEUE_OPTION_KEYS, type EnqueueOptions } from "./server/enqueue-optio
 export { topic, RECURRING_SEQUENTIAL_TOPIC, MAX_PARTITIONS, type TopicConfig } from "./core/partition/topic.js";
 export { partitionForKey, murmur2, type PartitionKey } from "./core/partition/partition-for-key.js";
 export type { JobContext, HandlerRegistration, ServerOptions, WorkerAutoscaleOptions } from "./server/server-options.js";
-export type { ServerEvent } from "./server/server-event.js";
-export type { LaterLogger, LaterLogLevel } from "./server/event-sink.js";
+export type { ServerEvent } from "./events/server-event.js";
+export type { LaterLogger, LaterLogLevel } from "./events/event-sink.js";
 export { payloadDecoder, payloadValidator, type DatePath, type JobCatalog, type JobSpec } from "./typed/job-catalog.js";
 export { checkPayload, describeShape, type NamedShapes, type PayloadMismatch, type Shape } from "./typed/payload-shape.js";
 export { JobHandle } from "./typed/job-handle.js";

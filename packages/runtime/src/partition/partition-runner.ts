@@ -51,7 +51,7 @@ import type { Backend, ClaimedPartitionJob, JobOutcome, PartitionRef } from "../
 import { ownedPartitions } from "../core/partition/rendezvous.js";
 import { LeaseLostError, ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../server/publisher.js";
-import { attemptEvent, errorEvent } from "../server/server-event.js";
+import { attemptEvent, errorEvent } from "../events/server-event.js";
 import type { ResolvedServerOptions } from "../server/server-options.js";
 import { HeldClaim } from "../worker/held-claim.js";
 import { JobExecutor } from "../worker/job-executor.js";

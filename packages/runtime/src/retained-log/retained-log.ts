@@ -20,9 +20,9 @@ import { nameProblem, describeName } from "../core/stored-name.js";
 import { InvalidArgumentError, InvalidConfigError, ServerStoppedError, UnknownTopicError, describeValue } from "../errors.js";
 import { LogRetentionSweeper, type LogRetentionSweepResult } from "../maintenance/log-retention-sweeper.js";
 import { checkInt } from "../maintenance/periodic-service.js";
-import { checkLogger, eventSink, type LaterLogger } from "../server/event-sink.js";
+import { checkLogger, eventSink, type LaterLogger } from "../events/event-sink.js";
 import { acquireBackend, followDatabaseClock, releaseBackend } from "../backend/backend-preparation.js";
-import type { ServerEvent } from "../server/server-event.js";
+import type { ServerEvent } from "../events/server-event.js";
 import { LogConsumer, type ConsumeOptions } from "./log-consumer.js";
 import {
   checkOffset,

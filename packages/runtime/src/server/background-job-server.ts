@@ -27,7 +27,7 @@ import { followDatabaseClock, holdBackend, prepareBackend, releaseBackend } from
 import { DatabaseWait } from "./database-wait.js";
 import type { JobBatchOptions, JobFilter } from "./job-controller.js";
 import { JobPublisher } from "./publisher.js";
-import { errorEvent } from "./server-event.js";
+import { errorEvent } from "../events/server-event.js";
 import { UnhandledJobTypeWarner } from "./unhandled-job-type-warner.js";
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
 import { jsonPayload } from "../core/encode-payload.js";

@@ -1,4 +1,4 @@
-import { checkLogger, eventSink, type LaterLogger } from "./event-sink.js";
+import { checkLogger, eventSink, type LaterLogger } from "../events/event-sink.js";
 import type { Backend, TransactionHandle } from "../backend/backend.js";
 import { systemClock, type Clock, type RandomSource } from "../core/clock.js";
 import { checkPartitions, RECURRING_SEQUENTIAL_TOPIC, type TopicConfig } from "../core/partition/topic.js";
@@ -10,7 +10,7 @@ import { describeName, nameProblem } from "../core/stored-name.js";
 import type { Registry } from "prom-client";
 import { resolveMetricsOptions } from "../metrics/later-metrics.js";
 import { logTopicsByName, type LogTopicConfig } from "../retained-log/log-topic.js";
-import type { ServerEvent } from "./server-event.js";
+import type { ServerEvent } from "../events/server-event.js";
 
 /**
  * Upper bounds of the numeric options. Times are waited with `setTimeout`,

@@ -4,8 +4,8 @@ import type { Clock } from "../core/clock.js";
 import { InvalidConfigError } from "../errors.js";
 import { RetainedLog, type RetainedLogRetentionOptions } from "../retained-log/retained-log.js";
 import { logTopic, type LogTopicOptions } from "../retained-log/log-topic.js";
-import type { ServerEvent } from "../server/server-event.js";
-import type { LaterLogger } from "../server/event-sink.js";
+import type { ServerEvent } from "../events/server-event.js";
+import type { LaterLogger } from "../events/event-sink.js";
 import { TypedLogTopic, type LogCatalog } from "./typed-log.js";
 
 /** Options of a generated `openLogs`. `Trx` is inferred from `backend`. */

@@ -4,7 +4,7 @@ import { RetryPolicy } from "../core/retry/retry-policy.js";
 import type { DatabaseClock } from "../core/database-clock.js";
 import { describeValue, InvalidConfigError } from "../errors.js";
 import { ClockSync } from "../maintenance/clock-sync.js";
-import { checkLogger, eventSink, type EventSink, type LaterLogger } from "../server/event-sink.js";
+import { checkLogger, eventSink, type EventSink, type LaterLogger } from "../events/event-sink.js";
 import { acquireBackend, followDatabaseClock, releaseBackend } from "../backend/backend-preparation.js";
 import { JobPublisher } from "../server/publisher.js";
 import { checkTimeSource, MAX_TIMER_MS, resolveTopics } from "../server/server-options.js";
