@@ -1,6 +1,6 @@
 import type { JobFinish } from "../backend/backend.js";
 import type { ResolvedServerOptions } from "../server/server-options.js";
-import { lostAttemptError, retryDecision } from "../worker/retry-decision.js";
+import { lostAttemptError, retryDecision } from "../core/retry/retry-decision.js";
 import { checkInt, PeriodicService, type MaintenanceHost } from "./periodic-service.js";
 
 /** Settings of the {@link StuckJobRescuer}. */

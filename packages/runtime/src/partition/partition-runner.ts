@@ -58,7 +58,7 @@ import { JobExecutor } from "../worker/job-executor.js";
 import { LeaseRenewer, type RenewLeases } from "../worker/lease-renewer.js";
 import type { WorkerIds } from "../worker/worker-ids.js";
 import type { ServerMetrics, WorkerState } from "../metrics/server-metrics.js";
-import { lostAttemptError, retryDecision } from "../worker/retry-decision.js";
+import { lostAttemptError, retryDecision } from "../core/retry/retry-decision.js";
 
 const keyOf = (p: PartitionRef) => `${p.topic}\0${p.partition}`;
 

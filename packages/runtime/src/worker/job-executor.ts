@@ -50,7 +50,7 @@ import type { JobPublisher } from "../server/publisher.js";
 import { attemptEvent } from "../events/server-event.js";
 import type { ResolvedServerOptions } from "../server/server-options.js";
 import { type HeldClaim, JobRunContext, type ProgressWriter, SUCCESS } from "./held-claim.js";
-import { retryDecision } from "./retry-decision.js";
+import { retryDecision } from "../core/retry/retry-decision.js";
 
 export class JobExecutor<C> {
   /** Claims whose handler is running now with a timeout, for the watchdog. */
