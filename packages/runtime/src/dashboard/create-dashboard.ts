@@ -31,7 +31,7 @@
  */
 import { LaterError } from "../errors.js";
 import { prepareBackend } from "../backend/backend-preparation.js";
-import { JobController } from "../server/job-controller.js";
+import { JobController } from "../publisher/job-controller.js";
 import { OverviewSnapshot } from "./overview-snapshot.js";
 import { resolveDashboardOptions, type DashboardOptions } from "./dashboard-options.js";
 import { errorResponse, fileResponse, redirectResponse, responseForError } from "./dashboard-response.js";

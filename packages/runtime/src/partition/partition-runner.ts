@@ -50,7 +50,7 @@
 import type { Backend, ClaimedPartitionJob, JobOutcome, PartitionRef } from "../backend/backend.js";
 import { ownedPartitions } from "../core/partition/rendezvous.js";
 import { LeaseLostError, ServerStoppedError } from "../errors.js";
-import type { JobPublisher } from "../server/publisher.js";
+import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent, errorEvent } from "../events/server-event.js";
 import type { ResolvedServerOptions } from "../server/server-options.js";
 import { HeldClaim } from "../worker/held-claim.js";

@@ -1,5 +1,5 @@
 import type { ClaimedJob, ClaimedPartitionJob, JobFinish, JobOutcome, PartitionClaim } from "../backend/backend.js";
-import type { JobPublisher } from "../server/publisher.js";
+import type { JobPublisher } from "../publisher/job-publisher.js";
 import { InvalidArgumentError, LeaseLostError } from "../errors.js";
 import { encodePayload, jsonPayload } from "../core/encode-payload.js";
 import type { JobContext } from "../server/server-options.js";

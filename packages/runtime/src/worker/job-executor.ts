@@ -46,7 +46,7 @@
 import type { JobOutcome } from "../backend/backend.js";
 import { describeThrown, JobTimeoutError, PayloadDecodeError, PermanentJobError } from "../errors.js";
 import type { ServerMetrics } from "../metrics/server-metrics.js";
-import type { JobPublisher } from "../server/publisher.js";
+import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent } from "../events/server-event.js";
 import type { ResolvedServerOptions } from "../server/server-options.js";
 import { type HeldClaim, JobRunContext, type ProgressWriter, SUCCESS } from "./held-claim.js";

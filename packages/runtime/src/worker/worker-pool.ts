@@ -39,7 +39,7 @@
  */
 import type { Backend, ClaimedJob, JobOutcome } from "../backend/backend.js";
 import { describeThrown, LeaseLostError, ServerStoppedError } from "../errors.js";
-import type { JobPublisher } from "../server/publisher.js";
+import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent, errorEvent } from "../events/server-event.js";
 import type { ResolvedServerOptions } from "../server/server-options.js";
 import { ClaimPacer } from "./claim-pacer.js";
