@@ -1,5 +1,5 @@
 import type { JobFinish } from "../backend/backend.js";
-import type { ResolvedServerOptions } from "../server/server-options.js";
+import type { ResolvedServerOptions } from "../config/server-options.js";
 import { lostAttemptError, retryDecision } from "../core/retry/retry-decision.js";
 import { checkInt, PeriodicService, type MaintenanceHost } from "./periodic-service.js";
 

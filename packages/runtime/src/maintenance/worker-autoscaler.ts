@@ -1,5 +1,5 @@
 import { InvalidConfigError } from "../errors.js";
-import type { WorkerAutoscaleOptions } from "../server/server-options.js";
+import type { WorkerAutoscaleOptions } from "../config/server-options.js";
 import { checkInt, PeriodicService, type MaintenanceHost } from "./periodic-service.js";
 
 /** What the autoscaler scales: the worker pool. */

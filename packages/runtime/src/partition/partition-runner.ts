@@ -52,7 +52,7 @@ import { ownedPartitions } from "../core/partition/rendezvous.js";
 import { LeaseLostError, ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent, errorEvent } from "../events/server-event.js";
-import type { ResolvedServerOptions } from "../server/server-options.js";
+import type { ResolvedServerOptions } from "../config/server-options.js";
 import { HeldClaim } from "../worker/held-claim.js";
 import { JobExecutor } from "../worker/job-executor.js";
 import { LeaseRenewer, type RenewLeases } from "../worker/lease-renewer.js";

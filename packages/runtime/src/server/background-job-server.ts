@@ -29,7 +29,7 @@ import type { JobBatchOptions, JobFilter } from "../publisher/job-controller.js"
 import { JobPublisher } from "../publisher/job-publisher.js";
 import { errorEvent } from "../events/server-event.js";
 import { UnhandledJobTypeWarner } from "./unhandled-job-type-warner.js";
-import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
+import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "../config/server-options.js";
 import { jsonPayload } from "../core/encode-payload.js";
 import { shutdownOnSignals, type ShutdownOnSignalsOptions } from "./shutdown-on-signals.js";
 import type { ShutdownOptions } from "./shutdown-options.js";

@@ -7,7 +7,7 @@ import { ClockSync } from "../maintenance/clock-sync.js";
 import { checkLogger, eventSink, type EventSink, type LaterLogger } from "../events/event-sink.js";
 import { acquireBackend, followDatabaseClock, releaseBackend } from "../backend/backend-preparation.js";
 import { JobPublisher } from "../publisher/job-publisher.js";
-import { checkTimeSource, MAX_TIMER_MS, resolveTopics } from "../server/server-options.js";
+import { checkTimeSource, MAX_TIMER_MS, resolveTopics } from "../config/server-options.js";
 import type { TopicConfig } from "../core/partition/topic.js";
 import type { JobCatalog } from "./job-catalog.js";
 import { JobControl } from "./job-control.js";

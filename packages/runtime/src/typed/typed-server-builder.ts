@@ -4,7 +4,8 @@ import { HandlerMissingError, InvalidArgumentError, InvalidConfigError } from ".
 import { BackgroundJobServer } from "../server/background-job-server.js";
 import { timeoutProblem } from "../publisher/enqueue-options.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
-import type { HandlerRegistration, ServerOptions } from "../server/server-options.js";
+import type { HandlerRegistration } from "../config/handler-registration.js";
+import type { ServerOptions } from "../config/server-options.js";
 import { payloadDecoder, type JobCatalog } from "./job-catalog.js";
 import { JobHandle } from "./job-handle.js";
 import { TopicJobHandle } from "./topic-job-handle.js";

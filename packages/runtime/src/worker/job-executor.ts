@@ -48,7 +48,7 @@ import { describeThrown, JobTimeoutError, PayloadDecodeError, PermanentJobError 
 import type { ServerMetrics } from "../metrics/server-metrics.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent } from "../events/server-event.js";
-import type { ResolvedServerOptions } from "../server/server-options.js";
+import type { ResolvedServerOptions } from "../config/server-options.js";
 import { type HeldClaim, JobRunContext, type ProgressWriter, SUCCESS } from "./held-claim.js";
 import { retryDecision } from "../core/retry/retry-decision.js";
 

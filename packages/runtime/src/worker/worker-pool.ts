@@ -41,7 +41,7 @@ import type { Backend, ClaimedJob, JobOutcome } from "../backend/backend.js";
 import { describeThrown, LeaseLostError, ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent, errorEvent } from "../events/server-event.js";
-import type { ResolvedServerOptions } from "../server/server-options.js";
+import type { ResolvedServerOptions } from "../config/server-options.js";
 import { ClaimPacer } from "./claim-pacer.js";
 import { CompletionBatcher } from "./completion-batcher.js";
 import { HeldClaim } from "./held-claim.js";
