@@ -25,6 +25,7 @@ import { logGroupLag } from "../retained-log/log-group-lag.js";
 import { RetainedLog } from "../retained-log/retained-log.js";
 import { followDatabaseClock, holdBackend, prepareBackend, releaseBackend } from "../backend/backend-preparation.js";
 import { DatabaseWait } from "./database-wait.js";
+import { partitionRunnerConfig, stuckJobRescuerConfig, workerPoolConfig } from "./loop-configs.js";
 import type { JobBatchOptions, JobFilter } from "../publisher/job-controller.js";
 import { JobPublisher } from "../publisher/job-publisher.js";
 import { errorEvent } from "../events/server-event.js";
@@ -112,8 +113,9 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       },
     });
     const workerIds = new WorkerIds();
-    this.pool = new WorkerPool(options, backend, this.instanceId, this.publisher, workerIds, recorder);
-    this.partitions = options.topics.length > 0 ? new PartitionRunner(options, backend, this.instanceId, this.publisher, workerIds, recorder) : null;
+    this.pool = new WorkerPool(workerPoolConfig(options), backend, this.instanceId, this.publisher, workerIds, recorder);
+    this.partitions =
+      options.topics.length > 0 ? new PartitionRunner(partitionRunnerConfig(options), backend, this.instanceId, this.publisher, workerIds, recorder) : null;
     const wakeAll = () => {
       this.pool.wake();
       this.partitions?.wake();
@@ -122,7 +124,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     this.pool.onReleased = wakeAll;
     if (this.partitions) this.partitions.onReleased = wakeAll;
     const host = { backend, clock: options.clock, onEvent: options.onEvent };
-    this.rescuer = new StuckJobRescuer(host, options, { intervalMs: options.rescueIntervalMs, graceMs: options.stuckGraceMs }, () => this.pool.wake());
+    this.rescuer = new StuckJobRescuer(host, stuckJobRescuerConfig(options), () => this.pool.wake());
     this.sweeper = new ExpirySweeper(host, { intervalMs: options.sweepIntervalMs, batchSize: options.sweepBatchSize });
     const auto = options.workerAutoscale;
     this.autoscaler =
