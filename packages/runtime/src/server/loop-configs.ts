@@ -9,7 +9,7 @@ import type { RetryDecisionConfig } from "../core/retry/retry-decision.js";
 import type { StuckJobRescuerConfig } from "../maintenance/stuck-job-rescuer.js";
 import type { PartitionRunnerConfig } from "../partition/partition-runner.js";
 import type { JobExecutorConfig } from "../worker/job-executor.js";
-import type { WorkerPoolConfig } from "../worker/worker-pool.js";
+import type { WorkerPoolConfig } from "../worker/worker-pool-config.js";
 
 /** What the retry decision reads: the handlers' `retry` options, the default policy, the clock and randomness. */
 export function retryDecisionConfig<C>(options: ResolvedServerOptions<C>): RetryDecisionConfig<C> {

@@ -44,7 +44,8 @@ import { attemptEvent, errorEvent } from "../events/server-event.js";
 import { ClaimPacer } from "./claim-pacer.js";
 import { CompletionBatcher } from "./completion-batcher.js";
 import { HeldClaim } from "./held-claim.js";
-import { JobExecutor, type JobExecutorConfig } from "./job-executor.js";
+import { JobExecutor } from "./job-executor.js";
+import type { WorkerPoolConfig } from "./worker-pool-config.js";
 import { LeaseRenewer } from "./lease-renewer.js";
 import type { WorkerIds } from "./worker-ids.js";
 import type { ServerMetrics, WorkerState } from "../metrics/server-metrics.js";
@@ -60,18 +61,6 @@ interface WorkerSlot {
   exited: Promise<void>;
   /** Bumped when the loop is replaced, so an abandoned loop exits when it wakes. */
   generation: number;
-}
-
-/** What the {@link WorkerPool} reads of the server's options, its executor's included. */
-export interface WorkerPoolConfig<C> extends JobExecutorConfig<C> {
-  /** Workers `start()` starts. Server option `workerCount`. */
-  workerCount: number;
-  /** How often idle workers look for work when no wake-up arrives. Server option `pollIntervalMs`. */
-  pollIntervalMs: number;
-  /** Execution lease length, renewed every third of it. Server option `leaseMs`. */
-  leaseMs: number;
-  /** How long terminal jobs are kept. Server option `retentionMs`. */
-  retentionMs: number;
 }
 
 export class WorkerPool<C> {
