@@ -49,7 +49,8 @@ export {
   type TypedLogBatch,
   type TypedConsumeOptions,
 } from "./typed/typed-log.js";
-export { RetainedLog, MAX_LOG_READ, type RetainedLogOptions, type RetainedLogRetentionOptions } from "./retained-log/retained-log.js";
+export { RetainedLog, MAX_LOG_READ } from "./retained-log/retained-log.js";
+export type { RetainedLogOptions, RetainedLogRetentionOptions } from "./retained-log/retained-log-options.js";
 export { DEFAULT_LOG_RETENTION_MS, type LogRetentionSweepResult } from "./maintenance/log-retention-sweeper.js";
 export { LogConsumer, type ConsumeOptions, type LogBatch } from "./retained-log/log-consumer.js";
 export { logTopic, type LogTopicConfig, type LogTopicOptions } from "./retained-log/log-topic.js";
