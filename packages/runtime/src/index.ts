@@ -15,16 +15,18 @@ export { JOB_STAGES, type JobStage, type StageChange, type StageNote } from "./c
 export { RetryPolicy, type RetryBackoff, type RetryPolicyJson } from "./core/retry/retry-policy.js";
 export type { TransactionHandle } from "./backend/transaction-handle.js";
 export { backendFromUrl, type BackendFromUrlOptions } from "./backend/backend-from-url.js";
-export { BackgroundJobServer, type ShutdownOptions } from "./server/background-job-server.js";
+export { BackgroundJobServer } from "./server/background-job-server.js";
+export type { ShutdownOptions } from "./server/shutdown-options.js";
 export type { ShutdownOnSignalsOptions } from "./server/shutdown-on-signals.js";
-export { JobPublisher, type JobPublisherOptions, type PartitionTarget } from "./server/publisher.js";
-export type { JobFilter, JobBatchOptions } from "./server/job-controller.js";
-export { ENQUEUE_OPTION_KEYS, type EnqueueOptions } from "./server/enqueue-options.js";
+export { JobPublisher, type JobPublisherOptions, type PartitionTarget } from "./publisher/job-publisher.js";
+export type { JobFilter, JobBatchOptions } from "./publisher/job-controller.js";
+export { ENQUEUE_OPTION_KEYS, type EnqueueOptions } from "./publisher/enqueue-options.js";
 export { topic, RECURRING_SEQUENTIAL_TOPIC, MAX_PARTITIONS, type TopicConfig } from "./core/partition/topic.js";
 export { partitionForKey, murmur2, type PartitionKey } from "./core/partition/partition-for-key.js";
-export type { JobContext, HandlerRegistration, ServerOptions, WorkerAutoscaleOptions } from "./server/server-options.js";
-export type { ServerEvent } from "./server/server-event.js";
-export type { LaterLogger, LaterLogLevel } from "./server/event-sink.js";
+export type { JobContext, HandlerRegistration } from "./config/handler-registration.js";
+export type { ServerOptions, WorkerAutoscaleOptions } from "./config/server-options.js";
+export type { ServerEvent } from "./events/server-event.js";
+export type { LaterLogger, LaterLogLevel } from "./events/event-sink.js";
 export { payloadDecoder, payloadValidator, type DatePath, type JobCatalog, type JobSpec } from "./typed/job-catalog.js";
 export { checkPayload, describeShape, type NamedShapes, type PayloadMismatch, type Shape } from "./typed/payload-shape.js";
 export { JobHandle } from "./typed/job-handle.js";
@@ -47,7 +49,8 @@ export {
   type TypedLogBatch,
   type TypedConsumeOptions,
 } from "./typed/typed-log.js";
-export { RetainedLog, MAX_LOG_READ, type RetainedLogOptions, type RetainedLogRetentionOptions } from "./retained-log/retained-log.js";
+export { RetainedLog, MAX_LOG_READ } from "./retained-log/retained-log.js";
+export type { RetainedLogOptions, RetainedLogRetentionOptions } from "./retained-log/retained-log-options.js";
 export { DEFAULT_LOG_RETENTION_MS, type LogRetentionSweepResult } from "./maintenance/log-retention-sweeper.js";
 export { LogConsumer, type ConsumeOptions, type LogBatch } from "./retained-log/log-consumer.js";
 export { logTopic, type LogTopicConfig, type LogTopicOptions } from "./retained-log/log-topic.js";

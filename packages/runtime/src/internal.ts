@@ -10,6 +10,6 @@
  * nothing outside this repository should implement `Backend`.
  */
 export type * from "./backend/backend.js";
-export { prepareBackend } from "./server/backend-preparation.js";
-export { JobController } from "./server/job-controller.js";
+export { prepareBackend } from "./backend/backend-preparation.js";
+export { JobController } from "./publisher/job-controller.js";
 export { parseDatabaseUrl, displayDatabaseUrl, DATABASE_URL_FORMS, type DatabaseUrl } from "./backend/database-url.js";

@@ -30,8 +30,8 @@
  * and `X-Frame-Options: DENY`; the JSON is `Cache-Control: no-store`.
  */
 import { LaterError } from "../errors.js";
-import { prepareBackend } from "../server/backend-preparation.js";
-import { JobController } from "../server/job-controller.js";
+import { prepareBackend } from "../backend/backend-preparation.js";
+import { JobController } from "../publisher/job-controller.js";
 import { OverviewSnapshot } from "./overview-snapshot.js";
 import { resolveDashboardOptions, type DashboardOptions } from "./dashboard-options.js";
 import { errorResponse, fileResponse, redirectResponse, responseForError } from "./dashboard-response.js";

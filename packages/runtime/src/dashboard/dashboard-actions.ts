@@ -22,7 +22,7 @@
  */
 import { isJobId } from "../core/job-id.js";
 import { InvalidArgumentError } from "../errors.js";
-import type { JobController, JobFilter } from "../server/job-controller.js";
+import type { JobController, JobFilter } from "../publisher/job-controller.js";
 import type { DashboardActionEvent } from "./dashboard-options.js";
 import { errorResponse, jsonResponse } from "./dashboard-response.js";
 import { parseStage } from "./job-list-query.js";

@@ -20,7 +20,7 @@
  */
 import type { Backend } from "../backend/backend.js";
 import { InvalidArgumentError, JobNotFoundError } from "../errors.js";
-import type { JobController } from "../server/job-controller.js";
+import type { JobController } from "../publisher/job-controller.js";
 import { bulkAction, checkJobId, jobAction, notImplemented, type ActionContext } from "./dashboard-actions.js";
 import { DETAIL_CHILDREN, jobDetail, jobListEntry } from "./dashboard-job-json.js";
 import { errorResponse, jsonResponse } from "./dashboard-response.js";

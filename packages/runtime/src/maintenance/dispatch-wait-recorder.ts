@@ -1,5 +1,5 @@
 import type { DispatchWaitBucket } from "../backend/backend.js";
-import { errorEvent } from "../server/server-event.js";
+import { errorEvent } from "../events/server-event.js";
 import { PeriodicService, type MaintenanceHost } from "./periodic-service.js";
 
 /** Which claims a wait belongs to: regular jobs, or partition heads. */

@@ -1,7 +1,7 @@
 import type { Backend } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import { InvalidConfigError, describeValue } from "../errors.js";
-import { errorEvent, type ServerEvent } from "../server/server-event.js";
+import { errorEvent, type ServerEvent } from "../events/server-event.js";
 
 /** What every maintenance service is given by its server. */
 export interface MaintenanceHost {

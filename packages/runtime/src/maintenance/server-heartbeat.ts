@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { errorEvent } from "../server/server-event.js";
+import { errorEvent } from "../events/server-event.js";
 import { checkInt, PeriodicService, type MaintenanceHost } from "./periodic-service.js";
 
 /** Settings of the {@link ServerHeartbeat}. */

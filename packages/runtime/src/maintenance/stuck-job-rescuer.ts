@@ -1,16 +1,17 @@
 import type { JobFinish } from "../backend/backend.js";
-import type { ResolvedServerOptions } from "../server/server-options.js";
-import { lostAttemptError, retryDecision } from "../worker/retry-decision.js";
+import { lostAttemptError, retryDecision, type RetryDecisionConfig } from "../core/retry/retry-decision.js";
 import { checkInt, PeriodicService, type MaintenanceHost } from "./periodic-service.js";
 
-/** Settings of the {@link StuckJobRescuer}. */
-export interface StuckJobRescuerConfig {
+/** Settings of the {@link StuckJobRescuer}, and what the retry decision reads. */
+export interface StuckJobRescuerConfig<C> extends RetryDecisionConfig<C> {
   /** How often it looks (one server per interval). Server option `rescueIntervalMs`, default 15000. */
   intervalMs: number;
   /** A running job is rescued once its lease has been expired this long. Server option `stuckGraceMs`, default `leaseMs`. */
   graceMs: number;
   /** Jobs read and finished per statement. Default 100. */
   batchSize?: number;
+  /** How long the jobs it fails for good are kept. Server option `retentionMs`. */
+  retentionMs: number;
 }
 
 /**
@@ -33,8 +34,7 @@ export class StuckJobRescuer<C> extends PeriodicService {
 
   constructor(
     host: MaintenanceHost,
-    private readonly options: ResolvedServerOptions<C>,
-    config: StuckJobRescuerConfig,
+    private readonly config: StuckJobRescuerConfig<C>,
     private readonly onRescued: () => void,
   ) {
     super(host, "rescue-stuck", config.intervalMs, true);
@@ -54,9 +54,9 @@ export class StuckJobRescuer<C> extends PeriodicService {
       const finishes: JobFinish[] = stuck.map((job) => ({
         id: job.id,
         attempt: job.attempt,
-        outcome: retryDecision(this.options, job, lostAttemptError(job.attempt)),
+        outcome: retryDecision(this.config, job, lostAttemptError(job.attempt)),
       }));
-      const { applied } = await backend.jobs.finishMany({ finishes, now, retentionMs: this.options.retentionMs, leaseExpiredBefore });
+      const { applied } = await backend.jobs.finishMany({ finishes, now, retentionMs: this.config.retentionMs, leaseExpiredBefore });
       total += applied.length;
       if (applied.length > 0) this.onRescued();
       if (applied.length === 0 || stuck.length < this.batchSize) return total;

@@ -1,5 +1,4 @@
 import { InvalidConfigError } from "../errors.js";
-import type { WorkerAutoscaleOptions } from "../server/server-options.js";
 import { checkInt, PeriodicService, type MaintenanceHost } from "./periodic-service.js";
 
 /** What the autoscaler scales: the worker pool. */
@@ -12,7 +11,11 @@ export interface Scalable {
 }
 
 /** Settings of the {@link WorkerAutoscaler}: the `workerAutoscale` bounds and its tick. */
-export interface WorkerAutoscalerConfig extends WorkerAutoscaleOptions {
+export interface WorkerAutoscalerConfig {
+  /** Fewest workers it scales down to. Server option `workerAutoscale.min`. */
+  min: number;
+  /** Most workers it scales up to. Server option `workerAutoscale.max`. */
+  max: number;
   /** Tick. Server option `autoscaleIntervalMs`, default 15000. */
   intervalMs: number;
   /** Job types the pool runs (the backlog counted). */

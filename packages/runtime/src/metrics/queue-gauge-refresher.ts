@@ -1,7 +1,7 @@
 import type { JobStage } from "../core/job-stage.js";
 import { jobIdTime } from "../core/job-id.js";
 import { type MaintenanceHost, PeriodicService } from "../maintenance/periodic-service.js";
-import { errorEvent } from "../server/server-event.js";
+import { errorEvent } from "../events/server-event.js";
 import type { ServerMetrics } from "./server-metrics.js";
 
 /** Every five seconds (M2): the gauges of the shared database are this fresh. */

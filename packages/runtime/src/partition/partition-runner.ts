@@ -50,15 +50,31 @@
 import type { Backend, ClaimedPartitionJob, JobOutcome, PartitionRef } from "../backend/backend.js";
 import { ownedPartitions } from "../core/partition/rendezvous.js";
 import { LeaseLostError, ServerStoppedError } from "../errors.js";
-import type { JobPublisher } from "../server/publisher.js";
-import { attemptEvent, errorEvent } from "../server/server-event.js";
-import type { ResolvedServerOptions } from "../server/server-options.js";
+import type { JobPublisher } from "../publisher/job-publisher.js";
+import { attemptEvent, errorEvent } from "../events/server-event.js";
 import { HeldClaim } from "../worker/held-claim.js";
-import { JobExecutor } from "../worker/job-executor.js";
+import { JobExecutor, type JobExecutorConfig } from "../worker/job-executor.js";
+import type { TopicConfig } from "../core/partition/topic.js";
 import { LeaseRenewer, type RenewLeases } from "../worker/lease-renewer.js";
 import type { WorkerIds } from "../worker/worker-ids.js";
 import type { ServerMetrics, WorkerState } from "../metrics/server-metrics.js";
-import { lostAttemptError, retryDecision } from "../worker/retry-decision.js";
+import { lostAttemptError, retryDecision } from "../core/retry/retry-decision.js";
+
+/** What the {@link PartitionRunner} reads of the server's options, its executor's included. */
+export interface PartitionRunnerConfig<C> extends JobExecutorConfig<C> {
+  /** Chains of heads run at once. Server option `workerCount`. */
+  workerCount: number;
+  /** How often it looks for ready heads when no wake-up arrives. Server option `pollIntervalMs`. */
+  pollIntervalMs: number;
+  /** Head lease length, renewed every third of it. Server option `leaseMs`. */
+  leaseMs: number;
+  /** How long terminal jobs are kept. Server option `retentionMs`. */
+  retentionMs: number;
+  /** A member that has not heartbeat for this long is dead. Server option `partitionMemberExpiryMs`. */
+  partitionMemberExpiryMs: number;
+  /** The topics whose partitions it takes part in owning (the reserved recurring topic included). */
+  topics: readonly TopicConfig[];
+}
 
 const keyOf = (p: PartitionRef) => `${p.topic}\0${p.partition}`;
 
@@ -87,7 +103,7 @@ export class PartitionRunner<C> {
   onClaimed: ((job: ClaimedPartitionJob, claimedAt: number, readyAt: number) => void) | null = null;
 
   constructor(
-    private readonly options: ResolvedServerOptions<C>,
+    private readonly options: PartitionRunnerConfig<C>,
     private readonly backend: Backend,
     private readonly owner: string,
     publisher: JobPublisher<unknown>,

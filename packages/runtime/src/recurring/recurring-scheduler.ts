@@ -22,7 +22,7 @@ import { newJobId, type JobId } from "../core/job-id.js";
 import { partitionForKey } from "../core/partition/partition-for-key.js";
 import { storedRetryPolicy, type RetryPolicy } from "../core/retry/retry-policy.js";
 import { InvalidArgumentError, InvalidConfigError } from "../errors.js";
-import { encodePayload } from "../server/encode-payload.js";
+import { encodePayload } from "../core/encode-payload.js";
 import { describeName, nameProblem } from "../core/stored-name.js";
 
 /** Options of `enqueueRecurring`. */

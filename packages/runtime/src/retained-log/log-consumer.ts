@@ -29,7 +29,7 @@ import type { LogStore } from "../backend/log-store.js";
 import type { Clock } from "../core/clock.js";
 import { ownedPartitions } from "../core/partition/rendezvous.js";
 import { OffsetOutOfRangeError, StaleEpochError } from "../errors.js";
-import { errorEvent, type ServerEvent } from "../server/server-event.js";
+import { errorEvent, type ServerEvent } from "../events/server-event.js";
 import type { LogRecord } from "./log-record.js";
 
 /** How long a member's partition lease lasts without renewal, ms. */

@@ -19,10 +19,9 @@ import { systemClock, type Clock } from "../core/clock.js";
 import { nameProblem, describeName } from "../core/stored-name.js";
 import { InvalidArgumentError, InvalidConfigError, ServerStoppedError, UnknownTopicError, describeValue } from "../errors.js";
 import { LogRetentionSweeper, type LogRetentionSweepResult } from "../maintenance/log-retention-sweeper.js";
-import { checkInt } from "../maintenance/periodic-service.js";
-import { checkLogger, eventSink, type LaterLogger } from "../server/event-sink.js";
-import { acquireBackend, followDatabaseClock, releaseBackend } from "../server/backend-preparation.js";
-import type { ServerEvent } from "../server/server-event.js";
+import { checkLogger, eventSink } from "../events/event-sink.js";
+import { acquireBackend, followDatabaseClock, releaseBackend } from "../backend/backend-preparation.js";
+import type { ServerEvent } from "../events/server-event.js";
 import { LogConsumer, type ConsumeOptions } from "./log-consumer.js";
 import {
   checkOffset,
@@ -35,39 +34,7 @@ import {
   type LogGroupLag,
 } from "./log-record.js";
 import { logTopicsByName, type LogTopicConfig } from "./log-topic.js";
-
-/** Options of {@link RetainedLog.open}. */
-export interface RetainedLogOptions<Trx = TransactionHandle> {
-  /** The database (`sqlite({ file })`, `postgres({ connectionString })`); opened by `open`; `close` closes it once no server, publisher or other log opened on it is left open. */
-  backend: Backend<Trx>;
-  /** The topics this log appends to and reads (`logTopic(name, partitions, retention?)`); registered at open. */
-  topics: readonly LogTopicConfig[];
-  /** Migrate the database at open instead of refusing a schema that is behind. Default false. */
-  autoMigrate?: boolean;
-  /** The clock of record timestamps (tests pass a manual one). Default: the system clock, set to the database's on PostgreSQL. */
-  clock?: Clock;
-  /**
-   * The retention sweep this log runs while open (docs/semantics.md L6): every
-   * `intervalMs` (default 60000) one process of the namespace deletes the
-   * records past their topics' retention, `batchSize` (default 500) per
-   * statement; see {@link LogRetentionSweeper}. `false`: this log does not
-   * sweep (another process does, or call {@link RetainedLog.sweepRetention}).
-   * Default: on, with the defaults.
-   */
-  retention?: RetainedLogRetentionOptions | false;
-  /** Events of the retention sweep: `{ type: "maintenance", task: "log-retention", count }` and `error`. Default: none. */
-  onEvent?: (event: ServerEvent) => void;
-  /** As the servers' option (open and close at info, errors with their code at error); `null` silences the default stderr lines. */
-  logger?: LaterLogger | null;
-}
-
-/** Settings of the retention sweep a {@link RetainedLog} runs. */
-export interface RetainedLogRetentionOptions {
-  /** How often the sweep runs, ms. Default 60000. */
-  intervalMs?: number;
-  /** Records deleted per statement (each its own transaction). Default 500. */
-  batchSize?: number;
-}
+import { retentionSettings, type RetainedLogOptions } from "./retained-log-options.js";
 
 /** Most records `read` returns at once. */
 export const MAX_LOG_READ = 10_000;
@@ -385,17 +352,4 @@ export class RetainedLog<Trx = TransactionHandle> {
     if (bad !== null) throw new InvalidArgumentError(`${where}: group name ${describeName(group)} ${bad}`);
     return group as string;
   }
-}
-
-/** The sweep settings of `RetainedLog.open({ retention })`, checked (`InvalidConfigError` otherwise). */
-function retentionSettings(retention: RetainedLogRetentionOptions | false | undefined): { intervalMs: number; batchSize: number; start: boolean } {
-  if (retention === false) return { intervalMs: 60_000, batchSize: 500, start: false };
-  if (retention !== undefined && (retention === null || typeof retention !== "object"))
-    throw new InvalidConfigError(`RetainedLog.open(): \`retention\` must be { intervalMs?, batchSize? } or false, got ${describeValue(retention)}`);
-  const where = "RetainedLog.open() retention";
-  return {
-    intervalMs: checkInt(where, "intervalMs", retention?.intervalMs ?? 60_000, 1),
-    batchSize: checkInt(where, "batchSize", retention?.batchSize ?? 500, 1),
-    start: true,
-  };
 }

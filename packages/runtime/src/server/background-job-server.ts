@@ -23,21 +23,17 @@ import { ServerMetrics } from "../metrics/server-metrics.js";
 import type { LogGroupLag } from "../retained-log/log-record.js";
 import { logGroupLag } from "../retained-log/log-group-lag.js";
 import { RetainedLog } from "../retained-log/retained-log.js";
-import { followDatabaseClock, holdBackend, prepareBackend, releaseBackend } from "./backend-preparation.js";
+import { followDatabaseClock, holdBackend, prepareBackend, releaseBackend } from "../backend/backend-preparation.js";
 import { DatabaseWait } from "./database-wait.js";
-import type { JobBatchOptions, JobFilter } from "./job-controller.js";
-import { JobPublisher } from "./publisher.js";
-import { errorEvent } from "./server-event.js";
+import { partitionRunnerConfig, stuckJobRescuerConfig, workerPoolConfig } from "./loop-configs.js";
+import type { JobBatchOptions, JobFilter } from "../publisher/job-controller.js";
+import { JobPublisher } from "../publisher/job-publisher.js";
+import { errorEvent } from "../events/server-event.js";
 import { UnhandledJobTypeWarner } from "./unhandled-job-type-warner.js";
-import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "./server-options.js";
-import { jsonPayload } from "./encode-payload.js";
+import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "../config/server-options.js";
+import { jsonPayload } from "../core/encode-payload.js";
 import { shutdownOnSignals, type ShutdownOnSignalsOptions } from "./shutdown-on-signals.js";
-
-/** Options of {@link BackgroundJobServer.shutdown}. */
-export interface ShutdownOptions {
-  /** How long running handlers get to finish and commit. Default 30000. */
-  deadlineMs?: number;
-}
+import type { ShutdownOptions } from "./shutdown-options.js";
 
 /**
  * A running job server: workers, lease renewal and maintenance on one
@@ -117,8 +113,9 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       },
     });
     const workerIds = new WorkerIds();
-    this.pool = new WorkerPool(options, backend, this.instanceId, this.publisher, workerIds, recorder);
-    this.partitions = options.topics.length > 0 ? new PartitionRunner(options, backend, this.instanceId, this.publisher, workerIds, recorder) : null;
+    this.pool = new WorkerPool(workerPoolConfig(options), backend, this.instanceId, this.publisher, workerIds, recorder);
+    this.partitions =
+      options.topics.length > 0 ? new PartitionRunner(partitionRunnerConfig(options), backend, this.instanceId, this.publisher, workerIds, recorder) : null;
     const wakeAll = () => {
       this.pool.wake();
       this.partitions?.wake();
@@ -127,7 +124,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     this.pool.onReleased = wakeAll;
     if (this.partitions) this.partitions.onReleased = wakeAll;
     const host = { backend, clock: options.clock, onEvent: options.onEvent };
-    this.rescuer = new StuckJobRescuer(host, options, { intervalMs: options.rescueIntervalMs, graceMs: options.stuckGraceMs }, () => this.pool.wake());
+    this.rescuer = new StuckJobRescuer(host, stuckJobRescuerConfig(options), () => this.pool.wake());
     this.sweeper = new ExpirySweeper(host, { intervalMs: options.sweepIntervalMs, batchSize: options.sweepBatchSize });
     const auto = options.workerAutoscale;
     this.autoscaler =

@@ -1,6 +1,6 @@
 import type { Clock } from "../core/clock.js";
 import { DatabaseUnavailableError } from "../errors.js";
-import { errorEvent, type ServerEvent } from "./server-event.js";
+import { errorEvent, type ServerEvent } from "../events/server-event.js";
 
 /** What a {@link DatabaseWait} is given: the server's clock, `databaseWaitMs` and `onEvent`. */
 export interface DatabaseWaitConfig {

@@ -1,5 +1,5 @@
 import { describeThrown, InvalidConfigError } from "../errors.js";
-import type { ShutdownOptions } from "./background-job-server.js";
+import type { ShutdownOptions } from "./shutdown-options.js";
 
 /** Options of `server.shutdownOnSignals()`. */
 export interface ShutdownOnSignalsOptions {

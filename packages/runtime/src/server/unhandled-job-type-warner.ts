@@ -1,4 +1,4 @@
-import type { ServerEvent } from "./server-event.js";
+import type { ServerEvent } from "../events/server-event.js";
 
 /**
  * Warns, once per job type, when this server enqueues a type that no live

@@ -1,6 +1,6 @@
 import type { JobId } from "../core/job-id.js";
-import type { JobBatchOptions, JobFilter } from "../server/job-controller.js";
-import type { JobPublisher, PartitionTarget } from "../server/publisher.js";
+import type { JobBatchOptions, JobFilter } from "../publisher/job-controller.js";
+import type { JobPublisher, PartitionTarget } from "../publisher/job-publisher.js";
 
 /**
  * The operations on stored jobs and schedules that both handles a user holds

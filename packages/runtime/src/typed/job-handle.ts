@@ -1,7 +1,7 @@
 import type { TransactionHandle } from "../backend/backend.js";
 import type { JobId } from "../core/job-id.js";
-import { withShortForm, type EnqueueOptions } from "../server/enqueue-options.js";
-import type { JobPublisher } from "../server/publisher.js";
+import { withShortForm, type EnqueueOptions } from "../publisher/enqueue-options.js";
+import type { JobPublisher } from "../publisher/job-publisher.js";
 import { payloadValidator, type JobSpec } from "./job-catalog.js";
 
 /**

@@ -2,10 +2,11 @@ import type { Backend } from "../backend/backend.js";
 import type { TransactionHandle } from "../backend/transaction-handle.js";
 import type { Clock } from "../core/clock.js";
 import { InvalidConfigError } from "../errors.js";
-import { RetainedLog, type RetainedLogRetentionOptions } from "../retained-log/retained-log.js";
+import { RetainedLog } from "../retained-log/retained-log.js";
+import type { RetainedLogRetentionOptions } from "../retained-log/retained-log-options.js";
 import { logTopic, type LogTopicOptions } from "../retained-log/log-topic.js";
-import type { ServerEvent } from "../server/server-event.js";
-import type { LaterLogger } from "../server/event-sink.js";
+import type { ServerEvent } from "../events/server-event.js";
+import type { LaterLogger } from "../events/event-sink.js";
 import { TypedLogTopic, type LogCatalog } from "./typed-log.js";
 
 /** Options of a generated `openLogs`. `Trx` is inferred from `backend`. */

@@ -1,6 +1,6 @@
 import type { Backend } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
-import { errorEvent, type ServerEvent } from "../server/server-event.js";
+import { errorEvent, type ServerEvent } from "../events/server-event.js";
 import { UnhandledJobTypeWarner } from "../server/unhandled-job-type-warner.js";
 
 /** How long after a commit the live servers' types are read: one heartbeat interval, so a server starting beside the publisher has written its row. */

@@ -1,6 +1,7 @@
 import type { Backend, TransactionHandle } from "../backend/backend.js";
-import type { BackgroundJobServer, ShutdownOptions } from "../server/background-job-server.js";
-import type { JobContext } from "../server/server-options.js";
+import type { BackgroundJobServer } from "../server/background-job-server.js";
+import type { ShutdownOptions } from "../server/shutdown-options.js";
+import type { JobContext } from "../config/handler-registration.js";
 import type { ShutdownOnSignalsOptions } from "../server/shutdown-on-signals.js";
 import type { LogGroupLag } from "../retained-log/log-record.js";
 import type { RetainedLog } from "../retained-log/retained-log.js";

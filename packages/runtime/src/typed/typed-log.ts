@@ -11,7 +11,7 @@ import { InvalidArgumentError, describeValue } from "../errors.js";
 import type { RetainedLog } from "../retained-log/retained-log.js";
 import type { ConsumeOptions, LogBatch, LogConsumer } from "../retained-log/log-consumer.js";
 import type { CommittedOffset, LogPosition, LogRecord, LogRecordInput, PartitionLag } from "../retained-log/log-record.js";
-import { encodePayload, jsonPayload } from "../server/encode-payload.js";
+import { encodePayload, jsonPayload } from "../core/encode-payload.js";
 import { payloadDecoder, type DatePath } from "./job-catalog.js";
 
 /** What the generated module knows about one declared log topic. */

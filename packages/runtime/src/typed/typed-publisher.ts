@@ -4,16 +4,16 @@ import { RetryPolicy } from "../core/retry/retry-policy.js";
 import type { DatabaseClock } from "../core/database-clock.js";
 import { describeValue, InvalidConfigError } from "../errors.js";
 import { ClockSync } from "../maintenance/clock-sync.js";
-import { checkLogger, eventSink, type EventSink, type LaterLogger } from "../server/event-sink.js";
-import { acquireBackend, followDatabaseClock, releaseBackend } from "../server/backend-preparation.js";
-import { JobPublisher } from "../server/publisher.js";
-import { checkTimeSource, MAX_TIMER_MS, resolveTopics } from "../server/server-options.js";
+import { checkLogger, eventSink, type EventSink, type LaterLogger } from "../events/event-sink.js";
+import { acquireBackend, followDatabaseClock, releaseBackend } from "../backend/backend-preparation.js";
+import { JobPublisher } from "../publisher/job-publisher.js";
+import { checkTimeSource, MAX_TIMER_MS, resolveTopics } from "../config/server-options.js";
 import type { TopicConfig } from "../core/partition/topic.js";
 import type { JobCatalog } from "./job-catalog.js";
 import { JobControl } from "./job-control.js";
 import { PublisherUnhandledCheck } from "./publisher-unhandled-check.js";
 import { jobHandles } from "./typed-server-builder.js";
-import { jsonPayload } from "../server/encode-payload.js";
+import { jsonPayload } from "../core/encode-payload.js";
 import { withSchemaTopics } from "./schema-topics.js";
 
 /** Options of a generated `open<Name>Publisher`. `Trx` is inferred from `backend` (see `ServerOptions`). */

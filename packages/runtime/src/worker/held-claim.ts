@@ -1,8 +1,8 @@
 import type { ClaimedJob, ClaimedPartitionJob, JobFinish, JobOutcome, PartitionClaim } from "../backend/backend.js";
-import type { JobPublisher } from "../server/publisher.js";
+import type { JobPublisher } from "../publisher/job-publisher.js";
 import { InvalidArgumentError, LeaseLostError } from "../errors.js";
-import { encodePayload, jsonPayload } from "../server/encode-payload.js";
-import type { JobContext } from "../server/server-options.js";
+import { encodePayload, jsonPayload } from "../core/encode-payload.js";
+import type { JobContext } from "../config/handler-registration.js";
 
 /** Most bytes of a job's progress as JSON (`ctx.progress`): it is a status, not a result. */
 export const MAX_PROGRESS_BYTES = 16_384;

@@ -43,14 +43,31 @@
  * else the first attempt with a timeout does), `stop()` (idempotent) ends it
  * and resolves once it has exited.
  */
-import type { JobOutcome } from "../backend/backend.js";
+import type { Backend, JobOutcome } from "../backend/backend.js";
 import { describeThrown, JobTimeoutError, PayloadDecodeError, PermanentJobError } from "../errors.js";
 import type { ServerMetrics } from "../metrics/server-metrics.js";
-import type { JobPublisher } from "../server/publisher.js";
-import { attemptEvent } from "../server/server-event.js";
-import type { ResolvedServerOptions } from "../server/server-options.js";
+import type { JobPublisher } from "../publisher/job-publisher.js";
+import { attemptEvent, type ServerEvent } from "../events/server-event.js";
+import type { HandlerRegistration } from "../config/handler-registration.js";
 import { type HeldClaim, JobRunContext, type ProgressWriter, SUCCESS } from "./held-claim.js";
-import { retryDecision } from "./retry-decision.js";
+import { retryDecision, type RetryDecisionConfig } from "../core/retry/retry-decision.js";
+
+/**
+ * What the {@link JobExecutor} reads of the server's options: the handlers
+ * and their context, what the retry decision reads, the backend its
+ * progress writes go to, the default timeout, and where events go.
+ */
+export interface JobExecutorConfig<C> extends RetryDecisionConfig<C> {
+  /** Handler per job type. Server option `handlers`. */
+  handlers: Record<string, HandlerRegistration<C, unknown>>;
+  /** Where `ctx.progress` writes. */
+  backend: Backend;
+  /** An attempt's timeout when neither its job nor its type sets one; null for none. Server option `jobTimeoutMs`. */
+  jobTimeoutMs: number | null;
+  onEvent: (event: ServerEvent) => void;
+  /** False when nobody listens to per-job events, so they are not built. */
+  eventsEnabled: boolean;
+}
 
 export class JobExecutor<C> {
   /** Claims whose handler is running now with a timeout, for the watchdog. */
@@ -62,7 +79,7 @@ export class JobExecutor<C> {
   private wait: { ms: number; controller: AbortController } | null = null;
 
   constructor(
-    private readonly options: ResolvedServerOptions<C>,
+    private readonly options: JobExecutorConfig<C>,
     private readonly publisher: JobPublisher<unknown>,
     /** Told of an attempt the watchdog failed, with the outcome to write; the handler is still running, abandoned. */
     private readonly onTimedOut: (claim: HeldClaim, outcome: JobOutcome) => void,

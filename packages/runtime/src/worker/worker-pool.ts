@@ -39,13 +39,13 @@
  */
 import type { Backend, ClaimedJob, JobOutcome } from "../backend/backend.js";
 import { describeThrown, LeaseLostError, ServerStoppedError } from "../errors.js";
-import type { JobPublisher } from "../server/publisher.js";
-import { attemptEvent, errorEvent } from "../server/server-event.js";
-import type { ResolvedServerOptions } from "../server/server-options.js";
+import type { JobPublisher } from "../publisher/job-publisher.js";
+import { attemptEvent, errorEvent } from "../events/server-event.js";
 import { ClaimPacer } from "./claim-pacer.js";
 import { CompletionBatcher } from "./completion-batcher.js";
 import { HeldClaim } from "./held-claim.js";
 import { JobExecutor } from "./job-executor.js";
+import type { WorkerPoolConfig } from "./worker-pool-config.js";
 import { LeaseRenewer } from "./lease-renewer.js";
 import type { WorkerIds } from "./worker-ids.js";
 import type { ServerMetrics, WorkerState } from "../metrics/server-metrics.js";
@@ -89,7 +89,7 @@ export class WorkerPool<C> {
   onClaimed: ((job: ClaimedJob, claimedAt: number) => void) | null = null;
 
   constructor(
-    private readonly options: ResolvedServerOptions<C>,
+    private readonly options: WorkerPoolConfig<C>,
     private readonly backend: Backend,
     private readonly owner: string,
     publisher: JobPublisher<unknown>,

@@ -10,8 +10,7 @@
 import type * as B from "../backend.js";
 import { enteredDeltas, SAMPLED_MARK } from "../shared/activity-deltas.js";
 import { ACTIVITY_ADD, QUEUE_LENGTH_ADD, SERVER_HEARTBEAT, SERVER_REMOVE, SERVER_SWEEP, sweepStatement } from "../shared/dashboard-statements.js";
-import type { Execute } from "./postgres-executors.js";
-import { statement, type Statement } from "./postgres-job-queries.js";
+import { type Execute, statement, type Statement } from "./postgres-statement.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 
 const ACTIVITY_SWEEP = sweepStatement("later_activity");

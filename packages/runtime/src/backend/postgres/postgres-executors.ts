@@ -9,10 +9,8 @@ import type pg from "pg";
 import { InvalidArgumentError } from "../../errors.js";
 import { transactionRefusal } from "../transaction-refusal.js";
 import type { PostgresTransaction } from "../backend.js";
-import type { Statement } from "./postgres-job-queries.js";
 import type { Row } from "../shared/job-rows.js";
-
-export type Execute = (statement: Statement, values: unknown[]) => Promise<Row[]>;
+import type { Execute } from "./postgres-statement.js";
 
 /** Statements on one client; named (prepared once per connection) when `prepared`. */
 export function clientExecutor(client: pg.ClientBase, prepared: boolean): Execute {

@@ -20,7 +20,8 @@ import {
 } from "../shared/dashboard-statements.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { PostgresStageCounters } from "./postgres-stage-counters.js";
-import { inPartition, partitionOrder, statement, type Statement } from "./postgres-job-queries.js";
+import { inPartition, partitionOrder } from "./postgres-job-queries.js";
+import { statement, type Statement } from "./postgres-statement.js";
 import { partitionListFromRows } from "../shared/depth-rows.js";
 import { stageList } from "../shared/stage-list.js";
 import { TERMINAL_STAGES } from "../../core/job-stage.js";

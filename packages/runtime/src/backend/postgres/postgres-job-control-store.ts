@@ -19,7 +19,7 @@ import type * as B from "../backend.js";
 import { retryableRow } from "../shared/retryable-row.js";
 import { stageList } from "../shared/stage-list.js";
 import { retryConflicts } from "./postgres-errors.js";
-import { statement, type Statement } from "./postgres-job-queries.js";
+import { statement, type Statement } from "./postgres-statement.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
 

@@ -13,20 +13,10 @@
  * of one transaction into one and delivers them only on commit, so a
  * rolled-back enqueue wakes nobody.
  */
-import { createHash } from "node:crypto";
 import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
 import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
-
-/** A statement with a name derived from its text (names are per connection; the text differs per schema). */
-export interface Statement {
-  readonly name: string;
-  readonly text: string;
-}
-
-export function statement(text: string): Statement {
-  return { name: `later_${createHash("sha1").update(text).digest("hex").slice(0, 24)}`, text };
-}
+import { statement, type Statement } from "./postgres-statement.js";
 
 const CLAIMABLE = stageList(CLAIMABLE_STAGES);
 /** Stages whose insert wakes other servers: claimable now or later (a delayed row moves their next due time). */

@@ -24,8 +24,8 @@ import {
   type LogRun,
 } from "../shared/log-statements.js";
 import { LogTransactions } from "../shared/log-transactions.js";
-import { callerExecutor, type Execute } from "./postgres-executors.js";
-import { statement, type Statement } from "./postgres-job-queries.js";
+import { callerExecutor } from "./postgres-executors.js";
+import { type Execute, statement, type Statement } from "./postgres-statement.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 
 export class PostgresLogStore implements B.LogStore<B.PostgresTransaction> {

@@ -7,7 +7,7 @@
  */
 import type * as B from "../backend.js";
 import { MAINTENANCE_CLAIM } from "../shared/maintenance-statements.js";
-import { statement } from "./postgres-job-queries.js";
+import { statement } from "./postgres-statement.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 
 /** `clock_timestamp()`, not `now()`: the time of the read itself, not of the transaction's start. */

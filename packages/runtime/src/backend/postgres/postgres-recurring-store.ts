@@ -24,7 +24,7 @@ import type * as B from "../backend.js";
 import { occurrenceJob, recurringDefinitionValues, sameDefinition } from "../shared/recurring-rows.js";
 import { RECURRING_DELETE, RECURRING_DUE, RECURRING_LIST } from "../shared/recurring-statements.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
-import { statement, type Statement } from "./postgres-job-queries.js";
+import { statement, type Statement } from "./postgres-statement.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 
 const COLUMNS = "namespace, id, job_type, payload, cron, time_zone, sequential, partition_no, next_run_at, next_job_id, last_job_id, created_at, updated_at";

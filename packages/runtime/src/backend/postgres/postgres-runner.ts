@@ -23,8 +23,8 @@ import type { Row } from "../shared/job-rows.js";
 import { postgresCompiler, type RunStatement, type StatementCompiler } from "../shared/shared-statement.js";
 import { reportWarning, type PostgresBackendOptions } from "./postgres-backend-options.js";
 import { isConnectionError, isPreparedStatementLost, retryConflicts, wrapDriverError } from "./postgres-errors.js";
-import { clientExecutor, type Execute } from "./postgres-executors.js";
-import { statement, type Statement } from "./postgres-job-queries.js";
+import { clientExecutor } from "./postgres-executors.js";
+import { type Execute, statement, type Statement } from "./postgres-statement.js";
 import type { PostgresWakeups } from "./postgres-wakeups.js";
 
 export class PostgresRunner {

@@ -52,8 +52,7 @@
  */
 import type * as B from "../backend.js";
 import { JOB_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
-import type { Execute } from "./postgres-executors.js";
-import { statement, type Statement } from "./postgres-job-queries.js";
+import { type Execute, statement, type Statement } from "./postgres-statement.js";
 import { stageList } from "../shared/stage-list.js";
 import { partitionDepthFromRows, topicDepthFromRows } from "../shared/depth-rows.js";
 

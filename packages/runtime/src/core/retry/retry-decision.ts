@@ -1,7 +1,22 @@
-import type { JobOutcome } from "../backend/backend.js";
-import { RetryPolicy, type RetryPolicyJson } from "../core/retry/retry-policy.js";
-import { describeThrown } from "../errors.js";
-import type { ResolvedServerOptions } from "../server/server-options.js";
+import type { Clock, RandomSource } from "../clock.js";
+import { RetryPolicy, type RetryPolicyJson } from "./retry-policy.js";
+import { describeThrown } from "../../errors.js";
+
+/**
+ * What the retry decision reads of a server's options: the handlers' `retry`
+ * options (called with the application context), the server's default
+ * policy, and the clock and randomness the delay is drawn with.
+ */
+export interface RetryDecisionConfig<C> {
+  context: C;
+  handlers: Readonly<Record<string, { retry?: (app: C) => RetryPolicy }>>;
+  defaultRetryPolicy: RetryPolicy;
+  random: RandomSource;
+  clock: Clock;
+}
+
+/** A failed attempt's outcome: retried at `runAt`, or failed for good (a `JobOutcome` of the backend). */
+export type RetryOutcome = { kind: "retry"; runAt: number; error: string } | { kind: "fail"; error: string };
 
 /** What the retry decision reads of a job: the attempt that failed and the explicit policy stored with it. */
 export interface FailedAttempt {
@@ -33,7 +48,7 @@ export interface FailedAttempt {
  * policy's delay for `attempt`; once the policy has no delay left, the
  * outcome is a final `fail` with the error kept.
  */
-export function retryDecision<C>(options: ResolvedServerOptions<C>, job: FailedAttempt, error: string): JobOutcome {
+export function retryDecision<C>(options: RetryDecisionConfig<C>, job: FailedAttempt, error: string): RetryOutcome {
   let policy: RetryPolicy;
   try {
     policy = resolvePolicy(options, job);
@@ -47,7 +62,7 @@ export function retryDecision<C>(options: ResolvedServerOptions<C>, job: FailedA
 }
 
 /** The policy in force for `job` on this server (see {@link retryDecision}); throws when the chosen one cannot be read. */
-function resolvePolicy<C>(options: ResolvedServerOptions<C>, job: FailedAttempt): RetryPolicy {
+function resolvePolicy<C>(options: RetryDecisionConfig<C>, job: FailedAttempt): RetryPolicy {
   if (job.retryPolicy !== null) return RetryPolicy.fromJson(JSON.parse(job.retryPolicy) as RetryPolicyJson);
   // Own keys only: a rescued job of a type this server has no handler for may be named like an Object member (`constructor`).
   const handler = Object.hasOwn(options.handlers, job.jobType) ? options.handlers[job.jobType] : undefined;

@@ -24,7 +24,7 @@
  * The counts are kept by backend object under a process-global symbol, as
  * `liveBackends()`, whichever copy of this module counts them.
  */
-import type { Backend } from "../backend/backend.js";
+import type { Backend } from "./backend.js";
 import type { Clock } from "../core/clock.js";
 import { DatabaseClock } from "../core/database-clock.js";
 import { SchemaVersionError } from "../errors.js";

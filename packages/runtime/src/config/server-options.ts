@@ -1,16 +1,15 @@
-import { checkLogger, eventSink, type LaterLogger } from "./event-sink.js";
+import { checkLogger, eventSink, type LaterLogger } from "../events/event-sink.js";
 import type { Backend, TransactionHandle } from "../backend/backend.js";
 import { systemClock, type Clock, type RandomSource } from "../core/clock.js";
 import { checkPartitions, RECURRING_SEQUENTIAL_TOPIC, type TopicConfig } from "../core/partition/topic.js";
 import { RetryPolicy } from "../core/retry/retry-policy.js";
 import { InvalidConfigError, describeValue } from "../errors.js";
-import { timeoutProblem } from "./enqueue-options.js";
-import type { JobPublisher } from "./publisher.js";
 import { describeName, nameProblem } from "../core/stored-name.js";
 import type { Registry } from "prom-client";
 import { resolveMetricsOptions } from "../metrics/later-metrics.js";
 import { logTopicsByName, type LogTopicConfig } from "../retained-log/log-topic.js";
-import type { ServerEvent } from "./server-event.js";
+import type { ServerEvent } from "../events/server-event.js";
+import { checkHandlerRegistration, type HandlerRegistration } from "./handler-registration.js";
 
 /**
  * Upper bounds of the numeric options. Times are waited with `setTimeout`,
@@ -22,65 +21,6 @@ export const MAX_TIMER_MS = 2_147_483_647;
 export const MAX_WORKERS = 10_000;
 /** A hundred years: retention is added to a timestamp, never waited for. */
 const MAX_RETENTION_MS = 100 * 365 * 86_400_000;
-
-/**
- * What a handler receives besides its payload. `Trx`: the transactions
- * `publisher.enqueueIn` takes, the backend's (see {@link ServerOptions}).
- */
-export interface JobContext<C, Trx = TransactionHandle> {
-  /** The application context given as `context` in the options. */
-  app: C;
-  jobId: string;
-  jobType: string;
-  /** 1 for the first run, 2 for the first retry, ... */
-  attempt: number;
-  /** Aborts when the lease is lost, the job times out, or shutdown's deadline passes. */
-  signal: AbortSignal;
-  /** For a partitioned job: its topic and partition. */
-  partition?: { topic: string; partition: number };
-  /**
-   * Stores `value` as this job's progress (docs/semantics.md X8), shown by the
-   * dashboard's job detail and `later jobs show`: JSON, at most 16 KiB
-   * encoded; each call replaces the last, and the last stays after the job
-   * finishes (a retry's attempts report over it). One small write per call:
-   * report steps, not every item. Rejects with `INVALID_ARGUMENT` for a
-   * value that is not JSON or too large (nothing stored), and `LEASE_LOST`
-   * when this attempt no longer holds the job (its lease was taken over
-   * after a stall): stop the work then, its outcome will not be written.
-   */
-  progress(value: unknown): Promise<void>;
-  /** Enqueue more jobs (untyped; generated code wraps it). */
-  publisher: JobPublisher<Trx>;
-}
-
-/** One job type's handler and its settings. */
-export interface HandlerRegistration<C, Trx = TransactionHandle> {
-  /** Resolve = success; throw (anything) = retry per policy. */
-  handle(ctx: JobContext<C, Trx>, payload: unknown): unknown;
-  /** This job type's retry policy on this server: wins over the server default, not over a policy given explicitly at enqueue. */
-  retry?: (app: C) => RetryPolicy;
-  /** Turns stored JSON text into the payload; throw to fail the job as undecodable. Default `JSON.parse`. */
-  decode?: (json: string) => unknown;
-  /**
-   * Turns a payload into JSON text. Default: `JSON.stringify` that refuses
-   * what would not come back the same (`NaN`, functions, `Map`, an invalid
-   * `Date`, cycles, ...) with `INVALID_ARGUMENT` naming the value's path
-   * (see `encode-payload.ts`).
-   */
-  encode?: (payload: unknown) => string;
-  /**
-   * This job type's attempt timeout in ms on this server (as River's
-   * `Timeout()`): an attempt running longer has its `ctx.signal` aborted
-   * with a `JobTimeoutError` (`JOB_TIMEOUT`) and counts as a failure,
-   * retried per policy. Wins over the server's `jobTimeoutMs`, not over a
-   * job's own `EnqueueOptions.timeoutMs`. null: no timeout for this type.
-   * An integer from 1 to 2^31 − 1. Default: the server's `jobTimeoutMs`.
-   */
-  timeoutMs?: number | null;
-}
-
-/** Every key a {@link HandlerRegistration} has: any other is refused, so a misspelt option is not silently ignored. */
-export const HANDLER_REGISTRATION_KEYS: readonly (keyof HandlerRegistration<unknown>)[] = ["handle", "retry", "decode", "encode", "timeoutMs"];
 
 /** Bounds for `workerAutoscale`. */
 export interface WorkerAutoscaleOptions {
@@ -370,18 +310,6 @@ export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): Re
     eventsEnabled: sink.eventsEnabled,
     onEvent: sink.emit,
   };
-}
-
-/** One handler's keys (only {@link HANDLER_REGISTRATION_KEYS}) and its `timeoutMs`; throws `InvalidConfigError` naming the job type and the key. */
-function checkHandlerRegistration(type: string, h: object): void {
-  for (const key of Object.keys(h)) {
-    if (!(HANDLER_REGISTRATION_KEYS as readonly string[]).includes(key)) {
-      throw new InvalidConfigError(`handlers.${type}: unknown option "${key}"; the options are ${HANDLER_REGISTRATION_KEYS.join(", ")}`);
-    }
-  }
-  const timeoutMs = (h as { timeoutMs?: unknown }).timeoutMs;
-  const problem = timeoutMs === undefined || timeoutMs === null ? null : timeoutProblem(timeoutMs);
-  if (problem !== null) throw new InvalidConfigError(`handlers.${type}.timeoutMs ${problem} (or null for none)`);
 }
 
 /** Validates `topics` (each from `topic()`, names unique) and appends the reserved recurring topic when asked for. */

@@ -8,7 +8,7 @@ import { transactionRefusal } from "../backend/transaction-refusal.js";
 import { InvalidArgumentError, ParentNotFoundError, ServerStoppedError, UnknownTopicError } from "../errors.js";
 import { RECURRING_SEQUENTIAL_TOPIC } from "../core/partition/topic.js";
 import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/recurring-scheduler.js";
-import { encodePayload } from "./encode-payload.js";
+import { encodePayload } from "../core/encode-payload.js";
 import { JobController, type JobActionListener, type JobBatchOptions, type JobFilter } from "./job-controller.js";
 import { checkEnqueueOptions, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
 

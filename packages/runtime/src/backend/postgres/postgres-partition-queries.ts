@@ -1,0 +1,186 @@
+/**
+ * The partition statements of the PostgreSQL backend, as fixed SQL text
+ * (see `postgres-partition-store.ts` for their locks and indexes).
+ */
+import { TERMINAL_STAGES } from "../../core/job-stage.js";
+import { stageList } from "../shared/stage-list.js";
+import { appendNotedStage, idIn, inPartition, partitionOrder, releasedTo } from "./postgres-job-queries.js";
+import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
+import { statement, type Statement } from "./postgres-statement.js";
+
+const TERMINAL = stageList(TERMINAL_STAGES);
+
+const appendStage = (stage: string, ms: string) => `left(j.stages, -1) || ',["${stage}",' || ${ms} || ']]'`;
+
+/** The partition statements of one schema (see `PostgresPartitionStore`). */
+export class PostgresPartitionQueries {
+  readonly topicRead: Statement;
+  readonly topicInsert: Statement;
+  readonly freeHeads: Statement;
+  readonly headOf: Statement;
+  readonly leaseTake: Statement;
+  readonly headsRun: Statement;
+  readonly headsTakeOver: Statement;
+  readonly held: Statement;
+  readonly successNext: Statement;
+  readonly leaseFree: Statement;
+  readonly headRelease: Statement;
+  readonly renew: Statement;
+  readonly heartbeat: Statement;
+  readonly memberRemove: Statement;
+  readonly forceFail: Statement;
+  readonly bumpEpoch: Statement;
+  readonly truncate: Statement;
+
+  constructor(schema: string) {
+    const jobs = `${schema}.later_jobs`;
+    const parts = `${schema}.later_partitions`;
+    /** The counter CTEs of a statement (see postgres-stage-counters.ts); `$1` is every statement's namespace. */
+    const counted = (...moved: string[]) => PostgresStageCounters.countMoves(schema, "$1", moved.join(" UNION ALL "));
+    // A partition's head: one probe of later_jobs_partition_head, whatever the statistics (see inPartition).
+    const head = (p: string) => `SELECT j.id, j.job_type, j.stage, j.run_at FROM ${jobs} j
+      WHERE ${inPartition("j", `${p}.namespace`, `${p}.topic`, `${p}.partition_no`)}
+        AND j.stage NOT IN ${TERMINAL} ORDER BY ${partitionOrder("j")} LIMIT 1`;
+    this.topicRead = statement(`SELECT topic, partitions FROM ${schema}.later_topics WHERE namespace = $1 AND topic = ANY($2::text[]) FOR UPDATE`);
+    this.topicInsert = statement(`WITH t AS (
+  INSERT INTO ${schema}.later_topics (namespace, topic, partitions, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
+)
+INSERT INTO ${parts} (namespace, topic, partition_no) SELECT $1, $2, n FROM generate_series(0, $3::int - 1) n ON CONFLICT DO NOTHING`);
+    this.freeHeads = statement(`SELECT p.topic, p.partition_no, h.id, h.job_type, h.stage, h.run_at
+FROM ${parts} p CROSS JOIN LATERAL (${head("p")}) h
+WHERE p.namespace = $1 AND (p.topic, p.partition_no) IN (SELECT * FROM unnest($2::text[], $3::int[]))
+  AND (p.lease_owner IS NULL OR p.lease_expires_at < $4)
+ORDER BY p.topic, p.partition_no
+FOR UPDATE OF p SKIP LOCKED`);
+    this.headOf = statement(`SELECT h.* FROM ${parts} p CROSS JOIN LATERAL (${head("p")}) h
+WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3`);
+    this.leaseTake = statement(`UPDATE ${parts} p SET lease_owner = $2, lease_expires_at = $3, epoch = p.epoch + 1
+FROM unnest($4::text[], $5::int[]) AS c(topic, partition_no)
+WHERE p.namespace = $1 AND p.topic = c.topic AND p.partition_no = c.partition_no
+RETURNING p.topic, p.partition_no, p.epoch`);
+    // The heads are locked first (id order, as every writer of several job rows) to read the stage each leaves.
+    this.headsRun = statement(`WITH heads AS (
+  SELECT id, stage FROM ${jobs} WHERE namespace = $1 AND ${idIn("id", "$4")} ORDER BY id FOR UPDATE
+), run AS (
+  UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = $3,
+    stages = ${appendStage("running", "$3::bigint")}
+  FROM heads h WHERE j.id = h.id
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, h.stage AS old_stage
+)${counted(moves("run", "old_stage", "'running'"))}
+SELECT id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, seq, topic, partition_no FROM run`);
+    // A head still `running` under a free lease: its claimer is gone; taken over without a new attempt (lostAttempt).
+    this.headsTakeOver = statement(`UPDATE ${jobs} j SET lease_owner = $2, updated_at = $3
+WHERE j.namespace = $1 AND ${idIn("j.id", "$4")} AND j.stage = 'running'
+RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no`);
+    this.held = statement(`SELECT 1 AS ok FROM ${parts}
+WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE`);
+    // A success, and the next head claimed (or the lease freed), in one statement: the hot path of a
+    // busy partition. Every CTE sees the snapshot before the statement, so the finished head is
+    // excluded by id, and a continuation this success releases is not seen ready (the fetcher claims it).
+    // $1 ns, $2 topic, $3 partition, $4 epoch, $5 owner, $6 id, $7 now, $8 expires_at, $9 attempt,
+    // $10 claim next?, $11 job types, $12 next lease expiry, $13/$14 notify channel and payload.
+    this.successNext = statement(`WITH held AS (
+  SELECT 1 FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
+), done AS (
+  UPDATE ${jobs} j SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
+    stages = ${appendStage("success", "$7::bigint")}
+  WHERE j.id = $6 AND j.attempt = $9 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
+  RETURNING j.id, j.waiters, j.topic, j.partition_no
+), released AS (
+  UPDATE ${jobs} k SET ${releasedTo("$7")}
+  WHERE k.stage = 'waiting' AND k.namespace = $1 AND k.parent_id IN (SELECT id FROM done)
+  RETURNING k.id, k.stage, k.topic, k.partition_no
+), notified AS (
+  SELECT pg_notify($13, $14) FROM released LIMIT 1
+), nxt AS (
+  SELECT j.id, j.job_type, j.stage, j.run_at FROM ${jobs} j
+  WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL} AND j.id <> $6
+    AND $10::boolean AND EXISTS (SELECT 1 FROM done)
+  ORDER BY ${partitionOrder("j")} LIMIT 1
+), ready AS (
+  SELECT id, stage FROM nxt WHERE job_type = ANY($11::text[]) AND (stage = 'enqueued' OR (stage IN ('delayed', 'requeued') AND run_at <= $7))
+), lease AS (
+  UPDATE ${parts} p SET
+    lease_owner = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN p.lease_owner END,
+    lease_expires_at = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN $12::bigint END,
+    epoch = p.epoch + CASE WHEN EXISTS (SELECT 1 FROM ready) THEN 1 ELSE 0 END
+  WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3 AND p.epoch = $4 AND EXISTS (SELECT 1 FROM done)
+  RETURNING p.epoch
+), claimed AS (
+  UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $5, updated_at = $7, stages = ${appendStage("running", "$7::bigint")}
+  FROM ready r WHERE j.id = r.id
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, r.stage AS old_stage
+)${counted(moves("done", "'running'", "'success'"), moves("released", "'waiting'", "stage"), moves("claimed", "old_stage", "'running'"))}
+SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM released)::int AS released, (SELECT max(waiters) FROM done) AS waiters,
+  (SELECT count(*) FROM notified)::int AS notified, (SELECT epoch FROM lease) AS epoch,
+  c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq
+FROM (SELECT 1) one LEFT JOIN claimed c ON true`);
+    this.leaseFree = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL
+WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);
+    // Shutdown's put-back: the partition rows still held at the claim's epoch are locked (in (topic, partition)
+    // order, as every writer of several), their lease freed and their heads put back, attempt undone.
+    // $1 ns, $2 owner, $3 topics, $4 partitions, $5 epochs, $6 ids, $7 attempts, $8 now, $9/$10 notify channel and payload,
+    // $11 the history entry's note (null: none; docs/semantics.md J9).
+    const back = "CASE WHEN j.attempt <= 1 THEN 'enqueued' ELSE 'requeued' END";
+    this.headRelease = statement(`WITH c AS (
+  SELECT * FROM unnest($3::text[], $4::int[], $5::bigint[], $6::text[], $7::int[]) AS c(topic, partition_no, epoch, id, attempt)
+), held AS (
+  SELECT p.topic, p.partition_no FROM ${parts} p JOIN c ON p.topic = c.topic AND p.partition_no = c.partition_no AND p.epoch = c.epoch
+  WHERE p.namespace = $1 AND p.lease_owner = $2 ORDER BY p.topic, p.partition_no FOR UPDATE OF p
+), freed AS (
+  UPDATE ${parts} p SET lease_owner = NULL, lease_expires_at = NULL FROM held h
+  WHERE p.namespace = $1 AND p.topic = h.topic AND p.partition_no = h.partition_no
+  RETURNING p.topic
+), rel AS (
+  UPDATE ${jobs} j SET stage = ${back}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $8,
+    stages = ${appendNotedStage("j.stages", back, "$8::bigint", "$11::text")}
+  FROM c JOIN held h ON h.topic = c.topic AND h.partition_no = c.partition_no
+  WHERE j.id = c.id AND j.attempt = c.attempt AND j.namespace = $1 AND j.stage = 'running'
+  RETURNING j.id, j.stage, j.topic, j.partition_no
+)${counted(moves("rel", "'running'", "stage"))}, notified AS (
+  SELECT pg_notify($9, $10) FROM rel LIMIT 1
+)
+SELECT id, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM freed)::int AS freed FROM rel`);
+    // The rows are locked first, in (topic, partition) order: an enqueue reserves sequences in that
+    // order inside its transaction, and a renewal taking them in another order would deadlock with it.
+    this.renew = statement(`WITH held AS (
+  SELECT p.topic, p.partition_no FROM ${parts} p
+  JOIN unnest($4::text[], $5::int[], $6::bigint[]) AS c(topic, partition_no, epoch) ON p.topic = c.topic AND p.partition_no = c.partition_no AND p.epoch = c.epoch
+  WHERE p.namespace = $2 AND p.lease_owner = $3
+  ORDER BY p.topic, p.partition_no
+  FOR UPDATE OF p
+)
+UPDATE ${parts} p SET lease_expires_at = $1 FROM held h
+WHERE p.namespace = $2 AND p.topic = h.topic AND p.partition_no = h.partition_no
+RETURNING p.topic, p.partition_no, p.epoch`);
+    // One statement: the upsert, the purge of dead members, and the live list
+    // (the main SELECT sees the snapshot before the statement, hence the UNION and the time filter).
+    this.heartbeat = statement(`WITH up AS (
+  INSERT INTO ${schema}.later_partition_members (namespace, member_id, expires_at) VALUES ($1, $2, $3)
+  ON CONFLICT (namespace, member_id) DO UPDATE SET expires_at = excluded.expires_at RETURNING member_id
+), gone AS (
+  DELETE FROM ${schema}.later_partition_members WHERE namespace = $1 AND expires_at <= $4
+)
+SELECT member_id FROM ${schema}.later_partition_members WHERE namespace = $1 AND expires_at > $4
+UNION SELECT member_id FROM up ORDER BY member_id`);
+    this.memberRemove = statement(`DELETE FROM ${schema}.later_partition_members WHERE namespace = $1 AND member_id = $2`);
+    this.forceFail = statement(`WITH head AS (
+  SELECT id, stage FROM ${jobs} WHERE namespace = $1 AND id = $2 FOR UPDATE
+), failed AS (
+  UPDATE ${jobs} j SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4, last_error = $5,
+    stages = ${appendStage("failed", "$3::bigint")}
+  FROM head h WHERE j.id = h.id
+  RETURNING j.topic, j.partition_no, h.stage AS old_stage
+)${counted(moves("failed", "old_stage", "'failed'"))}
+SELECT count(*)::int AS failed FROM failed`);
+    this.bumpEpoch = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL, epoch = epoch + 1
+WHERE namespace = $1 AND topic = $2 AND partition_no = $3`);
+    this.truncate = statement(`WITH gone AS (
+  DELETE FROM ${jobs} WHERE id IN (
+    SELECT j.id FROM ${jobs} j WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage IN ${TERMINAL}
+    ORDER BY ${partitionOrder("j", true)} OFFSET $4)
+  RETURNING stage, topic, partition_no
+)${counted(moves("gone", "stage", null))}
+SELECT 1 AS one FROM gone`);
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * What the composition root hands each loop of its resolved options: every
+ * runner and the rescuer takes a narrow config listing only the fields it
+ * reads (as River's `JobRescuerConfig`), built here from
+ * {@link ResolvedServerOptions}.
+ */
+import type { ResolvedServerOptions } from "../config/server-options.js";
+import type { RetryDecisionConfig } from "../core/retry/retry-decision.js";
+import type { StuckJobRescuerConfig } from "../maintenance/stuck-job-rescuer.js";
+import type { PartitionRunnerConfig } from "../partition/partition-runner.js";
+import type { JobExecutorConfig } from "../worker/job-executor.js";
+import type { WorkerPoolConfig } from "../worker/worker-pool-config.js";
+
+/** What the retry decision reads: the handlers' `retry` options, the default policy, the clock and randomness. */
+export function retryDecisionConfig<C>(options: ResolvedServerOptions<C>): RetryDecisionConfig<C> {
+  const { context, handlers, defaultRetryPolicy, random, clock } = options;
+  return { context, handlers, defaultRetryPolicy, random, clock };
+}
+
+/** What a job executor reads (the worker pool's and the partition runner's). */
+export function jobExecutorConfig<C>(options: ResolvedServerOptions<C>): JobExecutorConfig<C> {
+  const { handlers, backend, jobTimeoutMs, onEvent, eventsEnabled } = options;
+  return { ...retryDecisionConfig(options), handlers, backend, jobTimeoutMs, onEvent, eventsEnabled };
+}
+
+export function workerPoolConfig<C>(options: ResolvedServerOptions<C>): WorkerPoolConfig<C> {
+  const { workerCount, pollIntervalMs, leaseMs, retentionMs } = options;
+  return { ...jobExecutorConfig(options), workerCount, pollIntervalMs, leaseMs, retentionMs };
+}
+
+export function partitionRunnerConfig<C>(options: ResolvedServerOptions<C>): PartitionRunnerConfig<C> {
+  const { workerCount, pollIntervalMs, leaseMs, retentionMs, partitionMemberExpiryMs, topics } = options;
+  return { ...jobExecutorConfig(options), workerCount, pollIntervalMs, leaseMs, retentionMs, partitionMemberExpiryMs, topics };
+}
+
+export function stuckJobRescuerConfig<C>(options: ResolvedServerOptions<C>): StuckJobRescuerConfig<C> {
+  return { ...retryDecisionConfig(options), intervalMs: options.rescueIntervalMs, graceMs: options.stuckGraceMs, retentionMs: options.retentionMs };
+}
