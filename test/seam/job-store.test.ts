@@ -131,6 +131,32 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
     });
   });
 
+  describe("insertMany: findings (failing, see the commit message)", () => {
+    it("J5: a continuation whose parent is earlier in the same batch follows it (waiting) on every dialect", async () => {
+      const s = seam();
+      const parent = jobInsert();
+      const child = jobInsert({ parentId: parent.id });
+      // SQLite inserts row by row and finds the parent; PostgreSQL reads the parents before its one insert and throws ParentNotFoundError.
+      expect(await s.backend.jobs.insertMany({ jobs: [parent, child], now: NOW })).toEqual({ stages: ["enqueued", "waiting"] });
+      await expectCountersMatch(s);
+    });
+
+    it("J11/X7: a continuation stored failed at insert (its parent had failed) is a terminal job like any other: the filter forms count and delete it", async () => {
+      const s = seam();
+      const parent = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [parent], now: NOW });
+      await claim(s.backend, 1);
+      await s.backend.jobs.finishMany({ finishes: [{ id: parent.id, attempt: 1, outcome: { kind: "fail", error: "x" } }], now: NOW, retentionMs: DAY });
+      const late = jobInsert({ parentId: parent.id });
+      await s.backend.jobs.insertMany({ jobs: [late], now: NOW });
+      expect((await s.job(late.id)).stage).toBe("failed");
+      // Stored with expires_at null, it is outside the expiry index every filter form and the sweep read: never swept, never matched.
+      expect(await s.backend.control.countMatching({ action: "delete", filter: { stage: "failed" } })).toBe(2);
+      expect((await s.backend.control.deleteMany({ target: { filter: {} }, limit: 10 })).ids.sort()).toEqual([parent.id, late.id].sort());
+      await expectCountersMatch(s);
+    });
+  });
+
   describe("claimReady", () => {
     it("claims at most limit ready jobs, oldest runAt first: running, attempt + 1, the lease; no nextRunAt when full", async () => {
       const s = seam();

@@ -258,6 +258,28 @@ describe.each(BACKENDS)("backend.partitions on $name", (entry) => {
     });
   });
 
+  describe("headFinish: findings (failing, see the commit message)", () => {
+    it("J5/P3: a head's success with claimNext claims its own continuation queued next in the partition on every dialect", async () => {
+      const s = seam();
+      const [head] = await fill(s, [0]);
+      const kid = jobInsert({ topic: "orders", partition: 0, parentId: head });
+      await s.backend.jobs.insertMany({ jobs: [kid], now: NOW });
+      const [h] = (await headClaim(s.backend, [P0])).claimed;
+      const r = await s.backend.partitions.headFinish({
+        owner: "m1",
+        claim: claimOf(h!),
+        outcome: { kind: "success" },
+        now: NOW + 1,
+        retentionMs: DAY,
+        claimNext: { leaseExpiresAt: LEASE, jobTypes: ["work"] },
+      });
+      // SQLite releases the continuation, then claims it as the next head; PostgreSQL's one statement reads the
+      // next head in the snapshot before the release, sees it waiting, and frees the lease instead.
+      expect(r).toMatchObject({ applied: true, released: 1, next: { id: kid.id, attempt: 1, epoch: h!.epoch + 1 } });
+      await expectCountersMatch(s);
+    });
+  });
+
   describe("headRelease", () => {
     it("J9: puts held heads back (attempt undone, noted shutdown) and frees their partitions; a claim whose epoch moved on is untouched", async () => {
       const s = seam();
