@@ -102,6 +102,37 @@ describe.each(BACKENDS)("workers, shutdown and maintenance on $name", (entry) =>
     expect((await server.backend.inspect.jobGet({ id: pending }))?.stage).toBe("delayed");
   });
 
+  it("J11/J5: a continuation enqueued under a failed parent is stored failed with the retention, and the sweep deletes it once that has passed", async () => {
+    const h = harness();
+    const clock = new ManualClock();
+    const server = await h.start({
+      clock,
+      retentionMs: 60_000,
+      sweepIntervalMs: 1_000_000_000,
+      defaultRetryPolicy: RetryPolicy.noRetries(),
+      handlers: {
+        boom: {
+          handle: () => {
+            throw new Error("boom");
+          },
+        },
+        t: { handle: () => undefined },
+      },
+    });
+    const parent = await server.publisher.enqueue("boom", {});
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: parent }))?.stage === "failed", "the parent failed");
+    clock.advance(30_000);
+    const late = await server.publisher.enqueue("t", {}, { parentId: parent });
+    expect((await server.backend.inspect.jobGet({ id: late }))?.stage).toBe("failed");
+    clock.advance(30_001);
+    expect(await server.sweepExpiredJobs()).toBe(1); // the parent; the continuation's retention counts from its insert
+    expect((await server.backend.inspect.jobGet({ id: late }))?.stage).toBe("failed");
+    clock.advance(30_000);
+    expect(await server.sweepExpiredJobs()).toBe(1);
+    expect(await server.backend.inspect.jobGet({ id: late })).toBeNull();
+    expect((await server.backend.inspect.stageCounts()).counts.failed).toBe(0);
+  });
+
   it("J13: a handler that hangs past jobTimeoutMs fails its attempt and its worker is replaced", async () => {
     const h = harness();
     const clock = new ManualClock();

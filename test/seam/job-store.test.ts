@@ -129,6 +129,68 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       expect(await storedStages(s)).toEqual({ [committed.id]: "delayed" });
       await expectCountersMatch(s);
     });
+
+    it("J5: a continuation whose parent is in the same batch is refused (ParentNotFoundError) on every dialect and path, nothing written", async () => {
+      // A parent must be stored by an earlier insert (insertMany's TSDoc); enqueueMany cannot name a job of its own batch.
+      const s = seam();
+      await s.backend.partitions.topicRegister({ topics: [{ name: "orders", partitions: 1 }], now: NOW });
+      const before = jobInsert({ topic: "orders", partition: 0 });
+      await s.backend.jobs.insertMany({ jobs: [before], now: NOW });
+      const parent = jobInsert();
+      const child = jobInsert({ parentId: parent.id });
+      await expect(s.backend.jobs.insertMany({ jobs: [parent, child], now: NOW })).rejects.toBeInstanceOf(ParentNotFoundError);
+      await expect(s.backend.jobs.insertMany({ jobs: [child, parent], now: NOW })).rejects.toBeInstanceOf(ParentNotFoundError);
+      const partitioned = [jobInsert({ topic: "orders", partition: 0 })];
+      partitioned.push(jobInsert({ topic: "orders", partition: 0, parentId: partitioned[0]!.id }));
+      await expect(s.backend.jobs.insertMany({ jobs: partitioned, now: NOW })).rejects.toBeInstanceOf(ParentNotFoundError);
+      await expect(
+        s.raw.transaction().execute((trx) => s.backend.jobs.insertMany({ jobs: [parent, child], now: NOW, transaction: trx })),
+      ).rejects.toBeInstanceOf(ParentNotFoundError);
+      expect(await storedStages(s)).toEqual({ [before.id]: "enqueued" });
+      await expectCountersMatch(s);
+      // Stored first, the same parent is found.
+      await s.backend.jobs.insertMany({ jobs: [parent], now: NOW });
+      expect(await s.backend.jobs.insertMany({ jobs: [child], now: NOW })).toEqual({ stages: ["waiting"] });
+      const next = jobInsert({ topic: "orders", partition: 0 });
+      await s.backend.jobs.insertMany({ jobs: [next], now: NOW });
+      expect((await s.job(next.id)).seq).toBe((await s.job(before.id)).seq! + 1); // the refused batches took no sequence
+      await expectCountersMatch(s);
+    });
+
+    it("J11: a job stored terminal at insert (a continuation of a failed parent) expires at now + retentionMs (default one day), in its own and the caller's transaction", async () => {
+      const s = seam();
+      const parent = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [parent], now: NOW });
+      await claim(s.backend, 1);
+      await s.backend.jobs.finishMany({ finishes: [{ id: parent.id, attempt: 1, outcome: { kind: "fail", error: "x" } }], now: NOW, retentionMs: DAY });
+      const [own, byDefault, inTrx] = [jobInsert({ parentId: parent.id }), jobInsert({ parentId: parent.id }), jobInsert({ parentId: parent.id })];
+      const unfinished = jobInsert();
+      expect(await s.backend.jobs.insertMany({ jobs: [own, unfinished], now: NOW + 10, retentionMs: 1_000 })).toEqual({ stages: ["failed", "enqueued"] });
+      await s.backend.jobs.insertMany({ jobs: [byDefault], now: NOW + 10 });
+      await s.raw.transaction().execute((trx) => s.backend.jobs.insertMany({ jobs: [inTrx], now: NOW + 10, retentionMs: 2_000, transaction: trx }));
+      expect((await s.job(own.id)).expiresAt).toBe(NOW + 1_010);
+      expect((await s.job(byDefault.id)).expiresAt).toBe(NOW + 10 + DAY);
+      expect((await s.job(inTrx.id)).expiresAt).toBe(NOW + 2_010);
+      expect((await s.job(unfinished.id)).expiresAt).toBeNull();
+      expect(await s.backend.jobs.deleteExpired({ now: NOW + 1_011, limit: 10 })).toBe(1);
+      expect(await storedStages(s)).toEqual({ [parent.id]: "failed", [byDefault.id]: "failed", [inTrx.id]: "failed", [unfinished.id]: "enqueued" });
+      await expectCountersMatch(s);
+    });
+
+    it("J11/X7: a continuation stored failed at insert (its parent had failed) is a terminal job like any other: the filter forms count and delete it", async () => {
+      const s = seam();
+      const parent = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [parent], now: NOW });
+      await claim(s.backend, 1);
+      await s.backend.jobs.finishMany({ finishes: [{ id: parent.id, attempt: 1, outcome: { kind: "fail", error: "x" } }], now: NOW, retentionMs: DAY });
+      const late = jobInsert({ parentId: parent.id });
+      await s.backend.jobs.insertMany({ jobs: [late], now: NOW });
+      expect((await s.job(late.id)).stage).toBe("failed");
+      // With its expiry (see the test above) it is in the expiry index every filter form and the sweep read.
+      expect(await s.backend.control.countMatching({ action: "delete", filter: { stage: "failed" } })).toBe(2);
+      expect((await s.backend.control.deleteMany({ target: { filter: {} }, limit: 10 })).ids.sort()).toEqual([parent.id, late.id].sort());
+      await expectCountersMatch(s);
+    });
   });
 
   describe("claimReady", () => {

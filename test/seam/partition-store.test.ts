@@ -7,6 +7,7 @@
  * seam-factory.ts; the coverage guard (seam-coverage.test.ts) fails when a
  * method of the store has no test here.
  */
+import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { PartitionCountMismatchError, UnknownTopicError } from "@later/runtime";
 import type { Backend, PartitionClaim, PartitionRef } from "@later/runtime/internal";
@@ -258,6 +259,69 @@ describe.each(BACKENDS)("backend.partitions on $name", (entry) => {
     });
   });
 
+  describe("headFinish: the head's own continuation", () => {
+    const finishHead = (s: Seam, h: PartitionClaim, types = ["work"]) =>
+      s.backend.partitions.headFinish({
+        owner: "m1",
+        claim: claimOf(h),
+        outcome: { kind: "success" },
+        now: NOW + 1,
+        retentionMs: DAY,
+        claimNext: { leaseExpiresAt: LEASE, jobTypes: types },
+      });
+
+    it("J5/P3: a continuation queued behind another job is released, then claimed once it is the head", async () => {
+      const s = seam();
+      const [head, after] = await fill(s, [0, 0]);
+      const kid = jobInsert({ topic: "orders", partition: 0, parentId: head });
+      const elsewhere = jobInsert({ parentId: head });
+      await s.backend.jobs.insertMany({ jobs: [kid, elsewhere], now: NOW });
+      const [h] = (await headClaim(s.backend, [P0])).claimed;
+      // `after` was queued before the continuation: it is the next head; the continuation is only released.
+      const r = await finishHead(s, h!);
+      expect(r).toMatchObject({ applied: true, released: 2, next: { id: after, epoch: h!.epoch + 1 } });
+      expect((await s.job(kid.id)).stage).toBe("enqueued");
+      const r2 = await finishHead(s, r.next!);
+      // Now the continuation is next: claimed in the same write, as a release then a claim write it.
+      expect(r2).toMatchObject({ applied: true, released: 0, next: { id: kid.id, attempt: 1, epoch: h!.epoch + 2, runAt: NOW + 1 } });
+      expect((await s.job(elsewhere.id)).stage).toBe("enqueued");
+      await expectCountersMatch(s);
+    });
+
+    it("J5/P3: a head's success with claimNext claims its own continuation queued next in the partition on every dialect", async () => {
+      const s2 = seam();
+      const [head2] = await fill(s2, [0]);
+      const kid2 = jobInsert({ topic: "orders", partition: 0, parentId: head2 });
+      await s2.backend.jobs.insertMany({ jobs: [kid2], now: NOW });
+      const [h2] = (await headClaim(s2.backend, [P0])).claimed;
+      const r3 = await finishHead(s2, h2!);
+      expect(r3).toMatchObject({ applied: true, released: 1, next: { id: kid2.id, attempt: 1, epoch: h2!.epoch + 1, runAt: NOW + 1 } });
+      const stored = await s2.job(kid2.id);
+      expect(stored).toMatchObject({ stage: "running", attempt: 1, runAt: NOW + 1 });
+      expect(stored.stages).toEqual([
+        { stage: "waiting", at: NOW },
+        { stage: "enqueued", at: NOW + 1 },
+        { stage: "running", at: NOW + 1 },
+      ]);
+      expect((await s2.backend.inspect.partitionList({ topic: "orders" })).partitions[0]).toMatchObject({ leaseOwner: "m1" });
+      await expectCountersMatch(s2);
+    });
+
+    it("J5/P3: its continuation not due yet, or of a type not asked for, is released and the lease freed", async () => {
+      const s = seam();
+      const [a, b] = await fill(s, [0, 1]);
+      const delayed = jobInsert({ topic: "orders", partition: 0, parentId: a, runAt: NOW + 1_000 });
+      const other = jobInsert({ topic: "orders", partition: 1, parentId: b, jobType: "other" });
+      await s.backend.jobs.insertMany({ jobs: [delayed, other], now: NOW });
+      const claimed = (await headClaim(s.backend, [P0, P1])).claimed;
+      for (const h of claimed) expect(await finishHead(s, h)).toEqual({ applied: true, released: 1, next: null });
+      expect((await s.job(delayed.id)).stage).toBe("delayed");
+      expect((await s.job(other.id)).stage).toBe("enqueued");
+      expect((await s.backend.inspect.partitionList({ topic: "orders" })).partitions.map((p) => p.leaseOwner)).toEqual([null, null, null]);
+      await expectCountersMatch(s);
+    });
+  });
+
   describe("headRelease", () => {
     it("J9: puts held heads back (attempt undone, noted shutdown) and frees their partitions; a claim whose epoch moved on is untouched", async () => {
       const s = seam();
@@ -361,6 +425,24 @@ describe.each(BACKENDS)("backend.partitions on $name", (entry) => {
       expect(await ff(P2)).toBeNull();
       expect(await ff(P0)).toBeNull();
       expect((await s.job(waiting.id)).stage).toBe("failed");
+      await expectCountersMatch(s);
+    });
+
+    it("P8: on a partition with no unfinished job it changes nothing on every dialect: the lease and the epoch stay", async () => {
+      const s = seam();
+      const [only] = await fill(s, [0]);
+      const [h] = (await headClaim(s.backend, [P0])).claimed;
+      // Finished outside the partition path: the partition's lease is still held, its head gone.
+      await s.backend.jobs.finishMany({ finishes: [{ id: only!, attempt: h!.attempt, outcome: { kind: "success" } }], now: NOW, retentionMs: DAY });
+      const rows = async () =>
+        (
+          await sql<{ partition_no: number | string; epoch: number | string; lease_owner: string | null }>`SELECT partition_no, epoch, lease_owner
+            FROM later_partitions WHERE namespace = ${s.backend.namespace} ORDER BY partition_no`.execute(s.raw)
+        ).rows.map((r) => ({ partition: Number(r.partition_no), epoch: Number(r.epoch), leaseOwner: r.lease_owner }));
+      const before = await rows();
+      expect(before[0]).toEqual({ partition: 0, epoch: h!.epoch, leaseOwner: "m1" });
+      for (const p of [P0, P1]) expect(await s.backend.partitions.headForceFail({ ...p, reason: "operator", now: NOW, retentionMs: DAY })).toBeNull();
+      expect(await rows()).toEqual(before);
       await expectCountersMatch(s);
     });
   });

@@ -18,7 +18,11 @@ export interface JobStore<Trx = unknown> {
    * Inserts jobs in one transaction: the backend's own, or the caller's
    * (`params.transaction`). A continuation's stage follows its parent:
    * `waiting`, `enqueued` (parent succeeded) or `failed` (parent failed).
-   * An unknown parent throws `ParentNotFoundError` and writes nothing.
+   * An unknown parent throws `ParentNotFoundError` and writes nothing; so
+   * does a parent of the same batch, on every dialect (J5): a parent must be
+   * stored by an earlier insert (the public API cannot name a job of its
+   * own batch as parent). A job stored `failed` gets its expiry
+   * (`params.retentionMs`, J11).
    *
    * SQLite: `BEGIN IMMEDIATE`, one prepared insert per job; into a caller's
    * Kysely transaction, Kysely statements compiled once. PostgreSQL: one
@@ -106,6 +110,14 @@ export interface JobInsert {
 export interface JobInsertManyParams<Trx = unknown> {
   jobs: readonly JobInsert[];
   now: number;
+  /**
+   * A job stored terminal at its insert (a continuation whose parent had
+   * already failed, stored `failed`) gets `expiresAt = now + retentionMs`,
+   * as a finish gives one (J11), so the expiry sweep deletes it and the
+   * filter forms of `control` see it. Default: one day, the servers' default
+   * `retentionMs`. Jobs stored unfinished get no expiry.
+   */
+  retentionMs?: number | undefined;
   /** Write into this caller-owned transaction instead of a transaction of the backend's own (`enqueueIn`). */
   transaction?: Trx | undefined;
 }

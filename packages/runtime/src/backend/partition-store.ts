@@ -44,7 +44,8 @@ export interface PartitionStore {
    * Fails the partition's head at once, whatever its stage or lease, with
    * its waiting continuations, and frees the partition (bumping its epoch, so
    * the old claim's writes are rejected). Returns the failed job id, or null
-   * when the partition has no unfinished job.
+   * when the partition has no unfinished job, and then changes nothing (its
+   * lease and epoch stay), on every dialect.
    */
   headForceFail(params: PartitionHeadForceFailParams): Promise<string | null>;
   /** Deletes the partition's terminal jobs but the newest `keep` (by sequence); returns how many. */

@@ -35,7 +35,7 @@ export interface JobPublisherOptions<Trx = TransactionHandle> {
   encoders: ReadonlyMap<string, (payload: unknown) => string>;
   /** Registered topics: name → partition count. */
   topics: ReadonlyMap<string, number>;
-  /** Retention given to jobs this publisher fails (`forceFailPartitionHead`). */
+  /** Retention given to jobs this publisher fails (`forceFailPartitionHead`) or stores failed (a continuation of a failed parent). */
   retentionMs: number;
   /**
    * Called after each local commit with the new jobs and the stage each
@@ -287,7 +287,7 @@ export class JobPublisher<Trx = TransactionHandle> {
       };
     });
     if (jobs.length === 0) return [];
-    const result = await this.backend.jobs.insertMany({ jobs, now, transaction });
+    const result = await this.backend.jobs.insertMany({ jobs, now, retentionMs: this.options.retentionMs, transaction });
     if (transaction === undefined) this.options.onCommitted(jobs, result.stages);
     return jobs.map((j) => j.id);
   }

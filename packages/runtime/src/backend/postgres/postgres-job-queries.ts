@@ -102,7 +102,8 @@ export const releasedTo = (now: string) => {
 export class PostgresJobQueries {
   /**
    * Bulk insert of jobs whose stages are already decided: `$1` a JSON array
-   * of rows (one parameter, however many jobs), `$2` namespace, `$3` now,
+   * of rows (one parameter, however many jobs; `expires_at` set only on a
+   * row stored terminal, J11), `$2` namespace, `$3` now,
    * `$4`/`$5` notify channel and payload. Notifies when a row is claimable
    * now or later (delayed rows move other servers' next due time).
    *
@@ -199,11 +200,11 @@ export class PostgresJobQueries {
     /** The counter CTEs of a statement in namespace `ns` (see postgres-stage-counters.ts). */
     const counted = (ns: string, ...moved: string[]) => PostgresStageCounters.countMoves(schema, ns, moved.join(" UNION ALL "));
     this.insert = statement(`WITH ins AS (
-  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, topic, partition_no, seq)
+  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq)
   SELECT r.id, $2, r.job_type, r.payload, r.stage, 0, r.retry_policy, r.timeout_ms, r.run_at, r.parent_id, r.last_error,
-         '[["' || r.stage || '",' || $3::bigint || ']]', $3, $3, r.topic, r.partition_no, r.seq
+         '[["' || r.stage || '",' || $3::bigint || ']]', $3, $3, r.expires_at, r.topic, r.partition_no, r.seq
   FROM json_to_recordset($1::json) AS r(id text, job_type text, payload text, stage text, retry_policy text, timeout_ms bigint, run_at bigint, parent_id text,
-    last_error text, topic text, partition_no integer, seq bigint)
+    last_error text, expires_at bigint, topic text, partition_no integer, seq bigint)
   ON CONFLICT (id) DO NOTHING
   RETURNING stage, topic, partition_no
 )${counted("$2", moves("ins", null, "stage"))}

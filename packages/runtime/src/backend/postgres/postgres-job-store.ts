@@ -18,7 +18,7 @@ import { parentFailedReason } from "../../core/continuation-stage.js";
 import type { JobStage, StageNote } from "../../core/job-stage.js";
 import { DatabaseUnavailableError, UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
-import { insertStage } from "../shared/insert-stage.js";
+import { insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
 import { renewedClaims, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { callerExecutor } from "./postgres-executors.js";
@@ -118,6 +118,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
    * process's workers too.
    */
   async insertOn(execute: Execute, params: B.JobInsertManyParams<unknown>, foreign = false): Promise<B.JobInsertManyResult> {
+    refuseParentsInBatch(params.jobs); // before any statement, on the caller's transaction too
     // Partition rows first, then parents: the lock order of a head's finish (partition, then its job rows).
     const seqs = await this.reserveSequences(execute, params.jobs);
     const parentIds = [...new Set(params.jobs.flatMap((j) => (j.parentId ? [j.parentId] : [])))].sort();
@@ -127,7 +128,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     }
     const stages: JobStage[] = [];
     const rows = params.jobs.map((job, i) => {
-      const { stage, error } = insertStage(job, params.now, job.parentId ? parents.get(job.parentId) : undefined);
+      const { stage, error, expiresAt } = insertStage(job, params.now, job.parentId ? parents.get(job.parentId) : undefined, params.retentionMs);
       stages.push(stage);
       return {
         id: job.id,
@@ -139,6 +140,8 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
         run_at: job.runAt,
         parent_id: job.parentId ?? null,
         last_error: error,
+        // Left out of the JSON (undefined) on the common unfinished row; json_to_recordset reads a missing key as NULL.
+        expires_at: expiresAt ?? undefined,
         topic: job.topic ?? null,
         partition_no: job.partition ?? null,
         seq: seqs[i] ?? null,

@@ -188,12 +188,15 @@ export class PostgresPartitionStore implements B.PartitionStore {
   async headForceFail(params: B.PartitionHeadForceFailParams): Promise<string | null> {
     const expires = params.now + params.retentionMs;
     return this.host.inTransaction("partition head force-fail", async (execute) => {
-      await execute(this.q.bumpEpoch, [this.ns, params.topic, params.partition]); // locks the partition first
+      // The partition row first (every writer's lock order), then the head read in a statement of its own,
+      // whose snapshot sees a finish that committed while the lock was awaited.
+      await execute(this.q.lock, [this.ns, params.topic, params.partition]);
       const [h] = await execute(this.q.headOf, [this.ns, params.topic, params.partition]);
-      if (!h) return null;
+      if (!h) return null; // no head: nothing changes, the lease and epoch stay (as on SQLite)
       const id = String(h.id);
       await execute(this.q.forceFail, [this.ns, id, params.now, expires, params.reason]);
       await this.jobs.failWaitingChildren(execute, [{ id, error: params.reason }], params.now, expires);
+      await execute(this.q.bumpEpoch, [this.ns, params.topic, params.partition]);
       return id;
     });
   }

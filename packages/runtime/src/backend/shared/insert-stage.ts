@@ -3,7 +3,10 @@
  * when it is not due yet, `enqueued` otherwise; a continuation follows its
  * parent (`waiting`, `enqueued` once the parent succeeded — `delayed` while
  * its own time has not come — `failed` with the parent's reason once it
- * failed for good).
+ * failed for good). A job stored `failed` is terminal from its insert, so it
+ * gets its expiry there, as a finish gives one (J11): without it the sweep
+ * and every filter form of `control`, which read only rows with an expiry,
+ * would never see it.
  */
 import { continuationStage, parentFailedReason } from "../../core/continuation-stage.js";
 import type { JobStage } from "../../core/job-stage.js";
@@ -11,12 +14,49 @@ import { ParentNotFoundError } from "../../errors.js";
 import type { JobInsert } from "../backend.js";
 import type { Row } from "./job-rows.js";
 
-/** `parent` is the parent's row (`stage`, `last_error`) as read in the inserting transaction; a missing one throws `ParentNotFoundError`. */
-export function insertStage(job: JobInsert, now: number, parent: Row | undefined): { stage: JobStage; error: string | null } {
-  if (!job.parentId) return { stage: job.runAt > now ? "delayed" : "enqueued", error: null };
+/** `JobInsertManyParams.retentionMs` when not given: the servers' default `retentionMs`, one day (J11). */
+export const DEFAULT_INSERT_RETENTION_MS = 86_400_000;
+
+/** What {@link insertStage} decided for one job. */
+export interface InsertedStage {
+  stage: JobStage;
+  /** The `failed` reason of a continuation whose parent had failed; else null. */
+  error: string | null;
+  /** `now + retentionMs` for a job stored terminal (`failed`); else null (unfinished). */
+  expiresAt: number | null;
+}
+
+/**
+ * `parent` is the parent's row (`stage`, `last_error`) as read in the
+ * inserting transaction; a missing one throws `ParentNotFoundError`.
+ * `retentionMs`: the retention of a job stored terminal.
+ */
+export function insertStage(job: JobInsert, now: number, parent: Row | undefined, retentionMs = DEFAULT_INSERT_RETENTION_MS): InsertedStage {
+  if (!job.parentId) return { stage: job.runAt > now ? "delayed" : "enqueued", error: null, expiresAt: null };
   if (!parent) throw new ParentNotFoundError(job.parentId);
   const follows = continuationStage(parent.stage as JobStage);
   // Released at once (the parent already succeeded): a delay still to run makes it `delayed`, as on release.
   const stage = follows === "enqueued" && job.runAt > now ? "delayed" : follows;
-  return { stage, error: stage === "failed" ? parentFailedReason(job.parentId, parent.last_error as string | null) : null };
+  if (stage !== "failed") return { stage, error: null, expiresAt: null };
+  return { stage, error: parentFailedReason(job.parentId, parent.last_error as string | null), expiresAt: now + retentionMs };
+}
+
+/**
+ * Refuses a batch in which a continuation's parent is a job of the same
+ * batch, with `ParentNotFoundError` before anything is written, the same on
+ * every dialect and insert path (J5: a parent must be stored, by an earlier
+ * insert, when its continuation is inserted). The public API cannot ask for
+ * it (`enqueueMany` takes one `parentId`, never a job of its own batch), and
+ * accepting it would cost the PostgreSQL insert, which reads every parent
+ * before its one statement, a second way to decide stages and to mark the
+ * parent's `waiters`. One pass over the batch; the set of its ids is built
+ * only once a job has a parent.
+ */
+export function refuseParentsInBatch(jobs: readonly JobInsert[]): void {
+  let ids: Set<string> | undefined;
+  for (const job of jobs) {
+    if (!job.parentId) continue;
+    ids ??= new Set(jobs.map((j) => j.id));
+    if (ids.has(job.parentId)) throw new ParentNotFoundError(job.parentId);
+  }
 }

@@ -12,7 +12,7 @@ import type { JobStage } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import type { LaterJobsTable } from "../schema.js";
-import { insertStage } from "../shared/insert-stage.js";
+import { insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
 import type { Row } from "../shared/job-rows.js";
 import { type RunStatement, SharedStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { isKyselyExecutor } from "./kysely-executor.js";
@@ -83,12 +83,13 @@ export async function insertIntoCallerTransaction(
       transaction,
     );
   }
+  refuseParentsInBatch(params.jobs); // before any statement on the caller's transaction (J5)
   const run: RunStatement = async (s) => (await transaction.executeQuery(CompiledQuery.raw(s.text, s.values))).rows as Row[];
   const stages: JobStage[] = [];
   const deltas = new StageDeltas();
   for (const job of params.jobs) {
     const parent = job.parentId ? await PARENT.run(sqliteCompiler, run, { id: job.parentId, namespace }) : undefined;
-    const { stage, error } = insertStage(job, params.now, parent);
+    const { stage, error, expiresAt } = insertStage(job, params.now, parent, params.retentionMs);
     let seq: number | null = null;
     if (job.topic !== undefined) {
       seq = await NEXT_SEQ.run(sqliteCompiler, run, { topic: job.topic, partition: job.partition ?? -1, namespace });
@@ -110,7 +111,7 @@ export async function insertIntoCallerTransaction(
       stages: JSON.stringify([[stage, params.now]]),
       created_at: params.now,
       updated_at: params.now,
-      expires_at: null,
+      expires_at: expiresAt,
       lease_owner: null,
       lease_expires_at: null,
       topic: job.topic ?? null,

@@ -15,7 +15,7 @@ import { parentFailedReason } from "../../core/continuation-stage.js";
 import { CLAIMABLE_STAGES, type JobStage } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
-import { insertStage } from "../shared/insert-stage.js";
+import { insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
 import { renewedClaims, storedPolicy, storedTimeout, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
@@ -47,7 +47,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
    */
   async insertMany(params: B.JobInsertManyParams<B.SqliteTransaction>): Promise<B.JobInsertManyResult> {
     if (params.transaction !== undefined) return insertIntoCallerTransaction(params.transaction, this.namespace, params);
-    return this.conn().immediate(() => ({ stages: this.insertRows(params.jobs, params.now) }));
+    return this.conn().immediate(() => ({ stages: this.insertRows(params.jobs, params.now, params.retentionMs) }));
   }
 
   async finishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
@@ -100,15 +100,18 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
    * Inserts jobs inside the caller's `immediate` transaction and returns
    * their stages. A partitioned job takes its partition's next sequence in
    * the same transaction; an unknown partition throws, rolling back all.
+   * `retentionMs`: the retention of a job stored terminal (see `insertStage`).
    */
-  insertRows(jobs: readonly B.JobInsert[], now: number): JobStage[] {
+  insertRows(jobs: readonly B.JobInsert[], now: number, retentionMs?: number): JobStage[] {
+    // Row by row, a parent earlier in the batch would be found: refused as on PostgreSQL (J5).
+    refuseParentsInBatch(jobs);
     const stages: JobStage[] = [];
     const deltas = new StageDeltas();
     for (const job of jobs) {
       const parent = job.parentId
         ? this.conn().get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.namespace)
         : undefined;
-      const { stage, error } = insertStage(job, now, parent);
+      const { stage, error, expiresAt } = insertStage(job, now, parent, retentionMs);
       let seq: number | null = null;
       if (job.topic !== undefined) {
         const row = this.conn().get(
@@ -137,7 +140,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         now,
         now,
         now,
-        null,
+        expiresAt,
         job.topic ?? null,
         job.partition ?? null,
         seq,
