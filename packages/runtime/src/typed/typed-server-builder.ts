@@ -102,15 +102,29 @@ export class TypedServerBuilder<C, H, Trx = TransactionHandle> {
       const methods = missing.map((type) => this.catalog[type]!.handlerMethod);
       throw new HandlerMissingError(missing, `call ${methods.join(", ")} before build()`);
     }
+    return (await this.startForTests(BackgroundJobServer.start)).server;
+  }
+
+  /**
+   * @internal `build()` without its check that every job has a handler, through `start`: the testing
+   * kit (X11) passes `BackgroundJobServer.startManual`, and runs only the handlers a test registered
+   * (jobs of the other types stay queued, for `enqueued()`). Also returns the catalog and the
+   * registrations, which the kit's `work()` runs directly.
+   */
+  async startForTests(start: (options: ServerOptions<C, Trx>) => Promise<BackgroundJobServer<C, Trx>>): Promise<{
+    server: TypedJobServer<C, H, Trx>;
+    catalog: JobCatalog;
+    handlers: ReadonlyMap<string, HandlerRegistration<C, Trx>>;
+  }> {
     const topics = withSchemaTopics(this.catalog, this.options.topics);
     checkHandledTopics(this.catalog, this.handlers.keys(), topics);
-    const core = await BackgroundJobServer.start<C, Trx>({
+    const core = await start({
       ...this.options,
       context: this.options.context as C,
       ...(topics === undefined ? {} : { topics }),
       handlers: Object.fromEntries(this.handlers),
     });
-    return new TypedJobServer(core, this.jobsOf(core.publisher));
+    return { server: new TypedJobServer(core, this.jobsOf(core.publisher)), catalog: this.catalog, handlers: this.handlers };
   }
 
   /** The handles over the server's one publisher (also reached from a handler, which may run before `build()` resolves). */
