@@ -196,18 +196,19 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
    * cannot mend (a bad password or path). Nothing is left open when it rejects.
    */
   static start<C, Trx = TransactionHandle>(options: ServerOptions<C, Trx>): Promise<BackgroundJobServer<C, Trx>> {
-    return BackgroundJobServer.open(options, false);
+    return BackgroundJobServer.open(options, null);
   }
 
   /**
    * @internal The testing kit's server (X11): as {@link start}, but no loop runs (workers, partitions,
-   * maintenance, recurring poll): jobs run only on {@link runDueOnce}, one per call, in the test's order.
+   * maintenance, recurring poll): jobs of `runTypes` run only on {@link runDueOnce}, one per call, in the test's order.
    */
-  static startManual<C, Trx = TransactionHandle>(options: ServerOptions<C, Trx>): Promise<BackgroundJobServer<C, Trx>> {
-    return BackgroundJobServer.open(options, true);
+  static startManual<C, Trx = TransactionHandle>(options: ServerOptions<C, Trx>, runTypes: readonly string[]): Promise<BackgroundJobServer<C, Trx>> {
+    return BackgroundJobServer.open(options, runTypes);
   }
 
-  private static async open<C, Trx>(options: ServerOptions<C, Trx>, manual: boolean): Promise<BackgroundJobServer<C, Trx>> {
+  /** `manual`: null for a server whose loops run, else the job types {@link runDueOnce} runs. */
+  private static async open<C, Trx>(options: ServerOptions<C, Trx>, manual: readonly string[] | null): Promise<BackgroundJobServer<C, Trx>> {
     let resolved = resolveServerOptions(options);
     const wait = new DatabaseWait(resolved);
     let databaseClock: DatabaseClock | null;
@@ -234,7 +235,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
             clock: resolved.clock,
             onEvent: resolved.onEvent,
           });
-        if (!manual) await server.partitions?.start();
+        if (manual === null) await server.partitions?.start();
       });
     } catch (error) {
       await server.retainedLog?.close();
@@ -242,7 +243,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       await releaseBackend(resolved.backend);
       throw error;
     }
-    if (manual) server.stepper = new StepRunner(stepRunnerConfig(resolved), resolved.backend, server.instanceId, server.publisher, server.recorder);
+    if (manual !== null) server.stepper = new StepRunner(stepRunnerConfig(resolved), manual, resolved.backend, server.instanceId, server.publisher, server.recorder);
     else {
       server.pool.start();
       for (const service of server.services) service.start();

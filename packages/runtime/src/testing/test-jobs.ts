@@ -18,6 +18,7 @@
  */
 import type { ClaimedJob } from "../backend/backend.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
+import type { TopicConfig } from "../core/partition/topic.js";
 import type { JobStage } from "../core/job-stage.js";
 import type { HandlerRegistration } from "../config/handler-registration.js";
 import type { ServerEvent } from "../events/server-event.js";
@@ -57,6 +58,8 @@ export type TestJobsOptions<C, B> = {
   defaultRetryPolicy?: RetryPolicy;
   /** Jitter of the retry delays, as the server option `random`. Default 0.5: no jitter, the same delays every run. */
   random?: () => number;
+  /** Topics the schema declares without `@partitions`, as the builder option `topics`. Default: the schema's. */
+  topics?: readonly TopicConfig[];
   /** Server events, as the server option. Default none. */
   onEvent?: (event: ServerEvent) => void;
   /** As the server option; default `null`: a test's failing handlers write nothing to stderr. */
@@ -233,7 +236,7 @@ export async function createTypedTestJobs<C, H, B extends TypedServerBuilder<C, 
   options: TestJobsOptions<C, B>,
 ): Promise<TestJobs<C, H>> {
   if (options === null || typeof options !== "object") throw new InvalidArgumentError("createTestJobs(options): options must be an object");
-  const { handlers, now, defaultRetryPolicy, random, onEvent, logger } = options;
+  const { handlers, now, defaultRetryPolicy, random, onEvent, logger, topics } = options;
   if (handlers !== undefined && typeof handlers !== "function") throw new InvalidArgumentError("createTestJobs: `handlers` must be a function (b) => b.with...Handler(...)");
   const start = now instanceof Date ? now.getTime() : now;
   if (start !== undefined && !Number.isFinite(start)) throw new InvalidArgumentError("createTestJobs: `now` must be a valid Date or epoch ms");
@@ -251,10 +254,11 @@ export async function createTypedTestJobs<C, H, B extends TypedServerBuilder<C, 
     logger: logger === undefined ? null : logger,
     ...(defaultRetryPolicy === undefined ? {} : { defaultRetryPolicy }),
     ...(onEvent === undefined ? {} : { onEvent }),
+    ...(topics === undefined ? {} : { topics }),
   } as BuilderOptions<C>);
   handlers?.(builder);
   try {
-    const { server, catalog, handlers: registered } = await builder.startForTests(BackgroundJobServer.startManual);
+    const { server, catalog, handlers: registered } = await builder.startForTests((o, runTypes) => BackgroundJobServer.startManual(o, runTypes));
     return new TestJobs(server as unknown as TypedJobServer<C, H>, catalog, registered as ReadonlyMap<string, HandlerRegistration<C, unknown>>, context, clock);
   } catch (error) {
     await backend.close();

@@ -55,17 +55,17 @@ const STEP_WORKER_ID = 0;
 
 export class StepRunner<C> {
   private readonly executor: JobExecutor<C>;
-  private readonly jobTypes: string[];
   private readonly partitions: PartitionRef[];
 
   constructor(
     private readonly options: StepRunnerConfig<C>,
+    /** The job types it claims: those a test gave handlers (the others stay queued). */
+    private readonly jobTypes: readonly string[],
     private readonly backend: Backend,
     private readonly owner: string,
     publisher: JobPublisher<unknown>,
     private readonly metrics: ServerMetrics | null,
   ) {
-    this.jobTypes = Object.keys(options.handlers);
     this.partitions = options.topics.flatMap((t) => Array.from({ length: t.partitions }, (_, partition) => ({ topic: t.name, partition })));
     // Never started: no watchdog (see the module doc), so `onTimedOut` is never called.
     this.executor = new JobExecutor(options, publisher, () => {}, metrics, owner);
