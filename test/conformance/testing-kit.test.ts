@@ -184,7 +184,8 @@ describe("testing kit (X11)", () => {
     const ran: string[] = [];
     const kit = kept(
       await createLedgerTest({
-        handlers: (b) => b.withPostEntryHandler((_ctx, e) => void ran.push(`post ${e.memo}`)).withReverseEntryHandler((_ctx, e) => void ran.push(`reverse ${e.memo}`)),
+        handlers: (b) =>
+          b.withPostEntryHandler((_ctx, e) => void ran.push(`post ${e.memo}`)).withReverseEntryHandler((_ctx, e) => void ran.push(`reverse ${e.memo}`)),
       }),
     );
     await kit.jobs.postEntry.enqueueToPartition({ accountId: "acc", cents: 5, memo: "1" });

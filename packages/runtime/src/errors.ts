@@ -262,7 +262,10 @@ export class JobTimeoutError extends LaterError {
  */
 export class DrainLimitError extends LaterError {
   constructor(readonly attempts: number) {
-    super("DRAIN_LIMIT", `drain() ran ${attempts} attempts (its maxAttempts) and jobs were still due: a handler that enqueues jobs forever? raise maxAttempts if not`);
+    super(
+      "DRAIN_LIMIT",
+      `drain() ran ${attempts} attempts (its maxAttempts) and jobs were still due: a handler that enqueues jobs forever? raise maxAttempts if not`,
+    );
   }
 }
 

@@ -243,7 +243,8 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       await releaseBackend(resolved.backend);
       throw error;
     }
-    if (manual !== null) server.stepper = new StepRunner(stepRunnerConfig(resolved), manual, resolved.backend, server.instanceId, server.publisher, server.recorder);
+    if (manual !== null)
+      server.stepper = new StepRunner(stepRunnerConfig(resolved), manual, resolved.backend, server.instanceId, server.publisher, server.recorder);
     else {
       server.pool.start();
       for (const service of server.services) service.start();

@@ -109,8 +109,7 @@ export async function drainUntilIdle<C, Trx>(
 }
 
 /** The earliest `runAt` after `now` of the jobs of `handled` types in `stages`; null when none. Reads every such job: a test's database is small. */
-async function earliestAfter<C, Trx>(
-  core: BackgroundJobServer<C, Trx>, stages: JobStage[], handled: ReadonlySet<string>, now: number): Promise<number | null> {
+async function earliestAfter<C, Trx>(core: BackgroundJobServer<C, Trx>, stages: JobStage[], handled: ReadonlySet<string>, now: number): Promise<number | null> {
   let earliest: number | null = null;
   for (const stage of stages) {
     for (let afterId: JobId | undefined; ; ) {

@@ -32,7 +32,7 @@ import { payloadDecoder, payloadValidator, type JobCatalog } from "../typed/job-
 import { HeldClaim, JobRunContext } from "../worker/held-claim.js";
 import { encodePayload, jsonPayload } from "../core/encode-payload.js";
 import { newJobId, type JobId } from "../core/job-id.js";
-import { DrainLimitError, HandlerMissingError, InvalidArgumentError } from "../errors.js";
+import { HandlerMissingError, InvalidArgumentError } from "../errors.js";
 import { ManualClock } from "./manual-clock.js";
 import { drainUntilIdle, type DrainOptions, type DrainResult } from "./drain.js";
 
@@ -176,8 +176,10 @@ export class TestJobs<C, H> {
    * stored one would (`Date` fields come back as `Date`s). Resolves to
    * what the handler resolves to, or rejects with what it throws. What the
    * handler enqueues through `ctx.jobs` is stored: see {@link enqueued}.
-   * `ctx.progress` is accepted and not stored. No handler registered for
-   * it: `HandlerMissingError`.
+   * `ctx.progress` is accepted and not stored. `ctx.jobId` is a fresh id
+   * of no stored job, so a continuation of it is refused
+   * (`PARENT_NOT_FOUND`): test such a handler with enqueue and
+   * {@link drain}. No handler registered for it: `HandlerMissingError`.
    */
   async work<K extends keyof H & string>(name: K, payload: HandlePayload<H[K]>, options: WorkOptions = {}): Promise<unknown> {
     const type = this.typeOf(name);
@@ -187,7 +189,14 @@ export class TestJobs<C, H> {
     payloadValidator(type, spec)(payload);
     const text = encodePayload(handler.encode ?? jsonPayload, type, payload);
     const decoded = handler.decode === undefined ? JSON.parse(text) : handler.decode(text);
-    const job: ClaimedJob = { id: newJobId(this.clock.now()), jobType: type, payload: text, attempt: options.attempt ?? 1, retryPolicy: null, runAt: this.clock.now() };
+    const job: ClaimedJob = {
+      id: newJobId(this.clock.now()),
+      jobType: type,
+      payload: text,
+      attempt: options.attempt ?? 1,
+      retryPolicy: null,
+      runAt: this.clock.now(),
+    };
     const claim = new HeldClaim(job, Number.POSITIVE_INFINITY);
     const signal = options.signal;
     const onAbort = () => claim.abort(signal!.reason instanceof Error ? signal!.reason : new Error(String(signal!.reason)));
@@ -237,7 +246,8 @@ export async function createTypedTestJobs<C, H, B extends TypedServerBuilder<C, 
 ): Promise<TestJobs<C, H>> {
   if (options === null || typeof options !== "object") throw new InvalidArgumentError("createTestJobs(options): options must be an object");
   const { handlers, now, defaultRetryPolicy, random, onEvent, logger, topics } = options;
-  if (handlers !== undefined && typeof handlers !== "function") throw new InvalidArgumentError("createTestJobs: `handlers` must be a function (b) => b.with...Handler(...)");
+  if (handlers !== undefined && typeof handlers !== "function")
+    throw new InvalidArgumentError("createTestJobs: `handlers` must be a function (b) => b.with...Handler(...)");
   const start = now instanceof Date ? now.getTime() : now;
   if (start !== undefined && !Number.isFinite(start)) throw new InvalidArgumentError("createTestJobs: `now` must be a valid Date or epoch ms");
   const clock = new ManualClock(start);

@@ -127,10 +127,9 @@ export class TypedServerBuilder<C, H, Trx = TransactionHandle> {
         },
       };
     }
-    const core = await start(
-      { ...this.options, context: this.options.context as C, ...(topics === undefined ? {} : { topics }), handlers },
-      [...this.handlers.keys()],
-    );
+    const core = await start({ ...this.options, context: this.options.context as C, ...(topics === undefined ? {} : { topics }), handlers }, [
+      ...this.handlers.keys(),
+    ]);
     return { server: new TypedJobServer(core, this.jobsOf(core.publisher)), catalog: this.catalog, handlers: this.handlers };
   }
 
