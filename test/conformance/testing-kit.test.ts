@@ -1,5 +1,6 @@
 // The testing kit of @later/runtime/testing (docs/semantics.md X11), through the generated createTestJobs:
 // drain order, retries on the manual clock, delayed jobs, enqueued(), work(), close().
+import { spawnSync } from "node:child_process";
 import { afterEach, describe, expect, expectTypeOf, it } from "vitest";
 import { DrainLimitError, HandlerMissingError, PermanentJobError, RetryPolicy, type JobId } from "@later/runtime";
 import { liveResources, type TestJobs } from "@later/runtime/testing";
@@ -209,6 +210,20 @@ describe("testing kit (X11)", () => {
     await kit.close();
     await kit.close();
     expect(await liveResources()).toEqual({ servers: [], backends: [] });
+  });
+});
+
+describe("@later/runtime/testing", () => {
+  it("loads no driver at import: better-sqlite3 is required only when a kit is created", () => {
+    const script = `
+      import { createRequire } from "node:module";
+      await import("@later/runtime/testing");
+      const req = createRequire(import.meta.url);
+      const loaded = Object.keys(req.cache).some((path) => path.includes("better-sqlite3"));
+      process.stdout.write(String(loaded));`;
+    const run = spawnSync(process.execPath, ["--input-type=module", "-e", script], { cwd: "packages/runtime", encoding: "utf8" });
+    expect(run.stderr).toBe("");
+    expect(run.stdout).toBe("false");
   });
 });
 
