@@ -2,7 +2,8 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
+    // The examples' own tests too (examples/testing shows the testing kit); vitest leaves node_modules out.
+    include: ["test/**/*.test.ts", "examples/*/*.test.ts"],
     // Finds (or starts) PostgreSQL for the PostgreSQL suites; see the file.
     globalSetup: ["test/support/postgres-global-setup.ts"],
     // Fails a test that leaves a server running; see the file.

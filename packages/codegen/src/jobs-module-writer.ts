@@ -2,7 +2,7 @@ import { dirname, relative } from "node:path";
 import type { JobDeclaration, JobsSchema } from "./schema-reader.js";
 import type { LogDeclaration } from "./log-schema-reader.js";
 import { hasPrototypeKey, literalLines, type LiteralValue } from "./literal-lines.js";
-import { LOG_RUNTIME_IMPORTS, ModuleNames, RUNTIME_IMPORTS, RUNTIME_VALUE_IMPORTS } from "./module-names.js";
+import { LOG_RUNTIME_IMPORTS, ModuleNames, RUNTIME_IMPORTS, RUNTIME_VALUE_IMPORTS, TESTING_IMPORTS } from "./module-names.js";
 
 /** How the generated module refers to the schema and how to regenerate it. */
 export interface ModuleTarget {
@@ -47,6 +47,7 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     `import {`,
     ...imports.filter(used).map((name) => `  ${name},`),
     `} from "@later/runtime";`,
+    `import { ${TESTING_IMPORTS.map((name, n) => (n === 0 ? name : `type ${name}`)).join(", ")} } from "@later/runtime/testing";`,
     `import type { ${schema.typeImports.join(", ")} } from ${JSON.stringify(schemaImport)};`,
     ``,
     ...(topics.length === 0
@@ -102,6 +103,15 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     `/** Opens enqueue-only access to the declared jobs on \`options.backend\`. */`,
     `export function ${names.open}<${Trx} = TransactionHandle>(options: PublisherOptions<${Trx}>): Promise<${names.publisher}<${Trx}>> {`,
     `  return TypedJobPublisher.open<${names.handles}<${Trx}>, ${Trx}>(options, ${names.catalog});`,
+    `}`,
+    ``,
+    `/**`,
+    ` * A testing kit over the declared jobs (\`@later/runtime/testing\`): the handlers \`options.handlers\` registers on a`,
+    ` * \`${names.builder}\`, run on an in-memory SQLite database (needs \`better-sqlite3\`) and a manual clock: \`jobs\`,`,
+    ` * \`drain()\`, \`enqueued(name)\`, \`advance(ms)\`, \`work(name, payload)\`, \`close()\`. For tests.`,
+    ` */`,
+    `export function ${names.createTest}<${C} = unknown>(options: TestJobsOptions<${C}, ${names.builder}<${C}>>): Promise<TestJobs<${C}, ${names.handles}>> {`,
+    `  return createTypedTestJobs<${C}, ${names.handles}, ${names.builder}<${C}>>((o) => new ${names.builder}<${C}>(o), options);`,
     `}`,
     ``,
     ...(logs.length === 0 ? [] : logsSection(names, logs)),

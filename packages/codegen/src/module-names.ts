@@ -12,11 +12,13 @@
  * | `IPublisher<Trx>`        | type, enqueue-only access                           |
  * | `IBuilder<C, Trx>`       | class, one `with<Job>Handler` method per job        |
  * | `openIPublisher<Trx>`    | function                                            |
+ * | `createTestI<C>`         | function, the testing kit (X11)                     |
  * | `JOBS`                   | the catalog constant                                |
  * | `LOGS`, `LogsHandles<Trx>`, `openLogs<Trx>` | with `interface Logs`: the log catalog, one typed log per member, the opener |
  * | `C`                      | the builder's type parameter (the app context)      |
  * | `Trx`                    | the type parameter of the backend's transactions    |
  * | {@link RUNTIME_IMPORTS}  | imported from `@later/runtime`                      |
+ * | {@link TESTING_IMPORTS}  | imported from `@later/runtime/testing`              |
  * | {@link GLOBAL_NAMES}     | globals the module uses (`Promise`)                 |
  */
 export class ModuleNames {
@@ -32,6 +34,8 @@ export class ModuleNames {
   readonly builder: string;
   /** `openIPublisher(options)`. */
   readonly open: string;
+  /** `createTestI(options)`: the testing kit over the declared jobs (`createTestJobs` for `Jobs`). */
+  readonly createTest: string;
   /** The catalog constant. */
   readonly catalog = "JOBS";
   /** The type parameter of the builder, context and server types. */
@@ -59,11 +63,12 @@ export class ModuleNames {
     this.publisher = `${interfaceName}Publisher`;
     this.builder = `${interfaceName}Builder`;
     this.open = `open${interfaceName}Publisher`;
+    this.createTest = `createTest${interfaceName}`;
   }
 
   /** The names the module declares at its top level, derived from the interface name. */
   declared(): string[] {
-    return [this.handles, this.context, this.server, this.publisher, this.builder, this.open];
+    return [this.handles, this.context, this.server, this.publisher, this.builder, this.open, this.createTest];
   }
 
   /**
@@ -92,6 +97,7 @@ export class ModuleNames {
     external.set(this.transactionParameter, "the type parameter of the generated types (the backend's transactions)");
     for (const name of GLOBAL_NAMES) external.set(name, "a global type the generated module uses");
     for (const name of RUNTIME_IMPORTS) external.set(name, "a name the generated module imports from @later/runtime");
+    for (const name of TESTING_IMPORTS) external.set(name, "a name the generated module imports from @later/runtime/testing");
     return external;
   }
 
@@ -155,6 +161,13 @@ export const RUNTIME_IMPORTS = [
   "TypedLogs",
   "TypedLogsOptions",
 ] as const;
+
+/**
+ * What the generated module imports from `@later/runtime/testing` for its
+ * `createTest<I>` (the value first). That entry loads no driver until a kit
+ * is made, so an application importing the module pays for none.
+ */
+export const TESTING_IMPORTS = ["createTypedTestJobs", "TestJobs", "TestJobsOptions"] as const;
 
 /** How many of {@link RUNTIME_IMPORTS} are values; the rest are imported with `type`. */
 export const RUNTIME_VALUE_IMPORTS = 3;

@@ -28,6 +28,7 @@
  * | `OFFSET_OUT_OF_RANGE` | {@link OffsetOutOfRangeError} | a retained-log read below the oldest retained offset, or a commit beyond the partition's end |
  * | `STALE_EPOCH` | {@link StaleEpochError} | a retained-log commit whose epoch is not the group partition's current one |
  * | `RECORD_TOO_LARGE` | {@link RecordTooLargeError} | a retained-log record over the size limit (value 1 MiB, headers 64 KiB) |
+ * | `DRAIN_LIMIT` | {@link DrainLimitError} | the testing kit's `drain()` ran more attempts than its `maxAttempts` (jobs that keep enqueueing jobs) |
  */
 export type LaterErrorCode =
   | "INVALID_CONFIG"
@@ -52,7 +53,8 @@ export type LaterErrorCode =
   | "DRIVER_NOT_INSTALLED"
   | "OFFSET_OUT_OF_RANGE"
   | "STALE_EPOCH"
-  | "RECORD_TOO_LARGE";
+  | "RECORD_TOO_LARGE"
+  | "DRAIN_LIMIT";
 
 /** Base class of every error later throws on purpose. */
 export class LaterError extends Error {
@@ -250,6 +252,20 @@ export class JobTimeoutError extends LaterError {
   constructor(jobId: string, timeoutMs: number, setting = "jobTimeoutMs") {
     super("JOB_TIMEOUT", `job ${jobId} ran longer than ${setting} (${timeoutMs} ms)`);
     this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * The testing kit's `drain()` (`@later/runtime/testing`, docs/semantics.md X11) ran
+ * `maxAttempts` attempts and another job was still due: handlers that keep enqueueing
+ * jobs would never let it end. What ran is written; `attempts` is how many.
+ */
+export class DrainLimitError extends LaterError {
+  constructor(readonly attempts: number) {
+    super(
+      "DRAIN_LIMIT",
+      `drain() ran ${attempts} attempts (its maxAttempts) and jobs were still due: a handler that enqueues jobs forever? raise maxAttempts if not`,
+    );
   }
 }
 

@@ -15,6 +15,7 @@ import {
   type TypedJobContext,
   type TypedJobServer,
 } from "@later/runtime";
+import { createTypedTestJobs, type TestJobs, type TestJobsOptions } from "@later/runtime/testing";
 import type { Billing, Invoice } from "./billing.schema.js";
 
 /**
@@ -117,4 +118,13 @@ export class BillingBuilder<C, Trx = TransactionHandle> extends TypedServerBuild
 /** Opens enqueue-only access to the declared jobs on `options.backend`. */
 export function openBillingPublisher<Trx = TransactionHandle>(options: PublisherOptions<Trx>): Promise<BillingPublisher<Trx>> {
   return TypedJobPublisher.open<BillingHandles<Trx>, Trx>(options, JOBS);
+}
+
+/**
+ * A testing kit over the declared jobs (`@later/runtime/testing`): the handlers `options.handlers` registers on a
+ * `BillingBuilder`, run on an in-memory SQLite database (needs `better-sqlite3`) and a manual clock: `jobs`,
+ * `drain()`, `enqueued(name)`, `advance(ms)`, `work(name, payload)`, `close()`. For tests.
+ */
+export function createTestBilling<C = unknown>(options: TestJobsOptions<C, BillingBuilder<C>>): Promise<TestJobs<C, BillingHandles>> {
+  return createTypedTestJobs<C, BillingHandles, BillingBuilder<C>>((o) => new BillingBuilder<C>(o), options);
 }

@@ -14,6 +14,7 @@ import {
   type TypedJobContext,
   type TypedJobServer,
 } from "@later/runtime";
+import { createTypedTestJobs, type TestJobs, type TestJobsOptions } from "@later/runtime/testing";
 import type { Jobs, Meeting } from "./dates.schema.js";
 
 /**
@@ -89,4 +90,13 @@ export class JobsBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<
 /** Opens enqueue-only access to the declared jobs on `options.backend`. */
 export function openJobsPublisher<Trx = TransactionHandle>(options: PublisherOptions<Trx>): Promise<JobsPublisher<Trx>> {
   return TypedJobPublisher.open<JobsHandles<Trx>, Trx>(options, JOBS);
+}
+
+/**
+ * A testing kit over the declared jobs (`@later/runtime/testing`): the handlers `options.handlers` registers on a
+ * `JobsBuilder`, run on an in-memory SQLite database (needs `better-sqlite3`) and a manual clock: `jobs`,
+ * `drain()`, `enqueued(name)`, `advance(ms)`, `work(name, payload)`, `close()`. For tests.
+ */
+export function createTestJobs<C = unknown>(options: TestJobsOptions<C, JobsBuilder<C>>): Promise<TestJobs<C, JobsHandles>> {
+  return createTypedTestJobs<C, JobsHandles, JobsBuilder<C>>((o) => new JobsBuilder<C>(o), options);
 }

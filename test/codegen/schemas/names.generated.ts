@@ -15,6 +15,7 @@ import {
   type TypedJobContext,
   type TypedJobServer,
 } from "@later/runtime";
+import { createTypedTestJobs, type TestJobs, type TestJobsOptions } from "@later/runtime/testing";
 import type { Job, Names } from "./names.schema.js";
 
 /**
@@ -111,4 +112,13 @@ export class NamesBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder
 /** Opens enqueue-only access to the declared jobs on `options.backend`. */
 export function openNamesPublisher<Trx = TransactionHandle>(options: PublisherOptions<Trx>): Promise<NamesPublisher<Trx>> {
   return TypedJobPublisher.open<NamesHandles<Trx>, Trx>(options, JOBS);
+}
+
+/**
+ * A testing kit over the declared jobs (`@later/runtime/testing`): the handlers `options.handlers` registers on a
+ * `NamesBuilder`, run on an in-memory SQLite database (needs `better-sqlite3`) and a manual clock: `jobs`,
+ * `drain()`, `enqueued(name)`, `advance(ms)`, `work(name, payload)`, `close()`. For tests.
+ */
+export function createTestNames<C = unknown>(options: TestJobsOptions<C, NamesBuilder<C>>): Promise<TestJobs<C, NamesHandles>> {
+  return createTypedTestJobs<C, NamesHandles, NamesBuilder<C>>((o) => new NamesBuilder<C>(o), options);
 }

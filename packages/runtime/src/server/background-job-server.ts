@@ -25,7 +25,7 @@ import { logGroupLag } from "../retained-log/log-group-lag.js";
 import { RetainedLog } from "../retained-log/retained-log.js";
 import { followDatabaseClock, holdBackend, prepareBackend, releaseBackend } from "../backend/backend-preparation.js";
 import { DatabaseWait } from "./database-wait.js";
-import { partitionRunnerConfig, stuckJobRescuerConfig, workerPoolConfig } from "./loop-configs.js";
+import { partitionRunnerConfig, stepRunnerConfig, stuckJobRescuerConfig, workerPoolConfig } from "./loop-configs.js";
 import type { JobBatchOptions, JobFilter } from "../publisher/job-controller.js";
 import { JobPublisher } from "../publisher/job-publisher.js";
 import { errorEvent } from "../events/server-event.js";
@@ -34,6 +34,8 @@ import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } 
 import { jsonPayload } from "../core/encode-payload.js";
 import { shutdownOnSignals, type ShutdownOnSignalsOptions } from "./shutdown-on-signals.js";
 import type { ShutdownOptions } from "./shutdown-options.js";
+import { liveServers } from "./live-servers.js";
+import { StepRunner, type SteppedAttempt } from "../worker/step-runner.js";
 
 /**
  * A running job server: workers, lease renewal and maintenance on one
@@ -73,6 +75,8 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   private readonly unsubscribeWake: () => void;
   private stopped: Promise<void> | null = null;
   private retainedLog: RetainedLog<Trx> | null = null;
+  /** Runs jobs on demand on a server from {@link startManual}; null otherwise. */
+  private stepper: StepRunner<C> | null = null;
 
   private constructor(
     private readonly options: ResolvedServerOptions<C>,
@@ -191,7 +195,20 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
    * `PartitionCountMismatchError`, a `DatabaseUnavailableError` that waiting
    * cannot mend (a bad password or path). Nothing is left open when it rejects.
    */
-  static async start<C, Trx = TransactionHandle>(options: ServerOptions<C, Trx>): Promise<BackgroundJobServer<C, Trx>> {
+  static start<C, Trx = TransactionHandle>(options: ServerOptions<C, Trx>): Promise<BackgroundJobServer<C, Trx>> {
+    return BackgroundJobServer.open(options, null);
+  }
+
+  /**
+   * @internal The testing kit's server (X11): as {@link start}, but no loop runs (workers, partitions,
+   * maintenance, recurring poll): jobs of `runTypes` run only on {@link runDueOnce}, one per call, in the test's order.
+   */
+  static startManual<C, Trx = TransactionHandle>(options: ServerOptions<C, Trx>, runTypes: readonly string[]): Promise<BackgroundJobServer<C, Trx>> {
+    return BackgroundJobServer.open(options, runTypes);
+  }
+
+  /** `manual`: null for a server whose loops run, else the job types {@link runDueOnce} runs. */
+  private static async open<C, Trx>(options: ServerOptions<C, Trx>, manual: readonly string[] | null): Promise<BackgroundJobServer<C, Trx>> {
     let resolved = resolveServerOptions(options);
     const wait = new DatabaseWait(resolved);
     let databaseClock: DatabaseClock | null;
@@ -218,7 +235,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
             clock: resolved.clock,
             onEvent: resolved.onEvent,
           });
-        await server.partitions?.start();
+        if (manual === null) await server.partitions?.start();
       });
     } catch (error) {
       await server.retainedLog?.close();
@@ -226,10 +243,14 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       await releaseBackend(resolved.backend);
       throw error;
     }
-    server.pool.start();
-    for (const service of server.services) service.start();
-    server.recurring.start();
-    liveServers().add(server as BackgroundJobServer<unknown, unknown>);
+    if (manual !== null)
+      server.stepper = new StepRunner(stepRunnerConfig(resolved), manual, resolved.backend, server.instanceId, server.publisher, server.recorder);
+    else {
+      server.pool.start();
+      for (const service of server.services) service.start();
+      server.recurring.start();
+    }
+    liveServers().add(server);
     resolved.onEvent({ type: "lifecycle", component: "server", action: "started", instanceId: server.instanceId });
     return server;
   }
@@ -309,6 +330,16 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     return this.pool.removeWorker();
   }
 
+  /**
+   * @internal The testing kit's step (X11): runs the oldest due job's attempt and writes it (`StepRunner`);
+   * null when none is due. Only on a server from {@link startManual} (else `INVALID_CONFIG`).
+   */
+  runDueOnce(): Promise<SteppedAttempt | null> {
+    if (this.stopped) return Promise.reject(new ServerStoppedError("runDueOnce"));
+    if (!this.stepper) return Promise.reject(new InvalidConfigError("runDueOnce: only a server started with startManual runs jobs on demand"));
+    return this.stepper.runDueOnce();
+  }
+
   /** @internal Test seam behind `injectWorkerLoopFault` in `@later/runtime/testing`. */
   set workerLoopFault(fault: (() => void) | null) {
     this.pool.loopFault = fault;
@@ -345,18 +376,6 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   }
 
   /**
-   * Stops claiming, lets running handlers finish and commit until
-   * `deadlineMs` (default 30000), then aborts the rest (their `signal`
-   * fires) and puts their jobs back at once: ready for any server now, the
-   * attempt not counted as a failure, a `job-released` event each (a
-   * partition head also frees its partition). Whatever those handlers do
-   * afterwards is not written. Then it gives back its use of the backend,
-   * which closes once no publisher or log opened on it is left open.
-   * Idempotent. With the database unreachable (an outage) it still ends
-   * about at the deadline: outcomes and put-backs it could not write by then
-   * are left to lease recovery.
-   */
-  /**
    * Shuts the server down gracefully on SIGTERM or SIGINT, as
    * graphile-worker does: the first signal starts `shutdown({ deadlineMs })`
    * (default 30 s) and, once done, exits the process (`exit: false` to
@@ -368,6 +387,18 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     return shutdownOnSignals(this, options);
   }
 
+  /**
+   * Stops claiming, lets running handlers finish and commit until
+   * `deadlineMs` (default 30000), then aborts the rest (their `signal`
+   * fires) and puts their jobs back at once: ready for any server now, the
+   * attempt not counted as a failure, a `job-released` event each (a
+   * partition head also frees its partition). Whatever those handlers do
+   * afterwards is not written. Then it gives back its use of the backend,
+   * which closes once no publisher or log opened on it is left open.
+   * Idempotent. With the database unreachable (an outage) it still ends
+   * about at the deadline: outcomes and put-backs it could not write by then
+   * are left to lease recovery.
+   */
   shutdown(options: ShutdownOptions = {}): Promise<void> {
     const deadlineMs = options.deadlineMs ?? 30_000;
     if (!Number.isFinite(deadlineMs) || deadlineMs < 0) throw new InvalidConfigError("shutdown deadlineMs must be >= 0");
@@ -378,20 +409,9 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       await Promise.all([this.pool.shutdown(deadlineMs), this.partitions?.shutdown(deadlineMs), this.retainedLog?.close()]);
       this.recorder?.stop();
       await releaseBackend(this.options.backend);
-      liveServers().delete(this as BackgroundJobServer<unknown, unknown>);
+      liveServers().delete(this);
       this.options.onEvent({ type: "lifecycle", component: "server", action: "stopped", instanceId: this.instanceId });
     })();
     return this.stopped;
   }
 }
-
-/**
- * The servers of this process that were started and not yet shut down, kept
- * under a process-global symbol so that `@later/runtime/testing`'s leak check
- * sees them whichever copy of the module loaded them.
- */
-export function liveServers(): Set<BackgroundJobServer<unknown, unknown>> {
-  const g = globalThis as { [LIVE_SERVERS]?: Set<BackgroundJobServer<unknown, unknown>> };
-  return (g[LIVE_SERVERS] ??= new Set());
-}
-const LIVE_SERVERS = Symbol.for("later.liveServers");

@@ -10,6 +10,7 @@ import type { StuckJobRescuerConfig } from "../maintenance/stuck-job-rescuer.js"
 import type { PartitionRunnerConfig } from "../partition/partition-runner.js";
 import type { JobExecutorConfig } from "../worker/job-executor.js";
 import type { WorkerPoolConfig } from "../worker/worker-pool-config.js";
+import type { StepRunnerConfig } from "../worker/step-runner.js";
 
 /** What the retry decision reads: the handlers' `retry` options, the default policy, the clock and randomness. */
 export function retryDecisionConfig<C>(options: ResolvedServerOptions<C>): RetryDecisionConfig<C> {
@@ -35,4 +36,10 @@ export function partitionRunnerConfig<C>(options: ResolvedServerOptions<C>): Par
 
 export function stuckJobRescuerConfig<C>(options: ResolvedServerOptions<C>): StuckJobRescuerConfig<C> {
   return { ...retryDecisionConfig(options), intervalMs: options.rescueIntervalMs, graceMs: options.stuckGraceMs, retentionMs: options.retentionMs };
+}
+
+/** What the testing kit's step runner reads (X11): the executor's config, the lease, retention and the topics whose heads it claims. */
+export function stepRunnerConfig<C>(options: ResolvedServerOptions<C>): StepRunnerConfig<C> {
+  const { leaseMs, retentionMs, topics } = options;
+  return { ...jobExecutorConfig(options), leaseMs, retentionMs, topics };
 }

@@ -1,5 +1,5 @@
 import { liveBackends } from "../backend/live-backends.js";
-import { liveServers } from "../server/background-job-server.js";
+import { liveServers } from "../server/live-servers.js";
 
 /** What {@link liveResources} found. */
 export interface LiveResources {

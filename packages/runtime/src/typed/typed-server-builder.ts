@@ -102,15 +102,35 @@ export class TypedServerBuilder<C, H, Trx = TransactionHandle> {
       const methods = missing.map((type) => this.catalog[type]!.handlerMethod);
       throw new HandlerMissingError(missing, `call ${methods.join(", ")} before build()`);
     }
+    return (await this.startForTests((options) => BackgroundJobServer.start(options))).server;
+  }
+
+  /**
+   * @internal `build()` without its check that every job has a handler, through `start`: the testing
+   * kit (X11) passes `BackgroundJobServer.startManual`, told to run only the types a test registered
+   * (`runTypes`). The others get a registration that refuses to run, so they can still be enqueued
+   * (the publisher knows a type by its registration) and stay queued, for `enqueued()`. Also returns
+   * the catalog and the registrations made, which the kit's `work()` runs directly.
+   */
+  async startForTests(start: (options: ServerOptions<C, Trx>, runTypes: readonly string[]) => Promise<BackgroundJobServer<C, Trx>>): Promise<{
+    server: TypedJobServer<C, H, Trx>;
+    catalog: JobCatalog;
+    handlers: ReadonlyMap<string, HandlerRegistration<C, Trx>>;
+  }> {
     const topics = withSchemaTopics(this.catalog, this.options.topics);
     checkHandledTopics(this.catalog, this.handlers.keys(), topics);
-    const core = await BackgroundJobServer.start<C, Trx>({
-      ...this.options,
-      context: this.options.context as C,
-      ...(topics === undefined ? {} : { topics }),
-      handlers: Object.fromEntries(this.handlers),
-    });
-    return new TypedJobServer(core, this.jobsOf(core.publisher));
+    const handlers: Record<string, HandlerRegistration<C, Trx>> = {};
+    for (const [type, spec] of Object.entries(this.catalog)) {
+      handlers[type] = this.handlers.get(type) ?? {
+        handle: () => {
+          throw new HandlerMissingError([type], `call ${spec.handlerMethod} first`);
+        },
+      };
+    }
+    const core = await start({ ...this.options, context: this.options.context as C, ...(topics === undefined ? {} : { topics }), handlers }, [
+      ...this.handlers.keys(),
+    ]);
+    return { server: new TypedJobServer(core, this.jobsOf(core.publisher)), catalog: this.catalog, handlers: this.handlers };
   }
 
   /** The handles over the server's one publisher (also reached from a handler, which may run before `build()` resolves). */
