@@ -6,19 +6,9 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import pg from "pg";
-import { LaterError, logTopic, topic } from "@later/runtime";
+import { logTopic, topic } from "@later/runtime";
 import { BACKENDS } from "./backends.js";
-import { useHarness } from "./harness.js";
-
-async function refusal(p: Promise<unknown>): Promise<LaterError> {
-  try {
-    await p;
-  } catch (error) {
-    expect(error).toBeInstanceOf(LaterError);
-    return error as LaterError;
-  }
-  throw new Error("expected a LaterError");
-}
+import { refusal, useHarness } from "./harness.js";
 
 describe.each(BACKENDS)("enqueueIn outside a transaction on $name", (entry) => {
   const harness = useHarness(entry);

@@ -3,21 +3,10 @@
 // untyped publisher and the generated module; and enqueueIn given something that is not a
 // transaction, with a message that says what it got.
 import { describe, expect, it } from "vitest";
-import { LaterError, topic } from "@later/runtime";
+import { topic } from "@later/runtime";
 import { JobsBuilder } from "../codegen/schemas/shop.generated.js";
 import { BACKENDS } from "./backends.js";
-import { useHarness } from "./harness.js";
-
-/** The LaterError `p` rejects with (fails the test for anything else, or for none). */
-async function refusal(p: Promise<unknown>): Promise<LaterError> {
-  try {
-    await p;
-  } catch (error) {
-    expect(error).toBeInstanceOf(LaterError);
-    return error as LaterError;
-  }
-  throw new Error("expected a LaterError");
-}
+import { refusal, useHarness } from "./harness.js";
 
 describe.each(BACKENDS)("enqueue refusals on $name", (entry) => {
   const harness = useHarness(entry);

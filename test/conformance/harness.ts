@@ -81,6 +81,17 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => 
   return { promise, resolve };
 }
 
+/** The LaterError `p` rejects with (fails the test for anything else, or for none). */
+export async function refusal(p: Promise<unknown>): Promise<LaterError> {
+  try {
+    await p;
+  } catch (error) {
+    expect(error).toBeInstanceOf(LaterError);
+    return error as LaterError;
+  }
+  throw new Error("expected a LaterError");
+}
+
 /** The `code` of the LaterError that `p` rejects (or throws) with; fails the test for anything else or for no error. */
 export async function codeOf(p: Promise<unknown> | (() => unknown)): Promise<string> {
   try {

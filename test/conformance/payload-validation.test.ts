@@ -5,23 +5,12 @@
 // path, while other jobs run. Also: enqueueManyToPartition, and a publisher that registers the
 // schema's topics (or takes a topic's stored partition count).
 import { describe, expect, it } from "vitest";
-import { LaterError, partitionForKey, topic, type JobId } from "@later/runtime";
+import { type LaterError, partitionForKey, topic, type JobId } from "@later/runtime";
 import type { Backend } from "@later/runtime/internal";
 import { JobsBuilder, openJobsPublisher, type JobsServer } from "../codegen/schemas/shop.generated.js";
 import { openJobsPublisher as openLedgerPublisher } from "../codegen/schemas/ledger.generated.js";
 import { BACKENDS, type TestDatabase } from "./backends.js";
-import { waitFor } from "./harness.js";
-
-/** The LaterError `p` rejects with (fails the test for anything else, or for none). */
-async function refusal(p: Promise<unknown>): Promise<LaterError> {
-  try {
-    await p;
-  } catch (error) {
-    expect(error).toBeInstanceOf(LaterError);
-    return error as LaterError;
-  }
-  throw new Error("expected a LaterError");
-}
+import { refusal, waitFor } from "./harness.js";
 
 /** Every job and every recurring schedule stored in the namespace. */
 async function stored(backend: Backend): Promise<{ jobs: number; schedules: number }> {
