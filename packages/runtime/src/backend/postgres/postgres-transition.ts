@@ -21,7 +21,8 @@
  * changes (a finish: the finished jobs and the continuations it released)
  * passes both transitions to one {@link transitionTail}.
  */
-import { stagesEntered, type TransitionKind, wakingStages } from "../../core/stage-transition.js";
+import type { JobStage } from "../../core/job-stage.js";
+import { STAGE_TRANSITIONS, stagesEntered, type TransitionKind, wakingStages } from "../../core/stage-transition.js";
 import { stageList } from "../shared/stage-list.js";
 import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
 
@@ -62,12 +63,23 @@ const appendNotedStage = (column: string, stage: string, ms: string, note: strin
 
 const LITERAL = /^'[a-z]+'$/;
 
+function checkLiteral(kinds: readonly TransitionKind[], sql: string | null, side: "from" | "to"): void {
+  if (sql === null || !LITERAL.test(sql)) return;
+  const stage = sql.slice(1, -1) as JobStage;
+  if (!kinds.some((k) => (STAGE_TRANSITIONS[k][side] as readonly JobStage[] | null)?.includes(stage))) {
+    throw new Error(`stage ${sql} is not a legal "${side}" of ${kinds.join(", ")}`);
+  }
+}
+
 /** One stage change of a statement: its history SQL, its moves, its wake-up rows. */
 export class PgTransition {
   readonly kinds: readonly TransitionKind[];
 
+  /** Throws when a literal stage entered (or left) is not one the kinds allow: a statement that disagrees with the table does not build. */
   constructor(private readonly spec: PgTransitionSpec) {
     this.kinds = typeof spec.kinds === "string" ? [spec.kinds] : spec.kinds;
+    checkLiteral(this.kinds, spec.to, "to");
+    checkLiteral(this.kinds, spec.from, "from");
   }
 
   /** `stage = <to>`, the SET item of the stage entered. */

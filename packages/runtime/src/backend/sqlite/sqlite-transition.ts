@@ -19,7 +19,7 @@
  * claim or a batch of successes): the transition adds no statement.
  */
 import type { JobStage } from "../../core/job-stage.js";
-import { type TransitionKind, wakingStages } from "../../core/stage-transition.js";
+import { stagesEntered, type TransitionKind, wakingStages } from "../../core/stage-transition.js";
 import type { Row } from "../shared/job-rows.js";
 import type { StageDeltas } from "./sqlite-stage-counters.js";
 
@@ -40,6 +40,11 @@ export class SqliteTransition {
     private readonly spec: SqliteTransitionSpec = { to: "stage" },
   ) {
     this.kinds = typeof kinds === "string" ? [kinds] : kinds;
+    // A literal stage the kinds cannot enter is a statement that disagrees with the table: refused when built.
+    const literal = /^'([a-z]+)'$/.exec(spec.to)?.[1];
+    if (literal !== undefined && !stagesEntered(this.kinds).includes(literal as JobStage)) {
+      throw new Error(`stage '${literal}' is not entered by ${this.kinds.join(", ")}`);
+    }
   }
 
   /** Whether the change can make work ready (on SQLite the commit wakes the other processes). */
