@@ -30,7 +30,7 @@
  * one line in {@link STAGE_TRANSITIONS}; the conformance suite checks that
  * every stored history walks only these transitions.
  */
-import { CLAIMABLE_STAGES, type JobStage, TERMINAL_STAGES, UNFINISHED_STAGES } from "./job-stage.js";
+import { CLAIMABLE_STAGES, type JobStage, RETRYABLE_STAGES, TERMINAL_STAGES, UNFINISHED_STAGES } from "./job-stage.js";
 
 /** One legal change: the stages a row may leave (`null`: inserted) and enter (`null`: deleted). */
 export interface StageTransition {
@@ -79,7 +79,7 @@ export const STAGE_TRANSITIONS = {
   /** A waiting continuation whose parent failed for good (down the chain). */
   failChild: t(["waiting"], ["failed"], false),
   /** `retry` from outside (X7): a failed job runs again, a partitioned one at its partition's end. */
-  retry: t(["failed"], ["enqueued"], true),
+  retry: t(RETRYABLE_STAGES, ["enqueued"], true),
   /** `delete` from outside (X7). */
   delete: t(TERMINAL_STAGES, null, false),
   /** The expiry sweep deletes a terminal job past its `expires_at` (J11). */
