@@ -21,7 +21,7 @@ import { stageList } from "../shared/stage-list.js";
 import { retryConflicts } from "./postgres-errors.js";
 import { statement, type Statement } from "./postgres-statement.js";
 import type { PostgresRunner } from "./postgres-runner.js";
-import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
+import { transition, transitionTail } from "./postgres-transition.js";
 
 /** The statement of each target form. */
 interface ByTarget {
@@ -47,7 +47,8 @@ export class PostgresJobControlStore implements B.JobControlStore {
     schema: string,
   ) {
     const jobs = `${schema}.later_jobs`;
-    const counted = (moved: string) => PostgresStageCounters.countMoves(schema, "$1", moved);
+    const retried = transition({ kinds: "retry", rows: "retried", from: "old_stage", to: "'enqueued'", at: "$3::bigint" });
+    const gone = transition({ kinds: "delete", rows: "gone", from: "stage", to: null });
     const retryable = retryableRow(jobs);
     const pick = (stages: readonly JobStage[], target: string) =>
       `SELECT id, stage, topic, partition_no, seq FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(stages)} AND ${target}
@@ -67,15 +68,13 @@ export class PostgresJobControlStore implements B.JobControlStore {
   WHERE p.namespace = $1 AND p.topic = c.topic AND p.partition_no = c.partition_no
   RETURNING p.topic, p.partition_no, p.next_seq - c.n AS first
 ), retried AS (
-  UPDATE ${jobs} j SET stage = 'enqueued', run_at = $3, updated_at = $3, expires_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
-    stages = left(j.stages, -1) || ',["enqueued",' || $3::bigint || ']]',
+  UPDATE ${jobs} j SET ${retried.stage}, run_at = $3, updated_at = $3, expires_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
+    ${retried.history},
     seq = CASE WHEN j.topic IS NULL THEN j.seq ELSE r.first + n.k - 1 END
   FROM picked p LEFT JOIN numbered n ON n.id = p.id LEFT JOIN reserved r ON r.topic = n.topic AND r.partition_no = n.partition_no
   WHERE j.id = p.id
   RETURNING j.id, p.stage AS old_stage, j.topic, j.partition_no
-)${counted(moves("retried", "old_stage", "'enqueued'"))}, notified AS (
-  SELECT pg_notify($4, $5) FROM retried LIMIT 1
-)
+)${transitionTail(schema, "$1", [retried], ["$4", "$5"])}
 SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM retried ORDER BY id`);
     const remove = (target: string) =>
       statement(`WITH picked AS (
@@ -83,7 +82,7 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM retried ORDER B
 ), gone AS (
   DELETE FROM ${jobs} j USING picked p WHERE j.id = p.id
   RETURNING j.id, j.stage, j.topic, j.partition_no
-)${counted(moves("gone", "stage", null))}
+)${transitionTail(schema, "$1", [gone])}
 SELECT id FROM gone ORDER BY id`);
     const count = (stages: readonly JobStage[], extra = "") =>
       statement(`SELECT count(*)::bigint AS n FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(stages)}

@@ -13,6 +13,7 @@ import { retryableRow } from "../shared/retryable-row.js";
 import { stageList } from "../shared/stage-list.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { StageDeltas, type SqliteStageCounters } from "./sqlite-stage-counters.js";
+import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
 
 /** What the store needs of the job store ({@link SqliteJobStore}): connection, namespace, counters. */
 export interface SqliteJobControlHost {
@@ -31,8 +32,8 @@ export class SqliteJobControlStore implements B.JobControlStore {
       if (rows.length === 0) return { ids: [] };
       const ids = rows.map((r) => String(r.id));
       c.run(
-        `UPDATE later_jobs SET stage = 'enqueued', run_at = ?, updated_at = ?, expires_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
-           stages = json_insert(stages, '$[#]', json_array('enqueued', CAST(? AS INTEGER)))
+        `UPDATE later_jobs SET ${T.retry.stage}, run_at = ?, updated_at = ?, expires_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
+           ${T.retry.history}
          WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))`,
         params.now,
         params.now,
@@ -52,7 +53,7 @@ export class SqliteJobControlStore implements B.JobControlStore {
         c.run("UPDATE later_jobs SET seq = ? WHERE id = ? AND namespace = ?", next?.seq ?? null, r.id, this.host.namespace);
       }
       const deltas = new StageDeltas();
-      for (const r of rows) deltas.move(r.stage, "enqueued", r.topic, r.partition_no);
+      T.retry.count(deltas, rows, (r) => r.stage, "enqueued");
       this.host.counters.write(deltas);
       return { ids };
     });
@@ -66,7 +67,7 @@ export class SqliteJobControlStore implements B.JobControlStore {
       const ids = rows.map((r) => String(r.id));
       c.run("DELETE FROM later_jobs WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))", this.host.namespace, JSON.stringify(ids));
       const deltas = new StageDeltas();
-      for (const r of rows) deltas.move(r.stage, null, r.topic, r.partition_no);
+      T.delete.count(deltas, rows, (r) => r.stage, null);
       this.host.counters.write(deltas);
       return { ids };
     });

@@ -23,6 +23,7 @@ import { stageList } from "../shared/stage-list.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
 import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
 import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
+import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
 
 /** The ready index's predicate, word for word (`later_jobs_ready` in `sqlite-migrations.ts`; the migrations keep their literal lists, frozen as shipped). */
 const CLAIMABLE = stageList(CLAIMABLE_STAGES);
@@ -79,7 +80,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         params.limit,
       );
       const deltas = new StageDeltas();
-      for (const r of rows) deltas.move(r.stage, null, r.topic, r.partition_no);
+      T.expire.count(deltas, rows, (r) => r.stage, null);
       this.counters.write(deltas);
       return rows.length;
     });
@@ -125,7 +126,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       }
       this.conn().run(
         `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq)
-         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, json_array(json_array(?, CAST(? AS INTEGER))), ?, ?, ?, ?, ?, ?)`,
+         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?)`,
         job.id,
         this.namespace,
         job.jobType,
@@ -146,7 +147,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         seq,
       );
       stages.push(stage);
-      deltas.move(null, stage, job.topic, job.partition);
+      T.insert.count(deltas, [{ stage, topic: job.topic, partition_no: job.partition }], null);
     }
     this.counters.write(deltas);
     return stages;
@@ -159,8 +160,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     // The stage each row left is the one before 'running' in its new stage history.
     const rows = this.conn().immediate(() => {
       const claimed = this.conn().all(
-        `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
-           stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
+        `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
+           ${T.claim.history}
          WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL
                         AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
          RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, json_extract(stages, '$[#-2][0]') AS was`,
@@ -174,7 +175,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         params.limit,
       );
       const deltas = new StageDeltas();
-      for (const r of claimed) deltas.move(r.was, "running");
+      T.claim.count(deltas, claimed, (r) => r.was, "running", { topic: null, partition: null });
       this.counters.write(deltas);
       return claimed;
     });
@@ -216,8 +217,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       if (successes.length > 0) {
         const claimsJson = JSON.stringify(successes.map((f) => [f.id, f.attempt]));
         const rows = this.conn().all(
-          `UPDATE later_jobs SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
-             stages = json_insert(stages, '$[#]', json_array('success', CAST(? AS INTEGER)))
+          `UPDATE later_jobs SET ${T.succeed.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
+             ${T.succeed.history}
            WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
              AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
              AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
@@ -233,18 +234,20 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         for (const r of rows) {
           applied.push({ id: String(r.id), attempt: Number(r.attempt) });
           succeeded.push(String(r.id));
-          deltas.move("running", "success", r.topic, r.partition_no);
         }
+        T.succeed.count(deltas, rows, "running", "success");
       }
       for (const f of params.finishes) {
         const o = f.outcome;
         if (o.kind === "success") continue;
         const where = `WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? AND coalesce(lease_expires_at, 0) < ? RETURNING topic, partition_no`;
         let row: Row | undefined;
+        // A PermanentJobError's entry carries the note `permanent` (docs/semantics.md J3); others stay two elements.
+        const t = o.kind === "retry" ? T.requeue : o.permanent ? T.failPermanent : T.fail;
         if (o.kind === "retry") {
           row = this.conn().get(
-            `UPDATE later_jobs SET stage = 'requeued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
-               stages = json_insert(stages, '$[#]', json_array('requeued', CAST(? AS INTEGER))) ${where}`,
+            `UPDATE later_jobs SET ${t.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
+               ${t.history} ${where}`,
             params.now,
             o.runAt,
             o.error,
@@ -255,11 +258,9 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
             guard,
           );
         } else {
-          // A PermanentJobError's entry carries the note `permanent` (docs/semantics.md J3); others stay two elements.
-          const entry = o.permanent ? "json_array('failed', CAST(? AS INTEGER), 'permanent')" : "json_array('failed', CAST(? AS INTEGER))";
           row = this.conn().get(
-            `UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
-               stages = json_insert(stages, '$[#]', ${entry}) ${where}`,
+            `UPDATE later_jobs SET ${t.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
+               ${t.history} ${where}`,
             params.now,
             expires,
             o.error,
@@ -273,16 +274,15 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         }
         if (row) {
           applied.push({ id: f.id, attempt: f.attempt });
-          deltas.move("running", o.kind === "retry" ? "requeued" : "failed", row.topic, row.partition_no);
+          t.count(deltas, [row], "running", o.kind === "retry" ? "requeued" : "failed");
         }
       }
       let released = 0;
       if (succeeded.length > 0) {
         // A continuation with a delay still to run goes to `delayed` (its run_at kept), else to `enqueued` now.
-        const due = `CASE WHEN run_at > ? THEN 'delayed' ELSE 'enqueued' END`;
         const rows = this.conn().all(
-          `UPDATE later_jobs SET stage = ${due}, run_at = max(run_at, ?), updated_at = ?,
-             stages = json_insert(stages, '$[#]', json_array(${due}, CAST(? AS INTEGER)))
+          `UPDATE later_jobs SET ${T.releaseChild.stage}, run_at = max(run_at, ?), updated_at = ?,
+             ${T.releaseChild.history}
            WHERE parent_id IN (SELECT value FROM json_each(?)) AND namespace = ? AND stage = 'waiting' RETURNING stage`,
           params.now,
           params.now,
@@ -295,7 +295,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         released = rows.length;
         const delayed = rows.filter((r) => r.stage === "delayed").length;
         // all unfinished: no partition depth changes
-        deltas.moveMany("waiting", "enqueued", released - delayed).moveMany("waiting", "delayed", delayed);
+        T.releaseChild.countMany(deltas, "waiting", "enqueued", released - delayed);
+        T.releaseChild.countMany(deltas, "waiting", "delayed", delayed);
       }
       this.counters.write(deltas);
       this.failWaitingChildren(failed, params.now, expires);
@@ -310,7 +311,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       const parent = failed.pop()!;
       const reason = parentFailedReason(parent.id, parent.error);
       const children = this.conn().all(
-        `UPDATE later_jobs SET stage = 'failed', updated_at = ?, expires_at = ?, last_error = ?, stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER)))
+        `UPDATE later_jobs SET ${T.failChild.stage}, updated_at = ?, expires_at = ?, last_error = ?, ${T.failChild.history}
          WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id, topic, partition_no`,
         now,
         expires,
@@ -319,10 +320,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         parent.id,
         this.namespace,
       );
-      for (const c of children) {
-        failed.push({ id: String(c.id), error: reason });
-        deltas.move("waiting", "failed", c.topic, c.partition_no);
-      }
+      for (const c of children) failed.push({ id: String(c.id), error: reason });
+      T.failChild.count(deltas, children, "waiting", "failed");
     }
     this.counters.write(deltas);
   }
@@ -340,12 +339,12 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
   releaseRows(claims: readonly B.ClaimKey[], now: number, reason?: "shutdown"): B.ClaimKey[] {
     const released: B.ClaimKey[] = [];
     const deltas = new StageDeltas();
-    const note = reason === "shutdown" ? ", 'shutdown'" : "";
+    const t = reason === "shutdown" ? T.releaseShutdown : T.release;
     for (const c of claims) {
       const row = this.conn().get(
-        `UPDATE later_jobs SET stage = CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, attempt = attempt - 1,
+        `UPDATE later_jobs SET ${t.stage}, attempt = attempt - 1,
            lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
-           stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, CAST(? AS INTEGER)${note}))
+           ${t.history}
          WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? RETURNING stage, topic, partition_no`,
         now,
         now,
@@ -354,7 +353,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         c.attempt,
       );
       if (!row) continue;
-      deltas.move("running", row.stage, row.topic, row.partition_no);
+      t.count(deltas, [row], "running");
       released.push(c);
     }
     this.counters.write(deltas);
