@@ -181,6 +181,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
         },
         () => partitions?.activeByTopic() ?? new Map(),
       );
+      recorder.attachPaused(Object.keys(options.handlers), () => this.pauses.pausedTypes);
       // Every log topic the database holds (the schema's, other processes'), not only `logTopics`.
       this.services.push(new QueueGaugeRefresher(host, { metrics: recorder, logLag: () => this.logLag() }));
     }

@@ -27,8 +27,6 @@ export class PauseWatch {
   /** Bumped when the set read differs from the one before, so claimable lists are rebuilt only then. */
   private version = 0;
   private readonly claimable = new WeakMap<readonly string[], { version: number; types: string[] }>();
-  /** Told after a read that changed the set (the metrics gauge). */
-  onChanged: ((types: ReadonlySet<string>, topics: ReadonlySet<string>) => void) | null = null;
 
   constructor(
     private readonly backend: Backend,
@@ -67,6 +65,11 @@ export class PauseWatch {
     return types;
   }
 
+  /** The paused job types, as last read. */
+  get pausedTypes(): ReadonlySet<string> {
+    return this.types;
+  }
+
   topicPaused(topic: string): boolean {
     return this.topics.has(topic);
   }
@@ -88,7 +91,6 @@ export class PauseWatch {
       this.types = types;
       this.topics = topics;
       this.version++;
-      this.onChanged?.(types, topics);
     } catch (error) {
       this.stale = true;
       this.onError(error);
