@@ -67,7 +67,7 @@ export class JobPublisher<Trx = TransactionHandle> {
     this.backend = options.backend;
     this.clock = options.clock;
     this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}));
-    this.pauses = new PauseController(options.backend, options.clock, options.encoders, options.onPauseChange ?? (() => {}));
+    this.pauses = new PauseController(options.backend, () => options.clock.now(), options.encoders, options.onPauseChange ?? (() => {}));
     this.recurring = new RecurringScheduler({
       backend: options.backend,
       clock: options.clock,

@@ -26,7 +26,6 @@
  *   known or not any more.
  */
 import type { Backend, PauseTargetRef } from "../backend/backend.js";
-import type { Clock } from "../core/clock.js";
 import { describeValue, InvalidArgumentError, JobTypeNotFoundError, UnknownTopicError } from "../errors.js";
 
 /** What `pause` and `resume` take: one job type, or one topic. The generated module narrows both to the schema's names. */
@@ -41,7 +40,8 @@ export type PauseListener = (target: PauseTargetRef, paused: boolean) => void;
 export class PauseController {
   constructor(
     private readonly backend: Backend<unknown>,
-    private readonly clock: Clock,
+    /** The time written as `pausedAt` (ms since the epoch). */
+    private readonly now: () => number,
     /** The job types this process handles or declares: known without a read. */
     private readonly localTypes: ReadonlySet<string> | { has(type: string): boolean },
     private readonly onChange: PauseListener,
@@ -69,7 +69,7 @@ export class PauseController {
     const ref = pauseTargetRef(action, target);
     // A pause of a typo writes nothing; a resume looks at the row first, so a paused name always resumes.
     if (paused) await this.checkKnown(action, ref);
-    const changed = await this.backend.control.pauseSet({ ...ref, paused, now: this.clock.now() });
+    const changed = await this.backend.control.pauseSet({ ...ref, paused, now: this.now() });
     if (!changed && !paused) await this.checkKnown(action, ref);
     if (changed) this.onChange(ref, paused);
     return changed;
