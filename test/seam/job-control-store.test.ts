@@ -272,7 +272,16 @@ describe.each(BACKENDS)("backend.control on $name", (entry) => {
       await jobsEndingIn(s, ["success"], "stored");
       expect(await known("type", "stored")).toBe(true);
       expect(await known("type", "handled")).toBe(false);
-      await s.backend.activity.serverHeartbeat({ instanceId: "i", host: "h", pid: 1, workers: 1, busy: 0, now: NOW, expiresAt: NOW + 1, jobTypes: ["handled"] });
+      await s.backend.activity.serverHeartbeat({
+        instanceId: "i",
+        host: "h",
+        pid: 1,
+        workers: 1,
+        busy: 0,
+        now: NOW,
+        expiresAt: NOW + 1,
+        jobTypes: ["handled"],
+      });
       expect(await known("type", "handled")).toBe(true);
       const other = await s.other(`${s.backend.namespace}-other`);
       expect(await known("type", "stored", other)).toBe(false);

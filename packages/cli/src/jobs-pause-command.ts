@@ -53,7 +53,12 @@ export function addJobPauseCommands(jobs: Command, context: CommandContext): voi
           throw new UsageError(`later jobs ${action}: give exactly one of --type <jobType> and --topic <topic>`);
         const target: PauseTarget = options.type !== undefined ? { jobType: options.type } : { topic: options.topic! };
         await withDatabase(scopeOf(options), async (backend) => {
-          const controller = new PauseController(backend, () => systemClock.now(), new Set(), () => {});
+          const controller = new PauseController(
+            backend,
+            () => systemClock.now(),
+            new Set(),
+            () => {},
+          );
           const changed = await (action === "pause" ? controller.pause(target) : controller.resume(target));
           if (options.json) {
             context.io.out(JSON.stringify({ action, ...target, changed }));
@@ -75,7 +80,12 @@ export function addJobPauseCommands(jobs: Command, context: CommandContext): voi
     .option("--json", "print a JSON array of { jobType | topic, pausedAt } (ms since the epoch)")
     .action((options: PauseOptions) =>
       withDatabase(scopeOf(options), async (backend) => {
-        const list = await new PauseController(backend, () => systemClock.now(), new Set(), () => {}).listPaused();
+        const list = await new PauseController(
+          backend,
+          () => systemClock.now(),
+          new Set(),
+          () => {},
+        ).listPaused();
         if (options.json) context.io.out(JSON.stringify(list, null, 2));
         else if (list.length === 0) context.io.out(`nothing is paused in namespace "${backend.namespace}"`);
         else

@@ -43,5 +43,10 @@ export async function pauseAction(context: PauseRouteContext, action: "pause" | 
 
 /** The paused job types and topics, for the overview. */
 export function pausedList(context: Pick<PauseRouteContext, "backend">): Promise<PausedEntry[]> {
-  return new PauseController(context.backend, () => 0, new Set(), () => {}).listPaused();
+  return new PauseController(
+    context.backend,
+    () => 0,
+    new Set(),
+    () => {},
+  ).listPaused();
 }

@@ -90,7 +90,10 @@ export class LaterMetrics {
       m("later_queue_unhandled_jobs", "Ready jobs of a job type no live server handles (shared: use max).", "queue", "job_type"),
       "max",
     );
-    this.queuePaused = new CellGauge(m("later_queue_paused", "1 while the job type is paused, 0 for a handled type that is not (shared: use max).", "queue", "job_type"), "max");
+    this.queuePaused = new CellGauge(
+      m("later_queue_paused", "1 while the job type is paused, 0 for a handled type that is not (shared: use max).", "queue", "job_type"),
+      "max",
+    );
     this.workerCommands = new CellCounter(m("later_worker_commands_total", "Attempts handed to each worker, by outcome.", "queue", "worker_id", "outcome"));
     this.workers = new CellGauge(m("later_workers", "Live (active) and busy workers of this process.", "queue", "worker_id", "state"), "sum");
     this.partitionClaims = new CellCounter(m("later_partition_claims_total", "Partition head claim attempts.", "queue", "topic"));

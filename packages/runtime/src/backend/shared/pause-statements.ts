@@ -29,42 +29,34 @@ const PAUSE = new SharedStatement<PauseSetParams & InNamespace, boolean>({
 /** Deletes the pause row; a row comes back only when there was one. */
 const RESUME = new SharedStatement<PauseSetParams & InNamespace, boolean>({
   build: (db, $) =>
-    db
-      .deleteFrom("later_paused")
-      .where("namespace", "=", $("namespace"))
-      .where("kind", "=", $("kind"))
-      .where("name", "=", $("name"))
-      .returning("name"),
+    db.deleteFrom("later_paused").where("namespace", "=", $("namespace")).where("kind", "=", $("kind")).where("name", "=", $("name")).returning("name"),
   read: (rows) => rows.length > 0,
 });
 
 /** The namespace's paused set: a range of the primary key. */
 const PAUSED_LIST = new SharedStatement<InNamespace, PausedTarget[]>({
-  build: (db, $) =>
-    db.selectFrom("later_paused").select(["kind", "name", "paused_at"]).where("namespace", "=", $("namespace")).orderBy("kind").orderBy("name"),
+  build: (db, $) => db.selectFrom("later_paused").select(["kind", "name", "paused_at"]).where("namespace", "=", $("namespace")).orderBy("kind").orderBy("name"),
   read: (rows) => rows.map((r) => ({ kind: String(r.kind) === "topic" ? "topic" : "type", name: String(r.name), pausedAt: Number(r.paused_at) })),
 });
 
 /** Whether the topic is registered. */
 const TOPIC_KNOWN = new SharedStatement<PauseTargetRef & InNamespace, boolean>({
-  build: (db, $) => db.selectFrom("later_topics").select(sql<number>`1`.as("found")).where("namespace", "=", $("namespace")).where("topic", "=", $("name")).limit(1),
+  build: (db, $) =>
+    db.selectFrom("later_topics").select(sql<number>`1`.as("found")).where("namespace", "=", $("namespace")).where("topic", "=", $("name")).limit(1),
   read: (rows) => rows.length > 0,
 });
 
 /** Whether a job or a recurring schedule of the type is stored (each an EXISTS that stops at the first row). */
 const TYPE_STORED = new SharedStatement<PauseTargetRef & InNamespace, boolean>({
   build: (db, $) =>
-    db
-      .selectNoFrom((eb) => [
-        eb
-          .or([
-            eb.exists(eb.selectFrom("later_jobs").select(sql<number>`1`.as("x")).where("namespace", "=", $("namespace")).where("job_type", "=", $("name"))),
-            eb.exists(
-              eb.selectFrom("later_recurring").select(sql<number>`1`.as("x")).where("namespace", "=", $("namespace")).where("job_type", "=", $("name")),
-            ),
-          ])
-          .as("found"),
-      ]),
+    db.selectNoFrom((eb) => [
+      eb
+        .or([
+          eb.exists(eb.selectFrom("later_jobs").select(sql<number>`1`.as("x")).where("namespace", "=", $("namespace")).where("job_type", "=", $("name"))),
+          eb.exists(eb.selectFrom("later_recurring").select(sql<number>`1`.as("x")).where("namespace", "=", $("namespace")).where("job_type", "=", $("name"))),
+        ])
+        .as("found"),
+    ]),
   read: (rows) => rows.length > 0 && Number(rows[0]!.found) === 1,
 });
 

@@ -28,7 +28,12 @@ export class SqliteJobControlStore implements B.JobControlStore {
   private readonly pauses: PauseStatements;
 
   constructor(private readonly host: SqliteJobControlHost) {
-    this.pauses = new PauseStatements(sqliteCompiler, (s) => host.conn().read(s), (s) => host.conn().write(s), host.namespace);
+    this.pauses = new PauseStatements(
+      sqliteCompiler,
+      (s) => host.conn().read(s),
+      (s) => host.conn().write(s),
+      host.namespace,
+    );
   }
 
   async pauseSet(params: B.PauseSetParams): Promise<boolean> {
