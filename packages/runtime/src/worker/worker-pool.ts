@@ -275,7 +275,7 @@ export class WorkerPool<C> {
           // Every type paused: no claim; the poll timer or a wake-up (a resume wakes every server) tries again.
           const claimed =
             jobTypes.length === 0 ? { jobs: [] } : await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, jobTypes });
-          this.pacer.claimTook(clock.now() - now);
+          if (jobTypes.length > 0) this.pacer.claimTook(clock.now() - now);
           for (const job of claimed.jobs) {
             this.onClaimed?.(job, now);
             this.accept(job, leaseExpiresAt);
