@@ -10,6 +10,7 @@
  * | `PARENT_NOT_FOUND` | {@link ParentNotFoundError} | continuation of a job id the database does not hold |
  * | `JOB_NOT_FOUND` | {@link JobNotFoundError} | `retry`/`delete` of a job id the namespace does not hold |
  * | `JOB_ACTION_REFUSED` | {@link JobActionRefusedError} | `retry` of a job that has not failed, `delete` of an unfinished one |
+ * | `JOB_TYPE_NOT_FOUND` | {@link JobTypeNotFoundError} | `pause`/`resume` of a job type the namespace does not know |
  * | `SCHEMA_VERSION_MISMATCH` | {@link SchemaVersionError} | database schema behind or ahead of this release |
  * | `DATABASE_NOT_FOUND` | {@link DatabaseNotFoundError} | a SQLite file that does not exist, opened without `autoMigrate` (nothing is created) |
  * | `DATABASE_UNAVAILABLE` | {@link DatabaseUnavailableError} | the database cannot be opened or written (`transient`: it may be reachable soon) |
@@ -36,6 +37,7 @@ export type LaterErrorCode =
   | "PARENT_NOT_FOUND"
   | "JOB_NOT_FOUND"
   | "JOB_ACTION_REFUSED"
+  | "JOB_TYPE_NOT_FOUND"
   | "SCHEMA_VERSION_MISMATCH"
   | "DATABASE_NOT_FOUND"
   | "DATABASE_UNAVAILABLE"
@@ -266,6 +268,23 @@ export class DrainLimitError extends LaterError {
       "DRAIN_LIMIT",
       `drain() ran ${attempts} attempts (its maxAttempts) and jobs were still due: a handler that enqueues jobs forever? raise maxAttempts if not`,
     );
+  }
+}
+
+/**
+ * `pause` or `resume` of a job type the namespace does not know (docs/semantics.md
+ * X4): no server of the namespace handles it, no job or schedule of it is
+ * stored, and the caller does not handle it either. Nothing was written, so
+ * that a typo never pauses a name nothing will ever run.
+ */
+export class JobTypeNotFoundError extends LaterError {
+  readonly jobType: string;
+  constructor(jobType: string, action: string) {
+    super(
+      "JOB_TYPE_NOT_FOUND",
+      `${action}: job type "${jobType}" is not known in this namespace (no server handles it, no job or schedule of it is stored); nothing was changed`,
+    );
+    this.jobType = jobType;
   }
 }
 

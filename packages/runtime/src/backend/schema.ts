@@ -225,6 +225,15 @@ export interface LaterServersTable {
   job_types: string;
 }
 
+/** A paused job type or topic of a namespace (docs/semantics.md X4, migration 13): a row while paused. */
+export interface LaterPausedTable {
+  namespace: string;
+  /** `type` (a job type) or `topic`. */
+  kind: string;
+  name: string;
+  paused_at: number;
+}
+
 export interface LaterDatabase {
   later_jobs: LaterJobsTable;
   later_migrations: LaterMigrationsTable;
@@ -245,4 +254,5 @@ export interface LaterDatabase {
   later_activity_marks: LaterActivityMarksTable;
   later_queue_length: LaterQueueLengthTable;
   later_servers: LaterServersTable;
+  later_paused: LaterPausedTable;
 }

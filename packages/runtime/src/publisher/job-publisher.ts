@@ -11,6 +11,7 @@ import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/
 import { encodePayload } from "../core/encode-payload.js";
 import { JobController, type JobActionListener, type JobBatchOptions, type JobFilter } from "./job-controller.js";
 import { checkEnqueueOptions, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
+import { PauseController, type PausedEntry, type PauseListener, type PauseTarget } from "./pause-controller.js";
 
 export type { EnqueueOptions } from "./enqueue-options.js";
 
@@ -45,6 +46,8 @@ export interface JobPublisherOptions<Trx = TransactionHandle> {
   onCommitted: (jobs: readonly JobInsert[], stages: readonly JobStage[]) => void;
   /** Called after each committed retry or delete (a batch of a filter form each): the server wakes local workers and emits a `job-action` event. */
   onJobAction?: JobActionListener | undefined;
+  /** Called after each pause or resume that changed something (X4): the server reads the paused set again and wakes its loops. */
+  onPauseChange?: PauseListener | undefined;
 }
 
 /**
@@ -58,11 +61,13 @@ export class JobPublisher<Trx = TransactionHandle> {
   private readonly clock: Clock;
   private readonly recurring: RecurringScheduler;
   private readonly controller: JobController;
+  private readonly pauses: PauseController;
 
   constructor(private readonly options: JobPublisherOptions<Trx>) {
     this.backend = options.backend;
     this.clock = options.clock;
     this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}));
+    this.pauses = new PauseController(options.backend, () => options.clock.now(), options.encoders, options.onPauseChange ?? (() => {}));
     this.recurring = new RecurringScheduler({
       backend: options.backend,
       clock: options.clock,
@@ -249,6 +254,30 @@ export class JobPublisher<Trx = TransactionHandle> {
   async deleteJobs(filter?: JobFilter, options?: JobBatchOptions): Promise<number> {
     if (this.stopped) throw new ServerStoppedError("deleteJobs");
     return this.controller.deleteJobs(filter, options);
+  }
+
+  /**
+   * Pauses a job type (`{ jobType }`) or a topic (`{ topic }`) on every
+   * server of the namespace, within one poll interval (docs/semantics.md
+   * X4): running jobs finish, no new claim starts, enqueue still works.
+   * Resolves true when it changed something, false when it already was
+   * paused. An unknown job type is `JOB_TYPE_NOT_FOUND`, an unknown topic
+   * `UNKNOWN_TOPIC`; nothing is written. See `PauseController`.
+   */
+  async pause(target: PauseTarget): Promise<boolean> {
+    if (this.stopped) throw new ServerStoppedError("pause");
+    return this.pauses.pause(target);
+  }
+
+  /** Resumes what {@link pause} paused and wakes every server at once; false when it was not paused. */
+  async resume(target: PauseTarget): Promise<boolean> {
+    if (this.stopped) throw new ServerStoppedError("resume");
+    return this.pauses.resume(target);
+  }
+
+  /** Every paused job type and topic of the namespace, with when each was paused. */
+  async listPaused(): Promise<PausedEntry[]> {
+    return this.pauses.listPaused();
   }
 
   /** Stops accepting jobs; later calls throw `ServerStoppedError`. */

@@ -17,6 +17,7 @@ import { PartitionRunner } from "../partition/partition-runner.js";
 import { RecurringPoller } from "../recurring/recurring-poller.js";
 import { WorkerPool } from "../worker/worker-pool.js";
 import { WorkerIds } from "../worker/worker-ids.js";
+import { PauseWatch } from "../worker/pause-watch.js";
 import { LaterMetrics } from "../metrics/later-metrics.js";
 import { QueueGaugeRefresher } from "../metrics/queue-gauge-refresher.js";
 import { ServerMetrics } from "../metrics/server-metrics.js";
@@ -27,6 +28,7 @@ import { followDatabaseClock, holdBackend, prepareBackend, releaseBackend } from
 import { DatabaseWait } from "./database-wait.js";
 import { partitionRunnerConfig, stepRunnerConfig, stuckJobRescuerConfig, workerPoolConfig } from "./loop-configs.js";
 import type { JobBatchOptions, JobFilter } from "../publisher/job-controller.js";
+import type { PausedEntry, PauseTarget } from "../publisher/pause-controller.js";
 import { JobPublisher } from "../publisher/job-publisher.js";
 import { errorEvent } from "../events/server-event.js";
 import { UnhandledJobTypeWarner } from "./unhandled-job-type-warner.js";
@@ -64,6 +66,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   readonly publisher: JobPublisher<Trx>;
   private readonly pool: WorkerPool<C>;
   private readonly partitions: PartitionRunner<C> | null;
+  private readonly pauses: PauseWatch;
   private readonly rescuer: StuckJobRescuer<C>;
   private readonly sweeper: ExpirySweeper;
   private readonly autoscaler: WorkerAutoscaler | null;
@@ -108,6 +111,11 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       retentionMs: options.retentionMs,
       topics: new Map(options.topics.map((t) => [t.name, t.partitions])),
       onCommitted,
+      // X4: this process's pause or resume is seen by its own loops before their next claim.
+      onPauseChange: () => {
+        this.pauses.invalidate();
+        wakeAll();
+      },
       onJobAction: (action, jobIds) => {
         if (action === "retry") {
           this.pool.wake();
@@ -120,7 +128,12 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     this.pool = new WorkerPool(workerPoolConfig(options), backend, this.instanceId, this.publisher, workerIds, recorder);
     this.partitions =
       options.topics.length > 0 ? new PartitionRunner(partitionRunnerConfig(options), backend, this.instanceId, this.publisher, workerIds, recorder) : null;
+    // X4: one paused set per server, read at most once per poll interval before a claim (and after a wake-up while something is paused).
+    this.pauses = new PauseWatch(backend, options.clock, options.pollIntervalMs, (error) => options.onEvent(errorEvent("pause read", error)));
+    this.pool.pauses = this.pauses;
+    if (this.partitions) this.partitions.pauses = this.pauses;
     const wakeAll = () => {
+      this.pauses.wake();
       this.pool.wake();
       this.partitions?.wake();
     };
@@ -168,6 +181,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
         },
         () => partitions?.activeByTopic() ?? new Map(),
       );
+      recorder.attachPaused(Object.keys(options.handlers), () => this.pauses.pausedTypes);
       // Every log topic the database holds (the schema's, other processes'), not only `logTopics`.
       this.services.push(new QueueGaugeRefresher(host, { metrics: recorder, logLag: () => this.logLag() }));
     }
@@ -300,6 +314,21 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   /** Deletes every finished job matching `filter`, in batches; resolves to how many (see `JobPublisher.deleteJobs`). */
   deleteJobs(filter?: JobFilter, options?: JobBatchOptions): Promise<number> {
     return this.publisher.deleteJobs(filter, options);
+  }
+
+  /** Pauses a job type or topic on every server of the namespace within one poll interval; true when it changed something (see `JobPublisher.pause`, docs/semantics.md X4). */
+  pause(target: PauseTarget): Promise<boolean> {
+    return this.publisher.pause(target);
+  }
+
+  /** Resumes a paused job type or topic and wakes every server at once; true when it was paused (see `JobPublisher.resume`). */
+  resume(target: PauseTarget): Promise<boolean> {
+    return this.publisher.resume(target);
+  }
+
+  /** Every paused job type and topic of the namespace (see `JobPublisher.listPaused`). */
+  listPaused(): Promise<PausedEntry[]> {
+    return this.publisher.listPaused();
   }
 
   /**

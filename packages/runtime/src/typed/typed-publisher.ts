@@ -11,6 +11,7 @@ import { checkTimeSource, MAX_TIMER_MS, resolveTopics } from "../config/server-o
 import type { TopicConfig } from "../core/partition/topic.js";
 import type { JobCatalog } from "./job-catalog.js";
 import { JobControl } from "./job-control.js";
+import type { PauseTarget } from "../publisher/pause-controller.js";
 import { PublisherUnhandledCheck } from "./publisher-unhandled-check.js";
 import { jobHandles } from "./typed-server-builder.js";
 import { jsonPayload } from "../core/encode-payload.js";
@@ -57,7 +58,7 @@ export interface PublisherOptions<Trx = TransactionHandle> {
  * same database and namespace are woken by the commit itself. Also the job
  * and schedule operations of {@link JobControl}.
  */
-export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
+export class TypedJobPublisher<H, Trx = TransactionHandle, P extends PauseTarget = PauseTarget> extends JobControl<P> {
   private closed = false;
   private constructor(
     publisher: JobPublisher<Trx>,
@@ -79,7 +80,10 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
    * schema declares with `@partitions`, and the `topics` option), and
    * returns the handles. Used by the generated `open<Name>Publisher`.
    */
-  static async open<H, Trx = TransactionHandle>(options: PublisherOptions<Trx>, catalog: JobCatalog): Promise<TypedJobPublisher<H, Trx>> {
+  static async open<H, Trx = TransactionHandle, P extends PauseTarget = PauseTarget>(
+    options: PublisherOptions<Trx>,
+    catalog: JobCatalog,
+  ): Promise<TypedJobPublisher<H, Trx, P>> {
     if (options === null || typeof options !== "object" || !options.backend) throw new InvalidConfigError("`backend` is required");
     const policy = options.defaultRetryPolicy ?? null;
     if (policy !== null && !(policy instanceof RetryPolicy)) throw new InvalidConfigError("`defaultRetryPolicy` must be a RetryPolicy");
@@ -122,7 +126,7 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
     const clockSync =
       databaseClock && new ClockSync({ backend: options.backend, clock: unrefClock, onEvent: sink.emit }, { intervalMs: syncEvery }, databaseClock);
     sink.emit({ type: "lifecycle", component: "publisher", action: "started" });
-    return new TypedJobPublisher(publisher, options.backend, jobHandles<H>(catalog, publisher), clockSync, unhandled, sink);
+    return new TypedJobPublisher<H, Trx, P>(publisher, options.backend, jobHandles<H>(catalog, publisher), clockSync, unhandled, sink);
   }
 
   /**
