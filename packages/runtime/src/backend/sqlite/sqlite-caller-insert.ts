@@ -66,6 +66,7 @@ const INSERT = new SharedStatement<LaterJobsTable, void>({
       partition_no: $("partition_no"),
       seq: $("seq"),
       waiters: $("waiters"),
+      meta: $("meta"),
     }),
   read: () => undefined,
 });
@@ -118,6 +119,7 @@ export async function insertIntoCallerTransaction(
       partition_no: job.partition ?? null,
       seq,
       waiters: 0,
+      meta: job.meta ?? null,
     });
     stages.push(stage);
     deltas.move(null, stage, job.topic, job.partition);

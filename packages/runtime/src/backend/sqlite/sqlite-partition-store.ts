@@ -266,7 +266,7 @@ export class SqlitePartitionStore implements B.PartitionStore {
     if (head.stage === "running") {
       const lost = c.get(
         `UPDATE later_jobs SET lease_owner = ?, updated_at = ? WHERE id = ? AND namespace = ?
-         RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, parent_id, created_at, seq`,
+         RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, parent_id, created_at, seq, meta`,
         owner,
         now,
         id,
@@ -277,7 +277,7 @@ export class SqlitePartitionStore implements B.PartitionStore {
     const j = c.get(
       `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = NULL, updated_at = ?,
          stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
-       WHERE id = ? AND namespace = ? RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, parent_id, created_at, seq, json_extract(stages, '$[#-2][0]') AS was`,
+       WHERE id = ? AND namespace = ? RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, parent_id, created_at, seq, json_extract(stages, '$[#-2][0]') AS was, meta`,
       owner,
       now,
       now,
