@@ -15,7 +15,7 @@ import { codeOf, refusal, settled, useHarness, waitFor } from "./harness.js";
 /** A middleware that logs `<name>>` before and `<name><` after each hook's `next()`. */
 function logging(name: string, log: string[]): LaterMiddleware {
   return {
-    async enqueue(ctx, next) {
+    async enqueue(_ctx, next) {
       log.push(`${name}>enqueue`);
       const ids = await next();
       log.push(`${name}<enqueue`);
