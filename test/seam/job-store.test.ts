@@ -200,8 +200,9 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       const tagged = jobInsert({ runAt: NOW - 2, meta: '{"traceparent":"00-x"}' });
       const plain = jobInsert({ runAt: NOW - 1 });
       await s.backend.jobs.insertMany({ jobs: [tagged, plain], now: NOW });
-      const { rows } = await sql<{ id: string; meta: string | null }>`SELECT id, meta FROM later_jobs ORDER BY id`.execute(s.raw);
-      expect(rows.map((r) => r.meta)).toEqual(['{"traceparent":"00-x"}', null]);
+      const { rows } = await sql<{ id: string; meta: string | null }>`SELECT id, meta FROM later_jobs`.execute(s.raw);
+      const stored = new Map(rows.map((r) => [r.id, r.meta]));
+      expect([stored.get(tagged.id), stored.get(plain.id)]).toEqual(['{"traceparent":"00-x"}', null]);
       const claimed = await claim(s.backend, 5);
       expect(claimed.jobs.map((j) => [j.id, j.meta ?? null])).toEqual([
         [tagged.id, '{"traceparent":"00-x"}'],
