@@ -60,6 +60,7 @@ describe.each(PROCESS_BACKENDS)("tracing across processes on $name", (entry) => 
     const inner = provider.getTracer("handler");
     const handle = async () => inner.startSpan("inside handler").end();
     const linking = await BackgroundJobServer.start({
+      context: undefined,
       backend: processes.track(openBackend(spec, NAMESPACE)),
       handlers: { work: { handle } },
       middleware: [tracing({ tracerProvider: provider })],
@@ -67,6 +68,7 @@ describe.each(PROCESS_BACKENDS)("tracing across processes on $name", (entry) => 
       pollIntervalMs: 50,
     });
     const parenting = await BackgroundJobServer.start({
+      context: undefined,
       backend: processes.track(openBackend(spec, NAMESPACE)),
       handlers: { nested: { handle } },
       middleware: [tracing({ tracerProvider: provider, parent: true })],
