@@ -250,7 +250,12 @@ describe.each(BACKENDS)("middleware (X10) on $name", (entry) => {
     await h.start({ handlers: { a: { handle: () => undefined } } }); // creates the database
     for (const [middleware, message] of bad) {
       const error = await refusal(
-        BackgroundJobServer.start({ context: undefined, backend: h.db.backend(), handlers: { a: { handle: () => undefined } }, middleware: middleware as never }),
+        BackgroundJobServer.start({
+          context: undefined,
+          backend: h.db.backend(),
+          handlers: { a: { handle: () => undefined } },
+          middleware: middleware as never,
+        }),
       );
       expect(error.code).toBe("INVALID_ARGUMENT");
       expect(error.message).toMatch(message);

@@ -31,9 +31,10 @@
  * stopped), so its runner carries on from `onTimedOut` (the worker pool
  * gives the slot a fresh loop).
  *
- * The per-job path allocates little: no timer, race or promise is made per
- * job for the timeout or the lease, `ctx` is one small object and the
- * handler's signal is created only when it is read.
+ * The per-job path allocates little: without middleware or metrics no
+ * timer, race or promise is made per job for the timeout or the lease,
+ * `ctx` is one small object and the handler's signal is created only when
+ * it is read.
  *
  * Middleware (X10): the server's built-in layers (the metrics, see
  * `metrics/metrics-middleware.ts`) wrap every claim handed over, a skipped
@@ -44,11 +45,16 @@
  * with the `JobTimeoutError` at the timeout (its outcome is the watchdog's
  * whatever the hooks do). Without layers or hooks nothing is composed.
  *
- * Work an empty middleware adds per attempt (for the ≤2% bench): one
- * {@link AttemptRun} (8 fields), one `next` closure and one promise per
- * hook, and a clock read for the handler's start; with a timeout, one
- * promise to race the watchdog. Metrics on alone costs the `AttemptRun`
- * and one layer.
+ * Work an empty middleware adds per attempt (for the lead's ≤2% bench;
+ * `attempt(ctx, next) { return next(); }`): one {@link AttemptRun} (a small
+ * object; `meta` is parsed only when read), per hook one `next` closure and
+ * the hook's promise, one clock read for the handler's start, and with a
+ * timeout (the default `jobTimeoutMs` gives every attempt one) one promise
+ * racing the watchdog. Metrics on (the default) already pay the
+ * `AttemptRun`, the race and one layer, so an empty hook beside them adds
+ * only its closure, its promise and the clock read. At enqueue: per call
+ * one context object, one per job (with an empty `meta`) and a closure;
+ * per job one key scan of its `meta`, and a JSON.stringify only when set.
  *
  * Lifecycle: `start()` starts the watchdog (when `jobTimeoutMs` is set;
  * else the first attempt with a timeout does), `stop()` (idempotent) ends it
