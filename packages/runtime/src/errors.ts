@@ -30,6 +30,7 @@
  * | `STALE_EPOCH` | {@link StaleEpochError} | a retained-log commit whose epoch is not the group partition's current one |
  * | `RECORD_TOO_LARGE` | {@link RecordTooLargeError} | a retained-log record over the size limit (value 1 MiB, headers 64 KiB) |
  * | `DRAIN_LIMIT` | {@link DrainLimitError} | the testing kit's `drain()` ran more attempts than its `maxAttempts` (jobs that keep enqueueing jobs) |
+ * | `MIDDLEWARE_MISUSE` | {@link MiddlewareMisuseError} | a middleware hook called `next()` a second time |
  */
 export type LaterErrorCode =
   | "INVALID_CONFIG"
@@ -56,7 +57,8 @@ export type LaterErrorCode =
   | "OFFSET_OUT_OF_RANGE"
   | "STALE_EPOCH"
   | "RECORD_TOO_LARGE"
-  | "DRAIN_LIMIT";
+  | "DRAIN_LIMIT"
+  | "MIDDLEWARE_MISUSE";
 
 /** Base class of every error later throws on purpose. */
 export class LaterError extends Error {
@@ -285,6 +287,18 @@ export class JobTypeNotFoundError extends LaterError {
       `${action}: job type "${jobType}" is not known in this namespace (no server handles it, no job or schedule of it is stored); nothing was changed`,
     );
     this.jobType = jobType;
+  }
+}
+
+/**
+ * A middleware hook (docs/semantics.md X10) called its `next()` a second
+ * time: what it wraps (the insert, the handler) runs once per call. The
+ * second call rejects with this; at enqueue it rejects the enqueue, around
+ * an attempt it fails the attempt (retried per policy).
+ */
+export class MiddlewareMisuseError extends LaterError {
+  constructor(message: string) {
+    super("MIDDLEWARE_MISUSE", message);
   }
 }
 

@@ -133,7 +133,7 @@ export class PartitionRunner<C> {
       onError: (error) => this.report("partition lease renewal", error),
     });
     // A timed-out head's chain goes on from here (the hung handler's own chain ends when, if ever, it settles).
-    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.startChain(claim, outcome), metrics, owner);
+    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.startChain(claim, outcome), owner);
   }
 
   /** Heads running now, as workers for `later_workers` (each chain of heads is one, numbered while it runs). */

@@ -12,6 +12,15 @@ import { encodePayload } from "../core/encode-payload.js";
 import { JobController, type JobActionListener, type JobBatchOptions, type JobFilter } from "./job-controller.js";
 import { checkEnqueueOptions, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
 import { PauseController, type PausedEntry, type PauseListener, type PauseTarget } from "./pause-controller.js";
+import {
+  checkMiddleware,
+  composeHooks,
+  encodeMeta,
+  enqueueHooks,
+  type EnqueueContext,
+  type EnqueueJobContext,
+  type LaterMiddleware,
+} from "../middleware/later-middleware.js";
 
 export type { EnqueueOptions } from "./enqueue-options.js";
 
@@ -48,6 +57,14 @@ export interface JobPublisherOptions<Trx = TransactionHandle> {
   onJobAction?: JobActionListener | undefined;
   /** Called after each pause or resume that changed something (X4): the server reads the paused set again and wakes its loops. */
   onPauseChange?: PauseListener | undefined;
+  /** The `enqueue` hooks of these run around every enqueue (X10), the first outermost. Not such objects: `INVALID_ARGUMENT` naming the index. Default none. */
+  middleware?: readonly LaterMiddleware[] | undefined;
+}
+
+/** An enqueue on its way through the middleware: the context they see, and the insert `next()` runs at the end. */
+interface PendingEnqueue extends EnqueueContext {
+  readonly jobs: readonly EnqueueJobContext[];
+  readonly write: () => Promise<JobId[]>;
 }
 
 /**
@@ -62,9 +79,13 @@ export class JobPublisher<Trx = TransactionHandle> {
   private readonly recurring: RecurringScheduler;
   private readonly controller: JobController;
   private readonly pauses: PauseController;
+  /** The enqueue middleware around {@link write}; null without any (a plain enqueue then builds no context). */
+  private readonly throughMiddleware: ((ctx: PendingEnqueue) => Promise<JobId[]>) | null;
 
   constructor(private readonly options: JobPublisherOptions<Trx>) {
     this.backend = options.backend;
+    const middleware = checkMiddleware(options.middleware, "JobPublisher options");
+    this.throughMiddleware = composeHooks<PendingEnqueue, JobId[]>(enqueueHooks(middleware), (ctx) => ctx.write(), "enqueue");
     this.clock = options.clock;
     this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}));
     this.pauses = new PauseController(options.backend, () => options.clock.now(), options.encoders, options.onPauseChange ?? (() => {}));
@@ -316,6 +337,22 @@ export class JobPublisher<Trx = TransactionHandle> {
       };
     });
     if (jobs.length === 0) return [];
+    if (this.throughMiddleware === null) return this.write(jobs, now, transaction);
+    const contexts: EnqueueJobContext[] = jobs.map((job, i) => ({
+      payload: payloads[i],
+      partition: job.topic === undefined ? null : { topic: job.topic, partition: job.partition! },
+      meta: {},
+    }));
+    const write = (): Promise<JobId[]> => {
+      // The metadata the middleware set, checked before anything is written (INVALID_ARGUMENT over 8 KiB or not JSON).
+      for (let i = 0; i < jobs.length; i++) jobs[i]!.meta = encodeMeta(contexts[i]!.meta, jobType);
+      return this.write(jobs, now, transaction);
+    };
+    return this.throughMiddleware({ jobType, jobs: contexts, options, inTransaction: transaction !== undefined, write });
+  }
+
+  /** The insert itself (what the innermost middleware's `next()` runs): resolves to the ids once committed. */
+  private async write(jobs: JobInsert[], now: number, transaction: Trx | undefined): Promise<JobId[]> {
     const result = await this.backend.jobs.insertMany({ jobs, now, retentionMs: this.options.retentionMs, transaction });
     if (transaction === undefined) this.options.onCommitted(jobs, result.stages);
     return jobs.map((j) => j.id);

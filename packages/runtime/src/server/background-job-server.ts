@@ -21,6 +21,9 @@ import { PauseWatch } from "../worker/pause-watch.js";
 import { LaterMetrics } from "../metrics/later-metrics.js";
 import { QueueGaugeRefresher } from "../metrics/queue-gauge-refresher.js";
 import { ServerMetrics } from "../metrics/server-metrics.js";
+import { metricsMiddleware } from "../metrics/metrics-middleware.js";
+import type { Hook } from "../middleware/later-middleware.js";
+import type { AttemptRun } from "../worker/attempt-run.js";
 import type { LogGroupLag } from "../retained-log/log-record.js";
 import { logGroupLag } from "../retained-log/log-group-lag.js";
 import { RetainedLog } from "../retained-log/retained-log.js";
@@ -75,6 +78,8 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   private readonly recurring: RecurringPoller;
   /** What this server records into its registry's metrics; null with `metrics: false`. */
   private readonly recorder: ServerMetrics | null;
+  /** The executors' built-in attempt layers: the metrics when on (X10). */
+  private readonly attemptLayers: readonly Hook<AttemptRun, void>[];
   private readonly unsubscribeWake: () => void;
   private stopped: Promise<void> | null = null;
   private retainedLog: RetainedLog<Trx> | null = null;
@@ -90,6 +95,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     const registry = options.metricsRegistry;
     const recorder = registry && new ServerMetrics(LaterMetrics.of(registry), backend.namespace);
     this.recorder = recorder;
+    this.attemptLayers = recorder ? [metricsMiddleware(recorder, options.clock)] : [];
     // Always on: its warning reaches stderr by default (a type nobody handles must not be silent).
     const warner = new UnhandledJobTypeWarner(options.onEvent);
     const encoders = new Map(Object.entries(options.handlers).map(([type, h]) => [type, h.encode ?? jsonPayload]));
@@ -116,6 +122,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
         this.pauses.invalidate();
         wakeAll();
       },
+      middleware: options.middleware,
       onJobAction: (action, jobIds) => {
         if (action === "retry") {
           this.pool.wake();
@@ -125,9 +132,11 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       },
     });
     const workerIds = new WorkerIds();
-    this.pool = new WorkerPool(workerPoolConfig(options), backend, this.instanceId, this.publisher, workerIds, recorder);
+    this.pool = new WorkerPool(workerPoolConfig(options, this.attemptLayers), backend, this.instanceId, this.publisher, workerIds, recorder);
     this.partitions =
-      options.topics.length > 0 ? new PartitionRunner(partitionRunnerConfig(options), backend, this.instanceId, this.publisher, workerIds, recorder) : null;
+      options.topics.length > 0
+        ? new PartitionRunner(partitionRunnerConfig(options, this.attemptLayers), backend, this.instanceId, this.publisher, workerIds, recorder)
+        : null;
     // X4: one paused set per server, read at most once per poll interval before a claim (and after a wake-up while something is paused).
     this.pauses = new PauseWatch(backend, options.clock, options.pollIntervalMs, (error) => options.onEvent(errorEvent("pause read", error)));
     this.pool.pauses = this.pauses;
@@ -258,7 +267,14 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       throw error;
     }
     if (manual !== null)
-      server.stepper = new StepRunner(stepRunnerConfig(resolved), manual, resolved.backend, server.instanceId, server.publisher, server.recorder);
+      server.stepper = new StepRunner(
+        stepRunnerConfig(resolved, server.attemptLayers),
+        manual,
+        resolved.backend,
+        server.instanceId,
+        server.publisher,
+        server.recorder,
+      );
     else {
       server.pool.start();
       for (const service of server.services) service.start();

@@ -16,6 +16,7 @@ import { PublisherUnhandledCheck } from "./publisher-unhandled-check.js";
 import { jobHandles } from "./typed-server-builder.js";
 import { jsonPayload } from "../core/encode-payload.js";
 import { withSchemaTopics } from "./schema-topics.js";
+import { checkMiddleware, type LaterMiddleware } from "../middleware/later-middleware.js";
 
 /** Options of a generated `open<Name>Publisher`. `Trx` is inferred from `backend` (see `ServerOptions`). */
 export interface PublisherOptions<Trx = TransactionHandle> {
@@ -50,6 +51,8 @@ export interface PublisherOptions<Trx = TransactionHandle> {
   topics?: readonly TopicConfig[];
   /** As the servers' option, for `enqueueRecurringSequential`. */
   recurringSequentialPartitions?: number | null;
+  /** As the servers' option (X10): only the `enqueue` hooks run here (a publisher runs no attempts). Default none. */
+  middleware?: readonly LaterMiddleware[];
 }
 
 /**
@@ -86,6 +89,7 @@ export class TypedJobPublisher<H, Trx = TransactionHandle, P extends PauseTarget
   ): Promise<TypedJobPublisher<H, Trx, P>> {
     if (options === null || typeof options !== "object" || !options.backend) throw new InvalidConfigError("`backend` is required");
     const policy = options.defaultRetryPolicy ?? null;
+    const middleware = checkMiddleware(options.middleware, "open publisher");
     if (policy !== null && !(policy instanceof RetryPolicy)) throw new InvalidConfigError("`defaultRetryPolicy` must be a RetryPolicy");
     const timeSource = checkTimeSource(options.timeSource, options.clock);
     const syncEvery = options.clockSyncIntervalMs ?? 30_000;
@@ -121,6 +125,7 @@ export class TypedJobPublisher<H, Trx = TransactionHandle, P extends PauseTarget
       retentionMs: 86_400_000,
       topics: registry,
       onCommitted: (jobs) => unhandled.noted(jobs.map((j) => j.jobType)),
+      middleware,
     });
     // Its sleeps do not hold the process open: a script may enqueue and exit without closing the publisher.
     const clockSync =

@@ -98,7 +98,7 @@ export class WorkerPool<C> {
     publisher: JobPublisher<unknown>,
     /** Numbers the worker slots (shared with the partition runner, so `worker_id` labels never collide). */
     private readonly ids: WorkerIds,
-    /** Where attempts and written outcomes are recorded; null with metrics off. */
+    /** Where written outcomes are recorded (attempts: the executor's metrics layer); null with metrics off. */
     private readonly metrics: ServerMetrics | null,
   ) {
     this.jobTypes = Object.keys(options.handlers);
@@ -125,7 +125,7 @@ export class WorkerPool<C> {
       onLost: (lost) => this.onLeasesLost(lost),
       onError: reportError("lease renewal"),
     });
-    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.timedOut(claim, outcome), metrics, owner);
+    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.timedOut(claim, outcome), owner);
   }
 
   /** Live worker count. */

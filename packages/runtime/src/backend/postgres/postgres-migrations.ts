@@ -255,6 +255,9 @@ CREATE TABLE {schema}.later_paused (
 );
 `,
   },
+  // X10: the job's metadata (a JSON object the enqueue middleware set, e.g. a trace context), read back by the
+  // claims for the attempt middleware. NULL when none was set, so a plain enqueue stores nothing more.
+  { version: 14, name: "job-meta", sql: "ALTER TABLE {schema}.later_jobs ADD COLUMN meta text;" },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

@@ -67,6 +67,7 @@ const INSERT = new SharedStatement<LaterJobsTable, void>({
       partition_no: $("partition_no"),
       seq: $("seq"),
       waiters: $("waiters"),
+      meta: $("meta"),
     }),
   read: () => undefined,
 });
@@ -119,6 +120,7 @@ export async function insertIntoCallerTransaction(
       partition_no: job.partition ?? null,
       seq,
       waiters: 0,
+      meta: job.meta ?? null,
     });
     stages.push(stage);
     T.insert.count(deltas, [{ stage, topic: job.topic, partition_no: job.partition }], null);

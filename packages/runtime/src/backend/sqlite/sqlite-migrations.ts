@@ -315,6 +315,9 @@ CREATE TABLE later_paused (
 ) WITHOUT ROWID;
 `,
   },
+  // X10: the job's metadata (a JSON object the enqueue middleware set, e.g. a trace context), read back by the
+  // claims for the attempt middleware. NULL when none was set, so a plain enqueue stores nothing more.
+  { version: 14, name: "job-meta", sql: "ALTER TABLE later_jobs ADD COLUMN meta TEXT;" },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */
