@@ -257,20 +257,28 @@ export class WorkerPool<C> {
 
   private async runFetcher(): Promise<void> {
     const { clock, pollIntervalMs, leaseMs } = this.options;
+    // A turn whose wake-up signal was already spent (a wake-up before its claim, which that claim
+    // answered) carries its claim's wait into the next turn, so a due time it learned (0: due now)
+    // is kept rather than replaced by a whole poll interval.
+    let carriedWaitMs: number | null = null;
     while (!this.stopping) {
       const signal = this.wakeController.signal;
-      let waitMs = pollIntervalMs;
+      let waitMs = carriedWaitMs ?? pollIntervalMs;
+      carriedWaitMs = null;
       const workers = this.slots.filter((s) => !s.stopRequested).length;
       const inFlight = this.buffer.length + this.busyCount;
       this.pacer.sample(clock.now());
       const target = this.pacer.target(workers);
       if (inFlight <= target / 2 && workers > 0 && this.moreMayBeReady) {
         const limit = target - inFlight;
+        // Cleared before any await of this turn: a wake-up that arrives while the paused set is read
+        // or the claim runs sets it again, so the next turn claims instead of sleeping a poll interval
+        // (the claim's due time is dropped when such a wake-up cut the turn short).
+        this.moreMayBeReady = false;
         await this.pauses?.refresh();
         const jobTypes = this.pauses?.claimableTypes(this.jobTypes) ?? this.jobTypes;
         try {
           const now = clock.now();
-          this.moreMayBeReady = false;
           const leaseExpiresAt = now + leaseMs;
           // Every type paused: no claim; the poll timer or a wake-up (a resume wakes every server) tries again.
           const claimed =
@@ -298,8 +306,10 @@ export class WorkerPool<C> {
       }
       if (this.stopping) break;
       if (!signal.aborted) await clock.sleep(waitMs, signal);
-      if (signal.aborted) this.wakeController = new AbortController();
-      else this.moreMayBeReady = true; // the poll timer (or the next due time) fired
+      if (signal.aborted) {
+        this.wakeController = new AbortController();
+        if (!this.moreMayBeReady) carriedWaitMs = waitMs;
+      } else this.moreMayBeReady = true; // the poll timer (or the next due time) fired
     }
   }
 
