@@ -118,12 +118,15 @@ export class StallingClock implements Clock {
   }
 }
 
-/** `backend`, with `store.method` calling the real one and then `after` with its result (before the caller sees it). */
+/** `backend`, with `store.method` calling the real one and then `after` with its result and arguments (before the caller sees the result). */
 export function afterCall<S extends "jobs" | "partitions", K extends keyof Backend[S]>(
   backend: Backend,
   store: S,
   method: K,
-  after: (result: Awaited<ReturnType<Extract<Backend[S][K], (...args: never[]) => unknown>>>) => void,
+  after: (
+    result: Awaited<ReturnType<Extract<Backend[S][K], (...args: never[]) => unknown>>>,
+    args: Parameters<Extract<Backend[S][K], (...args: never[]) => unknown>>,
+  ) => void,
 ): Backend {
   const real = backend[store] as object;
   const wrapped = new Proxy(real, {
@@ -133,7 +136,7 @@ export function afterCall<S extends "jobs" | "partitions", K extends keyof Backe
       if (prop !== method) return value.bind(target);
       return async (...args: unknown[]) => {
         const result = await (value as (...a: unknown[]) => Promise<never>).apply(target, args);
-        after(result);
+        after(result, args as Parameters<Extract<Backend[S][K], (...args: never[]) => unknown>>);
         return result;
       };
     },

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { partitionForKey, RetryPolicy, topic } from "@later/runtime";
+import type { Backend } from "@later/runtime/internal";
 import { ManualClock } from "@later/runtime/testing";
+import { ownedPartitions } from "../../packages/runtime/src/core/partition/rendezvous.js";
 import { BACKENDS } from "./backends.js";
-import { codeOf, deferred, settled, useHarness, waitFor } from "./harness.js";
+import { afterCall, codeOf, deferred, settled, useHarness, waitFor } from "./harness.js";
 
 describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
   const harness = useHarness(entry);
@@ -160,36 +162,61 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
   });
 
   it("P5: ownership is rendezvous over live members: two servers split the partitions; a dead member's move after its heartbeat expires; shutdown deregisters at once", async () => {
+    // The clock moves in lock-step with the servers' membership heartbeats (every third of the expiry):
+    // one period at a time, and only once every live server has heartbeat at the current time. Moved
+    // blindly (a step per poll), a loaded machine let the clock run past a member's whole expiry between
+    // two of its heartbeats, so members expired and came back, ownership flapped and the waits timed out.
     const h = harness();
     const clock = new ManualClock();
     const expiry = 3_000;
-    const opts = { clock, topics: [topic("orders", 16)], partitionMemberExpiryMs: expiry, handlers: { order: { handle: () => undefined } } };
+    const period = expiry / 3;
+    const orders = topic("orders", 16);
+    const beats = new Map<string, number>(); // member -> `now` of its last completed heartbeat
+    const opts = {
+      clock,
+      topics: [orders],
+      partitionMemberExpiryMs: expiry,
+      wrapBackend: (backend: Backend) => afterCall(backend, "partitions", "memberHeartbeat", (_r, [p]) => void beats.set(p.member, p.now)),
+      handlers: { order: { handle: () => undefined } },
+    };
+    const key = (p: { topic: string; partition: number }) => `${p.topic}/${p.partition}`;
+    const keys = (s: { ownedPartitions: readonly { topic: string; partition: number }[] }) => s.ownedPartitions.map(key).sort();
+    const share = (self: string, members: string[]) => ownedPartitions(self, members, [orders]).map(key).sort();
+    /** One heartbeat period on; returns once each of `servers` has heartbeat at the new time (and so re-computed its ownership). */
+    const step = async (...servers: { instanceId: string }[]) => {
+      clock.advance(period);
+      const at = clock.now();
+      await waitFor(() => servers.every((s) => beats.get(s.instanceId) === at), "every server's heartbeat at the new time");
+    };
     const a = await h.start(opts);
     expect(a.ownedPartitions.length).toBe(16);
-    // A member that heartbeats once and then dies (a crashed process).
+    const b = await h.start(opts);
+    // A member that heartbeats once and then dies (a crashed process). Its id is picked so that it owns at
+    // least one partition among the three (rendezvous leaves a given member none with odds (2/3)^16).
+    const ghostId = [...Array(100).keys()].map((i) => `ghost-${i}`).find((id) => share(id, [a.instanceId, b.instanceId, id]).length > 0)!;
+    const three = [a.instanceId, b.instanceId, ghostId];
     const ghost = h.db.backend();
     await ghost.open();
-    await ghost.partitions.memberHeartbeat({ member: "ghost", now: clock.now(), expiresAt: clock.now() + expiry });
-    const b = await h.start(opts);
-    const keys = (s: typeof a) => s.ownedPartitions.map((p) => `${p.topic}/${p.partition}`);
-    const total = () => a.ownedPartitions.length + b.ownedPartitions.length;
-    // b saw the ghost at start; a sees both at one of its next heartbeats (every third of the expiry).
-    // Until then the ghost still heartbeats, each step: on a slow machine a's heartbeat may take many
-    // steps of the clock (its other services run on it too), and a ghost left to expire meanwhile would
-    // never be seen. Then it dies.
-    await waitFor(async () => {
-      await ghost.partitions.memberHeartbeat({ member: "ghost", now: clock.now(), expiresAt: clock.now() + expiry });
-      clock.advance(100);
-      return total() < 16 && a.ownedPartitions.length < 16;
-    }, "a to see b and the ghost");
+    const born = clock.now();
+    await ghost.partitions.memberHeartbeat({ member: ghostId, now: born, expiresAt: born + expiry });
+    // Every heartbeat while the ghost lives (before born + expiry) sees the three members: a and b hold
+    // their rendezvous shares, disjoint, and the ghost's share is held by no one.
+    await step(a, b);
+    expect(keys(a)).toEqual(share(a.instanceId, three));
+    expect(keys(b)).toEqual(share(b.instanceId, three));
     expect(keys(a).filter((k) => keys(b).includes(k))).toEqual([]);
+    expect(a.ownedPartitions.length + b.ownedPartitions.length).toBe(16 - share(ghostId, three).length);
     const before = { a: keys(a), b: keys(b) };
-    await waitFor(() => {
-      clock.advance(100);
-      return total() === 16;
-    }, "the ghost's partitions to move once its heartbeat expired");
+    await step(a, b);
+    expect({ a: keys(a), b: keys(b) }).toEqual(before);
+    // The first heartbeat at or after the ghost's expiry no longer sees it: its partitions, and only those, move.
+    await step(a, b);
+    expect(clock.now()).toBe(born + expiry);
+    const two = [a.instanceId, b.instanceId];
+    expect(keys(a)).toEqual(share(a.instanceId, two));
+    expect(keys(b)).toEqual(share(b.instanceId, two));
     expect(new Set([...keys(a), ...keys(b)]).size).toBe(16);
-    for (const k of before.a) expect(keys(a)).toContain(k); // only the ghost's partitions moved
+    for (const k of before.a) expect(keys(a)).toContain(k);
     for (const k of before.b) expect(keys(b)).toContain(k);
     await b.shutdown();
     // b left at once, not by expiry: its row is gone from the live members although it has not expired.
@@ -197,9 +224,7 @@ describe.each(BACKENDS)("topics and partitions on $name", (entry) => {
     expect(members).toContain(a.instanceId);
     expect(members).not.toContain(b.instanceId);
     await ghost.close();
-    await waitFor(() => {
-      clock.advance(100);
-      return a.ownedPartitions.length === 16;
-    }, "a to own every partition again");
+    await step(a);
+    expect(a.ownedPartitions.length).toBe(16);
   });
 });
