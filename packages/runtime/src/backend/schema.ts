@@ -37,6 +37,12 @@ export interface LaterJobsTable {
   seq: number | null;
   /** Continuations inserted for this job so far (see the PostgreSQL finish). */
   waiters: number;
+  /** X1: `EnqueueOptions.priority`, lower claimed first (migration 14). */
+  priority: number;
+  /** X2: `EnqueueOptions.uniqueKey`, kept after the job finished (migration 14). */
+  unique_key: string | null;
+  /** X2: the slot of the key this job holds: `pending` (not started), `active` (started); null: none (finished, or no key). */
+  unique_slot: "pending" | "active" | null;
 }
 
 export interface LaterTopicsTable {

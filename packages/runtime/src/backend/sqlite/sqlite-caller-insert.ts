@@ -42,7 +42,7 @@ const NEXT_SEQ = new SharedStatement<{ topic: string; partition: number } & InNa
   read: (rows) => (rows[0] ? Number(rows[0].seq) : null),
 });
 
-const INSERT = new SharedStatement<LaterJobsTable, void>({
+const INSERT = new SharedStatement<Omit<LaterJobsTable, "unique_key" | "unique_slot">, void>({
   build: (db, $) =>
     db.insertInto("later_jobs").values({
       id: $("id"),
@@ -66,6 +66,7 @@ const INSERT = new SharedStatement<LaterJobsTable, void>({
       partition_no: $("partition_no"),
       seq: $("seq"),
       waiters: $("waiters"),
+      priority: $("priority"),
     }),
   read: () => undefined,
 });
@@ -118,6 +119,7 @@ export async function insertIntoCallerTransaction(
       partition_no: job.partition ?? null,
       seq,
       waiters: 0,
+      priority: job.priority ?? 0,
     });
     stages.push(stage);
     deltas.move(null, stage, job.topic, job.partition);
