@@ -78,10 +78,16 @@ describe.skipIf(postgresUrl() === null)("X1 claim plan on PostgreSQL", () => {
         );
         const plan = nodes(explained.rows[0]["QUERY PLAN"][0].Plan as PlanNode);
         const what = `${analyzed ? "analyzed" : "never analyzed"}, limit ${limit}`;
-        expect(plan.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "later_jobs"), what).toEqual([]);
+        expect(
+          plan.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "later_jobs"),
+          what,
+        ).toEqual([]);
         // The one sort allowed is of the claimed rows (CTE `claimed`, at most `limit`).
         for (const sort of plan.filter((n) => n["Node Type"] === "Sort")) {
-          expect(nodes(sort).filter((n) => n["Relation Name"] === "later_jobs"), `${what}: a Sort over the jobs table`).toEqual([]);
+          expect(
+            nodes(sort).filter((n) => n["Relation Name"] === "later_jobs"),
+            `${what}: a Sort over the jobs table`,
+          ).toEqual([]);
         }
         const ready = plan.filter((n) => n["Index Name"] === "later_jobs_ready" && (n["Index Cond"] ?? "").includes("run_at <="));
         expect(ready.length, what).toBeGreaterThan(0);
@@ -104,7 +110,7 @@ describe("X1 claim plan on SQLite", () => {
         const claimed = await backend.jobs.claimReady({ owner: "w", limit: READY + 10, now, leaseExpiresAt: now + 60_000, jobTypes: ["work"] });
         expect(claimed.jobs).toHaveLength(READY);
         // The statements the backend prepared, as it ran them.
-        const texts = [...((backend.jobs as unknown as { conn(): { statements: Map<string, unknown> } }).conn().statements.keys())];
+        const texts = [...(backend.jobs as unknown as { conn(): { statements: Map<string, unknown> } }).conn().statements.keys()];
         const claim = texts.filter((t) => t.includes("SET stage = 'running'") && t.includes("priority = ?"));
         const probe = texts.filter((t) => t.includes("WITH RECURSIVE prio"));
         expect(claim).toHaveLength(1);
@@ -114,9 +120,18 @@ describe("X1 claim plan on SQLite", () => {
           for (const text of [...claim, ...probe]) {
             const params = Array.from({ length: (text.match(/\?/g) ?? []).length }, () => 0);
             const plan = (reader.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...params) as { detail: string }[]).map((r) => r.detail);
-            expect(plan.filter((d) => d.includes("TEMP B-TREE")), plan.join("\n")).toEqual([]);
-            expect(plan.some((d) => d.includes("later_jobs_ready")), plan.join("\n")).toBe(true);
-            expect(plan.filter((d) => /^SCAN later_jobs\b|^SCAN w\b/.test(d)), plan.join("\n")).toEqual([]);
+            expect(
+              plan.filter((d) => d.includes("TEMP B-TREE")),
+              plan.join("\n"),
+            ).toEqual([]);
+            expect(
+              plan.some((d) => d.includes("later_jobs_ready")),
+              plan.join("\n"),
+            ).toBe(true);
+            expect(
+              plan.filter((d) => /^SCAN later_jobs\b|^SCAN w\b/.test(d)),
+              plan.join("\n"),
+            ).toEqual([]);
           }
         } finally {
           reader.close();

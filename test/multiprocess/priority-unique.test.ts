@@ -54,7 +54,9 @@ describe.each(PROCESS_BACKENDS)("priority and unique keys from three processes o
       if (priorities.length === 0) continue;
       const worst = Math.max(...priorities);
       // Committed before this claim started, taken by no claim that started before this one ended: it was ready and unlocked throughout.
-      const passedOver = [...enqueued].filter(([id, e]) => e.at < claim.start && (claimedAt.get(id) ?? Number.POSITIVE_INFINITY) > claim.end && e.priority < worst);
+      const passedOver = [...enqueued].filter(
+        ([id, e]) => e.at < claim.start && (claimedAt.get(id) ?? Number.POSITIVE_INFINITY) > claim.end && e.priority < worst,
+      );
       expect(passedOver, `claim at ${claim.start} took priority ${worst}`).toEqual([]);
       checked++;
     }

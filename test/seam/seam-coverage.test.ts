@@ -25,7 +25,18 @@ import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
 import { BACKENDS } from "./seam-factory.js";
 
-const JOBS = ["insertMany", "insertUnique", "claimReady", "finishMany", "releaseMany", "leaseRenew", "progressSet", "listStuck", "countReady", "deleteExpired"] as const;
+const JOBS = [
+  "insertMany",
+  "insertUnique",
+  "claimReady",
+  "finishMany",
+  "releaseMany",
+  "leaseRenew",
+  "progressSet",
+  "listStuck",
+  "countReady",
+  "deleteExpired",
+] as const;
 const PARTITIONS = [
   "topicRegister",
   "headClaim",

@@ -111,8 +111,12 @@ SELECT (SELECT id FROM ins) AS inserted, (SELECT stage FROM ins) AS inserted_sta
       }
       // Nothing written and nothing (or not the right thing) seen: a concurrent writer's row, invisible to this snapshot, conflicted.
     }
-    throw new DatabaseUnavailableError(`enqueue with uniqueKey "${params.uniqueKey}": the key changed hands ${MAX_TRIES} times during the write; try again`, undefined, {
-      transient: true,
-    });
+    throw new DatabaseUnavailableError(
+      `enqueue with uniqueKey "${params.uniqueKey}": the key changed hands ${MAX_TRIES} times during the write; try again`,
+      undefined,
+      {
+        transient: true,
+      },
+    );
   }
 }
