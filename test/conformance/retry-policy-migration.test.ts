@@ -23,6 +23,13 @@ const DASHBOARD = [
   "ALTER TABLE later_jobs DROP COLUMN progress",
   // The job-timeout migration (SQLite 12, PostgreSQL 12).
   "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
+  // The priority-unique migration (SQLite 14, PostgreSQL 14): the ready index back to (namespace, run_at).
+  "DROP INDEX later_jobs_unique",
+  "DROP INDEX later_jobs_ready",
+  "CREATE INDEX later_jobs_ready ON later_jobs (namespace, run_at) WHERE stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL",
+  "ALTER TABLE later_jobs DROP COLUMN priority",
+  "ALTER TABLE later_jobs DROP COLUMN unique_key",
+  "ALTER TABLE later_jobs DROP COLUMN unique_slot",
 ];
 
 /** Puts `retry_policy` back as the migrations before it left it (NOT NULL) and forgets the migration (and those after it). */
