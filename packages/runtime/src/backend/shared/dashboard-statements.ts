@@ -128,7 +128,7 @@ function jobTypesOf(value: unknown): string[] {
 
 /**
  * The first `window` entries of `later_jobs_ready` that are due (the
- * oldest ready regular jobs, as a claim walks them; the statement repeats
+ * ready regular jobs a claim takes first: lowest priority, then oldest; the statement repeats
  * the index's predicate), their job type only. A bounded index range read:
  * jobs nothing claims stay at its front, so this is where they show.
  */
@@ -141,6 +141,8 @@ export const READY_WINDOW = new SharedStatement<{ namespace: string; nowMs: numb
       .where(sql<boolean>`stage in ${sql.raw(stageList(CLAIMABLE_STAGES))}`)
       .where("topic", "is", null)
       .where("run_at", "<=", $("nowMs"))
+      // X1: the ready index's order, (priority, run_at): the order a claim walks it, read without a sort.
+      .orderBy("priority")
       .orderBy("run_at")
       .limit($("window")),
   read: (rows) => rows.map((r) => String(r.job_type)),
