@@ -53,11 +53,13 @@ export interface EnqueueOptions {
   priority?: number;
   /**
    * X2: at most one unfinished job of this type per key (1 to 200
-   * characters): while one is enqueued, delayed, waiting, running or
-   * requeued, another enqueue with the key does what {@link uniqueMode}
-   * says; once it has finished (succeeded or failed for good) the key is
-   * free. One job per call (`enqueueMany` of more than one payload, a
-   * partitioned enqueue and `enqueueIn` refuse it). Default: none.
+   * characters): while one is enqueued, delayed, running or requeued,
+   * another enqueue with the key does what {@link uniqueMode} says; once it
+   * has finished (succeeded or failed for good) the key is free. Race-safe
+   * across processes: a unique index decides, not a read before the write.
+   * One job per call: `enqueueMany` of more than one payload, a partitioned
+   * enqueue, a continuation (`parentId`) and `enqueueIn` refuse it with
+   * `INVALID_ARGUMENT`. Default: none.
    */
   uniqueKey?: string;
   /**

@@ -52,6 +52,8 @@ export interface JobPublisherOptions<Trx = TransactionHandle> {
   onCommitted: (jobs: readonly JobInsert[], stages: readonly JobStage[]) => void;
   /** Called after each committed retry or delete (a batch of a filter form each): the server wakes local workers and emits a `job-action` event. */
   onJobAction?: JobActionListener | undefined;
+  /** X2: a unique enqueue replaced a job's payload and made it due now (`replace` of a delayed job): the server wakes local workers. */
+  onReady?: (() => void) | undefined;
 }
 
 /**
@@ -348,6 +350,7 @@ export class JobPublisher<Trx = TransactionHandle> {
     };
     const result = await this.backend.jobs.insertUnique({ job, uniqueKey: checked.uniqueKey!, uniqueMode: checked.uniqueMode ?? "keep", now });
     if (result.outcome === "inserted") this.options.onCommitted([job], [result.stage]);
+    else if (result.outcome === "replaced" && result.stage === "enqueued") this.options.onReady?.();
     return result;
   }
 }

@@ -108,6 +108,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       retentionMs: options.retentionMs,
       topics: new Map(options.topics.map((t) => [t.name, t.partitions])),
       onCommitted,
+      onReady: () => this.pool.wake(),
       onJobAction: (action, jobIds) => {
         if (action === "retry") {
           this.pool.wake();
