@@ -144,6 +144,26 @@ describe.each(BACKENDS)("priority and unique jobs on $name", (entry) => {
     expect((await server.backend.inspect.jobGet({ id: first.id }))?.stage).toBe("success");
   });
 
+  it("X1: the dashboard's oldest ready job is the oldest due one whatever its priority (each priority's first due entry)", async () => {
+    const h = harness();
+    const server = await h.start({ workerCount: 1, handlers: { unrelated: { handle: () => undefined } } });
+    const backend = h.db.backend();
+    await backend.open();
+    try {
+      const start = Date.now();
+      const p = quietPublisher(backend, start);
+      expect(await backend.inspect.oldestReadyAt({ nowMs: start + 1_000 })).toBeNull();
+      await p.enqueue("work", {}, { priority: 5 }); // run_at start
+      await p.enqueue("work", {}, { priority: -1 }); // start + 1
+      await p.enqueue("work", {}, { priority: -3, delayMs: 60_000 }); // not due
+      expect(await backend.inspect.oldestReadyAt({ nowMs: start + 1_000 })).toBe(start);
+      expect(await backend.inspect.oldestReadyAt({ nowMs: start + 120_000 })).toBe(start);
+    } finally {
+      await backend.close();
+      await server.shutdown();
+    }
+  });
+
   it("X1/X2 bad input: INVALID_ARGUMENT naming the field, nothing written", async () => {
     const h = harness();
     const server = await h.start({ workerCount: 1, handlers: { unrelated: { handle: () => undefined } } });

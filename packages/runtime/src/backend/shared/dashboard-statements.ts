@@ -30,25 +30,6 @@ export const JOB_CHILDREN = new SharedStatement<B.JobChildrenParams & InNamespac
   read: (rows) => rows.map((r) => ({ id: String(r.id), jobType: String(r.job_type), stage: r.stage as JobStage })),
 });
 
-/**
- * The first entry of `later_jobs_ready` (claimable regular jobs by
- * `run_at`; the statement repeats its predicate so the planner may use it),
- * if it is due.
- */
-export const OLDEST_READY_AT = new SharedStatement<B.OldestReadyAtParams & InNamespace, number | null>({
-  build: (db, $) =>
-    db
-      .selectFrom("later_jobs")
-      .select("run_at")
-      .where("namespace", "=", $("namespace"))
-      .where(sql<boolean>`stage in ${sql.raw(stageList(CLAIMABLE_STAGES))}`)
-      .where("topic", "is", null)
-      .where("run_at", "<=", $("nowMs"))
-      .orderBy("run_at")
-      .limit(1),
-  read: (rows) => (rows[0] ? Number(rows[0].run_at) : null),
-});
-
 /** The namespace's activity rows since `sinceMs`, by the primary key; grouped into buckets by {@link activityBuckets}. */
 export const ACTIVITY_ROWS = new SharedStatement<B.ActivityListParams & InNamespace, B.ActivityListResult>({
   build: (db, $) =>
