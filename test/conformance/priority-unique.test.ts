@@ -164,6 +164,25 @@ describe.each(BACKENDS)("priority and unique jobs on $name", (entry) => {
     }
   });
 
+  it("X1: enqueueIn stores the priority in the application's transaction; a uniqueKey there is refused", async () => {
+    const h = harness();
+    const server = await h.start({ workerCount: 1, handlers: { unrelated: { handle: () => undefined } } });
+    const backend = h.db.backend();
+    await backend.open();
+    const app = h.db.appDatabase<Record<string, never>>();
+    try {
+      const p = quietPublisher(backend);
+      const id = await app.transaction().execute((trx) => p.enqueueIn(trx as never, "work", {}, { priority: 9 }));
+      expect((await backend.inspect.jobGet({ id }))?.priority).toBe(9);
+      const refused = await app.transaction().execute((trx) => refusal(p.enqueueIn(trx as never, "work", {}, { uniqueKey: "k" })));
+      expect([refused.code, refused.message.includes("uniqueKey")]).toEqual(["INVALID_ARGUMENT", true]);
+    } finally {
+      await app.destroy();
+      await backend.close();
+      await server.shutdown();
+    }
+  });
+
   it("X1/X2 bad input: INVALID_ARGUMENT naming the field, nothing written", async () => {
     const h = harness();
     const server = await h.start({ workerCount: 1, handlers: { unrelated: { handle: () => undefined } } });
