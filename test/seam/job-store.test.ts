@@ -6,6 +6,7 @@
  * coverage guard (seam-coverage.test.ts) fails when a method of the store
  * has no test here.
  */
+import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { ParentNotFoundError, UnknownTopicError } from "@later/runtime";
 import type { Backend, ClaimKey } from "@later/runtime/internal";
@@ -283,6 +284,21 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
   });
 
   describe("claimReady", () => {
+    it("X10: a job's meta is stored as given (NULL when none) and comes back with its claim", async () => {
+      const s = seam();
+      const tagged = jobInsert({ runAt: NOW - 2, meta: '{"traceparent":"00-x"}' });
+      const plain = jobInsert({ runAt: NOW - 1 });
+      await s.backend.jobs.insertMany({ jobs: [tagged, plain], now: NOW });
+      const { rows } = await sql<{ id: string; meta: string | null }>`SELECT id, meta FROM later_jobs`.execute(s.raw);
+      const stored = new Map(rows.map((r) => [r.id, r.meta]));
+      expect([stored.get(tagged.id), stored.get(plain.id)]).toEqual(['{"traceparent":"00-x"}', null]);
+      const claimed = await claim(s.backend, 5);
+      expect(claimed.jobs.map((j) => [j.id, j.meta ?? null])).toEqual([
+        [tagged.id, '{"traceparent":"00-x"}'],
+        [plain.id, null],
+      ]);
+    });
+
     it("X1: lowest priority number first, then oldest runAt; across priorities until limit; nextRunAt the earliest later runAt of any priority", async () => {
       const s = seam();
       const low = jobInsert({ runAt: NOW - 10, priority: 5 });

@@ -118,6 +118,12 @@ export interface JobInsert {
   partition?: number | undefined;
   /** X1: lower is claimed first among ready regular jobs; default (undefined) 0. Never given with a topic (partitions keep sequence order). */
   priority?: number | undefined;
+  /**
+   * The job's metadata (X10): JSON text of an object the enqueue middleware
+   * set (a trace context, ...), handed back to the attempt middleware.
+   * Default (undefined or null): none, stored NULL.
+   */
+  meta?: string | null | undefined;
 }
 
 export interface JobInsertManyParams<Trx = unknown> {
@@ -196,6 +202,8 @@ export interface ClaimedJob {
    * claimer knows its dispatch wait without another read.
    */
   runAt: number;
+  /** The job's metadata as stored at enqueue (JSON text of an object, X10); null or absent: none. */
+  meta?: string | null;
 }
 
 /** Identifies one claim of one job. */

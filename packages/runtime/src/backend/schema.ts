@@ -37,12 +37,14 @@ export interface LaterJobsTable {
   seq: number | null;
   /** Continuations inserted for this job so far (see the PostgreSQL finish). */
   waiters: number;
-  /** X1: `EnqueueOptions.priority`, lower claimed first (migration 14). */
+  /** X1: `EnqueueOptions.priority`, lower claimed first (migration 15). */
   priority: number;
-  /** X2: `EnqueueOptions.uniqueKey`, kept after the job finished (migration 14). */
+  /** X2: `EnqueueOptions.uniqueKey`, kept after the job finished (migration 15). */
   unique_key: string | null;
   /** X2: the slot of the key this job holds: `pending` (not started), `active` (started); null: none (finished, or no key). */
   unique_slot: "pending" | "active" | null;
+  /** X10: the job's metadata, a JSON object the enqueue middleware set; null: none (migration 14). */
+  meta: string | null;
 }
 
 export interface LaterTopicsTable {
@@ -231,6 +233,15 @@ export interface LaterServersTable {
   job_types: string;
 }
 
+/** A paused job type or topic of a namespace (docs/semantics.md X4, migration 13): a row while paused. */
+export interface LaterPausedTable {
+  namespace: string;
+  /** `type` (a job type) or `topic`. */
+  kind: string;
+  name: string;
+  paused_at: number;
+}
+
 export interface LaterDatabase {
   later_jobs: LaterJobsTable;
   later_migrations: LaterMigrationsTable;
@@ -251,4 +262,5 @@ export interface LaterDatabase {
   later_activity_marks: LaterActivityMarksTable;
   later_queue_length: LaterQueueLengthTable;
   later_servers: LaterServersTable;
+  later_paused: LaterPausedTable;
 }

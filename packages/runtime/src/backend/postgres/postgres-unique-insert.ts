@@ -24,7 +24,7 @@
 import type * as B from "../backend.js";
 import { DatabaseUnavailableError } from "../../errors.js";
 import type { JobStage } from "../../core/job-stage.js";
-import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
+import { transition, transitionTail } from "./postgres-transition.js";
 import { statement, type Execute, type Statement } from "./postgres-statement.js";
 
 /** How often a lost race is run again before giving up (each loss means another writer changed the key meanwhile). */
@@ -35,7 +35,8 @@ export class PostgresUniqueInsert {
    * `$1` id, `$2` namespace, `$3` job type, `$4` payload, `$5` stage
    * (`enqueued` or `delayed`), `$6` retry policy, `$7` timeout, `$8` run_at,
    * `$9` now, `$10` priority, `$11` unique key, `$12` mode, `$13`/`$14`
-   * notify channel and payload. One row: `inserted` (id), `replaced` (id),
+   * notify channel and payload, `$15` meta (X10; null: none, and a replace
+   * keeps the job's own). One row: `inserted` (id), `replaced` (id),
    * `held` (the key's job standing for it: the pending one first), with the
    * stages of each.
    */
@@ -43,11 +44,17 @@ export class PostgresUniqueInsert {
 
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
-    const counted = PostgresStageCounters.countMoves(
-      schema,
-      "$2",
-      [moves("ins", null, "stage"), moves("(SELECT * FROM upd WHERE stage <> was) u", "was", "stage")].join(" UNION ALL "),
-    );
+    const inserted = transition({ kinds: "insert", rows: "ins", from: null, to: "$5", at: "$9::bigint" });
+    // Only the rows whose stage changed move (and get an entry); a replace that keeps the stage is no transition.
+    const replaced = transition({
+      kinds: "replace",
+      rows: "(SELECT * FROM upd WHERE stage <> was) u",
+      from: "was",
+      to: "CASE WHEN $12 = 'replace' THEN $5 ELSE j.stage END",
+      at: "$9::bigint",
+    });
+    // Every replaced row wakes, its stage changed or not: a new run time (or payload) of a waiting job moves the fetchers' next due time.
+    const tail = transitionTail(schema, "$2", [inserted, replaced], ["$13", "$14"], "SELECT 1 FROM upd");
     this.insert = statement(`WITH held AS (
   SELECT id, stage, unique_slot FROM ${jobs} WHERE namespace = $2 AND job_type = $3 AND unique_key = $11 AND unique_slot IS NOT NULL
 ), target AS (
@@ -58,21 +65,20 @@ export class PostgresUniqueInsert {
 ), upd AS (
   UPDATE ${jobs} j SET payload = $4, updated_at = $9,
     run_at = CASE WHEN $12 = 'replace' THEN $8::bigint ELSE j.run_at END,
-    stage = CASE WHEN $12 = 'replace' THEN $5 ELSE j.stage END,
-    stages = CASE WHEN $12 = 'replace' AND j.stage <> $5 THEN left(j.stages, -1) || ',["' || $5 || '",' || $9::bigint || ']]' ELSE j.stages END
+    meta = CASE WHEN $15::text IS NULL THEN j.meta ELSE $15 END,
+    ${replaced.stage},
+    ${replaced.historyIfMoved}
   FROM target t WHERE j.id = t.id
   RETURNING j.id, j.stage, t.stage AS was, j.topic, j.partition_no
 ), ins AS (
-  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, stages, created_at, updated_at, priority, unique_key, unique_slot)
-  SELECT $1, $2, $3, $4, $5, 0, $6, $7, $8, '[["' || $5 || '",' || $9::bigint || ']]', $9, $9, $10, $11, 'pending'
+  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, stages, created_at, updated_at, priority, unique_key, unique_slot, meta)
+  SELECT $1, $2, $3, $4, $5, 0, $6, $7, $8, ${inserted.first}, $9, $9, $10, $11, 'pending', $15
   WHERE NOT EXISTS (SELECT 1 FROM upd)
     AND NOT ($12 <> 'replace' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'pending'))
     AND NOT ($12 = 'keep' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'active'))
   ON CONFLICT DO NOTHING
   RETURNING id, stage, topic, partition_no
-)${counted}, notified AS (
-  SELECT pg_notify($13, $14) FROM (SELECT stage FROM ins UNION ALL SELECT stage FROM upd) x WHERE stage IN ('enqueued', 'delayed') LIMIT 1
-)
+)${tail}
 SELECT (SELECT id FROM ins) AS inserted, (SELECT stage FROM ins) AS inserted_stage,
   (SELECT id FROM upd) AS replaced, (SELECT stage FROM upd) AS replaced_stage,
   (SELECT id FROM held ORDER BY unique_slot DESC LIMIT 1) AS held, (SELECT stage FROM held ORDER BY unique_slot DESC LIMIT 1) AS held_stage,
@@ -98,6 +104,7 @@ SELECT (SELECT id FROM ins) AS inserted, (SELECT stage FROM ins) AS inserted_sta
       params.uniqueKey,
       params.uniqueMode,
       ...notify,
+      job.meta ?? null,
     ];
     for (let attempt = 1; attempt <= MAX_TRIES; attempt++) {
       const [row] = await execute(this.insert, values);

@@ -15,6 +15,7 @@ import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { StageDeltas } from "./sqlite-stage-counters.js";
+import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
 
 /**
  * Runs inside the caller's `immediate` transaction; `countMoves` writes the
@@ -41,27 +42,30 @@ export function insertUniqueRow(
   if (pending && (mode === "replace" || active)) {
     // replace: the payload and the run time (a delayed job may become due, or a due one delayed); afterActive: the payload only.
     const to: JobStage = mode === "replace" ? stage : (pending.stage as JobStage);
+    // A stage kept as it was is no transition: no history entry, no move.
+    const moved = to !== pending.stage;
     c.run(
-      `UPDATE later_jobs SET payload = ?, updated_at = ?, run_at = CASE WHEN ? THEN ? ELSE run_at END, stage = ?,
-         stages = CASE WHEN stage <> ? THEN json_insert(stages, '$[#]', json_array(?, CAST(? AS INTEGER))) ELSE stages END
+      `UPDATE later_jobs SET payload = ?, updated_at = ?, run_at = CASE WHEN ? THEN ? ELSE run_at END, meta = coalesce(?, meta)${moved ? `, ${T.replace.stage}, ${T.replace.history}` : ""}
        WHERE id = ?`,
       job.payload,
       now,
       mode === "replace" ? 1 : 0,
       job.runAt,
-      to,
-      to,
-      to,
-      now,
+      job.meta ?? null,
+      ...(moved ? [to, to, now] : []),
       pending.id,
     );
-    if (to !== pending.stage) countMoves(new StageDeltas().move(pending.stage, to));
+    if (moved) {
+      const deltas = new StageDeltas();
+      T.replace.count(deltas, [{ stage: to, topic: null, partition_no: null }], pending.stage as JobStage);
+      countMoves(deltas);
+    }
     return { id: String(pending.id), outcome: "replaced", stage: to };
   }
   if (pending) return existing(pending); // afterActive before the key's job started
   const inserted = c.get(
-    `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, stages, created_at, updated_at, priority, unique_key, unique_slot)
-     VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, json_array(json_array(?, CAST(? AS INTEGER))), ?, ?, ?, ?, 'pending')
+    `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, stages, created_at, updated_at, priority, unique_key, unique_slot, meta)
+     VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, 'pending', ?)
      ON CONFLICT DO NOTHING RETURNING id`,
     job.id,
     namespace,
@@ -77,6 +81,7 @@ export function insertUniqueRow(
     now,
     job.priority ?? 0,
     params.uniqueKey,
+    job.meta ?? null,
   );
   if (!inserted) {
     // Unreachable inside the write lock (the holders were read in it); kept so a conflict reports the row that holds the slot.
@@ -88,7 +93,9 @@ export function insertUniqueRow(
     );
     return row ? existing(row) : { id: job.id, outcome: "existing", stage };
   }
-  countMoves(new StageDeltas().move(null, stage));
+  const deltas = new StageDeltas();
+  T.insert.count(deltas, [{ stage, topic: null, partition_no: null }], null);
+  countMoves(deltas);
   return { id: job.id, outcome: "inserted", stage };
 }
 
