@@ -61,6 +61,10 @@ describe.skipIf(!entry)("an enqueue whose commit reply is lost (postgres)", () =
     const INSERT = "json_to_recordset";
     ids.push(...(await cutOnce(INSERT, () => publisher.jobs.sendEmail.enqueue(email))));
     ids.push(...(await cutOnce(INSERT, () => publisher.jobs.sendEmail.enqueueMany([email, email, email]))));
+    // X2: a unique enqueue run again finds its own job holding the key: the same id, stored once.
+    const unique = await cutOnce("WITH held AS", () => publisher.jobs.sendEmail.enqueue(email, { uniqueKey: "lost-reply" }));
+    ids.push(...unique);
+    expect(await publisher.jobs.sendEmail.enqueue(email, { uniqueKey: "lost-reply" })).toBe(unique[0]);
     // Transactions (partitions, continuations): the store's retry.
     const partitioned = await cutOnce("COMMIT", () => publisher.jobs.processOrder.enqueueToPartition(order(1)));
     partitioned.push(...(await cutOnce("COMMIT", () => publisher.jobs.processOrder.enqueueToPartition(order(1)))));
@@ -85,7 +89,7 @@ describe.skipIf(!entry)("an enqueue whose commit reply is lost (postgres)", () =
       await backend.open();
       try {
         expect((await backend.inspect.stageCounts()).counts).toEqual(recount);
-        expect(recount.enqueued).toBe(6);
+        expect(recount.enqueued).toBe(7);
         expect(recount.waiting).toBe(4);
         const depth = (await backend.inspect.partitionDepth()).partitions.filter((p) => p.unfinished > 0);
         expect(depth.map((p) => p.unfinished)).toEqual([3]);

@@ -128,6 +128,38 @@ describe.each(BACKENDS)("middleware (X10) on $name", (entry) => {
     expect(attempts.get(single)!.signal).toBeInstanceOf(AbortSignal);
   });
 
+  it("X2/X10: a unique enqueue goes through the enqueue hook: its metadata is stored by the insert and by a replace; a hook skipping next() writes nothing", async () => {
+    const enqueues: EnqueueContext[] = [];
+    let skip = false;
+    const server = await harness().start({
+      handlers: { a: { handle: () => undefined } },
+      middleware: [
+        {
+          async enqueue(ctx, next) {
+            enqueues.push(ctx);
+            if (skip) return ["skipped"];
+            ctx.jobs[0]!.meta.n = enqueues.length;
+            return next();
+          },
+        },
+      ],
+    });
+    const p = server.publisher;
+    const first = await p.enqueueUnique("a", { v: 1 }, { uniqueKey: "k", uniqueMode: "replace", delayMs: 60_000 });
+    expect(first.outcome).toBe("inserted");
+    expect(JSON.parse((await storedMeta()).get(first.id)!)).toEqual({ n: 1 });
+    const again = await p.enqueue("a", { v: 2 }, { uniqueKey: "k", uniqueMode: "replace", delayMs: 60_000 });
+    expect(again).toBe(first.id);
+    expect(JSON.parse((await storedMeta()).get(first.id)!)).toEqual({ n: 2 });
+    expect(enqueues.map((c) => [c.jobType, c.jobs.length, c.inTransaction, c.options.uniqueKey])).toEqual([
+      ["a", 1, false, "k"],
+      ["a", 1, false, "k"],
+    ]);
+    skip = true;
+    expect(await p.enqueueUnique("a", { v: 3 }, { uniqueKey: "other" })).toEqual({ id: "skipped", outcome: "existing" });
+    expect((await storedMeta()).size).toBe(1);
+  });
+
   it("X10: an enqueue hook that throws rejects the enqueue with its error and nothing is written; metadata over 8 KiB or not JSON is INVALID_ARGUMENT", async () => {
     const boom = new Error("refused by middleware");
     let mode: "throw" | "big" | "bigint" = "throw";

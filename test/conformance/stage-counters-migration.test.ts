@@ -27,8 +27,17 @@ const DASHBOARD = [
   "ALTER TABLE later_jobs DROP COLUMN progress",
   // The job-timeout migration (SQLite 12, PostgreSQL 12).
   "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
-  // The job-meta migration (SQLite 15, PostgreSQL 15; X10).
+  // The priority-unique migration (SQLite 15, PostgreSQL 15; X1, X2): the ready index back to (namespace, run_at).
+  "DROP INDEX later_jobs_unique",
+  "DROP INDEX later_jobs_ready",
+  "CREATE INDEX later_jobs_ready ON later_jobs (namespace, run_at) WHERE stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL",
+  "ALTER TABLE later_jobs DROP COLUMN priority",
+  "ALTER TABLE later_jobs DROP COLUMN unique_key",
+  "ALTER TABLE later_jobs DROP COLUMN unique_slot",
+  // The job-meta migration (SQLite 14, PostgreSQL 14; X10).
   "ALTER TABLE later_jobs DROP COLUMN meta",
+  // The paused migration (SQLite 13, PostgreSQL 13; X4).
+  "DROP TABLE later_paused",
 ];
 
 const UNDO_MIGRATION_4: Record<string, string[]> = {

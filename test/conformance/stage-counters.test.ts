@@ -205,6 +205,15 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
       }),
     ).rejects.toThrow("roll back");
     await app.destroy();
+    // X1/X2: priorities, and unique keys in every mode (a replace that moves a delayed job to enqueued is a counted move).
+    await p.enqueueMany("ok", [{ p: 1 }, { p: 2 }], { priority: -5 });
+    await p.enqueueUnique("ok", { u: 1 }, { uniqueKey: "u", delayMs: 3_600_000 });
+    await p.enqueueUnique("ok", { u: 2 }, { uniqueKey: "u", delayMs: 3_600_000 });
+    await p.enqueueUnique("ok", { u: 3 }, { uniqueKey: "u", uniqueMode: "afterActive", delayMs: 3_600_000 });
+    await p.enqueueUnique("ok", { u: 4 }, { uniqueKey: "u", uniqueMode: "replace", delayMs: 3_600_000 });
+    await p.enqueueUnique("ok", { u: 5 }, { uniqueKey: "u", uniqueMode: "replace" });
+    await p.enqueueUnique("ok", { v: 1 }, { uniqueKey: "v", uniqueMode: "afterActive" });
+    await p.enqueueUnique("ok", { v: 2 }, { uniqueKey: "v", uniqueMode: "afterActive" });
     // Recurring occurrences.
     await p.enqueueRecurring("ok", "every-second", {}, "* * * * * *");
     await waitFor(

@@ -242,6 +242,8 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
       topic: null,
       partition: null,
       seq: null,
+      priority: 0,
+      uniqueKey: null,
     });
     expect(body.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "failed"]);
     const { totalMs, processingMs, waitingMs } = body.durations;
@@ -249,6 +251,9 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
     expect(processingMs).toBe(body.stages[2]!.at - body.stages[1]!.at);
     expect(waitingMs).toBe(totalMs - processingMs);
     expect((await call<DashboardJobDetail>(dashboard, `/api/jobs/${child}`)).body).toMatchObject({ parentIds: [failed], children: [] });
+    // X1/X2: a job's priority and unique key.
+    const keyed = await server.publisher.enqueue("ok", {}, { priority: 7, uniqueKey: "nightly", delayMs: 3_600_000 });
+    expect((await call<DashboardJobDetail>(dashboard, `/api/jobs/${keyed}`)).body).toMatchObject({ priority: 7, uniqueKey: "nightly" });
 
     const unknown = await call<{ error: { code: string } }>(dashboard, `/api/jobs/${"0".repeat(26)}`);
     expect([unknown.status, unknown.body.error.code]).toEqual([404, "JOB_NOT_FOUND"]);

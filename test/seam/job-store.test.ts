@@ -194,6 +194,95 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
     });
   });
 
+  describe("insertUnique", () => {
+    const unique = (b: Backend, mode: "keep" | "replace" | "afterActive", overrides: Parameters<typeof jobInsert>[0] = {}, now = NOW) =>
+      b.jobs.insertUnique({ job: jobInsert(overrides), uniqueKey: "k", uniqueMode: mode, now });
+    const finish = (b: Backend, id: string, kind: "success" | "retry" | "fail" = "success") =>
+      b.jobs.finishMany({
+        finishes: [
+          {
+            id,
+            attempt: 1,
+            outcome: kind === "success" ? { kind } : kind === "retry" ? { kind, runAt: NOW, error: "again" } : { kind: "fail", error: "no" },
+          },
+        ],
+        now: NOW,
+        retentionMs: DAY,
+      });
+
+    it("X2 keep: one unfinished job per (type, key), pending or active; finished, the key is free again", async () => {
+      const s = seam();
+      const a = await unique(s.backend, "keep", { payload: '{"n":1}' });
+      expect(a).toMatchObject({ outcome: "inserted", stage: "enqueued" });
+      expect(await s.job(a.id)).toMatchObject({ uniqueKey: "k", uniqueSlot: "pending" });
+      expect(await unique(s.backend, "keep", { payload: '{"n":2}' })).toEqual({ id: a.id, outcome: "existing", stage: "enqueued" });
+      // Another job type is another key space.
+      expect((await unique(s.backend, "keep", { jobType: "other" })).outcome).toBe("inserted");
+      expect((await claim(s.backend, 5)).jobs.map((j) => j.id)).toEqual([a.id]);
+      expect((await s.job(a.id)).uniqueSlot).toBe("active");
+      expect(await unique(s.backend, "keep")).toEqual({ id: a.id, outcome: "existing", stage: "running" });
+      const done = await finish(s.backend, a.id);
+      expect(done.freed).toBe(1);
+      expect(await s.job(a.id)).toMatchObject({ stage: "success", uniqueKey: "k", uniqueSlot: null });
+      const b = await unique(s.backend, "keep", { payload: '{"n":3}' });
+      expect(b.outcome).toBe("inserted");
+      expect(b.id).not.toBe(a.id);
+      expect((await s.job(a.id)).payload).toBe('{"n":1}');
+      await expectCountersMatch(s);
+    });
+
+    it("X2 replace: a job not started takes the payload and run time (delayed <-> enqueued counted); running, a job is kept to run after it", async () => {
+      const s = seam();
+      const a = await unique(s.backend, "replace", { payload: '{"n":1}', runAt: NOW + 5_000 });
+      expect(a.stage).toBe("delayed");
+      const r = await unique(s.backend, "replace", { payload: '{"n":2}' });
+      expect(r).toEqual({ id: a.id, outcome: "replaced", stage: "enqueued" });
+      expect(await s.job(a.id)).toMatchObject({ payload: '{"n":2}', runAt: NOW, stage: "enqueued" });
+      expect(history(await s.job(a.id))).toEqual(["delayed", "enqueued"]);
+      expect(await unique(s.backend, "replace", { payload: '{"n":3}' })).toEqual({ id: a.id, outcome: "replaced", stage: "enqueued" });
+      expect(history(await s.job(a.id))).toEqual(["delayed", "enqueued"]);
+      await expectCountersMatch(s);
+      await claim(s.backend, 5);
+      const b = await unique(s.backend, "replace", { payload: '{"n":4}' });
+      expect(b.outcome).toBe("inserted");
+      // The kept job does not start while the key's job runs, and carries no nextRunAt (it is due, only blocked).
+      expect((await claim(s.backend, 5)).jobs).toEqual([]);
+      await finish(s.backend, a.id);
+      expect((await claim(s.backend, 5)).jobs.map((j) => [j.id, j.payload])).toEqual([[b.id, '{"n":4}']]);
+      await expectCountersMatch(s);
+    });
+
+    it("X2 afterActive: keep before the start; while it runs one more job, its payload replaced by the latest; a retry keeps the active slot", async () => {
+      const s = seam();
+      const a = await unique(s.backend, "afterActive", { payload: '{"n":1}' });
+      expect(await unique(s.backend, "afterActive", { payload: '{"n":2}' })).toEqual({ id: a.id, outcome: "existing", stage: "enqueued" });
+      await claim(s.backend, 5);
+      const b = await unique(s.backend, "afterActive", { payload: '{"n":3}' });
+      expect(b.outcome).toBe("inserted");
+      for (let n = 4; n <= 6; n++) {
+        expect(await unique(s.backend, "afterActive", { payload: `{"n":${n}}`, runAt: NOW + 1 })).toEqual({ id: b.id, outcome: "replaced", stage: "enqueued" });
+      }
+      expect(await s.job(b.id)).toMatchObject({ payload: '{"n":6}', runAt: NOW, uniqueSlot: "pending" });
+      // The running job is retried: it keeps the active slot and runs again before the kept one.
+      await finish(s.backend, a.id, "retry");
+      expect(await s.job(a.id)).toMatchObject({ stage: "requeued", uniqueSlot: "active" });
+      const again = await claim(s.backend, 5);
+      expect(again.jobs.map((j) => j.id)).toEqual([a.id]);
+      await s.backend.jobs.finishMany({ finishes: [{ id: a.id, attempt: 2, outcome: { kind: "fail", error: "no" } }], now: NOW, retentionMs: DAY });
+      expect((await s.job(a.id)).uniqueSlot).toBeNull();
+      expect((await claim(s.backend, 5)).jobs.map((j) => j.id)).toEqual([b.id]);
+      await expectCountersMatch(s);
+    });
+
+    it("X2: the key's row is found by the unique index; concurrent inserts of one key store one job", async () => {
+      const s = seam();
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => unique(s.backend, "keep", { payload: `{"i":${i}}` })));
+      expect(results.filter((r) => r.outcome === "inserted")).toHaveLength(1);
+      expect(new Set(results.map((r) => r.id)).size).toBe(1);
+      await expectCountersMatch(s);
+    });
+  });
+
   describe("claimReady", () => {
     it("X10: a job's meta is stored as given (NULL when none) and comes back with its claim", async () => {
       const s = seam();
@@ -208,6 +297,25 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
         [tagged.id, '{"traceparent":"00-x"}'],
         [plain.id, null],
       ]);
+    });
+
+    it("X1: lowest priority number first, then oldest runAt; across priorities until limit; nextRunAt the earliest later runAt of any priority", async () => {
+      const s = seam();
+      const low = jobInsert({ runAt: NOW - 10, priority: 5 });
+      const high = jobInsert({ runAt: NOW - 1, priority: -3 });
+      const plainOld = jobInsert({ runAt: NOW - 30 });
+      const plainNew = jobInsert({ runAt: NOW - 20 });
+      const highLater = jobInsert({ runAt: NOW + 9_000, priority: -3 });
+      const lowSoon = jobInsert({ runAt: NOW + 4_000, priority: 5 });
+      await s.backend.jobs.insertMany({ jobs: [low, high, plainOld, plainNew, highLater, lowSoon], now: NOW });
+      expect((await s.job(high.id)).priority).toBe(-3);
+      expect((await s.job(plainOld.id)).priority).toBe(0);
+      const first = await claim(s.backend, 3);
+      expect(first.jobs.map((j) => j.id)).toEqual([high.id, plainOld.id, plainNew.id]);
+      const rest = await claim(s.backend, 10);
+      expect(rest.jobs.map((j) => j.id)).toEqual([low.id]);
+      expect(rest.nextRunAt).toBe(NOW + 4_000);
+      await expectCountersMatch(s);
     });
 
     it("claims at most limit ready jobs, oldest runAt first: running, attempt + 1, the lease; no nextRunAt when full", async () => {

@@ -70,6 +70,7 @@ describe("STAGE_TRANSITIONS", () => {
     expect(wakingStages(["succeed", "requeue", "fail", "rescue"])).toEqual(["requeued"]);
     expect(wakingStages(["insert"])).toEqual(["enqueued", "delayed"]);
     expect(wakingStages(["claim", "succeed", "failChild"])).toEqual([]);
+    expect(wakingStages(["replace"])).toEqual(["enqueued", "delayed"]);
   });
 });
 
@@ -80,6 +81,7 @@ describe("illegalStep", () => {
     expect(illegalStep(["waiting", "enqueued", "running", "enqueued"])).toBeNull(); // released, claimed, put back at shutdown
     expect(illegalStep(["waiting", "failed"])).toBeNull();
     expect(illegalStep(["failed"])).toBeNull(); // a continuation of a parent that already failed (J5)
+    expect(illegalStep(["delayed", "enqueued", "running", "success"])).toBeNull(); // X2: a replace made a delayed job due
   });
 
   it("finds the first illegal step", () => {

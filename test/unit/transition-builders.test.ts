@@ -35,6 +35,21 @@ describe("PostgreSQL transitions", () => {
     expect(transitionTail('"later"', "$1", [claim])).not.toContain("pg_notify");
   });
 
+  it("X2: a wake condition beyond the transitions joins the one wake-up (a keyed job's finish frees its key)", () => {
+    const succeeded = transition({ kinds: "succeed", rows: "done", from: "'running'", to: "'success'", at: "$3::bigint" });
+    const keyed = "SELECT 1 FROM done WHERE unique_key IS NOT NULL";
+    expect(transitionTail('"later"', "$5", [succeeded], ["$6", "$7"], keyed)).toContain(
+      `notified AS (\n  SELECT pg_notify($6, $7) FROM (${keyed} LIMIT 1) x\n)`,
+    );
+    expect(() => transitionTail('"later"', "$5", [succeeded], undefined, keyed)).toThrow(/notify/);
+  });
+
+  it("X2: a replace appends its entry only when the stage changes", () => {
+    const replaced = transition({ kinds: "replace", rows: "u", from: "was", to: "$5", at: "$9::bigint" });
+    expect(replaced.historyIfMoved).toBe(`stages = CASE WHEN j.stage <> $5 THEN ${replaced.append("j.stages")} ELSE j.stages END`);
+    expect(() => transition({ kinds: "replace", rows: "u", from: "'running'", to: "$5", at: "$9" })).toThrow(/not a legal "from"/);
+  });
+
   it("refuse a literal stage the kind cannot enter or leave", () => {
     expect(() => transition({ kinds: "claim", rows: "c", from: "stage", to: "'success'", at: "$2" })).toThrow(/not a legal "to"/);
     expect(() => transition({ kinds: "succeed", rows: "c", from: "'waiting'", to: "'success'", at: "$2" })).toThrow(/not a legal "from"/);

@@ -36,6 +36,8 @@ export function formatJobDetail(job: JobRecord): string[] {
     ["topic", job.topic ?? "- (not partitioned)"],
     ["partition", job.partition === null ? "-" : String(job.partition)],
     ["sequence", job.seq === null ? "-" : String(job.seq)],
+    ["priority", String(job.priority)],
+    ["unique key", job.uniqueKey === null ? "-" : `${job.uniqueKey}${job.uniqueSlot === null ? " (released)" : ` (holds ${job.uniqueSlot})`}`],
     ["lease", lease],
     ["created", formatTime(job.createdAt)],
     ["updated", formatTime(job.updatedAt)],

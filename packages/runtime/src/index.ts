@@ -18,10 +18,10 @@ export { backendFromUrl, type BackendFromUrlOptions } from "./backend/backend-fr
 export { BackgroundJobServer } from "./server/background-job-server.js";
 export type { ShutdownOptions } from "./server/shutdown-options.js";
 export type { ShutdownOnSignalsOptions } from "./server/shutdown-on-signals.js";
-export { JobPublisher, type JobPublisherOptions, type PartitionTarget } from "./publisher/job-publisher.js";
+export { JobPublisher, type JobPublisherOptions, type PartitionTarget, type UniqueEnqueueResult } from "./publisher/job-publisher.js";
 export type { JobFilter, JobBatchOptions } from "./publisher/job-controller.js";
 export type { PauseTarget, PausedEntry } from "./publisher/pause-controller.js";
-export { ENQUEUE_OPTION_KEYS, type EnqueueOptions } from "./publisher/enqueue-options.js";
+export { ENQUEUE_OPTION_KEYS, UNIQUE_MODES, type EnqueueOptions, type UniqueMode } from "./publisher/enqueue-options.js";
 export {
   MAX_META_BYTES,
   type AttemptContext,

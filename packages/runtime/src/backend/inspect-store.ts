@@ -207,6 +207,12 @@ export interface JobRecord {
   topic: string | null;
   partition: number | null;
   seq: number | null;
+  /** X1: `EnqueueOptions.priority` (lower claimed first); 0 when none was given. */
+  priority: number;
+  /** X2: `EnqueueOptions.uniqueKey`, kept after the job finished; null when none was given. */
+  uniqueKey: string | null;
+  /** X2: the key's slot the job holds: `pending` (not started), `active` (started, unfinished); null once finished or without a key. */
+  uniqueSlot: "pending" | "active" | null;
 }
 
 export interface JobGetParams {

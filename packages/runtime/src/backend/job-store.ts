@@ -35,7 +35,18 @@ export interface JobStore<Trx = unknown> {
    * same statements run on the caller's Kysely transaction or `pg` client.
    */
   insertMany(params: JobInsertManyParams<Trx>): Promise<JobInsertManyResult>;
-  /** Claims up to `limit` ready jobs (oldest `runAt` first) in one write: stage `running`, `attempt + 1`, a lease. */
+  /**
+   * X2: inserts one job that holds `uniqueKey` among the unfinished jobs of
+   * its type, or, when the key is held, does what `uniqueMode` says (see
+   * `EnqueueOptions.uniqueMode`), race-safe across processes through the
+   * unique index on (namespace, job_type, unique_key, unique_slot): a job
+   * not started yet holds the `pending` slot, a started one (running, or
+   * put back / requeued after a run) the `active` slot, and a finish clears
+   * the slot. Resolves to the job that now stands for the enqueue and what
+   * happened. Never on a caller's transaction, never partitioned.
+   */
+  insertUnique(params: JobInsertUniqueParams): Promise<JobInsertUniqueResult>;
+  /** Claims up to `limit` ready jobs (lowest priority number first, then oldest `runAt`) in one write: stage `running`, `attempt + 1`, a lease. */
   claimReady(params: JobClaimReadyParams): Promise<JobClaimReadyResult>;
   /**
    * Stores attempt outcomes in one transaction, each guarded by its claim.
@@ -105,6 +116,8 @@ export interface JobInsert {
    */
   topic?: string | undefined;
   partition?: number | undefined;
+  /** X1: lower is claimed first among ready regular jobs; default (undefined) 0. Never given with a topic (partitions keep sequence order). */
+  priority?: number | undefined;
   /**
    * The job's metadata (X10): JSON text of an object the enqueue middleware
    * set (a trace context, ...), handed back to the attempt middleware.
@@ -126,6 +139,23 @@ export interface JobInsertManyParams<Trx = unknown> {
   retentionMs?: number | undefined;
   /** Write into this caller-owned transaction instead of a transaction of the backend's own (`enqueueIn`). */
   transaction?: Trx | undefined;
+}
+
+export interface JobInsertUniqueParams {
+  /** The job to insert (its `id` made by the caller: a run again after a lost reply finds it). */
+  job: JobInsert;
+  uniqueKey: string;
+  uniqueMode: "keep" | "replace" | "afterActive";
+  now: number;
+}
+
+export interface JobInsertUniqueResult {
+  /** The job standing for the enqueue: `job.id` when inserted, else the unfinished job of the key. */
+  id: JobId;
+  /** `inserted`: a new job; `existing`: nothing written; `replaced`: the key's job not yet started took the payload (and, for `replace`, the run time). */
+  outcome: "inserted" | "existing" | "replaced";
+  /** The stage of job `id` after the write. */
+  stage: JobStage;
 }
 
 export interface JobInsertManyResult {
@@ -208,6 +238,11 @@ export interface JobFinishManyResult {
   applied: ClaimKey[];
   /** Continuations that became `enqueued` because their parent succeeded. */
   released: number;
+  /**
+   * X2: finished jobs (for good) that held a unique key: the job kept to run
+   * after one of them may be ready now, so the pool looks for work. Absent: none.
+   */
+  freed?: number;
 }
 
 export interface JobReleaseManyParams {

@@ -37,7 +37,13 @@ export interface LaterJobsTable {
   seq: number | null;
   /** Continuations inserted for this job so far (see the PostgreSQL finish). */
   waiters: number;
-  /** X10: the job's metadata, a JSON object the enqueue middleware set; null: none (migration 15). */
+  /** X1: `EnqueueOptions.priority`, lower claimed first (migration 15). */
+  priority: number;
+  /** X2: `EnqueueOptions.uniqueKey`, kept after the job finished (migration 15). */
+  unique_key: string | null;
+  /** X2: the slot of the key this job holds: `pending` (not started), `active` (started); null: none (finished, or no key). */
+  unique_slot: "pending" | "active" | null;
+  /** X10: the job's metadata, a JSON object the enqueue middleware set; null: none (migration 14). */
   meta: string | null;
 }
 

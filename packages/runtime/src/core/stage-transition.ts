@@ -13,6 +13,7 @@
  *      │                   │   ─rescue───► requeued | failed (lease abandoned)
  *      └──────release──────┘   (put back: enqueued | requeued, attempt undone)
  *
+ *   enqueued ⇄ delayed ─replace──                        (X2: a unique key's job not started, new run time)
  *   waiting ─releaseChild──► enqueued | delayed          (parent succeeded)
  *   waiting ─failChild─────► failed                     (parent failed for good)
  *   any unfinished ─forceFail──► failed                  (partition head, from outside)
@@ -78,6 +79,11 @@ export const STAGE_TRANSITIONS = {
   releaseChild: t(["waiting"], ["enqueued", "delayed"], true),
   /** A waiting continuation whose parent failed for good (down the chain). */
   failChild: t(["waiting"], ["failed"], false),
+  /**
+   * X2: an enqueue with a unique key in mode `replace` gives the key's job that has not started yet the new payload
+   * and run time: `enqueued` ⇄ `delayed` as that run time is due or not (a stage kept as it was is no change).
+   */
+  replace: t(["enqueued", "delayed"], ["enqueued", "delayed"], true),
   /** `retry` from outside (X7): a failed job runs again, a partitioned one at its partition's end. */
   retry: t(RETRYABLE_STAGES, ["enqueued"], true),
   /** `delete` from outside (X7). */

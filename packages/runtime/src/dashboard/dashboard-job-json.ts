@@ -45,6 +45,10 @@ export interface DashboardJobDetail {
   topic: string | null;
   partition: number | null;
   seq: number | null;
+  /** X1: the job's priority (lower claimed first; 0 by default). */
+  priority: number;
+  /** X2: the job's unique key, kept after it finished; null when none was given. */
+  uniqueKey: string | null;
 }
 
 /**
@@ -95,6 +99,8 @@ export function jobDetail(job: JobRecord, children: DashboardJobDetail["children
     topic: job.topic,
     partition: job.partition,
     seq: job.seq,
+    priority: job.priority,
+    uniqueKey: job.uniqueKey,
   };
 }
 

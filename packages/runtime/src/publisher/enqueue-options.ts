@@ -41,10 +41,64 @@ export interface EnqueueOptions {
    * stored, so the type's or the server's applies.
    */
   timeoutMs?: number;
+  /**
+   * X1: the job's priority, an integer from −32768 to 32767; LOWER runs
+   * first (as graphile-worker and River). Among the ready regular jobs of a
+   * namespace a claim takes the lowest number first, then the oldest
+   * (`runAt`); a priority never makes a job run before its time. Default 0.
+   * Refused (`INVALID_ARGUMENT` naming `priority`) on a partitioned enqueue:
+   * a partition runs its jobs in strict sequence order, so a priority there
+   * could only be ignored.
+   */
+  priority?: number;
+  /**
+   * X2: at most one unfinished job of this type per key (1 to 200
+   * characters): while one is enqueued, delayed, running or requeued,
+   * another enqueue with the key does what {@link uniqueMode} says; once it
+   * has finished (succeeded or failed for good) the key is free. Race-safe
+   * across processes: a unique index decides, not a read before the write.
+   * One job per call: `enqueueMany` of more than one payload, a partitioned
+   * enqueue, a continuation (`parentId`) and `enqueueIn` refuse it with
+   * `INVALID_ARGUMENT`. Default: none.
+   */
+  uniqueKey?: string;
+  /**
+   * X2: what an enqueue with a {@link uniqueKey} already held does
+   * (needs `uniqueKey`). Default `"keep"`.
+   * - `"keep"`: writes nothing; resolves to the unfinished job's id.
+   * - `"replace"` (debounce): a job of the key not started yet takes the new
+   *   payload and run time (a `delayMs` pushes it back); when the key's job
+   *   is already running and none waits, a new job is kept to run after it,
+   *   so the latest payload is never lost.
+   * - `"afterActive"` (BullMQ's keepLastIfActive): as `"keep"` while the
+   *   key's job has not started; while it runs, ONE more job is kept to run
+   *   after it: inserted, or, when it is there already, given the latest
+   *   payload (its run time kept). A burst of triggers during a run gives
+   *   exactly one more run, with the last payload.
+   */
+  uniqueMode?: UniqueMode;
 }
 
+/** {@link EnqueueOptions.uniqueMode}. */
+export type UniqueMode = "keep" | "replace" | "afterActive";
+
+/** Every {@link UniqueMode}. */
+export const UNIQUE_MODES: readonly UniqueMode[] = ["keep", "replace", "afterActive"];
+
+/** The longest {@link EnqueueOptions.uniqueKey}, in UTF-16 code units. */
+export const MAX_UNIQUE_KEY_LENGTH = 200;
+
 /** Every key {@link EnqueueOptions} has. Any other key is refused, so a misspelt `delayMS` cannot silently run a job at once. */
-export const ENQUEUE_OPTION_KEYS: readonly (keyof EnqueueOptions)[] = ["delayMs", "runAt", "parentId", "retryPolicy", "timeoutMs"];
+export const ENQUEUE_OPTION_KEYS: readonly (keyof EnqueueOptions)[] = [
+  "delayMs",
+  "runAt",
+  "parentId",
+  "retryPolicy",
+  "timeoutMs",
+  "priority",
+  "uniqueKey",
+  "uniqueMode",
+];
 
 /** The largest timeout: timers fire at once past 2^31 − 1 ms (about 24.8 days). */
 const MAX_TIMEOUT_MS = 2_147_483_647;
@@ -94,6 +148,19 @@ export function checkEnqueueOptions(options: unknown, method = "enqueue"): Enque
   if (timeoutMs !== undefined) {
     const problem = timeoutProblem(timeoutMs);
     if (problem !== null) throw new InvalidArgumentError(`${method}: timeoutMs ${problem}`);
+  }
+  const { priority, uniqueKey, uniqueMode } = options as EnqueueOptions;
+  if (priority !== undefined && (typeof priority !== "number" || !Number.isInteger(priority) || priority < -32768 || priority > 32767)) {
+    throw new InvalidArgumentError(`${method}: priority must be an integer from -32768 to 32767 (lower runs first), got ${describeValue(priority)}`);
+  }
+  if (uniqueKey !== undefined && (typeof uniqueKey !== "string" || uniqueKey.length === 0 || uniqueKey.length > MAX_UNIQUE_KEY_LENGTH)) {
+    throw new InvalidArgumentError(`${method}: uniqueKey must be a string of 1 to ${MAX_UNIQUE_KEY_LENGTH} characters, got ${describeValue(uniqueKey)}`);
+  }
+  if (uniqueMode !== undefined) {
+    if (!(UNIQUE_MODES as readonly unknown[]).includes(uniqueMode)) {
+      throw new InvalidArgumentError(`${method}: uniqueMode must be one of ${UNIQUE_MODES.join(", ")}, got ${describeValue(uniqueMode)}`);
+    }
+    if (uniqueKey === undefined) throw new InvalidArgumentError(`${method}: uniqueMode needs a uniqueKey`);
   }
   return options as EnqueueOptions;
 }

@@ -24,6 +24,13 @@ import {
 
 export type { EnqueueOptions } from "./enqueue-options.js";
 
+/** What {@link JobPublisher.enqueueUnique} resolves to (X2). */
+export interface UniqueEnqueueResult {
+  /** The job standing for the enqueue: the new one (`inserted`), or the key's unfinished job. */
+  id: JobId;
+  outcome: "inserted" | "existing" | "replaced";
+}
+
 /** What every backend's `enqueueIn` takes, for the message when none is given. */
 const TRANSACTION_WANTED = "a transaction of the application's own (db.transaction().execute(trx => ...)), the jobs committing with it";
 
@@ -59,6 +66,8 @@ export interface JobPublisherOptions<Trx = TransactionHandle> {
   onPauseChange?: PauseListener | undefined;
   /** The `enqueue` hooks of these run around every enqueue (X10), the first outermost. Not such objects: `INVALID_ARGUMENT` naming the index. Default none. */
   middleware?: readonly LaterMiddleware[] | undefined;
+  /** X2: a unique enqueue replaced a job's payload and made it due now (`replace` of a delayed job): the server wakes local workers. */
+  onReady?: (() => void) | undefined;
 }
 
 /** An enqueue on its way through the middleware: the context they see, and the insert `next()` runs at the end. */
@@ -120,10 +129,29 @@ export class JobPublisher<Trx = TransactionHandle> {
     return this.recurring.delete(scheduleId);
   }
 
-  /** Enqueue one job; resolves to its id once committed. */
+  /**
+   * Enqueue one job; resolves to its id once committed. With a `uniqueKey`
+   * (X2) the id is the job that stands for the enqueue: the new one, or the
+   * key's unfinished job (see {@link enqueueUnique}, which says which).
+   */
   async enqueue(jobType: string, payload: unknown, options: EnqueueOptions = {}): Promise<JobId> {
     const [id] = await this.enqueueMany(jobType, [payload], options);
     return id!;
+  }
+
+  /**
+   * X2: {@link enqueue} with a unique key (`options.uniqueKey`, required),
+   * resolving to the job that stands for it and what happened: `inserted`
+   * (a new job), `existing` (nothing written: the key's unfinished job),
+   * `replaced` (the key's job not started yet took the new payload, and
+   * with `uniqueMode: "replace"` the new run time). Race-safe across
+   * processes (a unique index decides, not a read before the write). Not
+   * in a caller's transaction, not partitioned, not a continuation.
+   */
+  async enqueueUnique(jobType: string, payload: unknown, options: EnqueueOptions): Promise<UniqueEnqueueResult> {
+    const checked = checkEnqueueOptions(options, "enqueueUnique");
+    if (checked.uniqueKey === undefined) throw new InvalidArgumentError("enqueueUnique: options.uniqueKey is required");
+    return this.insertUnique(jobType, payload, checked);
   }
 
   /** Enqueue many jobs of one type in one transaction. */
@@ -318,7 +346,17 @@ export class JobPublisher<Trx = TransactionHandle> {
     const encode = this.options.encoders.get(jobType);
     if (!encode) throw new InvalidArgumentError(`unknown job type "${jobType}": no handler is registered for it`);
     if (!Array.isArray(payloads)) throw new InvalidArgumentError("enqueueMany: payloads must be an array");
-    const checked = checkEnqueueOptions(options, partition === undefined ? "enqueue" : "enqueueToPartition");
+    const method = partition === undefined ? "enqueue" : "enqueueToPartition";
+    const checked = checkEnqueueOptions(options, method);
+    if (partition !== undefined && checked.priority !== undefined) {
+      throw new InvalidArgumentError(`${method}: priority is not for partitioned jobs, which run in strict sequence order`);
+    }
+    if (checked.uniqueKey !== undefined) {
+      if (partition !== undefined) throw new InvalidArgumentError(`${method}: uniqueKey is not for partitioned jobs`);
+      if (transaction !== undefined) throw new InvalidArgumentError("enqueueIn: uniqueKey is not supported inside a caller's transaction");
+      if (!Array.isArray(payloads) || payloads.length !== 1) throw new InvalidArgumentError("enqueueMany: uniqueKey holds one job; enqueue one payload");
+      return [(await this.insertUnique(jobType, payloads[0], checked)).id];
+    }
     const now = this.clock.now();
     const runAt = runAtOf(checked, now);
     const parentId = checked.parentId;
@@ -334,6 +372,7 @@ export class JobPublisher<Trx = TransactionHandle> {
         retryPolicy,
         timeoutMs: checked.timeoutMs ?? null,
         ...(ref === undefined ? {} : { topic: ref.topic, partition: ref.partition }),
+        ...(checked.priority ? { priority: checked.priority } : {}),
       };
     });
     if (jobs.length === 0) return [];
@@ -356,5 +395,53 @@ export class JobPublisher<Trx = TransactionHandle> {
     const result = await this.backend.jobs.insertMany({ jobs, now, retentionMs: this.options.retentionMs, transaction });
     if (transaction === undefined) this.options.onCommitted(jobs, result.stages);
     return jobs.map((j) => j.id);
+  }
+
+  /**
+   * The write of {@link enqueueUnique} on checked options, through the enqueue middleware (X10) as every enqueue:
+   * the hooks see one job (`inTransaction` false) and may set its metadata, stored by an insert (or a replace, which
+   * keeps the job's own when none is set). A hook that resolves without calling `next()` writes nothing: the result
+   * is then `existing` with the first id the hook returned. A new job reaches `onCommitted` as any enqueue does.
+   */
+  private async insertUnique(jobType: string, payload: unknown, checked: EnqueueOptions): Promise<UniqueEnqueueResult> {
+    if (this.stopped) throw new ServerStoppedError(`enqueue of "${jobType}"`);
+    const encode = this.options.encoders.get(jobType);
+    if (!encode) throw new InvalidArgumentError(`unknown job type "${jobType}": no handler is registered for it`);
+    if (checked.parentId !== undefined) throw new InvalidArgumentError("enqueue: uniqueKey is not for continuations (parentId)");
+    const now = this.clock.now();
+    const job: JobInsert = {
+      id: newJobId(now),
+      jobType,
+      payload: encodePayload(encode, jobType, payload),
+      runAt: runAtOf(checked, now),
+      retryPolicy: storedRetryPolicy(checked.retryPolicy ?? this.options.defaultRetryPolicy),
+      timeoutMs: checked.timeoutMs ?? null,
+      ...(checked.priority ? { priority: checked.priority } : {}),
+    };
+    let written: UniqueEnqueueResult | undefined;
+    const write = async (): Promise<JobId[]> => {
+      const result = await this.backend.jobs.insertUnique({ job, uniqueKey: checked.uniqueKey!, uniqueMode: checked.uniqueMode ?? "keep", now });
+      if (result.outcome === "inserted") this.options.onCommitted([job], [result.stage]);
+      else if (result.outcome === "replaced" && result.stage === "enqueued") this.options.onReady?.();
+      written = { id: result.id, outcome: result.outcome };
+      return [result.id];
+    };
+    if (this.throughMiddleware === null) {
+      await write();
+      return written!;
+    }
+    const context: EnqueueJobContext = { payload, partition: null, meta: {} };
+    const ids = await this.throughMiddleware({
+      jobType,
+      jobs: [context],
+      options: checked,
+      inTransaction: false,
+      write: () => {
+        // The metadata the middleware set, checked before anything is written (INVALID_ARGUMENT over 8 KiB or not JSON).
+        job.meta = encodeMeta(context.meta, jobType);
+        return write();
+      },
+    });
+    return written ?? { id: ids[0]!, outcome: "existing" };
   }
 }

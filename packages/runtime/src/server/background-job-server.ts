@@ -117,6 +117,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       retentionMs: options.retentionMs,
       topics: new Map(options.topics.map((t) => [t.name, t.partitions])),
       onCommitted,
+      onReady: () => this.pool.wake(),
       // X4: this process's pause or resume is seen by its own loops before their next claim.
       onPauseChange: () => {
         this.pauses.invalidate();

@@ -110,7 +110,7 @@ export class WorkerPool<C> {
       options.retentionMs,
       (claim, applied) => this.onFinished(claim, applied),
       (result) => {
-        if (result.released > 0) {
+        if (result.released > 0 || (result.freed ?? 0) > 0) {
           this.wake();
           this.onReleased?.();
         }

@@ -9,26 +9,20 @@
 import type * as B from "../backend.js";
 import { UNHANDLED_WINDOW } from "../inspect-store.js";
 import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
-import {
-  ACTIVITY_ROWS,
-  JOB_CHILDREN,
-  OLDEST_READY_AT,
-  QUEUE_LENGTH_ROWS,
-  READY_WINDOW,
-  unhandledFromReads,
-  WORKER_ROWS,
-} from "../shared/dashboard-statements.js";
+import { ACTIVITY_ROWS, JOB_CHILDREN, QUEUE_LENGTH_ROWS, READY_WINDOW, unhandledFromReads, WORKER_ROWS } from "../shared/dashboard-statements.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { PostgresStageCounters } from "./postgres-stage-counters.js";
 import { inPartition, partitionOrder } from "./postgres-job-queries.js";
 import { statement, type Statement } from "./postgres-statement.js";
 import { partitionListFromRows } from "../shared/depth-rows.js";
 import { stageList } from "../shared/stage-list.js";
-import { TERMINAL_STAGES } from "../../core/job-stage.js";
+import { CLAIMABLE_STAGES, TERMINAL_STAGES } from "../../core/job-stage.js";
 
 export class PostgresInspectStore implements B.InspectStore {
   private readonly counters: PostgresStageCounters;
   private readonly partitionRows: Statement;
+  /** See {@link oldestReadyAt}: `$1` namespace, `$2` now. */
+  private readonly oldestReady: Statement;
   private readonly databaseSize = statement("SELECT pg_database_size(current_database())::bigint AS bytes");
 
   constructor(private readonly host: PostgresRunner) {
@@ -37,6 +31,13 @@ export class PostgresInspectStore implements B.InspectStore {
     // Depth: the sum of the partition's counter shards. Head: one probe of
     // later_jobs_partition_head (the subquery repeats its predicate), whatever the
     // statistics (inPartition).
+    const ready = `FROM ${schema}.later_jobs WHERE namespace = $1 AND stage IN ${stageList(CLAIMABLE_STAGES)} AND topic IS NULL`;
+    this.oldestReady = statement(`WITH RECURSIVE prio(p) AS (
+  SELECT (SELECT priority ${ready} ORDER BY priority LIMIT 1)
+  UNION ALL
+  SELECT (SELECT priority ${ready} AND priority > prio.p ORDER BY priority LIMIT 1) FROM prio WHERE prio.p IS NOT NULL
+)
+SELECT min((SELECT run_at ${ready} AND priority = prio.p AND run_at <= $2 ORDER BY run_at LIMIT 1)) AS run_at FROM prio WHERE p IS NOT NULL`);
     this.partitionRows = statement(`SELECT p.topic, p.partition_no, p.lease_owner, p.lease_expires_at,
   (SELECT coalesce(sum(c.n), 0) FROM ${schema}.later_partition_counts c
     WHERE c.namespace = p.namespace AND c.topic = p.topic AND c.partition_no = p.partition_no)::bigint AS unfinished,
@@ -96,8 +97,15 @@ FROM ${schema}.later_partitions p WHERE p.namespace = $1 AND ($2::text IS NULL O
     return JOB_CHILDREN.run(this.host.compiler, this.host.shared, { ...params, namespace: this.host.namespace });
   }
 
+  /**
+   * The oldest due ready regular job's run_at. The ready index is
+   * (namespace, priority, run_at) (X1): the first due entry of each priority,
+   * its priorities walked one index probe each (a loose index scan), so the
+   * read stays a few probes however long the backlog, as the claim's.
+   */
   async oldestReadyAt(params: B.OldestReadyAtParams): Promise<number | null> {
-    return OLDEST_READY_AT.run(this.host.compiler, this.host.shared, { ...params, namespace: this.host.namespace });
+    const [row] = await this.host.execute(this.oldestReady, [this.host.namespace, params.nowMs]);
+    return row?.run_at === null || row?.run_at === undefined ? null : Number(row.run_at);
   }
 
   /** The live servers' rows, then the ready window (see {@link B.InspectStore.unhandledJobTypes}). */

@@ -17,6 +17,7 @@ import { type PgTransition, transition, transitionTail } from "./postgres-transi
 import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
 import { statement, type Statement } from "./postgres-statement.js";
+import { PostgresUniqueInsert } from "./postgres-unique-insert.js";
 
 const CLAIMABLE = stageList(CLAIMABLE_STAGES);
 /**
@@ -148,6 +149,9 @@ export class PostgresJobQueries {
    * batch whatever the table statistics say. (A join with `unnest(...)` let
    * the planner, on a young table, scan the running rows and re-run the
    * unnest once per row: quadratic, minutes for a few thousand outcomes.)
+   * X2: a job leaving for good frees its key's slot (`unique_slot = NULL`,
+   * an expression of the same UPDATE: no extra write), and a job that held
+   * a key notifies, since the job kept to run after it is ready now.
    * `$1` ids, `$2` jsonb `{ id: [attempt, stage, run_at, error, note?] }` (note: the
    * history entry's, only for a permanent failure), `$3` now,
    * `$4` expires_at, `$5` namespace, `$6` lease-expired-before guard, `$7`/`$8` channel and payload.
@@ -192,18 +196,21 @@ export class PostgresJobQueries {
   readonly deleteExpired: Statement;
   /** Reserves `$4` sequence numbers of one partition, returning the first: `$1` namespace, `$2` topic, `$3` partition. Locks the partition row until commit. */
   readonly reserveSeq: Statement;
+  /** X2: the insert of one job with a unique key (`JobStore.insertUnique`). */
+  readonly unique: PostgresUniqueInsert;
 
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
     /** The counter and wake-up CTEs of a statement's transitions in namespace `ns` (see postgres-transition.ts). */
-    const tail = (ns: string, transitions: PgTransition[], notify?: [string, string]) => transitionTail(schema, ns, transitions, notify);
+    const tail = (ns: string, transitions: PgTransition[], notify?: [string, string], alsoWake?: string) =>
+      transitionTail(schema, ns, transitions, notify, alsoWake);
     const inserted = transition({ kinds: "insert", rows: "ins", from: null, to: "r.stage", at: "$3::bigint" });
     this.insert = statement(`WITH ins AS (
-  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta)
+  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta, priority)
   SELECT r.id, $2, r.job_type, r.payload, r.stage, 0, r.retry_policy, r.timeout_ms, r.run_at, r.parent_id, r.last_error,
-         ${inserted.first}, $3, $3, r.expires_at, r.topic, r.partition_no, r.seq, r.meta
+         ${inserted.first}, $3, $3, r.expires_at, r.topic, r.partition_no, r.seq, r.meta, coalesce(r.priority, 0)
   FROM json_to_recordset($1::json) AS r(id text, job_type text, payload text, stage text, retry_policy text, timeout_ms bigint, run_at bigint, parent_id text,
-    last_error text, expires_at bigint, topic text, partition_no integer, seq bigint, meta text)
+    last_error text, expires_at bigint, topic text, partition_no integer, seq bigint, meta text, priority smallint)
   ON CONFLICT (id) DO NOTHING
   RETURNING stage, topic, partition_no
 )${tail("$2", [inserted], ["$4", "$5"])}
@@ -213,23 +220,42 @@ SELECT count(*)::int AS inserted, (SELECT count(*) FROM notified)::int AS notifi
     // 500 rows (a sequential scan of every job, finished ones included, per claim: 5 of a 12 ms
     // claim of 500 among 20,000 jobs). Every row of `ready` is updated (this statement holds
     // their locks), so the counters take the old stages from `ready`.
+    // X1: the ready index is (namespace, priority, run_at). `prio` walks its distinct priorities
+    // (one index descent each, lowest first: a loose index scan, as PostgreSQL 15 has no skip
+    // scan), and `ready` reads each priority's due rows as one index range `run_at <= now`, in
+    // run_at order, until $4 are taken: a plain `ORDER BY priority, run_at` with `run_at <= $2`
+    // no longer a range bound would walk every delayed row of the namespace whenever the claim
+    // comes back short. Rows come out in (priority, run_at) order, the nested loop's, and the
+    // outer LIMIT stops pulling (and locking) there. X2: a row still holding its key's
+    // `pending` slot is skipped while the key's `active` slot is held (it runs after that job;
+    // claiming it would also break the unique index), and the claim moves it to `active`.
     const claimed = transition({ kinds: "claim", rows: "claimed", leftRows: "ready", from: "stage", to: "'running'", at: "$2::bigint" });
-    this.claim = statement(`WITH ready AS (
-  SELECT id, stage, topic, partition_no FROM ${jobs}
-  WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at <= $2 AND job_type = ANY($3::text[])
-  ORDER BY run_at LIMIT $4
-  FOR UPDATE SKIP LOCKED
+    this.claim = statement(`WITH RECURSIVE prio AS (
+  (SELECT priority AS p FROM ${jobs} WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL ORDER BY priority LIMIT 1)
+  UNION ALL
+  SELECT (SELECT priority FROM ${jobs} WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority > prio.p ORDER BY priority LIMIT 1)
+  FROM prio WHERE prio.p IS NOT NULL
+), ready AS (
+  SELECT r.id, r.stage, r.topic, r.partition_no FROM prio CROSS JOIN LATERAL (
+    SELECT id, stage, topic, partition_no FROM ${jobs} w
+    WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority = prio.p AND run_at <= $2 AND job_type = ANY($3::text[])
+      AND (unique_slot IS DISTINCT FROM 'pending' OR NOT EXISTS (SELECT 1 FROM ${jobs} s
+        WHERE s.namespace = $1 AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))
+    ORDER BY run_at LIMIT $4
+    FOR UPDATE SKIP LOCKED
+  ) r LIMIT $4
 ), claimed AS (
   UPDATE ${jobs} j SET ${claimed.stage}, attempt = j.attempt + 1, lease_owner = $5, lease_expires_at = $6, updated_at = $2,
-    ${claimed.history}
+    ${claimed.history}, unique_slot = CASE WHEN j.unique_slot IS NOT NULL THEN 'active' END
   WHERE j.id = ANY(ARRAY(SELECT id FROM ready))
-  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, j.topic, j.partition_no, j.timeout_ms, j.meta
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, j.topic, j.partition_no, j.timeout_ms, j.meta, j.priority
 )${tail("$1", [claimed])}
-(SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at, run_at, timeout_ms, meta FROM claimed ORDER BY run_at, id)
+(SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at, run_at, timeout_ms, meta FROM claimed ORDER BY priority, run_at, id)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, (
-  SELECT min(run_at) FROM ${jobs}
-  WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at > $2 AND job_type = ANY($3::text[])
+  SELECT min((SELECT run_at FROM ${jobs}
+    WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority = prio.p AND run_at > $2 AND job_type = ANY($3::text[])
+    ORDER BY run_at LIMIT 1)) FROM prio
 ), NULL, NULL, NULL WHERE (SELECT count(*) FROM claimed) < $4`);
     // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error, note?]: a binary search in the jsonb object.
     const out = (i: number) => `($2::jsonb -> j.id ->> ${i})`;
@@ -240,37 +266,38 @@ SELECT NULL, NULL, NULL, NULL, NULL, (
     run_at = CASE WHEN ${out(1)} = 'requeued' THEN ${out(2)}::bigint ELSE j.run_at END,
     expires_at = CASE WHEN ${out(1)} = 'requeued' THEN NULL ELSE $4::bigint END,
     last_error = CASE WHEN ${out(1)} = 'success' THEN j.last_error ELSE ${out(3)} END,
-    ${done.history}
+    ${done.history},
+    unique_slot = CASE WHEN ${out(1)} = 'requeued' THEN j.unique_slot END
   WHERE ${idIn("j.id", "$1")} AND j.attempt = ${out(0)}::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
     AND coalesce(j.lease_expires_at, 0) < $6
-  RETURNING j.id, j.attempt, j.stage, j.last_error, j.waiters, j.topic, j.partition_no
+  RETURNING j.id, j.attempt, j.stage, j.last_error, j.waiters, j.topic, j.partition_no, j.unique_key
 ), released AS (
   UPDATE ${jobs} k SET ${releasedTo(released, "$3")}
   WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE stage = 'success')
   RETURNING k.id, k.stage, k.topic, k.partition_no
-)${tail("$5", [done, released], ["$7", "$8"])}
-SELECT d.id, d.attempt, d.stage, d.last_error, d.waiters,
+)${tail("$5", [done, released], ["$7", "$8"], "SELECT 1 FROM done WHERE unique_key IS NOT NULL")}
+SELECT d.id, d.attempt, d.stage, d.last_error, d.waiters, d.unique_key,
   (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified
 FROM done d`);
     const succeeded = transition({ kinds: "succeed", rows: "done", from: "'running'", to: "'success'", at: "$3::bigint" });
     this.finishSuccess = statement(`WITH done AS (
   UPDATE ${jobs} j SET ${succeeded.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4,
-    ${succeeded.history}
+    ${succeeded.history}, unique_slot = NULL
   WHERE ${idIn("j.id", "$1")} AND j.attempt = ($2::jsonb ->> j.id)::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
-  RETURNING j.id, j.waiters, j.topic, j.partition_no
+  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.unique_key
 ), released AS (
   UPDATE ${jobs} k SET ${releasedTo(released, "$3")}
   WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE waiters > 0)
   RETURNING k.stage, k.topic, k.partition_no
-)${tail("$5", [succeeded, released], ["$6", "$7"])}
+)${tail("$5", [succeeded, released], ["$6", "$7"], "SELECT 1 FROM done WHERE unique_key IS NOT NULL")}
 SELECT count(*)::int AS applied, CASE WHEN count(*) < $8 THEN string_agg(id, ',') END AS ids,
-  string_agg(id, ',') FILTER (WHERE waiters > 0) AS marked,
+  string_agg(id, ',') FILTER (WHERE waiters > 0) AS marked, count(*) FILTER (WHERE unique_key IS NOT NULL)::int AS freed,
   (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified
 FROM done`);
     const failedChild = transition({ kinds: "failChild", rows: "failed", alias: "k", from: "'waiting'", to: "'failed'", at: "$3::bigint" });
     this.failChildren = statement(`WITH failed AS (
   UPDATE ${jobs} k SET ${failedChild.stage}, updated_at = $3, expires_at = $4, last_error = f.reason,
-    ${failedChild.history}
+    ${failedChild.history}, unique_slot = NULL
   FROM unnest($1::text[], $2::text[]) AS f(parent_id, reason)
   WHERE k.parent_id = f.parent_id AND k.namespace = $5 AND k.stage = 'waiting'
   RETURNING k.id, k.last_error, k.topic, k.partition_no
@@ -310,5 +337,6 @@ RETURNING j.id, j.stage, j.last_error`);
   RETURNING k.stage, k.topic, k.partition_no
 )${tail("$2", [releasedChildren], ["$4", "$5"])}
 SELECT count(*)::int AS released, (SELECT count(*) FROM notified)::int AS notified FROM rel`);
+    this.unique = new PostgresUniqueInsert(schema);
   }
 }

@@ -147,11 +147,18 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
         seq: seqs[i] ?? null,
         // Left out when none (X10): NULL, and a plain enqueue's JSON is no longer.
         meta: job.meta ?? undefined,
+        // Left out (undefined) at the default 0; the insert reads a missing key as 0.
+        priority: job.priority || undefined,
       };
     });
     const [channel, payload] = this.host.notifyArgs;
     await execute(this.q.insert, [JSON.stringify(rows), this.ns, params.now, channel, foreign ? foreignNotifyPayload(this.ns) : payload]);
     return { stages };
+  }
+
+  /** X2: one statement, in autocommit (see `PostgresUniqueInsert`). */
+  async insertUnique(params: B.JobInsertUniqueParams): Promise<B.JobInsertUniqueResult> {
+    return this.q.unique.run(this.host.execute, this.ns, params, this.host.notifyArgs);
   }
 
   /**
@@ -229,7 +236,8 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     for (const f of finishes) if (!written || written.has(f.id)) applied.push({ id: f.id, attempt: f.attempt });
     let released = Number(row?.released ?? 0);
     if (row?.marked) released += await this.releaseChildren(this.host.execute, String(row.marked).split(","), now);
-    return { applied, released };
+    const freed = Number(row?.freed ?? 0);
+    return freed > 0 ? { applied, released, freed } : { applied, released };
   }
 
   /** The general finish on one executor (partition heads run it inside their transaction). */
@@ -245,7 +253,8 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
       now,
       expires,
     );
-    return { applied, released };
+    const freed = rows.filter((r) => r.unique_key !== null && r.stage !== "requeued").length;
+    return freed > 0 ? { applied, released, freed } : { applied, released };
   }
 
   /**

@@ -92,6 +92,15 @@ export class PgTransition {
     return `stages = ${this.append(`${this.spec.alias ?? "j"}.stages`)}`;
   }
 
+  /**
+   * `stages = …` appending the entry only when the stage entered differs from the row's own: for a change that
+   * may keep the stage (X2's replace, whose new run time may leave a job `enqueued`), which records nothing then.
+   */
+  get historyIfMoved(): string {
+    const alias = this.spec.alias ?? "j";
+    return `stages = CASE WHEN ${alias}.stage <> ${this.spec.to} THEN ${this.append(`${alias}.stages`)} ELSE ${alias}.stages END`;
+  }
+
   /** The history SQL `column` (an expression) with this change's entry appended (composable: an entry after another's). */
   append(column: string): string {
     const { to, at, note } = this.spec;
@@ -137,10 +146,24 @@ export const transition = (spec: PgTransitionSpec) => new PgTransition(spec);
  * `(SELECT count(*) FROM notified)`): a plain SELECT CTE runs only when read.
  * Throws when a transition wakes and no `notify` is given: a statement that
  * makes work ready must say whom to wake.
+ *
+ * `alsoWake` (optional, default none): SQL `SELECT 1 FROM … [WHERE …]` of
+ * rows whose change makes work ready without a waking stage, ORed into the
+ * same one wake-up. X2: a keyed job that finishes frees its unique key, so a
+ * job kept `pending` after it (skipped by the claims while the key's `active`
+ * slot was held) becomes claimable, though the finished row entered no
+ * waking stage. Given, it needs `notify` like a waking transition.
  */
-export function transitionTail(schema: string, ns: string, transitions: readonly PgTransition[], notify?: readonly [string, string]): string {
+export function transitionTail(
+  schema: string,
+  ns: string,
+  transitions: readonly PgTransition[],
+  notify?: readonly [string, string],
+  alsoWake?: string,
+): string {
   const counted = PostgresStageCounters.countMoves(schema, ns, transitions.map((t) => t.moves).join(" UNION ALL "));
   const wakes = transitions.map((t) => t.wake).filter((w) => w !== null);
+  if (alsoWake !== undefined) wakes.push(alsoWake);
   if (wakes.length === 0) return counted;
   if (notify === undefined) throw new Error(`a statement of ${transitions.flatMap((t) => t.kinds).join(", ")} makes work ready: pass its notify parameters`);
   const [channel, payload] = notify;

@@ -30,25 +30,6 @@ export const JOB_CHILDREN = new SharedStatement<B.JobChildrenParams & InNamespac
   read: (rows) => rows.map((r) => ({ id: String(r.id), jobType: String(r.job_type), stage: r.stage as JobStage })),
 });
 
-/**
- * The first entry of `later_jobs_ready` (claimable regular jobs by
- * `run_at`; the statement repeats its predicate so the planner may use it),
- * if it is due.
- */
-export const OLDEST_READY_AT = new SharedStatement<B.OldestReadyAtParams & InNamespace, number | null>({
-  build: (db, $) =>
-    db
-      .selectFrom("later_jobs")
-      .select("run_at")
-      .where("namespace", "=", $("namespace"))
-      .where(sql<boolean>`stage in ${sql.raw(stageList(CLAIMABLE_STAGES))}`)
-      .where("topic", "is", null)
-      .where("run_at", "<=", $("nowMs"))
-      .orderBy("run_at")
-      .limit(1),
-  read: (rows) => (rows[0] ? Number(rows[0].run_at) : null),
-});
-
 /** The namespace's activity rows since `sinceMs`, by the primary key; grouped into buckets by {@link activityBuckets}. */
 export const ACTIVITY_ROWS = new SharedStatement<B.ActivityListParams & InNamespace, B.ActivityListResult>({
   build: (db, $) =>
@@ -128,7 +109,7 @@ function jobTypesOf(value: unknown): string[] {
 
 /**
  * The first `window` entries of `later_jobs_ready` that are due (the
- * oldest ready regular jobs, as a claim walks them; the statement repeats
+ * ready regular jobs a claim takes first: lowest priority, then oldest; the statement repeats
  * the index's predicate), their job type only. A bounded index range read:
  * jobs nothing claims stay at its front, so this is where they show.
  */
@@ -141,6 +122,8 @@ export const READY_WINDOW = new SharedStatement<{ namespace: string; nowMs: numb
       .where(sql<boolean>`stage in ${sql.raw(stageList(CLAIMABLE_STAGES))}`)
       .where("topic", "is", null)
       .where("run_at", "<=", $("nowMs"))
+      // X1: the ready index's order, (priority, run_at): the order a claim walks it, read without a sort.
+      .orderBy("priority")
       .orderBy("run_at")
       .limit($("window")),
   read: (rows) => rows.map((r) => String(r.job_type)),

@@ -33,6 +33,9 @@ export const JOB_RECORD_COLUMNS = [
   "topic",
   "partition_no",
   "seq",
+  "priority",
+  "unique_key",
+  "unique_slot",
 ] as const;
 
 /** A `later_jobs` row as the seam's {@link JobRecord}. */
@@ -57,6 +60,9 @@ export function jobRecordFromRow(r: Row): JobRecord {
     topic: (r.topic as string | null | undefined) ?? null,
     partition: num(r.partition_no),
     seq: num(r.seq),
+    priority: Number(r.priority ?? 0),
+    uniqueKey: (r.unique_key as string | null | undefined) ?? null,
+    uniqueSlot: (r.unique_slot as "pending" | "active" | null | undefined) ?? null,
   };
 }
 

@@ -43,7 +43,7 @@ const NEXT_SEQ = new SharedStatement<{ topic: string; partition: number } & InNa
   read: (rows) => (rows[0] ? Number(rows[0].seq) : null),
 });
 
-const INSERT = new SharedStatement<LaterJobsTable, void>({
+const INSERT = new SharedStatement<Omit<LaterJobsTable, "unique_key" | "unique_slot">, void>({
   build: (db, $) =>
     db.insertInto("later_jobs").values({
       id: $("id"),
@@ -68,6 +68,7 @@ const INSERT = new SharedStatement<LaterJobsTable, void>({
       seq: $("seq"),
       waiters: $("waiters"),
       meta: $("meta"),
+      priority: $("priority"),
     }),
   read: () => undefined,
 });
@@ -121,6 +122,7 @@ export async function insertIntoCallerTransaction(
       seq,
       waiters: 0,
       meta: job.meta ?? null,
+      priority: job.priority ?? 0,
     });
     stages.push(stage);
     T.insert.count(deltas, [{ stage, topic: job.topic, partition_no: job.partition }], null);

@@ -23,6 +23,7 @@ import { stageList } from "../shared/stage-list.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
 import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
 import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
+import { insertUniqueRow } from "./sqlite-unique-insert.js";
 import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
 
 /** The ready index's predicate, word for word (`later_jobs_ready` in `sqlite-migrations.ts`; the migrations keep their literal lists, frozen as shipped). */
@@ -49,6 +50,12 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
   async insertMany(params: B.JobInsertManyParams<B.SqliteTransaction>): Promise<B.JobInsertManyResult> {
     if (params.transaction !== undefined) return insertIntoCallerTransaction(params.transaction, this.namespace, params);
     return this.conn().immediate(() => ({ stages: this.insertRows(params.jobs, params.now, params.retentionMs) }));
+  }
+
+  /** X2: read the key's holders and write, in one `immediate` transaction (see `insertUniqueRow`). */
+  async insertUnique(params: B.JobInsertUniqueParams): Promise<B.JobInsertUniqueResult> {
+    const c = this.conn();
+    return c.immediate(() => insertUniqueRow(c, this.namespace, params, (d) => this.counters.write(d)));
   }
 
   async finishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
@@ -125,8 +132,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         seq = Number(row.seq);
       }
       this.conn().run(
-        `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta)
-         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta, priority)
+         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?, ?)`,
         job.id,
         this.namespace,
         job.jobType,
@@ -146,6 +153,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         job.partition ?? null,
         seq,
         job.meta ?? null,
+        job.priority ?? 0,
       );
       stages.push(stage);
       T.insert.count(deltas, [{ stage, topic: job.topic, partition_no: job.partition }], null);
@@ -154,33 +162,54 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     return stages;
   }
 
-  /** Claims up to `limit` ready jobs in one `immediate` transaction; when short, also reads the next due time. */
+  /**
+   * Claims up to `limit` ready jobs in one `immediate` transaction, lowest
+   * priority number first, then oldest (X1); when short, also reads the next
+   * due time. The ready index is (namespace, priority, run_at): the claim
+   * takes one priority at a time, lowest first (the next one found by one
+   * index probe, {@link nextPriority}), each as the index range `priority =
+   * ? AND run_at <= now` in index order, so neither a sort nor a walk over
+   * the delayed rows of the namespace; with priorities unused that is one
+   * probe and one UPDATE, as before. X2: a job holding its key's `pending`
+   * slot is skipped while the key's `active` slot is held, and the claim
+   * moves it to `active` (see `SqliteUniqueInsert`).
+   */
   async claimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
     if (params.limit <= 0 || params.jobTypes.length === 0) return { jobs: [] };
     const types = JSON.stringify(params.jobTypes);
     // The stage each row left is the one before 'running' in its new stage history.
     const rows = this.conn().immediate(() => {
-      const claimed = this.conn().all(
-        `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
-           ${T.claim.history}
-         WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL
-                        AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
-         RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, json_extract(stages, '$[#-2][0]') AS was, meta`,
-        params.owner,
-        params.leaseExpiresAt,
-        params.now,
-        params.now,
-        this.namespace,
-        params.now,
-        types,
-        params.limit,
-      );
+      const claimed: Row[] = [];
+      for (let p = this.nextPriority(null); p !== null && claimed.length < params.limit; p = this.nextPriority(p)) {
+        claimed.push(
+          ...this.conn().all(
+            `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
+           ${T.claim.history},
+           unique_slot = CASE WHEN unique_slot IS NOT NULL THEN 'active' END
+         WHERE id IN (SELECT id FROM later_jobs w WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority = ?
+                        AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?))
+                        AND (unique_slot IS NOT 'pending' OR NOT EXISTS (SELECT 1 FROM later_jobs s WHERE s.namespace = w.namespace
+                          AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))
+                        ORDER BY run_at LIMIT ?)
+         RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, json_extract(stages, '$[#-2][0]') AS was, meta, priority`,
+            params.owner,
+            params.leaseExpiresAt,
+            params.now,
+            params.now,
+            this.namespace,
+            p,
+            params.now,
+            types,
+            params.limit - claimed.length,
+          ),
+        );
+      }
       const deltas = new StageDeltas();
       T.claim.count(deltas, claimed, (r) => r.was, "running", { topic: null, partition: null });
       this.counters.write(deltas);
       return claimed;
     });
-    rows.sort((a, b) => Number(a.run_at) - Number(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
+    rows.sort((a, b) => Number(a.priority) - Number(b.priority) || Number(a.run_at) - Number(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
     const jobs = rows.map((r) => ({
       id: String(r.id),
       jobType: String(r.job_type),
@@ -192,14 +221,32 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       meta: storedMeta(r.meta),
     }));
     if (jobs.length === params.limit) return { jobs };
+    // The earliest future run_at: the first of each priority's range `run_at > now`, one probe per priority.
     const next = this.conn().get(
-      `SELECT min(run_at) AS t FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL
-         AND run_at > ? AND job_type IN (SELECT value FROM json_each(?))`,
+      `WITH RECURSIVE prio(p) AS (
+         SELECT (SELECT priority FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL ORDER BY priority LIMIT 1)
+         UNION ALL
+         SELECT (SELECT priority FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority > prio.p ORDER BY priority LIMIT 1)
+         FROM prio WHERE prio.p IS NOT NULL)
+       SELECT min((SELECT run_at FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority = prio.p
+         AND run_at > ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT 1)) AS t FROM prio WHERE p IS NOT NULL`,
+      this.namespace,
+      this.namespace,
       this.namespace,
       params.now,
       types,
     );
     return { jobs, nextRunAt: next?.t === null || next?.t === undefined ? null : Number(next.t) };
+  }
+
+  /** The lowest priority of the namespace's claimable regular jobs above `after` (null: the lowest of all); null when none. One probe of the ready index. */
+  private nextPriority(after: number | null): number | null {
+    const row = this.conn().get(
+      `SELECT priority FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority > ? ORDER BY priority LIMIT 1`,
+      this.namespace,
+      after ?? -32769,
+    );
+    return row ? Number(row.priority) : null;
   }
 
   /** The body of {@link finishMany}, inside the caller's `immediate` transaction (partition heads reuse it). */
@@ -212,6 +259,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       const applied: B.ClaimKey[] = [];
       const succeeded: string[] = [];
       const failed: { id: string; error: string }[] = [];
+      let freed = 0;
       // Successes, the hot path: one statement for the whole batch, each row
       // matched on its claim (id, attempt) through the primary key (the unary
       // `+` keeps the planner off the running index, which it would scan).
@@ -220,11 +268,11 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         const claimsJson = JSON.stringify(successes.map((f) => [f.id, f.attempt]));
         const rows = this.conn().all(
           `UPDATE later_jobs SET ${T.succeed.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
-             ${T.succeed.history}
+             ${T.succeed.history}, unique_slot = NULL
            WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
              AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
              AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
-           RETURNING id, attempt, topic, partition_no`,
+           RETURNING id, attempt, topic, partition_no, unique_key`,
           params.now,
           expires,
           params.now,
@@ -236,13 +284,14 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         for (const r of rows) {
           applied.push({ id: String(r.id), attempt: Number(r.attempt) });
           succeeded.push(String(r.id));
+          if (r.unique_key !== null) freed++;
         }
         T.succeed.count(deltas, rows, "running", "success");
       }
       for (const f of params.finishes) {
         const o = f.outcome;
         if (o.kind === "success") continue;
-        const where = `WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? AND coalesce(lease_expires_at, 0) < ? RETURNING topic, partition_no`;
+        const where = `WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? AND coalesce(lease_expires_at, 0) < ? RETURNING topic, partition_no, unique_key`;
         let row: Row | undefined;
         // A PermanentJobError's entry carries the note `permanent` (docs/semantics.md J3); others stay two elements.
         const t = o.kind === "retry" ? T.requeue : o.permanent ? T.failPermanent : T.fail;
@@ -262,7 +311,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         } else {
           row = this.conn().get(
             `UPDATE later_jobs SET ${t.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
-               ${t.history} ${where}`,
+               ${t.history}, unique_slot = NULL ${where}`,
             params.now,
             expires,
             o.error,
@@ -273,6 +322,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
             guard,
           );
           if (row) failed.push({ id: f.id, error: o.error });
+          if (row && row.unique_key !== null) freed++;
         }
         if (row) {
           applied.push({ id: f.id, attempt: f.attempt });
@@ -302,7 +352,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       }
       this.counters.write(deltas);
       this.failWaitingChildren(failed, params.now, expires);
-      return { applied, released };
+      return freed > 0 ? { applied, released, freed } : { applied, released };
     }
   }
 
@@ -313,7 +363,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       const parent = failed.pop()!;
       const reason = parentFailedReason(parent.id, parent.error);
       const children = this.conn().all(
-        `UPDATE later_jobs SET ${T.failChild.stage}, updated_at = ?, expires_at = ?, last_error = ?, ${T.failChild.history}
+        `UPDATE later_jobs SET ${T.failChild.stage}, updated_at = ?, expires_at = ?, last_error = ?, ${T.failChild.history},
+           unique_slot = NULL
          WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id, topic, partition_no`,
         now,
         expires,

@@ -318,6 +318,24 @@ CREATE TABLE later_paused (
   // X10: the job's metadata (a JSON object the enqueue middleware set, e.g. a trace context), read back by the
   // claims for the attempt middleware. NULL when none was set, so a plain enqueue stores nothing more.
   { version: 14, name: "job-meta", sql: "ALTER TABLE later_jobs ADD COLUMN meta TEXT;" },
+  {
+    version: 15,
+    name: "priority-unique",
+    sql: `
+-- X1: EnqueueOptions.priority, lower first. The ready index leads with it, so
+-- a claim's ORDER BY priority, run_at LIMIT n walks the index, never sorts.
+ALTER TABLE later_jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+DROP INDEX later_jobs_ready;
+CREATE INDEX later_jobs_ready ON later_jobs (namespace, priority, run_at)
+  WHERE stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL;
+-- X2: EnqueueOptions.uniqueKey, kept for display; unique_slot is 'pending' (not
+-- started) or 'active' (started, until finished), NULL once finished or without a key.
+ALTER TABLE later_jobs ADD COLUMN unique_key TEXT;
+ALTER TABLE later_jobs ADD COLUMN unique_slot TEXT;
+CREATE UNIQUE INDEX later_jobs_unique ON later_jobs (namespace, job_type, unique_key, unique_slot)
+  WHERE unique_slot IS NOT NULL;
+`,
+  },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */

@@ -109,6 +109,8 @@ export const SQLITE_TRANSITIONS = {
   releaseShutdown: new SqliteTransition("release", { to: "CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END", note: "'shutdown'" }),
   releaseChild: new SqliteTransition("releaseChild", { to: "CASE WHEN run_at > ? THEN 'delayed' ELSE 'enqueued' END" }),
   failChild: new SqliteTransition("failChild", { to: "'failed'" }),
+  /** X2's replace: binds the stage entered (`enqueued` or `delayed`) as `?`; used only when it differs from the row's. */
+  replace: new SqliteTransition("replace", { to: "?" }),
   retry: new SqliteTransition("retry", { to: "'enqueued'" }),
   delete: new SqliteTransition("delete"),
   expire: new SqliteTransition("expire"),

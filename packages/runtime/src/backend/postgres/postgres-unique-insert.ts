@@ -1,0 +1,129 @@
+/**
+ * X2 on PostgreSQL: the insert of one job with a unique key
+ * (`JobStore.insertUnique`), one statement, race-safe through the unique
+ * index `later_jobs_unique` (namespace, job_type, unique_key, unique_slot)
+ * WHERE unique_slot IS NOT NULL. A job not started yet holds its key's
+ * `pending` slot; the claim moves it to `active`, which it keeps while it
+ * is put back or requeued for a retry, and every finish for good clears
+ * the slot (an expression of the finish's own UPDATE). So a key has at most
+ * one job waiting to start and one started, and the claim does not start a
+ * `pending` job while its key's `active` slot is held: the kept job runs
+ * after the one running (docs/storage.md "Unique keys").
+ *
+ * The statement reads the key's holders (by the unique index), replaces the
+ * `pending` job when the mode says so (locked, and checked still `pending`
+ * after the lock: a claim that won the race leaves nothing to replace), and
+ * otherwise inserts with `ON CONFLICT DO NOTHING` (no conflict target: it
+ * covers the key's index and the primary key alike). An insert that found
+ * nothing and conflicted anyway lost a race with a writer whose row its
+ * snapshot could not see: {@link PostgresUniqueInsert.run} runs the
+ * statement again, whose new snapshot sees that row. The same holds for a
+ * run again after a lost reply: the job's own id is then what holds the
+ * key, and is reported `inserted`.
+ */
+import type * as B from "../backend.js";
+import { DatabaseUnavailableError } from "../../errors.js";
+import type { JobStage } from "../../core/job-stage.js";
+import { transition, transitionTail } from "./postgres-transition.js";
+import { statement, type Execute, type Statement } from "./postgres-statement.js";
+
+/** How often a lost race is run again before giving up (each loss means another writer changed the key meanwhile). */
+const MAX_TRIES = 5;
+
+export class PostgresUniqueInsert {
+  /**
+   * `$1` id, `$2` namespace, `$3` job type, `$4` payload, `$5` stage
+   * (`enqueued` or `delayed`), `$6` retry policy, `$7` timeout, `$8` run_at,
+   * `$9` now, `$10` priority, `$11` unique key, `$12` mode, `$13`/`$14`
+   * notify channel and payload, `$15` meta (X10; null: none, and a replace
+   * keeps the job's own). One row: `inserted` (id), `replaced` (id),
+   * `held` (the key's job standing for it: the pending one first), with the
+   * stages of each.
+   */
+  readonly insert: Statement;
+
+  constructor(schema: string) {
+    const jobs = `${schema}.later_jobs`;
+    const inserted = transition({ kinds: "insert", rows: "ins", from: null, to: "$5", at: "$9::bigint" });
+    // Only the rows whose stage changed move (and get an entry); a replace that keeps the stage is no transition.
+    const replaced = transition({
+      kinds: "replace",
+      rows: "(SELECT * FROM upd WHERE stage <> was) u",
+      from: "was",
+      to: "CASE WHEN $12 = 'replace' THEN $5 ELSE j.stage END",
+      at: "$9::bigint",
+    });
+    // Every replaced row wakes, its stage changed or not: a new run time (or payload) of a waiting job moves the fetchers' next due time.
+    const tail = transitionTail(schema, "$2", [inserted, replaced], ["$13", "$14"], "SELECT 1 FROM upd");
+    this.insert = statement(`WITH held AS (
+  SELECT id, stage, unique_slot FROM ${jobs} WHERE namespace = $2 AND job_type = $3 AND unique_key = $11 AND unique_slot IS NOT NULL
+), target AS (
+  SELECT j.id, j.stage FROM ${jobs} j
+  WHERE j.id = (SELECT id FROM held WHERE unique_slot = 'pending') AND j.unique_slot = 'pending'
+    AND ($12 = 'replace' OR ($12 = 'afterActive' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'active')))
+  FOR UPDATE
+), upd AS (
+  UPDATE ${jobs} j SET payload = $4, updated_at = $9,
+    run_at = CASE WHEN $12 = 'replace' THEN $8::bigint ELSE j.run_at END,
+    meta = CASE WHEN $15::text IS NULL THEN j.meta ELSE $15 END,
+    ${replaced.stage},
+    ${replaced.historyIfMoved}
+  FROM target t WHERE j.id = t.id
+  RETURNING j.id, j.stage, t.stage AS was, j.topic, j.partition_no
+), ins AS (
+  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, stages, created_at, updated_at, priority, unique_key, unique_slot, meta)
+  SELECT $1, $2, $3, $4, $5, 0, $6, $7, $8, ${inserted.first}, $9, $9, $10, $11, 'pending', $15
+  WHERE NOT EXISTS (SELECT 1 FROM upd)
+    AND NOT ($12 <> 'replace' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'pending'))
+    AND NOT ($12 = 'keep' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'active'))
+  ON CONFLICT DO NOTHING
+  RETURNING id, stage, topic, partition_no
+)${tail}
+SELECT (SELECT id FROM ins) AS inserted, (SELECT stage FROM ins) AS inserted_stage,
+  (SELECT id FROM upd) AS replaced, (SELECT stage FROM upd) AS replaced_stage,
+  (SELECT id FROM held ORDER BY unique_slot DESC LIMIT 1) AS held, (SELECT stage FROM held ORDER BY unique_slot DESC LIMIT 1) AS held_stage,
+  (SELECT unique_slot FROM held ORDER BY unique_slot DESC LIMIT 1) AS held_slot,
+  (SELECT count(*) FROM notified)::int AS notified`);
+  }
+
+  /** Runs {@link insert} until it wrote or found the key's job (see the file comment); `notify`: channel and payload. */
+  async run(execute: Execute, namespace: string, params: B.JobInsertUniqueParams, notify: readonly [string, string]): Promise<B.JobInsertUniqueResult> {
+    const { job, now } = params;
+    const stage: JobStage = job.runAt > now ? "delayed" : "enqueued";
+    const values = [
+      job.id,
+      namespace,
+      job.jobType,
+      job.payload,
+      stage,
+      job.retryPolicy,
+      job.timeoutMs ?? null,
+      job.runAt,
+      now,
+      job.priority ?? 0,
+      params.uniqueKey,
+      params.uniqueMode,
+      ...notify,
+      job.meta ?? null,
+    ];
+    for (let attempt = 1; attempt <= MAX_TRIES; attempt++) {
+      const [row] = await execute(this.insert, values);
+      if (row?.inserted) return { id: job.id, outcome: "inserted", stage: row.inserted_stage as JobStage };
+      if (row?.replaced) return { id: String(row.replaced), outcome: "replaced", stage: row.replaced_stage as JobStage };
+      // Written by an earlier try whose reply was lost: this enqueue's own job holds the key.
+      if (row?.held === job.id) return { id: job.id, outcome: "inserted", stage: row.held_stage as JobStage };
+      // Found held, and the mode writes nothing: keep, or afterActive before the key's job started.
+      if (row?.held && (params.uniqueMode === "keep" || (params.uniqueMode === "afterActive" && row.held_slot === "pending"))) {
+        return { id: String(row.held), outcome: "existing", stage: row.held_stage as JobStage };
+      }
+      // Nothing written and nothing (or not the right thing) seen: a concurrent writer's row, invisible to this snapshot, conflicted.
+    }
+    throw new DatabaseUnavailableError(
+      `enqueue with uniqueKey "${params.uniqueKey}": the key changed hands ${MAX_TRIES} times during the write; try again`,
+      undefined,
+      {
+        transient: true,
+      },
+    );
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * `later jobs show` prints a job's priority (X1) and unique key with the
+ * slot it holds (X2); `--json` carries `priority`, `uniqueKey` and
+ * `uniqueSlot`. Run as a child process on SQLite.
+ */
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { newJobId } from "@later/runtime";
+import type { JobRecord } from "@later/runtime/internal";
+import { sqlite } from "@later/runtime/sqlite";
+import { later, SEED_TIME, tempDir } from "./later-cli.js";
+
+describe("later jobs show: priority and unique key (sqlite)", () => {
+  const dir = tempDir();
+
+  it("shows the priority, and the unique key with its slot; a plain job shows 0 and -", async () => {
+    const file = join(dir, "priority.db");
+    const args = ["--database", `sqlite:${file}`];
+    expect(later(["migrate", "up", ...args]).status).toBe(0);
+    const backend = sqlite({ file });
+    await backend.open();
+    const keyed = newJobId(SEED_TIME);
+    const plain = newJobId(SEED_TIME + 1);
+    try {
+      const job = { id: keyed, jobType: "mail", payload: "{}", runAt: SEED_TIME, retryPolicy: null, priority: -4 };
+      await backend.jobs.insertUnique({ job, uniqueKey: "nightly", uniqueMode: "keep", now: SEED_TIME });
+      await backend.jobs.insertMany({ now: SEED_TIME, jobs: [{ id: plain, jobType: "mail", payload: "{}", runAt: SEED_TIME, retryPolicy: null }] });
+    } finally {
+      await backend.close();
+    }
+    const shown = later(["jobs", "show", keyed, ...args]);
+    expect(shown.status).toBe(0);
+    expect(shown.stdout).toMatch(/^priority +-4$/m);
+    expect(shown.stdout).toMatch(/^unique key +nightly \(holds pending\)$/m);
+    const other = later(["jobs", "show", plain, ...args]).stdout;
+    expect(other).toMatch(/^priority +0$/m);
+    expect(other).toMatch(/^unique key +-$/m);
+    const json = JSON.parse(later(["jobs", "show", keyed, "--json", ...args]).stdout) as JobRecord;
+    expect(json).toMatchObject({ priority: -4, uniqueKey: "nightly", uniqueSlot: "pending" });
+  });
+});

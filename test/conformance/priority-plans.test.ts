@@ -1,0 +1,144 @@
+/**
+ * X1: the claim orders by (priority, run_at) through the ready index
+ * (namespace, priority, run_at), never by sorting the backlog. On a table of
+ * a few thousand ready jobs of mixed priorities, each priority's share
+ * larger than the claim's limit (and delayed ones behind them), the claim's plan reads the ready index per priority in index order:
+ * PostgreSQL's EXPLAIN has no Sort over a scan of the jobs table and no
+ * sequential scan of it; SQLite's EXPLAIN QUERY PLAN of the claim (and of
+ * the next-run-at probe) has no TEMP B-TREE. The only sort left is
+ * PostgreSQL's of the claimed rows themselves (at most `limit`). (When a
+ * priority holds fewer ready rows than the limit, PostgreSQL may rightly
+ * prefer a bitmap scan and a sort of those few rows.)
+ */
+import Database from "better-sqlite3";
+import pg from "pg";
+import { afterEach, describe, expect, it } from "vitest";
+import { newJobId } from "@later/runtime";
+import { type Backend, prepareBackend } from "@later/runtime/internal";
+import { postgres } from "@later/runtime/postgres";
+import { BACKENDS, withDatabase } from "./backends.js";
+import { createPostgresSchema, postgresUrl } from "../support/postgres.js";
+
+const READY = 3_000;
+const DELAYED = 3_000;
+
+/** Fills `backend` with READY due jobs of random priorities and DELAYED jobs not yet due. */
+async function fill(backend: Backend, now: number): Promise<void> {
+  const jobs = Array.from({ length: READY + DELAYED }, (_, i) => ({
+    id: newJobId(now),
+    jobType: "work",
+    payload: "{}",
+    runAt: i < READY ? now - 1_000 + (i % 500) : now + 60_000 + i,
+    retryPolicy: null,
+    priority: ((i * 7919) % 5) - 2,
+  }));
+  for (let i = 0; i < jobs.length; i += 1_000) await backend.jobs.insertMany({ jobs: jobs.slice(i, i + 1_000), now });
+}
+
+interface PlanNode {
+  "Node Type": string;
+  "Relation Name"?: string;
+  "Index Name"?: string;
+  "Index Cond"?: string;
+  Plans?: PlanNode[];
+}
+
+function nodes(n: PlanNode): PlanNode[] {
+  return [n, ...(n.Plans ?? []).flatMap(nodes)];
+}
+
+describe.skipIf(postgresUrl() === null)("X1 claim plan on PostgreSQL", () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  it("reads later_jobs_ready per priority in (priority, run_at) order: no Sort over the jobs, no sequential scan, analyzed or not", async () => {
+    const db = await createPostgresSchema();
+    cleanups.push(db.dispose);
+    const pool = new pg.Pool({ connectionString: db.searchPathUrl, max: 1 }); // one session: the claim's prepared statement is there
+    cleanups.push(() => pool.end());
+    const backend = postgres({ pool, schema: db.schema, listen: false });
+    await prepareBackend(backend, true);
+    cleanups.push(() => backend.close());
+    const table = `${pg.escapeIdentifier(db.schema)}.later_jobs`;
+    await pool.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+    const now = Date.now();
+    await fill(backend, now);
+    const claimed = await backend.jobs.claimReady({ owner: "w", limit: 10, now, leaseExpiresAt: now + 60_000, jobTypes: ["work"] });
+    expect(claimed.jobs).toHaveLength(10);
+    const { rows } = await pool.query("SELECT name FROM pg_prepared_statements WHERE statement LIKE '%WITH RECURSIVE prio%'");
+    expect(rows).toHaveLength(1);
+    const name = String(rows[0].name);
+    for (const analyzed of [false, true]) {
+      if (analyzed) await pool.query(`ANALYZE ${table}`);
+      for (const limit of [10, 200]) {
+        const explained = await pool.query(
+          `EXPLAIN (FORMAT JSON) EXECUTE ${name}('${backend.namespace}', ${now}, ARRAY['work'], ${limit}, 'w', ${now + 60_000})`,
+        );
+        const plan = nodes(explained.rows[0]["QUERY PLAN"][0].Plan as PlanNode);
+        const what = `${analyzed ? "analyzed" : "never analyzed"}, limit ${limit}`;
+        expect(
+          plan.filter((n) => n["Node Type"] === "Seq Scan" && n["Relation Name"] === "later_jobs"),
+          what,
+        ).toEqual([]);
+        // The one sort allowed is of the claimed rows (CTE `claimed`, at most `limit`).
+        for (const sort of plan.filter((n) => n["Node Type"] === "Sort")) {
+          expect(
+            nodes(sort).filter((n) => n["Relation Name"] === "later_jobs"),
+            `${what}: a Sort over the jobs table`,
+          ).toEqual([]);
+        }
+        const ready = plan.filter((n) => n["Index Name"] === "later_jobs_ready" && (n["Index Cond"] ?? "").includes("run_at <="));
+        expect(ready.length, what).toBeGreaterThan(0);
+        expect(ready[0]!["Index Cond"], what).toContain("priority =");
+      }
+    }
+  });
+});
+
+describe("X1 claim plan on SQLite", () => {
+  it("the claim and the next-run-at probe use later_jobs_ready with no TEMP B-TREE", async () => {
+    const entry = BACKENDS.find((b) => b.name === "sqlite")!;
+    await withDatabase(entry, async (db) => {
+      const backend = db.backend();
+      await prepareBackend(backend, true);
+      try {
+        const now = Date.now();
+        await fill(backend, now);
+        // Short: the probe runs too.
+        const claimed = await backend.jobs.claimReady({ owner: "w", limit: READY + 10, now, leaseExpiresAt: now + 60_000, jobTypes: ["work"] });
+        expect(claimed.jobs).toHaveLength(READY);
+        // The statements the backend prepared, as it ran them.
+        const texts = [...(backend.jobs as unknown as { conn(): { statements: Map<string, unknown> } }).conn().statements.keys()];
+        const claim = texts.filter((t) => t.includes("SET stage = 'running'") && t.includes("priority = ?"));
+        const probe = texts.filter((t) => t.includes("WITH RECURSIVE prio"));
+        expect(claim).toHaveLength(1);
+        expect(probe).toHaveLength(1);
+        const reader = new Database(db.location, { readonly: true });
+        try {
+          for (const text of [...claim, ...probe]) {
+            const params = Array.from({ length: (text.match(/\?/g) ?? []).length }, () => 0);
+            const plan = (reader.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...params) as { detail: string }[]).map((r) => r.detail);
+            expect(
+              plan.filter((d) => d.includes("TEMP B-TREE")),
+              plan.join("\n"),
+            ).toEqual([]);
+            expect(
+              plan.some((d) => d.includes("later_jobs_ready")),
+              plan.join("\n"),
+            ).toBe(true);
+            expect(
+              plan.filter((d) => /^SCAN later_jobs\b|^SCAN w\b/.test(d)),
+              plan.join("\n"),
+            ).toEqual([]);
+          }
+        } finally {
+          reader.close();
+        }
+      } finally {
+        await backend.close();
+      }
+    });
+  });
+});
