@@ -20,6 +20,7 @@
  * | `PAYLOAD_DECODE` | {@link PayloadDecodeError} | a stored payload no longer decodes for its handler |
  * | `HANDLER_MISSING` | {@link HandlerMissingError} | builder or server started without a handler for a declared job |
  * | `JOB_TIMEOUT` | {@link JobTimeoutError} | a handler ran past `jobTimeoutMs` |
+ * | `JOB_CANCELLED` | {@link JobCancelledError} | the abort reason of `ctx.signal` when the running job was cancelled |
  * | `PERMANENT_FAILURE` | {@link PermanentJobError} | thrown by a handler: fail the job now, no retries, whatever its policy |
  * | `UNKNOWN_TOPIC` | {@link UnknownTopicError} | enqueue to a topic not registered in the options |
  * | `PARTITION_COUNT_MISMATCH` | {@link PartitionCountMismatchError} | a topic registered with another partition count |
@@ -46,6 +47,7 @@ export type LaterErrorCode =
   | "PAYLOAD_DECODE"
   | "HANDLER_MISSING"
   | "JOB_TIMEOUT"
+  | "JOB_CANCELLED"
   | "PERMANENT_FAILURE"
   | "UNKNOWN_TOPIC"
   | "PARTITION_COUNT_MISMATCH"
@@ -252,6 +254,22 @@ export class JobTimeoutError extends LaterError {
   constructor(jobId: string, timeoutMs: number, setting = "jobTimeoutMs") {
     super("JOB_TIMEOUT", `job ${jobId} ran longer than ${setting} (${timeoutMs} ms)`);
     this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * The reason `ctx.signal` aborts with when the running job was cancelled
+ * (`cancel`, docs/semantics.md X3): the job is `cancelled` already, and
+ * whatever the handler does afterwards is not written (no retry, no failure).
+ * `reason`: the one given to `cancel`, if any.
+ */
+export class JobCancelledError extends LaterError {
+  readonly jobId: string;
+  readonly reason: string | undefined;
+  constructor(jobId: string, reason?: string) {
+    super("JOB_CANCELLED", `job ${jobId} was cancelled${reason ? `: ${reason}` : ""}; this attempt's result is discarded`);
+    this.jobId = jobId;
+    this.reason = reason;
   }
 }
 

@@ -16,6 +16,8 @@
  *                   ├─ throws PermanentJobError ─► fail now (no retry, whatever the policy), noted `permanent`
  *                   ├─ throws ──► retryDecision: retry at the policy's delay, or fail (retries spent)
  *                   ├─ abandoned meanwhile (lease lost, shutdown deadline) ─► null: signal aborted, nothing written
+ *                   ├─ cancelled meanwhile (X3, found by a lease renewal) ─► null: signal aborted (JobCancelledError),
+ *                   │                                                          nothing written, event "job-cancelled"
  *                   └─ past its timeout (watchdog) ─► timed out: signal aborted (JobTimeoutError), the retry
  *                                                      decision's outcome goes to `onTimedOut` at once; run() then resolves null
  * ```
@@ -44,7 +46,7 @@
  * and resolves once it has exited.
  */
 import type { Backend, JobOutcome } from "../backend/backend.js";
-import { describeThrown, JobTimeoutError, PayloadDecodeError, PermanentJobError } from "../errors.js";
+import { describeThrown, JobCancelledError, JobTimeoutError, PayloadDecodeError, PermanentJobError } from "../errors.js";
 import type { ServerMetrics } from "../metrics/server-metrics.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent, type ServerEvent } from "../events/server-event.js";
@@ -157,6 +159,21 @@ export class JobExecutor<C> {
       metrics.attemptEnded(job, workerId, ended, options.clock.now() - now);
     }
     return claim.timedOut || claim.abandoned ? null : outcome;
+  }
+
+  /**
+   * The claim's job was cancelled (X3; a lease renewal found its row
+   * `cancelled`): gives it up as {@link abandon} does, its signal aborted with
+   * a `JobCancelledError` carrying the cancel's `reason`, and reports event
+   * `job-cancelled`. Nothing of the attempt is written: the row is no longer
+   * `running`, so a finish would be fenced out anyway. A claim already given
+   * up or timed out is left as it is.
+   */
+  cancel(claim: HeldClaim, reason: string | null): void {
+    if (claim.abandoned || claim.timedOut) return;
+    const error = new JobCancelledError(claim.id, reason ?? undefined);
+    this.abandon(claim, error);
+    this.options.onEvent({ type: "job-cancelled", jobId: claim.id, jobType: claim.job.jobType, attempt: claim.attempt, reason: error.message });
   }
 
   /** Gives a claim up (lease lost, shutdown deadline): its signal aborts with `reason` and its outcome is not written. */

@@ -11,6 +11,19 @@ export function foreignNotifyPayload(namespace: string): string {
   return `${FOREIGN_SENDER} ${namespace}`;
 }
 
+/** Sender of a cancel notification (X3): a running job was cancelled, its server should renew its leases now. */
+const CANCEL_SENDER = "~";
+
+/**
+ * The `pg_notify` payload `cancelMany` sends on the wake-up channel when it
+ * cancelled a running job. Every listener of `namespace` (this process's too)
+ * tells its cancel subscribers, not its wake-up ones; a release before
+ * cancel existed reads it as a foreign wake-up (one extra claim).
+ */
+export function cancelNotifyPayload(namespace: string): string {
+  return `${CANCEL_SENDER} ${namespace}`;
+}
+
 /**
  * The wake-ups of one PostgreSQL backend: what its statements send with
  * `pg_notify`, and what its LISTEN connection hands to the worker pool.
@@ -33,6 +46,7 @@ export class PostgresWakeups {
   /** Identifies this backend's own notifications. */
   private readonly sender = randomBytes(6).toString("hex");
   private readonly subscribers = new Set<() => void>();
+  private readonly cancelSubscribers = new Set<() => void>();
   private listener: PostgresListener | null = null;
   private fellBack = false;
   private scheduled = false;
@@ -56,6 +70,12 @@ export class PostgresWakeups {
   subscribe(listener: () => void): () => void {
     this.subscribers.add(listener);
     return () => this.subscribers.delete(listener);
+  }
+
+  /** Called on each cancel notification for this namespace, from any backend (this one's too). */
+  subscribeCancel(listener: () => void): () => void {
+    this.cancelSubscribers.add(listener);
+    return () => this.cancelSubscribers.delete(listener);
   }
 
   /**
@@ -103,6 +123,10 @@ export class PostgresWakeups {
   private onNotification(payload: string): void {
     const space = payload.indexOf(" ");
     if (space < 0 || payload.slice(space + 1) !== this.namespace || payload.slice(0, space) === this.sender) return;
+    if (payload.slice(0, space) === CANCEL_SENDER) {
+      for (const listener of this.cancelSubscribers) listener();
+      return;
+    }
     this.schedule();
   }
 

@@ -300,6 +300,21 @@ DROP TABLE later_log_records;
   // EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
   // its type's and the server's; NULL: none given. Read by the claims beside the retry policy.
   { version: 12, name: "job-timeout", sql: "ALTER TABLE later_jobs ADD COLUMN timeout_ms INTEGER;" },
+  // cancel (docs/semantics.md X3): the terminal stage `cancelled`. No CHECK on stage here, but SQLite uses a
+  // partial index only when the query's WHERE contains its predicate word for word: the head probe and the
+  // history truncation render TERMINAL_STAGES, which gained `cancelled`, so both partition indexes are rebuilt
+  // with the new list (they hold partitioned rows only).
+  {
+    version: 13,
+    name: "cancelled-stage",
+    sql: `DROP INDEX later_jobs_partition_head;
+CREATE INDEX later_jobs_partition_head ON later_jobs (namespace, topic, partition_no, seq)
+  WHERE topic IS NOT NULL AND stage NOT IN ('success', 'failed', 'cancelled');
+DROP INDEX later_jobs_partition_done;
+CREATE INDEX later_jobs_partition_done ON later_jobs (namespace, topic, partition_no, seq)
+  WHERE topic IS NOT NULL AND stage IN ('success', 'failed', 'cancelled');
+`,
+  },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */
