@@ -8,7 +8,7 @@
  * | `INVALID_CONFIG` | {@link InvalidConfigError} | bad server/backend option, caught at construction |
  * | `INVALID_ARGUMENT` | {@link InvalidArgumentError} | bad enqueue input (negative delay, unknown job type, ...) |
  * | `PARENT_NOT_FOUND` | {@link ParentNotFoundError} | continuation of a job id the database does not hold |
- * | `JOB_NOT_FOUND` | {@link JobNotFoundError} | `retry`/`delete` of a job id the namespace does not hold |
+ * | `JOB_NOT_FOUND` | {@link JobNotFoundError} | `retry`/`delete`/`cancel` of a job id the namespace does not hold |
  * | `JOB_ACTION_REFUSED` | {@link JobActionRefusedError} | `retry` of a job that has not failed, `delete` of an unfinished one |
  * | `SCHEMA_VERSION_MISMATCH` | {@link SchemaVersionError} | database schema behind or ahead of this release |
  * | `DATABASE_NOT_FOUND` | {@link DatabaseNotFoundError} | a SQLite file that does not exist, opened without `autoMigrate` (nothing is created) |
@@ -93,7 +93,7 @@ export class ParentNotFoundError extends LaterError {
   }
 }
 
-/** `retry` or `delete` named a job id this namespace does not hold (never enqueued here, deleted, or expired). Nothing was changed. */
+/** `retry`, `delete` or `cancel` named a job id this namespace does not hold (never enqueued here, deleted, or expired). Nothing was changed. */
 export class JobNotFoundError extends LaterError {
   readonly jobId: string;
   constructor(jobId: string) {
@@ -102,7 +102,7 @@ export class JobNotFoundError extends LaterError {
   }
 }
 
-/** `retry` of a job that is not `failed`, or `delete` of one that is not finished (`success`, `failed`). Nothing was changed. */
+/** `retry` of a job that is not `failed` or `cancelled`, or `delete` of one that is not finished (`success`, `failed`, `cancelled`). Nothing was changed. */
 export class JobActionRefusedError extends LaterError {
   readonly jobId: string;
   readonly action: "retry" | "delete";
@@ -112,7 +112,7 @@ export class JobActionRefusedError extends LaterError {
   constructor(action: "retry" | "delete", jobId: string, stage: string, allowed: readonly string[], because?: string) {
     super(
       "JOB_ACTION_REFUSED",
-      `cannot ${action} job ${jobId}: ${because ?? `it is ${stage}, and only ${allowed.join(" or ")} jobs can be ${action === "retry" ? "retried" : "deleted"}`}; nothing was changed`,
+      `cannot ${action} job ${jobId}: ${because ?? `it is ${stage}, and only ${allowed.length > 1 ? `${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}` : allowed[0]} jobs can be ${action === "retry" ? "retried" : "deleted"}`}; nothing was changed`,
     );
     this.jobId = jobId;
     this.action = action;
