@@ -1,11 +1,14 @@
 /**
- * D4 actions, through the same `JobController` as `server.retry`/`delete`
- * and `retryJobs`/`deleteJobs` (docs/semantics.md X7), so they check, refuse and batch
+ * D4 actions, through the same `JobController` as `server.retry`/`delete`/`cancel`
+ * and `retryJobs`/`deleteJobs`/`cancelJobs` (docs/semantics.md X7, X3), so they check, refuse and batch
  * exactly as those do:
  *
- * - `POST jobs/{id}/retry`: a `failed` job back to `enqueued`;
+ * - `POST jobs/{id}/retry`: a `failed` or `cancelled` job back to `enqueued`;
  * - `DELETE jobs/{id}`: a finished job removed;
- * - `POST jobs/retry?stage&type` and `POST jobs/delete?stage&type`: every
+ * - `POST jobs/{id}/cancel?reason`: an unfinished job ends `cancelled` (X3;
+ *   `count` 0 when it had finished already, nothing changed);
+ * - `POST jobs/retry?stage&type`, `POST jobs/delete?stage&type` and
+ *   `POST jobs/cancel?stage&type&reason`: every
  *   job matching the list's filter, in batches of 1000, each batch its own
  *   transaction. The list's other filters (`topic`, `partition`, `q`) are
  *   refused (400): the action would take more jobs than the list shows.
@@ -17,8 +20,7 @@
  *
  * Not implemented yet in the runtime, answered 501 `NOT_IMPLEMENTED` (the
  * routes exist, so the page and clients can be written against them):
- * `POST jobs/{id}/cancel`, `POST jobs/cancel`, `POST queues/{jobType}/pause`
- * and `POST queues/{jobType}/resume`.
+ * `POST queues/{jobType}/pause` and `POST queues/{jobType}/resume`.
  */
 import { isJobId } from "../core/job-id.js";
 import { InvalidArgumentError } from "../errors.js";
@@ -34,16 +36,20 @@ export interface ActionContext {
   onAction: ((event: DashboardActionEvent) => void) | undefined;
 }
 
-/** Retry or delete one job. */
-export async function jobAction(context: ActionContext, action: "retry" | "delete", id: string): Promise<Response> {
+/** Retry, delete or cancel one job (`query`: cancel's `reason`). */
+export async function jobAction(context: ActionContext, action: "retry" | "delete" | "cancel", id: string, query?: URLSearchParams): Promise<Response> {
   checkJobId(id);
+  if (action === "cancel") {
+    const cancelled = await context.controller.cancel(id, query?.get("reason") ?? undefined);
+    return done(context, { action, jobIds: cancelled ? [id] : [], count: cancelled ? 1 : 0 });
+  }
   if (action === "retry") await context.controller.retry(id);
   else await context.controller.delete(id);
   return done(context, { action, jobIds: [id], count: 1 });
 }
 
-/** Retry or delete every job matching the filter of `query`. */
-export async function bulkAction(context: ActionContext, action: "retry" | "delete", query: URLSearchParams): Promise<Response> {
+/** Retry, delete or cancel every job matching the filter of `query`. */
+export async function bulkAction(context: ActionContext, action: "retry" | "delete" | "cancel", query: URLSearchParams): Promise<Response> {
   for (const name of ["topic", "partition", "q"]) {
     if (query.has(name)) {
       throw new InvalidArgumentError(
@@ -56,7 +62,12 @@ export async function bulkAction(context: ActionContext, action: "retry" | "dele
   if (stage !== null) filter.stage = parseStage(stage);
   const type = query.get("type");
   if (type !== null) filter.jobType = type;
-  const count = action === "retry" ? await context.controller.retryJobs(filter) : await context.controller.deleteJobs(filter);
+  const count =
+    action === "retry"
+      ? await context.controller.retryJobs(filter)
+      : action === "delete"
+        ? await context.controller.deleteJobs(filter)
+        : await context.controller.cancelJobs(filter, { reason: query.get("reason") ?? undefined });
   return done(context, { action, filter, count });
 }
 

@@ -73,8 +73,8 @@ export interface DashboardOptions {
 
 /** One action taken through the dashboard, for {@link DashboardOptions.onAction}. */
 export interface DashboardActionEvent {
-  /** `"retry"` or `"delete"`. */
-  action: "retry" | "delete";
+  /** `"retry"`, `"delete"` or `"cancel"` (X3). */
+  action: "retry" | "delete" | "cancel";
   /** The job, for an action on one job. */
   jobIds?: JobId[] | undefined;
   /** The list's filter, for an action on every matching job. */

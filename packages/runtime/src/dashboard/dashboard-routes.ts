@@ -8,8 +8,9 @@
  * | GET | `jobs/{id}` | D3 {@link DashboardJobDetail} |
  * | POST | `jobs/{id}/retry` | D4, see `dashboard-actions.ts` |
  * | DELETE | `jobs/{id}` | D4 |
- * | POST | `jobs/retry?stage&type`, `jobs/delete?stage&type` | D4 on every matching job |
- * | POST | `jobs/{id}/cancel`, `jobs/cancel`, `queues/{jobType}/pause`, `queues/{jobType}/resume` | 501 until the runtime has them |
+ * | POST | `jobs/{id}/cancel?reason` | D4, cancel (X3) |
+ * | POST | `jobs/retry?stage&type`, `jobs/delete?stage&type`, `jobs/cancel?stage&type&reason` | D4 on every matching job |
+ * | POST | `queues/{jobType}/pause`, `queues/{jobType}/resume` | 501 until the runtime has them |
  * | GET | `queue-length?since` | D5 `{ samples: [{ at, ready, partitionBacklog }] }`, one a minute |
  * | GET | `throughput?since` | per-second activity buckets, for the chart |
  *
@@ -70,7 +71,7 @@ const ROUTES: Route[] = [
   }),
   route("POST", "jobs/retry", (c) => bulkAction(c, "retry", c.query)),
   route("POST", "jobs/delete", (c) => bulkAction(c, "delete", c.query)),
-  route("POST", "jobs/cancel", () => notImplemented("cancelling jobs")),
+  route("POST", "jobs/cancel", (c) => bulkAction(c, "cancel", c.query)),
   route("GET", "jobs/{id}", async ({ backend, params, now }) => {
     const id = params.id!;
     checkJobId(id);
@@ -82,7 +83,7 @@ const ROUTES: Route[] = [
   }),
   route("DELETE", "jobs/{id}", (c) => jobAction(c, "delete", c.params.id!)),
   route("POST", "jobs/{id}/retry", (c) => jobAction(c, "retry", c.params.id!)),
-  route("POST", "jobs/{id}/cancel", () => notImplemented("cancelling a job")),
+  route("POST", "jobs/{id}/cancel", (c) => jobAction(c, "cancel", c.params.id!, c.query)),
   route("POST", "queues/{jobType}/pause", () => notImplemented("pausing a queue")),
   route("POST", "queues/{jobType}/resume", () => notImplemented("resuming a queue")),
   route("GET", "queue-length", async ({ backend, query, now }) => {
