@@ -50,7 +50,9 @@ describe("later jobs retry|delete (sqlite)", () => {
     await fresh();
     const refused = later(["jobs", "retry", seeded.running, ...db]);
     expect(refused.status).toBe(1);
-    expect(refused.stderr).toBe(`later: cannot retry job ${seeded.running}: it is running, and only failed or cancelled jobs can be retried; nothing was changed\n`);
+    expect(refused.stderr).toBe(
+      `later: cannot retry job ${seeded.running}: it is running, and only failed or cancelled jobs can be retried; nothing was changed\n`,
+    );
     expect(later(["jobs", "delete", seeded.enqueued, ...db]).status).toBe(1);
     expect(later(["jobs", "delete", "01jh2k3m4n5p6q7r8s9t0v1w2x", ...db]).stderr).toMatch(/^later: job 01jh2k3m4n5p6q7r8s9t0v1w2x not found in this namespace/);
     // Another namespace's job is not found from "default".

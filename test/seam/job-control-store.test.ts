@@ -233,7 +233,9 @@ describe.each(BACKENDS)("backend.control on $name", (entry) => {
       await s.backend.jobs.insertMany({ jobs: [plain], now: NOW });
       await s.backend.control.cancelMany({ target: { ids: [plain.id] }, reason: null, now: NOW, expiresAt: NOW + 1, limit: 1 });
       expect((await s.job(plain.id)).stages.at(-1)).toEqual({ stage: "cancelled", at: NOW });
-      expect((await s.backend.control.cancelMany({ target: { ids: [plain.id, delayed.id] }, reason: null, now: NOW, expiresAt: NOW, limit: 10 })).ids).toEqual([]);
+      expect((await s.backend.control.cancelMany({ target: { ids: [plain.id, delayed.id] }, reason: null, now: NOW, expiresAt: NOW, limit: 10 })).ids).toEqual(
+        [],
+      );
       await expectCountersMatch(s);
     });
 
@@ -243,13 +245,17 @@ describe.each(BACKENDS)("backend.control on $name", (entry) => {
       await s.backend.jobs.insertMany({ jobs, now: NOW });
       const { jobs: claimed } = await s.backend.jobs.claimReady({ owner: "w", limit: 2, now: NOW, leaseExpiresAt: NOW + 1_000, jobTypes: ["work"] });
       const claims = claimed.map((c) => ({ id: c.id, attempt: c.attempt }));
-      expect((await s.backend.control.cancelMany({ target: { ids: [jobs[0]!.id] }, reason: "stop", now: NOW + 1, expiresAt: NOW + DAY, limit: 1 })).ids).toEqual([
-        jobs[0]!.id,
-      ]);
+      expect(
+        (await s.backend.control.cancelMany({ target: { ids: [jobs[0]!.id] }, reason: "stop", now: NOW + 1, expiresAt: NOW + DAY, limit: 1 })).ids,
+      ).toEqual([jobs[0]!.id]);
       const renewal = await s.backend.jobs.leaseRenew({ owner: "w", claims, leaseExpiresAt: NOW + 2_000 });
       expect(renewal.renewed).toEqual([claims[1]]);
       expect(renewal.cancelled).toEqual([{ ...claims[0], reason: "stop" }]);
-      const fin = await s.backend.jobs.finishMany({ finishes: claims.map((c) => ({ ...c, outcome: { kind: "fail", error: "late" } })), now: NOW + 2, retentionMs: DAY });
+      const fin = await s.backend.jobs.finishMany({
+        finishes: claims.map((c) => ({ ...c, outcome: { kind: "fail", error: "late" } })),
+        now: NOW + 2,
+        retentionMs: DAY,
+      });
       expect(fin.applied).toEqual([claims[1]]);
       expect(await s.job(jobs[0]!.id)).toMatchObject({ stage: "cancelled", lastError: null });
       await expectCountersMatch(s);

@@ -66,19 +66,19 @@ export function addJobControlCommands(jobs: Command, context: CommandContext): v
       .option("--json", "print the outcome as JSON");
     if (action === "cancel") command.option("--reason <reason>", "why: noted in each cancelled job's history (at most 1000 characters)");
     command.action(async (id: string | undefined, options: ControlOptions) => {
-        const filtered = options.stage !== undefined || options.type !== undefined;
-        if (id !== undefined && filtered) throw new UsageError(`later jobs ${action}: give a job id, or --stage/--type for every matching job, not both`);
-        if (id === undefined && !filtered) throw new UsageError(`later jobs ${action}: give a job id, or --stage/--type for every matching job`);
-        const jobId = id?.trim().toLowerCase();
-        if (jobId !== undefined && !isJobId(jobId))
-          throw new UsageError(`later jobs ${action}: not a job id: expected a 26-character ULID such as 01jh2k3m4n5p6q7r8s9t0v1w2x`);
-        const scope = { database: options.database, namespace: options.namespace, schema: options.schema, create: false, requireCurrentSchema: true };
-        await withDatabase(scope, async (backend) => {
-          const controller = new JobController(backend, systemClock, () => {});
-          if (jobId !== undefined) await byId(context, controller, action, jobId, options);
-          else await byFilter(context, backend, controller, action, options);
-        });
+      const filtered = options.stage !== undefined || options.type !== undefined;
+      if (id !== undefined && filtered) throw new UsageError(`later jobs ${action}: give a job id, or --stage/--type for every matching job, not both`);
+      if (id === undefined && !filtered) throw new UsageError(`later jobs ${action}: give a job id, or --stage/--type for every matching job`);
+      const jobId = id?.trim().toLowerCase();
+      if (jobId !== undefined && !isJobId(jobId))
+        throw new UsageError(`later jobs ${action}: not a job id: expected a 26-character ULID such as 01jh2k3m4n5p6q7r8s9t0v1w2x`);
+      const scope = { database: options.database, namespace: options.namespace, schema: options.schema, create: false, requireCurrentSchema: true };
+      await withDatabase(scope, async (backend) => {
+        const controller = new JobController(backend, systemClock, () => {});
+        if (jobId !== undefined) await byId(context, controller, action, jobId, options);
+        else await byFilter(context, backend, controller, action, options);
       });
+    });
   }
 }
 
@@ -96,13 +96,7 @@ async function byId(context: CommandContext, controller: JobController, action: 
   else context.io.out(action === "retry" ? `retried job ${id}: enqueued, ready now` : `deleted job ${id}`);
 }
 
-async function byFilter(
-  context: CommandContext,
-  backend: Backend,
-  controller: JobController,
-  action: Action,
-  options: ControlOptions,
-): Promise<void> {
+async function byFilter(context: CommandContext, backend: Backend, controller: JobController, action: Action, options: ControlOptions): Promise<void> {
   const filter = { stage: options.stage, jobType: options.type };
   const matched = await controller.countMatching(action, filter);
   const what = `${matched} job${matched === 1 ? "" : "s"}${options.stage === undefined ? "" : ` in stage ${options.stage}`}${options.type === undefined ? "" : ` of type ${options.type}`} in namespace "${backend.namespace}"`;

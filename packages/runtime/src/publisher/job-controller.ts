@@ -100,7 +100,11 @@ export class JobController {
     const target = checkFilter("cancelJobs", filter, CANCELLABLE_STAGES);
     const limit = checkBatch("cancelJobs", options);
     const note = checkReason("cancelJobs", options?.reason);
-    return this.batches("cancel", (afterId) => this.backend.control.cancelMany({ target: { filter: { ...target, afterId } }, ...this.cancelling(note), limit }), limit);
+    return this.batches(
+      "cancel",
+      (afterId) => this.backend.control.cancelMany({ target: { filter: { ...target, afterId } }, ...this.cancelling(note), limit }),
+      limit,
+    );
   }
 
   private cancelling(reason: string | null): { reason: string | null; now: number; expiresAt: number } {
@@ -150,7 +154,11 @@ export class JobController {
   }
 
   /** Runs `batch` in id order, each after the last id of the one before, until one comes back short; each batch reported as it commits. */
-  private async batches(action: "retry" | "delete" | "cancel", batch: (afterId: JobId | undefined) => Promise<{ ids: JobId[] }>, limit: number): Promise<number> {
+  private async batches(
+    action: "retry" | "delete" | "cancel",
+    batch: (afterId: JobId | undefined) => Promise<{ ids: JobId[] }>,
+    limit: number,
+  ): Promise<number> {
     let done = 0;
     let afterId: JobId | undefined;
     for (;;) {

@@ -36,7 +36,9 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     private readonly host: PostgresRunner,
     private readonly q: PostgresJobQueries,
   ) {
-    this.cancelledOf = statement(`SELECT id, attempt, stages::jsonb -> -1 ->> 2 AS note FROM ${host.quoted}.later_jobs WHERE namespace = $1 AND stage = 'cancelled' AND id = ANY($2::text[])`);
+    this.cancelledOf = statement(
+      `SELECT id, attempt, stages::jsonb -> -1 ->> 2 AS note FROM ${host.quoted}.later_jobs WHERE namespace = $1 AND stage = 'cancelled' AND id = ANY($2::text[])`,
+    );
   }
 
   /**

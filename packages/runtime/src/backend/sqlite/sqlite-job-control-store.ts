@@ -115,14 +115,16 @@ export class SqliteJobControlStore implements B.JobControlStore {
   async countMatching(params: B.JobCountMatchingParams): Promise<number> {
     if (params.action === "cancel") {
       const { stage = null, jobType = null } = params.filter;
-      const row = this.host.conn().get(
-        `SELECT count(*) AS n FROM later_jobs WHERE namespace = ? AND stage IN ${stageList(CANCELLABLE_STAGES)} AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?)`,
-        this.host.namespace,
-        stage,
-        stage,
-        jobType,
-        jobType,
-      );
+      const row = this.host
+        .conn()
+        .get(
+          `SELECT count(*) AS n FROM later_jobs WHERE namespace = ? AND stage IN ${stageList(CANCELLABLE_STAGES)} AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?)`,
+          this.host.namespace,
+          stage,
+          stage,
+          jobType,
+          jobType,
+        );
       return Number(row?.n ?? 0);
     }
     const stages = params.action === "retry" ? RETRYABLE_STAGES : TERMINAL_STAGES;
