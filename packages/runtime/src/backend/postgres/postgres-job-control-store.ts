@@ -7,12 +7,13 @@
  * writes that count their moves; one text per target form (ids, or
  * filter), so the by-id form is planned on the primary key and the filter
  * on the expiry index (`expires_at IS NOT NULL` holds exactly for terminal
- * jobs).
+ * jobs); cancel's filter (unfinished jobs) walks the primary key in id order.
  *
  * Lock order: a retry locks its job rows, then the partition rows whose
  * sequences it reserves, where an enqueue locks partition rows first; a
  * deadlock between the two is rolled back by PostgreSQL and the statement
- * runs again (`retryConflicts`).
+ * runs again (`retryConflicts`). A cancel likewise: its job rows, then the
+ * partitions of running heads it frees.
  */
 import { CANCELLABLE_STAGES, RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
