@@ -23,6 +23,8 @@ const DASHBOARD = [
   "ALTER TABLE later_jobs DROP COLUMN progress",
   // The job-timeout migration (SQLite 12, PostgreSQL 12).
   "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
+  // The job-meta migration (SQLite 15, PostgreSQL 15; X10).
+  "ALTER TABLE later_jobs DROP COLUMN meta",
 ];
 
 /** Puts `retry_policy` back as the migrations before it left it (NOT NULL) and forgets the migration (and those after it). */

@@ -27,6 +27,8 @@ const DASHBOARD = [
   "ALTER TABLE later_jobs DROP COLUMN progress",
   // The job-timeout migration (SQLite 12, PostgreSQL 12).
   "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
+  // The job-meta migration (SQLite 15, PostgreSQL 15; X10).
+  "ALTER TABLE later_jobs DROP COLUMN meta",
 ];
 
 const UNDO_MIGRATION_4: Record<string, string[]> = {

@@ -4,7 +4,7 @@
  * with an audit event; refusals change nothing; a dashboard without
  * `authorize` (read-only by default), a read-only one, a cross-site action
  * and an `authorize` that says no are 403; cancel (X3) of one job and of
- * every matching job; pause/resume answer 501 until the runtime has them.
+ * every matching job (pause and resume: dashboard-pause.test.ts).
  */
 import { describe, expect, it } from "vitest";
 import { RetryPolicy } from "@later/runtime";
@@ -187,19 +187,8 @@ describe.each(BACKENDS)("dashboard actions on $name", (entry) => {
     expect((await act<ErrorBody>(createDashboard({ backend: server.backend }), `/api/jobs/${more}/cancel`)).status).toBe(403);
     const open = createDashboard({ backend: server.backend, readOnly: false });
     expect((await call<ErrorBody>(open, `/api/jobs/${more}/cancel`, { method: "POST", site: "cross-site" })).status).toBe(403);
-    expect(await stage(more)).toBe("delayed");
-  });
-
-  it("pause and resume answer 501 NOT_IMPLEMENTED (routes present), after the same security checks", async () => {
-    const h = harness();
-    const { server } = await seeded(h);
-    const dashboard = createDashboard({ backend: server.backend, readOnly: false });
-    for (const path of ["/api/queues/flaky/pause", "/api/queues/flaky/resume"]) {
-      const answer = await act<ErrorBody>(dashboard, path);
-      expect([path, answer.status, answer.body.error.code]).toEqual([path, 501, "NOT_IMPLEMENTED"]);
-      expect((await call<ErrorBody>(dashboard, path, { method: "POST", site: "cross-site" })).status).toBe(403);
-    }
     const readOnly = createDashboard({ backend: server.backend, readOnly: true, authorize: () => true });
-    expect((await act(readOnly, "/api/queues/flaky/pause")).status).toBe(403);
+    expect((await act<ErrorBody>(readOnly, "/api/jobs/cancel?stage=delayed")).status).toBe(403);
+    expect(await stage(more)).toBe("delayed");
   });
 });

@@ -65,7 +65,12 @@ export interface Overview {
   unhandledComplete?: boolean;
   /** True: actions are refused, so the page draws no action button. */
   readOnly?: boolean;
+  /** X4: the paused job types and topics (absent from an older API: none). */
+  paused?: { jobType?: string; topic?: string; pausedAt: number }[];
 }
+
+/** What `pause` and `resume` act on. */
+export type PauseTargetJson = { jobType: string } | { topic: string };
 
 /** One job of a list page (D2). */
 export interface JobListEntry {
@@ -192,6 +197,12 @@ export const api = {
   retryJob: (id: string) => request<ActionResult>(`api/jobs/${encodeURIComponent(id)}/retry`, { method: "POST" }),
   deleteJob: (id: string) => request<ActionResult>(`api/jobs/${encodeURIComponent(id)}`, { method: "DELETE" }),
   cancelJob: (id: string) => request<ActionResult>(`api/jobs/${encodeURIComponent(id)}/cancel`, { method: "POST" }),
+  /** X4: pauses or resumes a job type or topic. */
+  pause: (action: "pause" | "resume", target: PauseTargetJson) =>
+    request<{ changed: boolean }>(
+      "jobType" in target ? `api/queues/${encodeURIComponent(target.jobType)}/${action}` : `api/topics/${encodeURIComponent(target.topic)}/${action}`,
+      { method: "POST" },
+    ),
   /** Every job matching the filter's stage and type (D4's bulk actions take no other filter). */
   bulk: (action: "retry" | "delete" | "cancel", filter: Pick<JobFilter, "stage" | "type">) =>
     request<ActionResult>(`api/jobs/${action}?${filterParams({ stage: filter.stage, type: filter.type })}`, { method: "POST" }),

@@ -37,6 +37,8 @@ export interface LaterJobsTable {
   seq: number | null;
   /** Continuations inserted for this job so far (see the PostgreSQL finish). */
   waiters: number;
+  /** X10: the job's metadata, a JSON object the enqueue middleware set; null: none (migration 15). */
+  meta: string | null;
 }
 
 export interface LaterTopicsTable {
@@ -225,6 +227,15 @@ export interface LaterServersTable {
   job_types: string;
 }
 
+/** A paused job type or topic of a namespace (docs/semantics.md X4, migration 13): a row while paused. */
+export interface LaterPausedTable {
+  namespace: string;
+  /** `type` (a job type) or `topic`. */
+  kind: string;
+  name: string;
+  paused_at: number;
+}
+
 export interface LaterDatabase {
   later_jobs: LaterJobsTable;
   later_migrations: LaterMigrationsTable;
@@ -245,4 +256,5 @@ export interface LaterDatabase {
   later_activity_marks: LaterActivityMarksTable;
   later_queue_length: LaterQueueLengthTable;
   later_servers: LaterServersTable;
+  later_paused: LaterPausedTable;
 }

@@ -42,6 +42,7 @@
  * its partition's end), and a `cancelled` one likewise; `delete` removes a
  * terminal job; `cancel` (X3) ends an unfinished one `cancelled` at once,
  * noted with its reason.
+ * Every legal change, by kind, is in `STAGE_TRANSITIONS` (`stage-transition.ts`, X13).
  */
 export type JobStage = "enqueued" | "delayed" | "waiting" | "running" | "requeued" | "success" | "failed" | "cancelled";
 

@@ -18,15 +18,13 @@
  * `JOB_NOT_FOUND`; a job in a stage the action does not take is 409
  * `JOB_ACTION_REFUSED`; nothing is changed either way.
  *
- * Not implemented yet in the runtime, answered 501 `NOT_IMPLEMENTED` (the
- * routes exist, so the page and clients can be written against them):
- * `POST queues/{jobType}/pause` and `POST queues/{jobType}/resume`.
+ * Pause and resume (X4) are in `dashboard-pause.ts`.
  */
 import { isJobId } from "../core/job-id.js";
 import { InvalidArgumentError } from "../errors.js";
 import type { JobController, JobFilter } from "../publisher/job-controller.js";
 import type { DashboardActionEvent } from "./dashboard-options.js";
-import { errorResponse, jsonResponse } from "./dashboard-response.js";
+import { jsonResponse } from "./dashboard-response.js";
 import { parseStage } from "./job-list-query.js";
 
 /** What the action handlers need. */
@@ -69,11 +67,6 @@ export async function bulkAction(context: ActionContext, action: "retry" | "dele
         ? await context.controller.deleteJobs(filter)
         : await context.controller.cancelJobs(filter, { reason: query.get("reason") ?? undefined });
   return done(context, { action, filter, count });
-}
-
-/** 501 for an action the runtime does not have yet. */
-export function notImplemented(what: string): Response {
-  return errorResponse(501, "NOT_IMPLEMENTED", `${what} is not implemented yet: this release of later cannot do it`);
 }
 
 export function checkJobId(id: string): void {

@@ -24,7 +24,7 @@ import type { LaterMetrics } from "./later-metrics.js";
 import type { HistogramCell, ValueCell } from "./metric-cells.js";
 
 /** How an attempt ended, as `later_job_handler_duration_seconds` labels it. */
-export type AttemptOutcome = "success" | "retry" | "failed" | "timed_out" | "abandoned";
+export type AttemptOutcome = "success" | "retry" | "failed" | "timed_out" | "abandoned" | "cancelled";
 
 /** The cells of one job type, made on first use. */
 interface JobTypeCells {
@@ -96,6 +96,18 @@ export class ServerMetrics {
     );
   }
 
+  /** X4: `later_queue_paused` from the paused set this server last read: each handled type (0 or 1) and each paused one (1). */
+  attachPaused(handled: readonly string[], paused: () => ReadonlySet<string>): void {
+    const queue = this.queue;
+    this.removers.push(
+      this.metrics.queuePaused.addSource(() => {
+        const now = paused();
+        const types = new Set([...handled, ...now]);
+        return [...types].map((t) => ({ labels: { queue, job_type: t }, value: now.has(t) ? 1 : 0 }));
+      }),
+    );
+  }
+
   /** Removes this server's gauge series. Idempotent. */
   stop(): void {
     for (const remove of this.removers.splice(0)) remove();
@@ -129,7 +141,8 @@ export class ServerMetrics {
     const cell = (cells[outcome] ??= this.metrics.handlerDuration.cell({ queue: this.queue, job_type: job.jobType, outcome, worker_id: String(workerId) }));
     cell.observe(Math.max(0, ms) / 1000);
     const commands = this.commandsOf(workerId);
-    (outcome === "success" ? commands.success : outcome === "abandoned" ? commands.discarded : commands.failed).value++;
+    // Abandoned and cancelled (X3) attempts write nothing: discarded, not failed.
+    (outcome === "success" ? commands.success : outcome === "abandoned" || outcome === "cancelled" ? commands.discarded : commands.failed).value++;
   }
 
   /** Worker `workerId` was handed a claim it did not run (its lease had expired). */

@@ -19,12 +19,15 @@ import { CANCELLABLE_STAGES, RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } 
 import type * as B from "../backend.js";
 import { retryableRow } from "../shared/retryable-row.js";
 import { stageList } from "../shared/stage-list.js";
+import { PauseStatements } from "../shared/pause-statements.js";
 import { retryConflicts } from "./postgres-errors.js";
-import { appendNotedStage } from "./postgres-job-queries.js";
 import { statement, type Statement } from "./postgres-statement.js";
 import type { PostgresRunner } from "./postgres-runner.js";
-import { cancelNotifyPayload } from "./postgres-wakeups.js";
-import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
+import { transition, transitionTail } from "./postgres-transition.js";
+import { cancelNotice, cancelNotifyPayload } from "./postgres-wakeups.js";
+
+/** The wake-up a resume sends: `$1` channel, `$2` payload (the backend's own, as its other writes). */
+const NOTIFY = statement("SELECT pg_notify($1, $2)");
 
 /** The statement of each target form. */
 interface ByTarget {
@@ -49,13 +52,26 @@ export class PostgresJobControlStore implements B.JobControlStore {
   private readonly cancel: ByTarget;
   /** `$1` namespace, `$2` stage, `$3` job type (null: any), by action. */
   private readonly count: Record<"retry" | "delete" | "cancel", Statement>;
+  /** X4's statements, written once (`shared/pause-statements.ts`). */
+  private readonly pauses: PauseStatements;
 
   constructor(
     private readonly host: PostgresRunner,
     schema: string,
   ) {
+    this.pauses = new PauseStatements(host.compiler, host.shared, host.shared, host.namespace);
     const jobs = `${schema}.later_jobs`;
-    const counted = (moved: string) => PostgresStageCounters.countMoves(schema, "$1", moved);
+    const retried = transition({ kinds: "retry", rows: "retried", from: "old_stage", to: "'enqueued'", at: "$3::bigint" });
+    const gone = transition({ kinds: "delete", rows: "gone", from: "stage", to: null });
+    // X3: the picked rows leave their stage (`cancel`), their waiting continuations `waiting` (`cancelChild`).
+    const cancelled = transition({
+      kinds: ["cancel", "cancelChild"],
+      rows: "cancelled",
+      from: "old_stage",
+      to: "'cancelled'",
+      at: "$3::bigint",
+      note: "$5::text",
+    });
     const retryable = retryableRow(jobs);
     const pick = (stages: readonly JobStage[], target: string) =>
       `SELECT id, stage, topic, partition_no, seq FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(stages)} AND ${target}
@@ -75,15 +91,13 @@ export class PostgresJobControlStore implements B.JobControlStore {
   WHERE p.namespace = $1 AND p.topic = c.topic AND p.partition_no = c.partition_no
   RETURNING p.topic, p.partition_no, p.next_seq - c.n AS first
 ), retried AS (
-  UPDATE ${jobs} j SET stage = 'enqueued', run_at = $3, updated_at = $3, expires_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
-    stages = left(j.stages, -1) || ',["enqueued",' || $3::bigint || ']]',
+  UPDATE ${jobs} j SET ${retried.stage}, run_at = $3, updated_at = $3, expires_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
+    ${retried.history},
     seq = CASE WHEN j.topic IS NULL THEN j.seq ELSE r.first + n.k - 1 END
   FROM picked p LEFT JOIN numbered n ON n.id = p.id LEFT JOIN reserved r ON r.topic = n.topic AND r.partition_no = n.partition_no
   WHERE j.id = p.id
   RETURNING j.id, p.stage AS old_stage, j.topic, j.partition_no
-)${counted(moves("retried", "old_stage", "'enqueued'"))}, notified AS (
-  SELECT pg_notify($4, $5) FROM retried LIMIT 1
-)
+)${transitionTail(schema, "$1", [retried], ["$4", "$5"])}
 SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM retried ORDER BY id`);
     const remove = (target: string) =>
       statement(`WITH picked AS (
@@ -91,33 +105,32 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM retried ORDER B
 ), gone AS (
   DELETE FROM ${jobs} j USING picked p WHERE j.id = p.id
   RETURNING j.id, j.stage, j.topic, j.partition_no
-)${counted(moves("gone", "stage", null))}
+)${transitionTail(schema, "$1", [gone])}
 SELECT id FROM gone ORDER BY id`);
     // X3: the picked rows and their waiting continuations down the chain (`tree`) end `cancelled`; a
     // continuation is re-checked `waiting` by the UPDATE. A running partition head frees its partition
-    // (epoch moved on: its owner's renewal reports it, and the next head may be claimed at once).
+    // (epoch moved on: its owner's renewal reports it, and the next head may be claimed at once). Two
+    // notifications, at most one each: the transition's wake-up (`notified`: a partitioned row was
+    // cancelled, its partition may go on) and, after it, the cancel notice (`told`: a running job was
+    // cancelled, its server renews now and aborts the attempt; see cancelNotice).
     const cancel = (target: string) =>
       statement(`WITH RECURSIVE picked AS (
   ${pick(CANCELLABLE_STAGES, target)}
 ), tree(id) AS (
   SELECT id FROM picked UNION SELECT k.id FROM ${jobs} k JOIN tree t ON k.parent_id = t.id WHERE k.namespace = $1 AND k.stage = 'waiting'
 ), cancelled AS (
-  UPDATE ${jobs} j SET stage = 'cancelled', lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4,
-    stages = ${appendNotedStage("j.stages", "'cancelled'", "$3::bigint", "$5::text")}
+  UPDATE ${jobs} j SET ${cancelled.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4,
+    ${cancelled.history}
   FROM tree t LEFT JOIN picked p ON p.id = t.id
   WHERE j.id = t.id AND j.namespace = $1 AND (p.id IS NOT NULL OR j.stage = 'waiting')
   RETURNING j.id, coalesce(p.stage, 'waiting') AS old_stage, j.topic, j.partition_no, p.id IS NOT NULL AS picked
-)${counted(moves("cancelled", "old_stage", "'cancelled'"))}, freed AS (
+)${transitionTail(schema, "$1", [cancelled], ["$6", "$7"])}, freed AS (
   UPDATE ${schema}.later_partitions pt SET lease_owner = NULL, lease_expires_at = NULL, epoch = pt.epoch + 1
   FROM (SELECT DISTINCT topic, partition_no FROM cancelled WHERE old_stage = 'running' AND topic IS NOT NULL ORDER BY topic, partition_no) c
   WHERE pt.namespace = $1 AND pt.topic = c.topic AND pt.partition_no = c.partition_no
   RETURNING pt.topic
-), woken AS (
-  SELECT pg_notify($6, $7) FROM cancelled WHERE topic IS NOT NULL LIMIT 1
-), told AS (
-  SELECT pg_notify($6, $8) FROM cancelled WHERE old_stage = 'running' LIMIT 1
-)
-SELECT id, (SELECT count(*) FROM woken)::int + (SELECT count(*) FROM told)::int + (SELECT count(*) FROM freed)::int AS notified
+), ${cancelNotice("cancelled", "$6", "$8")}
+SELECT id, (SELECT count(*) FROM notified)::int + (SELECT count(*) FROM told)::int + (SELECT count(*) FROM freed)::int AS notified
 FROM cancelled WHERE picked ORDER BY id`);
     const count = (stages: readonly JobStage[], extra = "") =>
       statement(`SELECT count(*)::bigint AS n FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(stages)}
@@ -128,6 +141,21 @@ FROM cancelled WHERE picked ORDER BY id`);
     this.cancel = { ids: cancel(byIds(9)), filter: cancel(byFilter(9, false)) };
     this.retry = { ids: retry(byIds(6)), filter: retry(byFilter(6)) };
     this.remove = { ids: remove(byIds(3)), filter: remove(byFilter(3)) };
+  }
+
+  /** X4: a resume that deleted its row sends the backend's wake-up, so idle servers of other processes read the set again at once. */
+  async pauseSet(params: B.PauseSetParams): Promise<boolean> {
+    const changed = await this.pauses.set(params);
+    if (changed && !params.paused) await this.host.execute(NOTIFY, [...this.host.notifyArgs]);
+    return changed;
+  }
+
+  async pausedList(): Promise<B.PausedTarget[]> {
+    return this.pauses.list();
+  }
+
+  async pauseTargetKnown(params: B.PauseTargetRef): Promise<boolean> {
+    return this.pauses.known(params);
   }
 
   async retryMany(params: B.JobRetryManyParams): Promise<B.JobControlResult> {

@@ -240,13 +240,31 @@ CREATE TABLE {schema}.later_log_group_members (
   // EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
   // its type's and the server's; NULL: none given. No default: adding the column rewrites nothing.
   { version: 12, name: "job-timeout", sql: "ALTER TABLE {schema}.later_jobs ADD COLUMN timeout_ms bigint;" },
+  // X4: paused job types (kind 'type') and topics (kind 'topic'), one row each while paused. Every server reads
+  // the namespace's rows once per poll interval (a primary-key range: a handful of rows), never per claim.
+  {
+    version: 13,
+    name: "paused",
+    sql: `
+CREATE TABLE {schema}.later_paused (
+  namespace text NOT NULL,
+  kind text NOT NULL CHECK (kind IN ('type', 'topic')),
+  name text NOT NULL,
+  paused_at bigint NOT NULL,
+  PRIMARY KEY (namespace, kind, name)
+);
+`,
+  },
+  // X10: the job's metadata (a JSON object the enqueue middleware set, e.g. a trace context), read back by the
+  // claims for the attempt middleware. NULL when none was set, so a plain enqueue stores nothing more.
+  { version: 14, name: "job-meta", sql: "ALTER TABLE {schema}.later_jobs ADD COLUMN meta text;" },
   // cancel (docs/semantics.md X3): the terminal stage `cancelled`. The stage CHECK of migration 1 (named
   // later_jobs_stage_check by PostgreSQL) is replaced; NOT VALID skips a scan of every row, which all passed
   // the stricter old check. The partition indexes' predicates follow TERMINAL_STAGES, which the head probe and
   // the history truncation render: with the old lists a cancelled row would stay in the head index, and the
   // done index would no longer match the truncation's predicate. Rebuilt here (they hold partitioned rows only).
   {
-    version: 13,
+    version: 15,
     name: "cancelled-stage",
     sql: `ALTER TABLE {schema}.later_jobs DROP CONSTRAINT later_jobs_stage_check;
 ALTER TABLE {schema}.later_jobs ADD CONSTRAINT later_jobs_stage_check

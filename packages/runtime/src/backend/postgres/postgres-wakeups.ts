@@ -25,6 +25,21 @@ export function cancelNotifyPayload(namespace: string): string {
 }
 
 /**
+ * The `told` CTE of a cancel statement (X3): one `pg_notify(channel,
+ * payload)` (the {@link cancelNotifyPayload}) when one of `rows` (the
+ * cancelled rows, with the `old_stage` each left) was `running`. It is not a
+ * stage change's wake-up (nothing became ready by it; that one is the
+ * transition's `notified` CTE, postgres-transition.ts): it tells the servers
+ * of the namespace to renew their leases now, so the one running the job
+ * finds it cancelled and aborts the attempt. The statement must read `told`.
+ */
+export function cancelNotice(rows: string, channel: string, payload: string): string {
+  return `told AS (
+  SELECT pg_notify(${channel}, ${payload}) FROM ${rows} WHERE old_stage = 'running' LIMIT 1
+)`;
+}
+
+/**
  * The wake-ups of one PostgreSQL backend: what its statements send with
  * `pg_notify`, and what its LISTEN connection hands to the worker pool.
  *

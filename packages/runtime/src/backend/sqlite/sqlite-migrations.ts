@@ -300,12 +300,30 @@ DROP TABLE later_log_records;
   // EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
   // its type's and the server's; NULL: none given. Read by the claims beside the retry policy.
   { version: 12, name: "job-timeout", sql: "ALTER TABLE later_jobs ADD COLUMN timeout_ms INTEGER;" },
+  // X4: paused job types (kind 'type') and topics (kind 'topic'), one row each while paused. Every server reads
+  // the namespace's rows once per poll interval (a primary-key range: a handful of rows), never per claim.
+  {
+    version: 13,
+    name: "paused",
+    sql: `
+CREATE TABLE later_paused (
+  namespace TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('type', 'topic')),
+  name TEXT NOT NULL,
+  paused_at INTEGER NOT NULL,
+  PRIMARY KEY (namespace, kind, name)
+) WITHOUT ROWID;
+`,
+  },
+  // X10: the job's metadata (a JSON object the enqueue middleware set, e.g. a trace context), read back by the
+  // claims for the attempt middleware. NULL when none was set, so a plain enqueue stores nothing more.
+  { version: 14, name: "job-meta", sql: "ALTER TABLE later_jobs ADD COLUMN meta TEXT;" },
   // cancel (docs/semantics.md X3): the terminal stage `cancelled`. No CHECK on stage here, but SQLite uses a
   // partial index only when the query's WHERE contains its predicate word for word: the head probe and the
   // history truncation render TERMINAL_STAGES, which gained `cancelled`, so both partition indexes are rebuilt
   // with the new list (they hold partitioned rows only).
   {
-    version: 13,
+    version: 15,
     name: "cancelled-stage",
     sql: `DROP INDEX later_jobs_partition_head;
 CREATE INDEX later_jobs_partition_head ON later_jobs (namespace, topic, partition_no, seq)
