@@ -27,8 +27,11 @@ const DASHBOARD = [
   "ALTER TABLE later_jobs DROP COLUMN progress",
   // The job-timeout migration (SQLite 12, PostgreSQL 12).
   "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
-  // The job-meta migration (SQLite 15, PostgreSQL 15; X10).
+  // The paused migration (SQLite 13, PostgreSQL 13; X4).
+  "DROP TABLE later_paused",
+  // The job-meta migration (SQLite 14, PostgreSQL 14; X10).
   "ALTER TABLE later_jobs DROP COLUMN meta",
+  // The cancelled-stage migration (SQLite 15, PostgreSQL 15; X3) rebuilds indexes and (PostgreSQL) a CHECK: it applies again as it is.
 ];
 
 const UNDO_MIGRATION_4: Record<string, string[]> = {

@@ -37,7 +37,7 @@ export interface LaterJobsTable {
   seq: number | null;
   /** Continuations inserted for this job so far (see the PostgreSQL finish). */
   waiters: number;
-  /** X10: the job's metadata, a JSON object the enqueue middleware set; null: none (migration 15). */
+  /** X10: the job's metadata, a JSON object the enqueue middleware set; null: none (migration 14). */
   meta: string | null;
 }
 
