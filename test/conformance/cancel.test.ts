@@ -4,7 +4,9 @@
  * written), waiting continuations go with their parent, a finished job is
  * `false`, an unknown id `JOB_NOT_FOUND`, bad input `INVALID_ARGUMENT`; a
  * cancelled job retries and deletes; a cancelled partition head lets its
- * partition go on; the filter form in batches.
+ * partition go on; the filter form in batches; an attempt middleware sees
+ * the cancel as `next()` rejecting with `JOB_CANCELLED` (X10), and the
+ * metrics label the attempt `cancelled`.
  */
 import { describe, expect, it } from "vitest";
 import { JobPublisher, RetryPolicy, topic, type BackgroundJobServer, type ServerEvent } from "@later/runtime";
@@ -134,6 +136,51 @@ describe.each(BACKENDS)("cancel (X3) on $name", (entry) => {
     expect((await server.backend.inspect.jobGet({ id }))?.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "cancelled"]);
     expect(runs).toBe(1);
     expect((await server.backend.inspect.stageCounts()).counts).toMatchObject({ cancelled: 2, running: 0, requeued: 0, failed: 0 });
+  });
+
+  it("X3/X10: an attempt middleware sees next() reject with JOB_CANCELLED while the handler still ignores its signal; nothing written; metrics say cancelled, not failed", async () => {
+    const h = harness();
+    const started = deferred();
+    const release = deferred();
+    const seen = deferred<unknown>();
+    const server = await h.start({
+      leaseMs: 60_000,
+      jobTimeoutMs: null, // no watchdog: the hook alone makes next() reject
+      middleware: [
+        {
+          attempt: async (_ctx, next) => {
+            try {
+              return await next();
+            } catch (error) {
+              seen.resolve(error);
+              throw error;
+            }
+          },
+        },
+      ],
+      handlers: {
+        slow: {
+          handle: async () => {
+            started.resolve();
+            await release.promise; // ignores its signal
+          },
+        },
+      },
+    });
+    const id = await server.publisher.enqueue("slow", {});
+    await started.promise;
+    expect(await server.cancel(id, "stop it")).toBe(true);
+    expect(await seen.promise).toMatchObject({ code: "JOB_CANCELLED", jobId: id, reason: "stop it" });
+    const sample = (text: string, name: string, outcome: string) =>
+      [...text.matchAll(new RegExp(`^${name}\\{[^}]*outcome="${outcome}"[^}]*\\} (\\S+)$`, "gm"))].reduce((n, m) => n + Number(m[1]), 0);
+    await waitFor(async () => sample(await server.metrics(), "later_job_handler_duration_seconds_count", "cancelled") === 1, "the cancelled attempt's metrics");
+    const text = await server.metrics();
+    expect([sample(text, "later_worker_commands_total", "discarded"), sample(text, "later_worker_commands_total", "failed")]).toEqual([1, 0]);
+    expect(sample(text, "later_job_handler_duration_seconds_count", "failed")).toBe(0);
+    release.resolve();
+    const stored = await settled(() => server.backend.inspect.jobGet({ id }));
+    expect(stored.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "cancelled"]);
+    expect(h.events.filter((e) => e.type === "error")).toEqual([]);
   });
 
   it("X3: a cancelled job retries: back to enqueued, runs again; a cancelled continuation whose parent has not succeeded is refused", async () => {
