@@ -50,7 +50,9 @@ describe("later jobs retry|delete (sqlite)", () => {
     await fresh();
     const refused = later(["jobs", "retry", seeded.running, ...db]);
     expect(refused.status).toBe(1);
-    expect(refused.stderr).toBe(`later: cannot retry job ${seeded.running}: it is running, and only failed jobs can be retried; nothing was changed\n`);
+    expect(refused.stderr).toBe(
+      `later: cannot retry job ${seeded.running}: it is running, and only failed or cancelled jobs can be retried; nothing was changed\n`,
+    );
     expect(later(["jobs", "delete", seeded.enqueued, ...db]).status).toBe(1);
     expect(later(["jobs", "delete", "01jh2k3m4n5p6q7r8s9t0v1w2x", ...db]).stderr).toMatch(/^later: job 01jh2k3m4n5p6q7r8s9t0v1w2x not found in this namespace/);
     // Another namespace's job is not found from "default".
@@ -124,7 +126,7 @@ describe.skipIf(postgresUrl() === null)("later jobs retry|delete (postgres)", ()
       expect(later(["jobs", "retry", ids[0]!, ...args])).toMatchObject({ status: 0, stdout: `retried job ${ids[0]}: enqueued, ready now\n` });
       expect(await stageOf(ids[0]!)).toBe("enqueued");
       expect(later(["jobs", "delete", ids[0]!, ...args]).stderr).toMatch(
-        /^later: cannot delete job \S+: it is enqueued, and only success or failed jobs can be deleted/,
+        /^later: cannot delete job \S+: it is enqueued, and only success, failed or cancelled jobs can be deleted/,
       );
       expect(later(["jobs", "retry", "--type", "mail", ...args]).status).toBe(2);
       expect(await stageOf(ids[1]!)).toBe("failed");

@@ -182,7 +182,9 @@ describe("later jobs (sqlite)", () => {
     const result = later(["jobs", "list", "--stage", "done", ...db]);
     expect(result.status).toBe(2);
     expect(result.stdout).toBe("");
-    expect(result.stderr).toContain("argument 'done' is invalid. Allowed choices are enqueued, delayed, waiting, running, requeued, success, failed.");
+    expect(result.stderr).toContain(
+      "argument 'done' is invalid. Allowed choices are enqueued, delayed, waiting, running, requeued, success, failed, cancelled.",
+    );
   });
 
   it("a missing file is an error and is not created", () => {

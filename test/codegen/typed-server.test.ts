@@ -17,7 +17,7 @@ const ORDERS = { topics: [topic("orders", 4)] };
 async function finished(server: { backend: JobsServer<unknown>["backend"] }, id: JobId) {
   return waitFor(async () => {
     const job = await server.backend.inspect.jobGet({ id });
-    return job && (job.stage === "success" || job.stage === "failed") ? job : null;
+    return job && (job.stage === "success" || job.stage === "failed" || job.stage === "cancelled") ? job : null;
   }, `job ${id} to finish`);
 }
 
@@ -205,7 +205,7 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
       }
     }));
 
-  it("the generated server and the publisher-only process retry and delete jobs, by id and by filter (X7)", () =>
+  it("the generated server and the publisher-only process retry, delete and cancel jobs, by id and by filter (X7, X3)", () =>
     withDatabase(entry, async (db) => {
       const publisher = await openJobsPublisher({ backend: db.backend(), autoMigrate: true });
       let fail = true;
@@ -231,6 +231,14 @@ describe.each(BACKENDS)("generated module on $name", (entry) => {
         await expect(publisher.delete(a)).rejects.toMatchObject({ code: "JOB_NOT_FOUND" });
         expect(await publisher.deleteJobs({ stage: "success", jobType: "sendEmail" })).toBe(2);
         expect((await server.backend.inspect.stageCounts()).counts.success).toBe(0);
+        // X3: cancel by id and by filter, on both handles.
+        const d = await publisher.jobs.sendEmail.enqueue({ address: "d", body: "4" }, { delayMs: 3_600_000 });
+        const e = await publisher.jobs.sendEmail.enqueue({ address: "e", body: "5" }, { delayMs: 3_600_000 });
+        expect(await publisher.cancel(d, "not needed")).toBe(true);
+        expect(await server.cancel(d)).toBe(false);
+        expect(await server.cancelJobs({ stage: "delayed", jobType: "sendEmail" })).toBe(1);
+        expect(await publisher.cancelJobs({})).toBe(0);
+        expect((await finished(server, e)).stage).toBe("cancelled");
       } finally {
         await publisher.close();
         await server.shutdown({ deadlineMs: 1_000 });

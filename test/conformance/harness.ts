@@ -154,6 +154,6 @@ export function afterCall<S extends "jobs" | "partitions", K extends keyof Backe
 export async function settled(read: () => Promise<JobRecord | null>, what = "job"): Promise<JobRecord> {
   return waitFor(async () => {
     const j = await read();
-    return j && (j.stage === "success" || j.stage === "failed") ? j : null;
+    return j && (j.stage === "success" || j.stage === "failed" || j.stage === "cancelled") ? j : null;
   }, `${what} to finish`);
 }

@@ -94,7 +94,7 @@ describe.each(BACKENDS)("job control (X7) on $name", (entry) => {
     const countsBefore = await server.backend.inspect.stageCounts();
     expect(await codeOf(server.retry(delayed))).toBe("JOB_ACTION_REFUSED");
     expect(await codeOf(server.retry(succeeded))).toBe("JOB_ACTION_REFUSED");
-    await expect(server.retry(succeeded)).rejects.toThrow(/it is success, and only failed jobs can be retried/);
+    await expect(server.retry(succeeded)).rejects.toThrow(/it is success, and only failed or cancelled jobs can be retried/);
     expect(await codeOf(server.delete(delayed))).toBe("JOB_ACTION_REFUSED");
     expect(await codeOf(server.retry("01kzzzzzzzzzzzzzzzzzzzzzzz"))).toBe("JOB_NOT_FOUND");
     expect(await codeOf(server.delete("01kzzzzzzzzzzzzzzzzzzzzzzz"))).toBe("JOB_NOT_FOUND");

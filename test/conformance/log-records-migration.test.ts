@@ -36,6 +36,7 @@ interface OldRecord {
 
 /**
  * Takes a database at the latest migration back to the record table of migration `table` (6 or 8),
+ * empty, with the migrations after it forgotten (9, job progress, 11, server job types, 12, job timeouts, 13, paused, and 14, job meta, undone too; 15, cancelled-stage, applies again as it is), and writes `records`
  * empty, with the migrations after it forgotten (9, job progress, 11, server job types, 12, job timeouts, 13, paused, 14, job meta, and 15, priority and unique keys, undone too), and writes `records`
  * as that schema's code did (offsets dense per partition from 0, the partition's next offset moved on).
  */

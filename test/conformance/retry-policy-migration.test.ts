@@ -23,6 +23,7 @@ const DASHBOARD = [
   "ALTER TABLE later_jobs DROP COLUMN progress",
   // The job-timeout migration (SQLite 12, PostgreSQL 12).
   "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
+  // The cancelled-stage migration (SQLite 16, PostgreSQL 16; X3) rebuilds indexes and (PostgreSQL) a CHECK: it applies again as it is.
   // The priority-unique migration (SQLite 15, PostgreSQL 15; X1, X2): the ready index back to (namespace, run_at).
   "DROP INDEX later_jobs_unique",
   "DROP INDEX later_jobs_ready",

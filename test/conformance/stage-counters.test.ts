@@ -170,10 +170,13 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
           retry: () => RetryPolicy.noRetries(),
         },
         order: {
-          handle: (ctx) => {
+          handle: async (ctx, payload) => {
+            if ((payload as { hang?: boolean }).hang) return new Promise((r) => ctx.signal.addEventListener("abort", r));
             if (ctx.attempt === 1 && (ctx.jobId.charCodeAt(25) & 1) === 1) throw new Error("retry me");
           },
         },
+        hang: { handle: (ctx) => new Promise((r) => ctx.signal.addEventListener("abort", r)) },
+        later: { handle: () => Promise.reject(new Error("again in an hour")), retry: () => RetryPolicy.fixed(3, 3_600_000) },
       },
     });
     const p = server.publisher;
@@ -328,6 +331,31 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     expect(await p.deleteJobs({ jobType: "doomed" }, { batchSize: 7 })).toBeGreaterThanOrEqual(0);
     await expectCountersMatch(h.db, server.backend);
 
+    // Cancel (X3) of each stage: enqueued (a type nobody here handles), delayed, waiting (under a delayed parent,
+    // with its own continuation), requeued, running, a running partition head (its partition goes on), and a filter.
+    const stranger = h.db.backend();
+    await stranger.open();
+    const strangerId = newJobId(Date.now());
+    await stranger.jobs.insertMany({ now: Date.now(), jobs: [{ id: strangerId, jobType: "nobody", payload: "{}", runAt: Date.now(), retryPolicy: null }] });
+    await stranger.close();
+    const parked = await p.enqueue("ok", { parked: true }, { delayMs: 3_600_000 });
+    const waiting = await p.enqueue("ok", { waits: true }, { parentId: parked });
+    await p.enqueue("ok", { waits: 2 }, { parentId: waiting });
+    const requeued = await p.enqueue("later", {});
+    const hanging = await p.enqueue("hang", {});
+    const hangingHead = await p.enqueueToPartition("order", { hang: true }, { topic: "orders", partition: 0 });
+    const afterHead = await p.enqueueToPartition("order", { after: "head" }, { topic: "orders", partition: 0 });
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: requeued }))?.stage === "requeued", "the requeued job");
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: hanging }))?.stage === "running", "the hanging job to run");
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: hangingHead }))?.stage === "running", "the hanging head to run");
+    await expectCountersMatch(h.db, server.backend);
+    for (const id of [strangerId, waiting, requeued, hanging, hangingHead]) expect(await server.cancel(id, "counted")).toBe(true);
+    await expectCountersMatch(h.db, server.backend);
+    expect((await settled(() => server.backend.inspect.jobGet({ id: afterHead }))).stage).toBe("success");
+    expect(await p.cancelJobs({ stage: "delayed", jobType: "ok" }, { batchSize: 1 })).toBeGreaterThanOrEqual(1);
+    expect((await server.backend.inspect.jobGet({ id: parked }))?.stage).toBe("cancelled");
+    await expectCountersMatch(h.db, server.backend);
+
     await server.shutdown({ deadlineMs: 1_000 });
     await sweeper.shutdown({ deadlineMs: 1_000 });
     const mainBackend = h.db.backend();
@@ -344,6 +372,6 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     expect((await mainBackend.inspect.namespaceCounts()).map((c) => c.namespace)).toEqual(["other", "test"]);
     await mainBackend.close();
     expect(beforeControl.stages.failed).toBeGreaterThanOrEqual(4); // doomed, its chain, the poison head and its continuation, the spent ghost
-    expect(final.stages.delayed).toBeGreaterThanOrEqual(1); // the job delayed by an hour (and maybe a recurring occurrence)
+    expect(final.stages.cancelled).toBeGreaterThanOrEqual(7); // X3: one of each stage, the continuation, the delayed ones
   }, 60_000);
 });

@@ -3,8 +3,8 @@
  * and delete of one job and of every job matching the list's filter, each
  * with an audit event; refusals change nothing; a dashboard without
  * `authorize` (read-only by default), a read-only one, a cross-site action
- * and an `authorize` that says no are 403; cancel answers 501 until the
- * runtime has it (pause and resume: dashboard-pause.test.ts).
+ * and an `authorize` that says no are 403; cancel (X3) of one job and of
+ * every matching job (pause and resume: dashboard-pause.test.ts).
  */
 import { describe, expect, it } from "vitest";
 import { RetryPolicy } from "@later/runtime";
@@ -154,16 +154,41 @@ describe.each(BACKENDS)("dashboard actions on $name", (entry) => {
     expect(script.status).toBe(200);
   });
 
-  it("cancel answers 501 NOT_IMPLEMENTED (routes present), after the same security checks", async () => {
+  it("X3: cancel one job (with a reason; a finished one is count 0) and every matching job, audited; bad input 400; same security checks", async () => {
     const h = harness();
-    const { server, failed } = await seeded(h);
-    const dashboard = createDashboard({ backend: server.backend, readOnly: false });
-    for (const path of [`/api/jobs/${failed[0]}/cancel`, "/api/jobs/cancel?stage=running"]) {
-      const answer = await act<ErrorBody>(dashboard, path);
-      expect([path, answer.status, answer.body.error.code]).toEqual([path, 501, "NOT_IMPLEMENTED"]);
-      expect((await call<ErrorBody>(dashboard, path, { method: "POST", site: "cross-site" })).status).toBe(403);
-    }
+    const { server, failed, stage } = await seeded(h);
+    const events: DashboardActionEvent[] = [];
+    const dashboard = createDashboard({ backend: server.backend, authorize: () => true, onAction: (e) => events.push(e) });
+    const delayed = await Promise.all([0, 1, 2].map((i) => server.publisher.enqueue("ok", { i }, { delayMs: 3_600_000 })));
+
+    const one = await act(dashboard, `/api/jobs/${delayed[0]}/cancel?reason=${encodeURIComponent("not needed")}`);
+    expect([one.status, one.body]).toEqual([200, { action: "cancel", jobIds: [delayed[0]], count: 1 }]);
+    expect((await server.backend.inspect.jobGet({ id: delayed[0]! }))?.stages.at(-1)).toMatchObject({ stage: "cancelled", note: "not needed" });
+    const finished = await act(dashboard, `/api/jobs/${failed[0]}/cancel`);
+    expect([finished.status, finished.body]).toEqual([200, { action: "cancel", jobIds: [], count: 0 }]);
+    expect(await stage(failed[0]!)).toBe("failed");
+    const unknown = await act<ErrorBody>(dashboard, `/api/jobs/${"0".repeat(26)}/cancel`);
+    expect([unknown.status, unknown.body.error.code]).toEqual([404, "JOB_NOT_FOUND"]);
+    const badId = await act<ErrorBody>(dashboard, "/api/jobs/not-an-id/cancel");
+    expect([badId.status, badId.body.error.code]).toEqual([400, "INVALID_ARGUMENT"]);
+    const badStage = await act<ErrorBody>(dashboard, "/api/jobs/cancel?stage=success");
+    expect([badStage.status, badStage.body.error.code]).toEqual([400, "INVALID_ARGUMENT"]);
+
+    const bulk = await act(dashboard, "/api/jobs/cancel?stage=delayed&type=ok");
+    expect([bulk.status, bulk.body]).toEqual([200, { action: "cancel", filter: { stage: "delayed", jobType: "ok" }, count: 2 }]);
+    expect(await Promise.all(delayed.map(stage))).toEqual(["cancelled", "cancelled", "cancelled"]);
+    expect(events.map((e) => [e.action, e.count])).toEqual([
+      ["cancel", 1],
+      ["cancel", 0],
+      ["cancel", 2],
+    ]);
+    // Read-only (the default without authorize), or cross-site: refused, nothing changed.
+    const more = await server.publisher.enqueue("ok", {}, { delayMs: 3_600_000 });
+    expect((await act<ErrorBody>(createDashboard({ backend: server.backend }), `/api/jobs/${more}/cancel`)).status).toBe(403);
+    const open = createDashboard({ backend: server.backend, readOnly: false });
+    expect((await call<ErrorBody>(open, `/api/jobs/${more}/cancel`, { method: "POST", site: "cross-site" })).status).toBe(403);
     const readOnly = createDashboard({ backend: server.backend, readOnly: true, authorize: () => true });
-    expect((await act(readOnly, "/api/jobs/cancel?stage=running")).status).toBe(403);
+    expect((await act<ErrorBody>(readOnly, "/api/jobs/cancel?stage=delayed")).status).toBe(403);
+    expect(await stage(more)).toBe("delayed");
   });
 });

@@ -203,7 +203,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       await textIs(page, ".flash", "1 job deleted.");
       await rows(page, 0);
       expect(await server.backend.inspect.jobGet({ id: orphan! })).toBeNull();
-      expect(confirmations).toEqual([`Retry job ${failedId}?`, "Delete every finished (success or failed) job matching the filter (stage=failed)?"]);
+      expect(confirmations).toEqual([`Retry job ${failedId}?`, "Delete every finished (success, failed or cancelled) job matching the filter (stage=failed)?"]);
 
       // Every ready type has a live handler: no warning row.
       expect(await page.locator(".panel.unhandled").count()).toBe(0);

@@ -1,6 +1,6 @@
 /**
  * The seam suite of `backend.control` (packages/runtime/src/backend/job-control-store.ts,
- * docs/semantics.md X7): retry and delete from outside, by id and by filter in
+ * docs/semantics.md X7, X3): retry, delete and cancel from outside, by id and by filter in
  * batches, and the count of a filter, called directly on each backend, with
  * the stage counters and partition depths checked against a GROUP BY after
  * every change (D7). See seam-factory.ts; the coverage guard
@@ -199,6 +199,102 @@ describe.each(BACKENDS)("backend.control on $name", (entry) => {
       expect(gone).toEqual([work[0], work[2], work[4], part[0]!.id]);
       expect((await s.backend.control.deleteMany({ target: { filter: {} }, limit: 10 })).ids.length).toBe(3); // the failed ones and other's success
       expect(Object.values(await storedStages(s)).sort()).toEqual(["enqueued", "enqueued"]);
+      await expectCountersMatch(s);
+    });
+  });
+
+  describe("cancelMany", () => {
+    it("X3: by id, ends unfinished jobs cancelled with the note, expiry set, attempt and last error kept; waiting continuations down the chain too; finished and unknown skipped", async () => {
+      const s = seam();
+      const [failed, done, pending] = await jobsEndingIn(s, ["failed", "success", "enqueued"]);
+      const delayed = jobInsert({ runAt: NOW + DAY });
+      await s.backend.jobs.insertMany({ jobs: [delayed], now: NOW });
+      const child = jobInsert({ parentId: delayed.id });
+      await s.backend.jobs.insertMany({ jobs: [child], now: NOW });
+      const grandchild = jobInsert({ parentId: child.id });
+      await s.backend.jobs.insertMany({ jobs: [grandchild], now: NOW });
+      const r = await s.backend.control.cancelMany({
+        target: { ids: [delayed.id, failed!, done!, pending!, jobInsert().id] },
+        reason: "why",
+        now: NOW + 5,
+        expiresAt: NOW + DAY,
+        limit: 10,
+      });
+      expect(r.ids).toEqual([pending, delayed.id]);
+      const c = await s.job(delayed.id);
+      expect(c).toMatchObject({ stage: "cancelled", expiresAt: NOW + DAY, attempt: 0 });
+      expect(c.stages.at(-1)).toEqual({ stage: "cancelled", at: NOW + 5, note: "why" });
+      expect([(await s.job(child.id)).stage, (await s.job(grandchild.id)).stage]).toEqual(["cancelled", "cancelled"]);
+      expect((await s.job(grandchild.id)).stages.at(-1)).toEqual({ stage: "cancelled", at: NOW + 5, note: "why" });
+      expect([(await s.job(failed!)).stage, (await s.job(done!)).stage]).toEqual(["failed", "success"]);
+      await expectCountersMatch(s);
+      // No note without a reason; nothing left to cancel.
+      const plain = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [plain], now: NOW });
+      await s.backend.control.cancelMany({ target: { ids: [plain.id] }, reason: null, now: NOW, expiresAt: NOW + 1, limit: 1 });
+      expect((await s.job(plain.id)).stages.at(-1)).toEqual({ stage: "cancelled", at: NOW });
+      expect((await s.backend.control.cancelMany({ target: { ids: [plain.id, delayed.id] }, reason: null, now: NOW, expiresAt: NOW, limit: 10 })).ids).toEqual(
+        [],
+      );
+      await expectCountersMatch(s);
+    });
+
+    it("X3: a running job ends cancelled; its renewal reports it cancelled (with the reason), not renewed; its finish is fenced out", async () => {
+      const s = seam();
+      const jobs = [jobInsert(), jobInsert()];
+      await s.backend.jobs.insertMany({ jobs, now: NOW });
+      const { jobs: claimed } = await s.backend.jobs.claimReady({ owner: "w", limit: 2, now: NOW, leaseExpiresAt: NOW + 1_000, jobTypes: ["work"] });
+      const claims = claimed.map((c) => ({ id: c.id, attempt: c.attempt }));
+      expect(
+        (await s.backend.control.cancelMany({ target: { ids: [jobs[0]!.id] }, reason: "stop", now: NOW + 1, expiresAt: NOW + DAY, limit: 1 })).ids,
+      ).toEqual([jobs[0]!.id]);
+      const renewal = await s.backend.jobs.leaseRenew({ owner: "w", claims, leaseExpiresAt: NOW + 2_000 });
+      expect(renewal.renewed).toEqual([claims[1]]);
+      expect(renewal.cancelled).toEqual([{ ...claims[0], reason: "stop" }]);
+      const fin = await s.backend.jobs.finishMany({
+        finishes: claims.map((c) => ({ ...c, outcome: { kind: "fail", error: "late" } })),
+        now: NOW + 2,
+        retentionMs: DAY,
+      });
+      expect(fin.applied).toEqual([claims[1]]);
+      expect(await s.job(jobs[0]!.id)).toMatchObject({ stage: "cancelled", lastError: null });
+      await expectCountersMatch(s);
+    });
+
+    it("X3: a running partition head frees its partition (epoch moved on): its renewal reports it cancelled, the next head is claimable at once", async () => {
+      const s = seam();
+      await s.backend.partitions.topicRegister({ topics: [{ name: "t", partitions: 1 }], now: NOW });
+      const jobs = [jobInsert({ topic: "t", partition: 0 }), jobInsert({ topic: "t", partition: 0 })];
+      await s.backend.jobs.insertMany({ jobs, now: NOW });
+      const at = { owner: "m", partitions: [{ topic: "t", partition: 0 }], limit: 1, now: NOW, leaseExpiresAt: NOW + 60_000, jobTypes: ["work"] };
+      const [head] = (await s.backend.partitions.headClaim(at)).claimed;
+      expect(head!.id).toBe(jobs[0]!.id);
+      await s.backend.control.cancelMany({ target: { ids: [head!.id] }, reason: null, now: NOW + 1, expiresAt: NOW + DAY, limit: 1 });
+      const renewal = await s.backend.partitions.leaseRenew({ owner: "m", claims: [head!], leaseExpiresAt: NOW + 70_000 });
+      expect(renewal.renewed).toEqual([]);
+      expect(renewal.cancelled).toEqual([{ ...head!, reason: null }]);
+      const [next] = (await s.backend.partitions.headClaim({ ...at, now: NOW + 2 })).claimed;
+      expect(next!.id).toBe(jobs[1]!.id);
+      expect(next!.epoch).toBeGreaterThan(head!.epoch);
+      const fin = await s.backend.partitions.headFinish({ owner: "m", claim: head!, outcome: { kind: "success" }, now: NOW + 3, retentionMs: DAY });
+      expect(fin.applied).toBe(false);
+      await expectCountersMatch(s);
+    });
+
+    it("X3: by filter (stage, job type), in batches with afterId; countMatching counts unfinished matches", async () => {
+      const s = seam();
+      const ids = await jobsEndingIn(s, ["enqueued", "enqueued", "success", "enqueued"]);
+      const delayed = jobInsert({ jobType: "other", runAt: NOW + DAY });
+      await s.backend.jobs.insertMany({ jobs: [delayed], now: NOW });
+      expect(await s.backend.control.countMatching({ action: "cancel", filter: {} })).toBe(4);
+      expect(await s.backend.control.countMatching({ action: "cancel", filter: { stage: "delayed" } })).toBe(1);
+      const page = { reason: null, now: NOW, expiresAt: NOW + DAY, limit: 2 };
+      const first = await s.backend.control.cancelMany({ ...page, target: { filter: { jobType: "work" } } });
+      expect(first.ids).toEqual([ids[0], ids[1]]);
+      const second = await s.backend.control.cancelMany({ ...page, target: { filter: { jobType: "work", afterId: ids[1] } } });
+      expect(second.ids).toEqual([ids[3]]);
+      expect((await s.backend.control.cancelMany({ ...page, target: { filter: { stage: "delayed" } } })).ids).toEqual([delayed.id]);
+      expect(await s.backend.control.countMatching({ action: "cancel", filter: {} })).toBe(0);
       await expectCountersMatch(s);
     });
   });

@@ -48,7 +48,7 @@ const PARTITIONS = [
   "headForceFail",
   "historyTruncate",
 ] as const;
-const CONTROL = ["retryMany", "deleteMany", "countMatching", "pauseSet", "pausedList", "pauseTargetKnown"] as const;
+const CONTROL = ["retryMany", "deleteMany", "cancelMany", "countMatching", "pauseSet", "pausedList", "pauseTargetKnown"] as const;
 
 /** Each store: its methods, and the test file that covers it. */
 const METHODS = {

@@ -145,7 +145,7 @@ export async function expectCountersMatch(seam: Seam): Promise<void> {
   const expected = Object.fromEntries(JOB_STAGES.map((s) => [s, Number(grouped.rows.find((r) => r.stage === s)?.n ?? 0)]));
   expect((await seam.backend.inspect.stageCounts()).counts).toEqual(expected);
   const parts = await sql<{ topic: string; partition_no: number | string; n: number | string }>`SELECT topic, partition_no, count(*) AS n FROM later_jobs
-    WHERE namespace = ${ns} AND topic IS NOT NULL AND stage NOT IN ('success', 'failed') GROUP BY topic, partition_no`.execute(seam.raw);
+    WHERE namespace = ${ns} AND topic IS NOT NULL AND stage NOT IN ('success', 'failed', 'cancelled') GROUP BY topic, partition_no`.execute(seam.raw);
   const key = (t: string, p: number) => `${t}/${p}`;
   const depth = Object.fromEntries(parts.rows.map((r) => [key(r.topic, Number(r.partition_no)), Number(r.n)]));
   const counted = Object.fromEntries(

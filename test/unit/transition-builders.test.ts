@@ -50,6 +50,26 @@ describe("PostgreSQL transitions", () => {
     expect(() => transition({ kinds: "replace", rows: "u", from: "'running'", to: "$5", at: "$9" })).toThrow(/not a legal "from"/);
   });
 
+  it("cancel (X3): history with the reason's note, counted from the old stages, woken by partitioned rows only", () => {
+    const cancelled = transition({
+      kinds: ["cancel", "cancelChild"],
+      rows: "cancelled",
+      from: "old_stage",
+      to: "'cancelled'",
+      at: "$3::bigint",
+      note: "$5::text",
+    });
+    expect(cancelled.stage).toBe("stage = 'cancelled'");
+    expect(cancelled.history).toContain("coalesce(',' || to_json($5::text)::text, '')");
+    expect(cancelled.moves).toContain("SELECT (old_stage)::text AS stage, topic, partition_no, -count(*)::int AS n FROM cancelled");
+    expect(cancelled.wake).toBe("SELECT 1 FROM cancelled WHERE topic IS NOT NULL");
+    expect(transitionTail('"later"', "$1", [cancelled], ["$6", "$7"])).toContain(
+      "notified AS (\n  SELECT pg_notify($6, $7) FROM (SELECT 1 FROM cancelled WHERE topic IS NOT NULL LIMIT 1) x\n)",
+    );
+    expect(() => transitionTail('"later"', "$1", [cancelled])).toThrow(/notify/);
+    expect(() => transition({ kinds: "cancelChild", rows: "c", from: "'running'", to: "'cancelled'", at: "$2" })).toThrow(/not a legal "from"/);
+  });
+
   it("refuse a literal stage the kind cannot enter or leave", () => {
     expect(() => transition({ kinds: "claim", rows: "c", from: "stage", to: "'success'", at: "$2" })).toThrow(/not a legal "to"/);
     expect(() => transition({ kinds: "succeed", rows: "c", from: "'waiting'", to: "'success'", at: "$2" })).toThrow(/not a legal "from"/);
@@ -70,5 +90,14 @@ describe("SQLite transitions", () => {
     expect(Object.fromEntries(deltas.stages)).toEqual({ waiting: -1, delayed: 1 });
     expect(SQLITE_TRANSITIONS.releaseChild.wakes).toBe(true);
     expect(SQLITE_TRANSITIONS.succeed.wakes).toBe(false);
+    expect(SQLITE_TRANSITIONS.cancel.wakes).toBe(true); // a partition may go on (X3)
+  });
+
+  it("cancel (X3): plain, or noted with the reason bound after the time", () => {
+    expect(SQLITE_TRANSITIONS.cancel.history).toBe("stages = json_insert(stages, '$[#]', json_array('cancelled', CAST(? AS INTEGER)))");
+    expect(SQLITE_TRANSITIONS.cancelChildReason.history).toBe("stages = json_insert(stages, '$[#]', json_array('cancelled', CAST(? AS INTEGER), ?))");
+    const deltas = new StageDeltas();
+    SQLITE_TRANSITIONS.cancelChild.count(deltas, [{ id: "k", topic: null, partition_no: null }], "waiting", "cancelled");
+    expect(Object.fromEntries(deltas.stages)).toEqual({ waiting: -1, cancelled: 1 });
   });
 });

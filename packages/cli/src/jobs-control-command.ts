@@ -1,7 +1,7 @@
 import { createInterface } from "node:readline/promises";
 import { type Command, Option } from "commander";
 import { isJobId, systemClock, type JobId, type JobStage } from "@later/runtime";
-import { JobController, type Backend, type DatabaseUrl } from "@later/runtime/internal";
+import { CANCELLABLE_STAGES, JobController, RETRYABLE_STAGES, TERMINAL_STAGES, type Backend, type DatabaseUrl } from "@later/runtime/internal";
 import type { CommandContext } from "./command-context.js";
 import { databaseOption, namespaceOption, schemaOption } from "./database-option.js";
 import { UsageError } from "./usage-error.js";
@@ -15,17 +15,26 @@ interface ControlOptions {
   type?: string;
   yes?: boolean;
   json?: boolean;
+  reason?: string;
 }
+
+type Action = "retry" | "delete" | "cancel";
 
 /** What each action is called in messages, and the stages its filter form takes. */
 const ACTIONS = {
-  retry: { done: "retried", stages: ["failed"] as JobStage[], what: "put a failed job back to enqueued, ready now (its history kept)" },
-  delete: { done: "deleted", stages: ["success", "failed"] as JobStage[], what: "delete a finished job (success or failed) with its history" },
+  retry: { done: "retried", stages: RETRYABLE_STAGES, what: "put a failed or cancelled job back to enqueued, ready now (its history kept)" },
+  delete: { done: "deleted", stages: TERMINAL_STAGES, what: "delete a finished job (success, failed or cancelled) with its history" },
+  cancel: {
+    done: "cancelled",
+    stages: CANCELLABLE_STAGES,
+    what: "cancel an unfinished job: it ends cancelled at once (a running one's signal aborts within a lease renewal)",
+  },
 } as const;
 
 /**
- * `later jobs retry|delete`: retry and delete from outside (docs/semantics.md X7,
- * X12), through the same `JobController` as `server.retry`/`delete`.
+ * `later jobs retry|delete|cancel`: retry, delete (docs/semantics.md X7,
+ * X12) and cancel (X3) from outside, through the same `JobController` as
+ * `server.retry`/`delete`/`cancel`.
  *
  * - `later jobs retry ID` / `later jobs delete ID`: one job; a job in
  *   another stage (`JOB_ACTION_REFUSED`) or an unknown id (`JOB_NOT_FOUND`)
@@ -35,12 +44,16 @@ const ACTIONS = {
  *   its own transaction. It first prints how many jobs match, then asks on
  *   a terminal; without one (a script, CI) it needs `--yes`, else exits 2
  *   with the count and nothing changed.
- * - `--json` prints `{ action, id }` or `{ action, matched, count }`.
+ * - `later jobs cancel ID [--reason R]`: one unfinished job ends
+ *   `cancelled` (its waiting continuations with it); a finished one exits 1,
+ *   nothing changed; `--reason` is noted in its history. With `--stage
+ *   S`/`--type T`: every matching unfinished job, asked first as above.
+ * - `--json` prints `{ action, id }` (cancel: with `cancelled`) or `{ action, matched, count }`.
  */
 export function addJobControlCommands(jobs: Command, context: CommandContext): void {
-  for (const action of ["retry", "delete"] as const) {
+  for (const action of ["retry", "delete", "cancel"] as const) {
     const a = ACTIONS[action];
-    jobs
+    const command = jobs
       .command(action)
       .description(`${a.what}; or, with --stage/--type, every matching job (asks first; --yes without a terminal)`)
       .argument("[id]", "the job id (a 26-character ULID)")
@@ -50,37 +63,40 @@ export function addJobControlCommands(jobs: Command, context: CommandContext): v
       .option("--yes", "do it without asking (needed when stdin is not a terminal)")
       .addOption(namespaceOption("jobs"))
       .addOption(schemaOption())
-      .option("--json", "print the outcome as JSON")
-      .action(async (id: string | undefined, options: ControlOptions) => {
-        const filtered = options.stage !== undefined || options.type !== undefined;
-        if (id !== undefined && filtered) throw new UsageError(`later jobs ${action}: give a job id, or --stage/--type for every matching job, not both`);
-        if (id === undefined && !filtered) throw new UsageError(`later jobs ${action}: give a job id, or --stage/--type for every matching job`);
-        const jobId = id?.trim().toLowerCase();
-        if (jobId !== undefined && !isJobId(jobId))
-          throw new UsageError(`later jobs ${action}: not a job id: expected a 26-character ULID such as 01jh2k3m4n5p6q7r8s9t0v1w2x`);
-        const scope = { database: options.database, namespace: options.namespace, schema: options.schema, create: false, requireCurrentSchema: true };
-        await withDatabase(scope, async (backend) => {
-          const controller = new JobController(backend, systemClock, () => {});
-          if (jobId !== undefined) await byId(context, controller, action, jobId, options);
-          else await byFilter(context, backend, controller, action, options);
-        });
+      .option("--json", "print the outcome as JSON");
+    if (action === "cancel") command.option("--reason <reason>", "why: noted in each cancelled job's history (at most 1000 characters)");
+    command.action(async (id: string | undefined, options: ControlOptions) => {
+      const filtered = options.stage !== undefined || options.type !== undefined;
+      if (id !== undefined && filtered) throw new UsageError(`later jobs ${action}: give a job id, or --stage/--type for every matching job, not both`);
+      if (id === undefined && !filtered) throw new UsageError(`later jobs ${action}: give a job id, or --stage/--type for every matching job`);
+      const jobId = id?.trim().toLowerCase();
+      if (jobId !== undefined && !isJobId(jobId))
+        throw new UsageError(`later jobs ${action}: not a job id: expected a 26-character ULID such as 01jh2k3m4n5p6q7r8s9t0v1w2x`);
+      const scope = { database: options.database, namespace: options.namespace, schema: options.schema, create: false, requireCurrentSchema: true };
+      await withDatabase(scope, async (backend) => {
+        const controller = new JobController(backend, systemClock, () => {});
+        if (jobId !== undefined) await byId(context, controller, action, jobId, options);
+        else await byFilter(context, backend, controller, action, options);
       });
+    });
   }
 }
 
-async function byId(context: CommandContext, controller: JobController, action: "retry" | "delete", id: JobId, options: ControlOptions): Promise<void> {
+async function byId(context: CommandContext, controller: JobController, action: Action, id: JobId, options: ControlOptions): Promise<void> {
+  if (action === "cancel") {
+    const cancelled = await controller.cancel(id, options.reason);
+    if (options.json) context.io.out(JSON.stringify({ action, id, cancelled }));
+    else if (cancelled) context.io.out(`cancelled job ${id}`);
+    else context.io.err(`job ${id} has finished already (success, failed or cancelled): nothing changed`);
+    if (!cancelled) context.exitCode = 1;
+    return;
+  }
   await (action === "retry" ? controller.retry(id) : controller.delete(id));
   if (options.json) context.io.out(JSON.stringify({ action, id }));
   else context.io.out(action === "retry" ? `retried job ${id}: enqueued, ready now` : `deleted job ${id}`);
 }
 
-async function byFilter(
-  context: CommandContext,
-  backend: Backend,
-  controller: JobController,
-  action: "retry" | "delete",
-  options: ControlOptions,
-): Promise<void> {
+async function byFilter(context: CommandContext, backend: Backend, controller: JobController, action: Action, options: ControlOptions): Promise<void> {
   const filter = { stage: options.stage, jobType: options.type };
   const matched = await controller.countMatching(action, filter);
   const what = `${matched} job${matched === 1 ? "" : "s"}${options.stage === undefined ? "" : ` in stage ${options.stage}`}${options.type === undefined ? "" : ` of type ${options.type}`} in namespace "${backend.namespace}"`;
@@ -101,7 +117,11 @@ async function byFilter(
       return;
     }
   }
-  const count = await (action === "retry" ? controller.retryJobs(filter) : controller.deleteJobs(filter));
+  const count = await (action === "retry"
+    ? controller.retryJobs(filter)
+    : action === "delete"
+      ? controller.deleteJobs(filter)
+      : controller.cancelJobs(filter, { reason: options.reason }));
   if (options.json) context.io.out(JSON.stringify({ action, matched, count }));
   else context.io.out(`${ACTIONS[action].done} ${count} job${count === 1 ? "" : "s"}`);
 }

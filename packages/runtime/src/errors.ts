@@ -8,7 +8,7 @@
  * | `INVALID_CONFIG` | {@link InvalidConfigError} | bad server/backend option, caught at construction |
  * | `INVALID_ARGUMENT` | {@link InvalidArgumentError} | bad enqueue input (negative delay, unknown job type, ...) |
  * | `PARENT_NOT_FOUND` | {@link ParentNotFoundError} | continuation of a job id the database does not hold |
- * | `JOB_NOT_FOUND` | {@link JobNotFoundError} | `retry`/`delete` of a job id the namespace does not hold |
+ * | `JOB_NOT_FOUND` | {@link JobNotFoundError} | `retry`/`delete`/`cancel` of a job id the namespace does not hold |
  * | `JOB_ACTION_REFUSED` | {@link JobActionRefusedError} | `retry` of a job that has not failed, `delete` of an unfinished one |
  * | `JOB_TYPE_NOT_FOUND` | {@link JobTypeNotFoundError} | `pause`/`resume` of a job type the namespace does not know |
  * | `SCHEMA_VERSION_MISMATCH` | {@link SchemaVersionError} | database schema behind or ahead of this release |
@@ -21,6 +21,7 @@
  * | `PAYLOAD_DECODE` | {@link PayloadDecodeError} | a stored payload no longer decodes for its handler |
  * | `HANDLER_MISSING` | {@link HandlerMissingError} | builder or server started without a handler for a declared job |
  * | `JOB_TIMEOUT` | {@link JobTimeoutError} | a handler ran past `jobTimeoutMs` |
+ * | `JOB_CANCELLED` | {@link JobCancelledError} | the abort reason of `ctx.signal` when the running job was cancelled |
  * | `PERMANENT_FAILURE` | {@link PermanentJobError} | thrown by a handler: fail the job now, no retries, whatever its policy |
  * | `UNKNOWN_TOPIC` | {@link UnknownTopicError} | enqueue to a topic not registered in the options |
  * | `PARTITION_COUNT_MISMATCH` | {@link PartitionCountMismatchError} | a topic registered with another partition count |
@@ -49,6 +50,7 @@ export type LaterErrorCode =
   | "PAYLOAD_DECODE"
   | "HANDLER_MISSING"
   | "JOB_TIMEOUT"
+  | "JOB_CANCELLED"
   | "PERMANENT_FAILURE"
   | "UNKNOWN_TOPIC"
   | "PARTITION_COUNT_MISMATCH"
@@ -95,7 +97,7 @@ export class ParentNotFoundError extends LaterError {
   }
 }
 
-/** `retry` or `delete` named a job id this namespace does not hold (never enqueued here, deleted, or expired). Nothing was changed. */
+/** `retry`, `delete` or `cancel` named a job id this namespace does not hold (never enqueued here, deleted, or expired). Nothing was changed. */
 export class JobNotFoundError extends LaterError {
   readonly jobId: string;
   constructor(jobId: string) {
@@ -104,7 +106,7 @@ export class JobNotFoundError extends LaterError {
   }
 }
 
-/** `retry` of a job that is not `failed`, or `delete` of one that is not finished (`success`, `failed`). Nothing was changed. */
+/** `retry` of a job that is not `failed` or `cancelled`, or `delete` of one that is not finished (`success`, `failed`, `cancelled`). Nothing was changed. */
 export class JobActionRefusedError extends LaterError {
   readonly jobId: string;
   readonly action: "retry" | "delete";
@@ -114,7 +116,7 @@ export class JobActionRefusedError extends LaterError {
   constructor(action: "retry" | "delete", jobId: string, stage: string, allowed: readonly string[], because?: string) {
     super(
       "JOB_ACTION_REFUSED",
-      `cannot ${action} job ${jobId}: ${because ?? `it is ${stage}, and only ${allowed.join(" or ")} jobs can be ${action === "retry" ? "retried" : "deleted"}`}; nothing was changed`,
+      `cannot ${action} job ${jobId}: ${because ?? `it is ${stage}, and only ${allowed.length > 1 ? `${allowed.slice(0, -1).join(", ")} or ${allowed.at(-1)}` : allowed[0]} jobs can be ${action === "retry" ? "retried" : "deleted"}`}; nothing was changed`,
     );
     this.jobId = jobId;
     this.action = action;
@@ -256,6 +258,22 @@ export class JobTimeoutError extends LaterError {
   constructor(jobId: string, timeoutMs: number, setting = "jobTimeoutMs") {
     super("JOB_TIMEOUT", `job ${jobId} ran longer than ${setting} (${timeoutMs} ms)`);
     this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * The reason `ctx.signal` aborts with when the running job was cancelled
+ * (`cancel`, docs/semantics.md X3): the job is `cancelled` already, and
+ * whatever the handler does afterwards is not written (no retry, no failure).
+ * `reason`: the one given to `cancel`, if any.
+ */
+export class JobCancelledError extends LaterError {
+  readonly jobId: string;
+  readonly reason: string | undefined;
+  constructor(jobId: string, reason?: string) {
+    super("JOB_CANCELLED", `job ${jobId} was cancelled${reason ? `: ${reason}` : ""}; this attempt's result is discarded`);
+    this.jobId = jobId;
+    this.reason = reason;
   }
 }
 

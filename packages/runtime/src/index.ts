@@ -19,7 +19,7 @@ export { BackgroundJobServer } from "./server/background-job-server.js";
 export type { ShutdownOptions } from "./server/shutdown-options.js";
 export type { ShutdownOnSignalsOptions } from "./server/shutdown-on-signals.js";
 export { JobPublisher, type JobPublisherOptions, type PartitionTarget, type UniqueEnqueueResult } from "./publisher/job-publisher.js";
-export type { JobFilter, JobBatchOptions } from "./publisher/job-controller.js";
+export type { JobFilter, JobBatchOptions, JobCancelBatchOptions } from "./publisher/job-controller.js";
 export type { PauseTarget, PausedEntry } from "./publisher/pause-controller.js";
 export { ENQUEUE_OPTION_KEYS, UNIQUE_MODES, type EnqueueOptions, type UniqueMode } from "./publisher/enqueue-options.js";
 export {

@@ -9,12 +9,8 @@ export type Stage = "enqueued" | "delayed" | "waiting" | "running" | "requeued" 
 /** Every stage the page shows, in lifecycle order. */
 export const STAGES: readonly Stage[] = ["enqueued", "delayed", "waiting", "running", "requeued", "success", "failed", "cancelled"];
 
-/**
- * The stages the job list filters by: every one but `cancelled`, which the
- * runtime does not have yet (its count is 0, and the API refuses
- * `stage=cancelled`). Add it here when cancel lands.
- */
-export const FILTER_STAGES: readonly Stage[] = STAGES.filter((s) => s !== "cancelled");
+/** The stages the job list filters by: every one, `cancelled` (X3) included. */
+export const FILTER_STAGES: readonly Stage[] = STAGES;
 
 export interface DispatchWait {
   avgMs: number | null;
@@ -200,6 +196,7 @@ export const api = {
   job: (id: string) => request<JobDetail>(`api/jobs/${encodeURIComponent(id)}`),
   retryJob: (id: string) => request<ActionResult>(`api/jobs/${encodeURIComponent(id)}/retry`, { method: "POST" }),
   deleteJob: (id: string) => request<ActionResult>(`api/jobs/${encodeURIComponent(id)}`, { method: "DELETE" }),
+  cancelJob: (id: string) => request<ActionResult>(`api/jobs/${encodeURIComponent(id)}/cancel`, { method: "POST" }),
   /** X4: pauses or resumes a job type or topic. */
   pause: (action: "pause" | "resume", target: PauseTargetJson) =>
     request<{ changed: boolean }>(
@@ -207,6 +204,6 @@ export const api = {
       { method: "POST" },
     ),
   /** Every job matching the filter's stage and type (D4's bulk actions take no other filter). */
-  bulk: (action: "retry" | "delete", filter: Pick<JobFilter, "stage" | "type">) =>
+  bulk: (action: "retry" | "delete" | "cancel", filter: Pick<JobFilter, "stage" | "type">) =>
     request<ActionResult>(`api/jobs/${action}?${filterParams({ stage: filter.stage, type: filter.type })}`, { method: "POST" }),
 };

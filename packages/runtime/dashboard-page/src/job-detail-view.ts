@@ -14,6 +14,7 @@ export interface JobDetailActions {
   backHref: string;
   retry(id: string): void;
   remove(id: string): void;
+  cancel(id: string): void;
 }
 
 /** How many children the API sends at most (D3). */
@@ -23,6 +24,7 @@ const CHILDREN_SHOWN = 25;
 export function jobDetailView(job: JobDetail, now: number, readOnly: boolean, actions: JobDetailActions): HTMLElement {
   const canRetry = job.stage === "failed" || job.stage === "cancelled";
   const canDelete = job.stage === "success" || job.stage === "failed" || job.stage === "cancelled";
+  const canCancel = !canDelete;
   return h(
     "section",
     { className: "panel job-detail", attrs: { "data-job-id": job.id } },
@@ -38,6 +40,15 @@ export function jobDetailView(job: JobDetail, now: number, readOnly: boolean, ac
             "button",
             { className: "action", attrs: { type: "button", "data-action": "retry", disabled: !canRetry }, onClick: () => actions.retry(job.id) },
             "Retry",
+          ),
+          h(
+            "button",
+            {
+              className: "action danger",
+              attrs: { type: "button", "data-action": "cancel", disabled: !canCancel },
+              onClick: () => actions.cancel(job.id),
+            },
+            "Cancel",
           ),
           h(
             "button",

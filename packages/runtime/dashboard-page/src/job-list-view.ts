@@ -14,7 +14,7 @@ export interface JobListActions {
   firstPage(): void;
   previousPage(): void;
   nextPage(): void;
-  bulk(action: "retry" | "delete"): void;
+  bulk(action: "retry" | "delete" | "cancel"): void;
 }
 
 /** Milliseconds of quiet typing before a text filter applies. */
@@ -55,6 +55,11 @@ export class JobListView {
     const clear = h("button", { className: "link-button", attrs: { type: "button" }, onClick: () => actions.setFilter({}) }, "clear");
     this.bulkButtons = [
       h("button", { className: "action", attrs: { type: "button", "data-bulk": "retry" }, onClick: () => actions.bulk("retry") }, "Retry all matching"),
+      h(
+        "button",
+        { className: "action danger", attrs: { type: "button", "data-bulk": "cancel" }, onClick: () => actions.bulk("cancel") },
+        "Cancel all matching",
+      ),
       h(
         "button",
         { className: "action danger", attrs: { type: "button", "data-bulk": "delete" }, onClick: () => actions.bulk("delete") },

@@ -240,6 +240,7 @@ async function poll(): Promise<void> {
         backHref: listHash(state.filter),
         retry: (id) => void retryJob(id),
         remove: (id) => void deleteJob(id),
+        cancel: (id) => void cancelJob(id),
       }),
     );
   } else if (view.reason instanceof ApiError && view.reason.status === 404) {
@@ -317,21 +318,40 @@ async function deleteJob(id: string): Promise<void> {
   );
 }
 
-async function bulkAction(action: "retry" | "delete"): Promise<void> {
-  const filter = { stage: state.filter.stage, type: state.filter.type };
-  const described = filterParams(filter).toString().replaceAll("&", ", ") || "no filter: every job";
-  const applies = action === "retry" ? "failed" : "finished (success or failed)";
-  if (!window.confirm(`${action === "retry" ? "Retry" : "Delete"} every ${applies} job matching the filter (${described})?`)) return;
+async function cancelJob(id: string): Promise<void> {
+  if (!window.confirm(`Cancel job ${id}? It ends cancelled now; a running attempt is aborted.`)) return;
   let count: number | undefined;
   await act(
-    action === "retry" ? "Retry" : "Delete",
+    "Cancel",
+    async () => {
+      count = (await api.cancelJob(id))?.count;
+    },
+    () => (count === 0 ? `Job …${shortId(id)} had finished already: nothing changed.` : `Job …${shortId(id)} cancelled.`),
+  );
+}
+
+/** How each bulk action is named, and which jobs it takes. */
+const BULK = {
+  retry: { verb: "Retry", applies: "failed or cancelled", done: "retried" },
+  delete: { verb: "Delete", applies: "finished (success, failed or cancelled)", done: "deleted" },
+  cancel: { verb: "Cancel", applies: "unfinished", done: "cancelled" },
+} as const;
+
+async function bulkAction(action: "retry" | "delete" | "cancel"): Promise<void> {
+  const filter = { stage: state.filter.stage, type: state.filter.type };
+  const described = filterParams(filter).toString().replaceAll("&", ", ") || "no filter: every job";
+  const b = BULK[action];
+  if (!window.confirm(`${b.verb} every ${b.applies} job matching the filter (${described})?`)) return;
+  let count: number | undefined;
+  await act(
+    b.verb,
     async () => {
       count = (await api.bulk(action, filter))?.count;
       state.cursors = [null];
       state.pageIndex = 0;
       state.listVersion++;
     },
-    () => `${count ?? "The matching"} job${count === 1 ? "" : "s"} ${action === "retry" ? "retried" : "deleted"}.`,
+    () => `${count ?? "The matching"} job${count === 1 ? "" : "s"} ${b.done}.`,
   );
 }
 

@@ -133,6 +133,13 @@ export interface Backend<Trx = unknown> {
    * Returns the unsubscribe function.
    */
   wakeSubscribe(listener: () => void): () => void;
+  /**
+   * Calls `listener` when a running job of this namespace was cancelled by
+   * any process (X3), so a server renews its leases at once and aborts the
+   * attempt (PostgreSQL: a notification on the wake-up channel). Absent
+   * (SQLite): the next lease renewal finds it. Returns the unsubscribe function.
+   */
+  cancelSubscribe?(listener: () => void): () => void;
 
   readonly migrations: MigrationStore;
   readonly jobs: JobStore<Trx>;

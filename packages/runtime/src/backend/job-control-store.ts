@@ -1,5 +1,5 @@
 /**
- * Retry and delete from outside (`backend.control`, docs/semantics.md X7): what an
+ * Retry, delete and cancel from outside (`backend.control`, docs/semantics.md X7): what an
  * operator does to stored jobs through the server, a publisher, the CLI or
  * the dashboard's actions. Each method takes either a list of ids (the
  * by-id form) or a filter (the list's filter: stage and job type) and
@@ -44,9 +44,25 @@ export interface JobControlStore {
    */
   deleteMany(params: JobDeleteManyParams): Promise<JobControlResult>;
   /**
+   * Ends up to `limit` unfinished jobs (`CANCELLABLE_STAGES`) `cancelled`
+   * (docs/semantics.md X3), in one transaction: a `cancelled` history entry
+   * noted with `reason` (none when null), the lease cleared, `expiresAt`
+   * set (terminal), `attempt` and `last_error` kept. The waiting
+   * continuations of each, down the chain, are cancelled with it (same
+   * note), counted too but not returned. A `running` job's attempt is
+   * fenced out (its row is no longer `running`): its worker learns it at
+   * its next lease renewal (`leaseRenew`'s `cancelled`); a running
+   * partition head also frees its partition (the epoch moves on, as
+   * `forceFailHead`), so the partition goes on with its next job.
+   * PostgreSQL: one statement, which also sends the wake-up (a partition
+   * may go on) and, when a running job was cancelled, the cancel
+   * notification (`cancelSubscribe`) so its server renews at once.
+   */
+  cancelMany(params: JobCancelManyParams): Promise<JobControlResult>;
+  /**
    * How many jobs a filter form would take now (the CLI's confirmation):
-   * one `count(*)` over the terminal rows of the expiry index, the filter's
-   * `afterId` ignored. A read for an operator, never on a worker's path.
+   * one `count(*)` over the terminal rows of the expiry index (cancel: the
+   * unfinished rows), the filter's `afterId` ignored. A read for an operator, never on a worker's path.
    */
   countMatching(params: JobCountMatchingParams): Promise<number>;
   /**
@@ -88,7 +104,7 @@ export interface PausedTarget extends PauseTargetRef {
 }
 
 export interface JobCountMatchingParams {
-  action: "retry" | "delete";
+  action: "retry" | "delete" | "cancel";
   filter: JobControlFilter;
 }
 
@@ -113,6 +129,16 @@ export interface JobRetryManyParams {
   target: JobControlTarget;
   now: number;
   /** At most this many jobs change (the batch size of a filter). */
+  limit: number;
+}
+
+export interface JobCancelManyParams {
+  target: JobControlTarget;
+  /** The history note of the change (the caller's reason); null: none. */
+  reason: string | null;
+  now: number;
+  /** When the cancelled rows expire (now + the retention period). */
+  expiresAt: number;
   limit: number;
 }
 

@@ -65,7 +65,7 @@ export interface JobStore<Trx = unknown> {
    * per claim; PostgreSQL: one statement over `unnest` of the claims.
    */
   releaseMany(params: JobReleaseManyParams): Promise<JobReleaseManyResult>;
-  /** Extends the leases of the given claims in one write. */
+  /** Extends the leases of the given claims in one write; of the claims lost, tells which were cancelled (X3). */
   leaseRenew(params: LeaseRenewParams): Promise<LeaseRenewResult>;
   /**
    * Stores a running attempt's progress (X8, `ctx.progress`): only while the
@@ -276,6 +276,17 @@ export interface JobProgressSetParams extends ClaimKey {
 export interface LeaseRenewResult {
   /** Claims still held. Any claim not listed has been lost. */
   renewed: ClaimKey[];
+  /**
+   * Of the lost claims, those whose job is now `cancelled` at the same
+   * attempt (X3): the worker aborts them as cancelled, not as a lease lost.
+   * Read only when a claim was lost; absent: none.
+   */
+  cancelled?: CancelledClaim[];
+}
+
+/** A claim whose job was cancelled (X3), with the reason given to `cancel` (null: none). */
+export interface CancelledClaim extends ClaimKey {
+  reason: string | null;
 }
 
 export interface JobListStuckParams {

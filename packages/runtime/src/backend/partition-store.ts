@@ -149,6 +149,12 @@ export interface PartitionLeaseRenewParams {
 export interface PartitionLeaseRenewResult {
   /** Claims still held; any claim not listed has lost its lease. */
   renewed: PartitionClaim[];
+  /**
+   * Of the lost claims, those whose head job is now `cancelled` at the same
+   * attempt (X3: a cancel frees the partition, so the lease is lost too).
+   * Read only when a claim was lost; absent: none.
+   */
+  cancelled?: (PartitionClaim & { reason: string | null })[];
 }
 
 export interface PartitionMemberHeartbeatParams {

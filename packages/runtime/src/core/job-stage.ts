@@ -30,19 +30,24 @@
  *                                                  │ (throw, retries left;
  *                                                  ▼  or lease abandoned)
  *                                               requeued ──(due)──► running
+ *
+ *   cancel (X3): enqueued | delayed | waiting | requeued | running ──► cancelled
+ *                (a running attempt's signal aborts; its waiting continuations are cancelled with it)
  * ```
  *
- * `success` and `failed` are terminal. Every change is appended to the job's
+ * `success`, `failed` and `cancelled` are terminal. Every change is appended to the job's
  * stage history with its time; a put-back at shutdown and a
  * `PermanentJobError` failure also with a note ({@link StageNote}). From outside (X7): `retry` puts a `failed`
  * job back to `enqueued` (failed ──retry──► enqueued, a partitioned one at
- * its partition's end); `delete` removes a `success` or `failed` job.
+ * its partition's end), and a `cancelled` one likewise; `delete` removes a
+ * terminal job; `cancel` (X3) ends an unfinished one `cancelled` at once,
+ * noted with its reason.
  * Every legal change, by kind, is in `STAGE_TRANSITIONS` (`stage-transition.ts`, X13).
  */
-export type JobStage = "enqueued" | "delayed" | "waiting" | "running" | "requeued" | "success" | "failed";
+export type JobStage = "enqueued" | "delayed" | "waiting" | "running" | "requeued" | "success" | "failed" | "cancelled";
 
 /** Every stage, in lifecycle order. */
-export const JOB_STAGES: readonly JobStage[] = ["enqueued", "delayed", "waiting", "running", "requeued", "success", "failed"];
+export const JOB_STAGES: readonly JobStage[] = ["enqueued", "delayed", "waiting", "running", "requeued", "success", "failed", "cancelled"];
 
 /**
  * Stages a worker may claim from once the job's `runAt` has passed: the
@@ -52,13 +57,19 @@ export const JOB_STAGES: readonly JobStage[] = ["enqueued", "delayed", "waiting"
 export const CLAIMABLE_STAGES: readonly JobStage[] = ["enqueued", "delayed", "requeued"];
 
 /** Terminal stages: the job will not run again and expires after the retention period. */
-export const TERMINAL_STAGES: readonly JobStage[] = ["success", "failed"];
+export const TERMINAL_STAGES: readonly JobStage[] = ["success", "failed", "cancelled"];
 
 /**
  * Stages `retry` puts back to `enqueued` (docs/semantics.md X7): a job that failed for
- * good. (`cancelled` joins when cancel exists.)
+ * good, or one cancelled (X3).
  */
-export const RETRYABLE_STAGES: readonly JobStage[] = ["failed"];
+export const RETRYABLE_STAGES: readonly JobStage[] = ["failed", "cancelled"];
+
+/**
+ * Stages `cancel` ends `cancelled` (docs/semantics.md X3): every unfinished
+ * stage. A `running` job's attempt is told through its lease renewal.
+ */
+export const CANCELLABLE_STAGES: readonly JobStage[] = ["enqueued", "delayed", "waiting", "running", "requeued"];
 
 /**
  * Every stage but the terminal ones: the job may still run. A partition's
@@ -73,6 +84,8 @@ export const UNFINISHED_STAGES: readonly JobStage[] = JOB_STAGES.filter((s) => !
  * at a shutdown's deadline (J9, the attempt not counted as a failure);
  * `permanent`, a failure from `PermanentJobError` (J3, no retry tried).
  * Plain changes carry none, so the common writes stay as short as before.
+ * A `cancelled` entry carries the reason given to `cancel` (X3), when one
+ * was, as its note (free text, not one of these).
  */
 export type StageNote = "shutdown" | "permanent";
 

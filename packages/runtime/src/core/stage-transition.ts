@@ -4,7 +4,8 @@
  *
  * ```text
  *             insert                                   (null = no row yet)
- *   null ─────────────► enqueued | delayed | waiting | failed
+ *   null ─────────────► enqueued | delayed | waiting | failed | cancelled
+ *                         (failed / cancelled: a continuation of a parent that already failed / was cancelled)
  *
  *   enqueued ┐
  *   delayed  ├─claim──► running ─succeed──► success
@@ -17,9 +18,11 @@
  *   waiting ─releaseChild──► enqueued | delayed          (parent succeeded)
  *   waiting ─failChild─────► failed                     (parent failed for good)
  *   any unfinished ─forceFail──► failed                  (partition head, from outside)
+ *   any unfinished ─cancel─────► cancelled               (from outside, X3; a running head frees its partition)
+ *   waiting ─cancelChild──► cancelled                    (its parent cancelled, down the chain)
  *
- *   failed ─retry──► enqueued                            (from outside, X7)
- *   success | failed ─delete | expire | truncate──► null (row deleted)
+ *   failed | cancelled ─retry──► enqueued                (from outside, X7)
+ *   success | failed | cancelled ─delete | expire | truncate──► null (row deleted)
  * ```
  *
  * Each backend builds every statement that changes a stage through one
@@ -27,11 +30,12 @@
  * `backend/sqlite/sqlite-transition.ts`), which reads this table: it
  * appends the history entry, counts the moves for the stage counters, and
  * sends the wake-up when the kind {@link StageTransition.wakes} and a row
- * entered a stage in {@link WAKING_STAGES}. Adding a kind (say `cancel`) is
- * one line in {@link STAGE_TRANSITIONS}; the conformance suite checks that
- * every stored history walks only these transitions.
+ * entered a stage in {@link WAKING_STAGES}, or, for a kind that wakes
+ * `"partition"` (`cancel`), when a row of a partition left it. Adding a kind
+ * is one line in {@link STAGE_TRANSITIONS}; the conformance suite checks
+ * that every stored history walks only these transitions.
  */
-import { CLAIMABLE_STAGES, type JobStage, RETRYABLE_STAGES, TERMINAL_STAGES, UNFINISHED_STAGES } from "./job-stage.js";
+import { CANCELLABLE_STAGES, CLAIMABLE_STAGES, type JobStage, RETRYABLE_STAGES, TERMINAL_STAGES, UNFINISHED_STAGES } from "./job-stage.js";
 
 /** One legal change: the stages a row may leave (`null`: inserted) and enter (`null`: deleted). */
 export interface StageTransition {
@@ -40,10 +44,16 @@ export interface StageTransition {
   /** Stages the row may be in after; `null` for a delete (no row after). */
   readonly to: readonly JobStage[] | null;
   /**
-   * Whether the change can make work ready for other servers (a row entering
-   * one of {@link WAKING_STAGES}): the statement then sends one wake-up.
+   * Whether the change can make work ready for other servers, so the
+   * statement sends one wake-up: `true`, by a row entering one of
+   * {@link WAKING_STAGES}; `"partition"`, by a partitioned row leaving its
+   * partition's unfinished jobs from outside (a cancelled head, X3: the
+   * partition's next job may be claimed now, and no lease holder goes on to
+   * it), so any partitioned row of the change wakes (the statement does not
+   * tell a head from the jobs behind it: at worst one extra claim probe);
+   * `false`, never.
    */
-  readonly wakes: boolean;
+  readonly wakes: boolean | "partition";
 }
 
 /**
@@ -53,7 +63,7 @@ export interface StageTransition {
  */
 export const WAKING_STAGES: readonly JobStage[] = CLAIMABLE_STAGES;
 
-const t = (from: readonly JobStage[] | null, to: readonly JobStage[] | null, wakes: boolean): StageTransition => ({ from, to, wakes });
+const t = (from: readonly JobStage[] | null, to: readonly JobStage[] | null, wakes: StageTransition["wakes"]): StageTransition => ({ from, to, wakes });
 
 /**
  * Every legal stage change, by kind. One line per kind: adding a stage's
@@ -61,8 +71,8 @@ const t = (from: readonly JobStage[] | null, to: readonly JobStage[] | null, wak
  * check read the table).
  */
 export const STAGE_TRANSITIONS = {
-  /** A job stored: enqueued, delayed (runs later), waiting (a continuation) or failed (its parent already failed, J5). */
-  insert: t(null, ["enqueued", "delayed", "waiting", "failed"], true),
+  /** A job stored: enqueued, delayed (runs later), waiting (a continuation), failed (its parent already failed, J5) or cancelled (its parent was, X3). */
+  insert: t(null, ["enqueued", "delayed", "waiting", "failed", "cancelled"], true),
   /** A worker (or a partition's lease holder) takes a ready job. */
   claim: t(CLAIMABLE_STAGES, ["running"], false),
   /** The handler resolved. */
@@ -94,6 +104,10 @@ export const STAGE_TRANSITIONS = {
   truncate: t(TERMINAL_STAGES, null, false),
   /** A partition's head failed from outside (`failPartitionHead`), whatever unfinished stage it was in. */
   forceFail: t(UNFINISHED_STAGES, ["failed"], false),
+  /** `cancel` from outside (X3): an unfinished job ends at once; a cancelled partition job lets its partition go on. */
+  cancel: t(CANCELLABLE_STAGES, ["cancelled"], "partition"),
+  /** A waiting continuation of a cancelled job (down the chain); a partitioned one no longer holds its partition up. */
+  cancelChild: t(["waiting"], ["cancelled"], "partition"),
 } as const satisfies Record<string, StageTransition>;
 
 /** The name of a legal stage change (a key of {@link STAGE_TRANSITIONS}). */
@@ -111,11 +125,16 @@ export function stagesEntered(kinds: readonly TransitionKind[]): JobStage[] {
 
 /**
  * The stages whose entry by a row of these kinds sends the wake-up: the
- * kinds that wake, their target stages that are in {@link WAKING_STAGES}.
- * Empty: the statement sends none.
+ * kinds that wake (`true`), their target stages that are in
+ * {@link WAKING_STAGES}. Empty: no entry wakes (see {@link wakesByPartition}).
  */
 export function wakingStages(kinds: readonly TransitionKind[]): JobStage[] {
-  return stagesEntered(kinds.filter((k) => STAGE_TRANSITIONS[k].wakes)).filter((s) => WAKING_STAGES.includes(s));
+  return stagesEntered(kinds.filter((k) => STAGE_TRANSITIONS[k].wakes === true)).filter((s) => WAKING_STAGES.includes(s));
+}
+
+/** Whether a partitioned row changed by one of these kinds sends the wake-up (a kind that wakes `"partition"`). */
+export function wakesByPartition(kinds: readonly TransitionKind[]): boolean {
+  return kinds.some((k) => STAGE_TRANSITIONS[k].wakes === "partition");
 }
 
 /** Whether some kind moves a row from `from` to `to` (`null`: insert / delete). */

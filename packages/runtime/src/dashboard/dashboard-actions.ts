@@ -1,11 +1,14 @@
 /**
- * D4 actions, through the same `JobController` as `server.retry`/`delete`
- * and `retryJobs`/`deleteJobs` (docs/semantics.md X7), so they check, refuse and batch
+ * D4 actions, through the same `JobController` as `server.retry`/`delete`/`cancel`
+ * and `retryJobs`/`deleteJobs`/`cancelJobs` (docs/semantics.md X7, X3), so they check, refuse and batch
  * exactly as those do:
  *
- * - `POST jobs/{id}/retry`: a `failed` job back to `enqueued`;
+ * - `POST jobs/{id}/retry`: a `failed` or `cancelled` job back to `enqueued`;
  * - `DELETE jobs/{id}`: a finished job removed;
- * - `POST jobs/retry?stage&type` and `POST jobs/delete?stage&type`: every
+ * - `POST jobs/{id}/cancel?reason`: an unfinished job ends `cancelled` (X3;
+ *   `count` 0 when it had finished already, nothing changed);
+ * - `POST jobs/retry?stage&type`, `POST jobs/delete?stage&type` and
+ *   `POST jobs/cancel?stage&type&reason`: every
  *   job matching the list's filter, in batches of 1000, each batch its own
  *   transaction. The list's other filters (`topic`, `partition`, `q`) are
  *   refused (400): the action would take more jobs than the list shows.
@@ -15,16 +18,13 @@
  * `JOB_NOT_FOUND`; a job in a stage the action does not take is 409
  * `JOB_ACTION_REFUSED`; nothing is changed either way.
  *
- * Not implemented yet in the runtime, answered 501 `NOT_IMPLEMENTED` (the
- * routes exist, so the page and clients can be written against them):
- * `POST jobs/{id}/cancel` and `POST jobs/cancel`. Pause and resume (X4)
- * are in `dashboard-pause.ts`.
+ * Pause and resume (X4) are in `dashboard-pause.ts`.
  */
 import { isJobId } from "../core/job-id.js";
 import { InvalidArgumentError } from "../errors.js";
 import type { JobController, JobFilter } from "../publisher/job-controller.js";
 import type { DashboardActionEvent } from "./dashboard-options.js";
-import { errorResponse, jsonResponse } from "./dashboard-response.js";
+import { jsonResponse } from "./dashboard-response.js";
 import { parseStage } from "./job-list-query.js";
 
 /** What the action handlers need. */
@@ -34,16 +34,20 @@ export interface ActionContext {
   onAction: ((event: DashboardActionEvent) => void) | undefined;
 }
 
-/** Retry or delete one job. */
-export async function jobAction(context: ActionContext, action: "retry" | "delete", id: string): Promise<Response> {
+/** Retry, delete or cancel one job (`query`: cancel's `reason`). */
+export async function jobAction(context: ActionContext, action: "retry" | "delete" | "cancel", id: string, query?: URLSearchParams): Promise<Response> {
   checkJobId(id);
+  if (action === "cancel") {
+    const cancelled = await context.controller.cancel(id, query?.get("reason") ?? undefined);
+    return done(context, { action, jobIds: cancelled ? [id] : [], count: cancelled ? 1 : 0 });
+  }
   if (action === "retry") await context.controller.retry(id);
   else await context.controller.delete(id);
   return done(context, { action, jobIds: [id], count: 1 });
 }
 
-/** Retry or delete every job matching the filter of `query`. */
-export async function bulkAction(context: ActionContext, action: "retry" | "delete", query: URLSearchParams): Promise<Response> {
+/** Retry, delete or cancel every job matching the filter of `query`. */
+export async function bulkAction(context: ActionContext, action: "retry" | "delete" | "cancel", query: URLSearchParams): Promise<Response> {
   for (const name of ["topic", "partition", "q"]) {
     if (query.has(name)) {
       throw new InvalidArgumentError(
@@ -56,13 +60,13 @@ export async function bulkAction(context: ActionContext, action: "retry" | "dele
   if (stage !== null) filter.stage = parseStage(stage);
   const type = query.get("type");
   if (type !== null) filter.jobType = type;
-  const count = action === "retry" ? await context.controller.retryJobs(filter) : await context.controller.deleteJobs(filter);
+  const count =
+    action === "retry"
+      ? await context.controller.retryJobs(filter)
+      : action === "delete"
+        ? await context.controller.deleteJobs(filter)
+        : await context.controller.cancelJobs(filter, { reason: query.get("reason") ?? undefined });
   return done(context, { action, filter, count });
-}
-
-/** 501 for an action the runtime does not have yet. */
-export function notImplemented(what: string): Response {
-  return errorResponse(501, "NOT_IMPLEMENTED", `${what} is not implemented yet: this release of later cannot do it`);
 }
 
 export function checkJobId(id: string): void {

@@ -11,7 +11,6 @@
  * | 404 | `JOB_TYPE_NOT_FOUND` / `UNKNOWN_TOPIC` | pause or resume of a job type or topic the namespace does not know (X4) |
  * | 405 | `METHOD_NOT_ALLOWED` | a known route with another method (`Allow` names the right ones) |
  * | 409 | `JOB_ACTION_REFUSED` | an action on a job in a stage it does not apply to |
- * | 501 | `NOT_IMPLEMENTED` | cancel (routes kept for when the runtime has it) |
  * | 503 | `DATABASE_UNAVAILABLE`, `DATABASE_BUSY`, `SCHEMA_VERSION_MISMATCH` | the database cannot answer now |
  * | 500 | `INTERNAL` | anything else (the message says no more than that) |
  */

@@ -8,9 +8,9 @@
  * | GET | `jobs/{id}` | D3 {@link DashboardJobDetail} |
  * | POST | `jobs/{id}/retry` | D4, see `dashboard-actions.ts` |
  * | DELETE | `jobs/{id}` | D4 |
- * | POST | `jobs/retry?stage&type`, `jobs/delete?stage&type` | D4 on every matching job |
+ * | POST | `jobs/{id}/cancel?reason` | D4, cancel (X3) |
+ * | POST | `jobs/retry?stage&type`, `jobs/delete?stage&type`, `jobs/cancel?stage&type&reason` | D4 on every matching job |
  * | POST | `queues/{jobType}/pause`, `queues/{jobType}/resume`, `topics/{topic}/pause`, `topics/{topic}/resume` | X4, see `dashboard-pause.ts` |
- * | POST | `jobs/{id}/cancel`, `jobs/cancel` | 501 until the runtime has them |
  * | GET | `queue-length?since` | D5 `{ samples: [{ at, ready, partitionBacklog }] }`, one a minute |
  * | GET | `throughput?since` | per-second activity buckets, for the chart |
  *
@@ -22,7 +22,7 @@
 import type { Backend } from "../backend/backend.js";
 import { InvalidArgumentError, JobNotFoundError } from "../errors.js";
 import type { JobController } from "../publisher/job-controller.js";
-import { bulkAction, checkJobId, jobAction, notImplemented, type ActionContext } from "./dashboard-actions.js";
+import { bulkAction, checkJobId, jobAction, type ActionContext } from "./dashboard-actions.js";
 import { DETAIL_CHILDREN, jobDetail, jobListEntry } from "./dashboard-job-json.js";
 import { pauseAction, pausedList } from "./dashboard-pause.js";
 import { errorResponse, jsonResponse } from "./dashboard-response.js";
@@ -72,7 +72,7 @@ const ROUTES: Route[] = [
   }),
   route("POST", "jobs/retry", (c) => bulkAction(c, "retry", c.query)),
   route("POST", "jobs/delete", (c) => bulkAction(c, "delete", c.query)),
-  route("POST", "jobs/cancel", () => notImplemented("cancelling jobs")),
+  route("POST", "jobs/cancel", (c) => bulkAction(c, "cancel", c.query)),
   route("GET", "jobs/{id}", async ({ backend, params, now }) => {
     const id = params.id!;
     checkJobId(id);
@@ -84,7 +84,7 @@ const ROUTES: Route[] = [
   }),
   route("DELETE", "jobs/{id}", (c) => jobAction(c, "delete", c.params.id!)),
   route("POST", "jobs/{id}/retry", (c) => jobAction(c, "retry", c.params.id!)),
-  route("POST", "jobs/{id}/cancel", () => notImplemented("cancelling a job")),
+  route("POST", "jobs/{id}/cancel", (c) => jobAction(c, "cancel", c.params.id!, c.query)),
   route("POST", "queues/{jobType}/pause", (c) => pauseAction(c, "pause", { jobType: c.params.jobType! })),
   route("POST", "queues/{jobType}/resume", (c) => pauseAction(c, "resume", { jobType: c.params.jobType! })),
   route("POST", "topics/{topic}/pause", (c) => pauseAction(c, "pause", { topic: c.params.topic! })),

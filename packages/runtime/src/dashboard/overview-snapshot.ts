@@ -24,12 +24,9 @@ export const SNAPSHOT_TTL_MS = 1_000;
 /** The window of `throughput` and `dispatchWait`, s. */
 export const THROUGHPUT_WINDOW_S = 60;
 
-/**
- * Every stage the page shows a count for. `cancelled` is 0 until the
- * runtime has cancel.
- */
-export const OVERVIEW_STAGES = [...JOB_STAGES, "cancelled"] as const;
-export type OverviewStage = (typeof OVERVIEW_STAGES)[number];
+/** Every stage the page shows a count for: every stage, `cancelled` (X3) included. */
+export const OVERVIEW_STAGES: readonly JobStage[] = JOB_STAGES;
+export type OverviewStage = JobStage;
 
 /** Claims and their wait (claim time minus when the job became ready) over the window. */
 export interface DispatchWait {

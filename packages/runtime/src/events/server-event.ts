@@ -24,8 +24,14 @@ export type ServerEvent =
    * failure. Whatever the handler does afterwards is not written.
    */
   | { type: "job-released"; jobId: string; jobType: string; attempt: number; reason: string }
-  /** Audit: jobs retried or deleted from outside (`retry`, `delete`, one event per batch of `retryJobs`/`deleteJobs`) through this server. */
-  | { type: "job-action"; action: "retry" | "delete"; jobIds: readonly string[] }
+  /** Audit: jobs retried, deleted or cancelled from outside (`retry`, `delete`, `cancel`, one event per batch of `retryJobs`/`deleteJobs`/`cancelJobs`) through this server. */
+  | { type: "job-action"; action: "retry" | "delete" | "cancel"; jobIds: readonly string[] }
+  /**
+   * A running attempt of this server whose job was cancelled (X3): its
+   * signal was aborted with a `JobCancelledError` (`reason`: its message);
+   * nothing of the attempt is written, the job is `cancelled` already.
+   */
+  | { type: "job-cancelled"; jobId: string; jobType: string; attempt: number; reason: string }
   /**
    * A maintenance task changed something: `rescue-stuck` (jobs retried or
    * failed after their worker was lost), `rescue-head` (a crashed partition

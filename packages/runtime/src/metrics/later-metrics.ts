@@ -7,14 +7,14 @@
  * | name | type | labels | what |
  * | --- | --- | --- | --- |
  * | `later_job_transitions_total` | counter | queue, job_type, stage | stage changes this process wrote: enqueues (`enqueued`, `delayed`, `waiting`), claims (`running`), written outcomes (`success`, `requeued`, `failed`) |
- * | `later_job_handler_duration_seconds` | histogram | queue, job_type, outcome, worker_id | handler time of each attempt; outcome `success`, `retry`, `failed`, `timed_out`, `abandoned` |
+ * | `later_job_handler_duration_seconds` | histogram | queue, job_type, outcome, worker_id | handler time of each attempt; outcome `success`, `retry`, `failed`, `timed_out`, `abandoned`, `cancelled` (X3) |
  * | `later_job_duration_seconds` | histogram | queue, job_type, outcome | creation to the final outcome written (`success`, `failed`): the whole workflow |
  * | `later_job_wait_duration_seconds` | histogram | queue, job_type | due time (run-at, retry time, release of a continuation) to the attempt's start, regular jobs |
  * | `later_queue_jobs` | gauge | queue, stage | jobs per stage in the database, from the stage counters every 5 s |
  * | `later_queue_oldest_ready_age_seconds` | gauge | queue | how long the oldest ready regular job has been due (0 when none), every 5 s |
  * | `later_queue_paused` | gauge | queue, job_type | 1 while the job type is paused (X4), 0 for a type this server handles that is not; as this server last read the paused set (at most one poll interval old) |
  * | `later_queue_unhandled_jobs` | gauge | queue, job_type | ready jobs of a type no live server handles (`inspect.unhandledJobTypes`: within the oldest 1000 ready jobs), every 5 s; a type that gets a handler drops out |
- * | `later_worker_commands_total` | counter | queue, worker_id, outcome | attempts a worker was handed: `success`, `failed` (retry or failure), `discarded` (skipped, abandoned) |
+ * | `later_worker_commands_total` | counter | queue, worker_id, outcome | attempts a worker was handed: `success`, `failed` (retry or failure), `discarded` (skipped, abandoned, cancelled) |
  * | `later_workers` | gauge | queue, worker_id, state | 1 per live worker (`state="active"`), and 1 while it runs a handler (`state="busy"`) |
  * | `later_partition_claims_total` | counter | queue, topic | head claim attempts, whether or not a head was found |
  * | `later_partition_heads_claimed_total` | counter | queue, topic | heads claimed |

@@ -9,7 +9,8 @@ import type { AttemptOutcome, ServerMetrics } from "./server-metrics.js";
  * worker: the `running` transition and, for a regular job, its wait when
  * the claim is handed over; then a skipped claim (its lease had expired)
  * as a discarded command, or the attempt's time and outcome per worker
- * (`timed_out` as soon as the watchdog fails it). Written outcomes are
+ * (`timed_out` as soon as the watchdog fails it; `cancelled` when its job
+ * was cancelled while it ran, X3: nothing written, not a failure). Written outcomes are
  * recorded by the claimers (`outcomeWritten`), not here.
  */
 export function metricsMiddleware(recorder: ServerMetrics, clock: Clock): Hook<AttemptRun, void> {
@@ -28,6 +29,7 @@ export function metricsMiddleware(recorder: ServerMetrics, clock: Clock): Hook<A
 /** How an attempt that started ended, as the handler-duration histogram labels it. */
 function endedAs(run: AttemptRun): AttemptOutcome {
   if (run.claim.timedOut) return "timed_out";
+  if (run.claim.cancelled) return "cancelled";
   if (run.claim.abandoned || run.result === null) return "abandoned";
   return run.result.kind === "success" ? "success" : run.result.kind === "retry" ? "retry" : "failed";
 }

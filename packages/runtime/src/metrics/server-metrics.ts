@@ -24,7 +24,7 @@ import type { LaterMetrics } from "./later-metrics.js";
 import type { HistogramCell, ValueCell } from "./metric-cells.js";
 
 /** How an attempt ended, as `later_job_handler_duration_seconds` labels it. */
-export type AttemptOutcome = "success" | "retry" | "failed" | "timed_out" | "abandoned";
+export type AttemptOutcome = "success" | "retry" | "failed" | "timed_out" | "abandoned" | "cancelled";
 
 /** The cells of one job type, made on first use. */
 interface JobTypeCells {
@@ -141,7 +141,8 @@ export class ServerMetrics {
     const cell = (cells[outcome] ??= this.metrics.handlerDuration.cell({ queue: this.queue, job_type: job.jobType, outcome, worker_id: String(workerId) }));
     cell.observe(Math.max(0, ms) / 1000);
     const commands = this.commandsOf(workerId);
-    (outcome === "success" ? commands.success : outcome === "abandoned" ? commands.discarded : commands.failed).value++;
+    // Abandoned and cancelled (X3) attempts write nothing: discarded, not failed.
+    (outcome === "success" ? commands.success : outcome === "abandoned" || outcome === "cancelled" ? commands.discarded : commands.failed).value++;
   }
 
   /** Worker `workerId` was handed a claim it did not run (its lease had expired). */

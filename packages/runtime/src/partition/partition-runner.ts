@@ -130,6 +130,10 @@ export class PartitionRunner<C> {
       onLost: (lost) => {
         for (const h of lost) this.executor.abandon(h, new LeaseLostError(h.id));
       },
+      // X3: the cancel freed the partition (epoch moved on); the chain ends and the next head may be claimed.
+      onCancelled: (cancelled) => {
+        for (const [h, reason] of cancelled) this.executor.cancel(h, reason);
+      },
       onError: (error) => this.report("partition lease renewal", error),
     });
     // A timed-out head's chain goes on from here (the hung handler's own chain ends when, if ever, it settles).
@@ -396,15 +400,15 @@ export class PartitionRunner<C> {
 function metered(renew: RenewLeases, metrics: ServerMetrics | null): RenewLeases {
   if (metrics === null) return renew;
   return async (claims, leaseExpiresAt) => {
-    let kept: ReadonlySet<HeldClaim>;
+    let renewed: Awaited<ReturnType<RenewLeases>>;
     try {
-      kept = await renew(claims, leaseExpiresAt);
+      renewed = await renew(claims, leaseExpiresAt);
     } catch (error) {
       for (const c of claims) if (c.head) metrics.leaseRenewal(c.head.topic, "error");
       throw error;
     }
-    for (const c of claims) if (c.head) metrics.leaseRenewal(c.head.topic, kept.has(c) ? "renewed" : "lost");
-    return kept;
+    for (const c of claims) if (c.head) metrics.leaseRenewal(c.head.topic, renewed.kept.has(c) ? "renewed" : "lost");
+    return renewed;
   };
 }
 

@@ -1,6 +1,6 @@
 /**
- * Retry and delete from outside (docs/semantics.md X7), behind the `retry`, `delete`,
- * `retryJobs` and `deleteJobs` of the server, the publishers and their
+ * Retry, delete (docs/semantics.md X7) and cancel (X3) from outside, behind the `retry`, `delete`, `cancel`,
+ * `retryJobs`, `deleteJobs` and `cancelJobs` of the server, the publishers and their
  * typed handles: checks the input, turns a refusal into a typed error, and
  * loops a filter in batches over `backend.control`.
  *
@@ -20,12 +20,21 @@
  *   would break rule J5 (a continuation runs only after its parent succeeded);
  *   enqueue it again after retrying the parent. A continuation that ran
  *   (its parent had succeeded) retries as any job.
- * - `delete(jobId)`: a finished job (`success`, `failed`) is removed with
+ *   A `cancelled` job retries the same way (X3).
+ * - `delete(jobId)`: a finished job (`success`, `failed`, `cancelled`) is removed with
  *   its history. A finished job has no waiting continuations.
+ * - `cancel(jobId, reason?)` (X3): an unfinished job (`enqueued`,
+ *   `delayed`, `waiting`, `requeued`, `running`) ends `cancelled` at once,
+ *   the reason as its history entry's note; its waiting continuations, down
+ *   the chain, are cancelled with it. A running attempt's signal aborts with
+ *   `JobCancelledError` within one lease-renewal interval (PostgreSQL: at
+ *   once, through a notification), and nothing it does afterwards is
+ *   written. Resolves true; false for a finished job (nothing changed, not
+ *   an error: it is over either way).
  * - Any other stage is refused with `JobActionRefusedError`
  *   (`JOB_ACTION_REFUSED`, naming the stage); an id the namespace does not
  *   hold with `JobNotFoundError` (`JOB_NOT_FOUND`); both change nothing.
- * - `retryJobs(filter)` / `deleteJobs(filter)`: every job matching `{ stage,
+ * - `retryJobs(filter)` / `deleteJobs(filter)` / `cancelJobs(filter)`: every job matching `{ stage,
  *   jobType }` among the stages the action applies to, others skipped, in
  *   batches of `batchSize` (default 1000), each batch one transaction, until
  *   none is left; resolves to how many changed. One pass in id order (each
@@ -35,12 +44,12 @@
 import type { Backend, JobControlFilter } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import type { JobId } from "../core/job-id.js";
-import { JOB_STAGES, RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../core/job-stage.js";
+import { CANCELLABLE_STAGES, JOB_STAGES, RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../core/job-stage.js";
 import { describeValue, InvalidArgumentError, JobActionRefusedError, JobNotFoundError } from "../errors.js";
 
-/** Which jobs `retryJobs` and `deleteJobs` take: the dashboard list's filter. */
+/** Which jobs `retryJobs`, `deleteJobs` and `cancelJobs` take: the dashboard list's filter. */
 export interface JobFilter {
-  /** Only jobs in this stage: `failed` for `retryJobs`; `success` or `failed` for `deleteJobs`. Default: every stage the action applies to. */
+  /** Only jobs in this stage: `failed` or `cancelled` for `retryJobs`; a finished one for `deleteJobs`; an unfinished one for `cancelJobs`. Default: every stage the action applies to. */
   stage?: JobStage | undefined;
   /** Only jobs of this job type. Default: every type. */
   jobType?: string | undefined;
@@ -52,15 +61,56 @@ export interface JobBatchOptions {
   batchSize?: number | undefined;
 }
 
+/** How `cancelJobs` works through the matching jobs, and why (each cancelled job's history note). */
+export interface JobCancelBatchOptions extends JobBatchOptions {
+  /** Noted on each job's `cancelled` history entry (at most 1000 characters). Default: none. */
+  reason?: string | undefined;
+}
+
 /** What the controller reports after each committed change (the server wakes its workers and emits a `job-action` event). */
-export type JobActionListener = (action: "retry" | "delete", jobIds: readonly JobId[]) => void;
+export type JobActionListener = (action: "retry" | "delete" | "cancel", jobIds: readonly JobId[]) => void;
+
+/** Longest `reason` of `cancel`, in characters: it is a note in the job's history, not a document. */
+export const MAX_CANCEL_REASON = 1_000;
 
 export class JobController {
   constructor(
     private readonly backend: Backend<unknown>,
     private readonly clock: Clock,
     private readonly onAction: JobActionListener,
+    /** How long a cancelled job is kept (its expiry); the server's `retentionMs`, default one day. */
+    private readonly retentionMs = 86_400_000,
   ) {}
+
+  /** Ends an unfinished job `cancelled` (see the module doc); true when it did, false for a finished job. */
+  async cancel(jobId: JobId, reason?: string): Promise<boolean> {
+    checkId("cancel", jobId);
+    const note = checkReason("cancel", reason);
+    const { ids } = await this.backend.control.cancelMany({ target: { ids: [jobId] }, ...this.cancelling(note), limit: 1 });
+    if (ids.length === 0) {
+      if (!(await this.backend.inspect.jobGet({ id: jobId }))) throw new JobNotFoundError(jobId);
+      return false;
+    }
+    this.onAction("cancel", ids);
+    return true;
+  }
+
+  /** Cancels every unfinished job matching `filter`, in batches; resolves to how many (their waiting continuations not counted). */
+  async cancelJobs(filter: JobFilter = {}, options: JobCancelBatchOptions = {}): Promise<number> {
+    const target = checkFilter("cancelJobs", filter, CANCELLABLE_STAGES);
+    const limit = checkBatch("cancelJobs", options);
+    const note = checkReason("cancelJobs", options?.reason);
+    return this.batches(
+      "cancel",
+      (afterId) => this.backend.control.cancelMany({ target: { filter: { ...target, afterId } }, ...this.cancelling(note), limit }),
+      limit,
+    );
+  }
+
+  private cancelling(reason: string | null): { reason: string | null; now: number; expiresAt: number } {
+    const now = this.clock.now();
+    return { reason, now, expiresAt: now + this.retentionMs };
+  }
 
   /** Puts a `failed` job back to `enqueued` (see the module doc). */
   async retry(jobId: JobId): Promise<void> {
@@ -96,14 +146,19 @@ export class JobController {
     return this.batches("delete", (afterId) => this.backend.control.deleteMany({ target: { filter: { ...target, afterId } }, limit }), limit);
   }
 
-  /** How many jobs `retryJobs(filter)` or `deleteJobs(filter)` would take now (a count for a confirmation; the filter checked as theirs). */
-  async countMatching(action: "retry" | "delete", filter: JobFilter = {}): Promise<number> {
-    const checked = checkFilter(action === "retry" ? "retryJobs" : "deleteJobs", filter, action === "retry" ? RETRYABLE_STAGES : TERMINAL_STAGES);
+  /** How many jobs `retryJobs(filter)`, `deleteJobs(filter)` or `cancelJobs(filter)` would take now (a count for a confirmation; the filter checked as theirs). */
+  async countMatching(action: "retry" | "delete" | "cancel", filter: JobFilter = {}): Promise<number> {
+    const [name, stages] = ACTION_STAGES[action];
+    const checked = checkFilter(name, filter, stages);
     return this.backend.control.countMatching({ action, filter: checked });
   }
 
   /** Runs `batch` in id order, each after the last id of the one before, until one comes back short; each batch reported as it commits. */
-  private async batches(action: "retry" | "delete", batch: (afterId: JobId | undefined) => Promise<{ ids: JobId[] }>, limit: number): Promise<number> {
+  private async batches(
+    action: "retry" | "delete" | "cancel",
+    batch: (afterId: JobId | undefined) => Promise<{ ids: JobId[] }>,
+    limit: number,
+  ): Promise<number> {
     let done = 0;
     let afterId: JobId | undefined;
     for (;;) {
@@ -125,6 +180,21 @@ export class JobController {
     }
     throw new JobActionRefusedError(action, jobId, job.stage, allowed);
   }
+}
+
+/** The filter form's name and the stages it takes, by action. */
+const ACTION_STAGES = {
+  retry: ["retryJobs", RETRYABLE_STAGES],
+  delete: ["deleteJobs", TERMINAL_STAGES],
+  cancel: ["cancelJobs", CANCELLABLE_STAGES],
+} as const satisfies Record<string, readonly [string, readonly JobStage[]]>;
+
+/** A cancel's reason: absent, or a string of at most {@link MAX_CANCEL_REASON} characters (empty: none). */
+function checkReason(action: string, reason: unknown): string | null {
+  if (reason === undefined || reason === null) return null;
+  if (typeof reason !== "string" || reason.length > MAX_CANCEL_REASON)
+    throw new InvalidArgumentError(`${action}: reason must be a string of at most ${MAX_CANCEL_REASON} characters, got ${describeValue(reason)}`);
+  return reason === "" ? null : reason;
 }
 
 function checkId(action: string, jobId: unknown): void {

@@ -9,7 +9,7 @@ import { InvalidArgumentError, ParentNotFoundError, ServerStoppedError, UnknownT
 import { RECURRING_SEQUENTIAL_TOPIC } from "../core/partition/topic.js";
 import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/recurring-scheduler.js";
 import { encodePayload } from "../core/encode-payload.js";
-import { JobController, type JobActionListener, type JobBatchOptions, type JobFilter } from "./job-controller.js";
+import { JobController, type JobActionListener, type JobBatchOptions, type JobCancelBatchOptions, type JobFilter } from "./job-controller.js";
 import { checkEnqueueOptions, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
 import { PauseController, type PausedEntry, type PauseListener, type PauseTarget } from "./pause-controller.js";
 import {
@@ -96,7 +96,7 @@ export class JobPublisher<Trx = TransactionHandle> {
     const middleware = checkMiddleware(options.middleware, "JobPublisher options");
     this.throughMiddleware = composeHooks<PendingEnqueue, JobId[]>(enqueueHooks(middleware), (ctx) => ctx.write(), "enqueue");
     this.clock = options.clock;
-    this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}));
+    this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}), options.retentionMs);
     this.pauses = new PauseController(options.backend, () => options.clock.now(), options.encoders, options.onPauseChange ?? (() => {}));
     this.recurring = new RecurringScheduler({
       backend: options.backend,
@@ -268,7 +268,7 @@ export class JobPublisher<Trx = TransactionHandle> {
   }
 
   /**
-   * Puts a `failed` job back to `enqueued`, ready now, its stage history
+   * Puts a `failed` (or `cancelled`) job back to `enqueued`, ready now, its stage history
    * kept; a partitioned one goes to the end of its partition. The attempt
    * count goes on (one more attempt under its policy). Another stage is
    * `JOB_ACTION_REFUSED`, an unknown id `JOB_NOT_FOUND`; both change
@@ -279,7 +279,32 @@ export class JobPublisher<Trx = TransactionHandle> {
     return this.controller.retry(jobId);
   }
 
-  /** Deletes a finished job (`success` or `failed`) with its history. Another stage is `JOB_ACTION_REFUSED`, an unknown id `JOB_NOT_FOUND`. */
+  /**
+   * Cancels an unfinished job (docs/semantics.md X3): `enqueued`, `delayed`,
+   * `waiting`, `requeued` end `cancelled` at once; a `running` one too, and
+   * its attempt's `ctx.signal` aborts with `JobCancelledError` within one
+   * lease-renewal interval, wherever it runs, its result discarded. Its
+   * waiting continuations are cancelled with it. `reason` is noted in the
+   * history. Resolves true when it cancelled, false for a finished job; an
+   * unknown id is `JOB_NOT_FOUND`. See `JobController`.
+   */
+  async cancel(jobId: JobId, reason?: string): Promise<boolean> {
+    if (this.stopped) throw new ServerStoppedError("cancel");
+    return this.controller.cancel(jobId, reason);
+  }
+
+  /**
+   * {@link cancel} for every unfinished job matching `filter` (`{ stage,
+   * jobType }`; default: every unfinished job), in batches of `batchSize`
+   * (default 1000); resolves to how many were cancelled (their waiting
+   * continuations, cancelled with them, not counted).
+   */
+  async cancelJobs(filter?: JobFilter, options?: JobCancelBatchOptions): Promise<number> {
+    if (this.stopped) throw new ServerStoppedError("cancelJobs");
+    return this.controller.cancelJobs(filter, options);
+  }
+
+  /** Deletes a finished job (`success`, `failed` or `cancelled`) with its history. Another stage is `JOB_ACTION_REFUSED`, an unknown id `JOB_NOT_FOUND`. */
   async delete(jobId: JobId): Promise<void> {
     if (this.stopped) throw new ServerStoppedError("delete");
     return this.controller.delete(jobId);

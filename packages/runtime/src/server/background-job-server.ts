@@ -30,7 +30,7 @@ import { RetainedLog } from "../retained-log/retained-log.js";
 import { followDatabaseClock, holdBackend, prepareBackend, releaseBackend } from "../backend/backend-preparation.js";
 import { DatabaseWait } from "./database-wait.js";
 import { partitionRunnerConfig, stepRunnerConfig, stuckJobRescuerConfig, workerPoolConfig } from "./loop-configs.js";
-import type { JobBatchOptions, JobFilter } from "../publisher/job-controller.js";
+import type { JobBatchOptions, JobCancelBatchOptions, JobFilter } from "../publisher/job-controller.js";
 import type { PausedEntry, PauseTarget } from "../publisher/pause-controller.js";
 import { JobPublisher } from "../publisher/job-publisher.js";
 import { errorEvent } from "../events/server-event.js";
@@ -125,10 +125,11 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       },
       middleware: options.middleware,
       onJobAction: (action, jobIds) => {
-        if (action === "retry") {
+        if (action === "retry" || action === "cancel") {
           this.pool.wake();
           this.partitions?.wake();
         }
+        if (action === "cancel") this.renewNow(); // X3: a cancelled attempt of this server aborts at once
         if (options.eventsEnabled) options.onEvent({ type: "job-action", action, jobIds });
       },
     });
@@ -202,7 +203,20 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       onCommitted,
       onError: (where, error) => options.onEvent(errorEvent(where, error)),
     });
-    this.unsubscribeWake = backend.wakeSubscribe(wakeAll);
+    const unsubscribeWake = backend.wakeSubscribe(wakeAll);
+    // X3: another process cancelled a running job (PostgreSQL notifies; SQLite: the next renewal finds it).
+    const unsubscribeCancel = backend.cancelSubscribe?.(() => this.renewNow());
+    this.unsubscribeWake = () => {
+      unsubscribeWake();
+      unsubscribeCancel?.();
+    };
+  }
+
+  /** Renews every held lease now, so an attempt whose job was cancelled (X3) aborts at once; a failure is an `error` event (the loop renews again). */
+  private renewNow(): void {
+    const report = (error: unknown) => this.options.onEvent(errorEvent("lease renewal", error));
+    this.pool.renewOnce().catch(report);
+    this.partitions?.renewOnce().catch(report);
   }
 
   /**
@@ -316,6 +330,16 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   /** Puts a `failed` job back to `enqueued`, ready now, its history kept (see `JobPublisher.retry`); a `job-action` event. */
   retry(jobId: JobId): Promise<void> {
     return this.publisher.retry(jobId);
+  }
+
+  /** Cancels an unfinished job (X3; see `JobPublisher.cancel`): true when it did, false for a finished one; a `job-action` event. */
+  cancel(jobId: JobId, reason?: string): Promise<boolean> {
+    return this.publisher.cancel(jobId, reason);
+  }
+
+  /** Cancels every unfinished job matching `filter`, in batches; resolves to how many (see `JobPublisher.cancelJobs`). */
+  cancelJobs(filter?: JobFilter, options?: JobCancelBatchOptions): Promise<number> {
+    return this.publisher.cancelJobs(filter, options);
   }
 
   /** Deletes a finished job (see `JobPublisher.delete`); a `job-action` event. */

@@ -1,5 +1,5 @@
 import type { JobId } from "../core/job-id.js";
-import type { JobBatchOptions, JobFilter } from "../publisher/job-controller.js";
+import type { JobBatchOptions, JobCancelBatchOptions, JobFilter } from "../publisher/job-controller.js";
 import type { JobPublisher, PartitionTarget } from "../publisher/job-publisher.js";
 import type { PausedEntry, PauseTarget } from "../publisher/pause-controller.js";
 
@@ -40,7 +40,20 @@ export abstract class JobControl<P extends PauseTarget = PauseTarget> {
     return this.control.deleteRecurring(scheduleId);
   }
 
-  /** Puts a `failed` job back to `enqueued`, ready now, its history kept (see `JobPublisher.retry`). Another stage: `JOB_ACTION_REFUSED`; unknown id: `JOB_NOT_FOUND`. */
+  /**
+   * Cancels an unfinished job (docs/semantics.md X3; see `JobPublisher.cancel`): true when it did, false for a
+   * finished one; unknown id: `JOB_NOT_FOUND`. A running attempt's `ctx.signal` aborts with `JobCancelledError`.
+   */
+  cancel(jobId: JobId, reason?: string): Promise<boolean> {
+    return this.control.cancel(jobId, reason);
+  }
+
+  /** Cancels every unfinished job matching `filter`, in batches (default 1000); resolves to how many (see `JobPublisher.cancelJobs`). */
+  cancelJobs(filter?: JobFilter, options?: JobCancelBatchOptions): Promise<number> {
+    return this.control.cancelJobs(filter, options);
+  }
+
+  /** Puts a `failed` (or `cancelled`) job back to `enqueued`, ready now, its history kept (see `JobPublisher.retry`). Another stage: `JOB_ACTION_REFUSED`; unknown id: `JOB_NOT_FOUND`. */
   retry(jobId: JobId): Promise<void> {
     return this.control.retry(jobId);
   }

@@ -48,10 +48,16 @@ export class HeldClaim implements JobFinish {
   abandoned = false;
   /** The watchdog failed this attempt; the handler's own result is ignored. */
   timedOut = false;
+  /** Its job was cancelled while it ran (X3; `abandoned` too): nothing written, metrics label it `cancelled`. */
+  cancelled = false;
   /** Called once when the claim is aborted (abandoned or timed out): lets a runner stop waiting for its handler. */
   onAbort: (() => void) | null = null;
-  /** Set while a handler with a timeout runs: the watchdog rejects the attempt's `next()` through it (X10), so middleware see the timeout at once. */
-  timeoutReject: ((error: Error) => void) | null = null;
+  /**
+   * Set while a handler runs inside middleware or with a timeout: the watchdog
+   * (a timeout) and a cancel (X3) reject the attempt's `next()` through it
+   * (X10), so middleware see the `JobTimeoutError` or `JobCancelledError` at once.
+   */
+  rejectNext: ((error: Error) => void) | null = null;
   /** Created on first use of `ctx.signal` (most handlers never read it; one per job is measurable). */
   private controller: AbortController | null = null;
   /** Why the claim was aborted, for a signal created afterwards. */

@@ -16,6 +16,8 @@
  *                   ├─ throws PermanentJobError ─► fail now (no retry, whatever the policy), noted `permanent`
  *                   ├─ throws ──► retryDecision: retry at the policy's delay, or fail (retries spent)
  *                   ├─ abandoned meanwhile (lease lost, shutdown deadline) ─► null: signal aborted, nothing written
+ *                   ├─ cancelled meanwhile (X3, found by a lease renewal) ─► null: signal aborted (JobCancelledError),
+ *                   │                                                          nothing written, event "job-cancelled"
  *                   └─ past its timeout (watchdog) ─► timed out: signal aborted (JobTimeoutError), the retry
  *                                                      decision's outcome goes to `onTimedOut` at once; run() then resolves null
  * ```
@@ -43,7 +45,9 @@
  * outermost. A hook that throws is the attempt's failure (retried per
  * policy); resolving is success. A timed-out attempt's `next()` rejects
  * with the `JobTimeoutError` at the timeout (its outcome is the watchdog's
- * whatever the hooks do). Without layers or hooks nothing is composed.
+ * whatever the hooks do), a cancelled one's (X3) with the
+ * `JobCancelledError` at the cancel (nothing written whatever the hooks
+ * do). Without layers or hooks nothing is composed.
  *
  * Work an empty middleware adds per attempt (for the lead's ≤2% bench;
  * `attempt(ctx, next) { return next(); }`): one {@link AttemptRun} (a small
@@ -61,7 +65,7 @@
  * and resolves once it has exited.
  */
 import type { Backend, JobOutcome } from "../backend/backend.js";
-import { describeThrown, JobTimeoutError, PayloadDecodeError, PermanentJobError } from "../errors.js";
+import { describeThrown, JobCancelledError, JobTimeoutError, PayloadDecodeError, PermanentJobError } from "../errors.js";
 import { attemptHooks, composeHooks, type Hook, type LaterMiddleware } from "../middleware/later-middleware.js";
 import { AttemptRun } from "./attempt-run.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
@@ -176,6 +180,26 @@ export class JobExecutor<C> {
   }
 
   /**
+   * The claim's job was cancelled (X3; a lease renewal found its row
+   * `cancelled`): gives it up as {@link abandon} does, its signal aborted with
+   * a `JobCancelledError` carrying the cancel's `reason`, and reports event
+   * `job-cancelled`. Nothing of the attempt is written: the row is no longer
+   * `running`, so a finish would be fenced out anyway. Inside middleware (or
+   * with a timeout) the attempt's `next()` rejects with the same error at
+   * once, so every hook sees `JOB_CANCELLED` whatever the handler does, and
+   * the metrics layer labels the attempt `cancelled`. A claim already given
+   * up or timed out is left as it is.
+   */
+  cancel(claim: HeldClaim, reason: string | null): void {
+    if (claim.abandoned || claim.timedOut) return;
+    const error = new JobCancelledError(claim.id, reason ?? undefined);
+    claim.cancelled = true;
+    this.abandon(claim, error);
+    claim.rejectNext?.(error);
+    this.options.onEvent({ type: "job-cancelled", jobId: claim.id, jobType: claim.job.jobType, attempt: claim.attempt, reason: error.message });
+  }
+
+  /**
    * The attempt inside the server's layers: lease check, decode, then the
    * application's hooks around the handler; sets `run.result`. Never rejects.
    */
@@ -201,7 +225,7 @@ export class JobExecutor<C> {
       thrown = error;
     }
     this.running.delete(claim);
-    claim.timeoutReject = null;
+    claim.rejectNext = null;
     if (claim.timedOut || claim.abandoned) run.result = null;
     else if (thrown === NONE) run.result = SUCCESS;
     else if (run.decodeError !== null && thrown === run.decodeError) run.result = { kind: "fail", error: run.decodeError.message };
@@ -223,10 +247,11 @@ export class JobExecutor<C> {
     } catch (thrown) {
       return Promise.reject(thrown);
     }
-    if (claim.timeoutMs === null) return ran as Promise<void>;
-    // Watched: the watchdog rejects at the timeout (the handler is left behind; its own end is then ignored).
+    if (claim.timeoutMs === null && this.wrapped === null) return ran as Promise<void>;
+    // Watched, or seen by hooks: the watchdog rejects at the timeout, a cancel (X3) at once (the handler is
+    // left behind; its own end is then ignored).
     return new Promise<void>((resolve, reject) => {
-      claim.timeoutReject = reject;
+      claim.rejectNext = reject;
       ran.then(() => resolve(), reject);
     });
   }
@@ -292,7 +317,7 @@ export class JobExecutor<C> {
         claim.timedOut = true;
         const error = new JobTimeoutError(claim.id, timeoutMs, claim.timeoutSetting);
         claim.abort(error);
-        claim.timeoutReject?.(error);
+        claim.rejectNext?.(error);
         // The stored error leads with the code, so `later jobs show` and the dashboard say it was a timeout.
         this.onTimedOut(claim, retryDecision(this.options, claim.job, `${error.code}: ${error.message}`));
       }

@@ -2,8 +2,19 @@ import type { Backend } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import type { HeldClaim } from "./held-claim.js";
 
-/** Writes new lease expiries for held claims; resolves to the claims still held (the others are lost). */
-export type RenewLeases = (claims: readonly HeldClaim[], leaseExpiresAt: number) => Promise<ReadonlySet<HeldClaim>>;
+/**
+ * Writes new lease expiries for held claims; resolves to the claims still
+ * held and, of the others, those whose job was cancelled (X3) with the
+ * cancel's reason (the rest are lost).
+ */
+export type RenewLeases = (claims: readonly HeldClaim[], leaseExpiresAt: number) => Promise<RenewedLeases>;
+
+/** What one renewal found. */
+export interface RenewedLeases {
+  kept: ReadonlySet<HeldClaim>;
+  /** Lost because their job was cancelled: the reason given to `cancel` (null: none). */
+  cancelled: ReadonlyMap<HeldClaim, string | null>;
+}
 
 /** What a {@link LeaseRenewer} is given. */
 export interface LeaseRenewerConfig {
@@ -16,6 +27,8 @@ export interface LeaseRenewerConfig {
   renew: RenewLeases;
   /** Claims a renewal found lost: their signal must abort and their outcome must not be written. */
   onLost: (lost: HeldClaim[]) => void;
+  /** Claims whose job a renewal found `cancelled` (X3), with the reason: abort as cancelled, write nothing. */
+  onCancelled: (cancelled: ReadonlyMap<HeldClaim, string | null>) => void;
   onError: (error: unknown) => void;
 }
 
@@ -26,7 +39,9 @@ export interface LeaseRenewerConfig {
  * lease, fenced by epoch). Each renewed claim's `leaseExpiresAt` moves on
  * to the new expiry; a claim missing from the renewed set has been lost
  * (the stuck-job sweep or another partition owner took it), and `onLost`
- * is told, so the handler's signal aborts and its result is discarded.
+ * is told, so the handler's signal aborts and its result is discarded; one
+ * lost because its job was cancelled (X3: the row is `cancelled`, the
+ * renewal says so) goes to `onCancelled` instead.
  *
  * ```text
  *   start() ──► every leaseMs/3: renew held claims ─┬─► kept: leaseExpiresAt = now + leaseMs
@@ -43,9 +58,13 @@ export class LeaseRenewer {
   /** Regular claims: the job rows' leases, held by `owner`. */
   static jobLeases(backend: Backend, owner: string): RenewLeases {
     return async (claims, leaseExpiresAt) => {
-      const { renewed } = await backend.jobs.leaseRenew({ owner, claims, leaseExpiresAt });
+      const { renewed, cancelled = [] } = await backend.jobs.leaseRenew({ owner, claims, leaseExpiresAt });
       const kept = new Set(renewed.map((c) => `${c.id}/${c.attempt}`));
-      return new Set(claims.filter((c) => kept.has(`${c.id}/${c.attempt}`)));
+      const gone = new Map(cancelled.map((c) => [`${c.id}/${c.attempt}`, c.reason]));
+      return {
+        kept: new Set(claims.filter((c) => kept.has(`${c.id}/${c.attempt}`))),
+        cancelled: new Map(claims.filter((c) => gone.has(`${c.id}/${c.attempt}`)).map((c) => [c, gone.get(`${c.id}/${c.attempt}`) ?? null])),
+      };
     };
   }
 
@@ -54,9 +73,13 @@ export class LeaseRenewer {
     const key = (c: { topic: string; partition: number; epoch: number }) => `${c.topic}\0${c.partition}\0${c.epoch}`;
     return async (claims, leaseExpiresAt) => {
       const heads = claims.flatMap((c) => (c.head ? [c.head] : []));
-      const { renewed } = await backend.partitions.leaseRenew({ owner, claims: heads, leaseExpiresAt });
+      const { renewed, cancelled = [] } = await backend.partitions.leaseRenew({ owner, claims: heads, leaseExpiresAt });
       const kept = new Set(renewed.map(key));
-      return new Set(claims.filter((c) => c.head !== null && kept.has(key(c.head))));
+      const gone = new Map(cancelled.map((c) => [key(c), c.reason]));
+      return {
+        kept: new Set(claims.filter((c) => c.head !== null && kept.has(key(c.head)))),
+        cancelled: new Map(claims.filter((c) => c.head !== null && gone.has(key(c.head))).map((c) => [c, gone.get(key(c.head!)) ?? null])),
+      };
     };
   }
 
@@ -69,17 +92,18 @@ export class LeaseRenewer {
     await this.loop;
   }
 
-  /** Renews now (the loop calls it; exposed for tests and `renewPartitionLeases`). */
+  /** Renews now (the loop calls it; also a cancel notification, X3; exposed for tests and `renewPartitionLeases`). */
   async renewOnce(): Promise<void> {
     const claims = this.config.heldClaims();
     if (claims.length === 0) return;
     const leaseExpiresAt = this.config.clock.now() + this.config.leaseMs;
-    const kept = await this.config.renew(claims, leaseExpiresAt);
+    const { kept, cancelled } = await this.config.renew(claims, leaseExpiresAt);
     const lost: HeldClaim[] = [];
     for (const c of claims) {
       if (kept.has(c)) c.leaseExpiresAt = Math.max(c.leaseExpiresAt, leaseExpiresAt);
-      else lost.push(c);
+      else if (!cancelled.has(c)) lost.push(c);
     }
+    if (cancelled.size > 0) this.config.onCancelled(cancelled);
     if (lost.length > 0) this.config.onLost(lost);
   }
 

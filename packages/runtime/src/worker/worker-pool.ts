@@ -123,6 +123,7 @@ export class WorkerPool<C> {
       renew: LeaseRenewer.jobLeases(backend, owner),
       heldClaims: () => [...this.held.values()],
       onLost: (lost) => this.onLeasesLost(lost),
+      onCancelled: (cancelled) => this.onCancelled(cancelled),
       onError: reportError("lease renewal"),
     });
     this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.timedOut(claim, outcome), owner);
@@ -263,7 +264,7 @@ export class WorkerPool<C> {
     let carriedWaitMs: number | null = null;
     while (!this.stopping) {
       const signal = this.wakeController.signal;
-      let waitMs = carriedWaitMs ?? pollIntervalMs;
+      let waitMs: number = carriedWaitMs ?? pollIntervalMs;
       carriedWaitMs = null;
       const workers = this.slots.filter((s) => !s.stopRequested).length;
       const inFlight = this.buffer.length + this.busyCount;
@@ -328,6 +329,22 @@ export class WorkerPool<C> {
       if (i >= 0) this.buffer.splice(i, 1);
       this.abandon(h, new LeaseLostError(h.id));
     }
+  }
+
+  /** Claims whose job was cancelled (X3): given up through the executor, nothing written. */
+  private onCancelled(cancelled: ReadonlyMap<HeldClaim, string | null>): void {
+    for (const [h, reason] of cancelled) {
+      if (this.held.get(h.id) !== h) continue;
+      const i = this.buffer.indexOf(h);
+      if (i >= 0) this.buffer.splice(i, 1);
+      this.held.delete(h.id);
+      this.executor.cancel(h, reason);
+    }
+  }
+
+  /** Renews every held claim's lease now (a cancel was notified, X3: a cancelled claim is aborted at once). */
+  renewOnce(): Promise<void> {
+    return this.renewer.renewOnce();
   }
 
   private abandon(h: HeldClaim, reason: Error): void {

@@ -216,4 +216,9 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
   wakeSubscribe(listener: () => void): () => void {
     return this.wakeups.subscribe(listener);
   }
+
+  /** Cancel notifications (X3): a running job of this namespace was cancelled, by any process. */
+  cancelSubscribe(listener: () => void): () => void {
+    return this.wakeups.subscribeCancel(listener);
+  }
 }

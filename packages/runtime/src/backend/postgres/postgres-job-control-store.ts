@@ -1,5 +1,5 @@
 /**
- * Retry and delete from outside on PostgreSQL (`backend.control`; see
+ * Retry, delete and cancel from outside on PostgreSQL (`backend.control`; see
  * `job-control-store.ts`). Each call is one statement (autocommit): its
  * first CTE picks at most `limit` rows of the target in id order and locks
  * them `FOR UPDATE`, the next ones change them and add their moves to the
@@ -7,14 +7,15 @@
  * writes that count their moves; one text per target form (ids, or
  * filter), so the by-id form is planned on the primary key and the filter
  * on the expiry index (`expires_at IS NOT NULL` holds exactly for terminal
- * jobs).
+ * jobs); cancel's filter (unfinished jobs) walks the primary key in id order.
  *
  * Lock order: a retry locks its job rows, then the partition rows whose
  * sequences it reserves, where an enqueue locks partition rows first; a
  * deadlock between the two is rolled back by PostgreSQL and the statement
- * runs again (`retryConflicts`).
+ * runs again (`retryConflicts`). A cancel likewise: its job rows, then the
+ * partitions of running heads it frees.
  */
-import { RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
+import { CANCELLABLE_STAGES, RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
 import { retryableRow } from "../shared/retryable-row.js";
 import { stageList } from "../shared/stage-list.js";
@@ -23,6 +24,7 @@ import { retryConflicts } from "./postgres-errors.js";
 import { statement, type Statement } from "./postgres-statement.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { transition, transitionTail } from "./postgres-transition.js";
+import { cancelNotice, cancelNotifyPayload } from "./postgres-wakeups.js";
 
 /** The wake-up a resume sends: `$1` channel, `$2` payload (the backend's own, as its other writes). */
 const NOTIFY = statement("SELECT pg_notify($1, $2)");
@@ -43,8 +45,13 @@ export class PostgresJobControlStore implements B.JobControlStore {
   private readonly retry: ByTarget;
   /** `$1` namespace, `$2` limit, then `$3` ids, or `$3` stage, `$4` job type and `$5` the id to start after (null: any). */
   private readonly remove: ByTarget;
+  /**
+   * `$1` namespace, `$2` limit, `$3` now, `$4` expires at, `$5` note (null: none), `$6`/`$7` notify channel and
+   * wake-up payload, `$8` cancel payload, then `$9` ids, or `$9` stage, `$10` job type, `$11` the id to start after.
+   */
+  private readonly cancel: ByTarget;
   /** `$1` namespace, `$2` stage, `$3` job type (null: any), by action. */
-  private readonly count: Record<"retry" | "delete", Statement>;
+  private readonly count: Record<"retry" | "delete" | "cancel", Statement>;
   /** X4's statements, written once (`shared/pause-statements.ts`). */
   private readonly pauses: PauseStatements;
 
@@ -56,13 +63,22 @@ export class PostgresJobControlStore implements B.JobControlStore {
     const jobs = `${schema}.later_jobs`;
     const retried = transition({ kinds: "retry", rows: "retried", from: "old_stage", to: "'enqueued'", at: "$3::bigint" });
     const gone = transition({ kinds: "delete", rows: "gone", from: "stage", to: null });
+    // X3: the picked rows leave their stage (`cancel`), their waiting continuations `waiting` (`cancelChild`).
+    const cancelled = transition({
+      kinds: ["cancel", "cancelChild"],
+      rows: "cancelled",
+      from: "old_stage",
+      to: "'cancelled'",
+      at: "$3::bigint",
+      note: "$5::text",
+    });
     const retryable = retryableRow(jobs);
     const pick = (stages: readonly JobStage[], target: string) =>
       `SELECT id, stage, topic, partition_no, seq FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(stages)} AND ${target}
   ORDER BY id LIMIT $2 FOR UPDATE`;
     const byIds = (n: number) => `id = ANY($${n}::text[])`;
-    const byFilter = (n: number) =>
-      `expires_at IS NOT NULL AND ($${n}::text IS NULL OR stage = $${n}::text) AND ($${n + 1}::text IS NULL OR job_type = $${n + 1}::text)
+    const byFilter = (n: number, terminal = true) =>
+      `${terminal ? "expires_at IS NOT NULL" : "TRUE"} AND ($${n}::text IS NULL OR stage = $${n}::text) AND ($${n + 1}::text IS NULL OR job_type = $${n + 1}::text)
   AND ($${n + 2}::text IS NULL OR id > $${n + 2}::text)`;
     const retry = (target: string) =>
       statement(`WITH picked AS (
@@ -91,10 +107,38 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM retried ORDER B
   RETURNING j.id, j.stage, j.topic, j.partition_no
 )${transitionTail(schema, "$1", [gone])}
 SELECT id FROM gone ORDER BY id`);
+    // X3: the picked rows and their waiting continuations down the chain (`tree`) end `cancelled`; a
+    // continuation is re-checked `waiting` by the UPDATE. A running partition head frees its partition
+    // (epoch moved on: its owner's renewal reports it, and the next head may be claimed at once). Two
+    // notifications, at most one each: the transition's wake-up (`notified`: a partitioned row was
+    // cancelled, its partition may go on) and, after it, the cancel notice (`told`: a running job was
+    // cancelled, its server renews now and aborts the attempt; see cancelNotice).
+    const cancel = (target: string) =>
+      statement(`WITH RECURSIVE picked AS (
+  ${pick(CANCELLABLE_STAGES, target)}
+), tree(id) AS (
+  SELECT id FROM picked UNION SELECT k.id FROM ${jobs} k JOIN tree t ON k.parent_id = t.id WHERE k.namespace = $1 AND k.stage = 'waiting'
+), cancelled AS (
+  UPDATE ${jobs} j SET ${cancelled.stage}, unique_slot = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4,
+    ${cancelled.history}
+  FROM tree t LEFT JOIN picked p ON p.id = t.id
+  WHERE j.id = t.id AND j.namespace = $1 AND (p.id IS NOT NULL OR j.stage = 'waiting')
+  RETURNING j.id, coalesce(p.stage, 'waiting') AS old_stage, j.topic, j.partition_no, p.id IS NOT NULL AS picked
+)${transitionTail(schema, "$1", [cancelled], ["$6", "$7"])}, freed AS (
+  UPDATE ${schema}.later_partitions pt SET lease_owner = NULL, lease_expires_at = NULL, epoch = pt.epoch + 1
+  FROM (SELECT DISTINCT topic, partition_no FROM cancelled WHERE old_stage = 'running' AND topic IS NOT NULL ORDER BY topic, partition_no) c
+  WHERE pt.namespace = $1 AND pt.topic = c.topic AND pt.partition_no = c.partition_no
+  RETURNING pt.topic
+), ${cancelNotice("cancelled", "$6", "$8")}
+SELECT id, (SELECT count(*) FROM notified)::int + (SELECT count(*) FROM told)::int + (SELECT count(*) FROM freed)::int AS notified
+FROM cancelled WHERE picked ORDER BY id`);
     const count = (stages: readonly JobStage[], extra = "") =>
       statement(`SELECT count(*)::bigint AS n FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(stages)}
   AND expires_at IS NOT NULL AND ($2::text IS NULL OR stage = $2::text) AND ($3::text IS NULL OR job_type = $3::text)${extra}`);
-    this.count = { retry: count(RETRYABLE_STAGES, ` AND ${retryable}`), delete: count(TERMINAL_STAGES) };
+    const countUnfinished = statement(`SELECT count(*)::bigint AS n FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(CANCELLABLE_STAGES)}
+  AND ($2::text IS NULL OR stage = $2::text) AND ($3::text IS NULL OR job_type = $3::text)`);
+    this.count = { retry: count(RETRYABLE_STAGES, ` AND ${retryable}`), delete: count(TERMINAL_STAGES), cancel: countUnfinished };
+    this.cancel = { ids: cancel(byIds(9)), filter: cancel(byFilter(9, false)) };
     this.retry = { ids: retry(byIds(6)), filter: retry(byFilter(6)) };
     this.remove = { ids: remove(byIds(3)), filter: remove(byFilter(3)) };
   }
@@ -121,6 +165,12 @@ SELECT id FROM gone ORDER BY id`);
 
   async deleteMany(params: B.JobDeleteManyParams): Promise<B.JobControlResult> {
     return this.run(this.remove, params.target, [this.host.namespace, params.limit]);
+  }
+
+  async cancelMany(params: B.JobCancelManyParams): Promise<B.JobControlResult> {
+    const [channel, payload] = this.host.notifyArgs;
+    const head = [this.host.namespace, params.limit, params.now, params.expiresAt, params.reason, channel, payload, cancelNotifyPayload(this.host.namespace)];
+    return this.run(this.cancel, params.target, head);
   }
 
   async countMatching(params: B.JobCountMatchingParams): Promise<number> {

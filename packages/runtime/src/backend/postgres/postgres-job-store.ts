@@ -19,20 +19,27 @@ import type { JobStage, StageNote } from "../../core/job-stage.js";
 import { DatabaseUnavailableError, UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
-import { renewedClaims, type Row } from "../shared/job-rows.js";
+import { cancelledClaims, renewedClaims, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { callerExecutor } from "./postgres-executors.js";
-import type { Execute } from "./postgres-statement.js";
+import { type Execute, statement, type Statement } from "./postgres-statement.js";
 import { retryConflicts } from "./postgres-errors.js";
 import type { PostgresJobQueries } from "./postgres-job-queries.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { foreignNotifyPayload } from "./postgres-wakeups.js";
 
 export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
+  /** `$1` namespace, `$2` ids: those now `cancelled` (X3), for a renewal that lost claims. */
+  private readonly cancelledOf: Statement;
+
   constructor(
     private readonly host: PostgresRunner,
     private readonly q: PostgresJobQueries,
-  ) {}
+  ) {
+    this.cancelledOf = statement(
+      `SELECT id, attempt, stages::jsonb -> -1 ->> 2 AS note FROM ${host.quoted}.later_jobs WHERE namespace = $1 AND stage = 'cancelled' AND id = ANY($2::text[])`,
+    );
+  }
 
   /**
    * In autocommit when no job has a parent or a partition; otherwise in a
@@ -320,7 +327,21 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     if (params.claims.length === 0) return { renewed: [] };
     const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
     const rows = await retryConflicts(() => this.host.execute(this.q.renew, [params.leaseExpiresAt, this.ns, params.owner, [...held.keys()].sort()]));
-    return { renewed: renewedClaims(held, rows) };
+    const renewed = renewedClaims(held, rows);
+    if (renewed.length === held.size) return { renewed };
+    const kept = new Set(renewed.map((c) => c.id));
+    return { renewed, cancelled: await this.cancelledClaims(params.claims.filter((c) => !kept.has(c.id))) };
+  }
+
+  /**
+   * Which of these claims' jobs are now `cancelled` at the same attempt (X3):
+   * a renewal's lost claims, told apart from leases taken over. A read,
+   * only after a renewal lost something (the partition store's too).
+   */
+  async cancelledClaims(claims: readonly B.ClaimKey[]): Promise<B.CancelledClaim[]> {
+    if (claims.length === 0) return [];
+    const held = new Map(claims.map((c) => [c.id, c.attempt]));
+    return cancelledClaims(held, await this.host.execute(this.cancelledOf, [this.ns, [...held.keys()]]));
   }
 }
 

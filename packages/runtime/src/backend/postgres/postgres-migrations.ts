@@ -276,6 +276,25 @@ CREATE UNIQUE INDEX later_jobs_unique ON {schema}.later_jobs (namespace, job_typ
   WHERE unique_slot IS NOT NULL;
 `,
   },
+  // cancel (docs/semantics.md X3): the terminal stage `cancelled`. The stage CHECK of migration 1 (named
+  // later_jobs_stage_check by PostgreSQL) is replaced; NOT VALID skips a scan of every row, which all passed
+  // the stricter old check. The partition indexes' predicates follow TERMINAL_STAGES, which the head probe and
+  // the history truncation render: with the old lists a cancelled row would stay in the head index, and the
+  // done index would no longer match the truncation's predicate. Rebuilt here (they hold partitioned rows only).
+  {
+    version: 16,
+    name: "cancelled-stage",
+    sql: `ALTER TABLE {schema}.later_jobs DROP CONSTRAINT later_jobs_stage_check;
+ALTER TABLE {schema}.later_jobs ADD CONSTRAINT later_jobs_stage_check
+  CHECK (stage IN ('enqueued', 'delayed', 'waiting', 'running', 'requeued', 'success', 'failed', 'cancelled')) NOT VALID;
+DROP INDEX {schema}.later_jobs_partition_head;
+CREATE INDEX later_jobs_partition_head ON {schema}.later_jobs (namespace, topic, partition_no, seq)
+  WHERE topic IS NOT NULL AND stage NOT IN ('success', 'failed', 'cancelled');
+DROP INDEX {schema}.later_jobs_partition_done;
+CREATE INDEX later_jobs_partition_done ON {schema}.later_jobs (namespace, topic, partition_no, seq)
+  WHERE topic IS NOT NULL AND stage IN ('success', 'failed', 'cancelled');
+`,
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

@@ -173,7 +173,11 @@ export class PostgresPartitionStore implements B.PartitionStore {
       ]),
     );
     const kept = new Set(rows.map((r) => `${String(r.topic)}\0${Number(r.partition_no)}\0${Number(r.epoch)}`));
-    return { renewed: params.claims.filter((k) => kept.has(`${k.topic}\0${k.partition}\0${k.epoch}`)) };
+    const renewed = params.claims.filter((k) => kept.has(`${k.topic}\0${k.partition}\0${k.epoch}`));
+    if (renewed.length === params.claims.length) return { renewed };
+    const lost = params.claims.filter((k) => !renewed.includes(k));
+    const cancelled = new Map((await this.jobs.cancelledClaims(lost)).map((k) => [k.id, k.reason]));
+    return { renewed, cancelled: lost.filter((k) => cancelled.has(k.id)).map((k) => ({ ...k, reason: cancelled.get(k.id) ?? null })) };
   }
 
   async memberHeartbeat(params: B.PartitionMemberHeartbeatParams): Promise<B.PartitionMemberHeartbeatResult> {

@@ -12,7 +12,8 @@
  *   ({@link PostgresStageCounters.countMoves});
  * - the wake-up: {@link transitionTail} adds one `notified` CTE (one
  *   `pg_notify` per statement at most) over the rows of every transition whose
- *   kind wakes and that entered a waking stage, and refuses to build a
+ *   kind wakes and that entered a waking stage (or, for a kind that wakes
+ *   `"partition"`, that are partitioned: a cancel, X3), and refuses to build a
  *   statement whose transitions wake without a channel.
  *
  * The rest of each statement (which rows, through which index, its SET list
@@ -22,7 +23,7 @@
  * passes both transitions to one {@link transitionTail}.
  */
 import type { JobStage } from "../../core/job-stage.js";
-import { STAGE_TRANSITIONS, stagesEntered, type TransitionKind, wakingStages } from "../../core/stage-transition.js";
+import { STAGE_TRANSITIONS, stagesEntered, type TransitionKind, wakesByPartition, wakingStages } from "../../core/stage-transition.js";
 import { stageList } from "../shared/stage-list.js";
 import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
 
@@ -121,16 +122,23 @@ export class PgTransition {
   }
 
   /**
-   * The rows whose entry wakes the fetchers (`SELECT 1 FROM rows …`), or
-   * null when this change never makes work ready.
+   * The rows whose change wakes the fetchers (`SELECT 1 FROM rows …`): those
+   * that entered a waking stage, and for a kind that wakes `"partition"`
+   * those of a partition (`topic IS NOT NULL`); null when this change never
+   * makes work ready.
    */
   get wake(): string | null {
-    const waking = wakingStages(this.kinds);
-    if (waking.length === 0) return null;
     const { rows, to } = this.spec;
-    if (to !== null && LITERAL.test(to)) return waking.includes(to.slice(1, -1) as never) ? `SELECT 1 FROM ${rows}` : null;
-    const all = stagesEntered(this.kinds).every((s) => waking.includes(s));
-    return all ? `SELECT 1 FROM ${rows}` : `SELECT 1 FROM ${rows} WHERE stage IN ${stageList(waking)}`;
+    const where: string[] = [];
+    const waking = wakingStages(this.kinds);
+    if (waking.length > 0) {
+      const literal = to !== null && LITERAL.test(to) ? (to.slice(1, -1) as JobStage) : null;
+      const all = literal === null ? stagesEntered(this.kinds).every((s) => waking.includes(s)) : waking.includes(literal);
+      if (all) return `SELECT 1 FROM ${rows}`;
+      if (literal === null) where.push(`stage IN ${stageList(waking)}`);
+    }
+    if (wakesByPartition(this.kinds)) where.push("topic IS NOT NULL");
+    return where.length === 0 ? null : `SELECT 1 FROM ${rows} WHERE ${where.join(" OR ")}`;
   }
 }
 

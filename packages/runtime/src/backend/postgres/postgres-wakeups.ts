@@ -11,6 +11,34 @@ export function foreignNotifyPayload(namespace: string): string {
   return `${FOREIGN_SENDER} ${namespace}`;
 }
 
+/** Sender of a cancel notification (X3): a running job was cancelled, its server should renew its leases now. */
+const CANCEL_SENDER = "~";
+
+/**
+ * The `pg_notify` payload `cancelMany` sends on the wake-up channel when it
+ * cancelled a running job. Every listener of `namespace` (this process's too)
+ * tells its cancel subscribers, not its wake-up ones; a release before
+ * cancel existed reads it as a foreign wake-up (one extra claim).
+ */
+export function cancelNotifyPayload(namespace: string): string {
+  return `${CANCEL_SENDER} ${namespace}`;
+}
+
+/**
+ * The `told` CTE of a cancel statement (X3): one `pg_notify(channel,
+ * payload)` (the {@link cancelNotifyPayload}) when one of `rows` (the
+ * cancelled rows, with the `old_stage` each left) was `running`. It is not a
+ * stage change's wake-up (nothing became ready by it; that one is the
+ * transition's `notified` CTE, postgres-transition.ts): it tells the servers
+ * of the namespace to renew their leases now, so the one running the job
+ * finds it cancelled and aborts the attempt. The statement must read `told`.
+ */
+export function cancelNotice(rows: string, channel: string, payload: string): string {
+  return `told AS (
+  SELECT pg_notify(${channel}, ${payload}) FROM ${rows} WHERE old_stage = 'running' LIMIT 1
+)`;
+}
+
 /**
  * The wake-ups of one PostgreSQL backend: what its statements send with
  * `pg_notify`, and what its LISTEN connection hands to the worker pool.
@@ -33,6 +61,7 @@ export class PostgresWakeups {
   /** Identifies this backend's own notifications. */
   private readonly sender = randomBytes(6).toString("hex");
   private readonly subscribers = new Set<() => void>();
+  private readonly cancelSubscribers = new Set<() => void>();
   private listener: PostgresListener | null = null;
   private fellBack = false;
   private scheduled = false;
@@ -56,6 +85,12 @@ export class PostgresWakeups {
   subscribe(listener: () => void): () => void {
     this.subscribers.add(listener);
     return () => this.subscribers.delete(listener);
+  }
+
+  /** Called on each cancel notification for this namespace, from any backend (this one's too). */
+  subscribeCancel(listener: () => void): () => void {
+    this.cancelSubscribers.add(listener);
+    return () => this.cancelSubscribers.delete(listener);
   }
 
   /**
@@ -103,6 +138,10 @@ export class PostgresWakeups {
   private onNotification(payload: string): void {
     const space = payload.indexOf(" ");
     if (space < 0 || payload.slice(space + 1) !== this.namespace || payload.slice(0, space) === this.sender) return;
+    if (payload.slice(0, space) === CANCEL_SENDER) {
+      for (const listener of this.cancelSubscribers) listener();
+      return;
+    }
     this.schedule();
   }
 

@@ -22,7 +22,7 @@ export interface InsertedStage {
   stage: JobStage;
   /** The `failed` reason of a continuation whose parent had failed; else null. */
   error: string | null;
-  /** `now + retentionMs` for a job stored terminal (`failed`); else null (unfinished). */
+  /** `now + retentionMs` for a job stored terminal (`failed`, `cancelled`); else null (unfinished). */
   expiresAt: number | null;
 }
 
@@ -37,6 +37,7 @@ export function insertStage(job: JobInsert, now: number, parent: Row | undefined
   const follows = continuationStage(parent.stage as JobStage);
   // Released at once (the parent already succeeded): a delay still to run makes it `delayed`, as on release.
   const stage = follows === "enqueued" && job.runAt > now ? "delayed" : follows;
+  if (stage === "cancelled") return { stage, error: null, expiresAt: now + retentionMs };
   if (stage !== "failed") return { stage, error: null, expiresAt: null };
   return { stage, error: parentFailedReason(job.parentId, parent.last_error as string | null), expiresAt: now + retentionMs };
 }

@@ -4,7 +4,7 @@
  * bigints as strings, hence `Number`).
  */
 import { parseStageHistory, type JobStage } from "../../core/job-stage.js";
-import type { ClaimKey, JobRecord } from "../backend.js";
+import type { CancelledClaim, ClaimKey, JobRecord } from "../backend.js";
 
 /** A row as a driver returns it. */
 export type Row = Record<string, unknown>;
@@ -89,4 +89,11 @@ export function storedMeta(value: unknown): string | null {
 /** A stored `retry_policy`: its JSON text, or null when the job was enqueued without an explicit policy. */
 export function storedPolicy(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value);
+}
+
+/** The cancelled claims among `rows` (`id`, `attempt`, `note` rows): still the attempt held, with the cancel's reason (X3). */
+export function cancelledClaims(held: ReadonlyMap<string, number>, rows: readonly Row[]): CancelledClaim[] {
+  return rows
+    .filter((r) => held.get(String(r.id)) === Number(r.attempt))
+    .map((r) => ({ id: String(r.id), attempt: Number(r.attempt), reason: typeof r.note === "string" && r.note !== "" ? r.note : null }));
 }

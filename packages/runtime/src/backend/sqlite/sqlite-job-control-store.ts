@@ -1,12 +1,12 @@
 /**
- * Retry and delete from outside on SQLite (`backend.control`; see
+ * Retry, delete and cancel from outside on SQLite (`backend.control`; see
  * `job-control-store.ts`). Each call is one `BEGIN IMMEDIATE` transaction:
  * a select of at most `limit` rows, then one set-based write over them
  * (`id IN json_each(?)`), the counters written from the rows read, in the
  * same transaction. A filter walks terminal rows through the expiry index
  * (`expires_at IS NOT NULL` holds exactly for terminal jobs).
  */
-import { RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
+import { CANCELLABLE_STAGES, RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import { retryableRow } from "../shared/retryable-row.js";
@@ -15,7 +15,7 @@ import { PauseStatements } from "../shared/pause-statements.js";
 import { sqliteCompiler } from "../shared/shared-statement.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { StageDeltas, type SqliteStageCounters } from "./sqlite-stage-counters.js";
-import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
+import { type SqliteTransition, SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
 
 /** What the store needs of the job store ({@link SqliteJobStore}): connection, namespace, counters. */
 export interface SqliteJobControlHost {
@@ -97,7 +97,70 @@ export class SqliteJobControlStore implements B.JobControlStore {
     });
   }
 
+  /**
+   * X3: the picked rows (`cancel`), then their waiting continuations level by
+   * level (`cancelChild`, one `UPDATE … WHERE parent_id IN json_each(?)` per
+   * level), end `cancelled`, noted with the reason when one was given; a
+   * running partition head frees its partition (epoch moved on). The commit
+   * is the wake-up (a partition may go on) and, for a running job, the news
+   * its server's next renewal reads.
+   */
+  async cancelMany(params: B.JobCancelManyParams): Promise<B.JobControlResult> {
+    const c = this.host.conn();
+    return c.immediate(() => {
+      const rows = this.select(c, CANCELLABLE_STAGES, params.target, params.limit);
+      if (rows.length === 0) return { ids: [] };
+      const ids = rows.map((r) => String(r.id));
+      const [own, child] = params.reason === null ? [T.cancel, T.cancelChild] : [T.cancelReason, T.cancelChildReason];
+      const set = (t: SqliteTransition) =>
+        `${t.stage}, unique_slot = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, ${t.history}`;
+      const head = [params.now, params.expiresAt, params.now, ...(params.reason === null ? [] : [params.reason])];
+      const deltas = new StageDeltas();
+      c.run(
+        `UPDATE later_jobs SET ${set(own)} WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))`,
+        ...head,
+        this.host.namespace,
+        JSON.stringify(ids),
+      );
+      own.count(deltas, rows, (r) => r.stage, "cancelled");
+      for (const r of rows.filter((r) => r.stage === "running" && r.topic !== null)) {
+        c.run(
+          "UPDATE later_partitions SET lease_owner = NULL, lease_expires_at = NULL, epoch = epoch + 1 WHERE namespace = ? AND topic = ? AND partition_no = ?",
+          this.host.namespace,
+          r.topic,
+          r.partition_no,
+        );
+      }
+      for (let parents = ids; parents.length > 0; ) {
+        const children = c.all(
+          `UPDATE later_jobs SET ${set(child)} WHERE namespace = ? AND stage = 'waiting' AND parent_id IN (SELECT value FROM json_each(?)) RETURNING id, topic, partition_no`,
+          ...head,
+          this.host.namespace,
+          JSON.stringify(parents),
+        );
+        child.count(deltas, children, "waiting", "cancelled");
+        parents = children.map((k) => String(k.id));
+      }
+      this.host.counters.write(deltas);
+      return { ids };
+    });
+  }
+
   async countMatching(params: B.JobCountMatchingParams): Promise<number> {
+    if (params.action === "cancel") {
+      const { stage = null, jobType = null } = params.filter;
+      const row = this.host
+        .conn()
+        .get(
+          `SELECT count(*) AS n FROM later_jobs WHERE namespace = ? AND stage IN ${stageList(CANCELLABLE_STAGES)} AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?)`,
+          this.host.namespace,
+          stage,
+          stage,
+          jobType,
+          jobType,
+        );
+      return Number(row?.n ?? 0);
+    }
     const stages = params.action === "retry" ? RETRYABLE_STAGES : TERMINAL_STAGES;
     const rows = this.select(this.host.conn(), stages, { filter: { ...params.filter, afterId: undefined } }, -1, "count(*) AS n");
     return Number(rows[0]?.n ?? 0);
@@ -122,8 +185,9 @@ export class SqliteJobControlStore implements B.JobControlStore {
       );
     }
     const { stage = null, jobType = null, afterId = null } = target.filter;
+    const terminal = stages === CANCELLABLE_STAGES ? "1 = 1" : "expires_at IS NOT NULL";
     return c.all(
-      `${cols} WHERE namespace = ? AND expires_at IS NOT NULL AND stage IN ${stageList(stages)}${only}
+      `${cols} WHERE namespace = ? AND ${terminal} AND stage IN ${stageList(stages)}${only}
          AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?) AND (? IS NULL OR id > ?)${limit < 0 ? "" : " ORDER BY id LIMIT ?"}`,
       this.host.namespace,
       stage,

@@ -16,7 +16,7 @@ import { CLAIMABLE_STAGES, type JobStage } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
-import { renewedClaims, storedMeta, storedPolicy, storedTimeout, type Row } from "../shared/job-rows.js";
+import { cancelledClaims, renewedClaims, storedMeta, storedPolicy, storedTimeout, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { stageList } from "../shared/stage-list.js";
@@ -417,16 +417,35 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
   async leaseRenew(params: B.LeaseRenewParams): Promise<B.LeaseRenewResult> {
     if (params.claims.length === 0) return { renewed: [] };
     const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
-    const rows = this.conn().immediate(() =>
-      this.conn().all(
+    const c = this.conn();
+    return c.immediate(() => {
+      const rows = c.all(
         `UPDATE later_jobs SET lease_expires_at = ? WHERE namespace = ? AND stage = 'running' AND lease_owner = ?
            AND id IN (SELECT value FROM json_each(?)) RETURNING id, attempt`,
         params.leaseExpiresAt,
         this.namespace,
         params.owner,
         JSON.stringify([...held.keys()]),
-      ),
+      );
+      const renewed = renewedClaims(held, rows);
+      if (renewed.length === held.size) return { renewed };
+      return { renewed, cancelled: this.cancelledClaims(params.claims.filter((k) => !renewed.some((r) => r.id === k.id))) };
+    });
+  }
+
+  /**
+   * Which of these claims' jobs are now `cancelled` at the same attempt (X3):
+   * a renewal's lost claims, told apart from leases taken over. A read, only
+   * after a renewal lost something (the partition store's too).
+   */
+  cancelledClaims(claims: readonly B.ClaimKey[]): B.CancelledClaim[] {
+    if (claims.length === 0) return [];
+    const held = new Map(claims.map((k) => [k.id, k.attempt]));
+    const rows = this.conn().all(
+      "SELECT id, attempt, json_extract(stages, '$[#-1][2]') AS note FROM later_jobs WHERE namespace = ? AND stage = 'cancelled' AND id IN (SELECT value FROM json_each(?))",
+      this.namespace,
+      JSON.stringify([...held.keys()]),
     );
-    return { renewed: renewedClaims(held, rows) };
+    return cancelledClaims(held, rows);
   }
 }

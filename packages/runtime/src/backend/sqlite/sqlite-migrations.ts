@@ -336,6 +336,21 @@ CREATE UNIQUE INDEX later_jobs_unique ON later_jobs (namespace, job_type, unique
   WHERE unique_slot IS NOT NULL;
 `,
   },
+  // cancel (docs/semantics.md X3): the terminal stage `cancelled`. No CHECK on stage here, but SQLite uses a
+  // partial index only when the query's WHERE contains its predicate word for word: the head probe and the
+  // history truncation render TERMINAL_STAGES, which gained `cancelled`, so both partition indexes are rebuilt
+  // with the new list (they hold partitioned rows only).
+  {
+    version: 16,
+    name: "cancelled-stage",
+    sql: `DROP INDEX later_jobs_partition_head;
+CREATE INDEX later_jobs_partition_head ON later_jobs (namespace, topic, partition_no, seq)
+  WHERE topic IS NOT NULL AND stage NOT IN ('success', 'failed', 'cancelled');
+DROP INDEX later_jobs_partition_done;
+CREATE INDEX later_jobs_partition_done ON later_jobs (namespace, topic, partition_no, seq)
+  WHERE topic IS NOT NULL AND stage IN ('success', 'failed', 'cancelled');
+`,
+  },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */

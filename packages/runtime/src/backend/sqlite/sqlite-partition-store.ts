@@ -27,6 +27,7 @@ export interface SqlitePartitionHost {
   finishRows(params: B.JobFinishManyParams): B.JobFinishManyResult;
   releaseRows(claims: readonly B.ClaimKey[], now: number, reason?: "shutdown"): B.ClaimKey[];
   failWaitingChildren(failed: { id: string; error: string }[], now: number, expires: number): void;
+  cancelledClaims(claims: readonly B.ClaimKey[]): B.CancelledClaim[];
   /** The stage counters, which every statement here that changes a stage adds its moves to. */
   readonly counters: SqliteStageCounters;
 }
@@ -156,8 +157,8 @@ export class SqlitePartitionStore implements B.PartitionStore {
   async leaseRenew(params: B.PartitionLeaseRenewParams): Promise<B.PartitionLeaseRenewResult> {
     if (params.claims.length === 0) return { renewed: [] };
     const c = this.host.conn();
-    const rows = c.immediate(() =>
-      c.all(
+    return c.immediate(() => {
+      const rows = c.all(
         `UPDATE later_partitions SET lease_expires_at = ? WHERE namespace = ? AND lease_owner = ?
          AND (topic, partition_no, epoch) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?))
        RETURNING topic, partition_no, epoch`,
@@ -165,10 +166,14 @@ export class SqlitePartitionStore implements B.PartitionStore {
         this.ns,
         params.owner,
         JSON.stringify(params.claims.map((k) => [k.topic, k.partition, k.epoch])),
-      ),
-    );
-    const kept = new Set(rows.map((r) => `${String(r.topic)}\0${Number(r.partition_no)}\0${Number(r.epoch)}`));
-    return { renewed: params.claims.filter((k) => kept.has(`${k.topic}\0${k.partition}\0${k.epoch}`)) };
+      );
+      const kept = new Set(rows.map((r) => `${String(r.topic)}\0${Number(r.partition_no)}\0${Number(r.epoch)}`));
+      const renewed = params.claims.filter((k) => kept.has(`${k.topic}\0${k.partition}\0${k.epoch}`));
+      if (renewed.length === params.claims.length) return { renewed };
+      const lost = params.claims.filter((k) => !renewed.includes(k));
+      const cancelled = new Map(this.host.cancelledClaims(lost).map((k) => [k.id, k.reason]));
+      return { renewed, cancelled: lost.filter((k) => cancelled.has(k.id)).map((k) => ({ ...k, reason: cancelled.get(k.id) ?? null })) };
+    });
   }
 
   async memberHeartbeat(params: B.PartitionMemberHeartbeatParams): Promise<B.PartitionMemberHeartbeatResult> {

@@ -19,7 +19,7 @@
  * claim or a batch of successes): the transition adds no statement.
  */
 import type { JobStage } from "../../core/job-stage.js";
-import { stagesEntered, type TransitionKind, wakingStages } from "../../core/stage-transition.js";
+import { stagesEntered, type TransitionKind, wakesByPartition, wakingStages } from "../../core/stage-transition.js";
 import type { Row } from "../shared/job-rows.js";
 import type { StageDeltas } from "./sqlite-stage-counters.js";
 
@@ -27,7 +27,7 @@ import type { StageDeltas } from "./sqlite-stage-counters.js";
 export interface SqliteTransitionSpec {
   /** SQL of the stage entered, as the SET list reads the row before the change (a literal such as `'running'`, or a `CASE`). */
   to: string;
-  /** SQL of the entry's note (docs/semantics.md J1), e.g. `'shutdown'`; absent: a plain `[stage, ms]` entry. */
+  /** SQL of the entry's note (docs/semantics.md J1), e.g. `'shutdown'`, or `?` (bound after the time: a cancel's reason, X3); absent: a plain `[stage, ms]` entry. */
   note?: string;
 }
 
@@ -47,9 +47,9 @@ export class SqliteTransition {
     }
   }
 
-  /** Whether the change can make work ready (on SQLite the commit wakes the other processes). */
+  /** Whether the change can make work ready (on SQLite the commit wakes the other processes): a waking stage entered, or a partition let go on. */
   get wakes(): boolean {
-    return wakingStages(this.kinds).length > 0;
+    return wakingStages(this.kinds).length > 0 || wakesByPartition(this.kinds);
   }
 
   /** `stage = <to>`, the SET item of the stage entered. */
@@ -57,7 +57,7 @@ export class SqliteTransition {
     return `stage = ${this.spec.to}`;
   }
 
-  /** `stages = json_insert(…)`, the SET item that appends the entry; binds one `?`, the entry's time. */
+  /** `stages = json_insert(…)`, the SET item that appends the entry; binds one `?`, the entry's time (then the note's, when it is `?`). */
   get history(): string {
     const note = this.spec.note === undefined ? "" : `, ${this.spec.note}`;
     return `stages = json_insert(stages, '$[#]', json_array(${this.spec.to}, CAST(? AS INTEGER)${note}))`;
@@ -116,4 +116,9 @@ export const SQLITE_TRANSITIONS = {
   expire: new SqliteTransition("expire"),
   truncate: new SqliteTransition("truncate"),
   forceFail: new SqliteTransition("forceFail", { to: "'failed'" }),
+  cancel: new SqliteTransition("cancel", { to: "'cancelled'" }),
+  /** A cancel with a reason: the note binds `?` after the time. */
+  cancelReason: new SqliteTransition("cancel", { to: "'cancelled'", note: "?" }),
+  cancelChild: new SqliteTransition("cancelChild", { to: "'cancelled'" }),
+  cancelChildReason: new SqliteTransition("cancelChild", { to: "'cancelled'", note: "?" }),
 } as const satisfies Partial<Record<TransitionKind, SqliteTransition>> & Record<string, SqliteTransition>;
