@@ -207,6 +207,8 @@ export interface JobRecord {
   topic: string | null;
   partition: number | null;
   seq: number | null;
+  /** The handler's result as JSON text (X6), stored with the success; null: none (unfinished, failed, or it returned nothing). */
+  result: string | null;
 }
 
 export interface JobGetParams {

@@ -3,6 +3,7 @@
  * milliseconds since the epoch; payloads, retry policies and stage histories
  * are JSON text.
  */
+import type { ColumnType } from "kysely";
 import type { JobStage } from "../core/job-stage.js";
 
 export interface LaterJobsTable {
@@ -37,6 +38,8 @@ export interface LaterJobsTable {
   seq: number | null;
   /** Continuations inserted for this job so far (see the PostgreSQL finish). */
   waiters: number;
+  /** X6: the handler's result, JSON text, stored with the success; null: none (migration 17). Left out of inserts (null). */
+  result: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface LaterTopicsTable {

@@ -12,7 +12,7 @@
  *                 decode ──throws──► fail (no retry can fix a payload)
  *                   ▼
  *                 "running" event, ctx (ctx.partition for heads), handler(ctx, payload)
- *                   ├─ resolves ─► success
+ *                   ├─ resolves ─► success (a value: its JSON stored with it, X6; not storable: a failure, retried per policy)
  *                   ├─ throws PermanentJobError ─► fail now (no retry, whatever the policy), noted `permanent`
  *                   ├─ throws ──► retryDecision: retry at the policy's delay, or fail (retries spent)
  *                   ├─ abandoned meanwhile (lease lost, shutdown deadline) ─► null: signal aborted, nothing written
@@ -51,6 +51,7 @@ import { attemptEvent, type ServerEvent } from "../events/server-event.js";
 import type { HandlerRegistration } from "../config/handler-registration.js";
 import { type HeldClaim, JobRunContext, type ProgressWriter, SUCCESS } from "./held-claim.js";
 import { retryDecision, type RetryDecisionConfig } from "../core/retry/retry-decision.js";
+import { resultOutcome } from "./job-result.js";
 
 /**
  * What the {@link JobExecutor} reads of the server's options: the handlers
@@ -143,7 +144,8 @@ export class JobExecutor<C> {
     this.watch(claim, handler.timeoutMs);
     let outcome = SUCCESS;
     try {
-      await handler.handle(new JobRunContext(options.context, this.publisher, claim, this.writeProgress), payload);
+      const value = await handler.handle(new JobRunContext(options.context, this.publisher, claim, this.writeProgress), payload);
+      if (value !== undefined && !claim.timedOut) outcome = resultOutcome(options, job, value); // X6: stored with the success
     } catch (thrown) {
       if (!claim.timedOut) {
         const error = describeThrown(thrown);

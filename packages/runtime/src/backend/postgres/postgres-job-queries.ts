@@ -99,6 +99,20 @@ export const releasedTo = (now: string) => {
   return `stage = ${stage}, run_at = greatest(k.run_at, ${now}::bigint), updated_at = ${now}, stages = ${appendStage("k.stages", stage, `${now}::bigint`)}`;
 };
 
+/**
+ * The CTE `woken` (X6): one notification on the done channel (`channel`, a
+ * parameter; empty payload, the waiters re-read their rows) when a row of
+ * `from` (default `done`) matching `where` is awaited, at most once per
+ * statement. A statement that makes jobs terminal ends with it, so a waiter
+ * (`waitFor`, which marks its row awaited after it LISTENs) wakes on the
+ * commit; for rows nobody awaits it costs a filter over rows the statement
+ * already holds. Referenced by the final SELECT, else PostgreSQL skips it.
+ */
+export const WOKEN = (channel: string, where = "true", from = "done") =>
+  `woken AS (
+  SELECT pg_notify(${channel}, '') FROM ${from} WHERE awaited AND ${where} LIMIT 1
+)`;
+
 export class PostgresJobQueries {
   /**
    * Bulk insert of jobs whose stages are already decided: `$1` a JSON array
@@ -150,9 +164,10 @@ export class PostgresJobQueries {
    * batch whatever the table statistics say. (A join with `unnest(...)` let
    * the planner, on a young table, scan the running rows and re-run the
    * unnest once per row: quadratic, minutes for a few thousand outcomes.)
-   * `$1` ids, `$2` jsonb `{ id: [attempt, stage, run_at, error, note?] }` (note: the
-   * history entry's, only for a permanent failure), `$3` now,
-   * `$4` expires_at, `$5` namespace, `$6` lease-expired-before guard, `$7`/`$8` channel and payload.
+   * `$1` ids, `$2` jsonb `{ id: [attempt, stage, run_at, error, note, result?] }` (note: the
+   * history entry's, only for a permanent failure, else null; result: a success's JSON text, X6), `$3` now,
+   * `$4` expires_at, `$5` namespace, `$6` lease-expired-before guard, `$7`/`$8` channel and payload,
+   * `$9` the done channel, notified when a row made terminal is awaited (see {@link WOKEN}).
    */
   readonly finish: Statement;
   /**
@@ -163,10 +178,12 @@ export class PostgresJobQueries {
    * (succeeded parents that had continuations inserted, for
    * {@link releaseChildren}) and `released`. The continuation lookup only
    * probes parents whose `waiters` says a child was ever inserted.
-   * `$1` ids, `$2` attempts by id, `$3` now, `$4` expires_at, `$5` namespace, `$6`/`$7` channel and payload, `$8` batch size.
+   * `$1` ids, `$2` attempts by id, `$3` now, `$4` expires_at, `$5` namespace, `$6`/`$7` channel and payload, `$8` batch size,
+   * `$9` jsonb `{ id: result JSON text }` of the jobs that returned a result (X6; null, the usual case, when none did: the
+   * `result` column is then set to null at the cost of one null test per row), `$10` the done channel.
    */
   readonly finishSuccess: Statement;
-  /** Fails the waiting children of failed parents: `$1` parent ids, `$2` reasons, `$3` now, `$4` expires_at, `$5` namespace. */
+  /** Fails the waiting children of failed parents: `$1` parent ids, `$2` reasons, `$3` now, `$4` expires_at, `$5` namespace, `$6` done channel. */
   readonly failChildren: Statement;
   /**
    * Puts claims back (attempt undone), returning `id, claim_attempt` of each put back: `$1` ids, `$2` attempts, `$3` now,
@@ -194,6 +211,17 @@ export class PostgresJobQueries {
   readonly deleteExpired: Statement;
   /** Reserves `$4` sequence numbers of one partition, returning the first: `$1` namespace, `$2` topic, `$3` partition. Locks the partition row until commit. */
   readonly reserveSeq: Statement;
+  /**
+   * `waitFor`'s first read (X6): marks the rows `$1` of namespace `$2` awaited
+   * and returns `id, stage, result, last_error` of each. Every row is written,
+   * awaited already or not: skipping those would let two waiters racing on one
+   * row each miss it (the second's UPDATE skips the row the first just marked,
+   * and its snapshot predates the mark). An UPDATE that waited for a
+   * finishing row's lock returns the row finished.
+   */
+  readonly markAwaited: Statement;
+  /** The waiters' re-read: `id, stage, result, last_error` of the rows `$1` of namespace `$2`. */
+  readonly readOutcomes: Statement;
 
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
@@ -240,44 +268,45 @@ SELECT NULL, NULL, NULL, NULL, NULL, (
     run_at = CASE WHEN ${out(1)} = 'requeued' THEN ${out(2)}::bigint ELSE j.run_at END,
     expires_at = CASE WHEN ${out(1)} = 'requeued' THEN NULL ELSE $4::bigint END,
     last_error = CASE WHEN ${out(1)} = 'success' THEN j.last_error ELSE ${out(3)} END,
-    stages = ${appendNotedStage("j.stages", out(1), "$3::bigint", out(4))}
+    stages = ${appendNotedStage("j.stages", out(1), "$3::bigint", out(4))},
+    result = CASE WHEN ${out(1)} = 'success' THEN ${out(5)} ELSE j.result END
   WHERE ${idIn("j.id", "$1")} AND j.attempt = ${out(0)}::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
     AND coalesce(j.lease_expires_at, 0) < $6
-  RETURNING j.id, j.attempt, j.stage, j.last_error, j.waiters, j.topic, j.partition_no
+  RETURNING j.id, j.attempt, j.stage, j.last_error, j.waiters, j.topic, j.partition_no, j.awaited
 ), released AS (
   UPDATE ${jobs} k SET ${releasedTo("$3")}
   WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE stage = 'success')
   RETURNING k.id, k.stage, k.topic, k.partition_no
 )${counted("$5", moves("done", "'running'", "stage"), moves("released", "'waiting'", "stage"))}, notified AS (
   SELECT pg_notify($7, $8) FROM (SELECT 1 FROM released UNION ALL SELECT 1 FROM done WHERE stage = 'requeued' LIMIT 1) x
-)
+), ${WOKEN("$9", "stage <> 'requeued'")}
 SELECT d.id, d.attempt, d.stage, d.last_error, d.waiters,
-  (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified
+  (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM woken)::int AS woken
 FROM done d`);
     this.finishSuccess = statement(`WITH done AS (
   UPDATE ${jobs} j SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4,
-    stages = ${appendStage("j.stages", "'success'", "$3::bigint")}
+    stages = ${appendStage("j.stages", "'success'", "$3::bigint")}, result = $9::jsonb ->> j.id
   WHERE ${idIn("j.id", "$1")} AND j.attempt = ($2::jsonb ->> j.id)::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
-  RETURNING j.id, j.waiters, j.topic, j.partition_no
+  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited
 ), released AS (
   UPDATE ${jobs} k SET ${releasedTo("$3")}
   WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE waiters > 0)
   RETURNING k.stage, k.topic, k.partition_no
 )${counted("$5", moves("done", "'running'", "'success'"), moves("released", "'waiting'", "stage"))}, notified AS (
   SELECT pg_notify($6, $7) FROM released LIMIT 1
-)
+), ${WOKEN("$10")}
 SELECT count(*)::int AS applied, CASE WHEN count(*) < $8 THEN string_agg(id, ',') END AS ids,
   string_agg(id, ',') FILTER (WHERE waiters > 0) AS marked,
-  (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified
+  (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM woken)::int AS woken
 FROM done`);
     this.failChildren = statement(`WITH failed AS (
   UPDATE ${jobs} k SET stage = 'failed', updated_at = $3, expires_at = $4, last_error = f.reason,
     stages = ${appendStage("k.stages", "'failed'", "$3::bigint")}
   FROM unnest($1::text[], $2::text[]) AS f(parent_id, reason)
   WHERE k.parent_id = f.parent_id AND k.namespace = $5 AND k.stage = 'waiting'
-  RETURNING k.id, k.last_error, k.topic, k.partition_no
-)${counted("$5", moves("failed", "'waiting'", "'failed'"))}
-SELECT id, last_error FROM failed`);
+  RETURNING k.id, k.last_error, k.topic, k.partition_no, k.awaited
+)${counted("$5", moves("failed", "'waiting'", "'failed'"))}, ${WOKEN("$6", "true", "failed")}
+SELECT id, last_error, (SELECT count(*) FROM woken)::int AS woken FROM failed`);
     const back = "CASE WHEN j.attempt <= 1 THEN 'enqueued' ELSE 'requeued' END";
     this.release = statement(`WITH rel AS (
   UPDATE ${jobs} j SET stage = ${back}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
@@ -300,6 +329,9 @@ RETURNING id, attempt`);
 SELECT count(*)::int AS deleted FROM gone`);
     this.reserveSeq = statement(`UPDATE ${schema}.later_partitions SET next_seq = next_seq + $4::bigint
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 RETURNING next_seq - $4::bigint AS first`);
+    this.markAwaited = statement(`UPDATE ${jobs} SET awaited = true WHERE ${idIn("id", "$1")} AND namespace = $2
+RETURNING id, stage, result, last_error`);
+    this.readOutcomes = statement(`SELECT id, stage, result, last_error FROM ${jobs} WHERE ${idIn("id", "$1")} AND namespace = $2`);
     this.storedInserts = statement(`SELECT id, (stages::jsonb) -> 0 ->> 0 AS stage FROM ${jobs} WHERE ${idIn("id", "$1")} AND namespace = $2`);
     this.lockPartition = statement(`SELECT 1 FROM ${schema}.later_partitions WHERE namespace = $1 AND topic = $2 AND partition_no = $3 FOR UPDATE`);
     this.lockJobs = statement(`SELECT 1 FROM ${jobs} WHERE ${idIn("id", "$1")} AND namespace = $2 ORDER BY id FOR UPDATE`);

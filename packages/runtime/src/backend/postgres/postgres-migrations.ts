@@ -240,6 +240,14 @@ CREATE TABLE {schema}.later_log_group_members (
   // EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
   // its type's and the server's; NULL: none given. No default: adding the column rewrites nothing.
   { version: 12, name: "job-timeout", sql: "ALTER TABLE {schema}.later_jobs ADD COLUMN timeout_ms bigint;" },
+  // X6: a handler's resolved value as JSON text (NULL: none), written by the success itself; and
+  // `awaited`, set by waitFor, so that the statements making a job terminal notify the done channel
+  // only for jobs someone waits for (nothing extra for the rest). Both are metadata-only additions.
+  {
+    version: 17,
+    name: "job-result",
+    sql: "ALTER TABLE {schema}.later_jobs ADD COLUMN result text, ADD COLUMN awaited boolean NOT NULL DEFAULT false;",
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

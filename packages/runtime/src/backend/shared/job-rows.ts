@@ -33,6 +33,7 @@ export const JOB_RECORD_COLUMNS = [
   "topic",
   "partition_no",
   "seq",
+  "result",
 ] as const;
 
 /** A `later_jobs` row as the seam's {@link JobRecord}. */
@@ -57,6 +58,7 @@ export function jobRecordFromRow(r: Row): JobRecord {
     topic: (r.topic as string | null | undefined) ?? null,
     partition: num(r.partition_no),
     seq: num(r.seq),
+    result: (r.result as string | null | undefined) ?? null,
   };
 }
 

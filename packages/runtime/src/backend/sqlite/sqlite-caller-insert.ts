@@ -42,7 +42,7 @@ const NEXT_SEQ = new SharedStatement<{ topic: string; partition: number } & InNa
   read: (rows) => (rows[0] ? Number(rows[0].seq) : null),
 });
 
-const INSERT = new SharedStatement<LaterJobsTable, void>({
+const INSERT = new SharedStatement<Omit<LaterJobsTable, "result">, void>({
   build: (db, $) =>
     db.insertInto("later_jobs").values({
       id: $("id"),

@@ -300,6 +300,9 @@ DROP TABLE later_log_records;
   // EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
   // its type's and the server's; NULL: none given. Read by the claims beside the retry policy.
   { version: 12, name: "job-timeout", sql: "ALTER TABLE later_jobs ADD COLUMN timeout_ms INTEGER;" },
+  // X6: a handler's resolved value as JSON text (NULL: none), written with the success. No `awaited`
+  // column here (PostgreSQL has one): waiters wake on the WAL watcher, which sees every commit.
+  { version: 17, name: "job-result", sql: "ALTER TABLE later_jobs ADD COLUMN result TEXT;" },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */
