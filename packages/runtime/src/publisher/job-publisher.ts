@@ -11,6 +11,7 @@ import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/
 import { encodePayload } from "../core/encode-payload.js";
 import { JobController, type JobActionListener, type JobBatchOptions, type JobFilter } from "./job-controller.js";
 import { checkEnqueueOptions, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
+import { JobWaiter, type JobWaitResult, type WaitForOptions } from "./job-waiter.js";
 
 export type { EnqueueOptions } from "./enqueue-options.js";
 
@@ -58,11 +59,13 @@ export class JobPublisher<Trx = TransactionHandle> {
   private readonly clock: Clock;
   private readonly recurring: RecurringScheduler;
   private readonly controller: JobController;
+  private readonly waiter: JobWaiter;
 
   constructor(private readonly options: JobPublisherOptions<Trx>) {
     this.backend = options.backend;
     this.clock = options.clock;
     this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}));
+    this.waiter = new JobWaiter(options.backend, options.clock);
     this.recurring = new RecurringScheduler({
       backend: options.backend,
       clock: options.clock,
@@ -251,9 +254,28 @@ export class JobPublisher<Trx = TransactionHandle> {
     return this.controller.deleteJobs(filter, options);
   }
 
-  /** Stops accepting jobs; later calls throw `ServerStoppedError`. */
+  /**
+   * Resolves once job `jobId` is in a terminal stage, with `{ stage, result?,
+   * error? }` (docs/semantics.md X6): `result` the handler's resolved value
+   * (none: absent), `error` the last attempt's error of a job that did not
+   * succeed. Already terminal: at once. Woken by the commit that ends the
+   * job (PostgreSQL: LISTEN on the namespace's done channel, one connection
+   * per backend opened by the first call; SQLite: the WAL watcher), with a
+   * slow safety poll (`safetyPollMs`, default 2 s) for missed wake-ups.
+   * Rejects with `WaitTimeoutError` (`WAIT_TIMEOUT`) past `timeoutMs`,
+   * `JobNotFoundError` (`JOB_NOT_FOUND`) for an id the namespace does not
+   * hold (never enqueued, deleted, or expired before it was read), and
+   * `INVALID_ARGUMENT` for a bad id or options. See `JobWaiter`.
+   */
+  async waitFor(jobId: JobId, options: WaitForOptions): Promise<JobWaitResult> {
+    if (this.stopped) throw new ServerStoppedError("waitFor");
+    return this.waiter.waitFor(jobId, options);
+  }
+
+  /** Stops accepting jobs; later calls throw `ServerStoppedError`, and pending `waitFor` calls reject with it. */
   stop(): void {
     this.stopped = true;
+    this.waiter.stop();
   }
 
   private async insert(

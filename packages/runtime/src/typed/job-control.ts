@@ -1,6 +1,7 @@
 import type { JobId } from "../core/job-id.js";
 import type { JobBatchOptions, JobFilter } from "../publisher/job-controller.js";
 import type { JobPublisher, PartitionTarget } from "../publisher/job-publisher.js";
+import type { JobWaitResult, WaitForOptions } from "../publisher/job-waiter.js";
 
 /**
  * The operations on stored jobs and schedules that both handles a user holds
@@ -35,6 +36,16 @@ export abstract class JobControl {
   /** Deletes the recurring schedule `scheduleId`; occurrences already enqueued stay. Resolves to false when there was none. */
   deleteRecurring(scheduleId: string): Promise<boolean> {
     return this.control.deleteRecurring(scheduleId);
+  }
+
+  /**
+   * Resolves once job `jobId` is terminal, with `{ stage, result?, error? }`
+   * (X6, see `JobPublisher.waitFor`); `result` is untyped here: a job's own
+   * handle (`jobs.<name>.waitFor`) types it from the schema's `Results`.
+   * `WAIT_TIMEOUT` past `options.timeoutMs`; unknown id: `JOB_NOT_FOUND`.
+   */
+  waitFor(jobId: JobId, options: WaitForOptions): Promise<JobWaitResult> {
+    return this.control.waitFor(jobId, options);
   }
 
   /** Puts a `failed` job back to `enqueued`, ready now, its history kept (see `JobPublisher.retry`). Another stage: `JOB_ACTION_REFUSED`; unknown id: `JOB_NOT_FOUND`. */
