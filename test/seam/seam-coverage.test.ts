@@ -25,7 +25,18 @@ import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
 import { BACKENDS } from "./seam-factory.js";
 
-const JOBS = ["insertMany", "claimReady", "finishMany", "releaseMany", "leaseRenew", "progressSet", "listStuck", "countReady", "deleteExpired"] as const;
+const JOBS = [
+  "insertMany",
+  "claimReady",
+  "finishMany",
+  "releaseMany",
+  "leaseRenew",
+  "progressSet",
+  "listStuck",
+  "countReady",
+  "deleteExpired",
+  "readOutcomes",
+] as const;
 const PARTITIONS = [
   "topicRegister",
   "headClaim",
@@ -53,7 +64,7 @@ describe("seam suite coverage", () => {
     expectTypeOf<(typeof JOBS)[number]>().toEqualTypeOf<keyof JobStore>();
     expectTypeOf<(typeof PARTITIONS)[number]>().toEqualTypeOf<keyof PartitionStore>();
     expectTypeOf<(typeof CONTROL)[number]>().toEqualTypeOf<keyof JobControlStore>();
-    expect(JOBS.length + PARTITIONS.length + CONTROL.length).toBe(21);
+    expect(JOBS.length + PARTITIONS.length + CONTROL.length).toBe(22);
   });
 
   it.each(BACKENDS)("every listed method is a method of the $name backend's stores", (entry) => {
