@@ -44,7 +44,15 @@ describe.each(BACKENDS)("job results and waitFor on $name", (entry) => {
     const h = harness();
     const release = deferred();
     const server = await h.start({
-      handlers: { quick: { handle: () => 1 }, gated: { handle: async () => (await release.promise, "gated") } },
+      handlers: {
+        quick: { handle: () => 1 },
+        gated: {
+          handle: async () => {
+            await release.promise;
+            return "gated";
+          },
+        },
+      },
     });
     const quick = await server.publisher.enqueue("quick", {});
     await server.waitFor(quick, { timeoutMs: 10_000 });

@@ -651,7 +651,11 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       await s.backend.jobs.insertMany({ jobs: [j], now: NOW });
       expect(await s.backend.jobs.readOutcomes({ ids: [j.id], markAwaited: true })).toEqual([{ id: j.id, stage: "enqueued", result: null, error: null }]);
       await claim(s.backend, 1);
-      await s.backend.jobs.finishMany({ finishes: [{ id: j.id, attempt: 1, outcome: { kind: "retry", runAt: NOW + 5, error: "again" } }], now: NOW, retentionMs: DAY });
+      await s.backend.jobs.finishMany({
+        finishes: [{ id: j.id, attempt: 1, outcome: { kind: "retry", runAt: NOW + 5, error: "again" } }],
+        now: NOW,
+        retentionMs: DAY,
+      });
       expect(await s.backend.jobs.readOutcomes({ ids: [j.id] })).toEqual([{ id: j.id, stage: "requeued", result: null, error: "again" }]);
       await expectCountersMatch(s);
     });

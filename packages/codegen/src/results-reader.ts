@@ -54,7 +54,10 @@ export function readResults(
     const at = declaration && Node.isPropertySignature(declaration) ? declaration.getNameNode() : (declaration ?? first.getNameNode());
     if (!jobNames.has(member)) {
       problems.report(
-        locate(at, `${name} member "${member}" is not a job: interface ${interfaceName} declares no "${member}" (a Results entry types that job's handler result)`),
+        locate(
+          at,
+          `${name} member "${member}" is not a job: interface ${interfaceName} declares no "${member}" (a Results entry types that job's handler result)`,
+        ),
       );
       continue;
     }

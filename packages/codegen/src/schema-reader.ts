@@ -134,7 +134,12 @@ export function readJobsSchema(displayPath: string, interfaceName = "Jobs"): Job
   const logs = interfaceName === LOGS_INTERFACE ? [] : readLogs(source, program, locate, typeImports, problems);
   if (interfaceName !== LOGS_INTERFACE && interfaceName !== "Results") {
     // Checked against the declared names, read or not, so a job with a payload problem is not also reported as unknown.
-    const declared = new Set(first.getType().getProperties().map((p) => p.getName()));
+    const declared = new Set(
+      first
+        .getType()
+        .getProperties()
+        .map((p) => p.getName()),
+    );
     const results = readResults(source, interfaceName, declared, locate, typeImports, problems);
     for (const job of jobs) {
       const type = results.get(job.name);

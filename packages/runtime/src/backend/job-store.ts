@@ -210,7 +210,10 @@ export interface ClaimKey {
  * `permanent` on its `failed` history entry; every other outcome adds a
  * plain entry.
  */
-export type JobOutcome = { kind: "success"; result?: string | undefined } | { kind: "retry"; runAt: number; error: string } | { kind: "fail"; error: string; permanent?: boolean };
+export type JobOutcome =
+  | { kind: "success"; result?: string | undefined }
+  | { kind: "retry"; runAt: number; error: string }
+  | { kind: "fail"; error: string; permanent?: boolean };
 
 export interface JobFinish extends ClaimKey {
   outcome: JobOutcome;

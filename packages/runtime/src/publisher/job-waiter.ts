@@ -214,11 +214,13 @@ function waitResult(row: JobOutcomeRow): JobWaitResult {
 
 /** `waitFor`'s arguments, checked: a non-empty id, an integer `timeoutMs` from 1 to 2^31 − 1, a `safetyPollMs` of at least 1000. */
 function checkWaitOptions(jobId: unknown, options: unknown): { timeoutMs: number; safetyPollMs: number } {
-  if (typeof jobId !== "string" || jobId === "") throw new InvalidArgumentError(`waitFor: jobId must be a job id (a non-empty string), got ${describeValue(jobId)}`);
+  if (typeof jobId !== "string" || jobId === "")
+    throw new InvalidArgumentError(`waitFor: jobId must be a job id (a non-empty string), got ${describeValue(jobId)}`);
   if (options === null || typeof options !== "object")
     throw new InvalidArgumentError("waitFor: options must be an object with timeoutMs, e.g. waitFor(id, { timeoutMs: 30_000 })");
   for (const key of Object.keys(options)) {
-    if (key !== "timeoutMs" && key !== "safetyPollMs") throw new InvalidArgumentError(`waitFor: unknown option "${key}"; the options are timeoutMs, safetyPollMs`);
+    if (key !== "timeoutMs" && key !== "safetyPollMs")
+      throw new InvalidArgumentError(`waitFor: unknown option "${key}"; the options are timeoutMs, safetyPollMs`);
   }
   const { timeoutMs, safetyPollMs = DEFAULT_SAFETY_POLL_MS } = options as WaitForOptions;
   if (typeof timeoutMs !== "number" || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMER_MS) {
