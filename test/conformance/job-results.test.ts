@@ -150,6 +150,42 @@ describe.each(BACKENDS)("job results and waitFor on $name", (entry) => {
     expect(await codeOf(server.waitFor("" as never, { timeoutMs: 1_000 }))).toBe("INVALID_ARGUMENT");
   });
 
+  it("X6: an awaited continuation failed with its parent wakes its waiter on that commit (the children's failure notifies too)", async () => {
+    const h = harness();
+    const release = deferred();
+    const server = await h.start({
+      defaultRetryPolicy: RetryPolicy.noRetries(),
+      handlers: {
+        parent: {
+          handle: async () => {
+            await release.promise;
+            throw new Error("parent broke");
+          },
+        },
+        child: { handle: () => "never runs" },
+      },
+    });
+    const parent = await server.publisher.enqueue("parent", {});
+    const child = await server.publisher.enqueue("child", {}, { parentId: parent });
+    const waiting = server.waitFor(child, { timeoutMs: 30_000, safetyPollMs: 60_000 });
+    const releasedAt = Date.now();
+    release.resolve();
+    const done = await waiting;
+    expect(done.stage).toBe("failed");
+    expect(done.error).toMatch(/parent broke/);
+    expect(Date.now() - releasedAt).toBeLessThan(20_000);
+  });
+
+  it("X6: a wait still pending at shutdown rejects with SERVER_STOPPED", async () => {
+    const h = harness();
+    const server = await h.start({ handlers: { later: { handle: () => undefined } } });
+    const id = await server.publisher.enqueue("later", {}, { delayMs: 3_600_000 });
+    const waiting = codeOf(server.waitFor(id, { timeoutMs: 60_000 }));
+    await new Promise((r) => setImmediate(r));
+    await server.shutdown({ deadlineMs: 0 });
+    expect(await waiting).toBe("SERVER_STOPPED");
+  });
+
   it("X6: a job deleted while awaited is JOB_NOT_FOUND at the next read", async () => {
     const h = harness();
     const server = await h.start({ handlers: { work: { handle: () => 5 } } });

@@ -94,6 +94,7 @@ export class JobWaiter {
     const { timeoutMs, safetyPollMs } = checkWaitOptions(jobId, options);
     if (this.stopped) throw new ServerStoppedError("waitFor");
     await this.subscribe();
+    if (this.stopped) throw new ServerStoppedError("waitFor"); // stopped while subscribing
     return new Promise<JobWaitResult>((resolve, reject) => {
       const controller = new AbortController();
       const waiter: Waiter = {
