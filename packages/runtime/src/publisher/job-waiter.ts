@@ -23,7 +23,10 @@
  *
  * Many waiters of one process share one subscription and one re-read per
  * wake-up (all pending ids in one indexed read, chunked by
- * {@link READ_CHUNK}). The safety poll (`safetyPollMs`, default
+ * {@link READ_CHUNK}). The subscription is dropped when the last wait ends,
+ * so once nobody waits a commit costs nothing (SQLite: no re-read scheduled
+ * per transaction; PostgreSQL keeps its LISTEN connection, which hears only
+ * awaited jobs). The safety poll (`safetyPollMs`, default
  * {@link DEFAULT_SAFETY_POLL_MS}, at least 1 s) is for what the wake-ups
  * miss: PostgreSQL with `listen: false`, a LISTEN connection down, or
  * behind a transaction-mode pooler; SQLite on a file system without change
@@ -75,11 +78,15 @@ interface Waiter {
   reject(error: Error): void;
   /** Ends the waiter's timers. */
   controller: AbortController;
+  /** Settled: resolved or rejected once. */
+  done: boolean;
 }
 
 export class JobWaiter {
   private readonly pending = new Map<JobId, Set<Waiter>>();
   private subscription: Promise<() => void> | null = null;
+  /** Waits using the subscription (pending, or subscribing): it is dropped when none is left, so commits cost nothing once nobody waits. */
+  private users = 0;
   private reading: Promise<void> | null = null;
   private again = false;
   private stopped = false;
@@ -93,20 +100,25 @@ export class JobWaiter {
   async waitFor(jobId: JobId, options: WaitForOptions): Promise<JobWaitResult> {
     const { timeoutMs, safetyPollMs } = checkWaitOptions(jobId, options);
     if (this.stopped) throw new ServerStoppedError("waitFor");
-    await this.subscribe();
-    if (this.stopped) throw new ServerStoppedError("waitFor"); // stopped while subscribing
+    this.users++;
+    try {
+      await this.subscribe();
+      if (this.stopped) throw new ServerStoppedError("waitFor"); // stopped while subscribing
+    } catch (error) {
+      this.release();
+      throw error;
+    }
     return new Promise<JobWaitResult>((resolve, reject) => {
       const controller = new AbortController();
       const waiter: Waiter = {
         id: jobId,
         controller,
+        done: false,
         resolve: (r) => {
-          this.remove(waiter);
-          resolve(r);
+          if (this.remove(waiter)) resolve(r);
         },
         reject: (e) => {
-          this.remove(waiter);
-          reject(e);
+          if (this.remove(waiter)) reject(e);
         },
       };
       let set = this.pending.get(jobId);
@@ -127,6 +139,15 @@ export class JobWaiter {
   stop(): void {
     this.stopped = true;
     for (const set of [...this.pending.values()]) for (const w of [...set]) w.reject(new ServerStoppedError("waitFor"));
+    this.unsubscribe();
+  }
+
+  /** One wait stopped using the subscription; the last drops it. */
+  private release(): void {
+    if (--this.users === 0) this.unsubscribe();
+  }
+
+  private unsubscribe(): void {
     const subscription = this.subscription;
     this.subscription = null;
     void subscription?.then(
@@ -198,11 +219,16 @@ export class JobWaiter {
     }
   }
 
-  private remove(waiter: Waiter): void {
+  /** Settles `waiter` once: false when it already was. */
+  private remove(waiter: Waiter): boolean {
+    if (waiter.done) return false;
+    waiter.done = true;
     waiter.controller.abort();
     const set = this.pending.get(waiter.id);
     set?.delete(waiter);
     if (set?.size === 0) this.pending.delete(waiter.id);
+    this.release();
+    return true;
   }
 }
 
