@@ -45,6 +45,7 @@ async function rewind(app: Kysely<Record<string, never>>, namespace: string, tab
   await sql.raw("ALTER TABLE later_jobs DROP COLUMN progress").execute(app);
   await sql.raw("ALTER TABLE later_servers DROP COLUMN job_types").execute(app);
   await sql.raw("ALTER TABLE later_jobs DROP COLUMN timeout_ms").execute(app);
+  await sql.raw("ALTER TABLE later_jobs DROP COLUMN result").execute(app); // the job-result migration (17)
   await sql.raw(`DELETE FROM later_migrations WHERE version >= ${table === 6 ? 8 : 9}`).execute(app);
   const next = new Map<number, number>();
   for (const r of records) {

@@ -23,6 +23,8 @@ const DASHBOARD = [
   "ALTER TABLE later_jobs DROP COLUMN progress",
   // The job-timeout migration (SQLite 12, PostgreSQL 12).
   "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
+  // The job-result migration (SQLite 17, PostgreSQL 17; PostgreSQL's `awaited` is dropped in its own list).
+  "ALTER TABLE later_jobs DROP COLUMN result",
 ];
 
 /** Puts `retry_policy` back as the migrations before it left it (NOT NULL) and forgets the migration (and those after it). */
@@ -44,6 +46,7 @@ const UNDO: Record<string, { version: number; statements: string[] }> = {
     statements: [
       ...logTables("records"),
       ...DASHBOARD,
+      "ALTER TABLE later_jobs DROP COLUMN awaited",
       "DROP INDEX later_jobs_parent",
       "ALTER TABLE later_jobs ALTER COLUMN retry_policy SET NOT NULL",
       "DELETE FROM later_migrations WHERE version >= 6",

@@ -27,6 +27,8 @@ const DASHBOARD = [
   "ALTER TABLE later_jobs DROP COLUMN progress",
   // The job-timeout migration (SQLite 12, PostgreSQL 12).
   "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
+  // The job-result migration (SQLite 17, PostgreSQL 17; PostgreSQL's `awaited` is dropped in its own list).
+  "ALTER TABLE later_jobs DROP COLUMN result",
 ];
 
 const UNDO_MIGRATION_4: Record<string, string[]> = {
@@ -40,6 +42,7 @@ const UNDO_MIGRATION_4: Record<string, string[]> = {
   postgres: [
     ...logTables("records"),
     ...DASHBOARD,
+    "ALTER TABLE later_jobs DROP COLUMN awaited",
     "DROP INDEX later_jobs_parent",
     ...["insert", "update", "delete"].map((t) => `DROP FUNCTION IF EXISTS later_jobs_count_${t}() CASCADE`),
     "DROP FUNCTION IF EXISTS later_counter_shard()",
