@@ -27,7 +27,9 @@ const DASHBOARD = [
   "ALTER TABLE later_jobs DROP COLUMN progress",
   // The job-timeout migration (SQLite 12, PostgreSQL 12).
   "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
-  // The job-result migration (SQLite 17, PostgreSQL 17; PostgreSQL's `awaited` is dropped in its own list).
+  // The job-meta migration (SQLite 14, PostgreSQL 14; X10).
+  "ALTER TABLE later_jobs DROP COLUMN meta",
+  // The job-result migration (SQLite 16, PostgreSQL 16; PostgreSQL's `awaited` is dropped in its own list).
   "ALTER TABLE later_jobs DROP COLUMN result",
 ];
 

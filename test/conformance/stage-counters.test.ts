@@ -2,12 +2,14 @@
  * Stage counters (D7 in docs/semantics.md; docs/storage.md): after a mixed workload touching every
  * statement that changes a stage, the counters the backend reads
  * (`inspect.stageCounts`, `partitionDepth`, `topicDepth`) equal a GROUP BY over
- * the jobs computed here.
+ * the jobs computed here; and every stored stage history walks only the legal
+ * transitions of the core table (X13, `core/stage-transition.ts`).
  */
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
-import { JOB_STAGES, newJobId, RetryPolicy, topic } from "@later/runtime";
+import { JOB_STAGES, type JobStage, newJobId, RetryPolicy, topic } from "@later/runtime";
 import type { Backend } from "@later/runtime/internal";
+import { illegalStep } from "../../packages/runtime/src/core/stage-transition.js";
 import { BACKENDS, type TestDatabase } from "./backends.js";
 import { deferred, settled, useHarness, waitFor } from "./harness.js";
 
@@ -59,6 +61,30 @@ async function counted(backend: Backend): Promise<Counted> {
 }
 
 /**
+ * Asserts that the stage history of every stored job (every namespace)
+ * walks only legal transitions (X13): its first entry an insert's target,
+ * each next entry reachable from the one before by some kind of
+ * `STAGE_TRANSITIONS`, and its last entry the job's stage. Returns how many
+ * histories were checked.
+ */
+async function expectHistoriesLegal(db: TestDatabase): Promise<number> {
+  const app = db.appDatabase<Record<string, never>>();
+  try {
+    const rows = await sql<{ id: string; stage: JobStage; stages: string }>`SELECT id, stage, stages FROM later_jobs`.execute(app);
+    const illegal = rows.rows.flatMap((r) => {
+      const history = (JSON.parse(r.stages) as [JobStage, number, string?][]).map(([stage]) => stage);
+      const step = illegalStep(history);
+      if (step) return [`${r.id}: ${step.from ?? "(insert)"} -> ${step.to} in ${history.join(" > ")}`];
+      return history.at(-1) === r.stage ? [] : [`${r.id}: stage ${r.stage} but history ends ${history.at(-1)}`];
+    });
+    expect(illegal).toEqual([]);
+    return rows.rows.length;
+  } finally {
+    await app.destroy();
+  }
+}
+
+/**
  * Asserts that the backend's counters equal the recount. While a server
  * still works the two reads may straddle a commit, so they are compared
  * until they agree (a counter that drifted never would) for up to 10 s.
@@ -73,6 +99,7 @@ async function expectCountersMatch(db: TestDatabase, backend: Backend): Promise<
     const actual = await counted(backend);
     if (JSON.stringify(actual) === JSON.stringify(expected) || Date.now() > deadline) {
       expect(actual).toEqual(expected);
+      await expectHistoriesLegal(db);
       return expected;
     }
     await new Promise((r) => setTimeout(r, 20));
@@ -190,6 +217,7 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     );
     await expectCountersMatch(h.db, server.backend);
     await expectEnteredMatchesHistory(h.db, entry.name, server.backend.namespace);
+    expect(await expectHistoriesLegal(h.db)).toBeGreaterThan(60);
 
     // A partition blocked by a delayed head, with jobs and a continuation behind it: force-failed, then its history truncated.
     const head = await p.enqueueToPartition("order", { head: true }, { topic: "orders", partition: 2 }, { delayMs: 3_600_000 });

@@ -10,6 +10,7 @@
  * | `PARENT_NOT_FOUND` | {@link ParentNotFoundError} | continuation of a job id the database does not hold |
  * | `JOB_NOT_FOUND` | {@link JobNotFoundError} | `retry`/`delete` of a job id the namespace does not hold |
  * | `JOB_ACTION_REFUSED` | {@link JobActionRefusedError} | `retry` of a job that has not failed, `delete` of an unfinished one |
+ * | `JOB_TYPE_NOT_FOUND` | {@link JobTypeNotFoundError} | `pause`/`resume` of a job type the namespace does not know |
  * | `SCHEMA_VERSION_MISMATCH` | {@link SchemaVersionError} | database schema behind or ahead of this release |
  * | `DATABASE_NOT_FOUND` | {@link DatabaseNotFoundError} | a SQLite file that does not exist, opened without `autoMigrate` (nothing is created) |
  * | `DATABASE_UNAVAILABLE` | {@link DatabaseUnavailableError} | the database cannot be opened or written (`transient`: it may be reachable soon) |
@@ -31,6 +32,7 @@
  * | `DRAIN_LIMIT` | {@link DrainLimitError} | the testing kit's `drain()` ran more attempts than its `maxAttempts` (jobs that keep enqueueing jobs) |
  * | `INVALID_RESULT` | {@link InvalidResultError} | a handler resolved to a value over 64 KiB of JSON, or one JSON cannot hold: the attempt failed |
  * | `WAIT_TIMEOUT` | {@link WaitTimeoutError} | `waitFor` saw no terminal stage within its `timeoutMs` |
+ * | `MIDDLEWARE_MISUSE` | {@link MiddlewareMisuseError} | a middleware hook called `next()` a second time |
  */
 export type LaterErrorCode =
   | "INVALID_CONFIG"
@@ -38,6 +40,7 @@ export type LaterErrorCode =
   | "PARENT_NOT_FOUND"
   | "JOB_NOT_FOUND"
   | "JOB_ACTION_REFUSED"
+  | "JOB_TYPE_NOT_FOUND"
   | "SCHEMA_VERSION_MISMATCH"
   | "DATABASE_NOT_FOUND"
   | "DATABASE_UNAVAILABLE"
@@ -58,7 +61,8 @@ export type LaterErrorCode =
   | "RECORD_TOO_LARGE"
   | "DRAIN_LIMIT"
   | "INVALID_RESULT"
-  | "WAIT_TIMEOUT";
+  | "WAIT_TIMEOUT"
+  | "MIDDLEWARE_MISUSE";
 
 /** Base class of every error later throws on purpose. */
 export class LaterError extends Error {
@@ -296,6 +300,35 @@ export class WaitTimeoutError extends LaterError {
     super("WAIT_TIMEOUT", `job ${jobId} did not finish within ${timeoutMs} ms (waitFor's timeoutMs); it may still run, wait again or look it up`);
     this.jobId = jobId;
     this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * `pause` or `resume` of a job type the namespace does not know (docs/semantics.md
+ * X4): no server of the namespace handles it, no job or schedule of it is
+ * stored, and the caller does not handle it either. Nothing was written, so
+ * that a typo never pauses a name nothing will ever run.
+ */
+export class JobTypeNotFoundError extends LaterError {
+  readonly jobType: string;
+  constructor(jobType: string, action: string) {
+    super(
+      "JOB_TYPE_NOT_FOUND",
+      `${action}: job type "${jobType}" is not known in this namespace (no server handles it, no job or schedule of it is stored); nothing was changed`,
+    );
+    this.jobType = jobType;
+  }
+}
+
+/**
+ * A middleware hook (docs/semantics.md X10) called its `next()` a second
+ * time: what it wraps (the insert, the handler) runs once per call. The
+ * second call rejects with this; at enqueue it rejects the enqueue, around
+ * an attempt it fails the attempt (retried per policy).
+ */
+export class MiddlewareMisuseError extends LaterError {
+  constructor(message: string) {
+    super("MIDDLEWARE_MISUSE", message);
   }
 }
 

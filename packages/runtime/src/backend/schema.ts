@@ -38,7 +38,9 @@ export interface LaterJobsTable {
   seq: number | null;
   /** Continuations inserted for this job so far (see the PostgreSQL finish). */
   waiters: number;
-  /** X6: the handler's result, JSON text, stored with the success; null: none (migration 17). Left out of inserts (null). */
+  /** X10: the job's metadata, a JSON object the enqueue middleware set; null: none (migration 14). */
+  meta: string | null;
+  /** X6: the handler's result, JSON text, stored with the success; null: none (migration 16). Left out of inserts (null). */
   result: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
@@ -228,6 +230,15 @@ export interface LaterServersTable {
   job_types: string;
 }
 
+/** A paused job type or topic of a namespace (docs/semantics.md X4, migration 13): a row while paused. */
+export interface LaterPausedTable {
+  namespace: string;
+  /** `type` (a job type) or `topic`. */
+  kind: string;
+  name: string;
+  paused_at: number;
+}
+
 export interface LaterDatabase {
   later_jobs: LaterJobsTable;
   later_migrations: LaterMigrationsTable;
@@ -248,4 +259,5 @@ export interface LaterDatabase {
   later_activity_marks: LaterActivityMarksTable;
   later_queue_length: LaterQueueLengthTable;
   later_servers: LaterServersTable;
+  later_paused: LaterPausedTable;
 }

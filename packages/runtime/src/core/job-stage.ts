@@ -37,6 +37,7 @@
  * `PermanentJobError` failure also with a note ({@link StageNote}). From outside (X7): `retry` puts a `failed`
  * job back to `enqueued` (failed ──retry──► enqueued, a partitioned one at
  * its partition's end); `delete` removes a `success` or `failed` job.
+ * Every legal change, by kind, is in `STAGE_TRANSITIONS` (`stage-transition.ts`, X13).
  */
 export type JobStage = "enqueued" | "delayed" | "waiting" | "running" | "requeued" | "success" | "failed";
 

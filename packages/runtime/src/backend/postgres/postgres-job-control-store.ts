@@ -18,10 +18,14 @@ import { RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job
 import type * as B from "../backend.js";
 import { retryableRow } from "../shared/retryable-row.js";
 import { stageList } from "../shared/stage-list.js";
+import { PauseStatements } from "../shared/pause-statements.js";
 import { retryConflicts } from "./postgres-errors.js";
 import { statement, type Statement } from "./postgres-statement.js";
 import type { PostgresRunner } from "./postgres-runner.js";
-import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
+import { transition, transitionTail } from "./postgres-transition.js";
+
+/** The wake-up a resume sends: `$1` channel, `$2` payload (the backend's own, as its other writes). */
+const NOTIFY = statement("SELECT pg_notify($1, $2)");
 
 /** The statement of each target form. */
 interface ByTarget {
@@ -41,13 +45,17 @@ export class PostgresJobControlStore implements B.JobControlStore {
   private readonly remove: ByTarget;
   /** `$1` namespace, `$2` stage, `$3` job type (null: any), by action. */
   private readonly count: Record<"retry" | "delete", Statement>;
+  /** X4's statements, written once (`shared/pause-statements.ts`). */
+  private readonly pauses: PauseStatements;
 
   constructor(
     private readonly host: PostgresRunner,
     schema: string,
   ) {
+    this.pauses = new PauseStatements(host.compiler, host.shared, host.shared, host.namespace);
     const jobs = `${schema}.later_jobs`;
-    const counted = (moved: string) => PostgresStageCounters.countMoves(schema, "$1", moved);
+    const retried = transition({ kinds: "retry", rows: "retried", from: "old_stage", to: "'enqueued'", at: "$3::bigint" });
+    const gone = transition({ kinds: "delete", rows: "gone", from: "stage", to: null });
     const retryable = retryableRow(jobs);
     const pick = (stages: readonly JobStage[], target: string) =>
       `SELECT id, stage, topic, partition_no, seq FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(stages)} AND ${target}
@@ -67,15 +75,13 @@ export class PostgresJobControlStore implements B.JobControlStore {
   WHERE p.namespace = $1 AND p.topic = c.topic AND p.partition_no = c.partition_no
   RETURNING p.topic, p.partition_no, p.next_seq - c.n AS first
 ), retried AS (
-  UPDATE ${jobs} j SET stage = 'enqueued', run_at = $3, updated_at = $3, expires_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
-    stages = left(j.stages, -1) || ',["enqueued",' || $3::bigint || ']]',
+  UPDATE ${jobs} j SET ${retried.stage}, run_at = $3, updated_at = $3, expires_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
+    ${retried.history},
     seq = CASE WHEN j.topic IS NULL THEN j.seq ELSE r.first + n.k - 1 END
   FROM picked p LEFT JOIN numbered n ON n.id = p.id LEFT JOIN reserved r ON r.topic = n.topic AND r.partition_no = n.partition_no
   WHERE j.id = p.id
   RETURNING j.id, p.stage AS old_stage, j.topic, j.partition_no
-)${counted(moves("retried", "old_stage", "'enqueued'"))}, notified AS (
-  SELECT pg_notify($4, $5) FROM retried LIMIT 1
-)
+)${transitionTail(schema, "$1", [retried], ["$4", "$5"])}
 SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM retried ORDER BY id`);
     const remove = (target: string) =>
       statement(`WITH picked AS (
@@ -83,7 +89,7 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM retried ORDER B
 ), gone AS (
   DELETE FROM ${jobs} j USING picked p WHERE j.id = p.id
   RETURNING j.id, j.stage, j.topic, j.partition_no
-)${counted(moves("gone", "stage", null))}
+)${transitionTail(schema, "$1", [gone])}
 SELECT id FROM gone ORDER BY id`);
     const count = (stages: readonly JobStage[], extra = "") =>
       statement(`SELECT count(*)::bigint AS n FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(stages)}
@@ -91,6 +97,21 @@ SELECT id FROM gone ORDER BY id`);
     this.count = { retry: count(RETRYABLE_STAGES, ` AND ${retryable}`), delete: count(TERMINAL_STAGES) };
     this.retry = { ids: retry(byIds(6)), filter: retry(byFilter(6)) };
     this.remove = { ids: remove(byIds(3)), filter: remove(byFilter(3)) };
+  }
+
+  /** X4: a resume that deleted its row sends the backend's wake-up, so idle servers of other processes read the set again at once. */
+  async pauseSet(params: B.PauseSetParams): Promise<boolean> {
+    const changed = await this.pauses.set(params);
+    if (changed && !params.paused) await this.host.execute(NOTIFY, [...this.host.notifyArgs]);
+    return changed;
+  }
+
+  async pausedList(): Promise<B.PausedTarget[]> {
+    return this.pauses.list();
+  }
+
+  async pauseTargetKnown(params: B.PauseTargetRef): Promise<boolean> {
+    return this.pauses.known(params);
   }
 
   async retryMany(params: B.JobRetryManyParams): Promise<B.JobControlResult> {

@@ -13,14 +13,12 @@
  * of one transaction into one and delivers them only on commit, so a
  * rolled-back enqueue wakes nobody.
  */
-import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
+import { awaitedNotify, type PgTransition, transition, transitionTail } from "./postgres-transition.js";
 import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
 import { statement, type Statement } from "./postgres-statement.js";
 
 const CLAIMABLE = stageList(CLAIMABLE_STAGES);
-/** Stages whose insert wakes other servers: claimable now or later (a delayed row moves their next due time). */
-const WAKING = stageList(["enqueued", "delayed"]);
 /**
  * `stage = 'running'` written so the planner cannot use the partial index of
  * running rows for it (the `|| ''` hides the column, as `+x` does in
@@ -76,42 +74,28 @@ export const inPartition = (j: string, ns: string, topic: string, partition: str
 export const partitionOrder = (j: string, desc = false) =>
   ["namespace", "topic", "partition_no", "seq"].map((c) => `${j}.${c}${desc ? " DESC" : ""}`).join(", ");
 
-/** Appends `[stage, ms]` to a `stages` column; `stage` and `ms` are SQL expressions. */
-const appendStage = (column: string, stage: string, ms: string) => `left(${column}, -1) || ',["' || ${stage} || '",' || ${ms} || ']]'`;
-
 /**
- * {@link appendStage} with a note (docs/semantics.md J1): `[stage, ms, note]`
- * when the SQL text expression `note` is not null, else `[stage, ms]`. Only
- * the statements that may write a note use it; the claim and the successes
- * keep the plain append.
+ * The release of the waiting continuations `k` (CTE `rows`, returning
+ * `stage`, `topic`, `partition_no`) of a succeeded parent at time `now` (a
+ * parameter): `delayed` while its own time (a delay given at enqueue) is
+ * still to come, its `run_at` kept; else `enqueued`, runnable now.
  */
-export const appendNotedStage = (column: string, stage: string, ms: string, note: string) =>
-  `left(${column}, -1) || ',["' || ${stage} || '",' || ${ms} || coalesce(',' || to_json(${note})::text, '') || ']]'`;
+export const releaseChild = (rows: string, now: string) =>
+  transition({
+    kinds: "releaseChild",
+    rows,
+    alias: "k",
+    from: "'waiting'",
+    to: `CASE WHEN k.run_at > ${now}::bigint THEN 'delayed' ELSE 'enqueued' END`,
+    at: `${now}::bigint`,
+  });
 
-/**
- * The SET list that releases a waiting continuation `k` of a succeeded
- * parent at time `now` (a parameter): `delayed` while its own time (a delay
- * given at enqueue) is still to come, its `run_at` kept; else `enqueued`,
- * runnable now. Every SET expression reads the row as it was.
- */
-export const releasedTo = (now: string) => {
-  const stage = `CASE WHEN k.run_at > ${now}::bigint THEN 'delayed' ELSE 'enqueued' END`;
-  return `stage = ${stage}, run_at = greatest(k.run_at, ${now}::bigint), updated_at = ${now}, stages = ${appendStage("k.stages", stage, `${now}::bigint`)}`;
-};
+/** The SET list of {@link releaseChild} `t` at time `now`. Every SET expression reads the row as it was. */
+export const releasedTo = (t: PgTransition, now: string) => `${t.stage}, run_at = greatest(k.run_at, ${now}::bigint), updated_at = ${now}, ${t.history}`;
 
-/**
- * The CTE `woken` (X6): one notification on the done channel (`channel`, a
- * parameter; empty payload, the waiters re-read their rows) when a row of
- * `from` (default `done`) matching `where` is awaited, at most once per
- * statement. A statement that makes jobs terminal ends with it, so a waiter
- * (`waitFor`, which marks its row awaited after it LISTENs) wakes on the
- * commit; for rows nobody awaits it costs a filter over rows the statement
- * already holds. Referenced by the final SELECT, else PostgreSQL skips it.
- */
-export const WOKEN = (channel: string, where = "true", from = "done") =>
-  `woken AS (
-  SELECT pg_notify(${channel}, '') FROM ${from} WHERE awaited AND ${where} LIMIT 1
-)`;
+/** A claim put back (`release`): `enqueued` after a first attempt, else `requeued`; the attempt is undone by the caller's SET list. */
+export const putBack = (rows: string, at: string, note: string) =>
+  transition({ kinds: "release", rows, from: "'running'", to: "CASE WHEN j.attempt <= 1 THEN 'enqueued' ELSE 'requeued' END", at, note });
 
 export class PostgresJobQueries {
   /**
@@ -167,7 +151,7 @@ export class PostgresJobQueries {
    * `$1` ids, `$2` jsonb `{ id: [attempt, stage, run_at, error, note, result?] }` (note: the
    * history entry's, only for a permanent failure, else null; result: a success's JSON text, X6), `$3` now,
    * `$4` expires_at, `$5` namespace, `$6` lease-expired-before guard, `$7`/`$8` channel and payload,
-   * `$9` the done channel, notified when a row made terminal is awaited (see {@link WOKEN}).
+   * `$9` the done channel, notified when a row made terminal is awaited (see `awaitedNotify` in postgres-transition.ts).
    */
   readonly finish: Statement;
   /**
@@ -225,107 +209,106 @@ export class PostgresJobQueries {
 
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
-    /** The counter CTEs of a statement in namespace `ns` (see postgres-stage-counters.ts). */
-    const counted = (ns: string, ...moved: string[]) => PostgresStageCounters.countMoves(schema, ns, moved.join(" UNION ALL "));
+    /** The counter and wake-up CTEs of a statement's transitions in namespace `ns` (see postgres-transition.ts). */
+    const tail = (ns: string, transitions: PgTransition[], notify?: [string, string]) => transitionTail(schema, ns, transitions, notify);
+    const inserted = transition({ kinds: "insert", rows: "ins", from: null, to: "r.stage", at: "$3::bigint" });
     this.insert = statement(`WITH ins AS (
-  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq)
+  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta)
   SELECT r.id, $2, r.job_type, r.payload, r.stage, 0, r.retry_policy, r.timeout_ms, r.run_at, r.parent_id, r.last_error,
-         '[["' || r.stage || '",' || $3::bigint || ']]', $3, $3, r.expires_at, r.topic, r.partition_no, r.seq
+         ${inserted.first}, $3, $3, r.expires_at, r.topic, r.partition_no, r.seq, r.meta
   FROM json_to_recordset($1::json) AS r(id text, job_type text, payload text, stage text, retry_policy text, timeout_ms bigint, run_at bigint, parent_id text,
-    last_error text, expires_at bigint, topic text, partition_no integer, seq bigint)
+    last_error text, expires_at bigint, topic text, partition_no integer, seq bigint, meta text)
   ON CONFLICT (id) DO NOTHING
   RETURNING stage, topic, partition_no
-)${counted("$2", moves("ins", null, "stage"))}
-SELECT count(*)::int AS inserted,
-  (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM ins WHERE stage IN ${WAKING} LIMIT 1) n)::int AS notified
-FROM ins`);
+)${tail("$2", [inserted], ["$4", "$5"])}
+SELECT count(*)::int AS inserted, (SELECT count(*) FROM notified)::int AS notified FROM ins`);
     // The UPDATE finds its rows by `id = ANY(ARRAY(...))`, an index probe of the primary key per
     // claimed id. Joined with `FROM ready` instead, the planner hashed the whole table to find
     // 500 rows (a sequential scan of every job, finished ones included, per claim: 5 of a 12 ms
     // claim of 500 among 20,000 jobs). Every row of `ready` is updated (this statement holds
     // their locks), so the counters take the old stages from `ready`.
+    const claimed = transition({ kinds: "claim", rows: "claimed", leftRows: "ready", from: "stage", to: "'running'", at: "$2::bigint" });
     this.claim = statement(`WITH ready AS (
   SELECT id, stage, topic, partition_no FROM ${jobs}
   WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at <= $2 AND job_type = ANY($3::text[])
   ORDER BY run_at LIMIT $4
   FOR UPDATE SKIP LOCKED
 ), claimed AS (
-  UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $5, lease_expires_at = $6, updated_at = $2,
-    stages = ${appendStage("j.stages", "'running'", "$2::bigint")}
+  UPDATE ${jobs} j SET ${claimed.stage}, attempt = j.attempt + 1, lease_owner = $5, lease_expires_at = $6, updated_at = $2,
+    ${claimed.history}
   WHERE j.id = ANY(ARRAY(SELECT id FROM ready))
-  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, j.topic, j.partition_no, j.timeout_ms
-)${counted("$1", moves("claimed", null, "'running'"), moves("ready", "stage", null))}
-(SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at, run_at, timeout_ms FROM claimed ORDER BY run_at, id)
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, j.topic, j.partition_no, j.timeout_ms, j.meta
+)${tail("$1", [claimed])}
+(SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at, run_at, timeout_ms, meta FROM claimed ORDER BY run_at, id)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, (
   SELECT min(run_at) FROM ${jobs}
   WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at > $2 AND job_type = ANY($3::text[])
-), NULL, NULL WHERE (SELECT count(*) FROM claimed) < $4`);
+), NULL, NULL, NULL WHERE (SELECT count(*) FROM claimed) < $4`);
     // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error, note?]: a binary search in the jsonb object.
     const out = (i: number) => `($2::jsonb -> j.id ->> ${i})`;
+    const done = transition({ kinds: ["succeed", "requeue", "fail", "rescue"], rows: "done", from: "'running'", to: out(1), at: "$3::bigint", note: out(4) });
+    const released = releaseChild("released", "$3");
     this.finish = statement(`WITH done AS (
-  UPDATE ${jobs} j SET stage = ${out(1)}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
+  UPDATE ${jobs} j SET ${done.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
     run_at = CASE WHEN ${out(1)} = 'requeued' THEN ${out(2)}::bigint ELSE j.run_at END,
     expires_at = CASE WHEN ${out(1)} = 'requeued' THEN NULL ELSE $4::bigint END,
     last_error = CASE WHEN ${out(1)} = 'success' THEN j.last_error ELSE ${out(3)} END,
-    stages = ${appendNotedStage("j.stages", out(1), "$3::bigint", out(4))},
+    ${done.history},
     result = CASE WHEN ${out(1)} = 'success' THEN ${out(5)} ELSE j.result END
   WHERE ${idIn("j.id", "$1")} AND j.attempt = ${out(0)}::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
     AND coalesce(j.lease_expires_at, 0) < $6
   RETURNING j.id, j.attempt, j.stage, j.last_error, j.waiters, j.topic, j.partition_no, j.awaited
 ), released AS (
-  UPDATE ${jobs} k SET ${releasedTo("$3")}
+  UPDATE ${jobs} k SET ${releasedTo(released, "$3")}
   WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE stage = 'success')
   RETURNING k.id, k.stage, k.topic, k.partition_no
-)${counted("$5", moves("done", "'running'", "stage"), moves("released", "'waiting'", "stage"))}, notified AS (
-  SELECT pg_notify($7, $8) FROM (SELECT 1 FROM released UNION ALL SELECT 1 FROM done WHERE stage = 'requeued' LIMIT 1) x
-), ${WOKEN("$9", "stage <> 'requeued'")}
+)${tail("$5", [done, released], ["$7", "$8"])}${awaitedNotify("done", "$9", "stage <> 'requeued'")}
 SELECT d.id, d.attempt, d.stage, d.last_error, d.waiters,
   (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM woken)::int AS woken
 FROM done d`);
+    const succeeded = transition({ kinds: "succeed", rows: "done", from: "'running'", to: "'success'", at: "$3::bigint" });
     this.finishSuccess = statement(`WITH done AS (
-  UPDATE ${jobs} j SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4,
-    stages = ${appendStage("j.stages", "'success'", "$3::bigint")}, result = $9::jsonb ->> j.id
+  UPDATE ${jobs} j SET ${succeeded.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4,
+    ${succeeded.history}, result = $9::jsonb ->> j.id
   WHERE ${idIn("j.id", "$1")} AND j.attempt = ($2::jsonb ->> j.id)::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
   RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited
 ), released AS (
-  UPDATE ${jobs} k SET ${releasedTo("$3")}
+  UPDATE ${jobs} k SET ${releasedTo(released, "$3")}
   WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE waiters > 0)
   RETURNING k.stage, k.topic, k.partition_no
-)${counted("$5", moves("done", "'running'", "'success'"), moves("released", "'waiting'", "stage"))}, notified AS (
-  SELECT pg_notify($6, $7) FROM released LIMIT 1
-), ${WOKEN("$10")}
+)${tail("$5", [succeeded, released], ["$6", "$7"])}${awaitedNotify("done", "$10")}
 SELECT count(*)::int AS applied, CASE WHEN count(*) < $8 THEN string_agg(id, ',') END AS ids,
   string_agg(id, ',') FILTER (WHERE waiters > 0) AS marked,
   (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM woken)::int AS woken
 FROM done`);
+    const failedChild = transition({ kinds: "failChild", rows: "failed", alias: "k", from: "'waiting'", to: "'failed'", at: "$3::bigint" });
     this.failChildren = statement(`WITH failed AS (
-  UPDATE ${jobs} k SET stage = 'failed', updated_at = $3, expires_at = $4, last_error = f.reason,
-    stages = ${appendStage("k.stages", "'failed'", "$3::bigint")}
+  UPDATE ${jobs} k SET ${failedChild.stage}, updated_at = $3, expires_at = $4, last_error = f.reason,
+    ${failedChild.history}
   FROM unnest($1::text[], $2::text[]) AS f(parent_id, reason)
   WHERE k.parent_id = f.parent_id AND k.namespace = $5 AND k.stage = 'waiting'
   RETURNING k.id, k.last_error, k.topic, k.partition_no, k.awaited
-)${counted("$5", moves("failed", "'waiting'", "'failed'"))}, ${WOKEN("$6", "true", "failed")}
+)${tail("$5", [failedChild])}${awaitedNotify("failed", "$6")}
 SELECT id, last_error, (SELECT count(*) FROM woken)::int AS woken FROM failed`);
-    const back = "CASE WHEN j.attempt <= 1 THEN 'enqueued' ELSE 'requeued' END";
+    const back = putBack("rel", "$3::bigint", "$7::text");
     this.release = statement(`WITH rel AS (
-  UPDATE ${jobs} j SET stage = ${back}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
-    stages = ${appendNotedStage("j.stages", back, "$3::bigint", "$7::text")}
+  UPDATE ${jobs} j SET ${back.stage}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
+    ${back.history}
   FROM unnest($1::text[], $2::int[]) AS c(id, attempt)
   WHERE j.id = c.id AND j.attempt = c.attempt AND j.namespace = $4 AND j.stage = 'running'
   RETURNING j.id, j.attempt + 1 AS claim_attempt, j.stage, j.topic, j.partition_no
-)${counted("$4", moves("rel", "'running'", "stage"))}, notified AS (
-  SELECT pg_notify($5, $6) FROM rel LIMIT 1
-)
+)${tail("$4", [back], ["$5", "$6"])}
 SELECT id, claim_attempt, (SELECT count(*) FROM notified)::int AS notified FROM rel`);
     this.renew = statement(`UPDATE ${jobs} SET lease_expires_at = $1
 WHERE namespace = $2 AND ${RUNNING_BY_KEY.replace("j.", "")} AND lease_owner = $3 AND ${idIn("id", "$4")}
 RETURNING id, attempt`);
+    const expired = transition({ kinds: "expire", rows: "gone", from: "stage", to: null });
     this.deleteExpired = statement(`WITH gone AS (
   DELETE FROM ${jobs} WHERE id IN (
     SELECT id FROM ${jobs} WHERE namespace = $1 AND expires_at IS NOT NULL AND expires_at < $2 LIMIT $3 FOR UPDATE SKIP LOCKED)
   RETURNING stage, topic, partition_no
-)${counted("$1", moves("gone", "stage", null))}
+)${tail("$1", [expired])}
 SELECT count(*)::int AS deleted FROM gone`);
     this.reserveSeq = statement(`UPDATE ${schema}.later_partitions SET next_seq = next_seq + $4::bigint
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 RETURNING next_seq - $4::bigint AS first`);
@@ -338,11 +321,12 @@ RETURNING id, stage, result, last_error`);
     this.readParents = statement(`UPDATE ${jobs} j SET waiters = j.waiters + 1
 WHERE j.id IN (SELECT id FROM ${jobs} WHERE ${idIn("id", "$1")} AND namespace = $2 ORDER BY id FOR UPDATE)
 RETURNING j.id, j.stage, j.last_error`);
+    const releasedChildren = releaseChild("rel", "$3");
     this.releaseChildren = statement(`WITH rel AS (
-  UPDATE ${jobs} k SET ${releasedTo("$3")}
+  UPDATE ${jobs} k SET ${releasedTo(releasedChildren, "$3")}
   WHERE ${idIn("k.parent_id", "$1")} AND k.namespace = $2 AND k.stage = 'waiting'
   RETURNING k.stage, k.topic, k.partition_no
-)${counted("$2", moves("rel", "'waiting'", "stage"))}
-SELECT count(*)::int AS released, (SELECT count(*) FROM (SELECT pg_notify($4, $5) FROM rel LIMIT 1) n)::int AS notified FROM rel`);
+)${tail("$2", [releasedChildren], ["$4", "$5"])}
+SELECT count(*)::int AS released, (SELECT count(*) FROM notified)::int AS notified FROM rel`);
   }
 }

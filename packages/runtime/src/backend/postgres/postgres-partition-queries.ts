@@ -4,13 +4,11 @@
  */
 import { TERMINAL_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
-import { appendNotedStage, idIn, inPartition, partitionOrder, releasedTo, WOKEN } from "./postgres-job-queries.js";
-import { moves, PostgresStageCounters } from "./postgres-stage-counters.js";
+import { idIn, inPartition, partitionOrder, putBack, releaseChild, releasedTo } from "./postgres-job-queries.js";
 import { statement, type Statement } from "./postgres-statement.js";
+import { awaitedNotify, type PgTransition, transition, transitionTail } from "./postgres-transition.js";
 
 const TERMINAL = stageList(TERMINAL_STAGES);
-
-const appendStage = (stage: string, ms: string) => `left(j.stages, -1) || ',["${stage}",' || ${ms} || ']]'`;
 
 /** The partition statements of one schema (see `PostgresPartitionStore`). */
 export class PostgresPartitionQueries {
@@ -36,8 +34,8 @@ export class PostgresPartitionQueries {
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
     const parts = `${schema}.later_partitions`;
-    /** The counter CTEs of a statement (see postgres-stage-counters.ts); `$1` is every statement's namespace. */
-    const counted = (...moved: string[]) => PostgresStageCounters.countMoves(schema, "$1", moved.join(" UNION ALL "));
+    /** The counter and wake-up CTEs of a statement's transitions (see postgres-transition.ts); `$1` is every statement's namespace. */
+    const tail = (transitions: PgTransition[], notify?: [string, string]) => transitionTail(schema, "$1", transitions, notify);
     // A partition's head: one probe of later_jobs_partition_head, whatever the statistics (see inPartition).
     const head = (p: string) => `SELECT j.id, j.job_type, j.stage, j.run_at FROM ${jobs} j
       WHERE ${inPartition("j", `${p}.namespace`, `${p}.topic`, `${p}.partition_no`)}
@@ -60,19 +58,20 @@ FROM unnest($4::text[], $5::int[]) AS c(topic, partition_no)
 WHERE p.namespace = $1 AND p.topic = c.topic AND p.partition_no = c.partition_no
 RETURNING p.topic, p.partition_no, p.epoch`);
     // The heads are locked first (id order, as every writer of several job rows) to read the stage each leaves.
+    const run = transition({ kinds: "claim", rows: "run", from: "old_stage", to: "'running'", at: "$3::bigint" });
     this.headsRun = statement(`WITH heads AS (
   SELECT id, stage FROM ${jobs} WHERE namespace = $1 AND ${idIn("id", "$4")} ORDER BY id FOR UPDATE
 ), run AS (
-  UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = $3,
-    stages = ${appendStage("running", "$3::bigint")}
+  UPDATE ${jobs} j SET ${run.stage}, attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = $3,
+    ${run.history}
   FROM heads h WHERE j.id = h.id
-  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, h.stage AS old_stage
-)${counted(moves("run", "old_stage", "'running'"))}
-SELECT id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, seq, topic, partition_no FROM run`);
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, h.stage AS old_stage, j.meta
+)${tail([run])}
+SELECT id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, seq, topic, partition_no, meta FROM run`);
     // A head still `running` under a free lease: its claimer is gone; taken over without a new attempt (lostAttempt).
     this.headsTakeOver = statement(`UPDATE ${jobs} j SET lease_owner = $2, updated_at = $3
 WHERE j.namespace = $1 AND ${idIn("j.id", "$4")} AND j.stage = 'running'
-RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no`);
+RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, j.meta`);
     this.held = statement(`SELECT 1 AS ok FROM ${parts}
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE`);
     // A success, and the next head claimed (or the lease freed), in one statement: the hot path of a
@@ -86,11 +85,16 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
     // $1 ns, $2 topic, $3 partition, $4 epoch, $5 owner, $6 id, $7 now, $8 expires_at, $9 attempt,
     // $10 claim next?, $11 job types, $12 next lease expiry, $13/$14 notify channel and payload,
     // $15 the result's JSON text (null: none, X6), $16 the done channel.
+    const done = transition({ kinds: "succeed", rows: "done", from: "'running'", to: "'success'", at: "$7::bigint" });
+    const released = releaseChild("released", "$7");
+    // The next head: claimed from its stage; a waiting continuation of the head is released (`enqueued`) then claimed.
+    const claimed = transition({ kinds: "claim", rows: "claimed", from: "old_stage", to: "'running'", at: "$7::bigint" });
+    const releasedNow = transition({ kinds: "releaseChild", rows: "claimed", from: "'waiting'", to: "'enqueued'", at: "$7::bigint" });
     this.successNext = statement(`WITH held AS (
   SELECT 1 FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
 ), done AS (
-  UPDATE ${jobs} j SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
-    stages = ${appendStage("success", "$7::bigint")}, result = $15::text
+  UPDATE ${jobs} j SET ${done.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
+    ${done.history}, result = $15::text
   WHERE j.id = $6 AND j.attempt = $9 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
   RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited
 ), nxt AS (
@@ -102,11 +106,9 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
   SELECT id, stage FROM nxt WHERE job_type = ANY($11::text[])
     AND (stage = 'enqueued' OR (stage IN ('delayed', 'requeued') AND run_at <= $7) OR (stage = 'waiting' AND parent_id = $6 AND run_at <= $7))
 ), released AS (
-  UPDATE ${jobs} k SET ${releasedTo("$7")}
+  UPDATE ${jobs} k SET ${releasedTo(released, "$7")}
   WHERE k.stage = 'waiting' AND k.namespace = $1 AND k.parent_id IN (SELECT id FROM done) AND k.id NOT IN (SELECT id FROM ready)
   RETURNING k.id, k.stage, k.topic, k.partition_no
-), notified AS (
-  SELECT pg_notify($13, $14) FROM released LIMIT 1
 ), lease AS (
   UPDATE ${parts} p SET
     lease_owner = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN p.lease_owner END,
@@ -115,17 +117,16 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
   WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3 AND p.epoch = $4 AND EXISTS (SELECT 1 FROM done)
   RETURNING p.epoch
 ), claimed AS (
-  UPDATE ${jobs} j SET stage = 'running', attempt = j.attempt + 1, lease_owner = $5, updated_at = $7,
+  UPDATE ${jobs} j SET ${claimed.stage}, attempt = j.attempt + 1, lease_owner = $5, updated_at = $7,
     run_at = CASE WHEN r.stage = 'waiting' THEN $7::bigint ELSE j.run_at END,
-    stages = CASE WHEN r.stage = 'waiting' THEN left(j.stages, -1) || ',["enqueued",' || $7::bigint || '],["running",' || $7::bigint || ']]'
-      ELSE ${appendStage("running", "$7::bigint")} END
+    stages = CASE WHEN r.stage = 'waiting' THEN ${claimed.append(releasedNow.append("j.stages"))} ELSE ${claimed.append("j.stages")} END
   FROM ready r WHERE j.id = r.id
-  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, r.stage AS old_stage
-)${counted(moves("done", "'running'", "'success'"), moves("released", "'waiting'", "stage"), moves("claimed", "old_stage", "'running'"))}, ${WOKEN("$16")}
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, r.stage AS old_stage, j.meta
+)${tail([done, released, claimed], ["$13", "$14"])}${awaitedNotify("done", "$16")}
 SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM woken)::int AS woken,
   (SELECT count(*) FROM released)::int + (SELECT count(*) FROM claimed WHERE old_stage = 'waiting')::int AS released,
   (SELECT max(waiters) FROM done) AS waiters, (SELECT count(*) FROM notified)::int AS notified, (SELECT epoch FROM lease) AS epoch,
-  c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq
+  c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq, c.meta
 FROM (SELECT 1) one LEFT JOIN claimed c ON true`);
     this.leaseFree = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);
@@ -133,7 +134,7 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);
     // order, as every writer of several), their lease freed and their heads put back, attempt undone.
     // $1 ns, $2 owner, $3 topics, $4 partitions, $5 epochs, $6 ids, $7 attempts, $8 now, $9/$10 notify channel and payload,
     // $11 the history entry's note (null: none; docs/semantics.md J9).
-    const back = "CASE WHEN j.attempt <= 1 THEN 'enqueued' ELSE 'requeued' END";
+    const back = putBack("rel", "$8::bigint", "$11::text");
     this.headRelease = statement(`WITH c AS (
   SELECT * FROM unnest($3::text[], $4::int[], $5::bigint[], $6::text[], $7::int[]) AS c(topic, partition_no, epoch, id, attempt)
 ), held AS (
@@ -144,14 +145,12 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);
   WHERE p.namespace = $1 AND p.topic = h.topic AND p.partition_no = h.partition_no
   RETURNING p.topic
 ), rel AS (
-  UPDATE ${jobs} j SET stage = ${back}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $8,
-    stages = ${appendNotedStage("j.stages", back, "$8::bigint", "$11::text")}
+  UPDATE ${jobs} j SET ${back.stage}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $8,
+    ${back.history}
   FROM c JOIN held h ON h.topic = c.topic AND h.partition_no = c.partition_no
   WHERE j.id = c.id AND j.attempt = c.attempt AND j.namespace = $1 AND j.stage = 'running'
   RETURNING j.id, j.stage, j.topic, j.partition_no
-)${counted(moves("rel", "'running'", "stage"))}, notified AS (
-  SELECT pg_notify($9, $10) FROM rel LIMIT 1
-)
+)${tail([back], ["$9", "$10"])}
 SELECT id, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM freed)::int AS freed FROM rel`);
     // The rows are locked first, in (topic, partition) order: an enqueue reserves sequences in that
     // order inside its transaction, and a renewal taking them in another order would deadlock with it.
@@ -176,24 +175,26 @@ RETURNING p.topic, p.partition_no, p.epoch`);
 SELECT member_id FROM ${schema}.later_partition_members WHERE namespace = $1 AND expires_at > $4
 UNION SELECT member_id FROM up ORDER BY member_id`);
     this.memberRemove = statement(`DELETE FROM ${schema}.later_partition_members WHERE namespace = $1 AND member_id = $2`);
+    const forced = transition({ kinds: "forceFail", rows: "failed", from: "old_stage", to: "'failed'", at: "$3::bigint" });
     this.forceFail = statement(`WITH head AS (
   SELECT id, stage FROM ${jobs} WHERE namespace = $1 AND id = $2 FOR UPDATE
 ), failed AS (
-  UPDATE ${jobs} j SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4, last_error = $5,
-    stages = ${appendStage("failed", "$3::bigint")}
+  UPDATE ${jobs} j SET ${forced.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4, last_error = $5,
+    ${forced.history}
   FROM head h WHERE j.id = h.id
   RETURNING j.topic, j.partition_no, h.stage AS old_stage, j.awaited
-)${counted(moves("failed", "old_stage", "'failed'"))}, ${WOKEN("$6", "true", "failed")}
+)${tail([forced])}${awaitedNotify("failed", "$6")}
 SELECT count(*)::int AS failed, (SELECT count(*) FROM woken)::int AS woken FROM failed`);
     this.lock = statement(`SELECT 1 FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 FOR UPDATE`);
     this.bumpEpoch = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL, epoch = epoch + 1
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3`);
+    const truncated = transition({ kinds: "truncate", rows: "gone", from: "stage", to: null });
     this.truncate = statement(`WITH gone AS (
   DELETE FROM ${jobs} WHERE id IN (
     SELECT j.id FROM ${jobs} j WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage IN ${TERMINAL}
     ORDER BY ${partitionOrder("j", true)} OFFSET $4)
   RETURNING stage, topic, partition_no
-)${counted(moves("gone", "stage", null))}
+)${tail([truncated])}
 SELECT 1 AS one FROM gone`);
   }
 }

@@ -10,9 +10,12 @@
  *
  * How they are kept (since migration 5; migration 4 used triggers, see
  * `postgres-counter-migrations.ts`):
- * - Every statement that changes a job's stage ends with the CTEs of
- *   {@link PostgresStageCounters.countMoves}: its changed rows, which it
- *   returns anyway, become moves, the moves one net, and the net two
+ * - Every statement that changes a job's stage declares its changes as
+ *   transitions of the core table (`core/stage-transition.ts`, X13) and
+ *   ends with `transitionTail` (`postgres-transition.ts`), the one path
+ *   that also writes the history entry and the wake-up; the tail holds the
+ *   CTEs of {@link PostgresStageCounters.countMoves}: its changed rows, which it
+ *   returns anyway, become moves ({@link moves}), the moves one net, and the net two
  *   upserts (per stage, and per partition for unfinished topic jobs). A
  *   claim of 500 jobs writes two counter rows (`enqueued` −500, `running`
  *   +500). The old stage of an updated row comes from the row the
@@ -24,9 +27,10 @@
  *   finish in batches of 500 that cost about 4 µs of server CPU per job
  *   (+11 %), and a whole function call per one-row statement (a partition
  *   head's finish). The CTEs aggregate only the few columns they need.
- *   The price: a statement written later that changes a stage must count
- *   its moves; the conformance test that compares the counters with a
- *   `GROUP BY` after a mixed workload is what catches one that does not.
+ *   The price: a statement written later that changes a stage must go
+ *   through `transitionTail`; the conformance test that compares the
+ *   counters with a `GROUP BY` after a mixed workload (and checks every
+ *   stored history against the transition table) catches one that does not.
  * - One upsert per table per statement: PostgreSQL does not allow a
  *   statement to update one row twice, so every move of a statement goes
  *   into one net first.

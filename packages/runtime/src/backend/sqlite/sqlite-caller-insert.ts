@@ -18,6 +18,7 @@ import { type RunStatement, SharedStatement, sqliteCompiler } from "../shared/sh
 import { isKyselyExecutor } from "./kysely-executor.js";
 import { transactionRefusal } from "../transaction-refusal.js";
 import { StageDeltas } from "./sqlite-stage-counters.js";
+import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
 
 interface InNamespace {
   namespace: string;
@@ -66,6 +67,7 @@ const INSERT = new SharedStatement<Omit<LaterJobsTable, "result">, void>({
       partition_no: $("partition_no"),
       seq: $("seq"),
       waiters: $("waiters"),
+      meta: $("meta"),
     }),
   read: () => undefined,
 });
@@ -108,7 +110,7 @@ export async function insertIntoCallerTransaction(
       run_at: job.runAt,
       parent_id: job.parentId ?? null,
       last_error: error,
-      stages: JSON.stringify([[stage, params.now]]),
+      stages: SqliteTransition.first(stage, params.now),
       created_at: params.now,
       updated_at: params.now,
       expires_at: expiresAt,
@@ -118,9 +120,10 @@ export async function insertIntoCallerTransaction(
       partition_no: job.partition ?? null,
       seq,
       waiters: 0,
+      meta: job.meta ?? null,
     });
     stages.push(stage);
-    deltas.move(null, stage, job.topic, job.partition);
+    T.insert.count(deltas, [{ stage, topic: job.topic, partition_no: job.partition }], null);
   }
   for (const s of deltas.statements(namespace)) await run(s);
   return { stages };

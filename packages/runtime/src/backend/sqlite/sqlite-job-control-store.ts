@@ -11,8 +11,11 @@ import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import { retryableRow } from "../shared/retryable-row.js";
 import { stageList } from "../shared/stage-list.js";
+import { PauseStatements } from "../shared/pause-statements.js";
+import { sqliteCompiler } from "../shared/shared-statement.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { StageDeltas, type SqliteStageCounters } from "./sqlite-stage-counters.js";
+import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
 
 /** What the store needs of the job store ({@link SqliteJobStore}): connection, namespace, counters. */
 export interface SqliteJobControlHost {
@@ -22,7 +25,29 @@ export interface SqliteJobControlHost {
 }
 
 export class SqliteJobControlStore implements B.JobControlStore {
-  constructor(private readonly host: SqliteJobControlHost) {}
+  /** X4: written once; a write in its own `BEGIN IMMEDIATE`, whose commit other processes' WAL watchers see (the resume's wake-up). */
+  private readonly pauses: PauseStatements;
+
+  constructor(private readonly host: SqliteJobControlHost) {
+    this.pauses = new PauseStatements(
+      sqliteCompiler,
+      (s) => host.conn().read(s),
+      (s) => host.conn().write(s),
+      host.namespace,
+    );
+  }
+
+  async pauseSet(params: B.PauseSetParams): Promise<boolean> {
+    return this.pauses.set(params);
+  }
+
+  async pausedList(): Promise<B.PausedTarget[]> {
+    return this.pauses.list();
+  }
+
+  async pauseTargetKnown(params: B.PauseTargetRef): Promise<boolean> {
+    return this.pauses.known(params);
+  }
 
   async retryMany(params: B.JobRetryManyParams): Promise<B.JobControlResult> {
     const c = this.host.conn();
@@ -31,8 +56,8 @@ export class SqliteJobControlStore implements B.JobControlStore {
       if (rows.length === 0) return { ids: [] };
       const ids = rows.map((r) => String(r.id));
       c.run(
-        `UPDATE later_jobs SET stage = 'enqueued', run_at = ?, updated_at = ?, expires_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
-           stages = json_insert(stages, '$[#]', json_array('enqueued', CAST(? AS INTEGER)))
+        `UPDATE later_jobs SET ${T.retry.stage}, run_at = ?, updated_at = ?, expires_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
+           ${T.retry.history}
          WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))`,
         params.now,
         params.now,
@@ -52,7 +77,7 @@ export class SqliteJobControlStore implements B.JobControlStore {
         c.run("UPDATE later_jobs SET seq = ? WHERE id = ? AND namespace = ?", next?.seq ?? null, r.id, this.host.namespace);
       }
       const deltas = new StageDeltas();
-      for (const r of rows) deltas.move(r.stage, "enqueued", r.topic, r.partition_no);
+      T.retry.count(deltas, rows, (r) => r.stage, "enqueued");
       this.host.counters.write(deltas);
       return { ids };
     });
@@ -66,7 +91,7 @@ export class SqliteJobControlStore implements B.JobControlStore {
       const ids = rows.map((r) => String(r.id));
       c.run("DELETE FROM later_jobs WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))", this.host.namespace, JSON.stringify(ids));
       const deltas = new StageDeltas();
-      for (const r of rows) deltas.move(r.stage, null, r.topic, r.partition_no);
+      T.delete.count(deltas, rows, (r) => r.stage, null);
       this.host.counters.write(deltas);
       return { ids };
     });

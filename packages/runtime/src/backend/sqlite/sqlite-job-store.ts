@@ -16,13 +16,14 @@ import { CLAIMABLE_STAGES, type JobStage } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
-import { renewedClaims, storedPolicy, storedTimeout, type Row } from "../shared/job-rows.js";
+import { renewedClaims, storedMeta, storedPolicy, storedTimeout, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { stageList } from "../shared/stage-list.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
 import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
 import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
+import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
 
 /** The ready index's predicate, word for word (`later_jobs_ready` in `sqlite-migrations.ts`; the migrations keep their literal lists, frozen as shipped). */
 const CLAIMABLE = stageList(CLAIMABLE_STAGES);
@@ -79,7 +80,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         params.limit,
       );
       const deltas = new StageDeltas();
-      for (const r of rows) deltas.move(r.stage, null, r.topic, r.partition_no);
+      T.expire.count(deltas, rows, (r) => r.stage, null);
       this.counters.write(deltas);
       return rows.length;
     });
@@ -124,8 +125,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         seq = Number(row.seq);
       }
       this.conn().run(
-        `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq)
-         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, json_array(json_array(?, CAST(? AS INTEGER))), ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta)
+         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?)`,
         job.id,
         this.namespace,
         job.jobType,
@@ -144,9 +145,10 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         job.topic ?? null,
         job.partition ?? null,
         seq,
+        job.meta ?? null,
       );
       stages.push(stage);
-      deltas.move(null, stage, job.topic, job.partition);
+      T.insert.count(deltas, [{ stage, topic: job.topic, partition_no: job.partition }], null);
     }
     this.counters.write(deltas);
     return stages;
@@ -159,11 +161,11 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     // The stage each row left is the one before 'running' in its new stage history.
     const rows = this.conn().immediate(() => {
       const claimed = this.conn().all(
-        `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
-           stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
+        `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
+           ${T.claim.history}
          WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL
                         AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
-         RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, json_extract(stages, '$[#-2][0]') AS was`,
+         RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, json_extract(stages, '$[#-2][0]') AS was, meta`,
         params.owner,
         params.leaseExpiresAt,
         params.now,
@@ -174,7 +176,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         params.limit,
       );
       const deltas = new StageDeltas();
-      for (const r of claimed) deltas.move(r.was, "running");
+      T.claim.count(deltas, claimed, (r) => r.was, "running", { topic: null, partition: null });
       this.counters.write(deltas);
       return claimed;
     });
@@ -187,6 +189,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       retryPolicy: storedPolicy(r.retry_policy),
       runAt: Number(r.run_at),
       timeoutMs: storedTimeout(r.timeout_ms),
+      meta: storedMeta(r.meta),
     }));
     if (jobs.length === params.limit) return { jobs };
     const next = this.conn().get(
@@ -223,8 +226,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
           if (result !== undefined) (results ??= {})[f.id] = result;
         }
         const rows = this.conn().all(
-          `UPDATE later_jobs SET stage = 'success', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
-             stages = json_insert(stages, '$[#]', json_array('success', CAST(? AS INTEGER))), result = ? ->> id
+          `UPDATE later_jobs SET ${T.succeed.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
+             ${T.succeed.history}, result = ? ->> id
            WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
              AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
              AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
@@ -241,18 +244,20 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         for (const r of rows) {
           applied.push({ id: String(r.id), attempt: Number(r.attempt) });
           succeeded.push(String(r.id));
-          deltas.move("running", "success", r.topic, r.partition_no);
         }
+        T.succeed.count(deltas, rows, "running", "success");
       }
       for (const f of params.finishes) {
         const o = f.outcome;
         if (o.kind === "success") continue;
         const where = `WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? AND coalesce(lease_expires_at, 0) < ? RETURNING topic, partition_no`;
         let row: Row | undefined;
+        // A PermanentJobError's entry carries the note `permanent` (docs/semantics.md J3); others stay two elements.
+        const t = o.kind === "retry" ? T.requeue : o.permanent ? T.failPermanent : T.fail;
         if (o.kind === "retry") {
           row = this.conn().get(
-            `UPDATE later_jobs SET stage = 'requeued', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
-               stages = json_insert(stages, '$[#]', json_array('requeued', CAST(? AS INTEGER))) ${where}`,
+            `UPDATE later_jobs SET ${t.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
+               ${t.history} ${where}`,
             params.now,
             o.runAt,
             o.error,
@@ -263,11 +268,9 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
             guard,
           );
         } else {
-          // A PermanentJobError's entry carries the note `permanent` (docs/semantics.md J3); others stay two elements.
-          const entry = o.permanent ? "json_array('failed', CAST(? AS INTEGER), 'permanent')" : "json_array('failed', CAST(? AS INTEGER))";
           row = this.conn().get(
-            `UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
-               stages = json_insert(stages, '$[#]', ${entry}) ${where}`,
+            `UPDATE later_jobs SET ${t.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
+               ${t.history} ${where}`,
             params.now,
             expires,
             o.error,
@@ -281,16 +284,15 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         }
         if (row) {
           applied.push({ id: f.id, attempt: f.attempt });
-          deltas.move("running", o.kind === "retry" ? "requeued" : "failed", row.topic, row.partition_no);
+          t.count(deltas, [row], "running", o.kind === "retry" ? "requeued" : "failed");
         }
       }
       let released = 0;
       if (succeeded.length > 0) {
         // A continuation with a delay still to run goes to `delayed` (its run_at kept), else to `enqueued` now.
-        const due = `CASE WHEN run_at > ? THEN 'delayed' ELSE 'enqueued' END`;
         const rows = this.conn().all(
-          `UPDATE later_jobs SET stage = ${due}, run_at = max(run_at, ?), updated_at = ?,
-             stages = json_insert(stages, '$[#]', json_array(${due}, CAST(? AS INTEGER)))
+          `UPDATE later_jobs SET ${T.releaseChild.stage}, run_at = max(run_at, ?), updated_at = ?,
+             ${T.releaseChild.history}
            WHERE parent_id IN (SELECT value FROM json_each(?)) AND namespace = ? AND stage = 'waiting' RETURNING stage`,
           params.now,
           params.now,
@@ -303,7 +305,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         released = rows.length;
         const delayed = rows.filter((r) => r.stage === "delayed").length;
         // all unfinished: no partition depth changes
-        deltas.moveMany("waiting", "enqueued", released - delayed).moveMany("waiting", "delayed", delayed);
+        T.releaseChild.countMany(deltas, "waiting", "enqueued", released - delayed);
+        T.releaseChild.countMany(deltas, "waiting", "delayed", delayed);
       }
       this.counters.write(deltas);
       this.failWaitingChildren(failed, params.now, expires);
@@ -334,7 +337,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       const parent = failed.pop()!;
       const reason = parentFailedReason(parent.id, parent.error);
       const children = this.conn().all(
-        `UPDATE later_jobs SET stage = 'failed', updated_at = ?, expires_at = ?, last_error = ?, stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER)))
+        `UPDATE later_jobs SET ${T.failChild.stage}, updated_at = ?, expires_at = ?, last_error = ?, ${T.failChild.history}
          WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id, topic, partition_no`,
         now,
         expires,
@@ -343,10 +346,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         parent.id,
         this.namespace,
       );
-      for (const c of children) {
-        failed.push({ id: String(c.id), error: reason });
-        deltas.move("waiting", "failed", c.topic, c.partition_no);
-      }
+      for (const c of children) failed.push({ id: String(c.id), error: reason });
+      T.failChild.count(deltas, children, "waiting", "failed");
     }
     this.counters.write(deltas);
   }
@@ -364,12 +365,12 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
   releaseRows(claims: readonly B.ClaimKey[], now: number, reason?: "shutdown"): B.ClaimKey[] {
     const released: B.ClaimKey[] = [];
     const deltas = new StageDeltas();
-    const note = reason === "shutdown" ? ", 'shutdown'" : "";
+    const t = reason === "shutdown" ? T.releaseShutdown : T.release;
     for (const c of claims) {
       const row = this.conn().get(
-        `UPDATE later_jobs SET stage = CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, attempt = attempt - 1,
+        `UPDATE later_jobs SET ${t.stage}, attempt = attempt - 1,
            lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
-           stages = json_insert(stages, '$[#]', json_array(CASE WHEN attempt <= 1 THEN 'enqueued' ELSE 'requeued' END, CAST(? AS INTEGER)${note}))
+           ${t.history}
          WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? RETURNING stage, topic, partition_no`,
         now,
         now,
@@ -378,7 +379,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         c.attempt,
       );
       if (!row) continue;
-      deltas.move("running", row.stage, row.topic, row.partition_no);
+      t.count(deltas, [row], "running");
       released.push(c);
     }
     this.counters.write(deltas);

@@ -300,9 +300,27 @@ DROP TABLE later_log_records;
   // EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
   // its type's and the server's; NULL: none given. Read by the claims beside the retry policy.
   { version: 12, name: "job-timeout", sql: "ALTER TABLE later_jobs ADD COLUMN timeout_ms INTEGER;" },
+  // X4: paused job types (kind 'type') and topics (kind 'topic'), one row each while paused. Every server reads
+  // the namespace's rows once per poll interval (a primary-key range: a handful of rows), never per claim.
+  {
+    version: 13,
+    name: "paused",
+    sql: `
+CREATE TABLE later_paused (
+  namespace TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('type', 'topic')),
+  name TEXT NOT NULL,
+  paused_at INTEGER NOT NULL,
+  PRIMARY KEY (namespace, kind, name)
+) WITHOUT ROWID;
+`,
+  },
+  // X10: the job's metadata (a JSON object the enqueue middleware set, e.g. a trace context), read back by the
+  // claims for the attempt middleware. NULL when none was set, so a plain enqueue stores nothing more.
+  { version: 14, name: "job-meta", sql: "ALTER TABLE later_jobs ADD COLUMN meta TEXT;" },
   // X6: a handler's resolved value as JSON text (NULL: none), written with the success. No `awaited`
   // column here (PostgreSQL has one): waiters wake on the WAL watcher, which sees every commit.
-  { version: 17, name: "job-result", sql: "ALTER TABLE later_jobs ADD COLUMN result TEXT;" },
+  { version: 16, name: "job-result", sql: "ALTER TABLE later_jobs ADD COLUMN result TEXT;" },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */

@@ -18,6 +18,7 @@ import { claimedHead, readyAt } from "../shared/partition-heads.js";
 import { stageList } from "../shared/stage-list.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { StageDeltas, type SqliteStageCounters } from "./sqlite-stage-counters.js";
+import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
 
 /** What the store needs: the connection, namespace and finish logic of the job store ({@link SqliteJobStore}). */
 export interface SqlitePartitionHost {
@@ -200,8 +201,8 @@ export class SqlitePartitionStore implements B.PartitionStore {
       if (!head) return null;
       const id = String(head.id);
       c.run(
-        `UPDATE later_jobs SET stage = 'failed', lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
-               stages = json_insert(stages, '$[#]', json_array('failed', CAST(? AS INTEGER))) WHERE id = ? AND namespace = ?`,
+        `UPDATE later_jobs SET ${T.forceFail.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
+               ${T.forceFail.history} WHERE id = ? AND namespace = ?`,
         params.now,
         expires,
         params.reason,
@@ -209,7 +210,9 @@ export class SqlitePartitionStore implements B.PartitionStore {
         id,
         this.ns,
       );
-      this.host.counters.write(new StageDeltas().move(head.stage, "failed", params.topic, params.partition));
+      const deltas = new StageDeltas();
+      T.forceFail.count(deltas, [head], (r) => r.stage, "failed", params);
+      this.host.counters.write(deltas);
       this.host.failWaitingChildren([{ id, error: params.reason }], params.now, expires);
       c.run(
         `UPDATE later_partitions SET lease_owner = NULL, lease_expires_at = NULL, epoch = epoch + 1
@@ -234,7 +237,7 @@ export class SqlitePartitionStore implements B.PartitionStore {
         params.keep,
       );
       const deltas = new StageDeltas();
-      for (const r of rows) deltas.move(r.stage, null, params.topic, params.partition);
+      T.truncate.count(deltas, rows, (r) => r.stage, null, params);
       this.host.counters.write(deltas);
       return rows.length;
     });
@@ -266,7 +269,7 @@ export class SqlitePartitionStore implements B.PartitionStore {
     if (head.stage === "running") {
       const lost = c.get(
         `UPDATE later_jobs SET lease_owner = ?, updated_at = ? WHERE id = ? AND namespace = ?
-         RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, parent_id, created_at, seq`,
+         RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, parent_id, created_at, seq, meta`,
         owner,
         now,
         id,
@@ -275,16 +278,18 @@ export class SqlitePartitionStore implements B.PartitionStore {
       return claimedHead(lost, ref, Number(p.epoch), true);
     }
     const j = c.get(
-      `UPDATE later_jobs SET stage = 'running', attempt = attempt + 1, lease_owner = ?, lease_expires_at = NULL, updated_at = ?,
-         stages = json_insert(stages, '$[#]', json_array('running', CAST(? AS INTEGER)))
-       WHERE id = ? AND namespace = ? RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, parent_id, created_at, seq, json_extract(stages, '$[#-2][0]') AS was`,
+      `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = NULL, updated_at = ?,
+         ${T.claim.history}
+       WHERE id = ? AND namespace = ? RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, parent_id, created_at, seq, json_extract(stages, '$[#-2][0]') AS was, meta`,
       owner,
       now,
       now,
       id,
       this.ns,
     )!;
-    this.host.counters.write(new StageDeltas().move(j.was, "running", ref.topic, ref.partition));
+    const deltas = new StageDeltas();
+    T.claim.count(deltas, [j], (r) => r.was, "running", ref);
+    this.host.counters.write(deltas);
     return claimedHead(j, ref, Number(p.epoch));
   }
 }

@@ -4,17 +4,21 @@
  * kept in the same transaction as every change, so reading them is a few
  * primary-key reads at any backlog (D7 in docs/semantics.md; docs/storage.md).
  *
- * How they are kept: by the statements themselves. Each statement of the
- * job, partition and recurring stores that changes a stage collects its
- * moves in a {@link StageDeltas} (from its `RETURNING` rows, or the stage it
- * just read) and {@link SqliteStageCounters.write} adds the net change, one
- * upsert per changed counter, before the transaction commits. Row triggers
+ * How they are kept: by the statements themselves, through the one path of
+ * a stage change (X13): each write site of the job, partition, control and
+ * caller-insert code takes its history SQL from the `SqliteTransition` of
+ * its kind (`sqlite-transition.ts`, built on the core table
+ * `core/stage-transition.ts`) and, through the same transition's `count`,
+ * collects its moves in a {@link StageDeltas} (from its `RETURNING` rows, or
+ * the stage it just read); {@link SqliteStageCounters.write} adds the net
+ * change, one upsert per changed counter, before the transaction commits. Row triggers
  * were measured first: one trigger program per changed row cost about
  * 4 µs of CPU per job on the claim-and-finish path (23 µs instead of 19),
  * far more than the 5% of processing the counters may cost, where a batch
  * of 32 claims pays two upserts here. The price is that a new statement
- * that changes stages must count; the conformance suite's stage-counter
- * test compares the counters with a GROUP BY after every kind of change.
+ * that changes stages must go through a transition; the conformance suite's
+ * stage-counter test compares the counters with a GROUP BY after every kind
+ * of change, and every stored history with the transition table.
  * SQLite has one writer at a time, so one row per counter never makes
  * writers wait on each other.
  *
