@@ -117,6 +117,33 @@ describe.each(BACKENDS)("job results and waitFor on $name", (entry) => {
     expect(await server.waitFor(fine, { timeoutMs: 20_000 })).toEqual({ stage: "success", result: { ok: true } });
   });
 
+  it("X6 with X10: an attempt hook's next() resolves with the handler's value; the handler's own value is stored, whatever the hooks resolve to", async () => {
+    const h = harness();
+    const seen: unknown[] = [];
+    const server = await h.start({
+      middleware: [
+        // Drops the value (resolves to nothing): the result is kept all the same.
+        { attempt: async (_ctx, next) => void (await next()) },
+        // Sees the value, and resolves to another one: not stored.
+        {
+          attempt: async (_ctx, next) => {
+            const value = await next();
+            seen.push(value);
+            return { replaced: true };
+          },
+        },
+      ],
+      handlers: { compute: { handle: () => ({ answer: 42 }) }, huge: { handle: () => "x".repeat(70_000) } },
+    });
+    const id = await server.publisher.enqueue("compute", {});
+    expect(await server.waitFor(id, { timeoutMs: 10_000 })).toEqual({ stage: "success", result: { answer: 42 } });
+    expect(seen).toEqual([{ answer: 42 }]);
+    const huge = await server.publisher.enqueue("huge", {}, { retryPolicy: RetryPolicy.fixed(0, 10) });
+    const failed = await server.waitFor(huge, { timeoutMs: 10_000 });
+    expect(failed.stage).toBe("failed");
+    expect(failed.error).toContain("INVALID_RESULT");
+  });
+
   it("X6: a failed job resolves with stage failed and its error", async () => {
     const h = harness();
     const server = await h.start({
