@@ -23,6 +23,8 @@ const DASHBOARD = [
   "ALTER TABLE later_jobs DROP COLUMN progress",
   // The job-timeout migration (SQLite 12, PostgreSQL 12).
   "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
+  // The paused migration (SQLite 13, PostgreSQL 13; X4).
+  "DROP TABLE later_paused",
   // The job-meta migration (SQLite 14, PostgreSQL 14; X10).
   "ALTER TABLE later_jobs DROP COLUMN meta",
   // The job-result migration (SQLite 16, PostgreSQL 16; PostgreSQL's `awaited` is dropped in its own list).
