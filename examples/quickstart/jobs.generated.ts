@@ -17,7 +17,7 @@ import {
   type TypedJobServer,
 } from "@later/runtime";
 import { createTypedTestJobs, type TestJobs, type TestJobsOptions } from "@later/runtime/testing";
-import type { ChainStep, ChargeCard, PostEntry, SendEmail } from "./jobs.schema.js";
+import type { ChainStep, ChargeCard, PostEntry, Results, SendEmail } from "./jobs.schema.js";
 
 /**
  * The declared jobs, by stored job type. `payload` describes each payload type: every enqueue checks the payload
@@ -53,7 +53,7 @@ export interface JobsHandles<Trx = TransactionHandle> {
   /** Enqueue `sendEmail` jobs. */
   readonly sendEmail: JobHandle<SendEmail, Trx>;
   /** Enqueue `chainStep` jobs. */
-  readonly chainStep: JobHandle<ChainStep, Trx>;
+  readonly chainStep: JobHandle<ChainStep, Trx, Results["chainStep"]>;
   /** Enqueue `chargeCard` jobs. */
   readonly chargeCard: JobHandle<ChargeCard, Trx>;
   /** Enqueue `postEntry` jobs to their partition of topic `ledger`. */
@@ -83,8 +83,8 @@ export class JobsBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<
     return this.handler("sendEmail", handler, options);
   }
 
-  /** Handles `chainStep` jobs: resolve = success, throw = retry per policy. */
-  withChainStepHandler(handler: JobHandler<JobsContext<C, Trx>, ChainStep>, options?: HandlerOptions<C>): this {
+  /** Handles `chainStep` jobs: resolve with its result (`Results["chainStep"]`, stored with the success) = success, throw = retry per policy. */
+  withChainStepHandler(handler: JobHandler<JobsContext<C, Trx>, ChainStep, Results["chainStep"]>, options?: HandlerOptions<C>): this {
     return this.handler("chainStep", handler, options);
   }
 

@@ -34,3 +34,9 @@ export interface Jobs {
    *  @partitionKey accountId */
   postEntry: PostEntry;
 }
+
+// Optional: what a job's handler resolves to, stored with its success and returned by
+// `waitFor` (jobs left out return nothing, or anything, untyped).
+export interface Results {
+  chainStep: { finishedStep: number };
+}

@@ -19,8 +19,9 @@ async function sendEmail(ctx: JobsContext<App>, email: SendEmail): Promise<void>
   console.log(`  ${ctx.app.greeting}: sending "${email.body}" to ${email.address}`);
 }
 
-async function chainStep(_ctx: JobsContext<App>, { step, of }: ChainStep): Promise<void> {
+async function chainStep(_ctx: JobsContext<App>, { step, of }: ChainStep): Promise<{ finishedStep: number }> {
   console.log(`  chain step ${step} of ${of}`);
+  return { finishedStep: step }; // the result (Results in jobs.schema.ts), stored with the success
 }
 
 async function postEntry(ctx: JobsContext<App>, entry: PostEntry): Promise<void> {
@@ -71,6 +72,9 @@ await jobs.sendEmail.enqueue({ address: "ada@example.com", body: "chain done" },
 await jobs.postEntry.enqueueToPartition({ accountId: "acct-1", cents: 500 }); // in order, on acct-1's partition
 await jobs.postEntry.enqueueToPartition({ accountId: "acct-1", cents: -200 });
 await jobs.chargeCard.enqueue({ amount: 42, requestedAt: new Date() }); // fails, retries twice, ends failed
+// Waits for the chain's last step (woken by its commit, not by polling) and reads its result.
+const last = await jobs.chainStep.waitFor(third, { timeoutMs: 10_000 });
+console.log(`the chain ended ${last.stage}, at step ${last.result?.finishedStep}`);
 
 await done;
 await server.shutdown({ deadlineMs: 5_000 });

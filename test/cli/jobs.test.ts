@@ -129,6 +129,22 @@ describe("later jobs (sqlite)", () => {
     expect(later(["jobs", "show", seeded.success.toUpperCase(), ...db]).stdout).toMatch(/^stage +success$/m);
   });
 
+  it("show prints a success's result (X6) as JSON, cut past 2000 characters", () => {
+    expect(later(["jobs", "show", seeded.success, ...db]).stdout).not.toMatch(/^result/m); // none stored
+    const sqlite = new Database(file);
+    sqlite.prepare("UPDATE later_jobs SET result = ? WHERE id = ?").run('{"messageId":"m-1"}', seeded.success);
+    sqlite.close();
+    expect(later(["jobs", "show", seeded.success, ...db]).stdout).toMatch(/^result +\{\n +"messageId": "m-1"\n +\}$/m);
+    const big = JSON.stringify({ blob: "x".repeat(5_000) });
+    const again = new Database(file);
+    again.prepare("UPDATE later_jobs SET result = ? WHERE id = ?").run(big, seeded.success);
+    again.close();
+    const out = later(["jobs", "show", seeded.success, ...db]).stdout;
+    expect(out).toMatch(/… \(truncated: 5011 bytes of JSON; --json prints it all\)/);
+    expect(out).not.toContain("x".repeat(2_100));
+    expect(JSON.parse(later(["jobs", "show", seeded.success, "--json", ...db]).stdout).result).toBe(big);
+  });
+
   it("show --json prints the whole record", () => {
     const result = later(["jobs", "show", seeded.requeued, "--json", ...db]);
     expect(result.status).toBe(0);

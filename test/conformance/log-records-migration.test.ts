@@ -46,6 +46,7 @@ async function rewind(app: Kysely<Record<string, never>>, namespace: string, tab
   await sql.raw("ALTER TABLE later_jobs DROP COLUMN progress").execute(app);
   await sql.raw("ALTER TABLE later_servers DROP COLUMN job_types").execute(app);
   await sql.raw("ALTER TABLE later_jobs DROP COLUMN timeout_ms").execute(app);
+  await sql.raw("ALTER TABLE later_jobs DROP COLUMN result").execute(app); // the job-result migration (17)
   // Migration 15 (priority, unique keys) undone too: the ready index back to (namespace, run_at).
   for (const statement of [
     "DROP INDEX later_jobs_unique",

@@ -27,6 +27,8 @@ const DASHBOARD = [
   "ALTER TABLE later_jobs DROP COLUMN progress",
   // The job-timeout migration (SQLite 12, PostgreSQL 12).
   "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
+  // The job-result migration (SQLite 17, PostgreSQL 17; PostgreSQL's `awaited` is dropped in its own list).
+  "ALTER TABLE later_jobs DROP COLUMN result",
   // The cancelled-stage migration (SQLite 16, PostgreSQL 16; X3) rebuilds indexes and (PostgreSQL) a CHECK: it applies again as it is.
   // The priority-unique migration (SQLite 15, PostgreSQL 15; X1, X2): the ready index back to (namespace, run_at).
   "DROP INDEX later_jobs_unique",
@@ -52,6 +54,7 @@ const UNDO_MIGRATION_4: Record<string, string[]> = {
   postgres: [
     ...logTables("records"),
     ...DASHBOARD,
+    "ALTER TABLE later_jobs DROP COLUMN awaited",
     "DROP INDEX later_jobs_parent",
     ...["insert", "update", "delete"].map((t) => `DROP FUNCTION IF EXISTS later_jobs_count_${t}() CASCADE`),
     "DROP FUNCTION IF EXISTS later_counter_shard()",

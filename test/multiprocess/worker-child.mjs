@@ -13,7 +13,8 @@
 // outcome write also goes to the attempt log (attempt-log-writer.mjs).
 // A payload may also say how its attempts go (the soak's producer chooses it):
 // `ms` the work takes (default `handlerDelayMs`; the wait ends early when the
-// claim's signal aborts, logged `aborted`) and `fail`: attempts 1..fail throw.
+// claim's signal aborts, logged `aborted`) and `fail`: attempts 1..fail throw;
+// `result`: the handler resolves to it (stored with the success, X6).
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { BackgroundJobServer, topic } from "@later/runtime";
@@ -63,6 +64,7 @@ const handler = {
     if (config.logFile) appendFileSync(config.logFile, `${ctx.jobId}\n`);
     end?.("ok");
     if (config.printDone) say(`done ${ctx.jobId} ${ctx.attempt} ${Date.now()}`);
+    return payload?.result; // X6: a payload may name the handler's result
   },
 };
 

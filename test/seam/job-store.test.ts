@@ -729,4 +729,59 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       await expectCountersMatch(s);
     });
   });
+
+  describe("readOutcomes", () => {
+    it("X6: stage, result and last error of the given ids; unknown ids left out; a success's result stored by finishMany (a plain success, a batch with a failure, a retry)", async () => {
+      const s = seam();
+      const [a, b, c, d] = Array.from({ length: 4 }, () => jobInsert());
+      await s.backend.jobs.insertMany({ jobs: [a!, b!, c!, d!], now: NOW });
+      expect(await s.backend.jobs.readOutcomes({ ids: [] })).toEqual([]);
+      const claimed = (await claim(s.backend, 4)).jobs;
+      expect(claimed).toHaveLength(4);
+      // Successes only (the hot statement): one with a result, one without.
+      await s.backend.jobs.finishMany({
+        finishes: [
+          { id: a!.id, attempt: 1, outcome: { kind: "success", result: '{"n":1}' } },
+          { id: b!.id, attempt: 1, outcome: { kind: "success" } },
+        ],
+        now: NOW,
+        retentionMs: DAY,
+      });
+      // The general statement: a success with a result beside a failure and a retry.
+      await s.backend.jobs.finishMany({
+        finishes: [
+          { id: c!.id, attempt: 1, outcome: { kind: "success", result: '"text"' } },
+          { id: d!.id, attempt: 1, outcome: { kind: "fail", error: "boom", permanent: true } },
+        ],
+        now: NOW,
+        retentionMs: DAY,
+      });
+      const rows = await s.backend.jobs.readOutcomes({ ids: [a!.id, b!.id, c!.id, d!.id, "01JNOSUCHJOB0000000000000"], markAwaited: true });
+      const byId = Object.fromEntries(rows.map((r) => [r.id, r]));
+      expect(Object.keys(byId).sort()).toEqual([a!.id, b!.id, c!.id, d!.id].sort());
+      expect(byId[a!.id]).toEqual({ id: a!.id, stage: "success", result: '{"n":1}', error: null });
+      expect(byId[b!.id]).toEqual({ id: b!.id, stage: "success", result: null, error: null });
+      expect(byId[c!.id]).toEqual({ id: c!.id, stage: "success", result: '"text"', error: null });
+      expect(byId[d!.id]).toEqual({ id: d!.id, stage: "failed", result: null, error: "boom" });
+      expect((await s.job(a!.id)).result).toBe('{"n":1}');
+      // Marking changes no stage, and a plain read returns the same.
+      expect(await s.backend.jobs.readOutcomes({ ids: [a!.id] })).toEqual([byId[a!.id]]);
+      await expectCountersMatch(s);
+    });
+
+    it("X6: an unfinished job reads as its stage, with no result", async () => {
+      const s = seam();
+      const j = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [j], now: NOW });
+      expect(await s.backend.jobs.readOutcomes({ ids: [j.id], markAwaited: true })).toEqual([{ id: j.id, stage: "enqueued", result: null, error: null }]);
+      await claim(s.backend, 1);
+      await s.backend.jobs.finishMany({
+        finishes: [{ id: j.id, attempt: 1, outcome: { kind: "retry", runAt: NOW + 5, error: "again" } }],
+        now: NOW,
+        retentionMs: DAY,
+      });
+      expect(await s.backend.jobs.readOutcomes({ ids: [j.id] })).toEqual([{ id: j.id, stage: "requeued", result: null, error: "again" }]);
+      await expectCountersMatch(s);
+    });
+  });
 });

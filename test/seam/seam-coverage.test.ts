@@ -36,6 +36,7 @@ const JOBS = [
   "listStuck",
   "countReady",
   "deleteExpired",
+  "readOutcomes",
 ] as const;
 const PARTITIONS = [
   "topicRegister",

@@ -4,7 +4,7 @@
  * history SQL, both read from the core table.
  */
 import { describe, expect, it } from "vitest";
-import { transition, transitionTail } from "../../packages/runtime/src/backend/postgres/postgres-transition.js";
+import { awaitedNotify, transition, transitionTail } from "../../packages/runtime/src/backend/postgres/postgres-transition.js";
 import { StageDeltas } from "../../packages/runtime/src/backend/sqlite/sqlite-stage-counters.js";
 import { SQLITE_TRANSITIONS, SqliteTransition } from "../../packages/runtime/src/backend/sqlite/sqlite-transition.js";
 
@@ -68,6 +68,13 @@ describe("PostgreSQL transitions", () => {
     );
     expect(() => transitionTail('"later"', "$1", [cancelled])).toThrow(/notify/);
     expect(() => transition({ kinds: "cancelChild", rows: "c", from: "'running'", to: "'cancelled'", at: "$2" })).toThrow(/not a legal "from"/);
+  });
+
+  it("build the done-channel notify (X6) apart from the wake-up: awaited rows only, once per statement", () => {
+    expect(awaitedNotify("done", "$9", "stage <> 'requeued'")).toBe(`, woken AS (
+  SELECT pg_notify($9, '') FROM done WHERE awaited AND stage <> 'requeued' LIMIT 1
+)`);
+    expect(awaitedNotify("failed", "$6")).toContain("FROM failed WHERE awaited AND true LIMIT 1");
   });
 
   it("refuse a literal stage the kind cannot enter or leave", () => {

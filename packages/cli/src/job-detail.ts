@@ -4,7 +4,8 @@ import { formatDuration, formatTime } from "./format-time.js";
 /**
  * The `later jobs show` text: every field of the job, one `label  value`
  * line each (a partitioned job's topic, partition and sequence included),
- * then the last error, the payload (pretty JSON) and the stage history,
+ * then the last error, the progress and the result (X6, cut at
+ * {@link RESULT_SHOWN_CHARS} characters) when there are, the payload (pretty JSON) and the stage history,
  * each change with its time (UTC, to the ms) and the time since the one
  * before. The error of a job that succeeded on a retry is labelled
  * `earlier error (attempt N, before the job succeeded)`: it is kept, and
@@ -54,6 +55,7 @@ export function formatJobDetail(job: JobRecord): string[] {
     lines.push(...block("last error", job.lastError ?? "-", width));
   }
   if (job.progress !== null) lines.push(...block("progress", prettyPayload(job.progress), width));
+  if (job.result !== null) lines.push(...block("result", truncated(prettyPayload(job.result), job.result), width));
   lines.push(...block("payload", prettyPayload(job.payload), width));
   lines.push("stage history");
   const stageWidth = Math.max(...job.stages.map((s) => s.stage.length));
@@ -96,6 +98,15 @@ function failedAttempt(job: JobRecord): number | null {
 function block(label: string, text: string, width: number): string[] {
   const [first = "", ...rest] = text.split(/\r?\n/);
   return [`${label.padEnd(width)}${first}`.trimEnd(), ...rest.map((line) => `${" ".repeat(width)}${line}`.trimEnd())];
+}
+
+/** The most characters of a result `later jobs show` prints: a result may take 64 KiB (X6); `--json` has it whole. */
+export const RESULT_SHOWN_CHARS = 2_000;
+
+/** `text` cut at {@link RESULT_SHOWN_CHARS}, saying how large the stored JSON is. */
+function truncated(text: string, stored: string): string {
+  if (text.length <= RESULT_SHOWN_CHARS) return text;
+  return `${text.slice(0, RESULT_SHOWN_CHARS)}\n… (truncated: ${Buffer.byteLength(stored, "utf8")} bytes of JSON; --json prints it all)`;
 }
 
 function prettyPayload(payload: string): string {

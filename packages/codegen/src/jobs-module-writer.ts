@@ -74,7 +74,7 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     `export interface ${names.handles}<${Trx} = TransactionHandle> {`,
     ...jobs.flatMap((job) => [
       `  /** Enqueue \`${comment(job.name)}\` jobs${job.topic ? ` to their partition of topic \`${job.topic.name}\`` : ""}. */`,
-      `  readonly ${ModuleNames.handle(job.name)}: ${job.topic ? "TopicJobHandle" : "JobHandle"}<${job.payloadType}, ${Trx}>;`,
+      `  readonly ${ModuleNames.handle(job.name)}: ${job.topic ? "TopicJobHandle" : "JobHandle"}<${job.payloadType}, ${Trx}${resultArgument(job)}>;`,
     ]),
     `}`,
     ``,
@@ -97,8 +97,10 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     `  }`,
     ...jobs.flatMap((job) => [
       ``,
-      `  /** Handles \`${comment(job.name)}\` jobs: resolve = success, throw = retry per policy. */`,
-      `  ${handlerMethod(job)}(handler: JobHandler<${names.context}<${C}, ${Trx}>, ${job.payloadType}>, options?: HandlerOptions<${C}>): this {`,
+      job.resultType === undefined
+        ? `  /** Handles \`${comment(job.name)}\` jobs: resolve = success, throw = retry per policy. */`
+        : `  /** Handles \`${comment(job.name)}\` jobs: resolve with its result (\`${comment(job.resultType)}\`, stored with the success) = success, throw = retry per policy. */`,
+      `  ${handlerMethod(job)}(handler: JobHandler<${names.context}<${C}, ${Trx}>, ${job.payloadType}${resultArgument(job)}>, options?: HandlerOptions<${C}>): this {`,
       `    return this.handler(${JSON.stringify(job.name)}, handler, options);`,
       `  }`,
     ]),
@@ -121,6 +123,11 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     ...(logs.length === 0 ? [] : logsSection(names, logs)),
   ];
   return lines.join("\n");
+}
+
+/** `, Results["sendEmail"]` for a job with a result type (X6), else nothing: the result stays `unknown`. */
+function resultArgument(job: JobDeclaration): string {
+  return job.resultType === undefined ? "" : `, ${job.resultType}`;
 }
 
 /** `"a" | "b"` for the names, `never` for none. */

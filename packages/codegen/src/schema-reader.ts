@@ -17,6 +17,7 @@ import { PayloadShapeBuilder, type Shape } from "./payload-shape-builder.js";
 import { SchemaError } from "./schema-error.js";
 import { SchemaErrors, SchemaProblems } from "./schema-errors.js";
 import { LOGS_INTERFACE, readLogs, type LogDeclaration } from "./log-schema-reader.js";
+import { readResults } from "./results-reader.js";
 import { readPartitionKey, readPartitions } from "./topic-tags.js";
 import { exportedAs, payloadTypeText } from "./type-imports.js";
 
@@ -38,6 +39,8 @@ export interface JobDeclaration {
    * another job of the same topic).
    */
   topic?: { name: string; partitionKey: string; partitions?: number };
+  /** The handler's result type as the generated module writes it (`Results["sendEmail"]`), from `interface Results` (X6); none: untyped. */
+  resultType?: string;
 }
 
 /** What `later-gen` read from a schema file. */
@@ -129,6 +132,20 @@ export function readJobsSchema(displayPath: string, interfaceName = "Jobs"): Job
     throw locate(first.getNameNode(), `interface ${interfaceName} declares no jobs: add one member per job, e.g. \`sendEmail: SendEmail\``);
   problems.attempt(() => shareTopicCounts(jobs, partitionTags, locate));
   const logs = interfaceName === LOGS_INTERFACE ? [] : readLogs(source, program, locate, typeImports, problems);
+  if (interfaceName !== LOGS_INTERFACE && interfaceName !== "Results") {
+    // Checked against the declared names, read or not, so a job with a payload problem is not also reported as unknown.
+    const declared = new Set(
+      first
+        .getType()
+        .getProperties()
+        .map((p) => p.getName()),
+    );
+    const results = readResults(source, interfaceName, declared, locate, typeImports, problems);
+    for (const job of jobs) {
+      const type = results.get(job.name);
+      if (type !== undefined) job.resultType = type;
+    }
+  }
   problems.attempt(() => GeneratedNameChecker.check({ interfaceName, interfaceNode: first.getNameNode(), jobs: nameNodes, typeImports }, locate));
   problems.throwIfAny();
   return { file, interfaceName, jobs, typeImports: [...typeImports.keys()].sort(), logs };

@@ -31,6 +31,8 @@
  * | `STALE_EPOCH` | {@link StaleEpochError} | a retained-log commit whose epoch is not the group partition's current one |
  * | `RECORD_TOO_LARGE` | {@link RecordTooLargeError} | a retained-log record over the size limit (value 1 MiB, headers 64 KiB) |
  * | `DRAIN_LIMIT` | {@link DrainLimitError} | the testing kit's `drain()` ran more attempts than its `maxAttempts` (jobs that keep enqueueing jobs) |
+ * | `INVALID_RESULT` | {@link InvalidResultError} | a handler resolved to a value over 64 KiB of JSON, or one JSON cannot hold: the attempt failed |
+ * | `WAIT_TIMEOUT` | {@link WaitTimeoutError} | `waitFor` saw no terminal stage within its `timeoutMs` |
  * | `MIDDLEWARE_MISUSE` | {@link MiddlewareMisuseError} | a middleware hook called `next()` a second time |
  */
 export type LaterErrorCode =
@@ -60,6 +62,8 @@ export type LaterErrorCode =
   | "STALE_EPOCH"
   | "RECORD_TOO_LARGE"
   | "DRAIN_LIMIT"
+  | "INVALID_RESULT"
+  | "WAIT_TIMEOUT"
   | "MIDDLEWARE_MISUSE";
 
 /** Base class of every error later throws on purpose. */
@@ -288,6 +292,32 @@ export class DrainLimitError extends LaterError {
       "DRAIN_LIMIT",
       `drain() ran ${attempts} attempts (its maxAttempts) and jobs were still due: a handler that enqueues jobs forever? raise maxAttempts if not`,
     );
+  }
+}
+
+/**
+ * A handler resolved to a value that cannot be stored as the job's result
+ * (docs/semantics.md X6): over {@link InvalidResultError.limit} bytes of JSON
+ * text, or a value JSON cannot hold (a BigInt, a cycle, a function). The
+ * attempt fails with this as its reason and is retried per policy, as any
+ * failure; the worker goes on.
+ */
+export class InvalidResultError extends LaterError {
+  /** The most bytes of JSON text a result may take: 64 KiB. */
+  static readonly limit = 65_536;
+  constructor(jobType: string, why: string) {
+    super("INVALID_RESULT", `the handler of "${jobType}" resolved to a result that cannot be stored: ${why}`);
+  }
+}
+
+/** `waitFor(jobId, { timeoutMs })` saw the job in no terminal stage within `timeoutMs`. The job itself is untouched. */
+export class WaitTimeoutError extends LaterError {
+  readonly jobId: string;
+  readonly timeoutMs: number;
+  constructor(jobId: string, timeoutMs: number) {
+    super("WAIT_TIMEOUT", `job ${jobId} did not finish within ${timeoutMs} ms (waitFor's timeoutMs); it may still run, wait again or look it up`);
+    this.jobId = jobId;
+    this.timeoutMs = timeoutMs;
   }
 }
 

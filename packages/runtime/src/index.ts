@@ -11,7 +11,7 @@ export * from "./errors.js";
 export type { Clock, RandomSource } from "./core/clock.js";
 export { systemClock } from "./core/clock.js";
 export { newJobId, isJobId, type JobId } from "./core/job-id.js";
-export { JOB_STAGES, type JobStage, type StageChange, type StageNote } from "./core/job-stage.js";
+export { JOB_STAGES, type JobStage, type StageChange, type StageNote, type TerminalStage } from "./core/job-stage.js";
 export { RetryPolicy, type RetryBackoff, type RetryPolicyJson } from "./core/retry/retry-policy.js";
 export type { TransactionHandle } from "./backend/transaction-handle.js";
 export { backendFromUrl, type BackendFromUrlOptions } from "./backend/backend-from-url.js";
@@ -20,6 +20,7 @@ export type { ShutdownOptions } from "./server/shutdown-options.js";
 export type { ShutdownOnSignalsOptions } from "./server/shutdown-on-signals.js";
 export { JobPublisher, type JobPublisherOptions, type PartitionTarget, type UniqueEnqueueResult } from "./publisher/job-publisher.js";
 export type { JobFilter, JobBatchOptions, JobCancelBatchOptions } from "./publisher/job-controller.js";
+export type { JobWaitResult, WaitForOptions } from "./publisher/job-waiter.js";
 export type { PauseTarget, PausedEntry } from "./publisher/pause-controller.js";
 export { ENQUEUE_OPTION_KEYS, UNIQUE_MODES, type EnqueueOptions, type UniqueMode } from "./publisher/enqueue-options.js";
 export {

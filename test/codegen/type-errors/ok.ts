@@ -1,8 +1,9 @@
 // The control: every use here is right, so this file must compile with no error.
-import { RetryPolicy, type EnqueueOptions } from "@later/runtime";
+import { RetryPolicy, type EnqueueOptions, type TerminalStage } from "@later/runtime";
 import { sqlite } from "@later/runtime/sqlite";
 import { JobsBuilder, openJobsPublisher, type JobsContext } from "../schemas/shop.generated.js";
 import type { CreateAccount, SendEmail } from "../schemas/shop.schema.js";
+import { JobsBuilder as ResultsJobsBuilder, openJobsPublisher as openResultsJobsPublisher } from "../schemas/results.generated.js";
 
 interface App { mailer: { send(to: string): Promise<void> } }
 
@@ -69,4 +70,27 @@ export async function logs(): Promise<void> {
   const lag: number = (await logs.orderEvents.lag({ group: "g" }))[0]!.lag;
   void [when, lag];
   await logs.close();
+}
+
+/** Results (X6): typed handler results and waitFor. */
+export async function mainWithResults(): Promise<void> {
+  const server = await new ResultsJobsBuilder({ backend: sqlite({ file: "x.db" }) })
+    .withSendEmailHandler(async (_ctx, p) => ({ messageId: p.address }))
+    .withChargeOrderHandler((_ctx, p) => ({ chargeId: p.orderId, at: new Date().toISOString() }))
+    .withNotifyHandler(async () => 42) // no Results entry: any value, or none
+    .build();
+  const id = await server.jobs.chargeOrder.enqueueToPartition({ orderId: "o1", cents: 5 });
+  const done = await server.jobs.chargeOrder.waitFor(id, { timeoutMs: 30_000 });
+  const stage: TerminalStage = done.stage;
+  const chargeId: string | undefined = done.result?.chargeId;
+  const untyped: unknown = (await server.waitFor(id, { timeoutMs: 1_000, safetyPollMs: 5_000 })).result;
+  const notified: unknown = (await server.jobs.notify.waitFor(id, { timeoutMs: 1_000 })).result;
+  void [stage, chargeId, untyped, notified];
+  const publisher = await openResultsJobsPublisher({ backend: sqlite({ file: "x.db" }) });
+  const sent = await publisher.jobs.sendEmail.waitFor(id, { timeoutMs: 1_000 });
+  const messageId: string | undefined = sent.result?.messageId;
+  const error: string | undefined = (await publisher.waitFor(id, { timeoutMs: 1_000 })).error;
+  void [messageId, error];
+  await publisher.close();
+  await server.shutdown();
 }

@@ -141,6 +141,20 @@ export interface Backend<Trx = unknown> {
    */
   cancelSubscribe?(listener: () => void): () => void;
 
+  /**
+   * Calls `listener` (soon, coalesced) after a job of this namespace may
+   * have become terminal, for `waitFor` (X6), which then re-reads its rows
+   * (`jobs.readOutcomes`). Resolves to the unsubscribe function once
+   * listening: a terminal write committed after that is reported.
+   * PostgreSQL: notifications on the namespace's done channel, sent only
+   * for rows marked awaited (one LISTEN connection, opened by the first
+   * call; none with `listen: false`). SQLite: every commit, other
+   * processes' (WAL watcher) and this backend's own. A latency hint as
+   * `wakeSubscribe` is: the waiters also poll, slowly, for what it misses.
+   * Throws `DatabaseUnavailableError` when the backend is not open.
+   */
+  doneSubscribe(listener: () => void): Promise<() => void>;
+
   readonly migrations: MigrationStore;
   readonly jobs: JobStore<Trx>;
   readonly partitions: PartitionStore;

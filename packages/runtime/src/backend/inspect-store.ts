@@ -213,6 +213,8 @@ export interface JobRecord {
   uniqueKey: string | null;
   /** X2: the key's slot the job holds: `pending` (not started), `active` (started, unfinished); null once finished or without a key. */
   uniqueSlot: "pending" | "active" | null;
+  /** The handler's result as JSON text (X6), stored with the success; null: none (unfinished, failed, or it returned nothing). */
+  result: string | null;
 }
 
 export interface JobGetParams {

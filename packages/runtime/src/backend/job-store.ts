@@ -85,6 +85,34 @@ export interface JobStore<Trx = unknown> {
   countReady(params: JobCountReadyParams): Promise<number>;
   /** Deletes up to `limit` expired rows; returns how many. */
   deleteExpired(params: JobDeleteExpiredParams): Promise<number>;
+  /**
+   * The stage, result and last error of the jobs `ids` of this namespace
+   * (X6, `waitFor`); an id not stored (never enqueued, deleted, expired) is
+   * left out. One indexed read for any number of ids. With `markAwaited`
+   * (PostgreSQL), the rows are first marked awaited in the same statement
+   * (`UPDATE … SET awaited = true … RETURNING`), so every later statement
+   * that makes one terminal notifies the done channel; a row already
+   * terminal is returned as such (the caller LISTENs before calling, so no
+   * wake-up is lost between the two). SQLite has no mark (its waiters wake
+   * on every commit) and ignores it.
+   */
+  readOutcomes(params: JobReadOutcomesParams): Promise<JobOutcomeRow[]>;
+}
+
+export interface JobReadOutcomesParams {
+  ids: readonly JobId[];
+  /** Mark the rows awaited first (PostgreSQL; see {@link JobStore.readOutcomes}). Default false. */
+  markAwaited?: boolean | undefined;
+}
+
+/** One job as `waitFor` reads it. */
+export interface JobOutcomeRow {
+  id: JobId;
+  stage: JobStage;
+  /** The success's result as JSON text; null: none (not finished, failed, or the handler returned nothing). */
+  result: string | null;
+  /** The last attempt's error; null when none failed. */
+  error: string | null;
 }
 
 /** One job to insert. */
@@ -213,12 +241,17 @@ export interface ClaimKey {
 }
 
 /**
- * How one attempt ended. A `fail` with `permanent: true` (the handler threw
+ * How one attempt ended. A `success` may carry the handler's result as JSON
+ * text (X6, at most 64 KiB, checked by the executor), stored by the success
+ * write itself; none: the column stays null. A `fail` with `permanent: true` (the handler threw
  * `PermanentJobError`, docs/semantics.md J3) is stored with the note
  * `permanent` on its `failed` history entry; every other outcome adds a
  * plain entry.
  */
-export type JobOutcome = { kind: "success" } | { kind: "retry"; runAt: number; error: string } | { kind: "fail"; error: string; permanent?: boolean };
+export type JobOutcome =
+  | { kind: "success"; result?: string | undefined }
+  | { kind: "retry"; runAt: number; error: string }
+  | { kind: "fail"; error: string; permanent?: boolean };
 
 export interface JobFinish extends ClaimKey {
   outcome: JobOutcome;

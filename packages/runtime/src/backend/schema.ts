@@ -3,6 +3,7 @@
  * milliseconds since the epoch; payloads, retry policies and stage histories
  * are JSON text.
  */
+import type { ColumnType } from "kysely";
 import type { JobStage } from "../core/job-stage.js";
 
 export interface LaterJobsTable {
@@ -45,6 +46,8 @@ export interface LaterJobsTable {
   unique_slot: "pending" | "active" | null;
   /** X10: the job's metadata, a JSON object the enqueue middleware set; null: none (migration 14). */
   meta: string | null;
+  /** X6: the handler's result, JSON text, stored with the success; null: none (migration 17). Left out of inserts (null). */
+  result: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface LaterTopicsTable {

@@ -56,8 +56,14 @@ export const JOB_STAGES: readonly JobStage[] = ["enqueued", "delayed", "waiting"
  */
 export const CLAIMABLE_STAGES: readonly JobStage[] = ["enqueued", "delayed", "requeued"];
 
+/** The terminal stages as a literal tuple, so {@link TerminalStage} follows {@link TERMINAL_STAGES}. */
+const TERMINAL = ["success", "failed", "cancelled"] as const satisfies readonly JobStage[];
+
 /** Terminal stages: the job will not run again and expires after the retention period. */
-export const TERMINAL_STAGES: readonly JobStage[] = ["success", "failed", "cancelled"];
+export const TERMINAL_STAGES: readonly JobStage[] = TERMINAL;
+
+/** A terminal stage (`waitFor`'s `stage`, X6): a member of {@link TERMINAL_STAGES}. */
+export type TerminalStage = (typeof TERMINAL)[number];
 
 /**
  * Stages `retry` puts back to `enqueued` (docs/semantics.md X7): a job that failed for

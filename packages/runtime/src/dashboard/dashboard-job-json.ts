@@ -40,8 +40,8 @@ export interface DashboardJobDetail {
   error: string | null;
   /** The last value an attempt reported with `ctx.progress(value)` (X8), decoded; null when none did. */
   progress: unknown;
-  /** Null: the runtime does not store results yet. */
-  result: null;
+  /** The handler's result (X6), decoded; null when it returned none (or the job has not succeeded). */
+  result: unknown;
   topic: string | null;
   partition: number | null;
   seq: number | null;
@@ -95,7 +95,7 @@ export function jobDetail(job: JobRecord, children: DashboardJobDetail["children
     children,
     error: job.lastError,
     progress: job.progress === null ? null : JSON.parse(job.progress),
-    result: null,
+    result: job.result === null ? null : JSON.parse(job.result),
     topic: job.topic,
     partition: job.partition,
     seq: job.seq,

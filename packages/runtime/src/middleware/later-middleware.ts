@@ -19,6 +19,14 @@
  * (`MIDDLEWARE_MISUSE`). A hook that resolves without calling `next()`
  * skips what is inside it: the enqueue writes nothing (and resolves to what
  * the hook returned), the handler does not run (the attempt succeeds).
+ *
+ * Results (X6): an attempt hook's `next()` resolves with the handler's
+ * resolved value, so a hook can see (log, measure) what the handler
+ * returned. The value stored as the job's result is the handler's own, not
+ * what the outermost hook resolved to: hooks observe results, they do not
+ * replace them, so the common `async (ctx, next) => { await next(); }`,
+ * which resolves to nothing, never erases one. A value that cannot be
+ * stored fails the attempt with `INVALID_RESULT` whatever the hooks did.
  */
 import type { JobId } from "../core/job-id.js";
 import type { PartitionRef } from "../backend/backend.js";
@@ -73,11 +81,13 @@ export interface AttemptContext {
  * One middleware: either hook may be left out. Each must await `next()`
  * once (or not at all, to skip what it wraps) and return what it resolved
  * to: the ids for `enqueue`; for `attempt`, resolving means success and
- * rejecting the attempt's failure.
+ * rejecting the attempt's failure. An attempt's `next()` resolves with the
+ * handler's value (X6); what the hook resolves to is not stored (the
+ * handler's value is, see above).
  */
 export interface LaterMiddleware {
   enqueue?(ctx: EnqueueContext, next: () => Promise<JobId[]>): Promise<JobId[]>;
-  attempt?(ctx: AttemptContext, next: () => Promise<void>): Promise<void>;
+  attempt?(ctx: AttemptContext, next: () => Promise<unknown>): Promise<unknown>;
 }
 
 /** A hook of either kind, as {@link composeHooks} takes it. */
@@ -141,7 +151,7 @@ export function enqueueHooks(middleware: readonly LaterMiddleware[]): Hook<Enque
 }
 
 /** The attempt hooks of `middleware`, in order, bound to their objects. */
-export function attemptHooks(middleware: readonly LaterMiddleware[]): Hook<AttemptContext, void>[] {
+export function attemptHooks(middleware: readonly LaterMiddleware[]): Hook<AttemptContext, unknown>[] {
   return middleware.flatMap((m) => (m.attempt === undefined ? [] : [m.attempt.bind(m)]));
 }
 

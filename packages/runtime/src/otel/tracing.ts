@@ -117,7 +117,7 @@ export function tracing(options: TracingOptions = {}): LaterMiddleware {
       }
     },
 
-    async attempt(ctx: AttemptContext, next: () => Promise<void>): Promise<void> {
+    async attempt(ctx: AttemptContext, next: () => Promise<unknown>): Promise<unknown> {
       const remote = guarded(() => remoteContext(api, ctx.meta));
       const base = parent && remote !== undefined ? remote : ROOT_CONTEXT;
       const linked = !parent && remote !== undefined ? trace.getSpanContext(remote) : undefined;
@@ -140,8 +140,9 @@ export function tracing(options: TracingOptions = {}): LaterMiddleware {
       );
       if (span === undefined) return next();
       const inSpan = guarded(() => trace.setSpan(base, span));
+      let value: unknown; // the handler's value (X6), passed on to the hooks outside
       try {
-        await (inSpan === undefined ? next() : context.with(inSpan, next));
+        value = await (inSpan === undefined ? next() : context.with(inSpan, next));
       } catch (error) {
         guarded(() => {
           failed(span, error);
@@ -153,6 +154,7 @@ export function tracing(options: TracingOptions = {}): LaterMiddleware {
         span.setAttribute("later.job.outcome", "success");
         span.end();
       });
+      return value;
     },
   };
 

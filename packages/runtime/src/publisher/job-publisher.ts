@@ -11,6 +11,7 @@ import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/
 import { encodePayload } from "../core/encode-payload.js";
 import { JobController, type JobActionListener, type JobBatchOptions, type JobCancelBatchOptions, type JobFilter } from "./job-controller.js";
 import { checkEnqueueOptions, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
+import { JobWaiter, type JobWaitResult, type WaitForOptions } from "./job-waiter.js";
 import { PauseController, type PausedEntry, type PauseListener, type PauseTarget } from "./pause-controller.js";
 import {
   checkMiddleware,
@@ -87,6 +88,7 @@ export class JobPublisher<Trx = TransactionHandle> {
   private readonly clock: Clock;
   private readonly recurring: RecurringScheduler;
   private readonly controller: JobController;
+  private readonly waiter: JobWaiter;
   private readonly pauses: PauseController;
   /** The enqueue middleware around {@link write}; null without any (a plain enqueue then builds no context). */
   private readonly throughMiddleware: ((ctx: PendingEnqueue) => Promise<JobId[]>) | null;
@@ -97,6 +99,7 @@ export class JobPublisher<Trx = TransactionHandle> {
     this.throughMiddleware = composeHooks<PendingEnqueue, JobId[]>(enqueueHooks(middleware), (ctx) => ctx.write(), "enqueue");
     this.clock = options.clock;
     this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}), options.retentionMs);
+    this.waiter = new JobWaiter(options.backend, options.clock);
     this.pauses = new PauseController(options.backend, () => options.clock.now(), options.encoders, options.onPauseChange ?? (() => {}));
     this.recurring = new RecurringScheduler({
       backend: options.backend,
@@ -331,6 +334,24 @@ export class JobPublisher<Trx = TransactionHandle> {
   }
 
   /**
+   * Resolves once job `jobId` is in a terminal stage, with `{ stage, result?,
+   * error? }` (docs/semantics.md X6): `result` the handler's resolved value
+   * (none: absent), `error` the last attempt's error of a job that did not
+   * succeed. Already terminal: at once. Woken by the commit that ends the
+   * job (PostgreSQL: LISTEN on the namespace's done channel, one connection
+   * per backend opened by the first call; SQLite: the WAL watcher), with a
+   * slow safety poll (`safetyPollMs`, default 2 s) for missed wake-ups.
+   * Rejects with `WaitTimeoutError` (`WAIT_TIMEOUT`) past `timeoutMs`,
+   * `JobNotFoundError` (`JOB_NOT_FOUND`) for an id the namespace does not
+   * hold (never enqueued, deleted, or expired before it was read), and
+   * `INVALID_ARGUMENT` for a bad id or options. See `JobWaiter`.
+   */
+  async waitFor(jobId: JobId, options: WaitForOptions): Promise<JobWaitResult> {
+    if (this.stopped) throw new ServerStoppedError("waitFor");
+    return this.waiter.waitFor(jobId, options);
+  }
+
+  /**
    * Pauses a job type (`{ jobType }`) or a topic (`{ topic }`) on every
    * server of the namespace, within one poll interval (docs/semantics.md
    * X4): running jobs finish, no new claim starts, enqueue still works.
@@ -354,9 +375,10 @@ export class JobPublisher<Trx = TransactionHandle> {
     return this.pauses.listPaused();
   }
 
-  /** Stops accepting jobs; later calls throw `ServerStoppedError`. */
+  /** Stops accepting jobs; later calls throw `ServerStoppedError`, and pending `waitFor` calls reject with it. */
   stop(): void {
     this.stopped = true;
+    this.waiter.stop();
   }
 
   private async insert(

@@ -33,6 +33,7 @@ import { partitionRunnerConfig, stepRunnerConfig, stuckJobRescuerConfig, workerP
 import type { JobBatchOptions, JobCancelBatchOptions, JobFilter } from "../publisher/job-controller.js";
 import type { PausedEntry, PauseTarget } from "../publisher/pause-controller.js";
 import { JobPublisher } from "../publisher/job-publisher.js";
+import type { JobWaitResult, WaitForOptions } from "../publisher/job-waiter.js";
 import { errorEvent } from "../events/server-event.js";
 import { UnhandledJobTypeWarner } from "./unhandled-job-type-warner.js";
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "../config/server-options.js";
@@ -325,6 +326,15 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
    */
   logLag(): Promise<LogGroupLag[]> {
     return logGroupLag(this.options.backend);
+  }
+
+  /**
+   * Resolves once job `jobId` is terminal, with `{ stage, result?, error? }`;
+   * woken by the commit, not by polling (X6, see `JobPublisher.waitFor`).
+   * `WAIT_TIMEOUT` past `options.timeoutMs`; `JOB_NOT_FOUND` for an unknown id.
+   */
+  waitFor(jobId: JobId, options: WaitForOptions): Promise<JobWaitResult> {
+    return this.publisher.waitFor(jobId, options);
   }
 
   /** Puts a `failed` job back to `enqueued`, ready now, its history kept (see `JobPublisher.retry`); a `job-action` event. */

@@ -1,6 +1,7 @@
 import type { JobId } from "../core/job-id.js";
 import type { JobBatchOptions, JobCancelBatchOptions, JobFilter } from "../publisher/job-controller.js";
 import type { JobPublisher, PartitionTarget } from "../publisher/job-publisher.js";
+import type { JobWaitResult, WaitForOptions } from "../publisher/job-waiter.js";
 import type { PausedEntry, PauseTarget } from "../publisher/pause-controller.js";
 
 /**
@@ -51,6 +52,16 @@ export abstract class JobControl<P extends PauseTarget = PauseTarget> {
   /** Cancels every unfinished job matching `filter`, in batches (default 1000); resolves to how many (see `JobPublisher.cancelJobs`). */
   cancelJobs(filter?: JobFilter, options?: JobCancelBatchOptions): Promise<number> {
     return this.control.cancelJobs(filter, options);
+  }
+
+  /**
+   * Resolves once job `jobId` is terminal, with `{ stage, result?, error? }`
+   * (X6, see `JobPublisher.waitFor`); `result` is untyped here: a job's own
+   * handle (`jobs.<name>.waitFor`) types it from the schema's `Results`.
+   * `WAIT_TIMEOUT` past `options.timeoutMs`; unknown id: `JOB_NOT_FOUND`.
+   */
+  waitFor(jobId: JobId, options: WaitForOptions): Promise<JobWaitResult> {
+    return this.control.waitFor(jobId, options);
   }
 
   /** Puts a `failed` (or `cancelled`) job back to `enqueued`, ready now, its history kept (see `JobPublisher.retry`). Another stage: `JOB_ACTION_REFUSED`; unknown id: `JOB_NOT_FOUND`. */

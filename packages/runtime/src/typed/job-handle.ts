@@ -1,6 +1,7 @@
 import type { TransactionHandle } from "../backend/backend.js";
 import type { JobId } from "../core/job-id.js";
 import { withShortForm, type EnqueueOptions } from "../publisher/enqueue-options.js";
+import type { JobWaitResult, WaitForOptions } from "../publisher/job-waiter.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 import { payloadValidator, type JobSpec } from "./job-catalog.js";
 
@@ -28,7 +29,7 @@ import { payloadValidator, type JobSpec } from "./job-catalog.js";
  * (`enqueueMany`: none of the payloads). This matters where TypeScript
  * cannot check: JavaScript callers and payloads parsed from JSON.
  */
-export class JobHandle<P, Trx = TransactionHandle> {
+export class JobHandle<P, Trx = TransactionHandle, R = unknown> {
   /** Throws `InvalidArgumentError` for a payload that does not match the declared type. */
   protected readonly check: (payload: unknown) => void;
 
@@ -39,6 +40,17 @@ export class JobHandle<P, Trx = TransactionHandle> {
     protected readonly spec: JobSpec,
   ) {
     this.check = payloadValidator(jobType, spec);
+  }
+
+  /**
+   * Resolves once job `jobId` (one of this type's) is terminal, with `{ stage,
+   * result?, error? }`, `result` typed as this job's result (the schema's
+   * `Results`; `unknown` without an entry), not checked at run time. Woken by
+   * the commit, not by polling (X6, see `JobPublisher.waitFor`);
+   * `WAIT_TIMEOUT` past `options.timeoutMs`, `JOB_NOT_FOUND` for an unknown id.
+   */
+  waitFor(jobId: JobId, options: WaitForOptions): Promise<JobWaitResult<R>> {
+    return this.publisher.waitFor(jobId, options) as Promise<JobWaitResult<R>>;
   }
 
   /** Runs as soon as a worker is free, or as `options` say (a delay, a parent). */

@@ -3,6 +3,7 @@ import type { JobId } from "../core/job-id.js";
 import { partitionForKey, type PartitionKey } from "../core/partition/partition-for-key.js";
 import { InvalidArgumentError } from "../errors.js";
 import { withShortForm, type EnqueueOptions } from "../publisher/enqueue-options.js";
+import type { JobWaitResult, WaitForOptions } from "../publisher/job-waiter.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 import { payloadValidator, type JobSpec } from "./job-catalog.js";
 import { settle } from "./job-handle.js";
@@ -26,7 +27,7 @@ import { settle } from "./job-handle.js";
  * does a payload that does not match the job's declared type (the message
  * names the path, see `payloadValidator`). Either way nothing is written.
  */
-export class TopicJobHandle<P, Trx = TransactionHandle> {
+export class TopicJobHandle<P, Trx = TransactionHandle, R = unknown> {
   /** Throws `InvalidArgumentError` for a payload that does not match the declared type. */
   private readonly check: (payload: unknown) => void;
 
@@ -37,6 +38,17 @@ export class TopicJobHandle<P, Trx = TransactionHandle> {
     private readonly spec: JobSpec,
   ) {
     this.check = payloadValidator(jobType, spec);
+  }
+
+  /**
+   * Resolves once job `jobId` (one of this type's) is terminal, with `{ stage,
+   * result?, error? }`, `result` typed as this job's result (the schema's
+   * `Results`; `unknown` without an entry), not checked at run time. Woken by
+   * the commit, not by polling (X6, see `JobPublisher.waitFor`);
+   * `WAIT_TIMEOUT` past `options.timeoutMs`, `JOB_NOT_FOUND` for an unknown id.
+   */
+  waitFor(jobId: JobId, options: WaitForOptions): Promise<JobWaitResult<R>> {
+    return this.publisher.waitFor(jobId, options) as Promise<JobWaitResult<R>>;
   }
 
   /** The topic name from `@topic`. */

@@ -25,8 +25,8 @@ import { checkHandledTopics, withSchemaTopics } from "./schema-topics.js";
 export type BuilderOptions<C, Trx = TransactionHandle> = Omit<ServerOptions<C, Trx>, "handlers" | "context"> &
   (undefined extends C ? { context?: C } : { context: C });
 
-/** A typed handler: resolve = success, throw = retry per policy. */
-export type JobHandler<Ctx, P> = (ctx: Ctx, payload: P) => unknown;
+/** A typed handler: resolve = success (with `R`, the schema's `Results` entry of the job, as its result, X6; `unknown` without one), throw = retry per policy. */
+export type JobHandler<Ctx, P, R = unknown> = (ctx: Ctx, payload: P) => R | Promise<R>;
 
 /** Per-job-type settings given next to its handler. Any other key is refused (`INVALID_CONFIG` naming it), so a misspelt option is not silently ignored. */
 export interface HandlerOptions<C> {

@@ -21,6 +21,8 @@ export class AttemptRun implements AttemptContext {
   decodeError: Error | null = null;
   /** The claim's lease had expired when it was handed over: not run, no middleware of the application saw it. */
   skipped = false;
+  /** What the handler resolved to (X6), stored as the job's result when the attempt succeeds; undefined: nothing (or it did not run). */
+  value: unknown = undefined;
   /** The outcome to write; null when nothing may be (skipped, abandoned, timed out). Set when the attempt is over. */
   result: JobOutcome | null = null;
   #meta: JobMeta | null = null;

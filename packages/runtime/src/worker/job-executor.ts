@@ -12,7 +12,7 @@
  *                 decode ──throws──► fail (no retry can fix a payload)
  *                   ▼
  *                 "running" event, ctx (ctx.partition for heads), handler(ctx, payload)
- *                   ├─ resolves ─► success
+ *                   ├─ resolves ─► success (a value: its JSON stored with it, X6; not storable: a failure, retried per policy)
  *                   ├─ throws PermanentJobError ─► fail now (no retry, whatever the policy), noted `permanent`
  *                   ├─ throws ──► retryDecision: retry at the policy's delay, or fail (retries spent)
  *                   ├─ abandoned meanwhile (lease lost, shutdown deadline) ─► null: signal aborted, nothing written
@@ -48,6 +48,11 @@
  * whatever the hooks do), a cancelled one's (X3) with the
  * `JobCancelledError` at the cancel (nothing written whatever the hooks
  * do). Without layers or hooks nothing is composed.
+ * Results (X6): a hook's `next()` resolves with the handler's value; the
+ * value stored is the handler's own ({@link AttemptRun.value}), not what
+ * the outermost hook resolved to, so a hook that drops it (`await next()`
+ * and resolve nothing) cannot erase a result; a value that cannot be stored
+ * is the attempt's `INVALID_RESULT` failure, hooks or not.
  *
  * Work an empty middleware adds per attempt (for the lead's ≤2% bench;
  * `attempt(ctx, next) { return next(); }`): one {@link AttemptRun} (a small
@@ -73,6 +78,7 @@ import { attemptEvent, type ServerEvent } from "../events/server-event.js";
 import type { HandlerRegistration } from "../config/handler-registration.js";
 import { type HeldClaim, JobRunContext, type ProgressWriter, SUCCESS } from "./held-claim.js";
 import { retryDecision, type RetryDecisionConfig } from "../core/retry/retry-decision.js";
+import { resultOutcome } from "./job-result.js";
 
 /**
  * What the {@link JobExecutor} reads of the server's options: the handlers
@@ -108,8 +114,8 @@ export class JobExecutor<C> {
   private wait: { ms: number; controller: AbortController } | null = null;
   /** The server's layers around {@link attempt}; null without any. */
   private readonly layered: ((run: AttemptRun) => Promise<void>) | null;
-  /** The application's hooks around {@link handle}; null without any. */
-  private readonly wrapped: ((run: AttemptRun) => Promise<void>) | null;
+  /** The application's hooks around {@link handle}; null without any. Each `next()` resolves with the handler's value (X6). */
+  private readonly wrapped: ((run: AttemptRun) => Promise<unknown>) | null;
 
   constructor(
     private readonly options: JobExecutorConfig<C>,
@@ -119,7 +125,7 @@ export class JobExecutor<C> {
     /** The lease owner written on this server's claims: a handler's progress is stored only under it. */
     private readonly owner: string,
   ) {
-    this.wrapped = composeHooks(attemptHooks(options.middleware) as Hook<AttemptRun, void>[], (run) => this.handle(run), "attempt");
+    this.wrapped = composeHooks(attemptHooks(options.middleware) as Hook<AttemptRun, unknown>[], (run) => this.handle(run), "attempt");
     this.layered = composeHooks(options.attemptLayers, (run) => this.attempt(run), "attempt");
   }
 
@@ -171,7 +177,8 @@ export class JobExecutor<C> {
     this.watch(claim, handler.timeoutMs);
     let outcome = SUCCESS;
     try {
-      await handler.handle(new JobRunContext(options.context, this.publisher, claim, this.writeProgress), payload);
+      const value = await handler.handle(new JobRunContext(options.context, this.publisher, claim, this.writeProgress), payload);
+      if (value !== undefined && !claim.timedOut) outcome = resultOutcome(options, job, value); // X6: stored with the success
     } catch (thrown) {
       if (!claim.timedOut) outcome = this.failure(job, thrown);
     }
@@ -227,13 +234,17 @@ export class JobExecutor<C> {
     this.running.delete(claim);
     claim.rejectNext = null;
     if (claim.timedOut || claim.abandoned) run.result = null;
-    else if (thrown === NONE) run.result = SUCCESS;
+    else if (thrown === NONE)
+      run.result = run.value === undefined ? SUCCESS : resultOutcome(options, job, run.value); // X6: stored with the success
     else if (run.decodeError !== null && thrown === run.decodeError) run.result = { kind: "fail", error: run.decodeError.message };
     else run.result = this.failure(job, thrown);
   }
 
-  /** The innermost `next()`: starts the handler (rejects with the decode error instead when the payload did not decode). */
-  private handle(run: AttemptRun): Promise<void> {
+  /**
+   * The innermost `next()`: starts the handler (rejects with the decode error instead when the payload did not decode);
+   * resolves with the handler's value, kept in `run.value` (X6).
+   */
+  private handle(run: AttemptRun): Promise<unknown> {
     if (run.decodeError !== null) return Promise.reject(run.decodeError);
     const { options } = this;
     const claim = run.claim;
@@ -247,12 +258,16 @@ export class JobExecutor<C> {
     } catch (thrown) {
       return Promise.reject(thrown);
     }
-    if (claim.timeoutMs === null && this.wrapped === null) return ran as Promise<void>;
+    const kept = (value: unknown): unknown => {
+      if (!claim.timedOut && !claim.cancelled) run.value = value;
+      return value;
+    };
+    if (claim.timeoutMs === null && this.wrapped === null) return ran.then(kept);
     // Watched, or seen by hooks: the watchdog rejects at the timeout, a cancel (X3) at once (the handler is
     // left behind; its own end is then ignored).
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<unknown>((resolve, reject) => {
       claim.rejectNext = reject;
-      ran.then(() => resolve(), reject);
+      ran.then((value) => resolve(kept(value)), reject);
     });
   }
 

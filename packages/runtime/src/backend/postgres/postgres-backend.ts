@@ -50,6 +50,7 @@ import { PostgresPartitionStore } from "./postgres-partition-store.js";
 import { PostgresRecurringStore } from "./postgres-recurring-store.js";
 import { PostgresRunner } from "./postgres-runner.js";
 import { PostgresWakeups } from "./postgres-wakeups.js";
+import { PostgresDoneListener } from "./postgres-done-listener.js";
 
 export type { PostgresBackendOptions, PostgresBackendWarning, PostgresPool } from "./postgres-backend-options.js";
 export type { PostgresClient, PostgresTransaction } from "../transaction-handle.js";
@@ -94,6 +95,8 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
 
   private opening: Promise<void> | null = null;
   private readonly wakeups: PostgresWakeups;
+  /** The done channel's listener (X6), opened by the first `waitFor`. */
+  private readonly done: PostgresDoneListener;
   /** Runs every store's statements on the pool (attached while open). */
   private readonly runner: PostgresRunner;
   /** The driver, loaded at construction. */
@@ -121,6 +124,7 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
     // Channel names are identifiers (63 bytes at most): a long schema name is replaced by its hash.
     this.channel = this.schema.length <= 57 ? `later:${this.schema}` : `later:${createHash("sha1").update(this.schema).digest("hex").slice(0, 16)}`;
     this.wakeups = new PostgresWakeups(options, this.channel, this.namespace);
+    this.done = new PostgresDoneListener(() => this.wakeups.doneChannel, options);
     const quoted = this.pg.escapeIdentifier(this.schema);
     const runner = new PostgresRunner(this.namespace, this.schema, quoted, this.wakeups, options);
     this.runner = runner;
@@ -204,6 +208,7 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
     const pool = this.runner.detach();
     liveBackends().delete(this);
     await this.wakeups.stop();
+    await this.done.stop();
     if (!pool) return;
     if (this.options.pool === undefined) await pool.end();
     else {
@@ -220,5 +225,10 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
   /** Cancel notifications (X3): a running job of this namespace was cancelled, by any process. */
   cancelSubscribe(listener: () => void): () => void {
     return this.wakeups.subscribeCancel(listener);
+  }
+
+  /** Notifications on the done channel (an awaited job became terminal), and once after its listener reconnects; see {@link PostgresDoneListener}. */
+  doneSubscribe(listener: () => void): Promise<() => void> {
+    return this.done.subscribe(this.runner.conn(), listener);
   }
 }

@@ -13,7 +13,7 @@
  * of one transaction into one and delivers them only on commit, so a
  * rolled-back enqueue wakes nobody.
  */
-import { type PgTransition, transition, transitionTail } from "./postgres-transition.js";
+import { awaitedNotify, type PgTransition, transition, transitionTail } from "./postgres-transition.js";
 import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
 import { statement, type Statement } from "./postgres-statement.js";
@@ -152,9 +152,10 @@ export class PostgresJobQueries {
    * X2: a job leaving for good frees its key's slot (`unique_slot = NULL`,
    * an expression of the same UPDATE: no extra write), and a job that held
    * a key notifies, since the job kept to run after it is ready now.
-   * `$1` ids, `$2` jsonb `{ id: [attempt, stage, run_at, error, note?] }` (note: the
-   * history entry's, only for a permanent failure), `$3` now,
-   * `$4` expires_at, `$5` namespace, `$6` lease-expired-before guard, `$7`/`$8` channel and payload.
+   * `$1` ids, `$2` jsonb `{ id: [attempt, stage, run_at, error, note, result?] }` (note: the
+   * history entry's, only for a permanent failure, else null; result: a success's JSON text, X6), `$3` now,
+   * `$4` expires_at, `$5` namespace, `$6` lease-expired-before guard, `$7`/`$8` channel and payload,
+   * `$9` the done channel, notified when a row made terminal is awaited (see `awaitedNotify` in postgres-transition.ts).
    */
   readonly finish: Statement;
   /**
@@ -165,10 +166,12 @@ export class PostgresJobQueries {
    * (succeeded parents that had continuations inserted, for
    * {@link releaseChildren}) and `released`. The continuation lookup only
    * probes parents whose `waiters` says a child was ever inserted.
-   * `$1` ids, `$2` attempts by id, `$3` now, `$4` expires_at, `$5` namespace, `$6`/`$7` channel and payload, `$8` batch size.
+   * `$1` ids, `$2` attempts by id, `$3` now, `$4` expires_at, `$5` namespace, `$6`/`$7` channel and payload, `$8` batch size,
+   * `$9` jsonb `{ id: result JSON text }` of the jobs that returned a result (X6; null, the usual case, when none did: the
+   * `result` column is then set to null at the cost of one null test per row), `$10` the done channel.
    */
   readonly finishSuccess: Statement;
-  /** Fails the waiting children of failed parents: `$1` parent ids, `$2` reasons, `$3` now, `$4` expires_at, `$5` namespace. */
+  /** Fails the waiting children of failed parents: `$1` parent ids, `$2` reasons, `$3` now, `$4` expires_at, `$5` namespace, `$6` done channel. */
   readonly failChildren: Statement;
   /**
    * Puts claims back (attempt undone), returning `id, claim_attempt` of each put back: `$1` ids, `$2` attempts, `$3` now,
@@ -198,6 +201,17 @@ export class PostgresJobQueries {
   readonly reserveSeq: Statement;
   /** X2: the insert of one job with a unique key (`JobStore.insertUnique`). */
   readonly unique: PostgresUniqueInsert;
+  /**
+   * `waitFor`'s first read (X6): marks the rows `$1` of namespace `$2` awaited
+   * and returns `id, stage, result, last_error` of each. Every row is written,
+   * awaited already or not: skipping those would let two waiters racing on one
+   * row each miss it (the second's UPDATE skips the row the first just marked,
+   * and its snapshot predates the mark). An UPDATE that waited for a
+   * finishing row's lock returns the row finished.
+   */
+  readonly markAwaited: Statement;
+  /** The waiters' re-read: `id, stage, result, last_error` of the rows `$1` of namespace `$2`. */
+  readonly readOutcomes: Statement;
 
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
@@ -267,32 +281,33 @@ SELECT NULL, NULL, NULL, NULL, NULL, (
     expires_at = CASE WHEN ${out(1)} = 'requeued' THEN NULL ELSE $4::bigint END,
     last_error = CASE WHEN ${out(1)} = 'success' THEN j.last_error ELSE ${out(3)} END,
     ${done.history},
-    unique_slot = CASE WHEN ${out(1)} = 'requeued' THEN j.unique_slot END
+    unique_slot = CASE WHEN ${out(1)} = 'requeued' THEN j.unique_slot END,
+    result = CASE WHEN ${out(1)} = 'success' THEN ${out(5)} ELSE j.result END
   WHERE ${idIn("j.id", "$1")} AND j.attempt = ${out(0)}::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
     AND coalesce(j.lease_expires_at, 0) < $6
-  RETURNING j.id, j.attempt, j.stage, j.last_error, j.waiters, j.topic, j.partition_no, j.unique_key
+  RETURNING j.id, j.attempt, j.stage, j.last_error, j.waiters, j.topic, j.partition_no, j.unique_key, j.awaited
 ), released AS (
   UPDATE ${jobs} k SET ${releasedTo(released, "$3")}
   WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE stage = 'success')
   RETURNING k.id, k.stage, k.topic, k.partition_no
-)${tail("$5", [done, released], ["$7", "$8"], "SELECT 1 FROM done WHERE unique_key IS NOT NULL")}
+)${tail("$5", [done, released], ["$7", "$8"], "SELECT 1 FROM done WHERE unique_key IS NOT NULL")}${awaitedNotify("done", "$9", "stage <> 'requeued'")}
 SELECT d.id, d.attempt, d.stage, d.last_error, d.waiters, d.unique_key,
-  (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified
+  (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM woken)::int AS woken
 FROM done d`);
     const succeeded = transition({ kinds: "succeed", rows: "done", from: "'running'", to: "'success'", at: "$3::bigint" });
     this.finishSuccess = statement(`WITH done AS (
   UPDATE ${jobs} j SET ${succeeded.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4,
-    ${succeeded.history}, unique_slot = NULL
+    ${succeeded.history}, unique_slot = NULL, result = $9::jsonb ->> j.id
   WHERE ${idIn("j.id", "$1")} AND j.attempt = ($2::jsonb ->> j.id)::int AND j.namespace = $5 AND ${RUNNING_BY_KEY}
-  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.unique_key
+  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.unique_key, j.awaited
 ), released AS (
   UPDATE ${jobs} k SET ${releasedTo(released, "$3")}
   WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE waiters > 0)
   RETURNING k.stage, k.topic, k.partition_no
-)${tail("$5", [succeeded, released], ["$6", "$7"], "SELECT 1 FROM done WHERE unique_key IS NOT NULL")}
+)${tail("$5", [succeeded, released], ["$6", "$7"], "SELECT 1 FROM done WHERE unique_key IS NOT NULL")}${awaitedNotify("done", "$10")}
 SELECT count(*)::int AS applied, CASE WHEN count(*) < $8 THEN string_agg(id, ',') END AS ids,
   string_agg(id, ',') FILTER (WHERE waiters > 0) AS marked, count(*) FILTER (WHERE unique_key IS NOT NULL)::int AS freed,
-  (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified
+  (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM woken)::int AS woken
 FROM done`);
     const failedChild = transition({ kinds: "failChild", rows: "failed", alias: "k", from: "'waiting'", to: "'failed'", at: "$3::bigint" });
     this.failChildren = statement(`WITH failed AS (
@@ -300,9 +315,9 @@ FROM done`);
     ${failedChild.history}, unique_slot = NULL
   FROM unnest($1::text[], $2::text[]) AS f(parent_id, reason)
   WHERE k.parent_id = f.parent_id AND k.namespace = $5 AND k.stage = 'waiting'
-  RETURNING k.id, k.last_error, k.topic, k.partition_no
-)${tail("$5", [failedChild])}
-SELECT id, last_error FROM failed`);
+  RETURNING k.id, k.last_error, k.topic, k.partition_no, k.awaited
+)${tail("$5", [failedChild])}${awaitedNotify("failed", "$6")}
+SELECT id, last_error, (SELECT count(*) FROM woken)::int AS woken FROM failed`);
     const back = putBack("rel", "$3::bigint", "$7::text");
     this.release = statement(`WITH rel AS (
   UPDATE ${jobs} j SET ${back.stage}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
@@ -324,6 +339,9 @@ RETURNING id, attempt`);
 SELECT count(*)::int AS deleted FROM gone`);
     this.reserveSeq = statement(`UPDATE ${schema}.later_partitions SET next_seq = next_seq + $4::bigint
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 RETURNING next_seq - $4::bigint AS first`);
+    this.markAwaited = statement(`UPDATE ${jobs} SET awaited = true WHERE ${idIn("id", "$1")} AND namespace = $2
+RETURNING id, stage, result, last_error`);
+    this.readOutcomes = statement(`SELECT id, stage, result, last_error FROM ${jobs} WHERE ${idIn("id", "$1")} AND namespace = $2`);
     this.storedInserts = statement(`SELECT id, (stages::jsonb) -> 0 ->> 0 AS stage FROM ${jobs} WHERE ${idIn("id", "$1")} AND namespace = $2`);
     this.lockPartition = statement(`SELECT 1 FROM ${schema}.later_partitions WHERE namespace = $1 AND topic = $2 AND partition_no = $3 FOR UPDATE`);
     this.lockJobs = statement(`SELECT 1 FROM ${jobs} WHERE ${idIn("id", "$1")} AND namespace = $2 ORDER BY id FOR UPDATE`);

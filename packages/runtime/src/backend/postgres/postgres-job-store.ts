@@ -232,12 +232,26 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     // Ids are ULIDs (no quoting needed), so both parameters are built as text directly.
     let ids = "{";
     let attempts = "{";
+    // X6: only the jobs that returned a result are carried, in a map of their own (null when none did).
+    let results: Record<string, string> | null = null;
     for (let i = 0; i < finishes.length; i++) {
       const f = finishes[i]!;
       ids += i === 0 ? f.id : `,${f.id}`;
       attempts += `${i === 0 ? "" : ","}"${f.id}":${f.attempt}`;
+      const result = (f.outcome as { result?: string }).result;
+      if (result !== undefined) (results ??= {})[f.id] = result;
     }
-    const [row] = await this.host.execute(this.q.finishSuccess, [`${ids}}`, `${attempts}}`, now, expires, this.ns, ...this.host.notifyArgs, finishes.length]);
+    const [row] = await this.host.execute(this.q.finishSuccess, [
+      `${ids}}`,
+      `${attempts}}`,
+      now,
+      expires,
+      this.ns,
+      ...this.host.notifyArgs,
+      finishes.length,
+      results === null ? null : JSON.stringify(results),
+      this.host.doneChannel,
+    ]);
     const written = Number(row?.applied ?? 0) < finishes.length ? new Set(String(row?.ids ?? "").split(",")) : null;
     const applied: B.ClaimKey[] = [];
     for (const f of finishes) if (!written || written.has(f.id)) applied.push({ id: f.id, attempt: f.attempt });
@@ -283,6 +297,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
         now,
         expires,
         this.ns,
+        this.host.doneChannel,
       ]);
       failed = children.map((c) => ({ id: String(c.id), error: c.last_error as string | null }));
     }
@@ -290,19 +305,33 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
 
   /** The `finish` statement's parameters for a batch (see `PostgresJobQueries.finish`). */
   finishValues(finishes: readonly B.JobFinish[], now: number, expires: number, leaseExpiredBefore: number): unknown[] {
-    const outcomes: Record<string, [number, string, number | null, string | null, StageNote?]> = {};
+    const outcomes: Record<string, [number, string, number | null, string | null, (StageNote | null)?, string?]> = {};
     for (const f of finishes) {
       const o = f.outcome;
       outcomes[f.id] =
         o.kind === "success"
-          ? [f.attempt, "success", null, null]
+          ? o.result === undefined
+            ? [f.attempt, "success", null, null]
+            : [f.attempt, "success", null, null, null, o.result]
           : o.kind === "retry"
             ? [f.attempt, "requeued", o.runAt, o.error]
             : o.permanent
               ? [f.attempt, "failed", null, o.error, "permanent"]
               : [f.attempt, "failed", null, o.error];
     }
-    return [finishes.map((f) => f.id), JSON.stringify(outcomes), now, expires, this.ns, leaseExpiredBefore, ...this.host.notifyArgs];
+    return [finishes.map((f) => f.id), JSON.stringify(outcomes), now, expires, this.ns, leaseExpiredBefore, ...this.host.notifyArgs, this.host.doneChannel];
+  }
+
+  /** One statement: `markAwaited` (UPDATE … RETURNING) or `readOutcomes` (see `PostgresJobQueries`). */
+  async readOutcomes(params: B.JobReadOutcomesParams): Promise<B.JobOutcomeRow[]> {
+    if (params.ids.length === 0) return [];
+    const rows = await this.host.execute(params.markAwaited ? this.q.markAwaited : this.q.readOutcomes, [[...params.ids], this.ns]);
+    return rows.map((r) => ({
+      id: String(r.id),
+      stage: r.stage as JobStage,
+      result: (r.result as string | null) ?? null,
+      error: (r.last_error as string | null) ?? null,
+    }));
   }
 
   /** Puts claims back, in id order; `reason` `"shutdown"` notes each history entry (docs/semantics.md J9). */

@@ -295,6 +295,14 @@ CREATE INDEX later_jobs_partition_done ON {schema}.later_jobs (namespace, topic,
   WHERE topic IS NOT NULL AND stage IN ('success', 'failed', 'cancelled');
 `,
   },
+  // X6: a handler's resolved value as JSON text (NULL: none), written by the success itself; and
+  // `awaited`, set by waitFor, so that the statements making a job terminal notify the done channel
+  // only for jobs someone waits for (nothing extra for the rest). Both are metadata-only additions.
+  {
+    version: 17,
+    name: "job-result",
+    sql: "ALTER TABLE {schema}.later_jobs ADD COLUMN result text, ADD COLUMN awaited boolean NOT NULL DEFAULT false;",
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

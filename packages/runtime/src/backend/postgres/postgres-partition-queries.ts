@@ -6,7 +6,7 @@ import { TERMINAL_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
 import { idIn, inPartition, partitionOrder, putBack, releaseChild, releasedTo } from "./postgres-job-queries.js";
 import { statement, type Statement } from "./postgres-statement.js";
-import { type PgTransition, transition, transitionTail } from "./postgres-transition.js";
+import { awaitedNotify, type PgTransition, transition, transitionTail } from "./postgres-transition.js";
 
 const TERMINAL = stageList(TERMINAL_STAGES);
 
@@ -83,7 +83,8 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
     // them; it counts as released. As SQLite's finish then claim, one transaction (J5, P3). The
     // common case pays one more test on the one `nxt` row and a filter on `released` by `ready`'s id.
     // $1 ns, $2 topic, $3 partition, $4 epoch, $5 owner, $6 id, $7 now, $8 expires_at, $9 attempt,
-    // $10 claim next?, $11 job types, $12 next lease expiry, $13/$14 notify channel and payload.
+    // $10 claim next?, $11 job types, $12 next lease expiry, $13/$14 notify channel and payload,
+    // $15 the result's JSON text (null: none, X6), $16 the done channel.
     const done = transition({ kinds: "succeed", rows: "done", from: "'running'", to: "'success'", at: "$7::bigint" });
     const released = releaseChild("released", "$7");
     // The next head: claimed from its stage; a waiting continuation of the head is released (`enqueued`) then claimed.
@@ -93,9 +94,9 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
   SELECT 1 FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
 ), done AS (
   UPDATE ${jobs} j SET ${done.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
-    ${done.history}
+    ${done.history}, result = $15::text
   WHERE j.id = $6 AND j.attempt = $9 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
-  RETURNING j.id, j.waiters, j.topic, j.partition_no
+  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited
 ), nxt AS (
   SELECT j.id, j.job_type, j.stage, j.run_at, j.parent_id FROM ${jobs} j
   WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL} AND j.id <> $6
@@ -121,8 +122,8 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
     stages = CASE WHEN r.stage = 'waiting' THEN ${claimed.append(releasedNow.append("j.stages"))} ELSE ${claimed.append("j.stages")} END
   FROM ready r WHERE j.id = r.id
   RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, r.stage AS old_stage, j.meta
-)${tail([done, released, claimed], ["$13", "$14"])}
-SELECT (SELECT count(*) FROM done)::int AS applied,
+)${tail([done, released, claimed], ["$13", "$14"])}${awaitedNotify("done", "$16")}
+SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM woken)::int AS woken,
   (SELECT count(*) FROM released)::int + (SELECT count(*) FROM claimed WHERE old_stage = 'waiting')::int AS released,
   (SELECT max(waiters) FROM done) AS waiters, (SELECT count(*) FROM notified)::int AS notified, (SELECT epoch FROM lease) AS epoch,
   c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq, c.meta
@@ -181,9 +182,9 @@ UNION SELECT member_id FROM up ORDER BY member_id`);
   UPDATE ${jobs} j SET ${forced.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4, last_error = $5,
     ${forced.history}
   FROM head h WHERE j.id = h.id
-  RETURNING j.topic, j.partition_no, h.stage AS old_stage
-)${tail([forced])}
-SELECT count(*)::int AS failed FROM failed`);
+  RETURNING j.topic, j.partition_no, h.stage AS old_stage, j.awaited
+)${tail([forced])}${awaitedNotify("failed", "$6")}
+SELECT count(*)::int AS failed, (SELECT count(*) FROM woken)::int AS woken FROM failed`);
     this.lock = statement(`SELECT 1 FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 FOR UPDATE`);
     this.bumpEpoch = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL, epoch = epoch + 1
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3`);

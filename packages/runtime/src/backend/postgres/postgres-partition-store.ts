@@ -30,6 +30,8 @@ export interface PostgresPartitionHost {
   readonly execute: Execute;
   /** The channel and payload of this backend's `pg_notify`. */
   readonly notifyArgs: readonly [string, string];
+  /** The done channel `waitFor` listens on (X6). */
+  readonly doneChannel: string;
   /** BEGIN … COMMIT on one connection, retried on deadlock or serialization conflict. */
   inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
 }
@@ -105,6 +107,8 @@ export class PostgresPartitionStore implements B.PartitionStore {
         next?.jobTypes ?? [],
         next?.leaseExpiresAt ?? null,
         ...this.host.notifyArgs,
+        params.outcome.result ?? null,
+        this.host.doneChannel,
       ]);
       let released = Number(row?.released ?? 0);
       if (Number(row?.waiters ?? 0) > 0) released += await this.jobs.releaseChildren(this.host.execute, [claim.id], now);
@@ -198,7 +202,7 @@ export class PostgresPartitionStore implements B.PartitionStore {
       const [h] = await execute(this.q.headOf, [this.ns, params.topic, params.partition]);
       if (!h) return null; // no head: nothing changes, the lease and epoch stay (as on SQLite)
       const id = String(h.id);
-      await execute(this.q.forceFail, [this.ns, id, params.now, expires, params.reason]);
+      await execute(this.q.forceFail, [this.ns, id, params.now, expires, params.reason, this.host.doneChannel]);
       await this.jobs.failWaitingChildren(execute, [{ id, error: params.reason }], params.now, expires);
       await execute(this.q.bumpEpoch, [this.ns, params.topic, params.partition]);
       return id;

@@ -75,6 +75,11 @@ export class PostgresRunner {
     return this.wakeups.notifyArgs;
   }
 
+  /** The done channel `waitFor` listens on (see `PostgresWakeups.doneChannel`). */
+  get doneChannel(): string {
+    return this.wakeups.doneChannel;
+  }
+
   /**
    * One statement on a pool connection (autocommit). When the pool handed
    * out a connection the server had already killed (its error event not yet

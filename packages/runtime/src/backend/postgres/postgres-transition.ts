@@ -181,3 +181,24 @@ export function transitionTail(
   SELECT pg_notify(${channel}, ${payload}) FROM ${from}
 )`;
 }
+
+/**
+ * The `woken` CTE of a statement that makes jobs terminal (X6): one
+ * notification on the done channel (`channel`, SQL of a parameter; empty
+ * payload, the waiters re-read their rows) when a row of the CTE `rows`
+ * matching `where` is awaited, at most once per statement. The text starts
+ * with a comma: it follows the statement's own CTEs, e.g. after
+ * {@link transitionTail}.
+ *
+ * It is a different signal from the stage wake-up of {@link transitionTail}
+ * (work became ready, for the fetchers): this one tells `waitFor` (which
+ * marks its row awaited after it LISTENs) that an outcome committed, and
+ * only for awaited rows, so for rows nobody awaits it costs a filter over
+ * rows the statement already holds. `rows` must return `awaited`. Every
+ * terminal statement (finish, finishSuccess, successNext, failChildren,
+ * forceFail) builds it here. The statement must read `woken` (e.g.
+ * `(SELECT count(*) FROM woken)`), else PostgreSQL skips it.
+ */
+export const awaitedNotify = (rows: string, channel: string, where = "true") => `, woken AS (
+  SELECT pg_notify(${channel}, '') FROM ${rows} WHERE awaited AND ${where} LIMIT 1
+)`;

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type pg from "pg";
 import { reportWarning, type PostgresBackendOptions, type PostgresBackendWarning } from "./postgres-backend-options.js";
 import { startProbedListener, type PostgresListener } from "./postgres-listener.js";
@@ -82,6 +82,16 @@ export class PostgresWakeups {
     return [this.channel, `${this.sender} ${this.namespace}`];
   }
 
+  /**
+   * The done channel of this schema and namespace (X6): the statements that
+   * make an awaited job terminal notify it, and `waitFor` listens on it
+   * (`PostgresDoneListener`). One per namespace, so waiters never hear other
+   * namespaces' jobs; a hash keeps it within an identifier's 63 bytes.
+   */
+  get doneChannel(): string {
+    return doneChannelOf(this.channel, this.namespace);
+  }
+
   subscribe(listener: () => void): () => void {
     this.subscribers.add(listener);
     return () => this.subscribers.delete(listener);
@@ -153,4 +163,9 @@ export class PostgresWakeups {
       for (const listener of this.subscribers) listener();
     });
   }
+}
+
+/** `later_done:` and a hash of the wake-up channel (which names the schema) and the namespace. */
+export function doneChannelOf(channel: string, namespace: string): string {
+  return `later_done:${createHash("sha1").update(`${channel}\0${namespace}`).digest("hex").slice(0, 24)}`;
 }

@@ -36,6 +36,7 @@ export const JOB_RECORD_COLUMNS = [
   "priority",
   "unique_key",
   "unique_slot",
+  "result",
 ] as const;
 
 /** A `later_jobs` row as the seam's {@link JobRecord}. */
@@ -63,6 +64,7 @@ export function jobRecordFromRow(r: Row): JobRecord {
     priority: Number(r.priority ?? 0),
     uniqueKey: (r.unique_key as string | null | undefined) ?? null,
     uniqueSlot: (r.unique_slot as "pending" | "active" | null | undefined) ?? null,
+    result: (r.result as string | null | undefined) ?? null,
   };
 }
 

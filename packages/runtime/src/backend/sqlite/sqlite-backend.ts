@@ -211,6 +211,22 @@ export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
     return subscribeCommits(this.watcher, () => this.connection?.dataVersion() ?? null, listener);
   }
 
+  /**
+   * Every commit: other processes' and connections' through the WAL watcher
+   * ({@link subscribeCommits}), this connection's own when its transaction
+   * commits (`SqliteConnection.commitSubscribe`; `data_version` does not move
+   * for those). Resolves at once: both are in place when it returns.
+   */
+  async doneSubscribe(listener: () => void): Promise<() => void> {
+    this.watcher ??= new WalWatcher(this.file);
+    const others = subscribeCommits(this.watcher, () => this.connection?.dataVersion() ?? null, listener);
+    const own = this.conn().commitSubscribe(listener);
+    return () => {
+      others();
+      own();
+    };
+  }
+
   /** @internal The open connection (for the stores beside this class); throws when closed. */
   conn(): SqliteConnection {
     if (!this.connection) throw new DatabaseUnavailableError("the SQLite backend is not open (the server was shut down, or never started)");

@@ -43,7 +43,7 @@ const NEXT_SEQ = new SharedStatement<{ topic: string; partition: number } & InNa
   read: (rows) => (rows[0] ? Number(rows[0].seq) : null),
 });
 
-const INSERT = new SharedStatement<Omit<LaterJobsTable, "unique_key" | "unique_slot">, void>({
+const INSERT = new SharedStatement<Omit<LaterJobsTable, "unique_key" | "unique_slot" | "result">, void>({
   build: (db, $) =>
     db.insertInto("later_jobs").values({
       id: $("id"),

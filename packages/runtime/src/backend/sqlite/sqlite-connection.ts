@@ -26,6 +26,9 @@ export interface SqliteHost {
 export class SqliteConnection {
   private readonly statements = new Map<string, Database.Statement>();
   private readonly transactionRunner: Database.Transaction<(run: () => unknown) => unknown>;
+  /** Told (once per macrotask) after this connection's `immediate` transactions commit: `waitFor`'s waiters (X6). */
+  private readonly commitListeners = new Set<() => void>();
+  private commitScheduled = false;
 
   private constructor(
     readonly db: Database.Database,
@@ -70,11 +73,31 @@ export class SqliteConnection {
 
   /** Runs `body` in `BEGIN IMMEDIATE ... COMMIT` (rolled back if it throws): the write lock is taken up front, so two processes never deadlock upgrading a read lock. */
   immediate<R>(body: () => R): R {
+    let result: R;
     try {
-      return this.transactionRunner.immediate(body) as R;
+      result = this.transactionRunner.immediate(body) as R;
     } catch (error) {
       throw this.typed(error);
     }
+    if (this.commitListeners.size > 0) this.committed();
+    return result;
+  }
+
+  /** Calls `listener` after this connection's transactions commit, coalesced per macrotask; returns the unsubscribe function. */
+  commitSubscribe(listener: () => void): () => void {
+    this.commitListeners.add(listener);
+    return () => {
+      this.commitListeners.delete(listener);
+    };
+  }
+
+  private committed(): void {
+    if (this.commitScheduled) return;
+    this.commitScheduled = true;
+    setImmediate(() => {
+      this.commitScheduled = false;
+      for (const listener of this.commitListeners) listener();
+    });
   }
 
   run(text: string, ...args: unknown[]): number {

@@ -351,6 +351,9 @@ CREATE INDEX later_jobs_partition_done ON later_jobs (namespace, topic, partitio
   WHERE topic IS NOT NULL AND stage IN ('success', 'failed', 'cancelled');
 `,
   },
+  // X6: a handler's resolved value as JSON text (NULL: none), written with the success. No `awaited`
+  // column here (PostgreSQL has one): waiters wake on the WAL watcher, which sees every commit.
+  { version: 17, name: "job-result", sql: "ALTER TABLE later_jobs ADD COLUMN result TEXT;" },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */
