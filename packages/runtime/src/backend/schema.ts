@@ -37,6 +37,17 @@ export interface LaterJobsTable {
   seq: number | null;
   /** Continuations inserted for this job so far (see the PostgreSQL finish). */
   waiters: number;
+  /** X5: a fan-in continuation's parents not yet succeeded (0 once released); null for every other job (migration 18). */
+  parents_left: number | null;
+}
+
+/** X5: one parent of a fan-in continuation (migration 18); deleted with its child. */
+export interface LaterJobParentsTable {
+  namespace: string;
+  child_id: string;
+  parent_id: string;
+  /** Whether this parent's success has been counted off the child's `parents_left` (once per edge). */
+  succeeded: number | boolean;
 }
 
 export interface LaterTopicsTable {
@@ -227,6 +238,7 @@ export interface LaterServersTable {
 
 export interface LaterDatabase {
   later_jobs: LaterJobsTable;
+  later_job_parents: LaterJobParentsTable;
   later_migrations: LaterMigrationsTable;
   later_maintenance: LaterMaintenanceTable;
   later_topics: LaterTopicsTable;

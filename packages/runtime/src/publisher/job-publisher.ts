@@ -10,7 +10,7 @@ import { RECURRING_SEQUENTIAL_TOPIC } from "../core/partition/topic.js";
 import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/recurring-scheduler.js";
 import { encodePayload } from "../core/encode-payload.js";
 import { JobController, type JobActionListener, type JobBatchOptions, type JobFilter } from "./job-controller.js";
-import { checkEnqueueOptions, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
+import { checkEnqueueOptions, parentsOf, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
 
 export type { EnqueueOptions } from "./enqueue-options.js";
 
@@ -271,7 +271,7 @@ export class JobPublisher<Trx = TransactionHandle> {
     const checked = checkEnqueueOptions(options, partition === undefined ? "enqueue" : "enqueueToPartition");
     const now = this.clock.now();
     const runAt = runAtOf(checked, now);
-    const parentId = checked.parentId;
+    const parents = checked.parentId === undefined ? {} : parentsOf(checked.parentId, partition === undefined ? "enqueue" : "enqueueToPartition");
     const retryPolicy = storedRetryPolicy(checked.retryPolicy ?? this.options.defaultRetryPolicy);
     const jobs: JobInsert[] = payloads.map((payload, i) => {
       const ref = Array.isArray(partition) ? (partition as readonly PartitionRef[])[i]! : (partition as PartitionRef | undefined);
@@ -280,7 +280,7 @@ export class JobPublisher<Trx = TransactionHandle> {
         jobType,
         payload: encodePayload(encode, jobType, payload),
         runAt,
-        parentId,
+        ...parents,
         retryPolicy,
         timeoutMs: checked.timeoutMs ?? null,
         ...(ref === undefined ? {} : { topic: ref.topic, partition: ref.partition }),

@@ -300,6 +300,27 @@ DROP TABLE later_log_records;
   // EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
   // its type's and the server's; NULL: none given. Read by the claims beside the retry policy.
   { version: 12, name: "job-timeout", sql: "ALTER TABLE later_jobs ADD COLUMN timeout_ms INTEGER;" },
+  {
+    version: 18,
+    name: "fan-in",
+    // X5: a continuation of several parents (see the PostgreSQL migration 18): parents_left on
+    // the child (NULL on every other job), one edge per parent, deleted with the child.
+    sql: `
+ALTER TABLE later_jobs ADD COLUMN parents_left INTEGER;
+CREATE TABLE later_job_parents (
+  namespace TEXT NOT NULL,
+  child_id TEXT NOT NULL,
+  parent_id TEXT NOT NULL,
+  succeeded INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (child_id, parent_id)
+) WITHOUT ROWID;
+CREATE INDEX later_job_parents_parent ON later_job_parents (namespace, parent_id);
+CREATE TRIGGER later_job_parents_delete AFTER DELETE ON later_jobs WHEN OLD.parents_left IS NOT NULL
+BEGIN
+  DELETE FROM later_job_parents WHERE child_id = OLD.id;
+END;
+`,
+  },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */
