@@ -204,4 +204,30 @@ describe.each(BACKENDS)("fan-in continuations (X5) on $name", (entry) => {
     const listed = await server.backend.inspect.jobList({ limit: 100 });
     expect(listed.map((j) => j.id)).toEqual([a]);
   });
+
+  it("X5/X7: a fan-in child failed by its parent is not retryable; deleting jobs removes a child's edges with it and keeps a child's lookup", async () => {
+    const { h, server, gate } = await gatedServer();
+    const ok = await server.publisher.enqueue("gate", { name: "ok" });
+    const bad = await server.publisher.enqueue("gate", { name: "bad", fail: true });
+    const doomed = await server.publisher.enqueue("join", { parents: [ok, bad] }, { parentId: [ok, bad] });
+    const fine = await server.publisher.enqueue("join", { parents: [ok] }, { parentId: [ok, ok] });
+    gate("ok").resolve();
+    gate("bad").resolve();
+    expect((await settled(() => server.backend.inspect.jobGet({ id: doomed }), "doomed child")).stage).toBe("failed");
+    await settled(() => server.backend.inspect.jobGet({ id: fine }), "single child");
+    expect((await refusal(server.publisher.retry(doomed))).code).toBe("JOB_ACTION_REFUSED");
+    const app = h.db.appDatabase<{ later_job_parents: { child_id: string } }>();
+    try {
+      const edges = async () => (await app.selectFrom("later_job_parents").select("child_id").execute()).map((r) => r.child_id);
+      expect(await edges()).toEqual([doomed, doomed]);
+      // A parent deleted: the child is still read as it was.
+      await server.publisher.delete(ok);
+      expect((await server.backend.inspect.jobGet({ id: doomed }))?.stage).toBe("failed");
+      // The child deleted: its edges go with it.
+      await server.publisher.delete(doomed);
+      expect(await edges()).toEqual([]);
+    } finally {
+      await app.destroy();
+    }
+  });
 });
