@@ -9,7 +9,7 @@ import { PermanentJobError, topic } from "@later/runtime";
 import { BACKENDS } from "./backends.js";
 import { deferred, refusal, settled, useHarness, waitFor } from "./harness.js";
 
-type Gate = ReturnType<typeof deferred>;
+type Gate = ReturnType<typeof deferred<void>>;
 
 describe.each(BACKENDS)("fan-in continuations (X5) on $name", (entry) => {
   const harness = useHarness(entry);
@@ -21,7 +21,7 @@ describe.each(BACKENDS)("fan-in continuations (X5) on $name", (entry) => {
     const gates = new Map<string, Gate>();
     const gate = (name: string) => {
       let g = gates.get(name);
-      if (!g) gates.set(name, (g = deferred()));
+      if (!g) gates.set(name, (g = deferred<void>()));
       return g;
     };
     const early: string[] = [];
@@ -56,7 +56,7 @@ describe.each(BACKENDS)("fan-in continuations (X5) on $name", (entry) => {
   ]) {
     it(`X5: the child runs only after all three parents succeed, parents finishing one batch at a time in order ${order.join(",")}`, async () => {
       const { server, gate, early, stageOf } = await gatedServer();
-      const parents = [];
+      const parents: string[] = [];
       for (let i = 0; i < 3; i++) parents.push(await server.publisher.enqueue("gate", { name: `p${i}` }));
       const child = await server.publisher.enqueue("join", { parents }, { parentId: parents });
       expect(await stageOf(child)).toBe("waiting");
@@ -74,7 +74,7 @@ describe.each(BACKENDS)("fan-in continuations (X5) on $name", (entry) => {
 
   it("X5: parents finishing in one batch release the child once", async () => {
     const { server, gate, early, stageOf } = await gatedServer(8);
-    const parents = [];
+    const parents: string[] = [];
     for (let i = 0; i < 6; i++) parents.push(await server.publisher.enqueue("gate", { name: "all" }));
     const child = await server.publisher.enqueue("join", { parents }, { parentId: parents });
     await waitFor(async () => (await Promise.all(parents.map(stageOf))).every((s) => s === "running"), "parents running");

@@ -263,7 +263,14 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     return Number(row?.released ?? 0);
   }
 
-  /** Fails the waiting continuations of failed jobs, level by level down the chain. */
+  /**
+   * Fails the waiting continuations of failed jobs, level by level down the
+   * chain: single-parent children by `parent_id`, fan-in children (X5)
+   * through `later_job_parents` (both in `failChildren`).
+   * Hook for cancel (X3): a cancelled parent must cancel its waiting fan-in
+   * children the same way, joining `later_job_parents` on `parent_id`
+   * beside the single-parent lookup (see `PostgresJobQueries.failChildren`).
+   */
   async failWaitingChildren(execute: Execute, failed: { id: string; error: string | null }[], now: number, expires: number): Promise<void> {
     while (failed.length > 0) {
       const children = await execute(this.q.failChildren, [

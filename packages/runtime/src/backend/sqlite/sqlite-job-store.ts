@@ -313,7 +313,13 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     }
   }
 
-  /** A final failure fails the waiting continuations, down the whole chain (inside the caller's transaction). */
+  /**
+   * A final failure fails the waiting continuations, down the whole chain
+   * (inside the caller's transaction): single-parent children by
+   * `parent_id`, fan-in children (X5) through `later_job_parents`
+   * (`FAN_IN_SQL.failChildren`). Hook for cancel (X3): a cancelled parent
+   * must cancel its waiting fan-in children the same way.
+   */
   failWaitingChildren(failed: { id: string; error: string }[], now: number, expires: number): void {
     const deltas = new StageDeltas();
     while (failed.length > 0) {
