@@ -40,6 +40,10 @@ interface OldRecord {
  * as that schema's code did (offsets dense per partition from 0, the partition's next offset moved on).
  */
 async function rewind(app: Kysely<Record<string, never>>, namespace: string, table: 6 | 8, records: readonly OldRecord[]): Promise<void> {
+  // The fan-in migration (18, X5), its trigger first (it reads parents_left).
+  for (const undo of ["DROP TRIGGER later_job_parents_delete", "DROP TABLE later_job_parents", "ALTER TABLE later_jobs DROP COLUMN parents_left"]) {
+    await sql.raw(undo).execute(app);
+  }
   await sql.raw("DROP TABLE later_log_batches").execute(app);
   await sql.raw(RECORDS_TABLE[table]).execute(app);
   await sql.raw("ALTER TABLE later_jobs DROP COLUMN progress").execute(app);

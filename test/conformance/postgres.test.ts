@@ -134,7 +134,8 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
     await Promise.all([a.open(), b.open()]);
     expect((await a.migrations.status()).current).toBe(0);
     const [ra, rb] = await Promise.all([a.migrations.up(), b.migrations.up()]);
-    expect([ra.applied.length, rb.applied.length].sort()).toEqual([0, (await a.migrations.status()).latest]);
+    // Every migration once (a version number may be skipped on a branch, so the count, not the latest number).
+    expect([ra.applied.length, rb.applied.length].sort()).toEqual([0, (await a.migrations.status()).applied.length]);
     const status = await b.migrations.status();
     expect(status.current).toBe(status.latest);
     expect(status.pending).toEqual([]);
