@@ -6,7 +6,7 @@
  * parents succeeded, and each runs once.
  */
 import { describe, expect, it } from "vitest";
-import { PermanentJobError } from "@later/runtime";
+import { PermanentJobError, topic } from "@later/runtime";
 import { BACKENDS } from "./backends.js";
 import { useHarness, waitFor } from "./harness.js";
 
@@ -50,6 +50,40 @@ describe.each(BACKENDS)("fan-in continuations enqueued while their parents finis
     expect(early).toEqual([]);
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
     expect(runs.size).toBe(children.length);
+  });
+
+  it("X5: fan-in children of partitioned parents (partition heads of two servers, each finished in its own transaction) and regular ones", async () => {
+    const h = harness();
+    const early: string[] = [];
+    const ORDERS = topic("orders", 4);
+    const handlers = {
+      step: { handle: () => undefined },
+      join: {
+        handle: async (ctx: { jobId: string }, p: { parents: string[] }) => {
+          for (const id of p.parents) {
+            const parent = await first.backend.inspect.jobGet({ id });
+            if (parent?.stage !== "success") early.push(`${ctx.jobId} ran while parent ${id} was ${parent?.stage}`);
+          }
+        },
+      },
+    };
+    const first = await h.start({ workerCount: 3, topics: [ORDERS], handlers });
+    await h.start({ workerCount: 3, topics: [ORDERS], handlers });
+    const children: string[] = [];
+    for (let round = 0; round < 20; round++) {
+      const parents = [
+        await first.publisher.enqueueToPartition("step", { round }, { topic: "orders", partition: round % 4 }),
+        await first.publisher.enqueueToPartition("step", { round }, { topic: "orders", partition: (round + 1) % 4 }),
+        await first.publisher.enqueue("step", { round }),
+      ];
+      children.push(await first.publisher.enqueue("join", { parents }, { parentId: parents }));
+    }
+    await waitFor(
+      async () => (await Promise.all(children.map((id) => first.backend.inspect.jobGet({ id })))).every((j) => j?.stage === "success"),
+      "every fan-in child to succeed",
+      20_000,
+    );
+    expect(early).toEqual([]);
   });
 
   it("X5: a parent failing while its fan-in children are enqueued fails every one of them", async () => {
