@@ -36,11 +36,11 @@ interface OldRecord {
 
 /**
  * Takes a database at the latest migration back to the record table of migration `table` (6 or 8),
- * empty, with the migrations after it forgotten (9, job progress, 11, server job types, and 12, job timeouts, undone too), and writes `records`
+ * empty, with the migrations after it forgotten (9, job progress, 11, server job types, 12, job timeouts, and 14, job meta, undone too), and writes `records`
  * as that schema's code did (offsets dense per partition from 0, the partition's next offset moved on).
  */
 async function rewind(app: Kysely<Record<string, never>>, namespace: string, table: 6 | 8, records: readonly OldRecord[]): Promise<void> {
-  // The fan-in migration (18, X5), its trigger first (it reads parents_left).
+  // The fan-in migration (17, X5), its trigger first (it reads parents_left).
   for (const undo of ["DROP TRIGGER later_job_parents_delete", "DROP TABLE later_job_parents", "ALTER TABLE later_jobs DROP COLUMN parents_left"]) {
     await sql.raw(undo).execute(app);
   }
@@ -49,6 +49,7 @@ async function rewind(app: Kysely<Record<string, never>>, namespace: string, tab
   await sql.raw("ALTER TABLE later_jobs DROP COLUMN progress").execute(app);
   await sql.raw("ALTER TABLE later_servers DROP COLUMN job_types").execute(app);
   await sql.raw("ALTER TABLE later_jobs DROP COLUMN timeout_ms").execute(app);
+  await sql.raw("ALTER TABLE later_jobs DROP COLUMN meta").execute(app);
   await sql.raw(`DELETE FROM later_migrations WHERE version >= ${table === 6 ? 8 : 9}`).execute(app);
   const next = new Map<number, number>();
   for (const r of records) {

@@ -19,7 +19,7 @@ import { BACKENDS } from "./backends.js";
  */
 const logTables = (records: string) => ["topics", "partitions", records, "group_partitions", "group_members"].map((t) => `DROP TABLE later_log_${t}`);
 
-/** What the fan-in migration (18 on both, X5) added, dropped so it applies again (its trigger first: it reads `parents_left`). */
+/** What the fan-in migration (17 on both, X5) added, dropped so it applies again (its trigger first: it reads `parents_left`). */
 const FAN_IN: Record<string, string[]> = {
   sqlite: ["DROP TRIGGER later_job_parents_delete", "DROP TABLE later_job_parents", "ALTER TABLE later_jobs DROP COLUMN parents_left"],
   postgres: ["DROP FUNCTION later_job_parents_delete() CASCADE", "DROP TABLE later_job_parents", "ALTER TABLE later_jobs DROP COLUMN parents_left"],
@@ -33,6 +33,8 @@ const DASHBOARD = [
   "ALTER TABLE later_jobs DROP COLUMN progress",
   // The job-timeout migration (SQLite 12, PostgreSQL 12).
   "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
+  // The job-meta migration (SQLite 14, PostgreSQL 14; X10).
+  "ALTER TABLE later_jobs DROP COLUMN meta",
 ];
 
 const UNDO_MIGRATION_4: Record<string, string[]> = {

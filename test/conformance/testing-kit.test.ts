@@ -54,6 +54,38 @@ describe("testing kit (X11)", () => {
     expect((await kit.drain()).ran).toBe(0);
   });
 
+  it("X10: the kit's enqueues and drain()'s attempts go through the middleware option; an attempt hook that throws is a retried attempt", async () => {
+    const log: string[] = [];
+    const kit = kept(
+      await createTestJobs({
+        now: START,
+        defaultRetryPolicy: RetryPolicy.fixed(1, 1_000),
+        middleware: [
+          {
+            async enqueue(ctx, next) {
+              for (const job of ctx.jobs) job.meta.from = "test";
+              log.push(`enqueue ${ctx.jobType}`);
+              return next();
+            },
+            async attempt(ctx, next) {
+              log.push(`attempt ${ctx.jobType} ${ctx.attempt} ${String(ctx.meta.from)}`);
+              if (ctx.attempt === 1) throw new Error("hook refused attempt 1");
+              await next();
+            },
+          },
+        ],
+        handlers: (b) => b.withSendEmailHandler(async (_ctx, e) => void log.push(`handler ${e.body}`)),
+      }),
+    );
+    await kit.jobs.sendEmail.enqueue(email(1));
+    const result = await kit.drain();
+    expect(result.attempts.map((a) => [a.attempt, a.outcome, a.error])).toEqual([
+      [1, "retry", "hook refused attempt 1"],
+      [2, "success", null],
+    ]);
+    expect(log).toEqual(["enqueue sendEmail", "attempt sendEmail 1 test", "attempt sendEmail 2 test", "handler #1"]);
+  });
+
   it("retries a failing job to success within one drain, the clock advanced by each retry delay (J3, J4)", async () => {
     let calls = 0;
     const kit = kept(

@@ -67,6 +67,7 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
       "counts",
       "databaseBytes",
       "dispatchWait",
+      "paused",
       "readOnly",
       "throughput",
       "topics",
@@ -75,6 +76,7 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
       "workers",
     ]);
     expect((body as Overview & { readOnly: boolean }).readOnly).toBe(true); // no authorize: read-only by default
+    expect((body as Overview & { paused: unknown[] }).paused).toEqual([]); // X4: nothing paused
     expect(body.counts).toEqual({ enqueued: 0, delayed: 3, waiting: 0, running: 0, requeued: 0, success: 3, failed: 2, cancelled: 0 });
     expect(body.throughput.windowS).toBe(60);
     expect(body.topics).toEqual([

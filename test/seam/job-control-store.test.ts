@@ -227,4 +227,66 @@ describe.each(BACKENDS)("backend.control on $name", (entry) => {
       expect(await other.control.countMatching({ action: "delete", filter: {} })).toBe(0);
     });
   });
+
+  describe("pauseSet", () => {
+    it("X4: pauses and resumes a job type or a topic; true when it changed something, false when it already was; scoped to the namespace; no job row touched", async () => {
+      const s = seam();
+      const [job] = await jobsEndingIn(s, ["enqueued"]);
+      expect(await s.backend.control.pauseSet({ kind: "type", name: "work", paused: true, now: NOW })).toBe(true);
+      expect(await s.backend.control.pauseSet({ kind: "type", name: "work", paused: true, now: NOW + 5 })).toBe(false);
+      expect(await s.backend.control.pauseSet({ kind: "topic", name: "work", paused: true, now: NOW + 1 })).toBe(true);
+      expect(await s.backend.control.pausedList()).toEqual([
+        { kind: "topic", name: "work", pausedAt: NOW + 1 },
+        { kind: "type", name: "work", pausedAt: NOW },
+      ]);
+      const other = await s.other(`${s.backend.namespace}-other`);
+      expect(await other.control.pausedList()).toEqual([]);
+      expect(await other.control.pauseSet({ kind: "type", name: "work", paused: false, now: NOW })).toBe(false);
+      expect(await s.backend.control.pauseSet({ kind: "type", name: "work", paused: false, now: NOW })).toBe(true);
+      expect(await s.backend.control.pauseSet({ kind: "type", name: "work", paused: false, now: NOW })).toBe(false);
+      expect(await s.backend.control.pausedList()).toEqual([{ kind: "topic", name: "work", pausedAt: NOW + 1 }]);
+      expect((await s.job(job!)).stage).toBe("enqueued");
+      await expectCountersMatch(s);
+    });
+  });
+
+  describe("pausedList", () => {
+    it("X4: the namespace's paused set by kind then name, empty when nothing is paused", async () => {
+      const s = seam();
+      expect(await s.backend.control.pausedList()).toEqual([]);
+      for (const name of ["b", "a"]) await s.backend.control.pauseSet({ kind: "type", name, paused: true, now: NOW });
+      await s.backend.control.pauseSet({ kind: "topic", name: "t", paused: true, now: NOW });
+      expect((await s.backend.control.pausedList()).map((p) => `${p.kind}:${p.name}`)).toEqual(["topic:t", "type:a", "type:b"]);
+    });
+  });
+
+  describe("pauseTargetKnown", () => {
+    it("X4: a topic is known once registered; a job type once a server row lists it, a schedule or a job of it is stored; both per namespace", async () => {
+      const s = seam();
+      const known = (kind: "type" | "topic", name: string, b = s.backend) => b.control.pauseTargetKnown({ kind, name });
+      expect(await known("topic", "t")).toBe(false);
+      await s.backend.partitions.topicRegister({ topics: [{ name: "t", partitions: 1 }], now: NOW });
+      expect(await known("topic", "t")).toBe(true);
+      expect(await known("type", "t")).toBe(false);
+      expect(await known("type", "stored")).toBe(false);
+      await jobsEndingIn(s, ["success"], "stored");
+      expect(await known("type", "stored")).toBe(true);
+      expect(await known("type", "handled")).toBe(false);
+      await s.backend.activity.serverHeartbeat({
+        instanceId: "i",
+        host: "h",
+        pid: 1,
+        workers: 1,
+        busy: 0,
+        now: NOW,
+        expiresAt: NOW + 1,
+        jobTypes: ["handled"],
+      });
+      expect(await known("type", "handled")).toBe(true);
+      const other = await s.other(`${s.backend.namespace}-other`);
+      expect(await known("type", "stored", other)).toBe(false);
+      expect(await known("type", "handled", other)).toBe(false);
+      expect(await known("topic", "t", other)).toBe(false);
+    });
+  });
 });

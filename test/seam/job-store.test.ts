@@ -6,6 +6,7 @@
  * coverage guard (seam-coverage.test.ts) fails when a method of the store
  * has no test here.
  */
+import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { ParentNotFoundError, UnknownTopicError } from "@later/runtime";
 import type { Backend, ClaimKey } from "@later/runtime/internal";
@@ -233,6 +234,21 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
   });
 
   describe("claimReady", () => {
+    it("X10: a job's meta is stored as given (NULL when none) and comes back with its claim", async () => {
+      const s = seam();
+      const tagged = jobInsert({ runAt: NOW - 2, meta: '{"traceparent":"00-x"}' });
+      const plain = jobInsert({ runAt: NOW - 1 });
+      await s.backend.jobs.insertMany({ jobs: [tagged, plain], now: NOW });
+      const { rows } = await sql<{ id: string; meta: string | null }>`SELECT id, meta FROM later_jobs`.execute(s.raw);
+      const stored = new Map(rows.map((r) => [r.id, r.meta]));
+      expect([stored.get(tagged.id), stored.get(plain.id)]).toEqual(['{"traceparent":"00-x"}', null]);
+      const claimed = await claim(s.backend, 5);
+      expect(claimed.jobs.map((j) => [j.id, j.meta ?? null])).toEqual([
+        [tagged.id, '{"traceparent":"00-x"}'],
+        [plain.id, null],
+      ]);
+    });
+
     it("claims at most limit ready jobs, oldest runAt first: running, attempt + 1, the lease; no nextRunAt when full", async () => {
       const s = seam();
       const jobs = [jobInsert({ runAt: NOW - 10 }), jobInsert({ runAt: NOW - 30, retryPolicy: '{"r":1}', timeoutMs: 700 }), jobInsert({ runAt: NOW - 20 })];

@@ -153,6 +153,27 @@ describe.each(BACKENDS)("backend.partitions on $name", (entry) => {
   });
 
   describe("headFinish", () => {
+    it("X10: a head's meta comes back with its claim, and with the next head claimed by a success", async () => {
+      const s = seam();
+      await s.backend.partitions.topicRegister({ topics: [{ name: "orders", partitions: 3 }], now: NOW });
+      const jobs = [jobInsert({ topic: "orders", partition: 0, meta: '{"a":1}' }), jobInsert({ topic: "orders", partition: 0, meta: '{"b":2}' })];
+      await s.backend.jobs.insertMany({ jobs, now: NOW });
+      const [h] = (await headClaim(s.backend, [P0])).claimed;
+      expect(h!.meta).toBe('{"a":1}');
+      const r = await s.backend.partitions.headFinish({
+        owner: "m1",
+        claim: claimOf(h!),
+        outcome: { kind: "success" },
+        now: NOW + 1,
+        retentionMs: 1_000,
+        claimNext: { leaseExpiresAt: NOW + 60_000, jobTypes: ["work"] },
+      });
+      expect(r.next?.meta).toBe('{"b":2}');
+      const [plain] = await fill(s, [1]);
+      const [p1] = (await headClaim(s.backend, [P1])).claimed;
+      expect([p1!.id, p1!.meta ?? null]).toEqual([plain, null]);
+    });
+
     it("P3: a success with claimNext claims the partition's next head at once, keeping the lease at a new epoch; without a next head the lease is freed", async () => {
       const s = seam();
       const ids = await fill(s, [0, 0]);

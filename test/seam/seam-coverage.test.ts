@@ -37,7 +37,7 @@ const PARTITIONS = [
   "headForceFail",
   "historyTruncate",
 ] as const;
-const CONTROL = ["retryMany", "deleteMany", "countMatching"] as const;
+const CONTROL = ["retryMany", "deleteMany", "countMatching", "pauseSet", "pausedList", "pauseTargetKnown"] as const;
 
 /** Each store: its methods, and the test file that covers it. */
 const METHODS = {
@@ -53,7 +53,7 @@ describe("seam suite coverage", () => {
     expectTypeOf<(typeof JOBS)[number]>().toEqualTypeOf<keyof JobStore>();
     expectTypeOf<(typeof PARTITIONS)[number]>().toEqualTypeOf<keyof PartitionStore>();
     expectTypeOf<(typeof CONTROL)[number]>().toEqualTypeOf<keyof JobControlStore>();
-    expect(JOBS.length + PARTITIONS.length + CONTROL.length).toBe(21);
+    expect(JOBS.length + PARTITIONS.length + CONTROL.length).toBe(24);
   });
 
   it.each(BACKENDS)("every listed method is a method of the $name backend's stores", (entry) => {

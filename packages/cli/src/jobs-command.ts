@@ -5,6 +5,7 @@ import type { CommandContext } from "./command-context.js";
 import { CommandFailure } from "./command-failure.js";
 import { databaseOption, namespaceOption, schemaOption } from "./database-option.js";
 import { addJobControlCommands } from "./jobs-control-command.js";
+import { addJobPauseCommands } from "./jobs-pause-command.js";
 import { formatJobDetail } from "./job-detail.js";
 import { toJobJson } from "./job-json.js";
 import { formatJobTable } from "./job-table.js";
@@ -90,6 +91,7 @@ export function jobsCommand(context: CommandContext): Command {
       }),
     );
   addJobControlCommands(jobs, context);
+  addJobPauseCommands(jobs, context);
   return jobs;
 }
 

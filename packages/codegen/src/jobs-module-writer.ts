@@ -30,6 +30,7 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
   const jobs = schema.jobs;
   const topics = [...new Map(jobs.flatMap((j) => (j.topic?.partitions === undefined ? [] : [[j.topic.name, j.topic.partitions] as const]))).entries()];
   const logs = schema.logs ?? [];
+  const topicNames = [...new Set(jobs.flatMap((j) => (j.topic ? [j.topic.name] : [])))];
   const used = (name: string) => {
     const bare = name.replace(/^type /, "");
     if (name === "type JobHandle") return jobs.some((j) => !j.topic);
@@ -80,14 +81,17 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     `/** What every handler receives: \`ctx.app\` (the builder's \`context\`), \`ctx.jobs\`, \`ctx.jobId\`, \`ctx.attempt\`, \`ctx.signal\`. */`,
     `export type ${names.context}<${C}, ${Trx} = TransactionHandle> = TypedJobContext<${C}, ${names.handles}<${Trx}>, ${Trx}>;`,
     ``,
-    `/** A running server: \`jobs\`, \`addWorker()\`, \`removeWorker()\`, \`shutdown()\`. */`,
-    `export type ${names.server}<${C}, ${Trx} = TransactionHandle> = TypedJobServer<${C}, ${names.handles}<${Trx}>, ${Trx}>;`,
+    `/** What \`pause\` and \`resume\` take: \`{ jobType }\` of a declared job, or \`{ topic }\` of a topic the schema names. */`,
+    `export type ${names.pauseTarget} = PauseTarget<${literalUnion(jobs.map((j) => j.name))}, ${literalUnion(topicNames)}>;`,
+    ``,
+    `/** A running server: \`jobs\`, \`addWorker()\`, \`removeWorker()\`, \`shutdown()\`, \`pause()\`, \`resume()\`. */`,
+    `export type ${names.server}<${C}, ${Trx} = TransactionHandle> = TypedJobServer<${C}, ${names.handles}<${Trx}>, ${Trx}, ${names.pauseTarget}>;`,
     ``,
     `/** Enqueue-only access, for processes that run no workers. */`,
-    `export type ${names.publisher}<${Trx} = TransactionHandle> = TypedJobPublisher<${names.handles}<${Trx}>, ${Trx}>;`,
+    `export type ${names.publisher}<${Trx} = TransactionHandle> = TypedJobPublisher<${names.handles}<${Trx}>, ${Trx}, ${names.pauseTarget}>;`,
     ``,
     `/** Builds a server; \`build()\` starts it once every job has a handler and names every one that is missing. */`,
-    `export class ${names.builder}<${C}, ${Trx} = TransactionHandle> extends TypedServerBuilder<${C}, ${names.handles}<${Trx}>, ${Trx}> {`,
+    `export class ${names.builder}<${C}, ${Trx} = TransactionHandle> extends TypedServerBuilder<${C}, ${names.handles}<${Trx}>, ${Trx}, ${names.pauseTarget}> {`,
     `  constructor(options: BuilderOptions<${C}, ${Trx}>) {`,
     `    super(options, ${names.catalog});`,
     `  }`,
@@ -102,7 +106,7 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     ``,
     `/** Opens enqueue-only access to the declared jobs on \`options.backend\`. */`,
     `export function ${names.open}<${Trx} = TransactionHandle>(options: PublisherOptions<${Trx}>): Promise<${names.publisher}<${Trx}>> {`,
-    `  return TypedJobPublisher.open<${names.handles}<${Trx}>, ${Trx}>(options, ${names.catalog});`,
+    `  return TypedJobPublisher.open<${names.handles}<${Trx}>, ${Trx}, ${names.pauseTarget}>(options, ${names.catalog});`,
     `}`,
     ``,
     `/**`,
@@ -117,6 +121,11 @@ export function writeJobsModule(schema: JobsSchema, target: ModuleTarget): strin
     ...(logs.length === 0 ? [] : logsSection(names, logs)),
   ];
   return lines.join("\n");
+}
+
+/** `"a" | "b"` for the names, `never` for none. */
+function literalUnion(names: readonly string[]): string {
+  return names.length === 0 ? "never" : names.map((n) => JSON.stringify(n)).join(" | ");
 }
 
 /** `sendEmail` → `withSendEmailHandler` ({@link ModuleNames.handlerMethod}). */

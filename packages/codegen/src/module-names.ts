@@ -10,6 +10,7 @@
  * | `IContext<C, Trx>`       | type, a handler's context                           |
  * | `IServer<C, Trx>`        | type, a running server                              |
  * | `IPublisher<Trx>`        | type, enqueue-only access                           |
+ * | `IPauseTarget`           | type, what `pause`/`resume` take (X4)               |
  * | `IBuilder<C, Trx>`       | class, one `with<Job>Handler` method per job        |
  * | `openIPublisher<Trx>`    | function                                            |
  * | `createTestI<C>`         | function, the testing kit (X11)                     |
@@ -32,6 +33,8 @@ export class ModuleNames {
   readonly publisher: string;
   /** `IBuilder<C>`. */
   readonly builder: string;
+  /** `IPauseTarget`: `{ jobType }` of a declared job, or `{ topic }` of a topic the schema names (X4). */
+  readonly pauseTarget: string;
   /** `openIPublisher(options)`. */
   readonly open: string;
   /** `createTestI(options)`: the testing kit over the declared jobs (`createTestJobs` for `Jobs`). */
@@ -62,13 +65,14 @@ export class ModuleNames {
     this.server = `${interfaceName}Server`;
     this.publisher = `${interfaceName}Publisher`;
     this.builder = `${interfaceName}Builder`;
+    this.pauseTarget = `${interfaceName}PauseTarget`;
     this.open = `open${interfaceName}Publisher`;
     this.createTest = `createTest${interfaceName}`;
   }
 
   /** The names the module declares at its top level, derived from the interface name. */
   declared(): string[] {
-    return [this.handles, this.context, this.server, this.publisher, this.builder, this.open, this.createTest];
+    return [this.handles, this.context, this.server, this.publisher, this.pauseTarget, this.builder, this.open, this.createTest];
   }
 
   /**
@@ -152,6 +156,7 @@ export const RUNTIME_IMPORTS = [
   "JobHandler",
   "KeyedTypedLog",
   "LogCatalog",
+  "PauseTarget",
   "PublisherOptions",
   "TopicJobHandle",
   "TransactionHandle",

@@ -10,6 +10,7 @@
  * | `PARENT_NOT_FOUND` | {@link ParentNotFoundError} | continuation of a job id the database does not hold |
  * | `JOB_NOT_FOUND` | {@link JobNotFoundError} | `retry`/`delete` of a job id the namespace does not hold |
  * | `JOB_ACTION_REFUSED` | {@link JobActionRefusedError} | `retry` of a job that has not failed, `delete` of an unfinished one |
+ * | `JOB_TYPE_NOT_FOUND` | {@link JobTypeNotFoundError} | `pause`/`resume` of a job type the namespace does not know |
  * | `SCHEMA_VERSION_MISMATCH` | {@link SchemaVersionError} | database schema behind or ahead of this release |
  * | `DATABASE_NOT_FOUND` | {@link DatabaseNotFoundError} | a SQLite file that does not exist, opened without `autoMigrate` (nothing is created) |
  * | `DATABASE_UNAVAILABLE` | {@link DatabaseUnavailableError} | the database cannot be opened or written (`transient`: it may be reachable soon) |
@@ -29,6 +30,7 @@
  * | `STALE_EPOCH` | {@link StaleEpochError} | a retained-log commit whose epoch is not the group partition's current one |
  * | `RECORD_TOO_LARGE` | {@link RecordTooLargeError} | a retained-log record over the size limit (value 1 MiB, headers 64 KiB) |
  * | `DRAIN_LIMIT` | {@link DrainLimitError} | the testing kit's `drain()` ran more attempts than its `maxAttempts` (jobs that keep enqueueing jobs) |
+ * | `MIDDLEWARE_MISUSE` | {@link MiddlewareMisuseError} | a middleware hook called `next()` a second time |
  */
 export type LaterErrorCode =
   | "INVALID_CONFIG"
@@ -36,6 +38,7 @@ export type LaterErrorCode =
   | "PARENT_NOT_FOUND"
   | "JOB_NOT_FOUND"
   | "JOB_ACTION_REFUSED"
+  | "JOB_TYPE_NOT_FOUND"
   | "SCHEMA_VERSION_MISMATCH"
   | "DATABASE_NOT_FOUND"
   | "DATABASE_UNAVAILABLE"
@@ -54,7 +57,8 @@ export type LaterErrorCode =
   | "OFFSET_OUT_OF_RANGE"
   | "STALE_EPOCH"
   | "RECORD_TOO_LARGE"
-  | "DRAIN_LIMIT";
+  | "DRAIN_LIMIT"
+  | "MIDDLEWARE_MISUSE";
 
 /** Base class of every error later throws on purpose. */
 export class LaterError extends Error {
@@ -266,6 +270,35 @@ export class DrainLimitError extends LaterError {
       "DRAIN_LIMIT",
       `drain() ran ${attempts} attempts (its maxAttempts) and jobs were still due: a handler that enqueues jobs forever? raise maxAttempts if not`,
     );
+  }
+}
+
+/**
+ * `pause` or `resume` of a job type the namespace does not know (docs/semantics.md
+ * X4): no server of the namespace handles it, no job or schedule of it is
+ * stored, and the caller does not handle it either. Nothing was written, so
+ * that a typo never pauses a name nothing will ever run.
+ */
+export class JobTypeNotFoundError extends LaterError {
+  readonly jobType: string;
+  constructor(jobType: string, action: string) {
+    super(
+      "JOB_TYPE_NOT_FOUND",
+      `${action}: job type "${jobType}" is not known in this namespace (no server handles it, no job or schedule of it is stored); nothing was changed`,
+    );
+    this.jobType = jobType;
+  }
+}
+
+/**
+ * A middleware hook (docs/semantics.md X10) called its `next()` a second
+ * time: what it wraps (the insert, the handler) runs once per call. The
+ * second call rejects with this; at enqueue it rejects the enqueue, around
+ * an attempt it fails the attempt (retried per policy).
+ */
+export class MiddlewareMisuseError extends LaterError {
+  constructor(message: string) {
+    super("MIDDLEWARE_MISUSE", message);
   }
 }
 

@@ -20,7 +20,16 @@ export type { ShutdownOptions } from "./server/shutdown-options.js";
 export type { ShutdownOnSignalsOptions } from "./server/shutdown-on-signals.js";
 export { JobPublisher, type JobPublisherOptions, type PartitionTarget } from "./publisher/job-publisher.js";
 export type { JobFilter, JobBatchOptions } from "./publisher/job-controller.js";
+export type { PauseTarget, PausedEntry } from "./publisher/pause-controller.js";
 export { ENQUEUE_OPTION_KEYS, type EnqueueOptions } from "./publisher/enqueue-options.js";
+export {
+  MAX_META_BYTES,
+  type AttemptContext,
+  type EnqueueContext,
+  type EnqueueJobContext,
+  type JobMeta,
+  type LaterMiddleware,
+} from "./middleware/later-middleware.js";
 export { topic, RECURRING_SEQUENTIAL_TOPIC, MAX_PARTITIONS, type TopicConfig } from "./core/partition/topic.js";
 export { partitionForKey, murmur2, type PartitionKey } from "./core/partition/partition-for-key.js";
 export type { JobContext, HandlerRegistration } from "./config/handler-registration.js";

@@ -12,4 +12,5 @@
 export type * from "./backend/backend.js";
 export { prepareBackend } from "./backend/backend-preparation.js";
 export { JobController } from "./publisher/job-controller.js";
+export { PauseController } from "./publisher/pause-controller.js";
 export { parseDatabaseUrl, displayDatabaseUrl, DATABASE_URL_FORMS, type DatabaseUrl } from "./backend/database-url.js";

@@ -9,6 +9,7 @@ import {
   type JobCatalog,
   type JobHandle,
   type JobHandler,
+  type PauseTarget,
   type PublisherOptions,
   type TopicJobHandle,
   type TransactionHandle,
@@ -87,14 +88,17 @@ export interface BillingHandles<Trx = TransactionHandle> {
 /** What every handler receives: `ctx.app` (the builder's `context`), `ctx.jobs`, `ctx.jobId`, `ctx.attempt`, `ctx.signal`. */
 export type BillingContext<C, Trx = TransactionHandle> = TypedJobContext<C, BillingHandles<Trx>, Trx>;
 
-/** A running server: `jobs`, `addWorker()`, `removeWorker()`, `shutdown()`. */
-export type BillingServer<C, Trx = TransactionHandle> = TypedJobServer<C, BillingHandles<Trx>, Trx>;
+/** What `pause` and `resume` take: `{ jobType }` of a declared job, or `{ topic }` of a topic the schema names. */
+export type BillingPauseTarget = PauseTarget<"sendInvoice" | "refund" | "postEntry", "ledger">;
+
+/** A running server: `jobs`, `addWorker()`, `removeWorker()`, `shutdown()`, `pause()`, `resume()`. */
+export type BillingServer<C, Trx = TransactionHandle> = TypedJobServer<C, BillingHandles<Trx>, Trx, BillingPauseTarget>;
 
 /** Enqueue-only access, for processes that run no workers. */
-export type BillingPublisher<Trx = TransactionHandle> = TypedJobPublisher<BillingHandles<Trx>, Trx>;
+export type BillingPublisher<Trx = TransactionHandle> = TypedJobPublisher<BillingHandles<Trx>, Trx, BillingPauseTarget>;
 
 /** Builds a server; `build()` starts it once every job has a handler and names every one that is missing. */
-export class BillingBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<C, BillingHandles<Trx>, Trx> {
+export class BillingBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<C, BillingHandles<Trx>, Trx, BillingPauseTarget> {
   constructor(options: BuilderOptions<C, Trx>) {
     super(options, JOBS);
   }
@@ -117,7 +121,7 @@ export class BillingBuilder<C, Trx = TransactionHandle> extends TypedServerBuild
 
 /** Opens enqueue-only access to the declared jobs on `options.backend`. */
 export function openBillingPublisher<Trx = TransactionHandle>(options: PublisherOptions<Trx>): Promise<BillingPublisher<Trx>> {
-  return TypedJobPublisher.open<BillingHandles<Trx>, Trx>(options, JOBS);
+  return TypedJobPublisher.open<BillingHandles<Trx>, Trx, BillingPauseTarget>(options, JOBS);
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   type JobCatalog,
   type JobHandle,
   type JobHandler,
+  type PauseTarget,
   type PublisherOptions,
   type TopicJobHandle,
   type TransactionHandle,
@@ -61,14 +62,17 @@ export interface JobsHandles<Trx = TransactionHandle> {
 /** What every handler receives: `ctx.app` (the builder's `context`), `ctx.jobs`, `ctx.jobId`, `ctx.attempt`, `ctx.signal`. */
 export type JobsContext<C, Trx = TransactionHandle> = TypedJobContext<C, JobsHandles<Trx>, Trx>;
 
-/** A running server: `jobs`, `addWorker()`, `removeWorker()`, `shutdown()`. */
-export type JobsServer<C, Trx = TransactionHandle> = TypedJobServer<C, JobsHandles<Trx>, Trx>;
+/** What `pause` and `resume` take: `{ jobType }` of a declared job, or `{ topic }` of a topic the schema names. */
+export type JobsPauseTarget = PauseTarget<"post_entry" | "reverse-entry" | "send_statement", "ledger">;
+
+/** A running server: `jobs`, `addWorker()`, `removeWorker()`, `shutdown()`, `pause()`, `resume()`. */
+export type JobsServer<C, Trx = TransactionHandle> = TypedJobServer<C, JobsHandles<Trx>, Trx, JobsPauseTarget>;
 
 /** Enqueue-only access, for processes that run no workers. */
-export type JobsPublisher<Trx = TransactionHandle> = TypedJobPublisher<JobsHandles<Trx>, Trx>;
+export type JobsPublisher<Trx = TransactionHandle> = TypedJobPublisher<JobsHandles<Trx>, Trx, JobsPauseTarget>;
 
 /** Builds a server; `build()` starts it once every job has a handler and names every one that is missing. */
-export class JobsBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<C, JobsHandles<Trx>, Trx> {
+export class JobsBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<C, JobsHandles<Trx>, Trx, JobsPauseTarget> {
   constructor(options: BuilderOptions<C, Trx>) {
     super(options, JOBS);
   }
@@ -91,7 +95,7 @@ export class JobsBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<
 
 /** Opens enqueue-only access to the declared jobs on `options.backend`. */
 export function openJobsPublisher<Trx = TransactionHandle>(options: PublisherOptions<Trx>): Promise<JobsPublisher<Trx>> {
-  return TypedJobPublisher.open<JobsHandles<Trx>, Trx>(options, JOBS);
+  return TypedJobPublisher.open<JobsHandles<Trx>, Trx, JobsPauseTarget>(options, JOBS);
 }
 
 /**

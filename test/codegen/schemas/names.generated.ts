@@ -9,6 +9,7 @@ import {
   type JobCatalog,
   type JobHandle,
   type JobHandler,
+  type PauseTarget,
   type PublisherOptions,
   type TopicJobHandle,
   type TransactionHandle,
@@ -61,14 +62,17 @@ export interface NamesHandles<Trx = TransactionHandle> {
 /** What every handler receives: `ctx.app` (the builder's `context`), `ctx.jobs`, `ctx.jobId`, `ctx.attempt`, `ctx.signal`. */
 export type NamesContext<C, Trx = TransactionHandle> = TypedJobContext<C, NamesHandles<Trx>, Trx>;
 
-/** A running server: `jobs`, `addWorker()`, `removeWorker()`, `shutdown()`. */
-export type NamesServer<C, Trx = TransactionHandle> = TypedJobServer<C, NamesHandles<Trx>, Trx>;
+/** What `pause` and `resume` take: `{ jobType }` of a declared job, or `{ topic }` of a topic the schema names. */
+export type NamesPauseTarget = PauseTarget<"constructor" | "then" | "toString" | "class" | "quoted" | "$" | "hasOwnProperty", "names">;
+
+/** A running server: `jobs`, `addWorker()`, `removeWorker()`, `shutdown()`, `pause()`, `resume()`. */
+export type NamesServer<C, Trx = TransactionHandle> = TypedJobServer<C, NamesHandles<Trx>, Trx, NamesPauseTarget>;
 
 /** Enqueue-only access, for processes that run no workers. */
-export type NamesPublisher<Trx = TransactionHandle> = TypedJobPublisher<NamesHandles<Trx>, Trx>;
+export type NamesPublisher<Trx = TransactionHandle> = TypedJobPublisher<NamesHandles<Trx>, Trx, NamesPauseTarget>;
 
 /** Builds a server; `build()` starts it once every job has a handler and names every one that is missing. */
-export class NamesBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<C, NamesHandles<Trx>, Trx> {
+export class NamesBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<C, NamesHandles<Trx>, Trx, NamesPauseTarget> {
   constructor(options: BuilderOptions<C, Trx>) {
     super(options, JOBS);
   }
@@ -111,7 +115,7 @@ export class NamesBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder
 
 /** Opens enqueue-only access to the declared jobs on `options.backend`. */
 export function openNamesPublisher<Trx = TransactionHandle>(options: PublisherOptions<Trx>): Promise<NamesPublisher<Trx>> {
-  return TypedJobPublisher.open<NamesHandles<Trx>, Trx>(options, JOBS);
+  return TypedJobPublisher.open<NamesHandles<Trx>, Trx, NamesPauseTarget>(options, JOBS);
 }
 
 /**

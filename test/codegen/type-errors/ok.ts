@@ -27,6 +27,10 @@ export async function main(app: App): Promise<void> {
   await server.jobs.processOrder.enqueueToPartition({ customerId: 42, description: "add item" });
   await server.jobs.processOrder.enqueueContinueToPartition(a, { customerId: 42, description: "ship" });
   void next;
+  // X4: a declared job type or a topic of the schema.
+  const changed: boolean = await server.pause({ jobType: "sendEmail" });
+  await server.resume({ topic: "orders" });
+  void changed;
   // The options form, last on every enqueue method; the short forms take the other options.
   await server.jobs.sendEmail.enqueue({ address: "a@b.c", body: "in a minute" }, { delayMs: 60_000 });
   await server.jobs.sendEmail.enqueue({ address: "a@b.c", body: "after a" }, { parentId: a, runAt: new Date() });

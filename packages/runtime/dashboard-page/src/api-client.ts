@@ -69,7 +69,12 @@ export interface Overview {
   unhandledComplete?: boolean;
   /** True: actions are refused, so the page draws no action button. */
   readOnly?: boolean;
+  /** X4: the paused job types and topics (absent from an older API: none). */
+  paused?: { jobType?: string; topic?: string; pausedAt: number }[];
 }
+
+/** What `pause` and `resume` act on. */
+export type PauseTargetJson = { jobType: string } | { topic: string };
 
 /** One job of a list page (D2). */
 export interface JobListEntry {
@@ -195,6 +200,12 @@ export const api = {
   job: (id: string) => request<JobDetail>(`api/jobs/${encodeURIComponent(id)}`),
   retryJob: (id: string) => request<ActionResult>(`api/jobs/${encodeURIComponent(id)}/retry`, { method: "POST" }),
   deleteJob: (id: string) => request<ActionResult>(`api/jobs/${encodeURIComponent(id)}`, { method: "DELETE" }),
+  /** X4: pauses or resumes a job type or topic. */
+  pause: (action: "pause" | "resume", target: PauseTargetJson) =>
+    request<{ changed: boolean }>(
+      "jobType" in target ? `api/queues/${encodeURIComponent(target.jobType)}/${action}` : `api/topics/${encodeURIComponent(target.topic)}/${action}`,
+      { method: "POST" },
+    ),
   /** Every job matching the filter's stage and type (D4's bulk actions take no other filter). */
   bulk: (action: "retry" | "delete", filter: Pick<JobFilter, "stage" | "type">) =>
     request<ActionResult>(`api/jobs/${action}?${filterParams({ stage: filter.stage, type: filter.type })}`, { method: "POST" }),

@@ -13,6 +13,7 @@ import {
   type JobFilter,
   type JobPage,
   type Overview,
+  type PauseTargetJson,
   type QueueLength,
   FILTER_STAGES,
   type Stage,
@@ -22,6 +23,7 @@ import { h } from "./element.js";
 import { jobDetailView } from "./job-detail-view.js";
 import { JobListView } from "./job-list-view.js";
 import { databaseSize, queueLengthPanel, stageCards, throughputPanel, topicsPanel, unhandledPanel, workersPanel } from "./overview-view.js";
+import { pausedPanel } from "./paused-view.js";
 import { POLL_INTERVALS, Poller } from "./poller.js";
 
 /** Jobs per list page. */
@@ -112,6 +114,11 @@ const jobList = new JobListView({
   bulk: (action) => void bulkAction(action),
 });
 const overviewActions = { filter: (change: Partial<JobFilter>) => navigate(listHash({ ...state.filter, ...change })) };
+const pauseActions = {
+  ...overviewActions,
+  pause: (t: PauseTargetJson) => void pauseAction("pause", t),
+  resume: (t: PauseTargetJson) => void pauseAction("resume", t),
+};
 
 document
   .getElementById("app")!
@@ -256,7 +263,8 @@ function drawOverview(): void {
   if (!overview) return;
   const now = overview.at ?? Date.now();
   const unhandled = unhandledPanel(overview, overviewActions);
-  cards.replaceChildren(...(unhandled ? [unhandled] : []), stageCards(overview, state.filter, overviewActions));
+  const paused = pausedPanel(overview, state.filter, readOnly(), pauseActions);
+  cards.replaceChildren(...(unhandled ? [unhandled] : []), ...(paused ? [paused] : []), stageCards(overview, state.filter, overviewActions));
   dbSize.replaceChildren(databaseSize(overview));
   side.replaceChildren(
     queueLengthPanel(state.queueLength, state.queueRangeMs, now, queueRange),
@@ -324,6 +332,24 @@ async function bulkAction(action: "retry" | "delete"): Promise<void> {
       state.listVersion++;
     },
     () => `${count ?? "The matching"} job${count === 1 ? "" : "s"} ${action === "retry" ? "retried" : "deleted"}.`,
+  );
+}
+
+/** X4: pause or resume a job type or topic, after a confirmation. */
+async function pauseAction(action: "pause" | "resume", target: PauseTargetJson): Promise<void> {
+  const what = "jobType" in target ? `job type ${target.jobType}` : `topic ${target.topic}`;
+  const consequence =
+    action === "pause"
+      ? "No server starts a new job of it until it is resumed; running jobs finish, enqueue goes on."
+      : "Servers start its jobs again at once.";
+  if (!window.confirm(`${action === "pause" ? "Pause" : "Resume"} ${what}? ${consequence}`)) return;
+  let changed: boolean | undefined;
+  await act(
+    action === "pause" ? "Pause" : "Resume",
+    async () => {
+      changed = (await api.pause(action, target)).changed;
+    },
+    () => (changed === false ? `${what} was already ${action === "pause" ? "paused" : "running"}.` : `${what} ${action === "pause" ? "paused" : "resumed"}.`),
   );
 }
 

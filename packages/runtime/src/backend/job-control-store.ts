@@ -12,6 +12,9 @@
  *
  * Every change adds its moves to the stage counters (and the partition
  * depth counters) in the same transaction, as every other stage change.
+ *
+ * Pause and resume (X4) are here too: `pauseSet`, `pausedList` and
+ * `pauseTargetKnown`, over `later_paused` (no job row changes).
  */
 import type { JobId } from "../core/job-id.js";
 import type { JobStage } from "../core/job-stage.js";
@@ -46,6 +49,42 @@ export interface JobControlStore {
    * `afterId` ignored. A read for an operator, never on a worker's path.
    */
   countMatching(params: JobCountMatchingParams): Promise<number>;
+  /**
+   * Pauses (`paused: true`: inserts the row, `paused_at` = `now`) or resumes
+   * (deletes it) one job type or topic of the namespace (docs/semantics.md
+   * X4); resolves true when that changed something, false when it already
+   * was so. One statement (written once, `shared/pause-statements.ts`); a
+   * resume that deleted a row sends the wake-up (PostgreSQL: the backend's
+   * `pg_notify`; SQLite: the commit itself, seen by other processes' WAL
+   * watchers), so idle servers read the paused set again at once.
+   */
+  pauseSet(params: PauseSetParams): Promise<boolean>;
+  /** Every paused job type and topic of the namespace, by kind then name: one primary-key range read, what each server reads once per poll interval. */
+  pausedList(): Promise<PausedTarget[]>;
+  /**
+   * Whether the namespace knows a job type or topic, so that pausing a typo is
+   * refused: a topic is known when `later_topics` holds it; a job type when a
+   * server row lists it (`later_servers.job_types`), a recurring schedule is of
+   * it, or a job of it is stored (an `EXISTS` over `later_jobs`, which has no
+   * job-type index: an operator's read, never on a worker's path).
+   */
+  pauseTargetKnown(params: PauseTargetRef): Promise<boolean>;
+}
+
+/** What {@link JobControlStore.pauseSet} pauses or resumes: a job type (`type`) or a topic. */
+export interface PauseTargetRef {
+  kind: "type" | "topic";
+  name: string;
+}
+
+export interface PauseSetParams extends PauseTargetRef {
+  paused: boolean;
+  now: number;
+}
+
+/** One paused job type or topic, and since when. */
+export interface PausedTarget extends PauseTargetRef {
+  pausedAt: number;
 }
 
 export interface JobCountMatchingParams {

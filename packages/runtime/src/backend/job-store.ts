@@ -111,6 +111,12 @@ export interface JobInsert {
    */
   topic?: string | undefined;
   partition?: number | undefined;
+  /**
+   * The job's metadata (X10): JSON text of an object the enqueue middleware
+   * set (a trace context, ...), handed back to the attempt middleware.
+   * Default (undefined or null): none, stored NULL.
+   */
+  meta?: string | null | undefined;
 }
 
 export interface JobInsertManyParams<Trx = unknown> {
@@ -172,6 +178,8 @@ export interface ClaimedJob {
    * claimer knows its dispatch wait without another read.
    */
   runAt: number;
+  /** The job's metadata as stored at enqueue (JSON text of an object, X10); null or absent: none. */
+  meta?: string | null;
 }
 
 /** Identifies one claim of one job. */

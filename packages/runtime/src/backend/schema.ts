@@ -37,11 +37,13 @@ export interface LaterJobsTable {
   seq: number | null;
   /** Continuations inserted for this job so far (see the PostgreSQL finish). */
   waiters: number;
-  /** X5: a fan-in continuation's parents not yet succeeded (0 once released); null for every other job (migration 18). */
+  /** X10: the job's metadata, a JSON object the enqueue middleware set; null: none (migration 14). */
+  meta: string | null;
+  /** X5: a fan-in continuation's parents not yet succeeded (0 once released); null for every other job (migration 17). */
   parents_left: number | null;
 }
 
-/** X5: one parent of a fan-in continuation (migration 18); deleted with its child. */
+/** X5: one parent of a fan-in continuation (migration 17); deleted with its child. */
 export interface LaterJobParentsTable {
   namespace: string;
   child_id: string;
@@ -236,6 +238,15 @@ export interface LaterServersTable {
   job_types: string;
 }
 
+/** A paused job type or topic of a namespace (docs/semantics.md X4, migration 13): a row while paused. */
+export interface LaterPausedTable {
+  namespace: string;
+  /** `type` (a job type) or `topic`. */
+  kind: string;
+  name: string;
+  paused_at: number;
+}
+
 export interface LaterDatabase {
   later_jobs: LaterJobsTable;
   later_job_parents: LaterJobParentsTable;
@@ -257,4 +268,5 @@ export interface LaterDatabase {
   later_activity_marks: LaterActivityMarksTable;
   later_queue_length: LaterQueueLengthTable;
   later_servers: LaterServersTable;
+  later_paused: LaterPausedTable;
 }

@@ -7,6 +7,7 @@ import { InvalidConfigError, describeValue } from "../errors.js";
 import { describeName, nameProblem } from "../core/stored-name.js";
 import type { Registry } from "prom-client";
 import { resolveMetricsOptions } from "../metrics/later-metrics.js";
+import { checkMiddleware, type LaterMiddleware } from "../middleware/later-middleware.js";
 import { logTopicsByName, type LogTopicConfig } from "../retained-log/log-topic.js";
 import type { ServerEvent } from "../events/server-event.js";
 import { checkHandlerRegistration, type HandlerRegistration } from "./handler-registration.js";
@@ -123,6 +124,15 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
    */
   logger?: LaterLogger | null;
   /**
+   * Middleware (docs/semantics.md X10): objects with an `enqueue` hook, run
+   * around every enqueue of this server's publisher, and/or an `attempt`
+   * hook, run around every attempt of its workers, composed in array order
+   * (the first is the outermost). `tracing()` from `@later/runtime/otel` is
+   * one. Not an array of such objects: `INVALID_ARGUMENT` naming the index.
+   * Default none.
+   */
+  middleware?: readonly LaterMiddleware[];
+  /**
    * Prometheus metrics (docs/semantics.md M1–M3; the table in `metrics/later-metrics.ts`
    * and the README): `server.metrics()` resolves to their text. On by
    * default: recording costs a worker a few cell increments per job; false
@@ -217,6 +227,7 @@ const KEYS = new Set([
   "logTopics",
   "metrics",
   "metricsRegistry",
+  "middleware",
 ]);
 
 /** Checks every option and fills defaults; throws `InvalidConfigError` naming the bad option. */
@@ -309,6 +320,7 @@ export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): Re
     random: options.random ?? Math.random,
     eventsEnabled: sink.eventsEnabled,
     onEvent: sink.emit,
+    middleware: checkMiddleware(options.middleware, "server options"),
   };
 }
 

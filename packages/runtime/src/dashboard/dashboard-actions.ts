@@ -17,8 +17,8 @@
  *
  * Not implemented yet in the runtime, answered 501 `NOT_IMPLEMENTED` (the
  * routes exist, so the page and clients can be written against them):
- * `POST jobs/{id}/cancel`, `POST jobs/cancel`, `POST queues/{jobType}/pause`
- * and `POST queues/{jobType}/resume`.
+ * `POST jobs/{id}/cancel` and `POST jobs/cancel`. Pause and resume (X4)
+ * are in `dashboard-pause.ts`.
  */
 import { isJobId } from "../core/job-id.js";
 import { InvalidArgumentError } from "../errors.js";

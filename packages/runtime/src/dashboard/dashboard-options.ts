@@ -73,8 +73,10 @@ export interface DashboardOptions {
 
 /** One action taken through the dashboard, for {@link DashboardOptions.onAction}. */
 export interface DashboardActionEvent {
-  /** `"retry"` or `"delete"`. */
-  action: "retry" | "delete";
+  /** `"retry"` or `"delete"`; `"pause"` or `"resume"` of a job type or topic (X4). */
+  action: "retry" | "delete" | "pause" | "resume";
+  /** The job type or topic paused or resumed. */
+  target?: { jobType: string } | { topic: string } | undefined;
   /** The job, for an action on one job. */
   jobIds?: JobId[] | undefined;
   /** The list's filter, for an action on every matching job. */

@@ -8,9 +8,10 @@
  * | 403 | `FORBIDDEN` | `authorize` said no, or an action sent cross-site by a browser |
  * | 403 | `READ_ONLY` | an action on a `readOnly` dashboard |
  * | 404 | `NOT_FOUND` / `JOB_NOT_FOUND` | an unknown route or asset / an unknown job id |
+ * | 404 | `JOB_TYPE_NOT_FOUND` / `UNKNOWN_TOPIC` | pause or resume of a job type or topic the namespace does not know (X4) |
  * | 405 | `METHOD_NOT_ALLOWED` | a known route with another method (`Allow` names the right ones) |
  * | 409 | `JOB_ACTION_REFUSED` | an action on a job in a stage it does not apply to |
- * | 501 | `NOT_IMPLEMENTED` | cancel, pause and resume (routes kept for when the runtime has them) |
+ * | 501 | `NOT_IMPLEMENTED` | cancel (routes kept for when the runtime has it) |
  * | 503 | `DATABASE_UNAVAILABLE`, `DATABASE_BUSY`, `SCHEMA_VERSION_MISMATCH` | the database cannot answer now |
  * | 500 | `INTERNAL` | anything else (the message says no more than that) |
  */
@@ -67,6 +68,8 @@ export function responseForError(error: unknown): Response {
 function statusForCode(code: string): number {
   switch (code) {
     case "JOB_NOT_FOUND":
+    case "JOB_TYPE_NOT_FOUND":
+    case "UNKNOWN_TOPIC":
       return 404;
     case "JOB_ACTION_REFUSED":
       return 409;

@@ -3,13 +3,14 @@
  *
  * | method | path | answer |
  * | --- | --- | --- |
- * | GET | `overview` | D1 {@link Overview} and `readOnly`, one snapshot a second (D7) |
+ * | GET | `overview` | D1 {@link Overview} and `readOnly`, one snapshot a second (D7), and `paused` (X4, read per request) |
  * | GET | `jobs?stage&type&topic&partition&q&limit&cursor` | D2 `{ jobs, nextCursor }` |
  * | GET | `jobs/{id}` | D3 {@link DashboardJobDetail} |
  * | POST | `jobs/{id}/retry` | D4, see `dashboard-actions.ts` |
  * | DELETE | `jobs/{id}` | D4 |
  * | POST | `jobs/retry?stage&type`, `jobs/delete?stage&type` | D4 on every matching job |
- * | POST | `jobs/{id}/cancel`, `jobs/cancel`, `queues/{jobType}/pause`, `queues/{jobType}/resume` | 501 until the runtime has them |
+ * | POST | `queues/{jobType}/pause`, `queues/{jobType}/resume`, `topics/{topic}/pause`, `topics/{topic}/resume` | X4, see `dashboard-pause.ts` |
+ * | POST | `jobs/{id}/cancel`, `jobs/cancel` | 501 until the runtime has them |
  * | GET | `queue-length?since` | D5 `{ samples: [{ at, ready, partitionBacklog }] }`, one a minute |
  * | GET | `throughput?since` | per-second activity buckets, for the chart |
  *
@@ -23,6 +24,7 @@ import { InvalidArgumentError, JobNotFoundError } from "../errors.js";
 import type { JobController } from "../publisher/job-controller.js";
 import { bulkAction, checkJobId, jobAction, notImplemented, type ActionContext } from "./dashboard-actions.js";
 import { DETAIL_CHILDREN, jobDetail, jobListEntry } from "./dashboard-job-json.js";
+import { pauseAction, pausedList } from "./dashboard-pause.js";
 import { errorResponse, jsonResponse } from "./dashboard-response.js";
 import { parseInteger, parseJobListQuery } from "./job-list-query.js";
 import type { OverviewSnapshot } from "./overview-snapshot.js";
@@ -60,7 +62,7 @@ const route = (method: Method, path: string, handle: Route["handle"]): Route => 
 
 const ROUTES: Route[] = [
   // readOnly tells the page whether to draw the action buttons (the snapshot is shared; this is the dashboard's own).
-  route("GET", "overview", async ({ snapshot, readOnly }) => jsonResponse({ ...(await snapshot.get()), readOnly })),
+  route("GET", "overview", async (c) => jsonResponse({ ...(await c.snapshot.get()), readOnly: c.readOnly, paused: await pausedList(c) })),
   route("GET", "jobs", async ({ backend, query }) => {
     const { afterId, ...filter } = parseJobListQuery(query);
     // One more than the page, to know whether there is a next one.
@@ -83,8 +85,10 @@ const ROUTES: Route[] = [
   route("DELETE", "jobs/{id}", (c) => jobAction(c, "delete", c.params.id!)),
   route("POST", "jobs/{id}/retry", (c) => jobAction(c, "retry", c.params.id!)),
   route("POST", "jobs/{id}/cancel", () => notImplemented("cancelling a job")),
-  route("POST", "queues/{jobType}/pause", () => notImplemented("pausing a queue")),
-  route("POST", "queues/{jobType}/resume", () => notImplemented("resuming a queue")),
+  route("POST", "queues/{jobType}/pause", (c) => pauseAction(c, "pause", { jobType: c.params.jobType! })),
+  route("POST", "queues/{jobType}/resume", (c) => pauseAction(c, "resume", { jobType: c.params.jobType! })),
+  route("POST", "topics/{topic}/pause", (c) => pauseAction(c, "pause", { topic: c.params.topic! })),
+  route("POST", "topics/{topic}/resume", (c) => pauseAction(c, "resume", { topic: c.params.topic! })),
   route("GET", "queue-length", async ({ backend, query, now }) => {
     const sinceMs = sinceParam(query, now(), QUEUE_LENGTH_DEFAULT_MS, QUEUE_LENGTH_MAX_AGE_MS);
     return jsonResponse({ stepS: 60, ...(await backend.inspect.queueLengthList({ sinceMs })) });

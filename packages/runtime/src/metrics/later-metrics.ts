@@ -12,6 +12,7 @@
  * | `later_job_wait_duration_seconds` | histogram | queue, job_type | due time (run-at, retry time, release of a continuation) to the attempt's start, regular jobs |
  * | `later_queue_jobs` | gauge | queue, stage | jobs per stage in the database, from the stage counters every 5 s |
  * | `later_queue_oldest_ready_age_seconds` | gauge | queue | how long the oldest ready regular job has been due (0 when none), every 5 s |
+ * | `later_queue_paused` | gauge | queue, job_type | 1 while the job type is paused (X4), 0 for a type this server handles that is not; as this server last read the paused set (at most one poll interval old) |
  * | `later_queue_unhandled_jobs` | gauge | queue, job_type | ready jobs of a type no live server handles (`inspect.unhandledJobTypes`: within the oldest 1000 ready jobs), every 5 s; a type that gets a handler drops out |
  * | `later_worker_commands_total` | counter | queue, worker_id, outcome | attempts a worker was handed: `success`, `failed` (retry or failure), `discarded` (skipped, abandoned) |
  * | `later_workers` | gauge | queue, worker_id, state | 1 per live worker (`state="active"`), and 1 while it runs a handler (`state="busy"`) |
@@ -52,6 +53,7 @@ export class LaterMetrics {
   readonly queueJobs: CellGauge;
   readonly oldestReadyAge: CellGauge;
   readonly queueUnhandled: CellGauge;
+  readonly queuePaused: CellGauge;
   readonly workerCommands: CellCounter;
   readonly workers: CellGauge;
   readonly partitionClaims: CellCounter;
@@ -86,6 +88,10 @@ export class LaterMetrics {
     );
     this.queueUnhandled = new CellGauge(
       m("later_queue_unhandled_jobs", "Ready jobs of a job type no live server handles (shared: use max).", "queue", "job_type"),
+      "max",
+    );
+    this.queuePaused = new CellGauge(
+      m("later_queue_paused", "1 while the job type is paused, 0 for a handled type that is not (shared: use max).", "queue", "job_type"),
       "max",
     );
     this.workerCommands = new CellCounter(m("later_worker_commands_total", "Attempts handed to each worker, by outcome.", "queue", "worker_id", "outcome"));
@@ -141,6 +147,7 @@ export const METRIC_NAMES: readonly string[] = [
   "later_queue_jobs",
   "later_queue_oldest_ready_age_seconds",
   "later_queue_unhandled_jobs",
+  "later_queue_paused",
   "later_worker_commands_total",
   "later_workers",
   "later_partition_claims_total",

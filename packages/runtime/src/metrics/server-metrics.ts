@@ -96,6 +96,18 @@ export class ServerMetrics {
     );
   }
 
+  /** X4: `later_queue_paused` from the paused set this server last read: each handled type (0 or 1) and each paused one (1). */
+  attachPaused(handled: readonly string[], paused: () => ReadonlySet<string>): void {
+    const queue = this.queue;
+    this.removers.push(
+      this.metrics.queuePaused.addSource(() => {
+        const now = paused();
+        const types = new Set([...handled, ...now]);
+        return [...types].map((t) => ({ labels: { queue, job_type: t }, value: now.has(t) ? 1 : 0 }));
+      }),
+    );
+  }
+
   /** Removes this server's gauge series. Idempotent. */
   stop(): void {
     for (const remove of this.removers.splice(0)) remove();

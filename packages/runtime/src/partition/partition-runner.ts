@@ -57,6 +57,7 @@ import { JobExecutor, type JobExecutorConfig } from "../worker/job-executor.js";
 import type { TopicConfig } from "../core/partition/topic.js";
 import { LeaseRenewer, type RenewLeases } from "../worker/lease-renewer.js";
 import type { WorkerIds } from "../worker/worker-ids.js";
+import type { PauseWatch } from "../worker/pause-watch.js";
 import type { ServerMetrics, WorkerState } from "../metrics/server-metrics.js";
 import { lostAttemptError, retryDecision } from "../core/retry/retry-decision.js";
 
@@ -101,6 +102,13 @@ export class PartitionRunner<C> {
    * predecessor's finish (it became ready then).
    */
   onClaimed: ((job: ClaimedPartitionJob, claimedAt: number, readyAt: number) => void) | null = null;
+  /**
+   * X4: the paused set (shared with the worker pool). Partitions of a paused
+   * topic are not claimed, and paused job types are left out of the claims'
+   * `jobTypes`, so a paused type at a partition's head holds that partition
+   * (its order is kept); a head already running finishes. Null: none honoured.
+   */
+  pauses: PauseWatch | null = null;
 
   constructor(
     private readonly options: PartitionRunnerConfig<C>,
@@ -125,7 +133,7 @@ export class PartitionRunner<C> {
       onError: (error) => this.report("partition lease renewal", error),
     });
     // A timed-out head's chain goes on from here (the hung handler's own chain ends when, if ever, it settles).
-    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.startChain(claim, outcome), metrics, owner);
+    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.startChain(claim, outcome), owner);
   }
 
   /** Heads running now, as workers for `later_workers` (each chain of heads is one, numbered while it runs). */
@@ -245,7 +253,9 @@ export class PartitionRunner<C> {
       const signal = this.wakeController.signal;
       let waitMs = pollIntervalMs;
       const free = this.slots - this.heads.size;
-      const candidates = free > 0 ? this.owned.filter((p) => !this.heads.has(keyOf(p))) : [];
+      if (free > 0) await this.pauses?.refresh();
+      const jobTypes = this.claimableTypes();
+      const candidates = free > 0 && jobTypes.length > 0 ? this.owned.filter((p) => !this.heads.has(keyOf(p)) && !this.pauses?.topicPaused(p.topic)) : [];
       if (candidates.length > 0) {
         try {
           const now = clock.now();
@@ -256,7 +266,7 @@ export class PartitionRunner<C> {
             limit: free,
             now,
             leaseExpiresAt,
-            jobTypes: this.jobTypes,
+            jobTypes,
           });
           this.metrics?.partitionClaim(
             new Set(candidates.map((p) => p.topic)),
@@ -348,7 +358,11 @@ export class PartitionRunner<C> {
     for (;;) {
       const now = clock.now();
       const leaseExpiresAt = now + leaseMs;
-      const claimNext = !this.stopping && this.ownedKeys.has(keyOf(claim)) ? { leaseExpiresAt, jobTypes: this.jobTypes } : undefined;
+      const jobTypes = this.claimableTypes();
+      const claimNext =
+        !this.stopping && this.ownedKeys.has(keyOf(claim)) && jobTypes.length > 0 && !this.pauses?.topicPaused(claim.topic)
+          ? { leaseExpiresAt, jobTypes }
+          : undefined;
       try {
         const result = await this.backend.partitions.headFinish({ owner: this.owner, claim, outcome, now, retentionMs, claimNext });
         if (this.metrics !== null) {
@@ -366,6 +380,11 @@ export class PartitionRunner<C> {
         await clock.sleep(50, this.stopController.signal);
       }
     }
+  }
+
+  /** The handled job types not paused (X4). */
+  private claimableTypes(): readonly string[] {
+    return this.pauses?.claimableTypes(this.jobTypes) ?? this.jobTypes;
   }
 
   private report(where: string, error: unknown): void {

@@ -11,6 +11,16 @@ import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/
 import { encodePayload } from "../core/encode-payload.js";
 import { JobController, type JobActionListener, type JobBatchOptions, type JobFilter } from "./job-controller.js";
 import { checkEnqueueOptions, parentsOf, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
+import { PauseController, type PausedEntry, type PauseListener, type PauseTarget } from "./pause-controller.js";
+import {
+  checkMiddleware,
+  composeHooks,
+  encodeMeta,
+  enqueueHooks,
+  type EnqueueContext,
+  type EnqueueJobContext,
+  type LaterMiddleware,
+} from "../middleware/later-middleware.js";
 
 export type { EnqueueOptions } from "./enqueue-options.js";
 
@@ -45,6 +55,16 @@ export interface JobPublisherOptions<Trx = TransactionHandle> {
   onCommitted: (jobs: readonly JobInsert[], stages: readonly JobStage[]) => void;
   /** Called after each committed retry or delete (a batch of a filter form each): the server wakes local workers and emits a `job-action` event. */
   onJobAction?: JobActionListener | undefined;
+  /** Called after each pause or resume that changed something (X4): the server reads the paused set again and wakes its loops. */
+  onPauseChange?: PauseListener | undefined;
+  /** The `enqueue` hooks of these run around every enqueue (X10), the first outermost. Not such objects: `INVALID_ARGUMENT` naming the index. Default none. */
+  middleware?: readonly LaterMiddleware[] | undefined;
+}
+
+/** An enqueue on its way through the middleware: the context they see, and the insert `next()` runs at the end. */
+interface PendingEnqueue extends EnqueueContext {
+  readonly jobs: readonly EnqueueJobContext[];
+  readonly write: () => Promise<JobId[]>;
 }
 
 /**
@@ -58,11 +78,17 @@ export class JobPublisher<Trx = TransactionHandle> {
   private readonly clock: Clock;
   private readonly recurring: RecurringScheduler;
   private readonly controller: JobController;
+  private readonly pauses: PauseController;
+  /** The enqueue middleware around {@link write}; null without any (a plain enqueue then builds no context). */
+  private readonly throughMiddleware: ((ctx: PendingEnqueue) => Promise<JobId[]>) | null;
 
   constructor(private readonly options: JobPublisherOptions<Trx>) {
     this.backend = options.backend;
+    const middleware = checkMiddleware(options.middleware, "JobPublisher options");
+    this.throughMiddleware = composeHooks<PendingEnqueue, JobId[]>(enqueueHooks(middleware), (ctx) => ctx.write(), "enqueue");
     this.clock = options.clock;
     this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}));
+    this.pauses = new PauseController(options.backend, () => options.clock.now(), options.encoders, options.onPauseChange ?? (() => {}));
     this.recurring = new RecurringScheduler({
       backend: options.backend,
       clock: options.clock,
@@ -251,6 +277,30 @@ export class JobPublisher<Trx = TransactionHandle> {
     return this.controller.deleteJobs(filter, options);
   }
 
+  /**
+   * Pauses a job type (`{ jobType }`) or a topic (`{ topic }`) on every
+   * server of the namespace, within one poll interval (docs/semantics.md
+   * X4): running jobs finish, no new claim starts, enqueue still works.
+   * Resolves true when it changed something, false when it already was
+   * paused. An unknown job type is `JOB_TYPE_NOT_FOUND`, an unknown topic
+   * `UNKNOWN_TOPIC`; nothing is written. See `PauseController`.
+   */
+  async pause(target: PauseTarget): Promise<boolean> {
+    if (this.stopped) throw new ServerStoppedError("pause");
+    return this.pauses.pause(target);
+  }
+
+  /** Resumes what {@link pause} paused and wakes every server at once; false when it was not paused. */
+  async resume(target: PauseTarget): Promise<boolean> {
+    if (this.stopped) throw new ServerStoppedError("resume");
+    return this.pauses.resume(target);
+  }
+
+  /** Every paused job type and topic of the namespace, with when each was paused. */
+  async listPaused(): Promise<PausedEntry[]> {
+    return this.pauses.listPaused();
+  }
+
   /** Stops accepting jobs; later calls throw `ServerStoppedError`. */
   stop(): void {
     this.stopped = true;
@@ -287,6 +337,22 @@ export class JobPublisher<Trx = TransactionHandle> {
       };
     });
     if (jobs.length === 0) return [];
+    if (this.throughMiddleware === null) return this.write(jobs, now, transaction);
+    const contexts: EnqueueJobContext[] = jobs.map((job, i) => ({
+      payload: payloads[i],
+      partition: job.topic === undefined ? null : { topic: job.topic, partition: job.partition! },
+      meta: {},
+    }));
+    const write = (): Promise<JobId[]> => {
+      // The metadata the middleware set, checked before anything is written (INVALID_ARGUMENT over 8 KiB or not JSON).
+      for (let i = 0; i < jobs.length; i++) jobs[i]!.meta = encodeMeta(contexts[i]!.meta, jobType);
+      return this.write(jobs, now, transaction);
+    };
+    return this.throughMiddleware({ jobType, jobs: contexts, options, inTransaction: transaction !== undefined, write });
+  }
+
+  /** The insert itself (what the innermost middleware's `next()` runs): resolves to the ids once committed. */
+  private async write(jobs: JobInsert[], now: number, transaction: Trx | undefined): Promise<JobId[]> {
     const result = await this.backend.jobs.insertMany({ jobs, now, retentionMs: this.options.retentionMs, transaction });
     if (transaction === undefined) this.options.onCommitted(jobs, result.stages);
     return jobs.map((j) => j.id);

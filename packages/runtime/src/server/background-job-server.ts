@@ -17,9 +17,13 @@ import { PartitionRunner } from "../partition/partition-runner.js";
 import { RecurringPoller } from "../recurring/recurring-poller.js";
 import { WorkerPool } from "../worker/worker-pool.js";
 import { WorkerIds } from "../worker/worker-ids.js";
+import { PauseWatch } from "../worker/pause-watch.js";
 import { LaterMetrics } from "../metrics/later-metrics.js";
 import { QueueGaugeRefresher } from "../metrics/queue-gauge-refresher.js";
 import { ServerMetrics } from "../metrics/server-metrics.js";
+import { metricsMiddleware } from "../metrics/metrics-middleware.js";
+import type { Hook } from "../middleware/later-middleware.js";
+import type { AttemptRun } from "../worker/attempt-run.js";
 import type { LogGroupLag } from "../retained-log/log-record.js";
 import { logGroupLag } from "../retained-log/log-group-lag.js";
 import { RetainedLog } from "../retained-log/retained-log.js";
@@ -27,6 +31,7 @@ import { followDatabaseClock, holdBackend, prepareBackend, releaseBackend } from
 import { DatabaseWait } from "./database-wait.js";
 import { partitionRunnerConfig, stepRunnerConfig, stuckJobRescuerConfig, workerPoolConfig } from "./loop-configs.js";
 import type { JobBatchOptions, JobFilter } from "../publisher/job-controller.js";
+import type { PausedEntry, PauseTarget } from "../publisher/pause-controller.js";
 import { JobPublisher } from "../publisher/job-publisher.js";
 import { errorEvent } from "../events/server-event.js";
 import { UnhandledJobTypeWarner } from "./unhandled-job-type-warner.js";
@@ -64,6 +69,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   readonly publisher: JobPublisher<Trx>;
   private readonly pool: WorkerPool<C>;
   private readonly partitions: PartitionRunner<C> | null;
+  private readonly pauses: PauseWatch;
   private readonly rescuer: StuckJobRescuer<C>;
   private readonly sweeper: ExpirySweeper;
   private readonly autoscaler: WorkerAutoscaler | null;
@@ -72,6 +78,8 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   private readonly recurring: RecurringPoller;
   /** What this server records into its registry's metrics; null with `metrics: false`. */
   private readonly recorder: ServerMetrics | null;
+  /** The executors' built-in attempt layers: the metrics when on (X10). */
+  private readonly attemptLayers: readonly Hook<AttemptRun, void>[];
   private readonly unsubscribeWake: () => void;
   private stopped: Promise<void> | null = null;
   private retainedLog: RetainedLog<Trx> | null = null;
@@ -87,6 +95,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     const registry = options.metricsRegistry;
     const recorder = registry && new ServerMetrics(LaterMetrics.of(registry), backend.namespace);
     this.recorder = recorder;
+    this.attemptLayers = recorder ? [metricsMiddleware(recorder, options.clock)] : [];
     // Always on: its warning reaches stderr by default (a type nobody handles must not be silent).
     const warner = new UnhandledJobTypeWarner(options.onEvent);
     const encoders = new Map(Object.entries(options.handlers).map(([type, h]) => [type, h.encode ?? jsonPayload]));
@@ -108,6 +117,12 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       retentionMs: options.retentionMs,
       topics: new Map(options.topics.map((t) => [t.name, t.partitions])),
       onCommitted,
+      // X4: this process's pause or resume is seen by its own loops before their next claim.
+      onPauseChange: () => {
+        this.pauses.invalidate();
+        wakeAll();
+      },
+      middleware: options.middleware,
       onJobAction: (action, jobIds) => {
         if (action === "retry") {
           this.pool.wake();
@@ -117,10 +132,17 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       },
     });
     const workerIds = new WorkerIds();
-    this.pool = new WorkerPool(workerPoolConfig(options), backend, this.instanceId, this.publisher, workerIds, recorder);
+    this.pool = new WorkerPool(workerPoolConfig(options, this.attemptLayers), backend, this.instanceId, this.publisher, workerIds, recorder);
     this.partitions =
-      options.topics.length > 0 ? new PartitionRunner(partitionRunnerConfig(options), backend, this.instanceId, this.publisher, workerIds, recorder) : null;
+      options.topics.length > 0
+        ? new PartitionRunner(partitionRunnerConfig(options, this.attemptLayers), backend, this.instanceId, this.publisher, workerIds, recorder)
+        : null;
+    // X4: one paused set per server, read at most once per poll interval before a claim (and after a wake-up while something is paused).
+    this.pauses = new PauseWatch(backend, options.clock, options.pollIntervalMs, (error) => options.onEvent(errorEvent("pause read", error)));
+    this.pool.pauses = this.pauses;
+    if (this.partitions) this.partitions.pauses = this.pauses;
     const wakeAll = () => {
+      this.pauses.wake();
       this.pool.wake();
       this.partitions?.wake();
     };
@@ -168,6 +190,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
         },
         () => partitions?.activeByTopic() ?? new Map(),
       );
+      recorder.attachPaused(Object.keys(options.handlers), () => this.pauses.pausedTypes);
       // Every log topic the database holds (the schema's, other processes'), not only `logTopics`.
       this.services.push(new QueueGaugeRefresher(host, { metrics: recorder, logLag: () => this.logLag() }));
     }
@@ -244,7 +267,14 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       throw error;
     }
     if (manual !== null)
-      server.stepper = new StepRunner(stepRunnerConfig(resolved), manual, resolved.backend, server.instanceId, server.publisher, server.recorder);
+      server.stepper = new StepRunner(
+        stepRunnerConfig(resolved, server.attemptLayers),
+        manual,
+        resolved.backend,
+        server.instanceId,
+        server.publisher,
+        server.recorder,
+      );
     else {
       server.pool.start();
       for (const service of server.services) service.start();
@@ -300,6 +330,21 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
   /** Deletes every finished job matching `filter`, in batches; resolves to how many (see `JobPublisher.deleteJobs`). */
   deleteJobs(filter?: JobFilter, options?: JobBatchOptions): Promise<number> {
     return this.publisher.deleteJobs(filter, options);
+  }
+
+  /** Pauses a job type or topic on every server of the namespace within one poll interval; true when it changed something (see `JobPublisher.pause`, docs/semantics.md X4). */
+  pause(target: PauseTarget): Promise<boolean> {
+    return this.publisher.pause(target);
+  }
+
+  /** Resumes a paused job type or topic and wakes every server at once; true when it was paused (see `JobPublisher.resume`). */
+  resume(target: PauseTarget): Promise<boolean> {
+    return this.publisher.resume(target);
+  }
+
+  /** Every paused job type and topic of the namespace (see `JobPublisher.listPaused`). */
+  listPaused(): Promise<PausedEntry[]> {
+    return this.publisher.listPaused();
   }
 
   /**

@@ -16,6 +16,7 @@
  * created: an application that imports the generated module never loads it.
  * Without the driver, creating a kit rejects with `DRIVER_NOT_INSTALLED`.
  */
+import type { LaterMiddleware } from "../middleware/later-middleware.js";
 import type { ClaimedJob } from "../backend/backend.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
 import type { TopicConfig } from "../core/partition/topic.js";
@@ -64,6 +65,8 @@ export type TestJobsOptions<C, B> = {
   onEvent?: (event: ServerEvent) => void;
   /** As the server option; default `null`: a test's failing handlers write nothing to stderr. */
   logger?: LaterLogger | null;
+  /** As the server option (X10): the enqueue hooks run around the kit's enqueues, the attempt hooks around each attempt `drain()` runs (not `work()`, which calls the handler alone). Default none. */
+  middleware?: readonly LaterMiddleware[];
 } & (undefined extends C ? { context?: C } : { context: C });
 
 /** One stored job, as {@link TestJobs.enqueued} lists it. */
@@ -245,7 +248,7 @@ export async function createTypedTestJobs<C, H, B extends TypedServerBuilder<C, 
   options: TestJobsOptions<C, B>,
 ): Promise<TestJobs<C, H>> {
   if (options === null || typeof options !== "object") throw new InvalidArgumentError("createTestJobs(options): options must be an object");
-  const { handlers, now, defaultRetryPolicy, random, onEvent, logger, topics } = options;
+  const { handlers, now, defaultRetryPolicy, random, onEvent, logger, topics, middleware } = options;
   if (handlers !== undefined && typeof handlers !== "function")
     throw new InvalidArgumentError("createTestJobs: `handlers` must be a function (b) => b.with...Handler(...)");
   const start = now instanceof Date ? now.getTime() : now;
@@ -265,6 +268,7 @@ export async function createTypedTestJobs<C, H, B extends TypedServerBuilder<C, 
     ...(defaultRetryPolicy === undefined ? {} : { defaultRetryPolicy }),
     ...(onEvent === undefined ? {} : { onEvent }),
     ...(topics === undefined ? {} : { topics }),
+    ...(middleware === undefined ? {} : { middleware }),
   } as BuilderOptions<C>);
   handlers?.(builder);
   try {

@@ -1,15 +1,18 @@
 import type { JobId } from "../core/job-id.js";
 import type { JobBatchOptions, JobFilter } from "../publisher/job-controller.js";
 import type { JobPublisher, PartitionTarget } from "../publisher/job-publisher.js";
+import type { PausedEntry, PauseTarget } from "../publisher/pause-controller.js";
 
 /**
  * The operations on stored jobs and schedules that both handles a user holds
  * offer: the generated server (`JobsServer`) and the enqueue-only publisher
  * (`openJobsPublisher`). Each delegates to the untyped {@link JobPublisher}
  * underneath, so a web process that runs no workers can skip a poison
- * partition head or drop a schedule as a worker process can.
+ * partition head or drop a schedule as a worker process can. `P`: what
+ * `pause` and `resume` take, narrowed by the generated module to the
+ * schema's job types and topics (`<I>PauseTarget`).
  */
-export abstract class JobControl {
+export abstract class JobControl<P extends PauseTarget = PauseTarget> {
   constructor(
     /** The untyped publisher the typed handles write through. */
     protected readonly control: JobPublisher<unknown>,
@@ -50,6 +53,27 @@ export abstract class JobControl {
   /** Retries every `failed` job matching `filter`, in batches (default 1000); resolves to how many (see `JobPublisher.retryJobs`). */
   retryJobs(filter?: JobFilter, options?: JobBatchOptions): Promise<number> {
     return this.control.retryJobs(filter, options);
+  }
+
+  /**
+   * Pauses a job type or topic of the schema on every server of the
+   * namespace within one poll interval (docs/semantics.md X4): running jobs
+   * finish, no new claim starts, enqueue still works. Resolves true when it
+   * changed something, false when it was already paused. A declared job type
+   * is always known; a topic must be registered (`UNKNOWN_TOPIC`).
+   */
+  pause(target: P): Promise<boolean> {
+    return this.control.pause(target);
+  }
+
+  /** Resumes a paused job type or topic and wakes every server at once; true when it was paused. */
+  resume(target: P): Promise<boolean> {
+    return this.control.resume(target);
+  }
+
+  /** Every paused job type and topic of the namespace, with when each was paused. */
+  listPaused(): Promise<PausedEntry[]> {
+    return this.control.listPaused();
   }
 
   /** Deletes every finished job matching `filter`, in batches (default 1000); resolves to how many (see `JobPublisher.deleteJobs`). */

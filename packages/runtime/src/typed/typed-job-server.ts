@@ -6,6 +6,7 @@ import type { ShutdownOnSignalsOptions } from "../server/shutdown-on-signals.js"
 import type { LogGroupLag } from "../retained-log/log-record.js";
 import type { RetainedLog } from "../retained-log/retained-log.js";
 import { JobControl } from "./job-control.js";
+import type { PauseTarget } from "../publisher/pause-controller.js";
 
 /** A handler's context in the generated module: {@link JobContext} plus typed `jobs` handles. */
 export type TypedJobContext<C, H, Trx = TransactionHandle> = JobContext<C, Trx> & {
@@ -18,7 +19,7 @@ export type TypedJobContext<C, H, Trx = TransactionHandle> = JobContext<C, Trx> 
  * `jobs` handles over one {@link BackgroundJobServer}, and the job and
  * schedule operations of {@link JobControl}.
  */
-export class TypedJobServer<C, H, Trx = TransactionHandle> extends JobControl {
+export class TypedJobServer<C, H, Trx = TransactionHandle, P extends PauseTarget = PauseTarget> extends JobControl<P> {
   constructor(
     /** The untyped server underneath. */
     readonly core: BackgroundJobServer<C, Trx>,

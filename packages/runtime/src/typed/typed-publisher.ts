@@ -11,10 +11,12 @@ import { checkTimeSource, MAX_TIMER_MS, resolveTopics } from "../config/server-o
 import type { TopicConfig } from "../core/partition/topic.js";
 import type { JobCatalog } from "./job-catalog.js";
 import { JobControl } from "./job-control.js";
+import type { PauseTarget } from "../publisher/pause-controller.js";
 import { PublisherUnhandledCheck } from "./publisher-unhandled-check.js";
 import { jobHandles } from "./typed-server-builder.js";
 import { jsonPayload } from "../core/encode-payload.js";
 import { withSchemaTopics } from "./schema-topics.js";
+import { checkMiddleware, type LaterMiddleware } from "../middleware/later-middleware.js";
 
 /** Options of a generated `open<Name>Publisher`. `Trx` is inferred from `backend` (see `ServerOptions`). */
 export interface PublisherOptions<Trx = TransactionHandle> {
@@ -49,6 +51,8 @@ export interface PublisherOptions<Trx = TransactionHandle> {
   topics?: readonly TopicConfig[];
   /** As the servers' option, for `enqueueRecurringSequential`. */
   recurringSequentialPartitions?: number | null;
+  /** As the servers' option (X10): only the `enqueue` hooks run here (a publisher runs no attempts). Default none. */
+  middleware?: readonly LaterMiddleware[];
 }
 
 /**
@@ -57,7 +61,7 @@ export interface PublisherOptions<Trx = TransactionHandle> {
  * same database and namespace are woken by the commit itself. Also the job
  * and schedule operations of {@link JobControl}.
  */
-export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
+export class TypedJobPublisher<H, Trx = TransactionHandle, P extends PauseTarget = PauseTarget> extends JobControl<P> {
   private closed = false;
   private constructor(
     publisher: JobPublisher<Trx>,
@@ -79,9 +83,13 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
    * schema declares with `@partitions`, and the `topics` option), and
    * returns the handles. Used by the generated `open<Name>Publisher`.
    */
-  static async open<H, Trx = TransactionHandle>(options: PublisherOptions<Trx>, catalog: JobCatalog): Promise<TypedJobPublisher<H, Trx>> {
+  static async open<H, Trx = TransactionHandle, P extends PauseTarget = PauseTarget>(
+    options: PublisherOptions<Trx>,
+    catalog: JobCatalog,
+  ): Promise<TypedJobPublisher<H, Trx, P>> {
     if (options === null || typeof options !== "object" || !options.backend) throw new InvalidConfigError("`backend` is required");
     const policy = options.defaultRetryPolicy ?? null;
+    const middleware = checkMiddleware(options.middleware, "open publisher");
     if (policy !== null && !(policy instanceof RetryPolicy)) throw new InvalidConfigError("`defaultRetryPolicy` must be a RetryPolicy");
     const timeSource = checkTimeSource(options.timeSource, options.clock);
     const syncEvery = options.clockSyncIntervalMs ?? 30_000;
@@ -117,12 +125,13 @@ export class TypedJobPublisher<H, Trx = TransactionHandle> extends JobControl {
       retentionMs: 86_400_000,
       topics: registry,
       onCommitted: (jobs) => unhandled.noted(jobs.map((j) => j.jobType)),
+      middleware,
     });
     // Its sleeps do not hold the process open: a script may enqueue and exit without closing the publisher.
     const clockSync =
       databaseClock && new ClockSync({ backend: options.backend, clock: unrefClock, onEvent: sink.emit }, { intervalMs: syncEvery }, databaseClock);
     sink.emit({ type: "lifecycle", component: "publisher", action: "started" });
-    return new TypedJobPublisher(publisher, options.backend, jobHandles<H>(catalog, publisher), clockSync, unhandled, sink);
+    return new TypedJobPublisher<H, Trx, P>(publisher, options.backend, jobHandles<H>(catalog, publisher), clockSync, unhandled, sink);
   }
 
   /**

@@ -10,6 +10,7 @@ import { payloadDecoder, type JobCatalog } from "./job-catalog.js";
 import { JobHandle } from "./job-handle.js";
 import { TopicJobHandle } from "./topic-job-handle.js";
 import { TypedJobServer, type TypedJobContext } from "./typed-job-server.js";
+import type { PauseTarget } from "../publisher/pause-controller.js";
 import { checkHandledTopics, withSchemaTopics } from "./schema-topics.js";
 
 /**
@@ -50,7 +51,8 @@ export const HANDLER_OPTION_KEYS: readonly (keyof HandlerOptions<unknown>)[] = [
  * {@link handler}. `build()` refuses to start until every declared job has a
  * handler, naming each missing `with...Handler` method.
  */
-export class TypedServerBuilder<C, H, Trx = TransactionHandle> {
+/** `P`: what the built server's `pause` and `resume` take (the generated module's `<I>PauseTarget`). */
+export class TypedServerBuilder<C, H, Trx = TransactionHandle, P extends PauseTarget = PauseTarget> {
   private readonly handlers = new Map<string, HandlerRegistration<C, Trx>>();
   private jobs: H | undefined;
 
@@ -96,7 +98,7 @@ export class TypedServerBuilder<C, H, Trx = TransactionHandle> {
    * disagrees is `PARTITION_COUNT_MISMATCH`), and a topic job whose topic
    * ends up unregistered is `INVALID_CONFIG`, before anything starts.
    */
-  async build(): Promise<TypedJobServer<C, H, Trx>> {
+  async build(): Promise<TypedJobServer<C, H, Trx, P>> {
     const missing = Object.keys(this.catalog).filter((type) => !this.handlers.has(type));
     if (missing.length > 0) {
       const methods = missing.map((type) => this.catalog[type]!.handlerMethod);
@@ -113,7 +115,7 @@ export class TypedServerBuilder<C, H, Trx = TransactionHandle> {
    * the catalog and the registrations made, which the kit's `work()` runs directly.
    */
   async startForTests(start: (options: ServerOptions<C, Trx>, runTypes: readonly string[]) => Promise<BackgroundJobServer<C, Trx>>): Promise<{
-    server: TypedJobServer<C, H, Trx>;
+    server: TypedJobServer<C, H, Trx, P>;
     catalog: JobCatalog;
     handlers: ReadonlyMap<string, HandlerRegistration<C, Trx>>;
   }> {
@@ -130,7 +132,7 @@ export class TypedServerBuilder<C, H, Trx = TransactionHandle> {
     const core = await start({ ...this.options, context: this.options.context as C, ...(topics === undefined ? {} : { topics }), handlers }, [
       ...this.handlers.keys(),
     ]);
-    return { server: new TypedJobServer(core, this.jobsOf(core.publisher)), catalog: this.catalog, handlers: this.handlers };
+    return { server: new TypedJobServer<C, H, Trx, P>(core, this.jobsOf(core.publisher)), catalog: this.catalog, handlers: this.handlers };
   }
 
   /** The handles over the server's one publisher (also reached from a handler, which may run before `build()` resolves). */

@@ -50,6 +50,8 @@ export class HeldClaim implements JobFinish {
   timedOut = false;
   /** Called once when the claim is aborted (abandoned or timed out): lets a runner stop waiting for its handler. */
   onAbort: (() => void) | null = null;
+  /** Set while a handler with a timeout runs: the watchdog rejects the attempt's `next()` through it (X10), so middleware see the timeout at once. */
+  timeoutReject: ((error: Error) => void) | null = null;
   /** Created on first use of `ctx.signal` (most handlers never read it; one per job is measurable). */
   private controller: AbortController | null = null;
   /** Why the claim was aborted, for a signal created afterwards. */

@@ -31,13 +31,30 @@
  * stopped), so its runner carries on from `onTimedOut` (the worker pool
  * gives the slot a fresh loop).
  *
- * The per-job path allocates little: no timer, race or promise is made per
- * job for the timeout or the lease, `ctx` is one small object and the
- * handler's signal is created only when it is read.
+ * The per-job path allocates little: without middleware or metrics no
+ * timer, race or promise is made per job for the timeout or the lease,
+ * `ctx` is one small object and the handler's signal is created only when
+ * it is read.
  *
- * Metrics (when the server has them): one `running` transition and, for a
- * regular job, its wait when the attempt is handed over; the handler's time
- * and outcome per worker when it settles (or when the watchdog times it out).
+ * Middleware (X10): the server's built-in layers (the metrics, see
+ * `metrics/metrics-middleware.ts`) wrap every claim handed over, a skipped
+ * one included; inside them the application's `attempt` hooks wrap the
+ * handler of every attempt that starts (not a skipped claim), the first
+ * outermost. A hook that throws is the attempt's failure (retried per
+ * policy); resolving is success. A timed-out attempt's `next()` rejects
+ * with the `JobTimeoutError` at the timeout (its outcome is the watchdog's
+ * whatever the hooks do). Without layers or hooks nothing is composed.
+ *
+ * Work an empty middleware adds per attempt (for the lead's ≤2% bench;
+ * `attempt(ctx, next) { return next(); }`): one {@link AttemptRun} (a small
+ * object; `meta` is parsed only when read), per hook one `next` closure and
+ * the hook's promise, one clock read for the handler's start, and with a
+ * timeout (the default `jobTimeoutMs` gives every attempt one) one promise
+ * racing the watchdog. Metrics on (the default) already pay the
+ * `AttemptRun`, the race and one layer, so an empty hook beside them adds
+ * only its closure, its promise and the clock read. At enqueue: per call
+ * one context object, one per job (with an empty `meta`) and a closure;
+ * per job one key scan of its `meta`, and a JSON.stringify only when set.
  *
  * Lifecycle: `start()` starts the watchdog (when `jobTimeoutMs` is set;
  * else the first attempt with a timeout does), `stop()` (idempotent) ends it
@@ -45,7 +62,8 @@
  */
 import type { Backend, JobOutcome } from "../backend/backend.js";
 import { describeThrown, JobTimeoutError, PayloadDecodeError, PermanentJobError } from "../errors.js";
-import type { ServerMetrics } from "../metrics/server-metrics.js";
+import { attemptHooks, composeHooks, type Hook, type LaterMiddleware } from "../middleware/later-middleware.js";
+import { AttemptRun } from "./attempt-run.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent, type ServerEvent } from "../events/server-event.js";
 import type { HandlerRegistration } from "../config/handler-registration.js";
@@ -67,7 +85,14 @@ export interface JobExecutorConfig<C> extends RetryDecisionConfig<C> {
   onEvent: (event: ServerEvent) => void;
   /** False when nobody listens to per-job events, so they are not built. */
   eventsEnabled: boolean;
+  /** The application's middleware: their `attempt` hooks wrap each handler, the first outermost. Server option `middleware`. */
+  middleware: readonly LaterMiddleware[];
+  /** The server's own layers outside them, on every claim handed over (the metrics); they never reject. */
+  attemptLayers: readonly Hook<AttemptRun, void>[];
 }
+
+/** No throw was caught (`undefined` can be thrown). */
+const NONE: unique symbol = Symbol("none");
 
 export class JobExecutor<C> {
   /** Claims whose handler is running now with a timeout, for the watchdog. */
@@ -77,17 +102,22 @@ export class JobExecutor<C> {
   private watchdog: Promise<void> | null = null;
   /** The watchdog's current wait: its length, and the controller that ends it early (a shorter timeout arrived, or stop). */
   private wait: { ms: number; controller: AbortController } | null = null;
+  /** The server's layers around {@link attempt}; null without any. */
+  private readonly layered: ((run: AttemptRun) => Promise<void>) | null;
+  /** The application's hooks around {@link handle}; null without any. */
+  private readonly wrapped: ((run: AttemptRun) => Promise<void>) | null;
 
   constructor(
     private readonly options: JobExecutorConfig<C>,
     private readonly publisher: JobPublisher<unknown>,
     /** Told of an attempt the watchdog failed, with the outcome to write; the handler is still running, abandoned. */
     private readonly onTimedOut: (claim: HeldClaim, outcome: JobOutcome) => void,
-    /** Where attempts are recorded; null with metrics off. */
-    private readonly metrics: ServerMetrics | null,
     /** The lease owner written on this server's claims: a handler's progress is stored only under it. */
     private readonly owner: string,
-  ) {}
+  ) {
+    this.wrapped = composeHooks(attemptHooks(options.middleware) as Hook<AttemptRun, void>[], (run) => this.handle(run), "attempt");
+    this.layered = composeHooks(options.attemptLayers, (run) => this.attempt(run), "attempt");
+  }
 
   /** `ctx.progress`: one fenced update of the job's row (see `JobStore.progressSet`). */
   private readonly writeProgress: ProgressWriter = (claim, progress) =>
@@ -111,31 +141,25 @@ export class JobExecutor<C> {
    * `onTimedOut`). `workerId`: the worker running it, for metrics. Never rejects.
    */
   async run(claim: HeldClaim, workerId: number): Promise<JobOutcome | null> {
-    const { options, metrics } = this;
+    claim.workerId = workerId;
+    if (this.layered === null && this.wrapped === null) return this.plain(claim);
+    const run = new AttemptRun(claim, this.options.clock.now());
+    if (this.layered === null) await this.attempt(run);
+    else await this.layered(run).catch(() => undefined); // the built-in layers never reject
+    return run.result;
+  }
+
+  /** {@link run} without middleware or metrics: nothing composed, no {@link AttemptRun}. */
+  private async plain(claim: HeldClaim): Promise<JobOutcome | null> {
+    const { options } = this;
     const job = claim.job;
     const now = options.clock.now();
-    claim.workerId = workerId;
-    metrics?.attemptStarted(job, now, claim.head === null);
-    if (now >= claim.leaseExpiresAt) {
-      metrics?.attemptDiscarded(workerId);
-      // Its lease ended while it waited (a stalled process, a clock jump): another server may hold it
-      // already. Not run; lease recovery takes it (the stuck-job sweep, or the head's next claim).
-      claim.abandoned = true;
-      options.onEvent({
-        type: "job-skipped",
-        jobId: job.id,
-        jobType: job.jobType,
-        attempt: job.attempt,
-        reason: `the lease of attempt ${job.attempt} expired ${now - claim.leaseExpiresAt} ms before its handler could start`,
-      });
-      return null;
-    }
+    if (now >= claim.leaseExpiresAt) return this.skip(claim, now);
     const handler = options.handlers[job.jobType]!;
     let payload: unknown;
     try {
       payload = handler.decode === undefined ? JSON.parse(job.payload) : handler.decode(job.payload);
     } catch (cause) {
-      metrics?.attemptEnded(job, workerId, "failed", 0);
       return { kind: "fail", error: new PayloadDecodeError(job.jobType, describeThrown(cause), cause).message };
     }
     if (options.eventsEnabled) options.onEvent(attemptEvent(job, "running"));
@@ -145,18 +169,88 @@ export class JobExecutor<C> {
     try {
       await handler.handle(new JobRunContext(options.context, this.publisher, claim, this.writeProgress), payload);
     } catch (thrown) {
-      if (!claim.timedOut) {
-        const error = describeThrown(thrown);
-        outcome = isPermanentFailure(thrown) ? { kind: "fail", error, permanent: true } : retryDecision(options, job, error);
-      }
+      if (!claim.timedOut) outcome = this.failure(job, thrown);
     }
     this.running.delete(claim);
-    // A timed-out attempt was recorded by the watchdog.
-    if (metrics !== null && !claim.timedOut) {
-      const ended = claim.abandoned ? "abandoned" : outcome.kind === "success" ? "success" : outcome.kind === "retry" ? "retry" : "failed";
-      metrics.attemptEnded(job, workerId, ended, options.clock.now() - now);
-    }
     return claim.timedOut || claim.abandoned ? null : outcome;
+  }
+
+  /**
+   * The attempt inside the server's layers: lease check, decode, then the
+   * application's hooks around the handler; sets `run.result`. Never rejects.
+   */
+  private async attempt(run: AttemptRun): Promise<void> {
+    const { options } = this;
+    const claim = run.claim;
+    const job = claim.job;
+    if (run.handedAt >= claim.leaseExpiresAt) {
+      run.skipped = true;
+      run.result = this.skip(claim, run.handedAt);
+      return;
+    }
+    const handler = options.handlers[job.jobType]!;
+    try {
+      run.payload = handler.decode === undefined ? JSON.parse(job.payload) : handler.decode(job.payload);
+    } catch (cause) {
+      run.decodeError = new PayloadDecodeError(job.jobType, describeThrown(cause), cause);
+    }
+    let thrown: unknown = NONE;
+    try {
+      await (this.wrapped === null ? this.handle(run) : this.wrapped(run));
+    } catch (error) {
+      thrown = error;
+    }
+    this.running.delete(claim);
+    claim.timeoutReject = null;
+    if (claim.timedOut || claim.abandoned) run.result = null;
+    else if (thrown === NONE) run.result = SUCCESS;
+    else if (run.decodeError !== null && thrown === run.decodeError) run.result = { kind: "fail", error: run.decodeError.message };
+    else run.result = this.failure(job, thrown);
+  }
+
+  /** The innermost `next()`: starts the handler (rejects with the decode error instead when the payload did not decode). */
+  private handle(run: AttemptRun): Promise<void> {
+    if (run.decodeError !== null) return Promise.reject(run.decodeError);
+    const { options } = this;
+    const claim = run.claim;
+    const handler = options.handlers[claim.job.jobType]!;
+    if (options.eventsEnabled) options.onEvent(attemptEvent(claim.job, "running"));
+    claim.startedAt = this.wrapped === null ? run.handedAt : options.clock.now();
+    this.watch(claim, handler.timeoutMs);
+    let ran: Promise<unknown>;
+    try {
+      ran = Promise.resolve<unknown>(handler.handle(new JobRunContext(options.context, this.publisher, claim, this.writeProgress), run.payload));
+    } catch (thrown) {
+      return Promise.reject(thrown);
+    }
+    if (claim.timeoutMs === null) return ran as Promise<void>;
+    // Watched: the watchdog rejects at the timeout (the handler is left behind; its own end is then ignored).
+    return new Promise<void>((resolve, reject) => {
+      claim.timeoutReject = reject;
+      ran.then(() => resolve(), reject);
+    });
+  }
+
+  /** A claim whose lease expired before its handler could start: not run; another server may hold it already. */
+  private skip(claim: HeldClaim, now: number): null {
+    const job = claim.job;
+    // Its lease ended while it waited (a stalled process, a clock jump): another server may hold it
+    // already. Not run; lease recovery takes it (the stuck-job sweep, or the head's next claim).
+    claim.abandoned = true;
+    this.options.onEvent({
+      type: "job-skipped",
+      jobId: job.id,
+      jobType: job.jobType,
+      attempt: job.attempt,
+      reason: `the lease of attempt ${job.attempt} expired ${now - claim.leaseExpiresAt} ms before its handler could start`,
+    });
+    return null;
+  }
+
+  /** The outcome of a throw: fail now for a `PermanentJobError`, else the retry decision. */
+  private failure(job: HeldClaim["job"], thrown: unknown): JobOutcome {
+    const error = describeThrown(thrown);
+    return isPermanentFailure(thrown) ? { kind: "fail", error, permanent: true } : retryDecision(this.options, job, error);
   }
 
   /** Gives a claim up (lease lost, shutdown deadline): its signal aborts with `reason` and its outcome is not written. */
@@ -198,7 +292,7 @@ export class JobExecutor<C> {
         claim.timedOut = true;
         const error = new JobTimeoutError(claim.id, timeoutMs, claim.timeoutSetting);
         claim.abort(error);
-        this.metrics?.attemptEnded(claim.job, claim.workerId, "timed_out", now - claim.startedAt);
+        claim.timeoutReject?.(error);
         // The stored error leads with the code, so `later jobs show` and the dashboard say it was a timeout.
         this.onTimedOut(claim, retryDecision(this.options, claim.job, `${error.code}: ${error.message}`));
       }

@@ -68,7 +68,7 @@ export class StepRunner<C> {
   ) {
     this.partitions = options.topics.flatMap((t) => Array.from({ length: t.partitions }, (_, partition) => ({ topic: t.name, partition })));
     // Never started: no watchdog (see the module doc), so `onTimedOut` is never called.
-    this.executor = new JobExecutor(options, publisher, () => {}, metrics, owner);
+    this.executor = new JobExecutor(options, publisher, () => {}, owner);
   }
 
   /**

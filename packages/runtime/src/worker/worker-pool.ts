@@ -48,6 +48,7 @@ import { JobExecutor } from "./job-executor.js";
 import type { WorkerPoolConfig } from "./worker-pool-config.js";
 import { LeaseRenewer } from "./lease-renewer.js";
 import type { WorkerIds } from "./worker-ids.js";
+import type { PauseWatch } from "./pause-watch.js";
 import type { ServerMetrics, WorkerState } from "../metrics/server-metrics.js";
 
 /** The abort reason of a wake-up (not an error; nobody reads it). */
@@ -87,6 +88,8 @@ export class WorkerPool<C> {
   onReleased: (() => void) | null = null;
   /** Told of every job claimed, with the claim's time (the dashboard's dispatch wait). */
   onClaimed: ((job: ClaimedJob, claimedAt: number) => void) | null = null;
+  /** X4: the paused set, read before a claim at most once per poll interval; paused types are left out of the claim. Null: none honoured. */
+  pauses: PauseWatch | null = null;
 
   constructor(
     private readonly options: WorkerPoolConfig<C>,
@@ -95,7 +98,7 @@ export class WorkerPool<C> {
     publisher: JobPublisher<unknown>,
     /** Numbers the worker slots (shared with the partition runner, so `worker_id` labels never collide). */
     private readonly ids: WorkerIds,
-    /** Where attempts and written outcomes are recorded; null with metrics off. */
+    /** Where written outcomes are recorded (attempts: the executor's metrics layer); null with metrics off. */
     private readonly metrics: ServerMetrics | null,
   ) {
     this.jobTypes = Object.keys(options.handlers);
@@ -122,7 +125,7 @@ export class WorkerPool<C> {
       onLost: (lost) => this.onLeasesLost(lost),
       onError: reportError("lease renewal"),
     });
-    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.timedOut(claim, outcome), metrics, owner);
+    this.executor = new JobExecutor(options, publisher, (claim, outcome) => this.timedOut(claim, outcome), owner);
   }
 
   /** Live worker count. */
@@ -263,12 +266,16 @@ export class WorkerPool<C> {
       const target = this.pacer.target(workers);
       if (inFlight <= target / 2 && workers > 0 && this.moreMayBeReady) {
         const limit = target - inFlight;
+        await this.pauses?.refresh();
+        const jobTypes = this.pauses?.claimableTypes(this.jobTypes) ?? this.jobTypes;
         try {
           const now = clock.now();
           this.moreMayBeReady = false;
           const leaseExpiresAt = now + leaseMs;
-          const claimed = await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, jobTypes: this.jobTypes });
-          this.pacer.claimTook(clock.now() - now);
+          // Every type paused: no claim; the poll timer or a wake-up (a resume wakes every server) tries again.
+          const claimed =
+            jobTypes.length === 0 ? { jobs: [] } : await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, jobTypes });
+          if (jobTypes.length > 0) this.pacer.claimTook(clock.now() - now);
           for (const job of claimed.jobs) {
             this.onClaimed?.(job, now);
             this.accept(job, leaseExpiresAt);

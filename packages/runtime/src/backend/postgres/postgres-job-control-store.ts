@@ -18,10 +18,14 @@ import { RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job
 import type * as B from "../backend.js";
 import { retryableRow } from "../shared/retryable-row.js";
 import { stageList } from "../shared/stage-list.js";
+import { PauseStatements } from "../shared/pause-statements.js";
 import { retryConflicts } from "./postgres-errors.js";
 import { statement, type Statement } from "./postgres-statement.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { transition, transitionTail } from "./postgres-transition.js";
+
+/** The wake-up a resume sends: `$1` channel, `$2` payload (the backend's own, as its other writes). */
+const NOTIFY = statement("SELECT pg_notify($1, $2)");
 
 /** The statement of each target form. */
 interface ByTarget {
@@ -41,11 +45,14 @@ export class PostgresJobControlStore implements B.JobControlStore {
   private readonly remove: ByTarget;
   /** `$1` namespace, `$2` stage, `$3` job type (null: any), by action. */
   private readonly count: Record<"retry" | "delete", Statement>;
+  /** X4's statements, written once (`shared/pause-statements.ts`). */
+  private readonly pauses: PauseStatements;
 
   constructor(
     private readonly host: PostgresRunner,
     schema: string,
   ) {
+    this.pauses = new PauseStatements(host.compiler, host.shared, host.shared, host.namespace);
     const jobs = `${schema}.later_jobs`;
     const retried = transition({ kinds: "retry", rows: "retried", from: "old_stage", to: "'enqueued'", at: "$3::bigint" });
     const gone = transition({ kinds: "delete", rows: "gone", from: "stage", to: null });
@@ -90,6 +97,21 @@ SELECT id FROM gone ORDER BY id`);
     this.count = { retry: count(RETRYABLE_STAGES, ` AND ${retryable}`), delete: count(TERMINAL_STAGES) };
     this.retry = { ids: retry(byIds(6)), filter: retry(byFilter(6)) };
     this.remove = { ids: remove(byIds(3)), filter: remove(byFilter(3)) };
+  }
+
+  /** X4: a resume that deleted its row sends the backend's wake-up, so idle servers of other processes read the set again at once. */
+  async pauseSet(params: B.PauseSetParams): Promise<boolean> {
+    const changed = await this.pauses.set(params);
+    if (changed && !params.paused) await this.host.execute(NOTIFY, [...this.host.notifyArgs]);
+    return changed;
+  }
+
+  async pausedList(): Promise<B.PausedTarget[]> {
+    return this.pauses.list();
+  }
+
+  async pauseTargetKnown(params: B.PauseTargetRef): Promise<boolean> {
+    return this.pauses.known(params);
   }
 
   async retryMany(params: B.JobRetryManyParams): Promise<B.JobControlResult> {

@@ -224,11 +224,11 @@ export class PostgresJobQueries {
     const tail = (ns: string, transitions: PgTransition[], notify?: [string, string]) => transitionTail(schema, ns, transitions, notify);
     const inserted = transition({ kinds: "insert", rows: "ins", from: null, to: "r.stage", at: "$3::bigint" });
     this.insert = statement(`WITH ins AS (
-  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, parents_left)
+  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta, parents_left)
   SELECT r.id, $2, r.job_type, r.payload, r.stage, 0, r.retry_policy, r.timeout_ms, r.run_at, r.parent_id, r.last_error,
-         ${inserted.first}, $3, $3, r.expires_at, r.topic, r.partition_no, r.seq, r.parents_left
+         ${inserted.first}, $3, $3, r.expires_at, r.topic, r.partition_no, r.seq, r.meta, r.parents_left
   FROM json_to_recordset($1::json) AS r(id text, job_type text, payload text, stage text, retry_policy text, timeout_ms bigint, run_at bigint, parent_id text,
-    last_error text, expires_at bigint, topic text, partition_no integer, seq bigint, parents_left integer)
+    last_error text, expires_at bigint, topic text, partition_no integer, seq bigint, meta text, parents_left integer)
   ON CONFLICT (id) DO NOTHING
   RETURNING stage, topic, partition_no
 )${tail("$2", [inserted], ["$4", "$5"])}
@@ -248,14 +248,14 @@ SELECT count(*)::int AS inserted, (SELECT count(*) FROM notified)::int AS notifi
   UPDATE ${jobs} j SET ${claimed.stage}, attempt = j.attempt + 1, lease_owner = $5, lease_expires_at = $6, updated_at = $2,
     ${claimed.history}
   WHERE j.id = ANY(ARRAY(SELECT id FROM ready))
-  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, j.topic, j.partition_no, j.timeout_ms
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, j.topic, j.partition_no, j.timeout_ms, j.meta
 )${tail("$1", [claimed])}
-(SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at, run_at, timeout_ms FROM claimed ORDER BY run_at, id)
+(SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at, run_at, timeout_ms, meta FROM claimed ORDER BY run_at, id)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, (
   SELECT min(run_at) FROM ${jobs}
   WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at > $2 AND job_type = ANY($3::text[])
-), NULL, NULL WHERE (SELECT count(*) FROM claimed) < $4`);
+), NULL, NULL, NULL WHERE (SELECT count(*) FROM claimed) < $4`);
     // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error, note?]: a binary search in the jsonb object.
     const out = (i: number) => `($2::jsonb -> j.id ->> ${i})`;
     const done = transition({ kinds: ["succeed", "requeue", "fail", "rescue"], rows: "done", from: "'running'", to: out(1), at: "$3::bigint", note: out(4) });

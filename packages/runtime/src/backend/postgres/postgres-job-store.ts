@@ -150,6 +150,8 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
         topic: job.topic ?? null,
         partition_no: job.partition ?? null,
         seq: seqs[i] ?? null,
+        // Left out when none (X10): NULL, and a plain enqueue's JSON is no longer.
+        meta: job.meta ?? undefined,
         // A fan-in child only (X5); left out (NULL) on every other row.
         parents_left: parentsLeft,
       };
@@ -194,6 +196,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
           retryPolicy: r[4] as string | null,
           runAt: Number(r[6]),
           timeoutMs: r[7] === null ? null : Number(r[7]),
+          meta: r[8] as string | null,
         });
     }
     return nextRunAt === undefined ? { jobs } : { jobs, nextRunAt };

@@ -240,8 +240,27 @@ CREATE TABLE {schema}.later_log_group_members (
   // EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
   // its type's and the server's; NULL: none given. No default: adding the column rewrites nothing.
   { version: 12, name: "job-timeout", sql: "ALTER TABLE {schema}.later_jobs ADD COLUMN timeout_ms bigint;" },
+  // X4: paused job types (kind 'type') and topics (kind 'topic'), one row each while paused. Every server reads
+  // the namespace's rows once per poll interval (a primary-key range: a handful of rows), never per claim.
   {
-    version: 18,
+    version: 13,
+    name: "paused",
+    sql: `
+CREATE TABLE {schema}.later_paused (
+  namespace text NOT NULL,
+  kind text NOT NULL CHECK (kind IN ('type', 'topic')),
+  name text NOT NULL,
+  paused_at bigint NOT NULL,
+  PRIMARY KEY (namespace, kind, name)
+);
+`,
+  },
+  // X10: the job's metadata (a JSON object the enqueue middleware set, e.g. a trace context), read back by the
+  // claims for the attempt middleware. NULL when none was set, so a plain enqueue stores nothing more.
+  { version: 14, name: "job-meta", sql: "ALTER TABLE {schema}.later_jobs ADD COLUMN meta text;" },
+  // 15 and 16 are taken by branches being merged in parallel; a gap in the versions is harmless (applied versions are compared with the list).
+  {
+    version: 17,
     name: "fan-in",
     // X5: a continuation of several parents. parents_left (NULL on every other job, which the
     // single-parent statements never read) counts its parents not yet succeeded; the edges keep

@@ -65,13 +65,13 @@ RETURNING p.topic, p.partition_no, p.epoch`);
   UPDATE ${jobs} j SET ${run.stage}, attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = $3,
     ${run.history}
   FROM heads h WHERE j.id = h.id
-  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, h.stage AS old_stage
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, h.stage AS old_stage, j.meta
 )${tail([run])}
-SELECT id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, seq, topic, partition_no FROM run`);
+SELECT id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, seq, topic, partition_no, meta FROM run`);
     // A head still `running` under a free lease: its claimer is gone; taken over without a new attempt (lostAttempt).
     this.headsTakeOver = statement(`UPDATE ${jobs} j SET lease_owner = $2, updated_at = $3
 WHERE j.namespace = $1 AND ${idIn("j.id", "$4")} AND j.stage = 'running'
-RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no`);
+RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, j.meta`);
     this.held = statement(`SELECT 1 AS ok FROM ${parts}
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE`);
     // A success, and the next head claimed (or the lease freed), in one statement: the hot path of a
@@ -120,12 +120,12 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
     run_at = CASE WHEN r.stage = 'waiting' THEN $7::bigint ELSE j.run_at END,
     stages = CASE WHEN r.stage = 'waiting' THEN ${claimed.append(releasedNow.append("j.stages"))} ELSE ${claimed.append("j.stages")} END
   FROM ready r WHERE j.id = r.id
-  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, r.stage AS old_stage
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, r.stage AS old_stage, j.meta
 )${tail([done, released, claimed], ["$13", "$14"])}
 SELECT (SELECT count(*) FROM done)::int AS applied,
   (SELECT count(*) FROM released)::int + (SELECT count(*) FROM claimed WHERE old_stage = 'waiting')::int AS released,
   (SELECT max(waiters) FROM done) AS waiters, (SELECT count(*) FROM notified)::int AS notified, (SELECT epoch FROM lease) AS epoch,
-  c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq
+  c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq, c.meta
 FROM (SELECT 1) one LEFT JOIN claimed c ON true`);
     this.leaseFree = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);

@@ -75,6 +75,11 @@ export function storedTimeout(value: unknown): number | null {
   return value === null || value === undefined ? null : Number(value);
 }
 
+/** A stored `meta` (X10): its JSON text, or null when the job was enqueued without metadata. */
+export function storedMeta(value: unknown): string | null {
+  return value === null || value === undefined ? null : String(value);
+}
+
 /** A stored `retry_policy`: its JSON text, or null when the job was enqueued without an explicit policy. */
 export function storedPolicy(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value);

@@ -3,7 +3,7 @@
  * be claimed, and how a claimed head row maps to the seam's type.
  */
 import type * as B from "../backend.js";
-import { storedPolicy, storedTimeout, type Row } from "./job-rows.js";
+import { storedMeta, storedPolicy, storedTimeout, type Row } from "./job-rows.js";
 
 /**
  * When a head can be claimed: now for an enqueued head, at `run_at` for a
@@ -35,6 +35,7 @@ export function claimedHead(r: Row, ref: B.PartitionRef, epoch: number, lostAtte
     retryPolicy: storedPolicy(r.retry_policy),
     runAt: Number(r.run_at),
     timeoutMs: storedTimeout(r.timeout_ms),
+    meta: storedMeta(r.meta),
     topic: ref.topic,
     partition: ref.partition,
     seq: Number(r.seq),

@@ -68,6 +68,7 @@ const INSERT = new SharedStatement<LaterJobsTable, void>({
       partition_no: $("partition_no"),
       seq: $("seq"),
       waiters: $("waiters"),
+      meta: $("meta"),
       parents_left: $("parents_left"),
     }),
   read: () => undefined,
@@ -130,6 +131,7 @@ export async function insertIntoCallerTransaction(
       partition_no: job.partition ?? null,
       seq,
       waiters: 0,
+      meta: job.meta ?? null,
       parents_left: parentsLeft ?? null,
     });
     if (fanIn) {

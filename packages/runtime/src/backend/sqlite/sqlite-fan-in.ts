@@ -2,7 +2,7 @@
  * Fan-in continuations on SQLite (X5 in docs/semantics.md): a job of
  * several parents (`JobInsert.parentIds`) stores `parents_left`, the number
  * of its parents not yet succeeded, and one edge per parent in
- * `later_job_parents` (deleted with the child by a trigger, migration 18).
+ * `later_job_parents` (deleted with the child by a trigger, migration 17).
  *
  * - Insert: the parents are read and marked (`waiters + 1`, which on SQLite
  *   only fan-in inserts do: a single-parent child is found by `parent_id`

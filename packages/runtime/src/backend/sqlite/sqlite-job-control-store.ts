@@ -11,6 +11,8 @@ import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import { retryableRow } from "../shared/retryable-row.js";
 import { stageList } from "../shared/stage-list.js";
+import { PauseStatements } from "../shared/pause-statements.js";
+import { sqliteCompiler } from "../shared/shared-statement.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { StageDeltas, type SqliteStageCounters } from "./sqlite-stage-counters.js";
 import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
@@ -23,7 +25,29 @@ export interface SqliteJobControlHost {
 }
 
 export class SqliteJobControlStore implements B.JobControlStore {
-  constructor(private readonly host: SqliteJobControlHost) {}
+  /** X4: written once; a write in its own `BEGIN IMMEDIATE`, whose commit other processes' WAL watchers see (the resume's wake-up). */
+  private readonly pauses: PauseStatements;
+
+  constructor(private readonly host: SqliteJobControlHost) {
+    this.pauses = new PauseStatements(
+      sqliteCompiler,
+      (s) => host.conn().read(s),
+      (s) => host.conn().write(s),
+      host.namespace,
+    );
+  }
+
+  async pauseSet(params: B.PauseSetParams): Promise<boolean> {
+    return this.pauses.set(params);
+  }
+
+  async pausedList(): Promise<B.PausedTarget[]> {
+    return this.pauses.list();
+  }
+
+  async pauseTargetKnown(params: B.PauseTargetRef): Promise<boolean> {
+    return this.pauses.known(params);
+  }
 
   async retryMany(params: B.JobRetryManyParams): Promise<B.JobControlResult> {
     const c = this.host.conn();

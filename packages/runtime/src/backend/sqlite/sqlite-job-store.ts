@@ -16,7 +16,7 @@ import { CLAIMABLE_STAGES, type JobStage } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { fanInStage, insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
-import { renewedClaims, storedPolicy, storedTimeout, type Row } from "../shared/job-rows.js";
+import { renewedClaims, storedMeta, storedPolicy, storedTimeout, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { stageList } from "../shared/stage-list.js";
@@ -128,8 +128,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         seq = Number(row.seq);
       }
       this.conn().run(
-        `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, parents_left)
-         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta, parents_left)
+         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?, ?)`,
         job.id,
         this.namespace,
         job.jobType,
@@ -148,6 +148,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         job.topic ?? null,
         job.partition ?? null,
         seq,
+        job.meta ?? null,
         parentsLeft ?? null,
       );
       if (fanIn) this.conn().run(FAN_IN_SQL.edges, this.namespace, job.id, edgesJson(job, fanIn));
@@ -169,7 +170,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
            ${T.claim.history}
          WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL
                         AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT ?)
-         RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, json_extract(stages, '$[#-2][0]') AS was`,
+         RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, json_extract(stages, '$[#-2][0]') AS was, meta`,
         params.owner,
         params.leaseExpiresAt,
         params.now,
@@ -193,6 +194,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       retryPolicy: storedPolicy(r.retry_policy),
       runAt: Number(r.run_at),
       timeoutMs: storedTimeout(r.timeout_ms),
+      meta: storedMeta(r.meta),
     }));
     if (jobs.length === params.limit) return { jobs };
     const next = this.conn().get(

@@ -300,10 +300,29 @@ DROP TABLE later_log_records;
   // EnqueueOptions.timeoutMs: the job's own attempt timeout (ms), which wins over
   // its type's and the server's; NULL: none given. Read by the claims beside the retry policy.
   { version: 12, name: "job-timeout", sql: "ALTER TABLE later_jobs ADD COLUMN timeout_ms INTEGER;" },
+  // X4: paused job types (kind 'type') and topics (kind 'topic'), one row each while paused. Every server reads
+  // the namespace's rows once per poll interval (a primary-key range: a handful of rows), never per claim.
   {
-    version: 18,
+    version: 13,
+    name: "paused",
+    sql: `
+CREATE TABLE later_paused (
+  namespace TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('type', 'topic')),
+  name TEXT NOT NULL,
+  paused_at INTEGER NOT NULL,
+  PRIMARY KEY (namespace, kind, name)
+) WITHOUT ROWID;
+`,
+  },
+  // X10: the job's metadata (a JSON object the enqueue middleware set, e.g. a trace context), read back by the
+  // claims for the attempt middleware. NULL when none was set, so a plain enqueue stores nothing more.
+  { version: 14, name: "job-meta", sql: "ALTER TABLE later_jobs ADD COLUMN meta TEXT;" },
+  // 15 and 16 are taken by branches being merged in parallel; a gap in the versions is harmless (applied versions are compared with the list).
+  {
+    version: 17,
     name: "fan-in",
-    // X5: a continuation of several parents (see the PostgreSQL migration 18): parents_left on
+    // X5: a continuation of several parents (see the PostgreSQL migration 17): parents_left on
     // the child (NULL on every other job), one edge per parent, deleted with the child.
     sql: `
 ALTER TABLE later_jobs ADD COLUMN parents_left INTEGER;

@@ -269,7 +269,7 @@ export class SqlitePartitionStore implements B.PartitionStore {
     if (head.stage === "running") {
       const lost = c.get(
         `UPDATE later_jobs SET lease_owner = ?, updated_at = ? WHERE id = ? AND namespace = ?
-         RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, parent_id, created_at, seq`,
+         RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, parent_id, created_at, seq, meta`,
         owner,
         now,
         id,
@@ -280,7 +280,7 @@ export class SqlitePartitionStore implements B.PartitionStore {
     const j = c.get(
       `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = NULL, updated_at = ?,
          ${T.claim.history}
-       WHERE id = ? AND namespace = ? RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, parent_id, created_at, seq, json_extract(stages, '$[#-2][0]') AS was`,
+       WHERE id = ? AND namespace = ? RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, parent_id, created_at, seq, json_extract(stages, '$[#-2][0]') AS was, meta`,
       owner,
       now,
       now,

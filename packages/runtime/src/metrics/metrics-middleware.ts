@@ -1,0 +1,33 @@
+import type { Clock } from "../core/clock.js";
+import type { Hook } from "../middleware/later-middleware.js";
+import type { AttemptRun } from "../worker/attempt-run.js";
+import type { AttemptOutcome, ServerMetrics } from "./server-metrics.js";
+
+/**
+ * The Prometheus metrics of attempts as the executor's built-in layer
+ * (X10), outside the application's middleware, on every claim handed to a
+ * worker: the `running` transition and, for a regular job, its wait when
+ * the claim is handed over; then a skipped claim (its lease had expired)
+ * as a discarded command, or the attempt's time and outcome per worker
+ * (`timed_out` as soon as the watchdog fails it). Written outcomes are
+ * recorded by the claimers (`outcomeWritten`), not here.
+ */
+export function metricsMiddleware(recorder: ServerMetrics, clock: Clock): Hook<AttemptRun, void> {
+  return async (run, next) => {
+    const { claim } = run;
+    recorder.attemptStarted(claim.job, run.handedAt, claim.head === null);
+    await next();
+    if (run.skipped) {
+      recorder.attemptDiscarded(claim.workerId);
+      return;
+    }
+    recorder.attemptEnded(claim.job, claim.workerId, endedAs(run), clock.now() - run.handedAt);
+  };
+}
+
+/** How an attempt that started ended, as the handler-duration histogram labels it. */
+function endedAs(run: AttemptRun): AttemptOutcome {
+  if (run.claim.timedOut) return "timed_out";
+  if (run.claim.abandoned || run.result === null) return "abandoned";
+  return run.result.kind === "success" ? "success" : run.result.kind === "retry" ? "retry" : "failed";
+}

@@ -1,0 +1,123 @@
+/**
+ * X10 tracing in one process, on both backends: a failed attempt's span
+ * records the exception with status ERROR and the retry's span follows; a
+ * span processor or exporter that throws, or an exporter that never
+ * answers, neither fails nor delays an enqueue or a job (spans end
+ * synchronously; exporting is the processor's business).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+  type SpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
+import { RetryPolicy, topic } from "@later/runtime";
+import { tracing } from "@later/runtime/otel";
+import { BACKENDS } from "./backends.js";
+import { settled, useHarness, waitFor } from "./harness.js";
+
+const contextManager = new AsyncLocalStorageContextManager();
+beforeAll(() => {
+  context.setGlobalContextManager(contextManager.enable());
+});
+afterAll(() => {
+  contextManager.disable();
+  context.disable();
+});
+
+/** An exporter that throws at once. */
+const throwing: SpanExporter = {
+  export: () => {
+    throw new Error("exporter down");
+  },
+  shutdown: async () => undefined,
+};
+/** An exporter that never calls back. */
+const hanging: SpanExporter = { export: () => undefined, shutdown: async () => undefined };
+/** A processor that throws at every span's start and end. */
+const brokenProcessor: SpanProcessor = {
+  onStart: () => {
+    throw new Error("processor broken at start");
+  },
+  onEnd: () => {
+    throw new Error("processor broken at end");
+  },
+  forceFlush: async () => undefined,
+  shutdown: async () => undefined,
+};
+
+describe.each(BACKENDS)("tracing (X10) on $name", (entry) => {
+  const harness = useHarness(entry);
+
+  it("X10: a failed attempt's span records the exception with status ERROR; the producer span is the enqueue's, with its attributes", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    let runs = 0;
+    const server = await harness().start({
+      handlers: {
+        flaky: {
+          handle: () => {
+            if (runs++ === 0) throw new Error("first run fails");
+          },
+          retry: () => RetryPolicy.fixed(1, 1),
+        },
+      },
+      topics: [topic("orders", 2)],
+      middleware: [tracing({ tracerProvider: provider })],
+    });
+    const request = provider.getTracer("app").startSpan("request");
+    const id = await context.with(trace.setSpan(context.active(), request), () =>
+      server.publisher.enqueueToPartition("flaky", {}, { topic: "orders", partition: 1 }),
+    );
+    request.end();
+    await settled(() => server.backend.inspect.jobGet({ id }));
+    const consumers = await waitFor(() => {
+      const spans = exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.CONSUMER);
+      return spans.length === 2 ? spans : null;
+    }, "two consumer spans");
+    const producer = exporter.getFinishedSpans().find((s) => s.kind === SpanKind.PRODUCER)!;
+    expect(producer.name).toBe("later.enqueue flaky");
+    expect(producer.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
+    expect(producer.attributes).toMatchObject({
+      "messaging.system": "later",
+      "messaging.operation.type": "send",
+      "messaging.operation.name": "send",
+      "messaging.destination.name": "orders",
+      "later.job.id": id,
+    });
+    const [first, second] = [...consumers].sort((a, b) => Number(a.attributes["later.job.attempt"]) - Number(b.attributes["later.job.attempt"])) as [
+      ReadableSpan,
+      ReadableSpan,
+    ];
+    expect(first.status).toEqual({ code: SpanStatusCode.ERROR, message: "first run fails" });
+    expect(first.events.map((e) => [e.name, e.attributes?.["exception.message"]])).toEqual([["exception", "first run fails"]]);
+    expect(first.attributes).toMatchObject({
+      "later.job.outcome": "error",
+      "error.type": "Error",
+      "later.partition": 1,
+      "messaging.destination.name": "orders",
+    });
+    expect(second.attributes).toMatchObject({ "later.job.attempt": 2, "later.job.outcome": "success" });
+    for (const span of consumers) expect(span.links.map((l) => l.context.spanId)).toEqual([producer.spanContext().spanId]);
+  });
+
+  it("X10: a throwing processor, a throwing exporter and a hanging exporter neither fail nor hold up an enqueue or a job", async () => {
+    const provider = new BasicTracerProvider({
+      spanProcessors: [brokenProcessor, new SimpleSpanProcessor(throwing), new SimpleSpanProcessor(hanging)],
+    });
+    const server = await harness().start({
+      handlers: { a: { handle: () => undefined } },
+      middleware: [tracing({ tracerProvider: provider })],
+    });
+    // The application's span comes from a working provider (the broken one throws at every span's start).
+    const request = new BasicTracerProvider().getTracer("app").startSpan("request");
+    const ids = await context.with(trace.setSpan(context.active(), request), () => server.publisher.enqueueMany("a", [{}, {}, {}]));
+    const plain = await server.publisher.enqueue("a", {});
+    for (const id of [...ids, plain]) expect((await settled(() => server.backend.inspect.jobGet({ id }))).stage).toBe("success");
+  });
+});
