@@ -36,7 +36,7 @@ interface OldRecord {
 
 /**
  * Takes a database at the latest migration back to the record table of migration `table` (6 or 8),
- * empty, with the migrations after it forgotten (9, job progress, 11, server job types, 12, job timeouts, and 14, job meta, undone too), and writes `records`
+ * empty, with the migrations after it forgotten (9, job progress, 11, server job types, 12, job timeouts, 13, paused, and 14, job meta, undone too), and writes `records`
  * as that schema's code did (offsets dense per partition from 0, the partition's next offset moved on).
  */
 async function rewind(app: Kysely<Record<string, never>>, namespace: string, table: 6 | 8, records: readonly OldRecord[]): Promise<void> {
@@ -50,6 +50,7 @@ async function rewind(app: Kysely<Record<string, never>>, namespace: string, tab
   await sql.raw("ALTER TABLE later_servers DROP COLUMN job_types").execute(app);
   await sql.raw("ALTER TABLE later_jobs DROP COLUMN timeout_ms").execute(app);
   await sql.raw("ALTER TABLE later_jobs DROP COLUMN meta").execute(app);
+  await sql.raw("DROP TABLE later_paused").execute(app);
   await sql.raw(`DELETE FROM later_migrations WHERE version >= ${table === 6 ? 8 : 9}`).execute(app);
   const next = new Map<number, number>();
   for (const r of records) {

@@ -31,6 +31,8 @@ const DASHBOARD = [
   "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
   // The job-meta migration (SQLite 14, PostgreSQL 14; X10).
   "ALTER TABLE later_jobs DROP COLUMN meta",
+  // The paused migration (SQLite 13, PostgreSQL 13; X4).
+  "DROP TABLE later_paused",
 ];
 
 /** Puts `retry_policy` back as the migrations before it left it (NOT NULL) and forgets the migration (and those after it). */

@@ -35,6 +35,8 @@ const DASHBOARD = [
   "ALTER TABLE later_jobs DROP COLUMN timeout_ms",
   // The job-meta migration (SQLite 14, PostgreSQL 14; X10).
   "ALTER TABLE later_jobs DROP COLUMN meta",
+  // The paused migration (SQLite 13, PostgreSQL 13; X4).
+  "DROP TABLE later_paused",
 ];
 
 const UNDO_MIGRATION_4: Record<string, string[]> = {
