@@ -36,11 +36,14 @@ interface OldRecord {
 
 /**
  * Takes a database at the latest migration back to the record table of migration `table` (6 or 8),
- * empty, with the migrations after it forgotten (9, job progress, 11, server job types, 12, job timeouts, 13, paused, and 14, job meta, undone too; 15, cancelled-stage, applies again as it is), and writes `records`
- * empty, with the migrations after it forgotten (9, job progress, 11, server job types, 12, job timeouts, 13, paused, 14, job meta, and 15, priority and unique keys, undone too), and writes `records`
+ * empty, with the migrations after it forgotten (9, job progress, 11, server job types, 12, job timeouts, 13, paused, 14, job meta, and 15, priority and unique keys, undone too; 16, cancelled-stage, applies again as it is; 17, job results, and 18, fan-in, undone too), and writes `records`
  * as that schema's code did (offsets dense per partition from 0, the partition's next offset moved on).
  */
 async function rewind(app: Kysely<Record<string, never>>, namespace: string, table: 6 | 8, records: readonly OldRecord[]): Promise<void> {
+  // The fan-in migration (18, X5), its trigger first (it reads parents_left).
+  for (const undo of ["DROP TRIGGER later_job_parents_delete", "DROP TABLE later_job_parents", "ALTER TABLE later_jobs DROP COLUMN parents_left"]) {
+    await sql.raw(undo).execute(app);
+  }
   await sql.raw("DROP TABLE later_log_batches").execute(app);
   await sql.raw(RECORDS_TABLE[table]).execute(app);
   await sql.raw("ALTER TABLE later_jobs DROP COLUMN progress").execute(app);

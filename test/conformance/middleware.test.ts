@@ -128,6 +128,53 @@ describe.each(BACKENDS)("middleware (X10) on $name", (entry) => {
     expect(attempts.get(single)!.signal).toBeInstanceOf(AbortSignal);
   });
 
+  it("X5/X10: a fan-in enqueue goes through the enqueue hook with its parentId array as given; the child keeps its metadata until its attempt; a throwing hook writes no child and no edge", async () => {
+    const enqueues: EnqueueContext[] = [];
+    const attempts = new Map<string, AttemptContext>();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const server = await harness().start({
+      handlers: { parent: { handle: () => gate }, child: { handle: () => undefined } },
+      topics: [topic("orders", 2)],
+      middleware: [
+        {
+          async enqueue(ctx, next) {
+            enqueues.push(ctx);
+            if ((ctx.jobs[0]!.payload as { fail?: boolean }).fail) throw new Error("refused by middleware");
+            for (const job of ctx.jobs) job.meta.tag = ctx.jobType;
+            return next();
+          },
+          async attempt(ctx, next) {
+            attempts.set(ctx.jobId, ctx);
+            await next();
+          },
+        },
+      ],
+    });
+    const p = server.publisher;
+    const [a, b] = await p.enqueueMany("parent", [{}, {}]);
+    const child = await p.enqueue("child", {}, { parentId: [b!, a!, b!] });
+    const partitioned = await p.enqueueToPartition("child", {}, { topic: "orders", partition: 1 }, { parentId: [a!, b!] });
+    await expect(p.enqueue("child", { fail: true }, { parentId: [a!, b!] })).rejects.toThrow("refused by middleware");
+    expect(enqueues.slice(1).map((c) => c.options)).toEqual([{ parentId: [b, a, b] }, { parentId: [a, b] }, { parentId: [a, b] }]);
+    expect((await server.backend.inspect.jobGet({ id: child }))!.stage).toBe("waiting");
+    open();
+    for (const id of [child, partitioned]) expect((await settled(() => server.backend.inspect.jobGet({ id }))).stage).toBe("success");
+    await waitFor(() => attempts.has(child) && attempts.has(partitioned), "the children's attempt hooks");
+    expect(attempts.get(child)!.meta).toEqual({ tag: "child" });
+    expect(attempts.get(partitioned)).toMatchObject({ meta: { tag: "child" }, partition: { topic: "orders", partition: 1 } });
+    const app = harness().db.appDatabase();
+    try {
+      const edges = await sql<{ child_id: string }>`SELECT child_id FROM later_job_parents ORDER BY child_id`.execute(app);
+      expect(edges.rows.map((r) => r.child_id)).toEqual([child, child, partitioned, partitioned].sort());
+    } finally {
+      await app.destroy();
+    }
+    expect(await server.backend.inspect.jobList({ limit: 10 })).toHaveLength(4);
+  });
+
   it("X2/X10: a unique enqueue goes through the enqueue hook: its metadata is stored by the insert and by a replace; a hook skipping next() writes nothing", async () => {
     const enqueues: EnqueueContext[] = [];
     let skip = false;

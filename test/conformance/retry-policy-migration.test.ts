@@ -14,6 +14,12 @@ import { BACKENDS } from "./backends.js";
  */
 const logTables = (records: string) => ["topics", "partitions", records, "group_partitions", "group_members"].map((t) => `DROP TABLE later_log_${t}`);
 
+/** What the fan-in migration (18 on both, X5) added, dropped so it applies again (its trigger first: it reads `parents_left`). */
+const FAN_IN: Record<string, string[]> = {
+  sqlite: ["DROP TRIGGER later_job_parents_delete", "DROP TABLE later_job_parents", "ALTER TABLE later_jobs DROP COLUMN parents_left"],
+  postgres: ["DROP FUNCTION later_job_parents_delete() CASCADE", "DROP TABLE later_job_parents", "ALTER TABLE later_jobs DROP COLUMN parents_left"],
+};
+
 /** What the dashboard migration (SQLite 7, PostgreSQL 8) added, dropped so it applies again. */
 const DASHBOARD = [
   ...["activity", "activity_marks", "queue_length", "servers"].map((t) => `DROP TABLE later_${t}`),
@@ -44,6 +50,7 @@ const UNDO: Record<string, { version: number; statements: string[] }> = {
   sqlite: {
     version: 5,
     statements: [
+      ...FAN_IN.sqlite!,
       ...logTables("batches"),
       ...DASHBOARD,
       "ALTER TABLE later_jobs RENAME COLUMN retry_policy TO retry_policy_new",
@@ -56,6 +63,7 @@ const UNDO: Record<string, { version: number; statements: string[] }> = {
   postgres: {
     version: 6,
     statements: [
+      ...FAN_IN.postgres!,
       ...logTables("records"),
       ...DASHBOARD,
       "ALTER TABLE later_jobs DROP COLUMN awaited",

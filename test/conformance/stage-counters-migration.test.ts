@@ -19,6 +19,12 @@ import { BACKENDS } from "./backends.js";
  */
 const logTables = (records: string) => ["topics", "partitions", records, "group_partitions", "group_members"].map((t) => `DROP TABLE later_log_${t}`);
 
+/** What the fan-in migration (18 on both, X5) added, dropped so it applies again (its trigger first: it reads `parents_left`). */
+const FAN_IN: Record<string, string[]> = {
+  sqlite: ["DROP TRIGGER later_job_parents_delete", "DROP TABLE later_job_parents", "ALTER TABLE later_jobs DROP COLUMN parents_left"],
+  postgres: ["DROP FUNCTION later_job_parents_delete() CASCADE", "DROP TABLE later_job_parents", "ALTER TABLE later_jobs DROP COLUMN parents_left"],
+};
+
 /** The tables and indexes of the dashboard migration (SQLite 7, PostgreSQL 8), dropped so it applies again (its `entered` column goes with later_stage_counts). */
 const DASHBOARD = [
   ...["activity", "activity_marks", "queue_length", "servers"].map((t) => `DROP TABLE later_${t}`),
@@ -45,6 +51,7 @@ const DASHBOARD = [
 
 const UNDO_MIGRATION_4: Record<string, string[]> = {
   sqlite: [
+    ...FAN_IN.sqlite!,
     ...logTables("batches"),
     ...DASHBOARD,
     "DROP TABLE later_stage_counts",
@@ -52,6 +59,7 @@ const UNDO_MIGRATION_4: Record<string, string[]> = {
     "DELETE FROM later_migrations WHERE version >= 4",
   ],
   postgres: [
+    ...FAN_IN.postgres!,
     ...logTables("records"),
     ...DASHBOARD,
     "ALTER TABLE later_jobs DROP COLUMN awaited",

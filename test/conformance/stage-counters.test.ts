@@ -198,9 +198,17 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     const orders: string[] = [];
     for (let i = 0; i < 24; i++) orders.push(await p.enqueueToPartition("order", { i }, { topic: "orders", key: `k${i % 6}` }));
     await p.enqueueToPartition("order", { after: true }, { topic: "orders", partition: 3 }, { parentId: orders[0]! });
+    // Fan-in (X5): a child released by three parents (one partitioned), one failed by a parent down to its own continuation,
+    // one stored failed at enqueue, one in the application's transaction (below) and a partitioned one.
+    const fanParents = [oks[1]!, oks[2]!, orders[1]!];
+    await p.enqueue("ok", { fanIn: "released" }, { parentId: fanParents });
+    await p.enqueueToPartition("order", { fanIn: "partitioned" }, { topic: "orders", partition: 1 }, { parentId: [oks[3]!, orders[2]!] });
+    const fanFailed = await p.enqueue("ok", { fanIn: "failed" }, { parentId: [oks[4]!, doomed] });
+    await p.enqueue("ok", { fanIn: "grandchild" }, { parentId: fanFailed });
     // A rolled-back and a committed enqueue in the application's transaction.
     const app = h.db.appDatabase<Record<string, never>>();
     await app.transaction().execute(async (trx) => p.enqueueIn(trx, "ok", { committed: true }));
+    await app.transaction().execute(async (trx) => p.enqueueIn(trx, "ok", { fanIn: "in transaction" }, { parentId: [oks[5]!, oks[6]!] }));
     await expect(
       app.transaction().execute(async (trx) => {
         await p.enqueueIn(trx, "ok", { rolledBack: true });
@@ -230,6 +238,9 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     await expectCountersMatch(h.db, server.backend);
     await expectEnteredMatchesHistory(h.db, entry.name, server.backend.namespace);
     expect(await expectHistoriesLegal(h.db)).toBeGreaterThan(60);
+    // A fan-in child whose parent had already failed is stored failed.
+    await p.enqueue("ok", { fanIn: "born failed" }, { parentId: [oks[7]!, doomed] });
+    await expectCountersMatch(h.db, server.backend);
 
     // A partition blocked by a delayed head, with jobs and a continuation behind it: force-failed, then its history truncated.
     const head = await p.enqueueToPartition("order", { head: true }, { topic: "orders", partition: 2 }, { delayMs: 3_600_000 });

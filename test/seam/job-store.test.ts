@@ -69,6 +69,45 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       await expectCountersMatch(s);
     });
 
+    it("X5: a fan-in job (parentIds) follows all its parents: waiting for the unfinished, released at once when all succeeded, failed with the first failed parent's reason", async () => {
+      const s = seam();
+      const ok = jobInsert({ jobType: "parent" });
+      const ok2 = jobInsert({ jobType: "parent" });
+      const bad = jobInsert({ jobType: "parent" });
+      const pending = jobInsert({ jobType: "parent" });
+      await s.backend.jobs.insertMany({ jobs: [ok, ok2, bad, pending], now: NOW });
+      const claimed = await claim(s.backend, 3, ["parent"]);
+      expect(claimed.jobs.map((j) => j.id)).toEqual([ok.id, ok2.id, bad.id]);
+      await s.backend.jobs.finishMany({
+        finishes: [
+          { id: ok.id, attempt: 1, outcome: { kind: "success" } },
+          { id: ok2.id, attempt: 1, outcome: { kind: "success" } },
+          { id: bad.id, attempt: 1, outcome: { kind: "fail", error: "boom" } },
+        ],
+        now: NOW,
+        retentionMs: DAY,
+      });
+      const sorted = (...ids: string[]) => [...ids].sort();
+      const kids = [
+        jobInsert({ parentIds: sorted(ok.id, pending.id) }),
+        jobInsert({ parentIds: sorted(ok.id, ok2.id) }),
+        jobInsert({ parentIds: sorted(ok.id, ok2.id), runAt: NOW + 5_000 }),
+        jobInsert({ parentIds: sorted(ok.id, bad.id, pending.id) }),
+      ];
+      const { stages } = await s.backend.jobs.insertMany({ jobs: kids, now: NOW + 1 });
+      expect(stages).toEqual(["waiting", "enqueued", "delayed", "failed"]);
+      expect((await s.job(kids[3]!.id)).lastError).toBe(`parent job ${bad.id} failed: boom`);
+      expect((await s.job(kids[0]!.id)).parentId).toBeNull();
+      await expectCountersMatch(s);
+      const unknown = jobInsert({ parentIds: sorted(ok.id, jobInsert().id) });
+      await expect(s.backend.jobs.insertMany({ jobs: [jobInsert(), unknown], now: NOW })).rejects.toBeInstanceOf(ParentNotFoundError);
+      const inBatch = jobInsert();
+      await expect(s.backend.jobs.insertMany({ jobs: [inBatch, jobInsert({ parentIds: sorted(ok.id, inBatch.id) })], now: NOW })).rejects.toBeInstanceOf(
+        ParentNotFoundError,
+      );
+      expect(Object.keys(await storedStages(s))).toHaveLength(8);
+    });
+
     it("J5: an unknown parent throws ParentNotFoundError and writes nothing of the batch", async () => {
       const s = seam();
       const fine = jobInsert();
@@ -437,6 +476,40 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       expect(history(await s.job(failed.id))).toEqual(["enqueued", "running", "failed"]);
       expect(await s.job(child.id)).toMatchObject({ stage: "failed", lastError: `parent job ${failed.id} failed: broken`, expiresAt: NOW + 1_001 });
       expect(await s.job(grandchild.id)).toMatchObject({ stage: "failed", lastError: `parent job ${child.id} failed: parent job ${failed.id} failed: broken` });
+      await expectCountersMatch(s);
+    });
+
+    it("X5: successes count down fan-in children (two parents of one child in one batch, then the last in another) and release them at 0; a final failure fails them", async () => {
+      const s = seam();
+      const parents = [jobInsert({ jobType: "parent" }), jobInsert({ jobType: "parent" }), jobInsert({ jobType: "parent" })];
+      const doomedParent = jobInsert({ jobType: "parent" });
+      await s.backend.jobs.insertMany({ jobs: [...parents, doomedParent], now: NOW });
+      const ids = parents.map((p) => p.id).sort();
+      const child = jobInsert({ parentIds: ids });
+      const doomed = jobInsert({ parentIds: [ids[0]!, doomedParent.id].sort() });
+      const grandchild = jobInsert({ parentId: doomed.id });
+      await s.backend.jobs.insertMany({ jobs: [child, doomed], now: NOW });
+      await s.backend.jobs.insertMany({ jobs: [grandchild], now: NOW });
+      const claimed = await claim(s.backend, 4, ["parent"]);
+      expect(claimed.jobs).toHaveLength(4);
+      const success = (id: string) => ({ id, attempt: 1, outcome: { kind: "success" as const } });
+      const first = await s.backend.jobs.finishMany({ finishes: [success(parents[0]!.id), success(parents[1]!.id)], now: NOW + 1, retentionMs: DAY });
+      expect(first.released).toBe(0);
+      expect((await s.job(child.id)).stage).toBe("waiting");
+      await expectCountersMatch(s);
+      const last = await s.backend.jobs.finishMany({ finishes: [success(parents[2]!.id)], now: NOW + 2, retentionMs: DAY });
+      expect(last.released).toBe(1);
+      expect((await s.job(child.id)).stages.map((x) => x.stage)).toEqual(["waiting", "enqueued"]);
+      // Asked again (a finish that is no longer running changes nothing): still released once.
+      await s.backend.jobs.finishMany({ finishes: [success(parents[2]!.id)], now: NOW + 3, retentionMs: DAY });
+      expect((await s.job(child.id)).stages).toHaveLength(2);
+      await s.backend.jobs.finishMany({
+        finishes: [{ id: doomedParent.id, attempt: 1, outcome: { kind: "fail", error: "boom" } }],
+        now: NOW + 4,
+        retentionMs: DAY,
+      });
+      expect(await s.job(doomed.id)).toMatchObject({ stage: "failed", lastError: `parent job ${doomedParent.id} failed: boom` });
+      expect((await s.job(grandchild.id)).stage).toBe("failed");
       await expectCountersMatch(s);
     });
 

@@ -36,6 +36,11 @@ export async function main(app: App): Promise<void> {
   await server.jobs.sendEmail.enqueue({ address: "a@b.c", body: "in a minute" }, { delayMs: 60_000 });
   await server.jobs.sendEmail.enqueue({ address: "a@b.c", body: "after a" }, { parentId: a, runAt: new Date() });
   await server.jobs.createAccount.enqueueContinue(a, { id: "y", createdAt: new Date() }, { delayMs: 5_000 });
+  // Fan-in (X5): an array of parents, on the short form and in the options form.
+  const b = await server.jobs.sendEmail.enqueue({ address: "b@b.c", body: "hi" });
+  await server.jobs.createAccount.enqueueContinue([a, b], { id: "z", createdAt: new Date() });
+  await server.jobs.sendEmail.enqueue({ address: "a@b.c", body: "after a and b" }, { parentId: [a, b] as const });
+  await server.jobs.processOrder.enqueueContinueToPartition([a, b], { customerId: 42, description: "ship both" });
   await server.jobs.sendEmail.enqueueDelayed({ address: "a@b.c", body: "later" }, 1_000, { parentId: a });
   await server.jobs.processOrder.enqueueToPartition({ customerId: 42, description: "pack" }, { delayMs: 1_000, parentId: a });
   await server.jobs.processOrder.enqueueToPartitionDelayed({ customerId: 42, description: "bill" }, 1_000, { parentId: a });

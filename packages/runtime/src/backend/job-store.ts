@@ -126,6 +126,12 @@ export interface JobInsert {
   /** Continuation: the job waits for this parent to succeed. */
   parentId?: JobId | undefined;
   /**
+   * Fan-in continuation (X5), instead of {@link parentId}: two or more
+   * distinct parent ids, sorted (the publisher folds repeats and sorts,
+   * `parentsOf`). The job waits for all of them to succeed.
+   */
+  parentIds?: readonly JobId[] | undefined;
+  /**
    * JSON of the retry policy given explicitly at enqueue (an `EnqueueOptions.retryPolicy`,
    * or a publisher's `defaultRetryPolicy` given in its options); null when none was, so
    * the job follows the policy of the server that runs it (see `retryDecision`).

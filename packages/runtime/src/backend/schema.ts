@@ -48,6 +48,17 @@ export interface LaterJobsTable {
   meta: string | null;
   /** X6: the handler's result, JSON text, stored with the success; null: none (migration 17). Left out of inserts (null). */
   result: ColumnType<string | null, string | null | undefined, string | null>;
+  /** X5: a fan-in continuation's parents not yet succeeded (0 once released); null for every other job (migration 18). */
+  parents_left: number | null;
+}
+
+/** X5: one parent of a fan-in continuation (migration 18); deleted with its child. */
+export interface LaterJobParentsTable {
+  namespace: string;
+  child_id: string;
+  parent_id: string;
+  /** Whether this parent's success has been counted off the child's `parents_left` (once per edge). */
+  succeeded: number | boolean;
 }
 
 export interface LaterTopicsTable {
@@ -247,6 +258,7 @@ export interface LaterPausedTable {
 
 export interface LaterDatabase {
   later_jobs: LaterJobsTable;
+  later_job_parents: LaterJobParentsTable;
   later_migrations: LaterMigrationsTable;
   later_maintenance: LaterMaintenanceTable;
   later_topics: LaterTopicsTable;

@@ -55,7 +55,7 @@ export interface EnqueueContext {
   readonly jobType: string;
   /** The jobs of this call, in order (one for `enqueue`, `enqueueIn`, `enqueueToPartition`; many for the `...Many` forms). */
   readonly jobs: readonly EnqueueJobContext[];
-  /** The call's options (delay, parent, retry policy, timeout). */
+  /** The call's options (delay, parent, retry policy, timeout) as given: `parentId` is an array for a fan-in (X5), unfolded. */
   readonly options: Readonly<EnqueueOptions>;
   /** True for `enqueueIn`/`enqueueToPartitionIn`: the jobs commit with the caller's transaction. */
   readonly inTransaction: boolean;

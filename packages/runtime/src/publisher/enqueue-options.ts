@@ -22,8 +22,16 @@ export interface EnqueueOptions {
   delayMs?: number;
   /** Not before this time (a past time means now). Not with `delayMs`. */
   runAt?: Date;
-  /** Run only after this job succeeds; fail with it if it fails for good. An unknown id is `PARENT_NOT_FOUND` and writes nothing. */
-  parentId?: JobId;
+  /**
+   * Run only after this job succeeds; fail with it if it fails for good. An
+   * unknown id is `PARENT_NOT_FOUND` and writes nothing.
+   *
+   * An array is a fan-in (X5 in docs/semantics.md): the job runs once every
+   * parent succeeded, and fails with the reason of the first parent that
+   * fails for good. 1 to {@link MAX_PARENTS} ids; a repeated id counts once
+   * (folded), so `[a]` and `[a, a]` are the single-parent `a`.
+   */
+  parentId?: JobId | readonly JobId[];
   /**
    * This job's retry policy, stored with it: it wins over the policy of the
    * server that runs the job (its job type's `retry` option and its
@@ -100,6 +108,33 @@ export const ENQUEUE_OPTION_KEYS: readonly (keyof EnqueueOptions)[] = [
   "uniqueMode",
 ];
 
+/** The most parents a fan-in continuation may have (X5): a bound on the rows one insert locks. */
+export const MAX_PARENTS = 1000;
+
+/**
+ * The parents of a checked `parentId` option: one id (a plain continuation,
+ * J5), or the distinct ids of an array, sorted (a fan-in, X5; sorted: the
+ * order every writer locks job rows in). An array of one distinct id is that
+ * single parent, stored as a plain continuation. Throws
+ * `InvalidArgumentError` naming `parentId` for an empty string or array, an
+ * array of more than {@link MAX_PARENTS} ids, or an id that is not a
+ * non-empty string.
+ */
+export function parentsOf(parentId: unknown, method = "enqueue"): { parentId: JobId } | { parentIds: JobId[] } {
+  if (typeof parentId === "string" && parentId !== "") return { parentId };
+  if (!Array.isArray(parentId)) {
+    throw new InvalidArgumentError(`${method}: parentId must be a non-empty job id or an array of them, got ${describeValue(parentId)}`);
+  }
+  if (parentId.length === 0) throw new InvalidArgumentError(`${method}: parentId must not be an empty array (give at least one parent job id)`);
+  if (parentId.length > MAX_PARENTS) {
+    throw new InvalidArgumentError(`${method}: parentId may hold at most ${MAX_PARENTS} job ids, got ${parentId.length}`);
+  }
+  const bad = parentId.findIndex((id) => typeof id !== "string" || id === "");
+  if (bad >= 0) throw new InvalidArgumentError(`${method}: parentId[${bad}] must be a non-empty job id, got ${describeValue(parentId[bad])}`);
+  const ids = [...new Set(parentId as string[])].sort();
+  return ids.length === 1 ? { parentId: ids[0]! } : { parentIds: ids };
+}
+
 /** The largest timeout: timers fire at once past 2^31 − 1 ms (about 24.8 days). */
 const MAX_TIMEOUT_MS = 2_147_483_647;
 
@@ -137,9 +172,7 @@ export function checkEnqueueOptions(options: unknown, method = "enqueue"): Enque
   if (runAt !== undefined && (!(runAt instanceof Date) || Number.isNaN(runAt.getTime()))) {
     throw new InvalidArgumentError(`${method}: runAt must be a valid Date, got ${describeValue(runAt)}`);
   }
-  if (parentId !== undefined && (typeof parentId !== "string" || parentId === "")) {
-    throw new InvalidArgumentError(`${method}: parentId must be a non-empty job id, got ${describeValue(parentId)}`);
-  }
+  if (parentId !== undefined) parentsOf(parentId, method);
   if (retryPolicy !== undefined && !(retryPolicy instanceof RetryPolicy)) {
     throw new InvalidArgumentError(
       `${method}: retryPolicy must be a RetryPolicy (RetryPolicy.fixed / exponential / noRetries), got ${describeValue(retryPolicy)}`,

@@ -10,7 +10,7 @@ import { RECURRING_SEQUENTIAL_TOPIC } from "../core/partition/topic.js";
 import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/recurring-scheduler.js";
 import { encodePayload } from "../core/encode-payload.js";
 import { JobController, type JobActionListener, type JobBatchOptions, type JobCancelBatchOptions, type JobFilter } from "./job-controller.js";
-import { checkEnqueueOptions, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
+import { checkEnqueueOptions, parentsOf, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
 import { JobWaiter, type JobWaitResult, type WaitForOptions } from "./job-waiter.js";
 import { PauseController, type PausedEntry, type PauseListener, type PauseTarget } from "./pause-controller.js";
 import {
@@ -406,7 +406,7 @@ export class JobPublisher<Trx = TransactionHandle> {
     }
     const now = this.clock.now();
     const runAt = runAtOf(checked, now);
-    const parentId = checked.parentId;
+    const parents = checked.parentId === undefined ? {} : parentsOf(checked.parentId, partition === undefined ? "enqueue" : "enqueueToPartition");
     const retryPolicy = storedRetryPolicy(checked.retryPolicy ?? this.options.defaultRetryPolicy);
     const jobs: JobInsert[] = payloads.map((payload, i) => {
       const ref = Array.isArray(partition) ? (partition as readonly PartitionRef[])[i]! : (partition as PartitionRef | undefined);
@@ -415,7 +415,7 @@ export class JobPublisher<Trx = TransactionHandle> {
         jobType,
         payload: encodePayload(encode, jobType, payload),
         runAt,
-        parentId,
+        ...parents,
         retryPolicy,
         timeoutMs: checked.timeoutMs ?? null,
         ...(ref === undefined ? {} : { topic: ref.topic, partition: ref.partition }),

@@ -89,8 +89,11 @@ export class JobHandle<P, Trx = TransactionHandle, R = unknown> {
    * Runs after job `parentId` succeeds (and, with `options.delayMs` or
    * `runAt`, not before that time either); fails with it if it fails for
    * good. Unknown parent: `ParentNotFoundError`. `enqueue(payload, { parentId })`.
+   * An array of ids is a fan-in (X5): runs once every parent succeeded,
+   * fails with the first parent that fails for good; at most 1,000 ids,
+   * repeats folded.
    */
-  enqueueContinue(parentId: JobId, payload: P, options?: Omit<EnqueueOptions, "parentId">): Promise<JobId> {
+  enqueueContinue(parentId: JobId | readonly JobId[], payload: P, options?: Omit<EnqueueOptions, "parentId">): Promise<JobId> {
     return settle(() => {
       this.check(payload);
       return this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueContinue", options, { parentId }));

@@ -81,8 +81,11 @@ export class TopicJobHandle<P, Trx = TransactionHandle, R = unknown> {
     );
   }
 
-  /** Appends to the partition as a continuation of `parentId` (which may be anywhere): as the head it waits for the parent to succeed. `enqueueToPartition(payload, { parentId })`. */
-  enqueueContinueToPartition(parentId: JobId, payload: P, options?: Omit<EnqueueOptions, "parentId">): Promise<JobId> {
+  /**
+   * Appends to the partition as a continuation of `parentId` (which may be anywhere): as the head it waits for the parent to succeed.
+   * `enqueueToPartition(payload, { parentId })`. An array of ids is a fan-in (X5): the head waits for every parent.
+   */
+  enqueueContinueToPartition(parentId: JobId | readonly JobId[], payload: P, options?: Omit<EnqueueOptions, "parentId">): Promise<JobId> {
     return settle(() =>
       this.publisher.enqueueToPartition(this.jobType, payload, this.target(payload), withShortForm("enqueueContinueToPartition", options, { parentId })),
     );

@@ -49,10 +49,15 @@ export class PauseWatch {
   /** Reads the set when it is stale or older than the poll interval; resolves at once otherwise. Never rejects. */
   refresh(): Promise<void> {
     if (!this.stale && this.clock.now() - this.readAt < this.intervalMs) return Promise.resolve();
-    this.reading ??= this.read().finally(() => {
-      this.reading = null;
+    if (this.reading !== null && !this.stale) return this.reading;
+    // Stale with a read in flight: that read began before the pause, resume or wake-up that made the set stale
+    // (read() clears `stale` as it starts), so it may miss it; read again after it rather than claim with it.
+    this.stale = false;
+    const reading: Promise<void> = (this.reading === null ? this.read() : this.reading.then(() => this.read())).finally(() => {
+      if (this.reading === reading) this.reading = null;
     });
-    return this.reading;
+    this.reading = reading;
+    return reading;
   }
 
   /** `jobTypes` without the paused ones (the same array while nothing of it is paused; cached per set read). */

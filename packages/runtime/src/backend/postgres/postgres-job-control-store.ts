@@ -23,7 +23,7 @@ import { PauseStatements } from "../shared/pause-statements.js";
 import { retryConflicts } from "./postgres-errors.js";
 import { statement, type Statement } from "./postgres-statement.js";
 import type { PostgresRunner } from "./postgres-runner.js";
-import { transition, transitionTail } from "./postgres-transition.js";
+import { awaitedNotify, transition, transitionTail } from "./postgres-transition.js";
 import { cancelNotice, cancelNotifyPayload } from "./postgres-wakeups.js";
 
 /** The wake-up a resume sends: `$1` channel, `$2` payload (the backend's own, as its other writes). */
@@ -47,7 +47,7 @@ export class PostgresJobControlStore implements B.JobControlStore {
   private readonly remove: ByTarget;
   /**
    * `$1` namespace, `$2` limit, `$3` now, `$4` expires at, `$5` note (null: none), `$6`/`$7` notify channel and
-   * wake-up payload, `$8` cancel payload, then `$9` ids, or `$9` stage, `$10` job type, `$11` the id to start after.
+   * wake-up payload, `$8` cancel payload, `$9` the done channel (X6: notified when an awaited job was cancelled), then `$10` ids, or `$10` stage, `$11` job type, `$12` the id to start after.
    */
   private readonly cancel: ByTarget;
   /** `$1` namespace, `$2` stage, `$3` job type (null: any), by action. */
@@ -107,8 +107,9 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM retried ORDER B
   RETURNING j.id, j.stage, j.topic, j.partition_no
 )${transitionTail(schema, "$1", [gone])}
 SELECT id FROM gone ORDER BY id`);
-    // X3: the picked rows and their waiting continuations down the chain (`tree`) end `cancelled`; a
-    // continuation is re-checked `waiting` by the UPDATE. A running partition head frees its partition
+    // X3: the picked rows and their waiting continuations down the chain (`tree`: single-parent children by
+    // `parent_id`, fan-in children (X5) through `later_job_parents`) end `cancelled`; a continuation is
+    // re-checked `waiting` by the UPDATE (a fan-in child one of whose parents is cancelled is cancelled). A running partition head frees its partition
     // (epoch moved on: its owner's renewal reports it, and the next head may be claimed at once). Two
     // notifications, at most one each: the transition's wake-up (`notified`: a partitioned row was
     // cancelled, its partition may go on) and, after it, the cancel notice (`told`: a running job was
@@ -117,20 +118,24 @@ SELECT id FROM gone ORDER BY id`);
       statement(`WITH RECURSIVE picked AS (
   ${pick(CANCELLABLE_STAGES, target)}
 ), tree(id) AS (
-  SELECT id FROM picked UNION SELECT k.id FROM ${jobs} k JOIN tree t ON k.parent_id = t.id WHERE k.namespace = $1 AND k.stage = 'waiting'
+  SELECT id FROM picked UNION SELECT c.id FROM tree t CROSS JOIN LATERAL (
+    SELECT k.id FROM ${jobs} k WHERE k.parent_id = t.id AND k.namespace = $1 AND k.stage = 'waiting'
+    UNION ALL SELECT e.child_id FROM ${schema}.later_job_parents e WHERE e.parent_id = t.id AND e.namespace = $1
+  ) c
 ), cancelled AS (
   UPDATE ${jobs} j SET ${cancelled.stage}, unique_slot = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4,
     ${cancelled.history}
   FROM tree t LEFT JOIN picked p ON p.id = t.id
   WHERE j.id = t.id AND j.namespace = $1 AND (p.id IS NOT NULL OR j.stage = 'waiting')
-  RETURNING j.id, coalesce(p.stage, 'waiting') AS old_stage, j.topic, j.partition_no, p.id IS NOT NULL AS picked
-)${transitionTail(schema, "$1", [cancelled], ["$6", "$7"])}, freed AS (
+  RETURNING j.id, coalesce(p.stage, 'waiting') AS old_stage, j.topic, j.partition_no, p.id IS NOT NULL AS picked, j.awaited
+)${transitionTail(schema, "$1", [cancelled], ["$6", "$7"])}${awaitedNotify("cancelled", "$9")}, freed AS (
   UPDATE ${schema}.later_partitions pt SET lease_owner = NULL, lease_expires_at = NULL, epoch = pt.epoch + 1
   FROM (SELECT DISTINCT topic, partition_no FROM cancelled WHERE old_stage = 'running' AND topic IS NOT NULL ORDER BY topic, partition_no) c
   WHERE pt.namespace = $1 AND pt.topic = c.topic AND pt.partition_no = c.partition_no
   RETURNING pt.topic
 ), ${cancelNotice("cancelled", "$6", "$8")}
-SELECT id, (SELECT count(*) FROM notified)::int + (SELECT count(*) FROM told)::int + (SELECT count(*) FROM freed)::int AS notified
+SELECT id, (SELECT count(*) FROM notified)::int + (SELECT count(*) FROM told)::int + (SELECT count(*) FROM freed)::int
+  + (SELECT count(*) FROM woken)::int AS notified
 FROM cancelled WHERE picked ORDER BY id`);
     const count = (stages: readonly JobStage[], extra = "") =>
       statement(`SELECT count(*)::bigint AS n FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(stages)}
@@ -138,7 +143,7 @@ FROM cancelled WHERE picked ORDER BY id`);
     const countUnfinished = statement(`SELECT count(*)::bigint AS n FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(CANCELLABLE_STAGES)}
   AND ($2::text IS NULL OR stage = $2::text) AND ($3::text IS NULL OR job_type = $3::text)`);
     this.count = { retry: count(RETRYABLE_STAGES, ` AND ${retryable}`), delete: count(TERMINAL_STAGES), cancel: countUnfinished };
-    this.cancel = { ids: cancel(byIds(9)), filter: cancel(byFilter(9, false)) };
+    this.cancel = { ids: cancel(byIds(10)), filter: cancel(byFilter(10, false)) };
     this.retry = { ids: retry(byIds(6)), filter: retry(byFilter(6)) };
     this.remove = { ids: remove(byIds(3)), filter: remove(byFilter(3)) };
   }
@@ -169,7 +174,17 @@ FROM cancelled WHERE picked ORDER BY id`);
 
   async cancelMany(params: B.JobCancelManyParams): Promise<B.JobControlResult> {
     const [channel, payload] = this.host.notifyArgs;
-    const head = [this.host.namespace, params.limit, params.now, params.expiresAt, params.reason, channel, payload, cancelNotifyPayload(this.host.namespace)];
+    const head = [
+      this.host.namespace,
+      params.limit,
+      params.now,
+      params.expiresAt,
+      params.reason,
+      channel,
+      payload,
+      cancelNotifyPayload(this.host.namespace),
+      this.host.doneChannel,
+    ];
     return this.run(this.cancel, params.target, head);
   }
 

@@ -171,8 +171,20 @@ export class PostgresJobQueries {
    * `result` column is then set to null at the cost of one null test per row), `$10` the done channel.
    */
   readonly finishSuccess: Statement;
-  /** Fails the waiting children of failed parents: `$1` parent ids, `$2` reasons, `$3` now, `$4` expires_at, `$5` namespace, `$6` done channel. */
+  /**
+   * Fails the waiting children of failed parents, single-parent ones and
+   * fan-in ones (X5; one reason per fan-in child: its first failed parent's
+   * in id order, as PostgreSQL updates a row once per statement), returning
+   * `id, last_error` of each: `$1` parent ids, `$2` reasons, `$3` now,
+   * `$4` expires_at, `$5` namespace, `$6` done channel.
+   */
   readonly failChildren: Statement;
+  /**
+   * The edges of fan-in continuations (X5): `$1` a JSON array of
+   * `{ child_id, parent_id, succeeded }`, `$2` namespace. An edge already
+   * stored is skipped (an insert run again after a lost connection).
+   */
+  readonly insertParents: Statement;
   /**
    * Puts claims back (attempt undone), returning `id, claim_attempt` of each put back: `$1` ids, `$2` attempts, `$3` now,
    * `$4` namespace, `$5`/`$6` channel and payload, `$7` the history entry's note (null: none).
@@ -189,7 +201,20 @@ export class PostgresJobQueries {
    * again in a statement of its own ({@link releaseChildren}).
    */
   readonly readParents: Statement;
-  /** Releases the waiting children of succeeded parents: `$1` parent ids, `$2` namespace, `$3` now, `$4`/`$5` channel and payload. */
+  /**
+   * Releases the waiting children of succeeded parents: `$1` parent ids,
+   * `$2` namespace, `$3` now, `$4`/`$5` channel and payload. Single-parent
+   * children are released at once. For fan-in children (X5) each edge from a
+   * parent of `$1` counts once (`succeeded` set, so a release asked again
+   * counts nothing), the counts are summed per child (two parents of one
+   * child in one batch: PostgreSQL updates a row once per statement), the
+   * children are locked in id order (a lock that waited reads the newest
+   * `parents_left`, so two parents finishing in two transactions each see
+   * the other's count), and a child reaching 0 is released as a
+   * single-parent child is, the others only counted down.
+   * Runs only for parents whose `waiters` says a child was inserted: never
+   * on the common finish path.
+   */
   readonly releaseChildren: Statement;
   /**
    * Deletes up to `$3` rows of namespace `$1` expired before `$2`, skipping
@@ -220,11 +245,11 @@ export class PostgresJobQueries {
       transitionTail(schema, ns, transitions, notify, alsoWake);
     const inserted = transition({ kinds: "insert", rows: "ins", from: null, to: "r.stage", at: "$3::bigint" });
     this.insert = statement(`WITH ins AS (
-  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta, priority)
+  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta, priority, parents_left)
   SELECT r.id, $2, r.job_type, r.payload, r.stage, 0, r.retry_policy, r.timeout_ms, r.run_at, r.parent_id, r.last_error,
-         ${inserted.first}, $3, $3, r.expires_at, r.topic, r.partition_no, r.seq, r.meta, coalesce(r.priority, 0)
+         ${inserted.first}, $3, $3, r.expires_at, r.topic, r.partition_no, r.seq, r.meta, coalesce(r.priority, 0), r.parents_left
   FROM json_to_recordset($1::json) AS r(id text, job_type text, payload text, stage text, retry_policy text, timeout_ms bigint, run_at bigint, parent_id text,
-    last_error text, expires_at bigint, topic text, partition_no integer, seq bigint, meta text, priority smallint)
+    last_error text, expires_at bigint, topic text, partition_no integer, seq bigint, meta text, priority smallint, parents_left integer)
   ON CONFLICT (id) DO NOTHING
   RETURNING stage, topic, partition_no
 )${tail("$2", [inserted], ["$4", "$5"])}
@@ -310,14 +335,27 @@ SELECT count(*)::int AS applied, CASE WHEN count(*) < $8 THEN string_agg(id, ','
   (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM woken)::int AS woken
 FROM done`);
     const failedChild = transition({ kinds: "failChild", rows: "failed", alias: "k", from: "'waiting'", to: "'failed'", at: "$3::bigint" });
+    const failedFanIn = transition({ kinds: "failChild", rows: "fan_failed", alias: "k", from: "'waiting'", to: "'failed'", at: "$3::bigint" });
     this.failChildren = statement(`WITH failed AS (
   UPDATE ${jobs} k SET ${failedChild.stage}, updated_at = $3, expires_at = $4, last_error = f.reason,
     ${failedChild.history}, unique_slot = NULL
   FROM unnest($1::text[], $2::text[]) AS f(parent_id, reason)
   WHERE k.parent_id = f.parent_id AND k.namespace = $5 AND k.stage = 'waiting'
   RETURNING k.id, k.last_error, k.topic, k.partition_no, k.awaited
-)${tail("$5", [failedChild])}${awaitedNotify("failed", "$6")}
-SELECT id, last_error, (SELECT count(*) FROM woken)::int AS woken FROM failed`);
+), fan_failed AS (
+  UPDATE ${jobs} k SET ${failedFanIn.stage}, updated_at = $3, expires_at = $4, last_error = x.reason,
+    ${failedFanIn.history}
+  FROM (SELECT DISTINCT ON (e.child_id) e.child_id, f.reason FROM ${schema}.later_job_parents e
+        JOIN unnest($1::text[], $2::text[]) AS f(parent_id, reason) ON e.parent_id = f.parent_id
+        WHERE e.namespace = $5 ORDER BY e.child_id, e.parent_id) x
+  WHERE k.id = x.child_id AND k.namespace = $5 AND k.stage = 'waiting'
+  RETURNING k.id, k.last_error, k.topic, k.partition_no, k.awaited
+)${tail("$5", [failedChild, failedFanIn])}${awaitedNotify("(SELECT awaited FROM failed UNION ALL SELECT awaited FROM fan_failed) f", "$6")}
+SELECT id, last_error, (SELECT count(*) FROM woken)::int AS woken FROM failed
+UNION ALL SELECT id, last_error, (SELECT count(*) FROM woken)::int FROM fan_failed`);
+    this.insertParents = statement(`INSERT INTO ${schema}.later_job_parents (namespace, child_id, parent_id, succeeded)
+SELECT $2, r.child_id, r.parent_id, r.succeeded FROM json_to_recordset($1::json) AS r(child_id text, parent_id text, succeeded boolean)
+ON CONFLICT DO NOTHING`);
     const back = putBack("rel", "$3::bigint", "$7::text");
     this.release = statement(`WITH rel AS (
   UPDATE ${jobs} j SET ${back.stage}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
@@ -349,12 +387,29 @@ RETURNING id, stage, result, last_error`);
 WHERE j.id IN (SELECT id FROM ${jobs} WHERE ${idIn("id", "$1")} AND namespace = $2 ORDER BY id FOR UPDATE)
 RETURNING j.id, j.stage, j.last_error`);
     const releasedChildren = releaseChild("rel", "$3");
+    const releasedFanIn = releaseChild("fan_rel", "$3");
     this.releaseChildren = statement(`WITH rel AS (
   UPDATE ${jobs} k SET ${releasedTo(releasedChildren, "$3")}
   WHERE ${idIn("k.parent_id", "$1")} AND k.namespace = $2 AND k.stage = 'waiting'
   RETURNING k.stage, k.topic, k.partition_no
-)${tail("$2", [releasedChildren], ["$4", "$5"])}
-SELECT count(*)::int AS released, (SELECT count(*) FROM notified)::int AS notified FROM rel`);
+), edges AS (
+  UPDATE ${schema}.later_job_parents e SET succeeded = true
+  WHERE e.namespace = $2 AND ${idIn("e.parent_id", "$1")} AND NOT e.succeeded
+  RETURNING e.child_id
+), fan AS (
+  SELECT k.id, k.parents_left - c.n AS left_now FROM ${jobs} k
+  JOIN (SELECT child_id, count(*)::int AS n FROM edges GROUP BY child_id) c ON c.child_id = k.id
+  WHERE k.namespace = $2 AND k.stage = 'waiting'
+  ORDER BY k.id FOR UPDATE OF k
+), fan_left AS (
+  UPDATE ${jobs} k SET parents_left = f.left_now FROM fan f WHERE k.id = f.id AND f.left_now > 0
+  RETURNING k.id
+), fan_rel AS (
+  UPDATE ${jobs} k SET ${releasedTo(releasedFanIn, "$3")}, parents_left = 0 FROM fan f WHERE k.id = f.id AND f.left_now <= 0
+  RETURNING k.stage, k.topic, k.partition_no
+)${tail("$2", [releasedChildren, releasedFanIn], ["$4", "$5"])}
+SELECT count(*)::int + (SELECT count(*) FROM fan_rel)::int AS released, (SELECT count(*) FROM fan_left)::int AS counted,
+  (SELECT count(*) FROM notified)::int AS notified FROM rel`);
     this.unique = new PostgresUniqueInsert(schema);
   }
 }

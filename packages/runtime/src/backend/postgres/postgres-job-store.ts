@@ -18,7 +18,7 @@ import { parentFailedReason } from "../../core/continuation-stage.js";
 import type { JobStage, StageNote } from "../../core/job-stage.js";
 import { DatabaseUnavailableError, UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
-import { insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
+import { batchParentIds, fanInStage, insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
 import { cancelledClaims, renewedClaims, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { callerExecutor } from "./postgres-executors.js";
@@ -65,7 +65,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   async insertMany(params: B.JobInsertManyParams<B.PostgresTransaction>): Promise<B.JobInsertManyResult> {
     if (params.jobs.length === 0) return { stages: [] };
     if (params.transaction !== undefined) return this.insertOn(callerExecutor(params.transaction), params, true);
-    if (!params.jobs.some((j) => j.parentId || j.topic !== undefined)) return this.insertOn(this.host.execute, params);
+    if (!params.jobs.some((j) => j.parentId || j.parentIds || j.topic !== undefined)) return this.insertOn(this.host.execute, params);
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.host.inTransaction(
@@ -85,7 +85,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
    */
   private async storedBefore(execute: Execute, params: B.JobInsertManyParams<unknown>): Promise<B.JobInsertManyResult | null> {
     for (const g of partitionGroups(params.jobs)) await execute(this.q.lockPartition, [this.ns, g.topic, g.partition]);
-    const parentIds = [...new Set(params.jobs.flatMap((j) => (j.parentId ? [j.parentId] : [])))].sort();
+    const parentIds = batchParentIds(params.jobs);
     if (parentIds.length > 0) await execute(this.q.lockJobs, [parentIds, this.ns]);
     const rows = await execute(this.q.storedInserts, [params.jobs.map((j) => j.id), this.ns]);
     if (rows.length === 0) return null;
@@ -128,15 +128,20 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     refuseParentsInBatch(params.jobs); // before any statement, on the caller's transaction too
     // Partition rows first, then parents: the lock order of a head's finish (partition, then its job rows).
     const seqs = await this.reserveSequences(execute, params.jobs);
-    const parentIds = [...new Set(params.jobs.flatMap((j) => (j.parentId ? [j.parentId] : [])))].sort();
+    // Every parent of the batch, fan-in ones too (X5), locked and marked in id order in one statement.
+    const parentIds = batchParentIds(params.jobs);
     const parents = new Map<string, Row>();
     if (parentIds.length > 0) {
       for (const row of await execute(this.q.readParents, [parentIds, this.ns])) parents.set(String(row.id), row);
     }
     const stages: JobStage[] = [];
+    const edges: { child_id: string; parent_id: string; succeeded: boolean }[] = [];
     const rows = params.jobs.map((job, i) => {
-      const { stage, error, expiresAt } = insertStage(job, params.now, job.parentId ? parents.get(job.parentId) : undefined, params.retentionMs);
+      const { stage, error, expiresAt, parentsLeft } = job.parentIds
+        ? fanInStage(job, params.now, parents, params.retentionMs)
+        : insertStage(job, params.now, job.parentId ? parents.get(job.parentId) : undefined, params.retentionMs);
       stages.push(stage);
+      for (const parent of job.parentIds ?? []) edges.push({ child_id: job.id, parent_id: parent, succeeded: parents.get(parent)?.stage === "success" });
       return {
         id: job.id,
         job_type: job.jobType,
@@ -156,10 +161,13 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
         meta: job.meta ?? undefined,
         // Left out (undefined) at the default 0; the insert reads a missing key as 0.
         priority: job.priority || undefined,
+        // A fan-in child only (X5); left out (NULL) on every other row.
+        parents_left: parentsLeft,
       };
     });
     const [channel, payload] = this.host.notifyArgs;
     await execute(this.q.insert, [JSON.stringify(rows), this.ns, params.now, channel, foreign ? foreignNotifyPayload(this.ns) : payload]);
+    if (edges.length > 0) await execute(this.q.insertParents, [JSON.stringify(edges), this.ns]);
     return { stages };
   }
 
@@ -288,7 +296,14 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     return Number(row?.released ?? 0);
   }
 
-  /** Fails the waiting continuations of failed jobs, level by level down the chain. */
+  /**
+   * Fails the waiting continuations of failed jobs, level by level down the
+   * chain: single-parent children by `parent_id`, fan-in children (X5)
+   * through `later_job_parents` (both in `failChildren`).
+   * Hook for cancel (X3): a cancelled parent must cancel its waiting fan-in
+   * children the same way, joining `later_job_parents` on `parent_id`
+   * beside the single-parent lookup (see `PostgresJobQueries.failChildren`).
+   */
   async failWaitingChildren(execute: Execute, failed: { id: string; error: string | null }[], now: number, expires: number): Promise<void> {
     while (failed.length > 0) {
       const children = await execute(this.q.failChildren, [

@@ -303,6 +303,33 @@ CREATE INDEX later_jobs_partition_done ON {schema}.later_jobs (namespace, topic,
     name: "job-result",
     sql: "ALTER TABLE {schema}.later_jobs ADD COLUMN result text, ADD COLUMN awaited boolean NOT NULL DEFAULT false;",
   },
+  {
+    version: 18,
+    name: "fan-in",
+    // X5: a continuation of several parents. parents_left (NULL on every other job, which the
+    // single-parent statements never read) counts its parents not yet succeeded; the edges keep
+    // which parents they are and whether each has counted (succeeded: a parent's release runs
+    // once per edge however often it is asked). Edges go with their child: a trigger that fires
+    // only for a fan-in child (its WHEN reads the deleted row, no call for any other job).
+    sql: `
+ALTER TABLE {schema}.later_jobs ADD COLUMN parents_left integer;
+CREATE TABLE {schema}.later_job_parents (
+  namespace text NOT NULL,
+  child_id text COLLATE "C" NOT NULL,
+  parent_id text COLLATE "C" NOT NULL,
+  succeeded boolean NOT NULL DEFAULT false,
+  PRIMARY KEY (child_id, parent_id)
+);
+CREATE INDEX later_job_parents_parent ON {schema}.later_job_parents (namespace, parent_id);
+CREATE FUNCTION {schema}.later_job_parents_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM {schema}.later_job_parents WHERE child_id = OLD.id;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER later_job_parents_delete AFTER DELETE ON {schema}.later_jobs
+  FOR EACH ROW WHEN (OLD.parents_left IS NOT NULL) EXECUTE FUNCTION {schema}.later_job_parents_delete();
+`,
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

@@ -24,6 +24,11 @@ export interface InsertedStage {
   error: string | null;
   /** `now + retentionMs` for a job stored terminal (`failed`, `cancelled`); else null (unfinished). */
   expiresAt: number | null;
+  /**
+   * A fan-in continuation (X5): how many of its parents had not succeeded
+   * (its `parents_left` column); undefined for every other job (stored NULL).
+   */
+  parentsLeft?: number;
 }
 
 /**
@@ -32,6 +37,7 @@ export interface InsertedStage {
  * `retentionMs`: the retention of a job stored terminal.
  */
 export function insertStage(job: JobInsert, now: number, parent: Row | undefined, retentionMs = DEFAULT_INSERT_RETENTION_MS): InsertedStage {
+  if (job.parentIds) throw new Error("a fan-in continuation's stage is decided by fanInStage");
   if (!job.parentId) return { stage: job.runAt > now ? "delayed" : "enqueued", error: null, expiresAt: null };
   if (!parent) throw new ParentNotFoundError(job.parentId);
   const follows = continuationStage(parent.stage as JobStage);
@@ -40,6 +46,44 @@ export function insertStage(job: JobInsert, now: number, parent: Row | undefined
   if (stage === "cancelled") return { stage, error: null, expiresAt: now + retentionMs };
   if (stage !== "failed") return { stage, error: null, expiresAt: null };
   return { stage, error: parentFailedReason(job.parentId, parent.last_error as string | null), expiresAt: now + retentionMs };
+}
+
+/**
+ * The stage of a fan-in continuation (X5) from its parents' rows as read
+ * (locked and marked) in the inserting transaction, `parents` by id: the
+ * first parent (in id order) the namespace does not hold throws
+ * `ParentNotFoundError`; else the first parent that failed for good makes it
+ * `failed` with that parent's reason (J5's reason) and its expiry; else, all
+ * succeeded, it is released at once (`enqueued`, or `delayed` while its own
+ * time is to come); else it is `waiting` for the parents not yet succeeded,
+ * their number its `parentsLeft`. A fan-in child stores `parentsLeft` in
+ * every case (0 once released), which is what marks it as one.
+ */
+export function fanInStage(job: JobInsert, now: number, parents: ReadonlyMap<string, Row>, retentionMs = DEFAULT_INSERT_RETENTION_MS): InsertedStage {
+  const ids = job.parentIds ?? [];
+  const rows = ids.map((id) => {
+    const row = parents.get(id);
+    if (!row) throw new ParentNotFoundError(id);
+    return row;
+  });
+  const left = rows.filter((r) => r.stage !== "success").length;
+  const failed = ids.findIndex((_, i) => rows[i]!.stage === "failed");
+  if (failed >= 0) {
+    const reason = parentFailedReason(ids[failed]!, rows[failed]!.last_error as string | null);
+    return { stage: "failed", error: reason, expiresAt: now + retentionMs, parentsLeft: left };
+  }
+  const stage: JobStage = left > 0 ? "waiting" : job.runAt > now ? "delayed" : "enqueued";
+  return { stage, error: null, expiresAt: null, parentsLeft: left };
+}
+
+/** Every parent id a job names (its one `parentId`, or its fan-in `parentIds`). */
+export function parentIdsOf(job: JobInsert): readonly string[] {
+  return job.parentIds ?? (job.parentId ? [job.parentId] : []);
+}
+
+/** The distinct parent ids of a batch, sorted: the order the inserts lock parents in. */
+export function batchParentIds(jobs: readonly JobInsert[]): string[] {
+  return [...new Set(jobs.flatMap(parentIdsOf))].sort();
 }
 
 /**
@@ -56,8 +100,8 @@ export function insertStage(job: JobInsert, now: number, parent: Row | undefined
 export function refuseParentsInBatch(jobs: readonly JobInsert[]): void {
   let ids: Set<string> | undefined;
   for (const job of jobs) {
-    if (!job.parentId) continue;
+    if (!job.parentId && !job.parentIds) continue;
     ids ??= new Set(jobs.map((j) => j.id));
-    if (ids.has(job.parentId)) throw new ParentNotFoundError(job.parentId);
+    for (const parent of parentIdsOf(job)) if (ids.has(parent)) throw new ParentNotFoundError(parent);
   }
 }

@@ -12,11 +12,12 @@ import type { JobStage } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import type { LaterJobsTable } from "../schema.js";
-import { insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
+import { fanInStage, insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
 import type { Row } from "../shared/job-rows.js";
 import { type RunStatement, SharedStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { isKyselyExecutor } from "./kysely-executor.js";
 import { transactionRefusal } from "../transaction-refusal.js";
+import { FAN_IN_SQL } from "./sqlite-fan-in.js";
 import { StageDeltas } from "./sqlite-stage-counters.js";
 import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
 
@@ -69,6 +70,7 @@ const INSERT = new SharedStatement<Omit<LaterJobsTable, "unique_key" | "unique_s
       waiters: $("waiters"),
       meta: $("meta"),
       priority: $("priority"),
+      parents_left: $("parents_left"),
     }),
   read: () => undefined,
 });
@@ -92,7 +94,16 @@ export async function insertIntoCallerTransaction(
   const deltas = new StageDeltas();
   for (const job of params.jobs) {
     const parent = job.parentId ? await PARENT.run(sqliteCompiler, run, { id: job.parentId, namespace }) : undefined;
-    const { stage, error, expiresAt } = insertStage(job, params.now, parent, params.retentionMs);
+    // A fan-in job (X5): its parents read and marked, as `SqliteJobStore.insertRows` does (sqlite-fan-in.ts).
+    let fanIn: Map<string, Row> | undefined;
+    if (job.parentIds) {
+      const ids = JSON.stringify(job.parentIds);
+      fanIn = new Map((await run({ text: FAN_IN_SQL.parents, values: [namespace, ids] })).map((r) => [String(r.id), r]));
+      await run({ text: FAN_IN_SQL.mark, values: [namespace, ids] });
+    }
+    const { stage, error, expiresAt, parentsLeft } = fanIn
+      ? fanInStage(job, params.now, fanIn, params.retentionMs)
+      : insertStage(job, params.now, parent, params.retentionMs);
     let seq: number | null = null;
     if (job.topic !== undefined) {
       seq = await NEXT_SEQ.run(sqliteCompiler, run, { topic: job.topic, partition: job.partition ?? -1, namespace });
@@ -123,7 +134,12 @@ export async function insertIntoCallerTransaction(
       waiters: 0,
       meta: job.meta ?? null,
       priority: job.priority ?? 0,
+      parents_left: parentsLeft ?? null,
     });
+    if (fanIn) {
+      const edges = JSON.stringify(job.parentIds!.map((id) => [id, fanIn.get(id)?.stage === "success" ? 1 : 0]));
+      await run({ text: FAN_IN_SQL.edges, values: [namespace, job.id, edges] });
+    }
     stages.push(stage);
     T.insert.count(deltas, [{ stage, topic: job.topic, partition_no: job.partition }], null);
   }

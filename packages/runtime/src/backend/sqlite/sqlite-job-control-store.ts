@@ -133,8 +133,14 @@ export class SqliteJobControlStore implements B.JobControlStore {
       }
       for (let parents = ids; parents.length > 0; ) {
         const children = c.all(
-          `UPDATE later_jobs SET ${set(child)} WHERE namespace = ? AND stage = 'waiting' AND parent_id IN (SELECT value FROM json_each(?)) RETURNING id, topic, partition_no`,
+          // Single-parent children by parent_id; fan-in children (X5) through their edges.
+          `UPDATE later_jobs SET ${set(child)} WHERE namespace = ? AND stage = 'waiting'
+             AND (parent_id IN (SELECT value FROM json_each(?))
+               OR id IN (SELECT child_id FROM later_job_parents WHERE namespace = ? AND parent_id IN (SELECT value FROM json_each(?))))
+           RETURNING id, topic, partition_no`,
           ...head,
+          this.host.namespace,
+          JSON.stringify(parents),
           this.host.namespace,
           JSON.stringify(parents),
         );

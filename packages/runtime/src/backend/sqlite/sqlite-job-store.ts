@@ -15,12 +15,13 @@ import { parentFailedReason } from "../../core/continuation-stage.js";
 import { CLAIMABLE_STAGES, type JobStage } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
-import { insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
+import { fanInStage, insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
 import { cancelledClaims, renewedClaims, storedMeta, storedPolicy, storedTimeout, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { stageList } from "../shared/stage-list.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
+import { edgesJson, FAN_IN_SQL, readFanInParents, releaseFanInChildren } from "./sqlite-fan-in.js";
 import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
 import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
 import { insertUniqueRow } from "./sqlite-unique-insert.js";
@@ -119,7 +120,9 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       const parent = job.parentId
         ? this.conn().get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.namespace)
         : undefined;
-      const { stage, error, expiresAt } = insertStage(job, now, parent, retentionMs);
+      // A fan-in job (X5): its parents read and marked, its stage from all of them (sqlite-fan-in.ts).
+      const fanIn = job.parentIds ? readFanInParents(this.conn(), this.namespace, job) : undefined;
+      const { stage, error, expiresAt, parentsLeft } = fanIn ? fanInStage(job, now, fanIn, retentionMs) : insertStage(job, now, parent, retentionMs);
       let seq: number | null = null;
       if (job.topic !== undefined) {
         const row = this.conn().get(
@@ -132,8 +135,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         seq = Number(row.seq);
       }
       this.conn().run(
-        `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta, priority)
-         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta, priority, parents_left)
+         VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         job.id,
         this.namespace,
         job.jobType,
@@ -154,7 +157,9 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         seq,
         job.meta ?? null,
         job.priority ?? 0,
+        parentsLeft ?? null,
       );
+      if (fanIn) this.conn().run(FAN_IN_SQL.edges, this.namespace, job.id, edgesJson(job, fanIn));
       stages.push(stage);
       T.insert.count(deltas, [{ stage, topic: job.topic, partition_no: job.partition }], null);
     }
@@ -258,6 +263,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     {
       const applied: B.ClaimKey[] = [];
       const succeeded: string[] = [];
+      /** Succeeded parents of fan-in children (X5): on SQLite only a fan-in insert marks `waiters`. */
+      const marked: string[] = [];
       const failed: { id: string; error: string }[] = [];
       let freed = 0;
       // Successes, the hot path: one statement for the whole batch, each row
@@ -279,7 +286,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
            WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
              AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
              AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
-           RETURNING id, attempt, topic, partition_no, unique_key`,
+           RETURNING id, attempt, topic, partition_no, unique_key, waiters`,
           params.now,
           expires,
           params.now,
@@ -293,6 +300,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
           applied.push({ id: String(r.id), attempt: Number(r.attempt) });
           succeeded.push(String(r.id));
           if (r.unique_key !== null) freed++;
+          if (Number(r.waiters) > 0) marked.push(String(r.id));
         }
         T.succeed.count(deltas, rows, "running", "success");
       }
@@ -358,6 +366,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         T.releaseChild.countMany(deltas, "waiting", "enqueued", released - delayed);
         T.releaseChild.countMany(deltas, "waiting", "delayed", delayed);
       }
+      if (marked.length > 0) released += releaseFanInChildren(this.conn(), ns, marked, params.now, deltas);
       this.counters.write(deltas);
       this.failWaitingChildren(failed, params.now, expires);
       return freed > 0 ? { applied, released, freed } : { applied, released };
@@ -380,7 +389,13 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     }));
   }
 
-  /** A final failure fails the waiting continuations, down the whole chain (inside the caller's transaction). */
+  /**
+   * A final failure fails the waiting continuations, down the whole chain
+   * (inside the caller's transaction): single-parent children by
+   * `parent_id`, fan-in children (X5) through `later_job_parents`
+   * (`FAN_IN_SQL.failChildren`). Hook for cancel (X3): a cancelled parent
+   * must cancel its waiting fan-in children the same way.
+   */
   failWaitingChildren(failed: { id: string; error: string }[], now: number, expires: number): void {
     const deltas = new StageDeltas();
     while (failed.length > 0) {
@@ -399,6 +414,10 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       );
       for (const c of children) failed.push({ id: String(c.id), error: reason });
       T.failChild.count(deltas, children, "waiting", "failed");
+      // Fan-in children of this parent (X5): the first parent to fail for good gives the reason.
+      const fanIn = this.conn().all(FAN_IN_SQL.failChildren, now, expires, reason, now, this.namespace, this.namespace, parent.id);
+      for (const c of fanIn) failed.push({ id: String(c.id), error: reason });
+      T.failChild.count(deltas, fanIn, "waiting", "failed");
     }
     this.counters.write(deltas);
   }

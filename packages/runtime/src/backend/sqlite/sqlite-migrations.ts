@@ -354,6 +354,27 @@ CREATE INDEX later_jobs_partition_done ON later_jobs (namespace, topic, partitio
   // X6: a handler's resolved value as JSON text (NULL: none), written with the success. No `awaited`
   // column here (PostgreSQL has one): waiters wake on the WAL watcher, which sees every commit.
   { version: 17, name: "job-result", sql: "ALTER TABLE later_jobs ADD COLUMN result TEXT;" },
+  {
+    version: 18,
+    name: "fan-in",
+    // X5: a continuation of several parents (see the PostgreSQL migration 18): parents_left on
+    // the child (NULL on every other job), one edge per parent, deleted with the child.
+    sql: `
+ALTER TABLE later_jobs ADD COLUMN parents_left INTEGER;
+CREATE TABLE later_job_parents (
+  namespace TEXT NOT NULL,
+  child_id TEXT NOT NULL,
+  parent_id TEXT NOT NULL,
+  succeeded INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (child_id, parent_id)
+) WITHOUT ROWID;
+CREATE INDEX later_job_parents_parent ON later_job_parents (namespace, parent_id);
+CREATE TRIGGER later_job_parents_delete AFTER DELETE ON later_jobs WHEN OLD.parents_left IS NOT NULL
+BEGIN
+  DELETE FROM later_job_parents WHERE child_id = OLD.id;
+END;
+`,
+  },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */
