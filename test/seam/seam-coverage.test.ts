@@ -65,7 +65,7 @@ describe("seam suite coverage", () => {
     expectTypeOf<(typeof JOBS)[number]>().toEqualTypeOf<keyof JobStore>();
     expectTypeOf<(typeof PARTITIONS)[number]>().toEqualTypeOf<keyof PartitionStore>();
     expectTypeOf<(typeof CONTROL)[number]>().toEqualTypeOf<keyof JobControlStore>();
-    expect(JOBS.length + PARTITIONS.length + CONTROL.length).toBe(25);
+    expect(JOBS.length + PARTITIONS.length + CONTROL.length).toBe(27);
   });
 
   it.each(BACKENDS)("every listed method is a method of the $name backend's stores", (entry) => {
