@@ -11,6 +11,7 @@ import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/
 import { encodePayload } from "../core/encode-payload.js";
 import { JobController, type JobActionListener, type JobBatchOptions, type JobCancelBatchOptions, type JobFilter } from "./job-controller.js";
 import { checkEnqueueOptions, parentsOf, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
+import { InsertCoalescer } from "./insert-coalescer.js";
 import { JobWaiter, type JobWaitResult, type WaitForOptions } from "./job-waiter.js";
 import { PauseController, type PausedEntry, type PauseListener, type PauseTarget } from "./pause-controller.js";
 import {
@@ -31,6 +32,12 @@ export interface UniqueEnqueueResult {
   id: JobId;
   outcome: "inserted" | "existing" | "replaced";
 }
+
+/** The largest call whose jobs are coalesced with other callers' (a larger one is a batch already, written alone). */
+const COALESCED_MAX = 100;
+
+/** A job that can fail only with the whole database: no parent to find, no partition to take a sequence of. */
+const isPlain = (job: JobInsert): boolean => !job.parentId && !job.parentIds && job.topic === undefined;
 
 /** What every backend's `enqueueIn` takes, for the message when none is given. */
 const TRANSACTION_WANTED = "a transaction of the application's own (db.transaction().execute(trx => ...)), the jobs committing with it";
@@ -90,6 +97,8 @@ export class JobPublisher<Trx = TransactionHandle> {
   private readonly controller: JobController;
   private readonly waiter: JobWaiter;
   private readonly pauses: PauseController;
+  /** Concurrent plain enqueues, written together (group commit). */
+  private readonly coalescer: InsertCoalescer;
   /** The enqueue middleware around {@link write}; null without any (a plain enqueue then builds no context). */
   private readonly throughMiddleware: ((ctx: PendingEnqueue) => Promise<JobId[]>) | null;
 
@@ -98,6 +107,7 @@ export class JobPublisher<Trx = TransactionHandle> {
     const middleware = checkMiddleware(options.middleware, "JobPublisher options");
     this.throughMiddleware = composeHooks<PendingEnqueue, JobId[]>(enqueueHooks(middleware), (ctx) => ctx.write(), "enqueue");
     this.clock = options.clock;
+    this.coalescer = new InsertCoalescer(async (jobs, now) => (await this.backend.jobs.insertMany({ jobs, now, retentionMs: options.retentionMs })).stages);
     this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}), options.retentionMs);
     this.waiter = new JobWaiter(options.backend, options.clock);
     this.pauses = new PauseController(options.backend, () => options.clock.now(), options.encoders, options.onPauseChange ?? (() => {}));
@@ -437,8 +447,16 @@ export class JobPublisher<Trx = TransactionHandle> {
     return this.throughMiddleware({ jobType, jobs: contexts, options, inTransaction: transaction !== undefined, write });
   }
 
-  /** The insert itself (what the innermost middleware's `next()` runs): resolves to the ids once committed. */
+  /**
+   * The insert itself (what the innermost middleware's `next()` runs): resolves to the ids once committed.
+   * A few plain jobs (no parent, no partition, not in a caller's transaction) go through the
+   * {@link InsertCoalescer}, written with the other callers' in one statement; the rest are written alone.
+   */
   private async write(jobs: JobInsert[], now: number, transaction: Trx | undefined): Promise<JobId[]> {
+    if (transaction === undefined && jobs.length <= COALESCED_MAX && jobs.every(isPlain)) {
+      this.options.onCommitted(jobs, await this.coalescer.add(jobs, now));
+      return jobs.map((j) => j.id);
+    }
     const result = await this.backend.jobs.insertMany({ jobs, now, retentionMs: this.options.retentionMs, transaction });
     if (transaction === undefined) this.options.onCommitted(jobs, result.stages);
     return jobs.map((j) => j.id);
