@@ -51,8 +51,17 @@ describe("InsertCoalescer", () => {
   it("never puts more than maxJobs in one insert, and never splits a caller's jobs", async () => {
     const r = recorder();
     const c = new InsertCoalescer(r.insert, 3);
-    await Promise.all([c.add([job("a"), job("b")], 1), c.add([job("c"), job("d")], 1), c.add([job("e")], 1), c.add([job("f"), job("g"), job("h"), job("i")], 1)]);
-    expect(r.batches.map((b) => b.ids)).toEqual([["a", "b"], ["c", "d", "e"], ["f", "g", "h", "i"]]);
+    await Promise.all([
+      c.add([job("a"), job("b")], 1),
+      c.add([job("c"), job("d")], 1),
+      c.add([job("e")], 1),
+      c.add([job("f"), job("g"), job("h"), job("i")], 1),
+    ]);
+    expect(r.batches.map((b) => b.ids)).toEqual([
+      ["a", "b"],
+      ["c", "d", "e"],
+      ["f", "g", "h", "i"],
+    ]);
   });
 
   it("a batch refused for one caller's row is written again caller by caller: only that caller fails", async () => {
@@ -74,6 +83,9 @@ describe("InsertCoalescer", () => {
     // And it goes on: once the database answers again, the next callers are written.
     busy = false;
     await expect(Promise.all([c.add([job("y")], 2), c.add([job("z")], 2)])).resolves.toEqual([["enqueued"], ["enqueued"]]);
-    expect(r.batches.map((b) => b.ids)).toEqual([["a", "b"], ["y", "z"]]);
+    expect(r.batches.map((b) => b.ids)).toEqual([
+      ["a", "b"],
+      ["y", "z"],
+    ]);
   });
 });
