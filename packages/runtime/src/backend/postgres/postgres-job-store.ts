@@ -25,6 +25,8 @@ import { callerExecutor } from "./postgres-executors.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
 import { retryConflicts } from "./postgres-errors.js";
 import type { PostgresJobQueries } from "./postgres-job-queries.js";
+import { PostgresLimits } from "./postgres-limits.js";
+import { joinClaims } from "../shared/limit-slots.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { foreignNotifyPayload } from "./postgres-wakeups.js";
 
@@ -32,10 +34,14 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   /** `$1` namespace, `$2` ids: those now `cancelled` (X3), for a renewal that lost claims. */
   private readonly cancelledOf: Statement;
 
+  /** X9: the limited claim step and the stored limits. */
+  private readonly limits: PostgresLimits;
+
   constructor(
     private readonly host: PostgresRunner,
     private readonly q: PostgresJobQueries,
   ) {
+    this.limits = new PostgresLimits(host, q);
     this.cancelledOf = statement(
       `SELECT id, attempt, stages::jsonb -> -1 ->> 2 AS note FROM ${host.quoted}.later_jobs WHERE namespace = $1 AND stage = 'cancelled' AND id = ANY($2::text[])`,
     );
@@ -193,9 +199,26 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     return seqs;
   }
 
-  /** One statement (`claim`), the next due time included when short; rows come back as arrays. */
+  /**
+   * One statement (`claim`), the next due time included when short; rows come back as arrays.
+   * X9: limited types first, in a transaction of their own (`PostgresLimits.claim`), then the rest.
+   */
   async claimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
-    if (params.limit <= 0 || params.jobTypes.length === 0) return { jobs: [] };
+    if (params.limit <= 0) return { jobs: [] };
+    if (params.limitedTypes === undefined || params.limitedTypes.length === 0) return this.claimPlain(params);
+    const first = await this.limits.claim(params);
+    if (first.jobs.length === params.limit || params.jobTypes.length === 0) return first;
+    const rest = await this.claimPlain({ ...params, limit: params.limit - first.jobs.length });
+    return joinClaims(first, rest, params.limit);
+  }
+
+  /** X9: stored in one transaction (`PostgresLimits.set`). */
+  limitsSet(params: B.LimitsSetParams): Promise<B.LimitsSetResult> {
+    return this.limits.set(params);
+  }
+
+  private async claimPlain(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
+    if (params.jobTypes.length === 0) return { jobs: [] };
     const rows = await this.host.executeArrays(this.q.claim, [this.ns, params.now, params.jobTypes, params.limit, params.owner, params.leaseExpiresAt]);
     const jobs: B.ClaimedJob[] = [];
     let nextRunAt: number | null | undefined;
