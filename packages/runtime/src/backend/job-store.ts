@@ -320,6 +320,13 @@ export interface JobFinishManyParams {
   retentionMs: number;
   /** Only finish claims whose lease expired before this time (stuck-job rescue). */
   leaseExpiredBefore?: number;
+  /**
+   * X9: the batch freed a slot of a limited type: wake the namespace's other
+   * servers after the write (PostgreSQL: one `pg_notify` on the wake-up
+   * channel, a round trip only for such batches; SQLite: every commit wakes
+   * them already). Default false.
+   */
+  wakeOthers?: boolean;
 }
 
 export interface JobFinishManyResult {

@@ -49,6 +49,7 @@ import type { WorkerPoolConfig } from "./worker-pool-config.js";
 import { LeaseRenewer } from "./lease-renewer.js";
 import type { WorkerIds } from "./worker-ids.js";
 import type { PauseWatch } from "./pause-watch.js";
+import { handlerLimit } from "../config/handler-registration.js";
 import type { ServerMetrics, WorkerState } from "../metrics/server-metrics.js";
 
 /** The abort reason of a wake-up (not an error; nobody reads it). */
@@ -77,6 +78,10 @@ export class WorkerPool<C> {
   private readonly batcher: CompletionBatcher<HeldClaim>;
   private readonly renewer: LeaseRenewer;
   private readonly jobTypes: string[];
+  /** X9: this server's job types with a limit in their handler options: claimed by the limited step, and a finish of one wakes the fetcher. */
+  private readonly limitedTypes: ReadonlySet<string>;
+  /** The last claimable list split into plain and limited types (rebuilt only when the list changes: a pause or resume). */
+  private split: { of: readonly string[]; plain: readonly string[]; limited: readonly string[] } | null = null;
   private readonly pacer: ClaimPacer;
   private readonly executor: JobExecutor<C>;
   /**
@@ -102,6 +107,7 @@ export class WorkerPool<C> {
     private readonly metrics: ServerMetrics | null,
   ) {
     this.jobTypes = Object.keys(options.handlers);
+    this.limitedTypes = new Set(this.jobTypes.filter((t) => handlerLimit(t, options.handlers[t]!) !== null));
     this.pacer = new ClaimPacer(backend.capabilities.claimBatch);
     const reportError = (where: string) => (error: unknown) => options.onEvent(errorEvent(where, error));
     this.batcher = new CompletionBatcher<HeldClaim>(
@@ -116,6 +122,8 @@ export class WorkerPool<C> {
         }
       },
       reportError("complete"),
+      undefined,
+      this.limitedTypes.size === 0 ? null : (claim) => this.limitedTypes.has(claim.job.jobType),
     );
     this.renewer = new LeaseRenewer({
       clock: options.clock,
@@ -283,7 +291,11 @@ export class WorkerPool<C> {
           const leaseExpiresAt = now + leaseMs;
           // Every type paused: no claim; the poll timer or a wake-up (a resume wakes every server) tries again.
           const claimed =
-            jobTypes.length === 0 ? { jobs: [] } : await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, jobTypes });
+            jobTypes.length === 0
+              ? { jobs: [] }
+              : this.limitedTypes.size === 0
+                ? await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, jobTypes })
+                : await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, ...this.splitTypes(jobTypes) });
           if (jobTypes.length > 0) this.pacer.claimTook(clock.now() - now);
           for (const job of claimed.jobs) {
             this.onClaimed?.(job, now);
@@ -312,6 +324,15 @@ export class WorkerPool<C> {
         if (!this.moreMayBeReady) carriedWaitMs = waitMs;
       } else this.moreMayBeReady = true; // the poll timer (or the next due time) fired
     }
+  }
+
+  /** X9: `jobTypes` as the claim's plain `jobTypes` and its `limitedTypes`. */
+  private splitTypes(jobTypes: readonly string[]): { jobTypes: readonly string[]; limitedTypes: readonly string[] } {
+    if (this.split?.of !== jobTypes) {
+      const limited = jobTypes.filter((t) => this.limitedTypes.has(t));
+      this.split = { of: jobTypes, plain: jobTypes.filter((t) => !this.limitedTypes.has(t)), limited };
+    }
+    return { jobTypes: this.split.plain, limitedTypes: this.split.limited };
   }
 
   private accept(job: ClaimedJob, leaseExpiresAt: number): void {
@@ -427,6 +448,7 @@ export class WorkerPool<C> {
     if (this.held.get(claim.id) === claim) this.held.delete(claim.id);
     if (applied) this.metrics?.outcomeWritten(claim.job, claim.outcome, this.options.clock.now());
     if (applied && this.options.eventsEnabled) this.options.onEvent(attemptEvent(claim.job, claim.outcome));
-    if (claim.outcome.kind === "retry") this.wake();
+    // X9: a limited type's slot is free again; its waiting jobs may start now.
+    if (claim.outcome.kind === "retry" || (applied && this.limitedTypes.has(claim.job.jobType))) this.wake();
   }
 }

@@ -30,6 +30,9 @@ import { joinClaims } from "../shared/limit-slots.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { foreignNotifyPayload } from "./postgres-wakeups.js";
 
+/** X9: the wake-up of the other servers after a finish that freed a limited type's slot (`$1`/`$2` channel and payload). */
+const NOTIFY = statement("SELECT pg_notify($1, $2)");
+
 export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   /** `$1` namespace, `$2` ids: those now `cancelled` (X3), for a renewal that lost claims. */
   private readonly cancelledOf: Statement;
@@ -247,6 +250,13 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
    * continuations level by level down the chain.
    */
   async finishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
+    const result = await this.finishBatch(params);
+    // X9: a limited type's slot was freed; the finish statements notify only when work became ready.
+    if (params.wakeOthers && result.applied.length > 0) await this.host.execute(NOTIFY, [...this.host.notifyArgs]);
+    return result;
+  }
+
+  private async finishBatch(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
     if (params.finishes.length === 0) return { applied: [], released: 0 };
     const finishes = [...params.finishes].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)); // one lock order for every writer
     const expires = params.now + params.retentionMs;
