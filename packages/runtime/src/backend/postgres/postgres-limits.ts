@@ -17,7 +17,7 @@
  */
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
-import { limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow, type StoredLimitRow } from "../shared/limit-slots.js";
+import { limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow, type StoredLimitRow, windowOpensAt } from "../shared/limit-slots.js";
 import { storedMeta, storedPolicy, storedTimeout } from "../shared/job-rows.js";
 import type { PostgresJobQueries } from "./postgres-job-queries.js";
 import type { PostgresRunner } from "./postgres-runner.js";
@@ -80,7 +80,10 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
         jobs.push(...claimed.jobs);
         earliest(claimed.nextRunAt);
         if (row && row.rateMax !== null && claimed.jobs.length > 0) {
-          await execute(this.writeStarts, [ns, type, JSON.stringify(startsAfter(row, params.now, claimed.jobs.length))]);
+          const starts = startsAfter(row, params.now, claimed.jobs.length);
+          await execute(this.writeStarts, [ns, type, JSON.stringify(starts)]);
+          // Took every slot it had: more may be ready, and the window this claim filled opens then.
+          if (claimed.jobs.length === slots.free) earliest(windowOpensAt(row, starts));
         }
       }
       return jobs.length === params.limit ? { jobs } : { jobs, nextRunAt: next };

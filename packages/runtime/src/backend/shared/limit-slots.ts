@@ -28,7 +28,7 @@ export function storedLimitRow(r: Record<string, unknown>): StoredLimitRow {
 export interface LimitSlots {
   /** Jobs the claim may take now (0: none). */
   free: number;
-  /** When the rate window lets the next start in, when the rate limit is what holds the type back now; else null (a finish frees a concurrency slot). */
+  /** When the rate window lets the next start in, when the window is full now; else null (a finish frees a concurrency slot). */
   nextSlotAt: number | null;
 }
 
@@ -44,12 +44,23 @@ export function limitSlots(row: StoredLimitRow, running: number, now: number, wa
   if (row.concurrency !== null) free = Math.min(free, Math.max(0, row.concurrency - running));
   if (row.rateMax !== null && row.ratePerMs !== null) {
     const inWindow = row.starts.filter((t) => t > now - row.ratePerMs!);
-    const left = Math.max(0, row.rateMax - inWindow.length);
-    // The start whose leaving the window frees a slot (more than rateMax are held after the limit was lowered).
-    if (left === 0) nextSlotAt = inWindow[inWindow.length - row.rateMax]! + row.ratePerMs;
-    free = Math.min(free, left);
+    nextSlotAt = windowOpensAt(row, inWindow);
+    free = Math.min(free, Math.max(0, row.rateMax - inWindow.length));
   }
   return { free, nextSlotAt };
+}
+
+/**
+ * When a full rate window lets the next start in: `perMs` after the start
+ * whose leaving frees a slot (more than `rateMax` are held after the limit
+ * was lowered); null when `inWindow` (the starts in the window, oldest
+ * first) leaves a slot free now, or the type has no rate limit. A claim
+ * that filled its slots asks again with the starts it stored, so the
+ * fetcher sleeps until then rather than a poll interval.
+ */
+export function windowOpensAt(row: StoredLimitRow, inWindow: readonly number[]): number | null {
+  if (row.rateMax === null || row.ratePerMs === null || inWindow.length < row.rateMax) return null;
+  return inWindow[inWindow.length - row.rateMax]! + row.ratePerMs;
 }
 
 /** The starts to store after claiming `n` at `now`: the window's, plus `n` times `now`, the last `rateMax` kept. */

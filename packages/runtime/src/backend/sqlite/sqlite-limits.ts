@@ -11,7 +11,7 @@
  */
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
-import { limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow } from "../shared/limit-slots.js";
+import { limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow, windowOpensAt } from "../shared/limit-slots.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 
 const READ = `SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts FROM later_limits
@@ -55,7 +55,13 @@ export function claimLimited(
     if (slots.free === 0) continue;
     const claimed = claim(type, slots.free);
     rows.push(...claimed);
-    if (row && row.rateMax !== null && claimed.length > 0) c.run(WRITE_STARTS, JSON.stringify(startsAfter(row, now, claimed.length)), namespace, type);
+    if (row && row.rateMax !== null && claimed.length > 0) {
+      const starts = startsAfter(row, now, claimed.length);
+      c.run(WRITE_STARTS, JSON.stringify(starts), namespace, type);
+      // Took every slot it had: more may be ready, and the window this claim filled opens then.
+      const opens = claimed.length === slots.free ? windowOpensAt(row, starts) : null;
+      if (opens !== null && (nextSlotAt === null || opens < nextSlotAt)) nextSlotAt = opens;
+    }
   }
   return { rows, nextSlotAt };
 }
