@@ -85,7 +85,10 @@ describe.each(BACKENDS)("per job type limits (X9) on $name", (entry) => {
       pollIntervalMs: 600_000,
       handlers: { paced: { rateLimit: { max: 3, perMs: 300 }, handle: () => undefined } },
     });
-    const ids = await server.publisher.enqueueMany("paced", Array.from({ length: 7 }, () => ({})));
+    const ids = await server.publisher.enqueueMany(
+      "paced",
+      Array.from({ length: 7 }, () => ({})),
+    );
     const stages = async () => Promise.all(ids.map(async (id) => (await server.backend.inspect.jobGet({ id }))!));
     const succeeded = async (n: number) => (await stages()).filter((j) => j.stage === "success").length === n;
     await waitFor(() => succeeded(3), "the first window's three jobs");

@@ -471,8 +471,11 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       await s.backend.jobs.insertMany({ jobs, now: NOW });
       const limited = (n: number, now = NOW) =>
         s.backend.jobs.claimReady({ owner: "w1", limit: n, now, leaseExpiresAt: now + 30_000, jobTypes: ["work"], limitedTypes: ["rate", "conc", "gone"] });
-      const byType = (r: { jobs: { jobType: string }[] }) =>
-        r.jobs.reduce<Record<string, number>>((m, j) => ({ ...m, [j.jobType]: (m[j.jobType] ?? 0) + 1 }), {});
+      const byType = (r: { jobs: { jobType: string }[] }) => {
+        const counts: Record<string, number> = {};
+        for (const j of r.jobs) counts[j.jobType] = (counts[j.jobType] ?? 0) + 1;
+        return counts;
+      };
       const first = await limited(20);
       // `gone` has no stored row: claimed unlimited by the limited step.
       expect(byType(first)).toEqual({ conc: 2, rate: 3, gone: 2, work: 2 });

@@ -19,6 +19,7 @@ import { SchemaErrors, SchemaProblems } from "./schema-errors.js";
 import { LOGS_INTERFACE, readLogs, type LogDeclaration } from "./log-schema-reader.js";
 import { readResults } from "./results-reader.js";
 import { readPartitionKey, readPartitions } from "./topic-tags.js";
+import { readLimits } from "./limit-tags.js";
 import { exportedAs, payloadTypeText } from "./type-imports.js";
 
 /** One declared job: a member of the jobs interface. */
@@ -41,6 +42,10 @@ export interface JobDeclaration {
   topic?: { name: string; partitionKey: string; partitions?: number };
   /** The handler's result type as the generated module writes it (`Results["sendEmail"]`), from `interface Results` (X6); none: untyped. */
   resultType?: string;
+  /** X9: `@concurrency N`: at most N running at once across the namespace's servers. */
+  concurrency?: number;
+  /** X9: `@rateLimit MAX/WINDOW`: at most `max` starts in any window of `perMs`. */
+  rateLimit?: { max: number; perMs: number };
 }
 
 /** What `later-gen` read from a schema file. */
@@ -242,12 +247,13 @@ function readJob(
   const before = problems.count;
   const datePaths = problems.attempt(() => PayloadChecker.check(program, locate, name, payload, typeNode));
   const topic = problems.attempt(() => readTopic(declaration, payload, name, locate));
+  const limits = problems.attempt(() => readLimits(declaration, name, locate));
   if (problems.count > before || datePaths === undefined) return undefined;
   const shape = PayloadShapeBuilder.build(payload, (type) => isLibraryDate(program, type));
   const own = declarations.some((d) => declaration.getParent() === d);
   const payloadType = payloadTypeText(declaration, name, own, interfaceName, jobsInterface, source, typeImports);
   return {
-    job: { name, payloadType, datePaths, payload: shape.shape, shapes: shape.shapes, ...(topic ? { topic: topic.topic } : {}) },
+    job: { name, payloadType, datePaths, payload: shape.shape, shapes: shape.shapes, ...(topic ? { topic: topic.topic } : {}), ...limits },
     nameNode,
     partitionsTag: topic?.partitionsTag,
   };

@@ -79,7 +79,15 @@ export interface HandlerRegistration<C, Trx = TransactionHandle> {
 }
 
 /** Every key a {@link HandlerRegistration} has: any other is refused, so a misspelt option is not silently ignored. */
-export const HANDLER_REGISTRATION_KEYS: readonly (keyof HandlerRegistration<unknown>)[] = ["handle", "retry", "decode", "encode", "timeoutMs", "concurrency", "rateLimit"];
+export const HANDLER_REGISTRATION_KEYS: readonly (keyof HandlerRegistration<unknown>)[] = [
+  "handle",
+  "retry",
+  "decode",
+  "encode",
+  "timeoutMs",
+  "concurrency",
+  "rateLimit",
+];
 
 /** One handler's keys (only {@link HANDLER_REGISTRATION_KEYS}) and its `timeoutMs`; throws `InvalidConfigError` naming the job type and the key. */
 export function checkHandlerRegistration(type: string, h: object): void {

@@ -30,6 +30,10 @@ export interface JobSpec {
    * with it. Every job of one topic carries the same count.
    */
   readonly partitions?: number;
+  /** X9: `@concurrency N`: the type's `concurrency` unless its handler's options give one. */
+  readonly concurrency?: number;
+  /** X9: `@rateLimit MAX/WINDOW`: the type's `rateLimit` unless its handler's options give one. */
+  readonly rateLimit?: { readonly max: number; readonly perMs: number };
   /**
    * The payload type as a {@link Shape}: every typed enqueue checks the
    * payload against it ({@link payloadValidator}) and the decoder checks a

@@ -329,7 +329,8 @@ END $$;
 CREATE TRIGGER later_job_parents_delete AFTER DELETE ON {schema}.later_jobs
   FOR EACH ROW WHEN (OLD.parents_left IS NOT NULL) EXECUTE FUNCTION {schema}.later_job_parents_delete();
 `,
-  },  {
+  },
+  {
     version: 19,
     name: "limits",
     // X9: the limits in force per job type (the last server started with a handler for the type writes them;

@@ -374,7 +374,8 @@ BEGIN
   DELETE FROM later_job_parents WHERE child_id = OLD.id;
 END;
 `,
-  },  {
+  },
+  {
     version: 19,
     name: "limits",
     // X9: per job type limits and the recent starts of rate-limited types (see the PostgreSQL migration 19).
