@@ -219,7 +219,9 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
    * the delayed rows of the namespace; with priorities unused that is one
    * probe and one UPDATE, as before. X2: a job holding its key's `pending`
    * slot is skipped while the key's `active` slot is held, and the claim
-   * moves it to `active` (see `SqliteUniqueInsert`).
+   * moves it to `active` (see `SqliteUniqueInsert`). X9: `limitedTypes` are
+   * claimed first in the same transaction, each within its stored limits
+   * (`claimLimited`); without them the statements are the ones above.
    */
   async claimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
     const limited = params.limitedTypes ?? [];
