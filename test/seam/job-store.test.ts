@@ -494,6 +494,30 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
   });
 
   describe("finishMany", () => {
+    it("X9: wakeOthers wakes the namespace's other backends after the write (PostgreSQL: a NOTIFY; SQLite: the commit)", async () => {
+      const s = seam();
+      const other = await s.other(s.backend.namespace);
+      const job = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [job], now: NOW });
+      const [claimed] = (await claim(s.backend, 1)).jobs;
+      let wakes = 0;
+      const unsubscribe = other.wakeSubscribe(() => void wakes++);
+      try {
+        const result = await s.backend.jobs.finishMany({
+          finishes: [{ ...key(claimed!), outcome: { kind: "success" } }],
+          now: NOW,
+          retentionMs: DAY,
+          wakeOthers: true,
+        });
+        expect(result.applied).toEqual([key(claimed!)]);
+        const deadline = Date.now() + 10_000;
+        while (wakes === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        expect(wakes).toBeGreaterThan(0);
+      } finally {
+        unsubscribe();
+      }
+    });
+
     it("stores successes: expiry at now + retention, lease cleared; waiting continuations released (enqueued, or delayed while not due)", async () => {
       const s = seam();
       const parent = jobInsert();
