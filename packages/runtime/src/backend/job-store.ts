@@ -261,6 +261,13 @@ export type JobOutcome =
 
 export interface JobFinish extends ClaimKey {
   outcome: JobOutcome;
+  /**
+   * This finish's retention when its job type sets one for the stage it ends in (J11, the handler option
+   * `retention`): the row gets `expiresAt = now + retentionMs` instead of the batch's. A success with 0 is
+   * deleted by the statement that records it. Absent (the usual case): the batch's `retentionMs`, and the
+   * batch is written by the same statements as before retention per type existed.
+   */
+  retentionMs?: number | undefined;
 }
 
 export interface JobFinishManyParams {
