@@ -59,3 +59,10 @@ export function finishRetentionMs(retention: JobRetention | undefined, outcome: 
   if (retention === undefined || outcome === "retry") return undefined;
   return outcome === "success" ? retention.successMs : retention.failedMs;
 }
+
+/** The `cancelledMs` of the job types whose retention sets one, by job type (for the cancel statements). */
+export function cancelledMsByType(retentions: Readonly<Record<string, { retention?: JobRetention | undefined } | undefined>>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [type, r] of Object.entries(retentions)) if (r?.retention?.cancelledMs !== undefined) out[type] = r.retention.cancelledMs;
+  return out;
+}
