@@ -23,7 +23,10 @@ describe.each(BACKENDS)("generated builder handler options on $name", (entry) =>
         return null;
       })();
       expect(typo).toBeInstanceOf(InvalidConfigError);
-      expect(typo).toMatchObject({ code: "INVALID_CONFIG", message: 'withSendEmailHandler: unknown option "concurency"; the options are retry, timeoutMs, retention' });
+      expect(typo).toMatchObject({
+        code: "INVALID_CONFIG",
+        message: 'withSendEmailHandler: unknown option "concurency"; the options are retry, timeoutMs, retention',
+      });
       for (const timeoutMs of [0, 1.5, Number.POSITIVE_INFINITY]) {
         expect(() => builder.withSendEmailHandler(() => {}, { timeoutMs }), String(timeoutMs)).toThrow(
           /^withSendEmailHandler: timeoutMs must be an integer number of ms from 1 to 2147483647/,

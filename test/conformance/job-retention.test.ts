@@ -17,7 +17,9 @@ import { afterCall, codeOf, deferred, refusal, settled, useHarness, waitFor } fr
 async function stored(db: TestDatabase, namespace = "test"): Promise<{ stages: Record<string, number>; enteredSuccess: number }> {
   const app = db.appDatabase<Record<string, never>>();
   try {
-    const rows = await sql<{ stage: string; n: number }>`SELECT stage, count(*) AS n FROM later_jobs WHERE namespace = ${namespace} GROUP BY stage`.execute(app);
+    const rows = await sql<{ stage: string; n: number }>`SELECT stage, count(*) AS n FROM later_jobs WHERE namespace = ${namespace} GROUP BY stage`.execute(
+      app,
+    );
     const entered = await sql<{ n: number | null }>`SELECT sum(entered) AS n FROM later_stage_counts
       WHERE namespace = ${namespace} AND stage = 'success'`.execute(app);
     return {

@@ -45,7 +45,9 @@ export function checkJobRetention(jobType: string, retention: unknown): void {
     }
     if (value === undefined) continue;
     if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > MAX_RETENTION_MS) {
-      throw new InvalidArgumentError(`handlers.${jobType}.retention.${field} must be an integer from 0 to ${MAX_RETENTION_MS} (ms), got ${describeValue(value)}`);
+      throw new InvalidArgumentError(
+        `handlers.${jobType}.retention.${field} must be an integer from 0 to ${MAX_RETENTION_MS} (ms), got ${describeValue(value)}`,
+      );
     }
   }
 }

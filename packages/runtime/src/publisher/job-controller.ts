@@ -109,7 +109,12 @@ export class JobController {
     );
   }
 
-  private cancelling(reason: string | null): { reason: string | null; now: number; expiresAt: number; retentionMsByType: Readonly<Record<string, number>> | null } {
+  private cancelling(reason: string | null): {
+    reason: string | null;
+    now: number;
+    expiresAt: number;
+    retentionMsByType: Readonly<Record<string, number>> | null;
+  } {
     const now = this.clock.now();
     const byType = Object.keys(this.cancelledMsByType).length > 0 ? this.cancelledMsByType : null;
     return { reason, now, expiresAt: now + this.retentionMs, retentionMsByType: byType };

@@ -100,13 +100,7 @@ export class JobPublisher<Trx = TransactionHandle> {
     const middleware = checkMiddleware(options.middleware, "JobPublisher options");
     this.throughMiddleware = composeHooks<PendingEnqueue, JobId[]>(enqueueHooks(middleware), (ctx) => ctx.write(), "enqueue");
     this.clock = options.clock;
-    this.controller = new JobController(
-      options.backend,
-      options.clock,
-      options.onJobAction ?? (() => {}),
-      options.retentionMs,
-      options.cancelledMsByType,
-    );
+    this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}), options.retentionMs, options.cancelledMsByType);
     this.waiter = new JobWaiter(options.backend, options.clock);
     this.pauses = new PauseController(options.backend, () => options.clock.now(), options.encoders, options.onPauseChange ?? (() => {}));
     this.recurring = new RecurringScheduler({

@@ -219,7 +219,11 @@ export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
    */
   async doneSubscribe(listener: (discarded?: readonly string[]) => void): Promise<() => void> {
     this.watcher ??= new WalWatcher(this.file);
-    const others = subscribeCommits(this.watcher, () => this.connection?.dataVersion() ?? null, () => listener());
+    const others = subscribeCommits(
+      this.watcher,
+      () => this.connection?.dataVersion() ?? null,
+      () => listener(),
+    );
     const own = this.conn().commitSubscribe(listener);
     return () => {
       others();
