@@ -52,6 +52,16 @@ export interface JobStore<Trx = unknown> {
    * Stores attempt outcomes in one transaction, each guarded by its claim.
    * Success releases waiting continuations; a final failure fails them, down
    * the chain, with the reason.
+   *
+   * J11: a batch where some finish carries its own `retentionMs` is split by
+   * retention class (`shared/finish-retention.ts`): the successes with 0 are
+   * deleted by the statement that records them (PostgreSQL `finishDiscard`, one
+   * statement; SQLite a DELETE in place of the success UPDATE, in the same
+   * transaction as the rest), counted as `succeed` then `discard`; each other
+   * class is written by the statements of a batch without per-type retention,
+   * with its retention. PostgreSQL writes the classes one after the other
+   * (each fenced by its claims), SQLite in one transaction. A batch without
+   * any `retentionMs` is written exactly as before.
    */
   finishMany(params: JobFinishManyParams): Promise<JobFinishManyResult>;
   /**
