@@ -31,6 +31,16 @@ import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.j
 /** The ready index's predicate, word for word (`later_jobs_ready` in `sqlite-migrations.ts`; the migrations keep their literal lists, frozen as shipped). */
 const CLAIMABLE = stageList(CLAIMABLE_STAGES);
 
+/**
+ * J11: the successes of a batch whose job types have `successMs: 0`, deleted instead of updated: the same
+ * claim fence as the success UPDATE of {@link SqliteJobStore.finishRows}, and the same rows returned.
+ */
+const DISCARD_SUCCESSES = `DELETE FROM later_jobs
+  WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
+    AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
+    AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
+  RETURNING id, attempt, topic, partition_no, unique_key, waiters`;
+
 export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
   /** The stage counters, written by every statement here that changes a stage. */
   readonly counters: SqliteStageCounters;
@@ -299,25 +309,16 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
           const result = (f.outcome as { result?: string }).result;
           if (result !== undefined) (results ??= {})[f.id] = result;
         }
+        // The success UPDATE's text is the one batches without per-type retention have always used.
         const rows = discard
-          ? this.conn().all(
-              `DELETE FROM later_jobs
-               WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
-                 AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
-                 AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
-               RETURNING id, attempt, topic, partition_no, unique_key, waiters`,
-              ns,
-              guard,
-              claimsJson,
-              claimsJson,
-            )
+          ? this.conn().all(DISCARD_SUCCESSES, ns, guard, claimsJson, claimsJson)
           : this.conn().all(
               `UPDATE later_jobs SET ${T.succeed.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
-                 ${T.succeed.history}, unique_slot = NULL, result = ? ->> id
-               WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
-                 AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
-                 AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
-               RETURNING id, attempt, topic, partition_no, unique_key, waiters`,
+             ${T.succeed.history}, unique_slot = NULL, result = ? ->> id
+           WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
+             AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
+             AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
+           RETURNING id, attempt, topic, partition_no, unique_key, waiters`,
               params.now,
               expires,
               params.now,
