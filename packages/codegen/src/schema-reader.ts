@@ -18,6 +18,7 @@ import { SchemaError } from "./schema-error.js";
 import { SchemaErrors, SchemaProblems } from "./schema-errors.js";
 import { LOGS_INTERFACE, readLogs, type LogDeclaration } from "./log-schema-reader.js";
 import { readResults } from "./results-reader.js";
+import { readRetention, type RetentionTags } from "./retention-tags.js";
 import { readPartitionKey, readPartitions } from "./topic-tags.js";
 import { exportedAs, payloadTypeText } from "./type-imports.js";
 
@@ -39,6 +40,8 @@ export interface JobDeclaration {
    * another job of the same topic).
    */
   topic?: { name: string; partitionKey: string; partitions?: number };
+  /** `@retainSuccess`, `@retainFailed`, `@retainCancelled` (J11): the job type's retention per stage, ms; none: the server's `retentionMs`. */
+  retention?: RetentionTags;
   /** The handler's result type as the generated module writes it (`Results["sendEmail"]`), from `interface Results` (X6); none: untyped. */
   resultType?: string;
 }
@@ -242,12 +245,21 @@ function readJob(
   const before = problems.count;
   const datePaths = problems.attempt(() => PayloadChecker.check(program, locate, name, payload, typeNode));
   const topic = problems.attempt(() => readTopic(declaration, payload, name, locate));
+  const retention = problems.attempt(() => readRetention(declaration, name, locate));
   if (problems.count > before || datePaths === undefined) return undefined;
   const shape = PayloadShapeBuilder.build(payload, (type) => isLibraryDate(program, type));
   const own = declarations.some((d) => declaration.getParent() === d);
   const payloadType = payloadTypeText(declaration, name, own, interfaceName, jobsInterface, source, typeImports);
   return {
-    job: { name, payloadType, datePaths, payload: shape.shape, shapes: shape.shapes, ...(topic ? { topic: topic.topic } : {}) },
+    job: {
+      name,
+      payloadType,
+      datePaths,
+      payload: shape.shape,
+      shapes: shape.shapes,
+      ...(topic ? { topic: topic.topic } : {}),
+      ...(retention ? { retention } : {}),
+    },
     nameNode,
     partitionsTag: topic?.partitionsTag,
   };

@@ -1,4 +1,5 @@
 import type { TransactionHandle } from "../backend/backend.js";
+import { checkJobRetention, type JobRetention } from "../core/job-retention.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
 import { InvalidConfigError } from "../errors.js";
 import { timeoutProblem } from "../publisher/enqueue-options.js";
@@ -58,12 +59,25 @@ export interface HandlerRegistration<C, Trx = TransactionHandle> {
    * An integer from 1 to 2^31 − 1. Default: the server's `jobTimeoutMs`.
    */
   timeoutMs?: number | null;
+  /**
+   * How long this type's finished jobs are kept, per stage (J11 in
+   * docs/semantics.md): `{ successMs?, failedMs?, cancelledMs? }`, each an
+   * integer of ms from 0 (a negative, fractional or non-finite value is
+   * `INVALID_ARGUMENT` at start). An unset field: the server's
+   * `retentionMs` (default one day). `successMs: 0` deletes a success's row
+   * in the statement that records it: its history and result are lost, and
+   * `later jobs show` no longer finds it.
+   */
+  retention?: JobRetention;
 }
 
 /** Every key a {@link HandlerRegistration} has: any other is refused, so a misspelt option is not silently ignored. */
-export const HANDLER_REGISTRATION_KEYS: readonly (keyof HandlerRegistration<unknown>)[] = ["handle", "retry", "decode", "encode", "timeoutMs"];
+export const HANDLER_REGISTRATION_KEYS: readonly (keyof HandlerRegistration<unknown>)[] = ["handle", "retry", "decode", "encode", "timeoutMs", "retention"];
 
-/** One handler's keys (only {@link HANDLER_REGISTRATION_KEYS}) and its `timeoutMs`; throws `InvalidConfigError` naming the job type and the key. */
+/**
+ * One handler's keys (only {@link HANDLER_REGISTRATION_KEYS}), its `timeoutMs` (`InvalidConfigError`) and its
+ * `retention` (`InvalidArgumentError`), each error naming the job type and the key.
+ */
 export function checkHandlerRegistration(type: string, h: object): void {
   for (const key of Object.keys(h)) {
     if (!(HANDLER_REGISTRATION_KEYS as readonly string[]).includes(key)) {
@@ -73,4 +87,5 @@ export function checkHandlerRegistration(type: string, h: object): void {
   const timeoutMs = (h as { timeoutMs?: unknown }).timeoutMs;
   const problem = timeoutMs === undefined || timeoutMs === null ? null : timeoutProblem(timeoutMs);
   if (problem !== null) throw new InvalidConfigError(`handlers.${type}.timeoutMs ${problem} (or null for none)`);
+  checkJobRetention(type, (h as { retention?: unknown }).retention);
 }

@@ -42,6 +42,7 @@ import { shutdownOnSignals, type ShutdownOnSignalsOptions } from "./shutdown-on-
 import type { ShutdownOptions } from "./shutdown-options.js";
 import { liveServers } from "./live-servers.js";
 import { StepRunner, type SteppedAttempt } from "../worker/step-runner.js";
+import { cancelledMsByType } from "../core/job-retention.js";
 
 /**
  * A running job server: workers, lease renewal and maintenance on one
@@ -116,6 +117,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       defaultRetryPolicy: null,
       encoders,
       retentionMs: options.retentionMs,
+      cancelledMsByType: cancelledMsByType(options.handlers),
       topics: new Map(options.topics.map((t) => [t.name, t.partitions])),
       onCommitted,
       onReady: () => this.pool.wake(),

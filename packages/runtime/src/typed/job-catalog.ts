@@ -1,3 +1,4 @@
+import type { JobRetention } from "../core/job-retention.js";
 import { InvalidArgumentError } from "../errors.js";
 import { checkPayload, type NamedShapes, type Shape } from "./payload-shape.js";
 
@@ -30,6 +31,12 @@ export interface JobSpec {
    * with it. Every job of one topic carries the same count.
    */
   readonly partitions?: number;
+  /**
+   * The job type's retention per stage from the schema's `@retainSuccess`, `@retainFailed` and
+   * `@retainCancelled` tags (J11); the handler option `retention` wins field by field. None: the
+   * server's `retentionMs`.
+   */
+  readonly retention?: JobRetention;
   /**
    * The payload type as a {@link Shape}: every typed enqueue checks the
    * payload against it ({@link payloadValidator}) and the decoder checks a

@@ -43,6 +43,7 @@ import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent, errorEvent } from "../events/server-event.js";
 import { ClaimPacer } from "./claim-pacer.js";
 import { CompletionBatcher } from "./completion-batcher.js";
+import { finishRetentionMs } from "../core/job-retention.js";
 import { HeldClaim } from "./held-claim.js";
 import { JobExecutor } from "./job-executor.js";
 import type { WorkerPoolConfig } from "./worker-pool-config.js";
@@ -419,6 +420,7 @@ export class WorkerPool<C> {
 
   private submit(claim: HeldClaim, outcome: JobOutcome): void {
     claim.outcome = outcome;
+    claim.retentionMs = finishRetentionMs(this.options.handlers[claim.job.jobType]?.retention, outcome.kind);
     this.batcher.submit(claim);
   }
 
