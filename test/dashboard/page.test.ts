@@ -31,6 +31,7 @@ import { deferred, useHarness, waitFor } from "../conformance/harness.js";
 import { chromiumInstalled, launchChromium } from "../support/chromium.js";
 
 const XSS_ERROR = "<img src=x onerror=window.__xss=1>";
+const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const SCREENSHOTS =
   process.env.LATER_SCREENSHOTS === "1"
     ? fileURLToPath(new URL("../../docs/screenshots/", import.meta.url))
@@ -267,9 +268,18 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
     }
   });
 
-  it("the detail's history shows a change's note (J1) in words, and an unknown note as text", async () => {
+  it("the detail shows a change's note (J1) in words, an unknown note as text; the priority, unique key and metadata (X1, X2, X10)", async () => {
     const h = harness();
     const server = await h.start({
+      // X10: an enqueue hook stores a trace context in each job's metadata, as the tracing middleware does.
+      middleware: [
+        {
+          enqueue: (ctx, next) => {
+            for (const job of ctx.jobs) job.meta.traceparent = TRACEPARENT;
+            return next();
+          },
+        },
+      ],
       handlers: {
         perm: {
           handle: () => {
@@ -281,7 +291,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
     const id = await server.publisher.enqueue("perm", {});
     await waitFor(async () => (await server.backend.inspect.jobGet({ id }))?.stage === "failed", "the job to fail");
     // A note this version does not know, written as a newer release might (here: markup, which must stay text).
-    const other = await server.publisher.enqueue("perm", {}, { delayMs: 3_600_000 }); // stays delayed: never runs here
+    const other = await server.publisher.enqueue("perm", {}, { delayMs: 3_600_000, priority: -3, uniqueKey: "nightly" }); // stays delayed: never runs here
     const file = new Database(h.db.location);
     file.prepare("UPDATE later_jobs SET stages = json_insert(stages, '$[#]', json_array('enqueued', 1, ?)) WHERE id = ?").run(XSS_ERROR, other);
     file.close();
@@ -300,6 +310,17 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       };
       expect(await notes(id)).toEqual(["", "", "permanent: PermanentJobError"]);
       expect(await notes(other)).toEqual(["", XSS_ERROR]);
+      const fact = (name: string) =>
+        page
+          .locator(".job-detail .facts dt", { hasText: new RegExp(`^${name}$`) })
+          .locator("xpath=following-sibling::dd[1]")
+          .textContent();
+      expect(await fact("priority")).toBe("-3");
+      expect(await fact("unique key")).toBe("nightly (holds pending)");
+      expect(JSON.parse((await page.locator(".job-detail .job-meta").textContent()) ?? "")).toEqual({ traceparent: TRACEPARENT });
+      await notes(id);
+      expect(await fact("priority")).toBe("0");
+      expect(await fact("unique key")).toBe("none");
       expect(await page.locator(".job-detail img").count()).toBe(0);
       expect(await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss)).toBeUndefined();
     } finally {
