@@ -16,8 +16,6 @@
  * the API tests check on both), so this runs on SQLite only.
  */
 import { mkdirSync, mkdtempSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,10 +23,11 @@ import Database from "better-sqlite3";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { newJobId, PermanentJobError, RetryPolicy, topic } from "@later/runtime";
-import { createDashboard, toNodeHandler } from "@later/runtime/dashboard";
+import { createDashboard } from "@later/runtime/dashboard";
 import { BACKENDS } from "../conformance/backends.js";
 import { deferred, useHarness, waitFor } from "../conformance/harness.js";
-import { chromiumInstalled, launchChromium } from "../support/chromium.js";
+import { chromiumInstalled } from "../support/chromium.js";
+import { chromiumPage, textIs } from "../support/chromium-page.js";
 
 const XSS_ERROR = "<img src=x onerror=window.__xss=1>";
 const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -40,11 +39,6 @@ const sqliteEntry = BACKENDS.find((b) => b.name === "sqlite")!;
 
 if (!chromiumInstalled && process.env.CI !== "true") {
   console.warn("\n*** /usr/bin/chromium is missing: the dashboard page test is skipped (apt-get install -y chromium; .ci/run installs it) ***\n");
-}
-
-/** Resolves when `selector`'s text is `text` (the page redraws on each poll). */
-async function textIs(page: Page, selector: string, text: string): Promise<void> {
-  await page.waitForFunction(([s, t]) => document.querySelector(s!)?.textContent === t, [selector, text] as const, { timeout: 20_000 });
 }
 
 /** Resolves when the job table has `n` rows, and returns their job ids. */
@@ -109,22 +103,9 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
 
     // Actions need an authorize hook that says yes (or readOnly: false): with it the buttons are drawn and work.
     const dashboard = createDashboard({ backend: server.backend, basePath: "/admin/jobs/", authorize: () => true });
-    const http = createServer(toNodeHandler(dashboard));
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-    const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}/admin/jobs/`;
-    const browser = await launchChromium();
+    const chromium = await chromiumPage(dashboard, { basePath: "/admin/jobs/" });
+    const { base, page, problems, confirmations } = chromium;
     try {
-      const page = browser.context.pages()[0] ?? (await browser.context.newPage());
-      const problems: string[] = [];
-      page.on("console", (m) => {
-        if (m.type() === "error" || m.type() === "warning") problems.push(`${m.type()}: ${m.text()}`);
-      });
-      page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-      const confirmations: string[] = [];
-      page.on("dialog", (d) => {
-        confirmations.push(d.message());
-        void d.accept();
-      });
       await page.goto(base);
 
       // Counts from the overview.
@@ -211,8 +192,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       expect(problems).toEqual([]);
     } finally {
       release.resolve();
-      await browser.close();
-      await new Promise((resolve) => http.close(resolve));
+      await chromium.close();
     }
   });
 
@@ -229,18 +209,10 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       jobs: [0, 1, 2].map((i) => ({ id: newJobId(now + i), jobType: "deletePhoto", payload: "{}", runAt: now, retryPolicy: null })),
       now,
     });
-    const http = createServer(toNodeHandler(createDashboard({ backend: server.backend })));
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-    const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}/`;
-    const browser = await launchChromium();
+    // The refused POST below logs its 403 as a failed resource load: expected.
+    const chromium = await chromiumPage(createDashboard({ backend: server.backend }), { expectedConsole: (text) => text.includes("403") });
+    const { base, page, problems } = chromium;
     try {
-      const page = browser.context.pages()[0] ?? (await browser.context.newPage());
-      const problems: string[] = [];
-      page.on("console", (m) => {
-        // The refused POST below logs its 403 as a failed resource load: expected.
-        if ((m.type() === "error" || m.type() === "warning") && !m.text().includes("403")) problems.push(`${m.type()}: ${m.text()}`);
-      });
-      page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
       await page.goto(base);
       const row = ".panel.unhandled [data-unhandled-type='deletePhoto']";
       await page.waitForSelector(row, { timeout: 20_000 });
@@ -263,8 +235,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       expect(await server.backend.inspect.jobGet({ id: failedId })).toMatchObject({ stage: "failed" });
       expect(problems).toEqual([]);
     } finally {
-      await browser.close();
-      await new Promise((resolve) => http.close(resolve));
+      await chromium.close();
     }
   });
 
@@ -297,12 +268,9 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
     file.close();
 
     const dashboard = createDashboard({ backend: server.backend });
-    const http = createServer(toNodeHandler(dashboard));
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-    const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}/`;
-    const browser = await launchChromium();
+    const chromium = await chromiumPage(dashboard);
+    const { base, page } = chromium;
     try {
-      const page = browser.context.pages()[0] ?? (await browser.context.newPage());
       const notes = async (jobId: string) => {
         await page.goto(`${base}#/jobs/${jobId}`);
         await page.waitForSelector(`.job-detail[data-job-id="${jobId}"] .history`);
@@ -324,8 +292,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       expect(await page.locator(".job-detail img").count()).toBe(0);
       expect(await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss)).toBeUndefined();
     } finally {
-      await browser.close();
-      await new Promise((resolve) => http.close(resolve));
+      await chromium.close();
     }
   });
 });
