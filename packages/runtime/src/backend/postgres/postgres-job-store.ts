@@ -20,6 +20,7 @@ import { DatabaseUnavailableError, UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { mergeFinishResults, splitByRetention } from "../shared/finish-retention.js";
 import { batchParentIds, fanInStage, insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
+import { jobInsertRow } from "../shared/job-insert-row.js";
 import { cancelledClaims, renewedClaims, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { callerExecutor } from "./postgres-executors.js";
@@ -144,13 +145,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
       stages.push(stage);
       for (const parent of job.parentIds ?? []) edges.push({ child_id: job.id, parent_id: parent, succeeded: parents.get(parent)?.stage === "success" });
       return {
-        id: job.id,
-        job_type: job.jobType,
-        payload: job.payload,
-        stage,
-        retry_policy: job.retryPolicy,
-        timeout_ms: job.timeoutMs ?? null,
-        run_at: job.runAt,
+        ...jobInsertRow(job, stage),
         parent_id: job.parentId ?? null,
         last_error: error,
         // Left out of the JSON (undefined) on the common unfinished row; json_to_recordset reads a missing key as NULL.

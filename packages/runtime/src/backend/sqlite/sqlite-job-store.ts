@@ -17,6 +17,7 @@ import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { mergeFinishResults, splitByRetention } from "../shared/finish-retention.js";
 import { fanInStage, insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
+import { JOB_INSERT_COLUMN_LIST, jobInsertValues } from "../shared/job-insert-row.js";
 import { cancelledClaims, renewedClaims, storedMeta, storedPolicy, storedTimeout, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
@@ -25,7 +26,7 @@ import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
 import { edgesJson, FAN_IN_SQL, readFanInParents, releaseFanInChildren } from "./sqlite-fan-in.js";
 import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
 import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
-import { insertUniqueRow } from "./sqlite-unique-insert.js";
+import { insertUniqueRow, JOB_INSERT_PLACEHOLDERS } from "./sqlite-unique-insert.js";
 import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
 
 /** The ready index's predicate, word for word (`later_jobs_ready` in `sqlite-migrations.ts`; the migrations keep their literal lists, frozen as shipped). */
@@ -36,8 +37,8 @@ const CLAIMABLE = stageList(CLAIMABLE_STAGES);
  * text, and a text rebuilt per row would be hashed again per row (measured:
  * about 1 µs of a bulk enqueue's 10 µs per job).
  */
-const INSERT_JOB = `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta, priority, parents_left)
-  VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT_JOB = `INSERT INTO later_jobs (namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, parents_left)
+  VALUES (?, ${JOB_INSERT_PLACEHOLDERS}, 0, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?)`;
 
 // The hot statements, built once: the statement cache is keyed by the text, and a text rebuilt per
 // call would be hashed again per call.
@@ -203,14 +204,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       }
       this.conn().run(
         INSERT_JOB,
-        job.id,
         this.namespace,
-        job.jobType,
-        job.payload,
-        stage,
-        job.retryPolicy,
-        job.timeoutMs ?? null,
-        job.runAt,
+        ...jobInsertValues(job, stage),
         job.parentId ?? null,
         error,
         stage,
@@ -221,8 +216,6 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         job.topic ?? null,
         job.partition ?? null,
         seq,
-        job.meta ?? null,
-        job.priority ?? 0,
         parentsLeft ?? null,
       );
       if (fanIn) this.conn().run(FAN_IN_SQL.edges, this.namespace, job.id, edgesJson(job, fanIn));
