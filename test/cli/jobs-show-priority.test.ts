@@ -1,7 +1,7 @@
 /**
  * `later jobs show` prints a job's priority (X1) and unique key with the
- * slot it holds (X2); `--json` carries `priority`, `uniqueKey` and
- * `uniqueSlot`. Run as a child process on SQLite.
+ * slot it holds (X2), and the stored metadata (X10) when there is; `--json`
+ * carries `priority`, `uniqueKey`, `uniqueSlot` and `meta`. Run as a child process on SQLite.
  */
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -10,10 +10,12 @@ import type { JobRecord } from "@later/runtime/internal";
 import { sqlite } from "@later/runtime/sqlite";
 import { later, SEED_TIME, tempDir } from "./later-cli.js";
 
-describe("later jobs show: priority and unique key (sqlite)", () => {
+const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+describe("later jobs show: priority, unique key and meta (sqlite)", () => {
   const dir = tempDir();
 
-  it("shows the priority, and the unique key with its slot; a plain job shows 0 and -", async () => {
+  it("shows the priority, the unique key with its slot, and the meta; a plain job shows 0 and -", async () => {
     const file = join(dir, "priority.db");
     const args = ["--database", `sqlite:${file}`];
     expect(later(["migrate", "up", ...args]).status).toBe(0);
@@ -24,7 +26,8 @@ describe("later jobs show: priority and unique key (sqlite)", () => {
     try {
       const job = { id: keyed, jobType: "mail", payload: "{}", runAt: SEED_TIME, retryPolicy: null, priority: -4 };
       await backend.jobs.insertUnique({ job, uniqueKey: "nightly", uniqueMode: "keep", now: SEED_TIME });
-      await backend.jobs.insertMany({ now: SEED_TIME, jobs: [{ id: plain, jobType: "mail", payload: "{}", runAt: SEED_TIME, retryPolicy: null }] });
+      const meta = JSON.stringify({ traceparent: TRACEPARENT });
+      await backend.jobs.insertMany({ now: SEED_TIME, jobs: [{ id: plain, jobType: "mail", payload: "{}", runAt: SEED_TIME, retryPolicy: null, meta }] });
     } finally {
       await backend.close();
     }
@@ -35,7 +38,11 @@ describe("later jobs show: priority and unique key (sqlite)", () => {
     const other = later(["jobs", "show", plain, ...args]).stdout;
     expect(other).toMatch(/^priority +0$/m);
     expect(other).toMatch(/^unique key +-$/m);
+    // X10: the stored metadata (a trace context here), pretty JSON; a job without any shows no meta line.
+    expect(other).toMatch(/^meta +\{$/m);
+    expect(other).toContain(`"traceparent": "${TRACEPARENT}"`);
+    expect(shown.stdout).not.toMatch(/^meta /m);
     const json = JSON.parse(later(["jobs", "show", keyed, "--json", ...args]).stdout) as JobRecord;
-    expect(json).toMatchObject({ priority: -4, uniqueKey: "nightly", uniqueSlot: "pending" });
+    expect(json).toMatchObject({ priority: -4, uniqueKey: "nightly", uniqueSlot: "pending", meta: null });
   });
 });

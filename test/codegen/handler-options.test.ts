@@ -1,10 +1,14 @@
 // The generated builder's handler options: `timeoutMs` reaches the server; a misspelt option is refused at once.
+// J11: the schema's `@retain*` tags reach the server as the type's retention, a `retention` option wins
+// field by field, and a bad one is INVALID_ARGUMENT at build naming the type and field.
+// X9: the schema's `@concurrency` and `@rateLimit` are stored at build; a handler's own limit (null included) wins.
 import { describe, expect, it } from "vitest";
 import { InvalidConfigError, topic, type JobId } from "@later/runtime";
 import { BACKENDS, withDatabase } from "../conformance/backends.js";
 import { waitFor } from "../conformance/harness.js";
 import { JobsBuilder } from "./schemas/shop.generated.js";
 import { JobsBuilder as LimitsBuilder } from "./schemas/limits.generated.js";
+import { JobsBuilder as RetentionBuilder } from "./schemas/retention.generated.js";
 
 const FAST = { pollIntervalMs: 50, autoMigrate: true } as const;
 
@@ -23,7 +27,7 @@ describe.each(BACKENDS)("generated builder handler options on $name", (entry) =>
       expect(typo).toBeInstanceOf(InvalidConfigError);
       expect(typo).toMatchObject({
         code: "INVALID_CONFIG",
-        message: 'withSendEmailHandler: unknown option "concurency"; the options are retry, timeoutMs, concurrency, rateLimit',
+        message: 'withSendEmailHandler: unknown option "concurency"; the options are retry, timeoutMs, retention, concurrency, rateLimit',
       });
       for (const timeoutMs of [0, 1.5, Number.POSITIVE_INFINITY]) {
         expect(() => builder.withSendEmailHandler(() => {}, { timeoutMs }), String(timeoutMs)).toThrow(
@@ -75,6 +79,35 @@ describe.each(BACKENDS)("generated builder handler options on $name", (entry) =>
           { jobType: "chargeCard", concurrency: null, rateLimit: { max: 10, perMs: 500 } },
           { jobType: "importFeed", concurrency: 5, rateLimit: null },
         ]);
+      } finally {
+        await server.shutdown({ deadlineMs: 0 });
+      }
+    }));
+
+  it("J11: @retainSuccess 0 deletes a success; a retention option wins over a tag field by field; a bad one fails build", () =>
+    withDatabase(entry, async (db) => {
+      const bad = new RetentionBuilder({ backend: db.backend(), ...FAST })
+        .withPingHandler(() => {}, { retention: { failedMs: -5 } })
+        .withReportHandler(() => {})
+        .withAuditHandler(() => {});
+      await expect(bad.build()).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringMatching(/ping\.retention\.failedMs/) });
+      const server = await new RetentionBuilder({ backend: db.backend(), ...FAST })
+        .withPingHandler(() => {})
+        .withReportHandler(() => {}, { retention: { successMs: 0, cancelledMs: undefined } })
+        .withAuditHandler(() => {})
+        .build();
+      try {
+        const ping = await server.jobs.ping.enqueue({ to: "x" });
+        const report = await server.jobs.report.enqueue({ month: "2026-11" });
+        const audit = await server.jobs.audit.enqueue({ entry: "e" });
+        await waitFor(async () => (await server.backend.inspect.jobGet({ id: audit }))?.stage === "success", "audit done", 10_000);
+        await waitFor(async () => (await server.backend.inspect.jobGet({ id: ping })) === null, "ping deleted", 10_000);
+        await waitFor(async () => (await server.backend.inspect.jobGet({ id: report })) === null, "report deleted", 10_000);
+        const cancelled = await server.jobs.report.enqueue({ month: "2026-12" }, { delayMs: 3_600_000 });
+        await server.cancel(cancelled);
+        const row = await server.backend.inspect.jobGet({ id: cancelled });
+        // The tag's cancelledMs (60 s) is kept: the option's `undefined` field does not hide it.
+        expect(row!.expiresAt! - row!.updatedAt).toBe(60_000);
       } finally {
         await server.shutdown({ deadlineMs: 0 });
       }

@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import { type LogRecord, logTopic, RetainedLog } from "@later/runtime";
 import { BACKENDS, type TestDatabase } from "./backends.js";
 import { refusal } from "./log-harness.js";
+import { migrationRewind } from "./migration-rewind.js";
 
 const sqliteOnly = BACKENDS.filter((b) => b.name === "sqlite");
 const TOPICS = [logTopic("events", 2)];
@@ -36,34 +37,13 @@ interface OldRecord {
 
 /**
  * Takes a database at the latest migration back to the record table of migration `table` (6 or 8),
- * empty, with the migrations after it forgotten (9, job progress, 11, server job types, 12, job timeouts, 13, paused, 14, job meta, and 15, priority and unique keys, undone too; 16, cancelled-stage, applies again as it is; 17, job results, and 18, fan-in, undone too), and writes `records`
+ * empty, with the migrations after it forgotten (9 and 11 up undone by `migrationRewind`), and writes `records`
  * as that schema's code did (offsets dense per partition from 0, the partition's next offset moved on).
  */
 async function rewind(app: Kysely<Record<string, never>>, namespace: string, table: 6 | 8, records: readonly OldRecord[]): Promise<void> {
-  // The fan-in migration (18, X5), its trigger first (it reads parents_left).
-  for (const undo of ["DROP TRIGGER later_job_parents_delete", "DROP TABLE later_job_parents", "ALTER TABLE later_jobs DROP COLUMN parents_left"]) {
+  for (const undo of [...migrationRewind("sqlite", "job-progress"), "DROP TABLE later_log_batches", RECORDS_TABLE[table]]) {
     await sql.raw(undo).execute(app);
   }
-  await sql.raw("DROP TABLE later_log_batches").execute(app);
-  await sql.raw(RECORDS_TABLE[table]).execute(app);
-  await sql.raw("ALTER TABLE later_jobs DROP COLUMN progress").execute(app);
-  await sql.raw("ALTER TABLE later_servers DROP COLUMN job_types").execute(app);
-  await sql.raw("ALTER TABLE later_jobs DROP COLUMN timeout_ms").execute(app);
-  await sql.raw("ALTER TABLE later_jobs DROP COLUMN result").execute(app); // the job-result migration (17)
-  // Migration 15 (priority, unique keys) undone too: the ready index back to (namespace, run_at).
-  for (const statement of [
-    "DROP INDEX later_jobs_unique",
-    "DROP INDEX later_jobs_ready",
-    "CREATE INDEX later_jobs_ready ON later_jobs (namespace, run_at) WHERE stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL",
-    "ALTER TABLE later_jobs DROP COLUMN priority",
-    "ALTER TABLE later_jobs DROP COLUMN unique_key",
-    "ALTER TABLE later_jobs DROP COLUMN unique_slot",
-  ]) {
-    await sql.raw(statement).execute(app);
-  }
-  // Migration 14 (job meta, X10) and 13 (paused, X4) undone too.
-  await sql.raw("ALTER TABLE later_jobs DROP COLUMN meta").execute(app);
-  await sql.raw("DROP TABLE later_paused").execute(app);
   await sql.raw(`DELETE FROM later_migrations WHERE version >= ${table === 6 ? 8 : 9}`).execute(app);
   const next = new Map<number, number>();
   for (const r of records) {

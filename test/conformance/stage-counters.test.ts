@@ -279,7 +279,7 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
       retentionMs: 0,
       recurringPollIntervalMs: 1_000_000,
       sweepIntervalMs: 1_000_000,
-      handlers: { brief: { handle: () => undefined } },
+      handlers: { brief: { handle: () => undefined }, ephemeral: { handle: () => undefined, retention: { successMs: 0 } } },
     });
     const briefs = await sweeper.publisher.enqueueMany(
       "brief",
@@ -290,6 +290,13 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     // Retention 0: the rows expire as the clock passes their finish time; sweep until they are gone.
     let swept = 0;
     await waitFor(async () => (swept += await sweeper.sweepExpiredJobs()) >= 12, "the expired brief jobs to be swept");
+    await expectCountersMatch(h.db, server.backend);
+    // J11 delete-on-success (`discard`): counted into success and out again, so the counters still equal the rows.
+    const ephemerals = await sweeper.publisher.enqueueMany(
+      "ephemeral",
+      Array.from({ length: 9 }, (_, i) => ({ i })),
+    );
+    for (const id of ephemerals) await waitFor(async () => (await sweeper.backend.inspect.jobGet({ id })) === null, "the ephemeral jobs to be gone");
     await expectCountersMatch(h.db, server.backend);
 
     // Shutdown with claims buffered: the running handler is aborted and every claimed job goes back.

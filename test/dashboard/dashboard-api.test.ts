@@ -244,6 +244,8 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
       seq: null,
       priority: 0,
       uniqueKey: null,
+      uniqueSlot: null,
+      meta: null,
     });
     expect(body.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "failed"]);
     const { totalMs, processingMs, waitingMs } = body.durations;
@@ -251,9 +253,19 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
     expect(processingMs).toBe(body.stages[2]!.at - body.stages[1]!.at);
     expect(waitingMs).toBe(totalMs - processingMs);
     expect((await call<DashboardJobDetail>(dashboard, `/api/jobs/${child}`)).body).toMatchObject({ parentIds: [failed], children: [] });
-    // X1/X2: a job's priority and unique key.
+    // X1/X2: a job's priority and unique key with the slot it holds; X10: its stored metadata, decoded.
     const keyed = await server.publisher.enqueue("ok", {}, { priority: 7, uniqueKey: "nightly", delayMs: 3_600_000 });
-    expect((await call<DashboardJobDetail>(dashboard, `/api/jobs/${keyed}`)).body).toMatchObject({ priority: 7, uniqueKey: "nightly" });
+    expect((await call<DashboardJobDetail>(dashboard, `/api/jobs/${keyed}`)).body).toMatchObject({
+      priority: 7,
+      uniqueKey: "nightly",
+      uniqueSlot: "pending",
+      meta: null,
+    });
+    const traced = newJobId(Date.now());
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const job = { id: traced, jobType: "idle", payload: "{}", runAt: Date.now() + HOUR, retryPolicy: null, meta: JSON.stringify({ traceparent }) };
+    await server.backend.jobs.insertMany({ now: Date.now(), jobs: [job] });
+    expect((await call<DashboardJobDetail>(dashboard, `/api/jobs/${traced}`)).body).toMatchObject({ meta: { traceparent }, uniqueKey: null, uniqueSlot: null });
 
     const unknown = await call<{ error: { code: string } }>(dashboard, `/api/jobs/${"0".repeat(26)}`);
     expect([unknown.status, unknown.body.error.code]).toEqual([404, "JOB_NOT_FOUND"]);

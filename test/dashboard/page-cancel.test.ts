@@ -4,21 +4,14 @@
  * handler's signal aborts; "Cancel all matching" on the list, confirmed,
  * cancels every job of the filter; a finished job's Cancel is disabled.
  */
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import { createDashboard, toNodeHandler } from "@later/runtime/dashboard";
+import { createDashboard } from "@later/runtime/dashboard";
 import { BACKENDS } from "../conformance/backends.js";
 import { deferred, useHarness, waitFor } from "../conformance/harness.js";
-import { chromiumInstalled, launchChromium } from "../support/chromium.js";
+import { chromiumInstalled } from "../support/chromium.js";
+import { chromiumPage, textIs } from "../support/chromium-page.js";
 
 const sqliteEntry = BACKENDS.find((b) => b.name === "sqlite")!;
-
-/** Resolves when `selector`'s text is `text` (the page redraws on each poll). */
-async function textIs(page: Page, selector: string, text: string): Promise<void> {
-  await page.waitForFunction(([s, t]) => document.querySelector(s!)?.textContent === t, [selector, text] as const, { timeout: 20_000 });
-}
 
 describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page cancel (X3) in headless Chromium", () => {
   const harness = useHarness(sqliteEntry);
@@ -45,23 +38,9 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
     await started.promise;
     await waitFor(async () => (await server.backend.inspect.jobGet({ id: done }))?.stage === "success", "the ok job");
 
-    const http = createServer(toNodeHandler(createDashboard({ backend: server.backend, authorize: () => true })));
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-    const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}/`;
-    const browser = await launchChromium();
+    const chromium = await chromiumPage(createDashboard({ backend: server.backend, authorize: () => true }));
+    const { base, page, problems, confirmations } = chromium;
     try {
-      const page = browser.context.pages()[0] ?? (await browser.context.newPage());
-      const problems: string[] = [];
-      page.on("console", (m) => {
-        if (m.type() === "error" || m.type() === "warning") problems.push(`${m.type()}: ${m.text()}`);
-      });
-      page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-      const confirmations: string[] = [];
-      page.on("dialog", (d) => {
-        confirmations.push(d.message());
-        void d.accept();
-      });
-
       // A finished job: Cancel drawn, disabled.
       await page.goto(`${base}#/jobs/${done}`);
       await page.waitForSelector(`.job-detail[data-job-id="${done}"] [data-action='cancel']`);
@@ -95,8 +74,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       ]);
       expect(problems).toEqual([]);
     } finally {
-      await browser.close();
-      await new Promise((resolve) => http.close(resolve));
+      await chromium.close();
     }
   });
 });

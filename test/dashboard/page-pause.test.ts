@@ -7,22 +7,15 @@
  * is drawn. The page only reads the JSON API (checked on both backends in
  * dashboard-pause.test.ts), so this runs on SQLite only.
  */
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import { createDashboard, toNodeHandler } from "@later/runtime/dashboard";
+import { createDashboard } from "@later/runtime/dashboard";
 import { BACKENDS } from "../conformance/backends.js";
 import { settled, useHarness } from "../conformance/harness.js";
-import { chromiumInstalled, launchChromium } from "../support/chromium.js";
+import { chromiumInstalled } from "../support/chromium.js";
+import { chromiumPage, serveDashboard } from "../support/chromium-page.js";
 
 const sqliteEntry = BACKENDS.find((b) => b.name === "sqlite")!;
-
-async function serve(handler: ReturnType<typeof toNodeHandler>): Promise<{ base: string; close: () => Promise<unknown> }> {
-  const http = createServer(handler);
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  return { base: `http://127.0.0.1:${(http.address() as AddressInfo).port}/`, close: () => new Promise((resolve) => http.close(resolve)) };
-}
 
 /** Resolves when the pause row of `name` shows `state` ("paused" or "running"). */
 async function rowState(page: Page, name: string, state: string): Promise<void> {
@@ -44,21 +37,10 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
     const server = await h.start({ handlers: { sendEmail: { handle: () => undefined } } });
     const warm = await server.publisher.enqueue("sendEmail", {});
     await settled(() => server.backend.inspect.jobGet({ id: warm }));
-    const { base, close } = await serve(toNodeHandler(createDashboard({ backend: server.backend, authorize: () => true })));
-    const readOnly = await serve(toNodeHandler(createDashboard({ backend: server.backend })));
-    const browser = await launchChromium();
+    const readOnly = await serveDashboard(createDashboard({ backend: server.backend }));
+    const chromium = await chromiumPage(createDashboard({ backend: server.backend, authorize: () => true }));
+    const { base, browser, page, problems, confirmations } = chromium;
     try {
-      const page = browser.context.pages()[0] ?? (await browser.context.newPage());
-      const problems: string[] = [];
-      page.on("console", (m) => {
-        if (m.type() === "error" || m.type() === "warning") problems.push(`${m.type()}: ${m.text()}`);
-      });
-      page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-      const confirmations: string[] = [];
-      page.on("dialog", (d) => {
-        confirmations.push(d.message());
-        void d.accept();
-      });
       // The job type's view: the list filtered by type.
       await page.goto(`${base}#/?type=sendEmail`);
       await rowState(page, "sendEmail", "running");
@@ -85,8 +67,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       ]);
       expect(problems).toEqual([]);
     } finally {
-      await browser.close();
-      await close();
+      await chromium.close();
       await readOnly.close();
     }
   });

@@ -7,14 +7,13 @@
  * counted in the page (its `fetch` of `api/overview`), so every count is
  * exact when read, with no waiting on wall-clock time.
  */
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import { createDashboard, toNodeHandler } from "@later/runtime/dashboard";
+import { createDashboard } from "@later/runtime/dashboard";
 import { BACKENDS } from "../conformance/backends.js";
 import { deferred, useHarness } from "../conformance/harness.js";
-import { chromiumInstalled, launchChromium } from "../support/chromium.js";
+import { chromiumInstalled } from "../support/chromium.js";
+import { chromiumPage } from "../support/chromium-page.js";
 
 const sqliteEntry = BACKENDS.find((b) => b.name === "sqlite")!;
 const START = Date.UTC(2026, 0, 5, 9, 0, 0);
@@ -32,11 +31,9 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
 
   it("polls at the chosen interval after the last response, never while paused or hidden", async () => {
     const server = await harness().start({ handlers: { noop: { handle: () => undefined } } });
-    const http = createServer(toNodeHandler(createDashboard({ backend: server.backend })));
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-    const browser = await launchChromium();
+    const chromium = await chromiumPage(createDashboard({ backend: server.backend }));
+    const { base, page } = chromium;
     try {
-      const page = browser.context.pages()[0] ?? (await browser.context.newPage());
       await page.addInitScript(() => {
         const w = window as unknown as { __overviewCalls: number };
         w.__overviewCalls = 0;
@@ -53,7 +50,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
         await route.continue();
       });
       await page.clock.install({ time: START });
-      await page.goto(`http://127.0.0.1:${(http.address() as AddressInfo).port}/`);
+      await page.goto(base);
       await pollsDone(page, 1);
       await page.clock.pauseAt(START + 60_000);
       expect(await overviewCalls(page)).toBe(1);
@@ -113,8 +110,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       await page.clock.runFor(1_000);
       expect(await overviewCalls(page)).toBe(8);
     } finally {
-      await browser.close();
-      await new Promise((resolve) => http.close(resolve));
+      await chromium.close();
     }
   });
 });

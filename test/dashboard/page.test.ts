@@ -16,8 +16,6 @@
  * the API tests check on both), so this runs on SQLite only.
  */
 import { mkdirSync, mkdtempSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,12 +23,14 @@ import Database from "better-sqlite3";
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { newJobId, PermanentJobError, RetryPolicy, topic } from "@later/runtime";
-import { createDashboard, toNodeHandler } from "@later/runtime/dashboard";
+import { createDashboard } from "@later/runtime/dashboard";
 import { BACKENDS } from "../conformance/backends.js";
 import { deferred, useHarness, waitFor } from "../conformance/harness.js";
-import { chromiumInstalled, launchChromium } from "../support/chromium.js";
+import { chromiumInstalled } from "../support/chromium.js";
+import { chromiumPage, textIs } from "../support/chromium-page.js";
 
 const XSS_ERROR = "<img src=x onerror=window.__xss=1>";
+const TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const SCREENSHOTS =
   process.env.LATER_SCREENSHOTS === "1"
     ? fileURLToPath(new URL("../../docs/screenshots/", import.meta.url))
@@ -39,11 +39,6 @@ const sqliteEntry = BACKENDS.find((b) => b.name === "sqlite")!;
 
 if (!chromiumInstalled && process.env.CI !== "true") {
   console.warn("\n*** /usr/bin/chromium is missing: the dashboard page test is skipped (apt-get install -y chromium; .ci/run installs it) ***\n");
-}
-
-/** Resolves when `selector`'s text is `text` (the page redraws on each poll). */
-async function textIs(page: Page, selector: string, text: string): Promise<void> {
-  await page.waitForFunction(([s, t]) => document.querySelector(s!)?.textContent === t, [selector, text] as const, { timeout: 20_000 });
 }
 
 /** Resolves when the job table has `n` rows, and returns their job ids. */
@@ -108,22 +103,9 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
 
     // Actions need an authorize hook that says yes (or readOnly: false): with it the buttons are drawn and work.
     const dashboard = createDashboard({ backend: server.backend, basePath: "/admin/jobs/", authorize: () => true });
-    const http = createServer(toNodeHandler(dashboard));
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-    const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}/admin/jobs/`;
-    const browser = await launchChromium();
+    const chromium = await chromiumPage(dashboard, { basePath: "/admin/jobs/" });
+    const { base, page, problems, confirmations } = chromium;
     try {
-      const page = browser.context.pages()[0] ?? (await browser.context.newPage());
-      const problems: string[] = [];
-      page.on("console", (m) => {
-        if (m.type() === "error" || m.type() === "warning") problems.push(`${m.type()}: ${m.text()}`);
-      });
-      page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-      const confirmations: string[] = [];
-      page.on("dialog", (d) => {
-        confirmations.push(d.message());
-        void d.accept();
-      });
       await page.goto(base);
 
       // Counts from the overview.
@@ -210,8 +192,7 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       expect(problems).toEqual([]);
     } finally {
       release.resolve();
-      await browser.close();
-      await new Promise((resolve) => http.close(resolve));
+      await chromium.close();
     }
   });
 
@@ -228,18 +209,10 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       jobs: [0, 1, 2].map((i) => ({ id: newJobId(now + i), jobType: "deletePhoto", payload: "{}", runAt: now, retryPolicy: null })),
       now,
     });
-    const http = createServer(toNodeHandler(createDashboard({ backend: server.backend })));
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-    const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}/`;
-    const browser = await launchChromium();
+    // The refused POST below logs its 403 as a failed resource load: expected.
+    const chromium = await chromiumPage(createDashboard({ backend: server.backend }), { expectedConsole: (text) => text.includes("403") });
+    const { base, page, problems } = chromium;
     try {
-      const page = browser.context.pages()[0] ?? (await browser.context.newPage());
-      const problems: string[] = [];
-      page.on("console", (m) => {
-        // The refused POST below logs its 403 as a failed resource load: expected.
-        if ((m.type() === "error" || m.type() === "warning") && !m.text().includes("403")) problems.push(`${m.type()}: ${m.text()}`);
-      });
-      page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
       await page.goto(base);
       const row = ".panel.unhandled [data-unhandled-type='deletePhoto']";
       await page.waitForSelector(row, { timeout: 20_000 });
@@ -262,14 +235,22 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       expect(await server.backend.inspect.jobGet({ id: failedId })).toMatchObject({ stage: "failed" });
       expect(problems).toEqual([]);
     } finally {
-      await browser.close();
-      await new Promise((resolve) => http.close(resolve));
+      await chromium.close();
     }
   });
 
-  it("the detail's history shows a change's note (J1) in words, and an unknown note as text", async () => {
+  it("the detail shows a change's note (J1) in words, an unknown note as text; the priority, unique key and metadata (X1, X2, X10)", async () => {
     const h = harness();
     const server = await h.start({
+      // X10: an enqueue hook stores a trace context in each job's metadata, as the tracing middleware does.
+      middleware: [
+        {
+          enqueue: (ctx, next) => {
+            for (const job of ctx.jobs) job.meta.traceparent = TRACEPARENT;
+            return next();
+          },
+        },
+      ],
       handlers: {
         perm: {
           handle: () => {
@@ -281,18 +262,15 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
     const id = await server.publisher.enqueue("perm", {});
     await waitFor(async () => (await server.backend.inspect.jobGet({ id }))?.stage === "failed", "the job to fail");
     // A note this version does not know, written as a newer release might (here: markup, which must stay text).
-    const other = await server.publisher.enqueue("perm", {}, { delayMs: 3_600_000 }); // stays delayed: never runs here
+    const other = await server.publisher.enqueue("perm", {}, { delayMs: 3_600_000, priority: -3, uniqueKey: "nightly" }); // stays delayed: never runs here
     const file = new Database(h.db.location);
     file.prepare("UPDATE later_jobs SET stages = json_insert(stages, '$[#]', json_array('enqueued', 1, ?)) WHERE id = ?").run(XSS_ERROR, other);
     file.close();
 
     const dashboard = createDashboard({ backend: server.backend });
-    const http = createServer(toNodeHandler(dashboard));
-    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-    const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}/`;
-    const browser = await launchChromium();
+    const chromium = await chromiumPage(dashboard);
+    const { base, page } = chromium;
     try {
-      const page = browser.context.pages()[0] ?? (await browser.context.newPage());
       const notes = async (jobId: string) => {
         await page.goto(`${base}#/jobs/${jobId}`);
         await page.waitForSelector(`.job-detail[data-job-id="${jobId}"] .history`);
@@ -300,11 +278,21 @@ describe.skipIf(!chromiumInstalled && process.env.CI !== "true")("dashboard page
       };
       expect(await notes(id)).toEqual(["", "", "permanent: PermanentJobError"]);
       expect(await notes(other)).toEqual(["", XSS_ERROR]);
+      const fact = (name: string) =>
+        page
+          .locator(".job-detail .facts dt", { hasText: new RegExp(`^${name}$`) })
+          .locator("xpath=following-sibling::dd[1]")
+          .textContent();
+      expect(await fact("priority")).toBe("-3");
+      expect(await fact("unique key")).toBe("nightly (holds pending)");
+      expect(JSON.parse((await page.locator(".job-detail .job-meta").textContent()) ?? "")).toEqual({ traceparent: TRACEPARENT });
+      await notes(id);
+      expect(await fact("priority")).toBe("0");
+      expect(await fact("unique key")).toBe("none");
       expect(await page.locator(".job-detail img").count()).toBe(0);
       expect(await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss)).toBeUndefined();
     } finally {
-      await browser.close();
-      await new Promise((resolve) => http.close(resolve));
+      await chromium.close();
     }
   });
 });

@@ -603,6 +603,38 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       await expectCountersMatch(s);
     });
 
+    it("J11: a finish's own retentionMs sets its expiry; a success with 0 is deleted by its write (counted, continuations released, a stale one untouched)", async () => {
+      const s = seam();
+      const jobs = [jobInsert(), jobInsert(), jobInsert(), jobInsert(), jobInsert()];
+      await s.backend.jobs.insertMany({ jobs, now: NOW });
+      const kid = jobInsert({ jobType: "kid", parentId: jobs[0]!.id });
+      const fanIn = jobInsert({ jobType: "kid", parentIds: [jobs[0]!.id, jobs[1]!.id] });
+      await s.backend.jobs.insertMany({ jobs: [kid, fanIn], now: NOW });
+      await claim(s.backend, 5);
+      const [gone, alsoGone, short, failed, plain] = jobs.map((j) => j.id) as [string, string, string, string, string];
+      const r = await s.backend.jobs.finishMany({
+        finishes: [
+          { id: gone, attempt: 1, outcome: { kind: "success", result: "1" }, retentionMs: 0 },
+          { id: alsoGone, attempt: 1, outcome: { kind: "success" }, retentionMs: 0 },
+          { id: short, attempt: 1, outcome: { kind: "success" }, retentionMs: 500 },
+          { id: failed, attempt: 1, outcome: { kind: "fail", error: "e" }, retentionMs: 7 * DAY },
+          { id: plain, attempt: 7, outcome: { kind: "success" }, retentionMs: 0 }, // a stale claim: nothing happens
+        ],
+        now: NOW + 10,
+        retentionMs: DAY,
+      });
+      expect(r.applied.map((c) => c.id).sort()).toEqual([gone, alsoGone, short, failed].sort());
+      expect(r.released).toBe(2);
+      expect(await s.backend.inspect.jobGet({ id: gone })).toBeNull();
+      expect(await s.backend.inspect.jobGet({ id: alsoGone })).toBeNull();
+      expect(await s.job(short)).toMatchObject({ stage: "success", expiresAt: NOW + 510 });
+      expect(await s.job(failed)).toMatchObject({ stage: "failed", expiresAt: NOW + 10 + 7 * DAY });
+      expect(await s.job(plain)).toMatchObject({ stage: "running", attempt: 1 });
+      expect((await s.job(kid.id)).stage).toBe("enqueued");
+      expect((await s.job(fanIn.id)).stage).toBe("enqueued");
+      await expectCountersMatch(s);
+    });
+
     it("J8: rejects finishes of stale attempts (wrong attempt, a job no longer running) and applies the rest of the batch", async () => {
       const s = seam();
       const a = jobInsert();

@@ -53,14 +53,14 @@ describe("STAGE_TRANSITIONS", () => {
     }
   });
 
-  it("leaves terminal stages only from outside: retry, delete, expire, truncate", () => {
+  it("leaves terminal stages only from outside (retry, delete, expire, truncate) or by a success's own discard (J11)", () => {
     const exits = TRANSITION_KINDS.filter((k) => TERMINAL_STAGES.some((s) => (STAGE_TRANSITIONS[k].from as readonly JobStage[] | null)?.includes(s)));
-    expect(exits.sort()).toEqual(["delete", "expire", "retry", "truncate"].sort() as TransitionKind[]);
+    expect(exits.sort()).toEqual(["delete", "discard", "expire", "retry", "truncate"].sort() as TransitionKind[]);
   });
 
-  it("only inserts create a row and only delete, expire and truncate remove one", () => {
+  it("only inserts create a row and only delete, discard, expire and truncate remove one", () => {
     expect(TRANSITION_KINDS.filter((k) => STAGE_TRANSITIONS[k].from === null)).toEqual(["insert"]);
-    expect(TRANSITION_KINDS.filter((k) => STAGE_TRANSITIONS[k].to === null).sort()).toEqual(["delete", "expire", "truncate"]);
+    expect(TRANSITION_KINDS.filter((k) => STAGE_TRANSITIONS[k].to === null).sort()).toEqual(["delete", "discard", "expire", "truncate"]);
   });
 
   it("wakes exactly when a kind can enter a claimable stage, or (cancel's) lets a partition go on", () => {

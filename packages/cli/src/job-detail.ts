@@ -5,7 +5,8 @@ import { formatDuration, formatTime } from "./format-time.js";
  * The `later jobs show` text: every field of the job, one `label  value`
  * line each (a partitioned job's topic, partition and sequence included),
  * then the last error, the progress and the result (X6, cut at
- * {@link RESULT_SHOWN_CHARS} characters) when there are, the payload (pretty JSON) and the stage history,
+ * {@link RESULT_SHOWN_CHARS} characters) and the metadata the enqueue
+ * middleware stored (X10, e.g. tracing's `traceparent`) when there are, the payload (pretty JSON) and the stage history,
  * each change with its time (UTC, to the ms) and the time since the one
  * before. The error of a job that succeeded on a retry is labelled
  * `earlier error (attempt N, before the job succeeded)`: it is kept, and
@@ -56,6 +57,7 @@ export function formatJobDetail(job: JobRecord): string[] {
   }
   if (job.progress !== null) lines.push(...block("progress", prettyPayload(job.progress), width));
   if (job.result !== null) lines.push(...block("result", truncated(prettyPayload(job.result), job.result), width));
+  if (job.meta !== null) lines.push(...block("meta", prettyPayload(job.meta), width));
   lines.push(...block("payload", prettyPayload(job.payload), width));
   lines.push("stage history");
   const stageWidth = Math.max(...job.stages.map((s) => s.stage.length));

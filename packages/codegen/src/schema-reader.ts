@@ -18,6 +18,7 @@ import { SchemaError } from "./schema-error.js";
 import { SchemaErrors, SchemaProblems } from "./schema-errors.js";
 import { LOGS_INTERFACE, readLogs, type LogDeclaration } from "./log-schema-reader.js";
 import { readResults } from "./results-reader.js";
+import { readRetention, type RetentionTags } from "./retention-tags.js";
 import { readPartitionKey, readPartitions } from "./topic-tags.js";
 import { readLimits } from "./limit-tags.js";
 import { exportedAs, payloadTypeText } from "./type-imports.js";
@@ -40,6 +41,8 @@ export interface JobDeclaration {
    * another job of the same topic).
    */
   topic?: { name: string; partitionKey: string; partitions?: number };
+  /** `@retainSuccess`, `@retainFailed`, `@retainCancelled` (J11): the job type's retention per stage, ms; none: the server's `retentionMs`. */
+  retention?: RetentionTags;
   /** The handler's result type as the generated module writes it (`Results["sendEmail"]`), from `interface Results` (X6); none: untyped. */
   resultType?: string;
   /** X9: `@concurrency N`: at most N running at once across the namespace's servers. */
@@ -248,12 +251,22 @@ function readJob(
   const datePaths = problems.attempt(() => PayloadChecker.check(program, locate, name, payload, typeNode));
   const topic = problems.attempt(() => readTopic(declaration, payload, name, locate));
   const limits = problems.attempt(() => readLimits(declaration, name, locate));
+  const retention = problems.attempt(() => readRetention(declaration, name, locate));
   if (problems.count > before || datePaths === undefined) return undefined;
   const shape = PayloadShapeBuilder.build(payload, (type) => isLibraryDate(program, type));
   const own = declarations.some((d) => declaration.getParent() === d);
   const payloadType = payloadTypeText(declaration, name, own, interfaceName, jobsInterface, source, typeImports);
   return {
-    job: { name, payloadType, datePaths, payload: shape.shape, shapes: shape.shapes, ...(topic ? { topic: topic.topic } : {}), ...limits },
+    job: {
+      name,
+      payloadType,
+      datePaths,
+      payload: shape.shape,
+      shapes: shape.shapes,
+      ...(topic ? { topic: topic.topic } : {}),
+      ...(retention ? { retention } : {}),
+      ...limits,
+    },
     nameNode,
     partitionsTag: topic?.partitionsTag,
   };

@@ -43,6 +43,7 @@ export { JobHandle } from "./typed/job-handle.js";
 export { TopicJobHandle } from "./typed/topic-job-handle.js";
 export { TypedJobServer, type TypedJobContext } from "./typed/typed-job-server.js";
 export { JobControl } from "./typed/job-control.js";
+export type { JobRetention } from "./core/job-retention.js";
 export { TypedServerBuilder, jobHandles, type BuilderOptions, type HandlerOptions, type JobHandler } from "./typed/typed-server-builder.js";
 export { TypedJobPublisher, type PublisherOptions } from "./typed/typed-publisher.js";
 export { openTypedLogs, type TypedLogs, type TypedLogsOptions } from "./typed/open-logs.js";

@@ -109,6 +109,14 @@ export interface JobDetail {
   topic: string | null;
   partition: number | null;
   seq: number | null;
+  /** X1: lower is claimed first; 0 by default. Absent from an older dashboard. */
+  priority?: number;
+  /** X2: the unique key, null when none was given. */
+  uniqueKey?: string | null;
+  /** X2: the key's slot the job holds; null once finished or without a key. */
+  uniqueSlot?: "pending" | "active" | null;
+  /** X10: the metadata the enqueue middleware stored (e.g. `traceparent`); null when none. */
+  meta?: Record<string, unknown> | null;
 }
 
 /** `GET api/throughput`: per-second activity, oldest first (seconds with nothing are absent). */

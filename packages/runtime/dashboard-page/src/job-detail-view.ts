@@ -1,7 +1,8 @@
 /**
  * One job (D3): its stage history with the time spent in each stage, the
- * durations, parent and children (at most 25, as the API sends them), the
- * last error, progress and result, and the actions on it (D4). Everything
+ * durations, priority (X1), unique key (X2), parent and children (at most
+ * 25, as the API sends them), the last error, progress, result and
+ * metadata (X10, e.g. a stored `traceparent`), and the actions on it (D4). Everything
  * the job carries is shown as text (see element.ts).
  */
 import type { JobDetail } from "./api-client.js";
@@ -72,6 +73,8 @@ export function jobDetailView(job: JobDetail, now: number, readOnly: boolean, ac
       ...fact("total", formatDuration(job.durations.totalMs)),
       ...fact("processing", formatDuration(job.durations.processingMs)),
       ...fact("waiting", formatDuration(job.durations.waitingMs)),
+      ...(job.priority !== undefined ? fact("priority", String(job.priority)) : []),
+      ...(job.uniqueKey !== undefined ? fact("unique key", uniqueKeyText(job)) : []),
       ...fact("parent", job.parentIds.length === 0 ? "none" : h("span", null, ...job.parentIds.map(jobLink))),
     ),
     job.error !== null && job.error !== undefined
@@ -81,6 +84,7 @@ export function jobDetailView(job: JobDetail, now: number, readOnly: boolean, ac
       ? h("div", null, h("h3", null, "Progress"), h("pre", { className: "job-progress" }, asText(job.progress)))
       : null,
     job.result !== null && job.result !== undefined ? h("div", null, h("h3", null, "Result"), h("pre", { className: "job-result" }, asText(job.result))) : null,
+    job.meta !== null && job.meta !== undefined ? h("div", null, h("h3", null, "Metadata"), h("pre", { className: "job-meta" }, asText(job.meta))) : null,
     h("h3", null, "Stage history"),
     stageHistory(job, now),
     h("h3", null, job.children.length >= CHILDREN_SHOWN ? `Continuations (first ${CHILDREN_SHOWN})` : `Continuations (${job.children.length})`),
@@ -130,6 +134,12 @@ function stageNoteText(note: string): string {
   if (note === "shutdown") return "put back at shutdown";
   if (note === "permanent") return "permanent: PermanentJobError";
   return note;
+}
+
+/** The unique key with the slot it holds, as `later jobs show` words it: `nightly (holds pending)`, `nightly (released)`, `none`. */
+function uniqueKeyText(job: JobDetail): string {
+  if (job.uniqueKey === null || job.uniqueKey === undefined) return "none";
+  return `${job.uniqueKey} ${job.uniqueSlot ? `(holds ${job.uniqueSlot})` : "(released)"}`;
 }
 
 function fact(name: string, value: Node | string): HTMLElement[] {

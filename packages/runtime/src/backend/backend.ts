@@ -152,8 +152,14 @@ export interface Backend<Trx = unknown> {
    * processes' (WAL watcher) and this backend's own. A latency hint as
    * `wakeSubscribe` is: the waiters also poll, slowly, for what it misses.
    * Throws `DatabaseUnavailableError` when the backend is not open.
+   *
+   * `discarded` (J11): ids of successes whose row the terminal write deleted
+   * (`successMs: 0`), so a waiter resolves though a re-read finds no row.
+   * PostgreSQL: awaited ones, in the notification's payload (up to 250 per
+   * statement; past that, none are named); SQLite: this backend's own
+   * commits only (another process's deleted success is `JOB_NOT_FOUND`).
    */
-  doneSubscribe(listener: () => void): Promise<() => void>;
+  doneSubscribe(listener: (discarded?: readonly string[]) => void): Promise<() => void>;
 
   readonly migrations: MigrationStore;
   readonly jobs: JobStore<Trx>;

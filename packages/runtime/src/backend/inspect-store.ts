@@ -215,6 +215,8 @@ export interface JobRecord {
   uniqueSlot: "pending" | "active" | null;
   /** The handler's result as JSON text (X6), stored with the success; null: none (unfinished, failed, or it returned nothing). */
   result: string | null;
+  /** X10: the metadata the enqueue middleware stored (JSON text of an object, e.g. tracing's `traceparent`); null: none. */
+  meta: string | null;
 }
 
 export interface JobGetParams {

@@ -139,6 +139,12 @@ export interface JobCancelManyParams {
   now: number;
   /** When the cancelled rows expire (now + the retention period). */
   expiresAt: number;
+  /**
+   * J11: the `cancelledMs` of the job types that set one (handler option `retention`, schema tag
+   * `@retainCancelled`): a cancelled row of such a type (its continuations too) expires at `now` + its
+   * type's; others at {@link expiresAt}. Absent or null: all at `expiresAt`.
+   */
+  retentionMsByType?: Readonly<Record<string, number>> | null;
   limit: number;
 }
 

@@ -77,6 +77,16 @@ export interface JobStore<Trx = unknown> {
    * Stores attempt outcomes in one transaction, each guarded by its claim.
    * Success releases waiting continuations; a final failure fails them, down
    * the chain, with the reason.
+   *
+   * J11: a batch where some finish carries its own `retentionMs` is split by
+   * retention class (`shared/finish-retention.ts`): the successes with 0 are
+   * deleted by the statement that records them (PostgreSQL `finishDiscard`, one
+   * statement; SQLite a DELETE in place of the success UPDATE, in the same
+   * transaction as the rest), counted as `succeed` then `discard`; each other
+   * class is written by the statements of a batch without per-type retention,
+   * with its retention. PostgreSQL writes the classes one after the other
+   * (each fenced by its claims), SQLite in one transaction. A batch without
+   * any `retentionMs` is written exactly as before.
    */
   finishMany(params: JobFinishManyParams): Promise<JobFinishManyResult>;
   /**
@@ -311,6 +321,13 @@ export type JobOutcome =
 
 export interface JobFinish extends ClaimKey {
   outcome: JobOutcome;
+  /**
+   * This finish's retention when its job type sets one for the stage it ends in (J11, the handler option
+   * `retention`): the row gets `expiresAt = now + retentionMs` instead of the batch's. A success with 0 is
+   * deleted by the statement that records it. Absent (the usual case): the batch's `retentionMs`, and the
+   * batch is written by the same statements as before retention per type existed.
+   */
+  retentionMs?: number | undefined;
 }
 
 export interface JobFinishManyParams {

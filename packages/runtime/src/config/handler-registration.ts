@@ -1,4 +1,5 @@
 import type { JobTypeLimit, TransactionHandle } from "../backend/backend.js";
+import { checkJobRetention, type JobRetention } from "../core/job-retention.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
 import { describeValue, InvalidConfigError } from "../errors.js";
 import { timeoutProblem } from "../publisher/enqueue-options.js";
@@ -59,6 +60,16 @@ export interface HandlerRegistration<C, Trx = TransactionHandle> {
    */
   timeoutMs?: number | null;
   /**
+   * How long this type's finished jobs are kept, per stage (J11 in
+   * docs/semantics.md): `{ successMs?, failedMs?, cancelledMs? }`, each an
+   * integer of ms from 0 (a negative, fractional or non-finite value is
+   * `INVALID_ARGUMENT` at start). An unset field: the server's
+   * `retentionMs` (default one day). `successMs: 0` deletes a success's row
+   * in the statement that records it: its history and result are lost, and
+   * `later jobs show` no longer finds it.
+   */
+  retention?: JobRetention;
+  /**
    * X9: at most this many jobs of this type running at once across every
    * server of the namespace, enforced by the database at claim time; the
    * others wait in storage (holding no worker) and start as a running one
@@ -85,11 +96,15 @@ export const HANDLER_REGISTRATION_KEYS: readonly (keyof HandlerRegistration<unkn
   "decode",
   "encode",
   "timeoutMs",
+  "retention",
   "concurrency",
   "rateLimit",
 ];
 
-/** One handler's keys (only {@link HANDLER_REGISTRATION_KEYS}) and its `timeoutMs`; throws `InvalidConfigError` naming the job type and the key. */
+/**
+ * One handler's keys (only {@link HANDLER_REGISTRATION_KEYS}), its `timeoutMs`, `concurrency` and `rateLimit`
+ * (`InvalidConfigError`) and its `retention` (`InvalidArgumentError`), each error naming the job type and the key.
+ */
 export function checkHandlerRegistration(type: string, h: object): void {
   for (const key of Object.keys(h)) {
     if (!(HANDLER_REGISTRATION_KEYS as readonly string[]).includes(key)) {
@@ -99,6 +114,7 @@ export function checkHandlerRegistration(type: string, h: object): void {
   const timeoutMs = (h as { timeoutMs?: unknown }).timeoutMs;
   const problem = timeoutMs === undefined || timeoutMs === null ? null : timeoutProblem(timeoutMs);
   if (problem !== null) throw new InvalidConfigError(`handlers.${type}.timeoutMs ${problem} (or null for none)`);
+  checkJobRetention(type, (h as { retention?: unknown }).retention);
   handlerLimit(type, h as HandlerRegistration<unknown>);
 }
 

@@ -10,6 +10,7 @@ import { resolveMetricsOptions } from "../metrics/later-metrics.js";
 import { checkMiddleware, type LaterMiddleware } from "../middleware/later-middleware.js";
 import { logTopicsByName, type LogTopicConfig } from "../retained-log/log-topic.js";
 import type { ServerEvent } from "../events/server-event.js";
+import { MAX_RETENTION_MS } from "../core/job-retention.js";
 import { checkHandlerRegistration, type HandlerRegistration } from "./handler-registration.js";
 
 /**
@@ -20,9 +21,6 @@ import { checkHandlerRegistration, type HandlerRegistration } from "./handler-re
  */
 export const MAX_TIMER_MS = 2_147_483_647;
 export const MAX_WORKERS = 10_000;
-/** A hundred years: retention is added to a timestamp, never waited for. */
-const MAX_RETENTION_MS = 100 * 365 * 86_400_000;
-
 /** Bounds for `workerAutoscale`. */
 export interface WorkerAutoscaleOptions {
   min: number;
@@ -68,7 +66,7 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
   stuckGraceMs?: number;
   /** How often the stuck-job sweep runs (one server per interval). Default 15000. */
   rescueIntervalMs?: number;
-  /** How long terminal jobs are kept. Default one day. */
+  /** How long terminal jobs are kept, where a handler's `retention` sets none for the job's type and stage (J11). Default one day. */
   retentionMs?: number;
   /** How often expired rows are deleted. Default 60000. */
   sweepIntervalMs?: number;

@@ -23,6 +23,7 @@
  *
  *   failed | cancelled ─retry──► enqueued                (from outside, X7)
  *   success | failed | cancelled ─delete | expire | truncate──► null (row deleted)
+ *   success ─discard──► null                             (J11: successMs 0, in the statement that records the success)
  * ```
  *
  * Each backend builds every statement that changes a stage through one
@@ -100,6 +101,11 @@ export const STAGE_TRANSITIONS = {
   delete: t(TERMINAL_STAGES, null, false),
   /** The expiry sweep deletes a terminal job past its `expires_at` (J11). */
   expire: t(TERMINAL_STAGES, null, false),
+  /**
+   * J11: a success of a job type with `successMs: 0`, deleted by the very statement that records it: counted
+   * as `succeed` (running → success, so throughput sees it) and then this (success → no row).
+   */
+  discard: t(["success"], null, false),
   /** `truncatePartitionHistory`: a partition's oldest finished jobs deleted. */
   truncate: t(TERMINAL_STAGES, null, false),
   /** A partition's head failed from outside (`failPartitionHead`), whatever unfinished stage it was in. */

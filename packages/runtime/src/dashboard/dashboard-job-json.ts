@@ -49,6 +49,13 @@ export interface DashboardJobDetail {
   priority: number;
   /** X2: the job's unique key, kept after it finished; null when none was given. */
   uniqueKey: string | null;
+  /**
+   * X2: the key's slot the job holds: `pending` (not started), `active`
+   * (started, unfinished); null once it finished (the key is free) or without a key.
+   */
+  uniqueSlot: "pending" | "active" | null;
+  /** X10: the metadata the enqueue middleware stored (e.g. tracing's `traceparent`), decoded; null when none was. */
+  meta: Record<string, unknown> | null;
 }
 
 /**
@@ -101,6 +108,8 @@ export function jobDetail(job: JobRecord, children: DashboardJobDetail["children
     seq: job.seq,
     priority: job.priority,
     uniqueKey: job.uniqueKey,
+    uniqueSlot: job.uniqueSlot,
+    meta: job.meta === null ? null : (JSON.parse(job.meta) as Record<string, unknown>),
   };
 }
 

@@ -10,7 +10,8 @@ export interface ExpirySweeperConfig {
 
 /**
  * Task `sweep-expired` (J11): deletes terminal jobs whose `expiresAt`
- * (finish time + `retentionMs`) has passed, `batchSize` rows per statement,
+ * (finish time + the job type's retention for its stage, set by the write
+ * that made it terminal; else + `retentionMs`) has passed, `batchSize` rows per statement,
  * until a statement deletes fewer (yielding to the event loop in between).
  * Under steady load the tables stop growing.
  *

@@ -1,9 +1,13 @@
 import type { JobFinish } from "../backend/backend.js";
+import { finishRetentionMs, type JobRetention } from "../core/job-retention.js";
+import type { RetryPolicy } from "../core/retry/retry-policy.js";
 import { lostAttemptError, retryDecision, type RetryDecisionConfig } from "../core/retry/retry-decision.js";
 import { checkInt, PeriodicService, type MaintenanceHost } from "./periodic-service.js";
 
 /** Settings of the {@link StuckJobRescuer}, and what the retry decision reads. */
 export interface StuckJobRescuerConfig<C> extends RetryDecisionConfig<C> {
+  /** The handlers' per-type settings the rescue reads besides the retry policy: their `retention` (J11). */
+  handlers: Readonly<Record<string, { retry?: (app: C) => RetryPolicy; retention?: JobRetention }>>;
   /** How often it looks (one server per interval). Server option `rescueIntervalMs`, default 15000. */
   intervalMs: number;
   /** A running job is rescued once its lease has been expired this long. Server option `stuckGraceMs`, default `leaseMs`. */
@@ -51,11 +55,12 @@ export class StuckJobRescuer<C> extends PeriodicService {
     for (;;) {
       const stuck = await backend.jobs.listStuck({ leaseExpiredBefore, limit: this.batchSize });
       if (stuck.length === 0) return total;
-      const finishes: JobFinish[] = stuck.map((job) => ({
-        id: job.id,
-        attempt: job.attempt,
-        outcome: retryDecision(this.config, job, lostAttemptError(job.attempt)),
-      }));
+      const finishes: JobFinish[] = stuck.map((job) => {
+        const outcome = retryDecision(this.config, job, lostAttemptError(job.attempt));
+        // J11: a job failed for good keeps its type's `failedMs` when the handler's `retention` sets one.
+        const retentionMs = finishRetentionMs(this.config.handlers[job.jobType]?.retention, outcome.kind);
+        return retentionMs === undefined ? { id: job.id, attempt: job.attempt, outcome } : { id: job.id, attempt: job.attempt, outcome, retentionMs };
+      });
       const { applied } = await backend.jobs.finishMany({ finishes, now, retentionMs: this.config.retentionMs, leaseExpiredBefore });
       total += applied.length;
       if (applied.length > 0) this.onRescued();

@@ -47,6 +47,7 @@
  * `jobTimeoutMs` has its failure written at once and its partition goes on;
  * the hung handler is left behind, as in the worker pool.
  */
+import { finishRetentionMs } from "../core/job-retention.js";
 import type { Backend, ClaimedPartitionJob, JobOutcome, PartitionRef } from "../backend/backend.js";
 import { ownedPartitions } from "../core/partition/rendezvous.js";
 import { LeaseLostError, ServerStoppedError } from "../errors.js";
@@ -357,8 +358,10 @@ export class PartitionRunner<C> {
 
   /** Stores the outcome (retrying a failed write until shutdown); the next head when it was claimed in the same write. */
   private async finish(held: HeldClaim, outcome: JobOutcome): Promise<{ job: ClaimedPartitionJob; leaseExpiresAt: number } | null> {
-    const { clock, leaseMs, retentionMs } = this.options;
+    const { clock, leaseMs } = this.options;
     const claim = held.head!;
+    // J11: the type's retention for this stage; a head with `successMs: 0` expires at once (deleted by the next sweep).
+    const retentionMs = finishRetentionMs(this.options.handlers[held.job.jobType]?.retention, outcome.kind) ?? this.options.retentionMs;
     for (;;) {
       const now = clock.now();
       const leaseExpiresAt = now + leaseMs;

@@ -80,6 +80,8 @@ export class JobController {
     private readonly onAction: JobActionListener,
     /** How long a cancelled job is kept (its expiry); the server's `retentionMs`, default one day. */
     private readonly retentionMs = 86_400_000,
+    /** J11: the `cancelledMs` of the job types that set one (their retention when cancelled); others get `retentionMs`. */
+    private readonly cancelledMsByType: Readonly<Record<string, number>> = {},
   ) {}
 
   /** Ends an unfinished job `cancelled` (see the module doc); true when it did, false for a finished job. */
@@ -107,9 +109,15 @@ export class JobController {
     );
   }
 
-  private cancelling(reason: string | null): { reason: string | null; now: number; expiresAt: number } {
+  private cancelling(reason: string | null): {
+    reason: string | null;
+    now: number;
+    expiresAt: number;
+    retentionMsByType: Readonly<Record<string, number>> | null;
+  } {
     const now = this.clock.now();
-    return { reason, now, expiresAt: now + this.retentionMs };
+    const byType = Object.keys(this.cancelledMsByType).length > 0 ? this.cancelledMsByType : null;
+    return { reason, now, expiresAt: now + this.retentionMs, retentionMsByType: byType };
   }
 
   /** Puts a `failed` job back to `enqueued` (see the module doc). */

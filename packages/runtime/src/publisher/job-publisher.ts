@@ -62,6 +62,8 @@ export interface JobPublisherOptions<Trx = TransactionHandle> {
   topics: ReadonlyMap<string, number>;
   /** Retention given to jobs this publisher fails (`forceFailPartitionHead`) or stores failed (a continuation of a failed parent). */
   retentionMs: number;
+  /** J11: the `cancelledMs` of job types that set one, for the jobs this publisher cancels (theirs down the chain too). Default none. */
+  cancelledMsByType?: Readonly<Record<string, number>>;
   /**
    * Called after each local commit with the new jobs and the stage each
    * was stored in (`enqueued`, `delayed`, `waiting`, or `failed` under a
@@ -108,7 +110,7 @@ export class JobPublisher<Trx = TransactionHandle> {
     this.throughMiddleware = composeHooks<PendingEnqueue, JobId[]>(enqueueHooks(middleware), (ctx) => ctx.write(), "enqueue");
     this.clock = options.clock;
     this.coalescer = new InsertCoalescer(async (jobs, now) => (await this.backend.jobs.insertMany({ jobs, now, retentionMs: options.retentionMs })).stages);
-    this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}), options.retentionMs);
+    this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}), options.retentionMs, options.cancelledMsByType);
     this.waiter = new JobWaiter(options.backend, options.clock);
     this.pauses = new PauseController(options.backend, () => options.clock.now(), options.encoders, options.onPauseChange ?? (() => {}));
     this.recurring = new RecurringScheduler({

@@ -36,7 +36,11 @@
  * bounds the wait in every case.
  *
  * A job deleted meanwhile (`delete`, or the expiry sweep after it finished
- * before any read saw it) is JOB_NOT_FOUND. Timers run on the injected clock.
+ * before any read saw it) is JOB_NOT_FOUND. A success deleted by its own
+ * write (J11, `successMs: 0`) resolves `{ stage: "success" }` (no result)
+ * when the done wake-up names it (see `Backend.doneSubscribe`: a PostgreSQL
+ * job this process awaited, a SQLite job finished by this process), else it
+ * is JOB_NOT_FOUND. Timers run on the injected clock.
  */
 import type { Backend, JobOutcomeRow } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
@@ -158,7 +162,10 @@ export class JobWaiter {
 
   private subscribe(): Promise<() => void> {
     if (!this.subscription) {
-      const subscription = this.backend.doneSubscribe(() => this.wake());
+      const subscription = this.backend.doneSubscribe((discarded) => {
+        if (discarded) this.settleDiscarded(discarded);
+        this.wake();
+      });
       this.subscription = subscription;
       subscription.catch(() => {
         if (this.subscription === subscription) this.subscription = null; // the next waitFor tries again
@@ -200,6 +207,17 @@ export class JobWaiter {
       } catch {
         return; // unreachable now: the next wake-up or safety poll reads again
       }
+    }
+  }
+
+  /**
+   * J11: resolves the waiters of successes the committed write deleted (`successMs: 0`) with a bare
+   * `{ stage: "success" }`: the result went with the row.
+   */
+  private settleDiscarded(ids: readonly JobId[]): void {
+    for (const id of ids) {
+      const set = this.pending.get(id);
+      if (set) for (const w of [...set]) w.resolve({ stage: "success" });
     }
   }
 

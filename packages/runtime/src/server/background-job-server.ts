@@ -1,18 +1,7 @@
-import type { Backend, JobInsert, PartitionRef, TransactionHandle } from "../backend/backend.js";
+import type { Backend, PartitionRef, TransactionHandle } from "../backend/backend.js";
 import type { DatabaseClock } from "../core/database-clock.js";
-import { newJobId, type JobId } from "../core/job-id.js";
-import type { JobStage } from "../core/job-stage.js";
+import { newJobId } from "../core/job-id.js";
 import { InvalidConfigError, ServerStoppedError } from "../errors.js";
-import { ActivitySampler } from "../maintenance/activity-sampler.js";
-import { ClockSync } from "../maintenance/clock-sync.js";
-import { DispatchWaitRecorder } from "../maintenance/dispatch-wait-recorder.js";
-import { QueueLengthSampler } from "../maintenance/queue-length-sampler.js";
-import { ServerHeartbeat } from "../maintenance/server-heartbeat.js";
-import { ExpirySweeper } from "../maintenance/expiry-sweeper.js";
-import type { PeriodicService } from "../maintenance/periodic-service.js";
-import { StuckJobRescuer } from "../maintenance/stuck-job-rescuer.js";
-import { VacuumService } from "../maintenance/vacuum-service.js";
-import { WorkerAutoscaler } from "../maintenance/worker-autoscaler.js";
 import { PartitionRunner } from "../partition/partition-runner.js";
 import { RecurringPoller } from "../recurring/recurring-poller.js";
 import { WorkerPool } from "../worker/worker-pool.js";
@@ -20,7 +9,6 @@ import { WorkerIds } from "../worker/worker-ids.js";
 import { PauseWatch } from "../worker/pause-watch.js";
 import { storeLimits } from "./limits-store.js";
 import { LaterMetrics } from "../metrics/later-metrics.js";
-import { QueueGaugeRefresher } from "../metrics/queue-gauge-refresher.js";
 import { ServerMetrics } from "../metrics/server-metrics.js";
 import { metricsMiddleware } from "../metrics/metrics-middleware.js";
 import type { Hook } from "../middleware/later-middleware.js";
@@ -30,15 +18,14 @@ import { logGroupLag } from "../retained-log/log-group-lag.js";
 import { RetainedLog } from "../retained-log/retained-log.js";
 import { followDatabaseClock, holdBackend, prepareBackend, releaseBackend } from "../backend/backend-preparation.js";
 import { DatabaseWait } from "./database-wait.js";
-import { partitionRunnerConfig, stepRunnerConfig, stuckJobRescuerConfig, workerPoolConfig } from "./loop-configs.js";
-import type { JobBatchOptions, JobCancelBatchOptions, JobFilter } from "../publisher/job-controller.js";
-import type { PausedEntry, PauseTarget } from "../publisher/pause-controller.js";
-import { JobPublisher } from "../publisher/job-publisher.js";
-import type { JobWaitResult, WaitForOptions } from "../publisher/job-waiter.js";
+import { partitionRunnerConfig, stepRunnerConfig, workerPoolConfig } from "./loop-configs.js";
+import { ServerMaintenance } from "./server-maintenance.js";
+import { ServerJobControl } from "./server-job-control.js";
+import { serverPublisher } from "./server-publisher.js";
+import type { JobPublisher } from "../publisher/job-publisher.js";
 import { errorEvent } from "../events/server-event.js";
 import { UnhandledJobTypeWarner } from "./unhandled-job-type-warner.js";
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from "../config/server-options.js";
-import { jsonPayload } from "../core/encode-payload.js";
 import { shutdownOnSignals, type ShutdownOnSignalsOptions } from "./shutdown-on-signals.js";
 import type { ShutdownOptions } from "./shutdown-options.js";
 import { liveServers } from "./live-servers.js";
@@ -65,18 +52,15 @@ import { StepRunner, type SteppedAttempt } from "../worker/step-runner.js";
  * the untyped core they share. `Trx`: the caller-owned transactions its
  * publisher's `enqueueIn` takes, inferred from the backend.
  */
-export class BackgroundJobServer<C, Trx = TransactionHandle> {
+export class BackgroundJobServer<C, Trx = TransactionHandle> extends ServerJobControl<Trx> {
   /** This server's id: the lease owner written on its claims. */
   readonly instanceId: string;
   readonly publisher: JobPublisher<Trx>;
   private readonly pool: WorkerPool<C>;
   private readonly partitions: PartitionRunner<C> | null;
   private readonly pauses: PauseWatch;
-  private readonly rescuer: StuckJobRescuer<C>;
-  private readonly sweeper: ExpirySweeper;
-  private readonly autoscaler: WorkerAutoscaler | null;
-  /** Every maintenance service this server runs (the rescuer, the sweeper, vacuum and autoscale when configured). */
-  private readonly services: PeriodicService[];
+  /** The periodic services: rescue, sweep, vacuum, autoscale, clock sync, the dashboard's samplers, the heartbeat, the queue gauges. */
+  private readonly maintenance: ServerMaintenance<C>;
   private readonly recurring: RecurringPoller;
   /** What this server records into its registry's metrics; null with `metrics: false`. */
   private readonly recorder: ServerMetrics | null;
@@ -92,6 +76,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     private readonly options: ResolvedServerOptions<C>,
     databaseClock: DatabaseClock | null,
   ) {
+    super();
     const backend = options.backend;
     this.instanceId = newJobId(options.clock.now());
     const registry = options.metricsRegistry;
@@ -100,41 +85,16 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     this.attemptLayers = recorder ? [metricsMiddleware(recorder, options.clock)] : [];
     // Always on: its warning reaches stderr by default (a type nobody handles must not be silent).
     const warner = new UnhandledJobTypeWarner(options.onEvent);
-    const encoders = new Map(Object.entries(options.handlers).map(([type, h]) => [type, h.encode ?? jsonPayload]));
-    // Local enqueues (the publisher's and the recurring poller's) wake local workers and pollers at once (P7).
-    const onCommitted = (jobs: readonly JobInsert[], stages: readonly JobStage[]): void => {
-      if (stages.includes("enqueued")) this.pool.wake();
-      if (this.partitions && jobs.some((j) => j.topic !== undefined)) this.partitions.wake();
-      if (recorder) for (let i = 0; i < jobs.length; i++) recorder.enqueued(jobs[i]!.jobType, stages[i]!);
-      for (const job of jobs) warner.noteEnqueued(job.jobType);
-      if (!options.eventsEnabled) return;
-      for (const [i, job] of jobs.entries()) options.onEvent({ type: "job", jobId: job.id, jobType: job.jobType, stage: stages[i]!, attempt: 0 });
-    };
-    this.publisher = new JobPublisher<Trx>({
-      backend,
-      clock: options.clock,
-      // Not the server's default: a job enqueued without an explicit policy follows whichever server runs it.
-      defaultRetryPolicy: null,
-      encoders,
-      retentionMs: options.retentionMs,
-      topics: new Map(options.topics.map((t) => [t.name, t.partitions])),
-      onCommitted,
-      onReady: () => this.pool.wake(),
-      // X4: this process's pause or resume is seen by its own loops before their next claim.
-      onPauseChange: () => {
+    const { publisher, onCommitted } = serverPublisher<C, Trx>(options, recorder, warner, {
+      workers: () => this.pool.wake(),
+      partitions: () => this.partitions?.wake(),
+      pauseChanged: () => {
         this.pauses.invalidate();
         wakeAll();
       },
-      middleware: options.middleware,
-      onJobAction: (action, jobIds) => {
-        if (action === "retry" || action === "cancel") {
-          this.pool.wake();
-          this.partitions?.wake();
-        }
-        if (action === "cancel") this.renewNow(); // X3: a cancelled attempt of this server aborts at once
-        if (options.eventsEnabled) options.onEvent({ type: "job-action", action, jobIds });
-      },
+      renewNow: () => this.renewNow(),
     });
+    this.publisher = publisher;
     const workerIds = new WorkerIds();
     this.pool = new WorkerPool(workerPoolConfig(options, this.attemptLayers), backend, this.instanceId, this.publisher, workerIds, recorder);
     this.partitions =
@@ -153,37 +113,16 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     // Released continuations may be regular or partitioned jobs, whichever side finished their parent.
     this.pool.onReleased = wakeAll;
     if (this.partitions) this.partitions.onReleased = wakeAll;
-    const host = { backend, clock: options.clock, onEvent: options.onEvent };
-    this.rescuer = new StuckJobRescuer(host, stuckJobRescuerConfig(options), () => this.pool.wake());
-    this.sweeper = new ExpirySweeper(host, { intervalMs: options.sweepIntervalMs, batchSize: options.sweepBatchSize });
-    const auto = options.workerAutoscale;
-    this.autoscaler =
-      auto && new WorkerAutoscaler(host, { ...auto, intervalMs: options.autoscaleIntervalMs, jobTypes: Object.keys(options.handlers) }, this.pool);
-    this.services = [this.rescuer, this.sweeper];
-    if (options.vacuumIntervalMs !== null && backend.capabilities.supportsVacuum)
-      this.services.push(new VacuumService(host, { intervalMs: options.vacuumIntervalMs }));
-    if (this.autoscaler) this.services.push(this.autoscaler);
-    if (databaseClock) this.services.push(new ClockSync(host, { intervalMs: options.clockSyncIntervalMs }, databaseClock));
-    // The dashboard's data (docs/semantics.md D1, D5, D7): throughput, dispatch wait, backlog history, the server list.
-    const dispatchWait = new DispatchWaitRecorder(host);
-    this.pool.onClaimed = (job, claimedAt) => dispatchWait.record("regular", claimedAt, job.runAt);
-    if (this.partitions) this.partitions.onClaimed = (_job, claimedAt, readyAt) => dispatchWait.record("partitioned", claimedAt, readyAt);
-    const load = () => ({ workers: this.pool.workerCount, busy: this.pool.busyCount + (this.partitions?.runningCount ?? 0) });
-    this.services.push(
-      dispatchWait,
-      new ActivitySampler(host),
-      new QueueLengthSampler(host),
-      new ServerHeartbeat(host, {
-        instanceId: this.instanceId,
-        intervalMs: 5_000,
-        expiryMs: 15_000,
-        load,
-        jobTypes: Object.keys(options.handlers),
-        // Read back only while some enqueued type waits to be checked: no extra query per beat otherwise.
-        onLiveJobTypes: (types) => warner.liveTypesRead(types),
-        wantsLiveJobTypes: () => warner.hasSuspects,
-      }),
-    );
+    this.maintenance = new ServerMaintenance({
+      options,
+      instanceId: this.instanceId,
+      pool: this.pool,
+      partitions: this.partitions,
+      databaseClock,
+      warner,
+      recorder,
+      logLag: () => this.logLag(),
+    });
     if (recorder) {
       const partitions = this.partitions;
       const pool = this.pool;
@@ -195,8 +134,6 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
         () => partitions?.activeByTopic() ?? new Map(),
       );
       recorder.attachPaused(Object.keys(options.handlers), () => this.pauses.pausedTypes);
-      // Every log topic the database holds (the schema's, other processes'), not only `logTopics`.
-      this.services.push(new QueueGaugeRefresher(host, { metrics: recorder, logLag: () => this.logLag() }));
     }
     this.recurring = new RecurringPoller({
       backend,
@@ -296,7 +233,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
       );
     else {
       server.pool.start();
-      for (const service of server.services) service.start();
+      server.maintenance.start();
       server.recurring.start();
     }
     liveServers().add(server);
@@ -329,60 +266,6 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
    */
   logLag(): Promise<LogGroupLag[]> {
     return logGroupLag(this.options.backend);
-  }
-
-  /**
-   * Resolves once job `jobId` is terminal, with `{ stage, result?, error? }`;
-   * woken by the commit, not by polling (X6, see `JobPublisher.waitFor`).
-   * `WAIT_TIMEOUT` past `options.timeoutMs`; `JOB_NOT_FOUND` for an unknown id.
-   */
-  waitFor(jobId: JobId, options: WaitForOptions): Promise<JobWaitResult> {
-    return this.publisher.waitFor(jobId, options);
-  }
-
-  /** Puts a `failed` job back to `enqueued`, ready now, its history kept (see `JobPublisher.retry`); a `job-action` event. */
-  retry(jobId: JobId): Promise<void> {
-    return this.publisher.retry(jobId);
-  }
-
-  /** Cancels an unfinished job (X3; see `JobPublisher.cancel`): true when it did, false for a finished one; a `job-action` event. */
-  cancel(jobId: JobId, reason?: string): Promise<boolean> {
-    return this.publisher.cancel(jobId, reason);
-  }
-
-  /** Cancels every unfinished job matching `filter`, in batches; resolves to how many (see `JobPublisher.cancelJobs`). */
-  cancelJobs(filter?: JobFilter, options?: JobCancelBatchOptions): Promise<number> {
-    return this.publisher.cancelJobs(filter, options);
-  }
-
-  /** Deletes a finished job (see `JobPublisher.delete`); a `job-action` event. */
-  delete(jobId: JobId): Promise<void> {
-    return this.publisher.delete(jobId);
-  }
-
-  /** Retries every `failed` job matching `filter`, in batches; resolves to how many (see `JobPublisher.retryJobs`). */
-  retryJobs(filter?: JobFilter, options?: JobBatchOptions): Promise<number> {
-    return this.publisher.retryJobs(filter, options);
-  }
-
-  /** Deletes every finished job matching `filter`, in batches; resolves to how many (see `JobPublisher.deleteJobs`). */
-  deleteJobs(filter?: JobFilter, options?: JobBatchOptions): Promise<number> {
-    return this.publisher.deleteJobs(filter, options);
-  }
-
-  /** Pauses a job type or topic on every server of the namespace within one poll interval; true when it changed something (see `JobPublisher.pause`, docs/semantics.md X4). */
-  pause(target: PauseTarget): Promise<boolean> {
-    return this.publisher.pause(target);
-  }
-
-  /** Resumes a paused job type or topic and wakes every server at once; true when it was paused (see `JobPublisher.resume`). */
-  resume(target: PauseTarget): Promise<boolean> {
-    return this.publisher.resume(target);
-  }
-
-  /** Every paused job type and topic of the namespace (see `JobPublisher.listPaused`). */
-  listPaused(): Promise<PausedEntry[]> {
-    return this.publisher.listPaused();
   }
 
   /**
@@ -440,12 +323,12 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
 
   /** Runs the stuck-job sweep now (it also runs every `rescueIntervalMs`). Returns how many jobs it rescued. */
   rescueStuckJobs(): Promise<number> {
-    return this.rescuer.runOnce();
+    return this.maintenance.rescuer.runOnce();
   }
 
   /** Runs the expiry sweep now. Returns how many rows it deleted. */
   sweepExpiredJobs(): Promise<number> {
-    return this.sweeper.runOnce();
+    return this.maintenance.sweeper.runOnce();
   }
 
   /** Runs the recurring poller now (it also runs every `recurringPollIntervalMs`). Returns how many occurrences it enqueued. */
@@ -455,7 +338,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
 
   /** Runs one autoscale decision now. */
   autoscaleTick(): Promise<number> {
-    return this.autoscaler?.runOnce() ?? Promise.resolve(0);
+    return this.maintenance.autoscaler?.runOnce() ?? Promise.resolve(0);
   }
 
   /**
@@ -488,7 +371,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> {
     this.stopped ??= (async () => {
       this.publisher.stop();
       this.unsubscribeWake();
-      await Promise.all([...this.services.map((s) => s.stop()), this.recurring.stop()]);
+      await Promise.all([this.maintenance.stop(), this.recurring.stop()]);
       await Promise.all([this.pool.shutdown(deadlineMs), this.partitions?.shutdown(deadlineMs), this.retainedLog?.close()]);
       this.recorder?.stop();
       await releaseBackend(this.options.backend);

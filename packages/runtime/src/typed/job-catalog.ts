@@ -1,3 +1,4 @@
+import type { JobRetention } from "../core/job-retention.js";
 import { InvalidArgumentError } from "../errors.js";
 import { checkPayload, type NamedShapes, type Shape } from "./payload-shape.js";
 
@@ -34,6 +35,12 @@ export interface JobSpec {
   readonly concurrency?: number;
   /** X9: `@rateLimit MAX/WINDOW`: the type's `rateLimit` unless its handler's options give one. */
   readonly rateLimit?: { readonly max: number; readonly perMs: number };
+  /**
+   * The job type's retention per stage from the schema's `@retainSuccess`, `@retainFailed` and
+   * `@retainCancelled` tags (J11); the handler option `retention` wins field by field. None: the
+   * server's `retentionMs`.
+   */
+  readonly retention?: JobRetention;
   /**
    * The payload type as a {@link Shape}: every typed enqueue checks the
    * payload against it ({@link payloadValidator}) and the decoder checks a

@@ -15,6 +15,7 @@ import type { PauseTarget } from "../publisher/pause-controller.js";
 import { PublisherUnhandledCheck } from "./publisher-unhandled-check.js";
 import { jobHandles } from "./typed-server-builder.js";
 import { jsonPayload } from "../core/encode-payload.js";
+import { cancelledMsByType } from "../core/job-retention.js";
 import { withSchemaTopics } from "./schema-topics.js";
 import { checkMiddleware, type LaterMiddleware } from "../middleware/later-middleware.js";
 
@@ -123,6 +124,7 @@ export class TypedJobPublisher<H, Trx = TransactionHandle, P extends PauseTarget
       defaultRetryPolicy: policy,
       encoders,
       retentionMs: 86_400_000,
+      cancelledMsByType: cancelledMsByType(catalog),
       topics: registry,
       onCommitted: (jobs) => unhandled.noted(jobs.map((j) => j.jobType)),
       middleware,

@@ -1,4 +1,5 @@
 import type { TransactionHandle } from "../backend/backend.js";
+import type { JobRetention } from "../core/job-retention.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
 import { HandlerMissingError, InvalidArgumentError, InvalidConfigError } from "../errors.js";
 import { BackgroundJobServer } from "../server/background-job-server.js";
@@ -41,6 +42,14 @@ export interface HandlerOptions<C> {
    */
   timeoutMs?: number | null;
   /**
+   * How long this type's finished jobs are kept, per stage (J11): `{ successMs?, failedMs?, cancelledMs? }`,
+   * integers of ms from 0; each field given wins over the schema's `@retainSuccess` / `@retainFailed` /
+   * `@retainCancelled` tag, and either over the server's `retentionMs`. `successMs: 0` deletes a success's
+   * row in the statement that records it (history and result lost). A bad value is `INVALID_ARGUMENT`
+   * naming the job type and field.
+   */
+  retention?: JobRetention;
+  /**
    * X9: at most this many jobs of this type running at once across every
    * server of the namespace (see `HandlerRegistration.concurrency`). Wins
    * over the schema's `@concurrency`; null: no limit even when the schema
@@ -57,7 +66,7 @@ export interface HandlerOptions<C> {
 }
 
 /** Every key {@link HandlerOptions} has. */
-export const HANDLER_OPTION_KEYS: readonly (keyof HandlerOptions<unknown>)[] = ["retry", "timeoutMs", "concurrency", "rateLimit"];
+export const HANDLER_OPTION_KEYS: readonly (keyof HandlerOptions<unknown>)[] = ["retry", "timeoutMs", "retention", "concurrency", "rateLimit"];
 
 /**
  * The base of every generated `<Name>Builder`: the generated subclass adds
@@ -91,6 +100,9 @@ export class TypedServerBuilder<C, H, Trx = TransactionHandle, P extends PauseTa
     }
     const problem = options.timeoutMs === undefined || options.timeoutMs === null ? null : timeoutProblem(options.timeoutMs);
     if (problem !== null) throw new InvalidConfigError(`${spec.handlerMethod}: timeoutMs ${problem} (or null for none)`);
+    // Checked at start, with the server's options (`INVALID_ARGUMENT` naming the type and field): a value that is not an object is passed on as given.
+    const own: unknown = options.retention;
+    const retention = own !== null && typeof own === "object" ? { ...spec.retention, ...definedFields(own as JobRetention) } : (own ?? spec.retention);
     const run = handle as (ctx: TypedJobContext<C, H, Trx>, payload: unknown) => unknown;
     this.handlers.set(jobType, {
       handle: (ctx, payload) => {
@@ -101,6 +113,7 @@ export class TypedServerBuilder<C, H, Trx = TransactionHandle, P extends PauseTa
       decode: payloadDecoder(jobType, spec),
       ...(options.retry === undefined ? {} : { retry: options.retry }),
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      ...(retention === undefined ? {} : { retention: retention as JobRetention }),
       // X9: checked with the other handler options when the server starts (INVALID_CONFIG naming the type and field).
       ...limitOption("concurrency", options.concurrency, spec.concurrency),
       ...limitOption("rateLimit", options.rateLimit, spec.rateLimit),
@@ -175,4 +188,9 @@ function limitOption<K extends "concurrency" | "rateLimit">(
 ): Pick<HandlerOptions<unknown>, K> {
   const value = own !== undefined ? own : schema;
   return (value === undefined ? {} : { [key]: value }) as Pick<HandlerOptions<unknown>, K>;
+}
+
+/** The fields of `retention` that are set (an `undefined` field given does not hide the schema's tag). */
+function definedFields(retention: JobRetention | undefined): JobRetention {
+  return Object.fromEntries(Object.entries(retention ?? {}).filter(([, v]) => v !== undefined));
 }

@@ -37,6 +37,8 @@ export class HeldClaim implements JobFinish {
   readonly head: PartitionClaim | null;
   /** What the attempt led to; set when the handler settles (or times out). */
   outcome: JobOutcome = SUCCESS;
+  /** J11: the retention its job type sets for the outcome's stage (handler option `retention`), set with the outcome; undefined: the server's. */
+  retentionMs: number | undefined = undefined;
   /** When the handler started (clock ms), for the timeout watchdog. */
   startedAt = 0;
   /** The attempt's timeout (ms) and the setting it came from, for the watchdog; null: none. Set when the handler starts. */

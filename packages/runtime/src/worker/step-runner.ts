@@ -26,6 +26,7 @@ import type { TopicConfig } from "../core/partition/topic.js";
 import { attemptEvent } from "../events/server-event.js";
 import type { ServerMetrics } from "../metrics/server-metrics.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
+import { finishRetentionMs } from "../core/job-retention.js";
 import { HeldClaim } from "./held-claim.js";
 import { JobExecutor, type JobExecutorConfig } from "./job-executor.js";
 
@@ -88,6 +89,7 @@ export class StepRunner<C> {
       const outcome = await this.executor.run(claim, STEP_WORKER_ID);
       if (outcome === null) return { job: claim.job, partitioned: false, outcome, written: false };
       claim.outcome = outcome;
+      claim.retentionMs = finishRetentionMs(this.options.handlers[claim.job.jobType]?.retention, outcome.kind);
       const result = await this.backend.jobs.finishMany({ finishes: [claim], now: clock.now(), retentionMs });
       return this.written(claim.job, false, outcome, result.applied.length > 0);
     }
@@ -104,7 +106,8 @@ export class StepRunner<C> {
     const head = new HeldClaim(claimed[0]!, leaseExpiresAt, true);
     const outcome = await this.executor.run(head, STEP_WORKER_ID);
     if (outcome === null) return { job: head.job, partitioned: true, outcome, written: false };
-    const result = await this.backend.partitions.headFinish({ owner: this.owner, claim: head.head!, outcome, now: clock.now(), retentionMs });
+    const headRetentionMs = finishRetentionMs(this.options.handlers[head.job.jobType]?.retention, outcome.kind) ?? retentionMs;
+    const result = await this.backend.partitions.headFinish({ owner: this.owner, claim: head.head!, outcome, now: clock.now(), retentionMs: headRetentionMs });
     return this.written(head.job, true, outcome, result.applied);
   }
 

@@ -20,12 +20,10 @@
  *      └─ every held claim's lease is renewed by the LeaseRenewer until written
  * ```
  *
- * The fetcher keeps a target of claims in flight (running plus buffered),
- * paced by {@link ClaimPacer}: what the workers finish in a few claim round
- * trips. It claims again once half of the target is free, so a free worker
- * starts its next job without a round trip and each claim is a batch.
- * Claimed-but-unstarted jobs hold a renewed lease like running ones and are
- * released at shutdown.
+ * The {@link ClaimFetcher} keeps a target of claims in flight (running
+ * plus buffered), paced by {@link ClaimPacer}: what the workers finish in a
+ * few claim round trips. Claimed-but-unstarted jobs hold a renewed lease
+ * like running ones and are released at shutdown.
  *
  * Supervision: a worker loop that throws (a bug in later, never a handler
  * error) is replaced; a handler that outlives `jobTimeoutMs` is failed by
@@ -41,8 +39,10 @@ import type { Backend, ClaimedJob, JobOutcome } from "../backend/backend.js";
 import { describeThrown, LeaseLostError, ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent, errorEvent } from "../events/server-event.js";
+import { ClaimFetcher } from "./claim-fetcher.js";
 import { ClaimPacer } from "./claim-pacer.js";
 import { CompletionBatcher } from "./completion-batcher.js";
+import { finishRetentionMs } from "../core/job-retention.js";
 import { HeldClaim } from "./held-claim.js";
 import { JobExecutor } from "./job-executor.js";
 import type { WorkerPoolConfig } from "./worker-pool-config.js";
@@ -51,9 +51,6 @@ import type { WorkerIds } from "./worker-ids.js";
 import type { PauseWatch } from "./pause-watch.js";
 import { handlerLimit } from "../config/handler-registration.js";
 import type { ServerMetrics, WorkerState } from "../metrics/server-metrics.js";
-
-/** The abort reason of a wake-up (not an error; nobody reads it). */
-const WAKE = Symbol("wake");
 
 interface WorkerSlot {
   id: number;
@@ -71,17 +68,11 @@ export class WorkerPool<C> {
   private readonly idle: ((claim: HeldClaim | null) => void)[] = [];
   private readonly slots: WorkerSlot[] = [];
   private stopping = false;
-  private fetchLoop: Promise<void> | null = null;
-  private wakeController = new AbortController();
-  /** False after a claim came back short, until a "work" wake or the poll timer. */
-  private moreMayBeReady = true;
+  private readonly fetcher: ClaimFetcher;
   private readonly batcher: CompletionBatcher<HeldClaim>;
   private readonly renewer: LeaseRenewer;
-  private readonly jobTypes: string[];
-  /** X9: this server's job types with a limit in their handler options: claimed by the limited step, and a finish of one wakes the fetcher. */
+  /** X9: this server's job types with a limit in their handler options: the fetcher claims them by the limited step, and a finish of one wakes it. */
   private readonly limitedTypes: ReadonlySet<string>;
-  /** The last claimable list split into plain and limited types (rebuilt only when the list changes: a pause or resume). */
-  private split: { of: readonly string[]; plain: readonly string[]; limited: readonly string[] } | null = null;
   private readonly pacer: ClaimPacer;
   private readonly executor: JobExecutor<C>;
   /**
@@ -94,21 +85,31 @@ export class WorkerPool<C> {
   /** Told of every job claimed, with the claim's time (the dashboard's dispatch wait). */
   onClaimed: ((job: ClaimedJob, claimedAt: number) => void) | null = null;
   /** X4: the paused set, read before a claim at most once per poll interval; paused types are left out of the claim. Null: none honoured. */
-  pauses: PauseWatch | null = null;
+  set pauses(pauses: PauseWatch | null) {
+    this.fetcher.pauses = pauses;
+  }
 
   constructor(
     private readonly options: WorkerPoolConfig<C>,
     private readonly backend: Backend,
-    private readonly owner: string,
+    owner: string,
     publisher: JobPublisher<unknown>,
     /** Numbers the worker slots (shared with the partition runner, so `worker_id` labels never collide). */
     private readonly ids: WorkerIds,
     /** Where written outcomes are recorded (attempts: the executor's metrics layer); null with metrics off. */
     private readonly metrics: ServerMetrics | null,
   ) {
-    this.jobTypes = Object.keys(options.handlers);
-    this.limitedTypes = new Set(this.jobTypes.filter((t) => handlerLimit(t, options.handlers[t]!) !== null));
+    const jobTypes = Object.keys(options.handlers);
+    this.limitedTypes = new Set(jobTypes.filter((t) => handlerLimit(t, options.handlers[t]!) !== null));
     this.pacer = new ClaimPacer(backend.capabilities.claimBatch);
+    this.fetcher = new ClaimFetcher(options, backend, owner, jobTypes, this.limitedTypes, this.pacer, {
+      activeWorkers: () => this.slots.filter((s) => !s.stopRequested).length,
+      inFlight: () => this.buffer.length + this.busyCount,
+      accept: (job, leaseExpiresAt, claimedAt) => {
+        this.onClaimed?.(job, claimedAt);
+        this.accept(job, leaseExpiresAt);
+      },
+    });
     const reportError = (where: string) => (error: unknown) => options.onEvent(errorEvent(where, error));
     this.batcher = new CompletionBatcher<HeldClaim>(
       backend,
@@ -162,21 +163,13 @@ export class WorkerPool<C> {
   start(): void {
     for (let i = 0; i < this.options.workerCount; i++) this.addWorker();
     this.renewer.start();
-    this.fetchLoop ??= this.runFetcher();
+    this.fetcher.start();
     this.executor.start();
   }
 
-  /**
-   * Nudges the fetcher. `"work"`: new work may be ready (an enqueue, another
-   * process's commit, a retry, released continuations). `"capacity"`: a
-   * worker freed up; the fetcher claims then only if its last claim came
-   * back full or new work was signalled since, so a drained queue costs no
-   * empty claim transactions.
-   */
+  /** Nudges the fetcher (see {@link ClaimFetcher.wake}): `"work"` when new work may be ready, `"capacity"` when a worker freed up. */
   wake(reason: "work" | "capacity" = "work"): void {
-    if (reason === "work") this.moreMayBeReady = true;
-    else if (!this.moreMayBeReady) return; // the fetcher would not claim anyway: no wake-up (and no new signal) per finished job
-    this.wakeController.abort(WAKE); // a reason of ours: abort() without one builds a DOMException, measurable per job
+    this.fetcher.wake(reason);
   }
 
   addWorker(): number {
@@ -212,8 +205,7 @@ export class WorkerPool<C> {
     if (this.stopping) return;
     this.stopping = true;
     const deadlineAt = this.options.clock.now() + deadlineMs;
-    this.wake();
-    await this.fetchLoop;
+    await this.fetcher.stop();
     const unstarted = this.buffer.splice(0);
     for (const h of unstarted) this.held.delete(h.job.id);
     for (const resolve of this.idle.splice(0)) resolve(null);
@@ -260,79 +252,6 @@ export class WorkerPool<C> {
     } catch (error) {
       this.options.onEvent(errorEvent("release", error));
     }
-  }
-
-  // ---- fetcher ------------------------------------------------------------
-
-  private async runFetcher(): Promise<void> {
-    const { clock, pollIntervalMs, leaseMs } = this.options;
-    // A turn whose wake-up signal was already spent (a wake-up before its claim, which that claim
-    // answered) carries its claim's wait into the next turn, so a due time it learned (0: due now)
-    // is kept rather than replaced by a whole poll interval.
-    let carriedWaitMs: number | null = null;
-    while (!this.stopping) {
-      const signal = this.wakeController.signal;
-      let waitMs: number = carriedWaitMs ?? pollIntervalMs;
-      carriedWaitMs = null;
-      const workers = this.slots.filter((s) => !s.stopRequested).length;
-      const inFlight = this.buffer.length + this.busyCount;
-      this.pacer.sample(clock.now());
-      const target = this.pacer.target(workers);
-      if (inFlight <= target / 2 && workers > 0 && this.moreMayBeReady) {
-        const limit = target - inFlight;
-        // Cleared before any await of this turn: a wake-up that arrives while the paused set is read
-        // or the claim runs sets it again, so the next turn claims instead of sleeping a poll interval
-        // (the claim's due time is dropped when such a wake-up cut the turn short).
-        this.moreMayBeReady = false;
-        await this.pauses?.refresh();
-        const jobTypes = this.pauses?.claimableTypes(this.jobTypes) ?? this.jobTypes;
-        try {
-          const now = clock.now();
-          const leaseExpiresAt = now + leaseMs;
-          // Every type paused: no claim; the poll timer or a wake-up (a resume wakes every server) tries again.
-          const claimed =
-            jobTypes.length === 0
-              ? { jobs: [] }
-              : this.limitedTypes.size === 0
-                ? await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, jobTypes })
-                : await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, ...this.splitTypes(jobTypes) });
-          if (jobTypes.length > 0) this.pacer.claimTook(clock.now() - now);
-          for (const job of claimed.jobs) {
-            this.onClaimed?.(job, now);
-            this.accept(job, leaseExpiresAt);
-          }
-          if (claimed.jobs.length === limit) {
-            this.moreMayBeReady = true;
-            // Let completions, timers and I/O run before the next claim: with a
-            // synchronous driver the whole loop would otherwise stay in microtasks.
-            await new Promise<void>((r) => setImmediate(r));
-            continue;
-          }
-          const next = claimed.nextRunAt ?? null;
-          // 0 when already due (the clock moved while the claim ran): claim again on the next timer turn.
-          if (next !== null) waitMs = Math.max(0, Math.min(pollIntervalMs, next - clock.now()));
-        } catch (error) {
-          if (this.stopping) break;
-          this.moreMayBeReady = true;
-          this.options.onEvent(errorEvent("claim", error));
-        }
-      }
-      if (this.stopping) break;
-      if (!signal.aborted) await clock.sleep(waitMs, signal);
-      if (signal.aborted) {
-        this.wakeController = new AbortController();
-        if (!this.moreMayBeReady) carriedWaitMs = waitMs;
-      } else this.moreMayBeReady = true; // the poll timer (or the next due time) fired
-    }
-  }
-
-  /** X9: `jobTypes` as the claim's plain `jobTypes` and its `limitedTypes`. */
-  private splitTypes(jobTypes: readonly string[]): { jobTypes: readonly string[]; limitedTypes: readonly string[] } {
-    if (this.split?.of !== jobTypes) {
-      const limited = jobTypes.filter((t) => this.limitedTypes.has(t));
-      this.split = { of: jobTypes, plain: jobTypes.filter((t) => !this.limitedTypes.has(t)), limited };
-    }
-    return { jobTypes: this.split.plain, limitedTypes: this.split.limited };
   }
 
   private accept(job: ClaimedJob, leaseExpiresAt: number): void {
@@ -440,6 +359,7 @@ export class WorkerPool<C> {
 
   private submit(claim: HeldClaim, outcome: JobOutcome): void {
     claim.outcome = outcome;
+    claim.retentionMs = finishRetentionMs(this.options.handlers[claim.job.jobType]?.retention, outcome.kind);
     this.batcher.submit(claim);
   }
 

@@ -228,7 +228,7 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
   }
 
   /** Notifications on the done channel (an awaited job became terminal), and once after its listener reconnects; see {@link PostgresDoneListener}. */
-  doneSubscribe(listener: () => void): Promise<() => void> {
+  doneSubscribe(listener: (discarded?: readonly string[]) => void): Promise<() => void> {
     return this.done.subscribe(this.runner.conn(), listener);
   }
 }

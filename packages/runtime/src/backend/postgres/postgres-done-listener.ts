@@ -21,8 +21,10 @@ import { PostgresListener } from "./postgres-listener.js";
 export class PostgresDoneListener {
   private listener: PostgresListener | null = null;
   private starting: Promise<void> | null = null;
-  private readonly subscribers = new Set<() => void>();
+  private readonly subscribers = new Set<(discarded?: readonly string[]) => void>();
   private scheduled = false;
+  /** J11: ids named by the notifications since the subscribers were last called (deleted successes). */
+  private discarded: string[] = [];
 
   constructor(
     private readonly channel: () => string,
@@ -30,7 +32,7 @@ export class PostgresDoneListener {
   ) {}
 
   /** Adds `listener`; resolves (to its unsubscribe) once LISTEN is in place, so a commit after that is heard. */
-  async subscribe(pool: pg.Pool, listener: () => void): Promise<() => void> {
+  async subscribe(pool: pg.Pool, listener: (discarded?: readonly string[]) => void): Promise<() => void> {
     this.subscribers.add(listener);
     const unsubscribe = () => {
       this.subscribers.delete(listener);
@@ -56,7 +58,11 @@ export class PostgresDoneListener {
     const listener = new PostgresListener({
       clientConfig: { ...pool.options, application_name: pool.options.application_name ?? this.options.applicationName ?? "later" },
       channel: this.channel(),
-      onNotification: () => this.schedule(),
+      onNotification: (payload) => {
+        // A non-empty payload names awaited successes its statement deleted (J11, `successMs: 0`).
+        if (payload !== "") this.discarded.push(...payload.split(","));
+        this.schedule();
+      },
       onReconnected: () => this.schedule(),
     });
     try {
@@ -73,7 +79,9 @@ export class PostgresDoneListener {
     this.scheduled = true;
     queueMicrotask(() => {
       this.scheduled = false;
-      for (const listener of this.subscribers) listener();
+      const discarded = this.discarded.length > 0 ? this.discarded : undefined;
+      this.discarded = [];
+      for (const listener of this.subscribers) listener(discarded);
     });
   }
 }

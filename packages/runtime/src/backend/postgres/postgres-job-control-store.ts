@@ -123,8 +123,8 @@ SELECT id FROM gone ORDER BY id`);
     UNION ALL SELECT e.child_id FROM ${schema}.later_job_parents e WHERE e.parent_id = t.id AND e.namespace = $1
   ) c
 ), cancelled AS (
-  UPDATE ${jobs} j SET ${cancelled.stage}, unique_slot = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3, expires_at = $4,
-    ${cancelled.history}
+  UPDATE ${jobs} j SET ${cancelled.stage}, unique_slot = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = $3,
+    expires_at = coalesce($3::bigint + ($10::jsonb ->> j.job_type)::bigint, $4), ${cancelled.history}
   FROM tree t LEFT JOIN picked p ON p.id = t.id
   WHERE j.id = t.id AND j.namespace = $1 AND (p.id IS NOT NULL OR j.stage = 'waiting')
   RETURNING j.id, coalesce(p.stage, 'waiting') AS old_stage, j.topic, j.partition_no, p.id IS NOT NULL AS picked, j.awaited
@@ -143,7 +143,7 @@ FROM cancelled WHERE picked ORDER BY id`);
     const countUnfinished = statement(`SELECT count(*)::bigint AS n FROM ${jobs} WHERE namespace = $1 AND stage IN ${stageList(CANCELLABLE_STAGES)}
   AND ($2::text IS NULL OR stage = $2::text) AND ($3::text IS NULL OR job_type = $3::text)`);
     this.count = { retry: count(RETRYABLE_STAGES, ` AND ${retryable}`), delete: count(TERMINAL_STAGES), cancel: countUnfinished };
-    this.cancel = { ids: cancel(byIds(10)), filter: cancel(byFilter(10, false)) };
+    this.cancel = { ids: cancel(byIds(11)), filter: cancel(byFilter(11, false)) };
     this.retry = { ids: retry(byIds(6)), filter: retry(byFilter(6)) };
     this.remove = { ids: remove(byIds(3)), filter: remove(byFilter(3)) };
   }
@@ -184,6 +184,7 @@ FROM cancelled WHERE picked ORDER BY id`);
       payload,
       cancelNotifyPayload(this.host.namespace),
       this.host.doneChannel,
+      params.retentionMsByType ? JSON.stringify(params.retentionMsByType) : null,
     ];
     return this.run(this.cancel, params.target, head);
   }

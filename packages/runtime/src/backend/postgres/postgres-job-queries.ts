@@ -172,6 +172,17 @@ export class PostgresJobQueries {
    */
   readonly finishSuccess: Statement;
   /**
+   * {@link finishSuccess} for successes of job types with `successMs: 0` (J11): the same claim fence, but the
+   * rows are DELETEd, in the statement that records the success. The counters count each row's move into
+   * `success` (its `entered` too: throughput sees it) and its removal (`discard`), so they still equal the
+   * stored rows; continuations are released as by {@link finishSuccess} (the returned `marked` for the
+   * rest); a deleted row frees its unique key. The done notification (`woken`) names the awaited deleted ids
+   * in its payload (up to 250; past that, an empty payload), since a waiter's re-read finds no row.
+   * `$1` ids, `$2` attempts by id, `$3` now, `$4` namespace, `$5`/`$6` channel and payload, `$7` batch size,
+   * `$8` the done channel. Same result row as {@link finishSuccess}.
+   */
+  readonly finishDiscard: Statement;
+  /**
    * Fails the waiting children of failed parents, single-parent ones and
    * fan-in ones (X5; one reason per fan-in child: its first failed parent's
    * in id order, as PostgreSQL updates a row once per statement), returning
@@ -334,6 +345,23 @@ SELECT count(*)::int AS applied, CASE WHEN count(*) < $8 THEN string_agg(id, ','
   string_agg(id, ',') FILTER (WHERE waiters > 0) AS marked, count(*) FILTER (WHERE unique_key IS NOT NULL)::int AS freed,
   (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM woken)::int AS woken
 FROM done`);
+    const discardedIn = transition({ kinds: "succeed", rows: "gone", from: "'running'", to: "'success'", at: "$3::bigint" });
+    const discarded = transition({ kinds: "discard", rows: "gone", from: "'success'", to: null });
+    this.finishDiscard = statement(`WITH gone AS (
+  DELETE FROM ${jobs} j
+  WHERE ${idIn("j.id", "$1")} AND j.attempt = ($2::jsonb ->> j.id)::int AND j.namespace = $4 AND ${RUNNING_BY_KEY}
+  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.unique_key, j.awaited
+), released AS (
+  UPDATE ${jobs} k SET ${releasedTo(released, "$3")}
+  WHERE k.stage = 'waiting' AND k.namespace = $4 AND k.parent_id IN (SELECT id FROM gone WHERE waiters > 0)
+  RETURNING k.stage, k.topic, k.partition_no
+)${tail("$4", [discardedIn, discarded, released], ["$5", "$6"], "SELECT 1 FROM gone WHERE unique_key IS NOT NULL")}, woken AS (
+  SELECT pg_notify($8, CASE WHEN count(*) <= 250 THEN string_agg(id, ',') ELSE '' END) FROM gone WHERE awaited HAVING count(*) > 0
+)
+SELECT count(*)::int AS applied, CASE WHEN count(*) < $7 THEN string_agg(id, ',') END AS ids,
+  string_agg(id, ',') FILTER (WHERE waiters > 0) AS marked, count(*) FILTER (WHERE unique_key IS NOT NULL)::int AS freed,
+  (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM woken)::int AS woken
+FROM gone`);
     const failedChild = transition({ kinds: "failChild", rows: "failed", alias: "k", from: "'waiting'", to: "'failed'", at: "$3::bigint" });
     const failedFanIn = transition({ kinds: "failChild", rows: "fan_failed", alias: "k", from: "'waiting'", to: "'failed'", at: "$3::bigint" });
     this.failChildren = statement(`WITH failed AS (

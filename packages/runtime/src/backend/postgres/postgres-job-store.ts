@@ -18,7 +18,9 @@ import { parentFailedReason } from "../../core/continuation-stage.js";
 import type { JobStage, StageNote } from "../../core/job-stage.js";
 import { DatabaseUnavailableError, UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
+import { mergeFinishResults, splitByRetention } from "../shared/finish-retention.js";
 import { batchParentIds, fanInStage, insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
+import { jobInsertRow } from "../shared/job-insert-row.js";
 import { cancelledClaims, renewedClaims, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { callerExecutor } from "./postgres-executors.js";
@@ -152,13 +154,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
       stages.push(stage);
       for (const parent of job.parentIds ?? []) edges.push({ child_id: job.id, parent_id: parent, succeeded: parents.get(parent)?.stage === "success" });
       return {
-        id: job.id,
-        job_type: job.jobType,
-        payload: job.payload,
-        stage,
-        retry_policy: job.retryPolicy,
-        timeout_ms: job.timeoutMs ?? null,
-        run_at: job.runAt,
+        ...jobInsertRow(job, stage),
         parent_id: job.parentId ?? null,
         last_error: error,
         // Left out of the JSON (undefined) on the common unfinished row; json_to_recordset reads a missing key as NULL.
@@ -252,12 +248,14 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   async finishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
     const result = await this.finishBatch(params);
     // X9: a limited type's slot was freed; the finish statements notify only when work became ready.
+    // Once per call: a batch split by retention (finishByRetention) writes its groups through finishBatch.
     if (params.wakeOthers && result.applied.length > 0) await this.host.execute(NOTIFY, [...this.host.notifyArgs]);
     return result;
   }
 
   private async finishBatch(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
     if (params.finishes.length === 0) return { applied: [], released: 0 };
+    if (params.finishes.some((f) => f.retentionMs !== undefined)) return this.finishByRetention(params);
     const finishes = [...params.finishes].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)); // one lock order for every writer
     const expires = params.now + params.retentionMs;
     if (params.leaseExpiredBefore === undefined && finishes.every((f) => f.outcome.kind === "success")) {
@@ -267,6 +265,41 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     const run = (execute: Execute) => this.finishRows(execute, values, expires, params.now);
     if (!finishes.some((f) => f.outcome.kind === "fail")) return retryConflicts(() => run(this.host.execute));
     return this.host.inTransaction("finish", run);
+  }
+
+  /**
+   * J11: a batch with finishes of job types with a retention of their own, split by retention class: the
+   * successes to delete (`successMs: 0`) go through `finishDiscard`, every other group (one per retention) through
+   * the statements of a batch without (their SQL text unchanged), in turn. Each group is fenced by its claims
+   * as a whole batch is, so writing them one after the other changes nothing a finish relies on.
+   */
+  private async finishByRetention(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
+    const { discard, kept } = splitByRetention(params);
+    const results: B.JobFinishManyResult[] = [];
+    if (discard.length > 0) results.push(await retryConflicts(() => this.finishDiscards(discard, params.now)));
+    for (const [retentionMs, finishes] of kept) results.push(await this.finishBatch({ ...params, finishes, retentionMs }));
+    return mergeFinishResults(results);
+  }
+
+  /** Successes whose rows are deleted (J11): `finishDiscard`, then the release of continuations it could not see. */
+  private async finishDiscards(finishes: readonly B.JobFinish[], now: number): Promise<B.JobFinishManyResult> {
+    let ids = "{";
+    let attempts = "{";
+    for (let i = 0; i < finishes.length; i++) {
+      const f = finishes[i]!;
+      ids += i === 0 ? f.id : `,${f.id}`;
+      attempts += `${i === 0 ? "" : ","}"${f.id}":${f.attempt}`;
+    }
+    const [row] = await this.host.execute(this.q.finishDiscard, [
+      `${ids}}`,
+      `${attempts}}`,
+      now,
+      this.ns,
+      ...this.host.notifyArgs,
+      finishes.length,
+      this.host.doneChannel,
+    ]);
+    return this.successResult(finishes, row, now);
   }
 
   private async finishSuccesses(finishes: readonly B.JobFinish[], now: number, expires: number): Promise<B.JobFinishManyResult> {
@@ -293,6 +326,11 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
       results === null ? null : JSON.stringify(results),
       this.host.doneChannel,
     ]);
+    return this.successResult(finishes, row, now);
+  }
+
+  /** The result of `finishSuccess` or `finishDiscard` (one row: `applied`, `ids`, `marked`, `freed`, `released`). */
+  private async successResult(finishes: readonly B.JobFinish[], row: Record<string, unknown> | undefined, now: number): Promise<B.JobFinishManyResult> {
     const written = Number(row?.applied ?? 0) < finishes.length ? new Set(String(row?.ids ?? "").split(",")) : null;
     const applied: B.ClaimKey[] = [];
     for (const f of finishes) if (!written || written.has(f.id)) applied.push({ id: f.id, attempt: f.attempt });

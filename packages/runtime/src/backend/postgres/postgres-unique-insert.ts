@@ -24,6 +24,8 @@
 import type * as B from "../backend.js";
 import { DatabaseUnavailableError } from "../../errors.js";
 import type { JobStage } from "../../core/job-stage.js";
+import { dueStage } from "../shared/insert-stage.js";
+import { JOB_INSERT_COLUMN_LIST, jobInsertValues } from "../shared/job-insert-row.js";
 import { transition, transitionTail } from "./postgres-transition.js";
 import { statement, type Execute, type Statement } from "./postgres-statement.js";
 
@@ -32,11 +34,11 @@ const MAX_TRIES = 5;
 
 export class PostgresUniqueInsert {
   /**
-   * `$1` id, `$2` namespace, `$3` job type, `$4` payload, `$5` stage
-   * (`enqueued` or `delayed`), `$6` retry policy, `$7` timeout, `$8` run_at,
-   * `$9` now, `$10` priority, `$11` unique key, `$12` mode, `$13`/`$14`
-   * notify channel and payload, `$15` meta (X10; null: none, and a replace
-   * keeps the job's own). One row: `inserted` (id), `replaced` (id),
+   * `$1` namespace, `$2`–`$10` the job's own columns (`JOB_INSERT_COLUMNS`:
+   * id, job type, payload, stage (`enqueued` or `delayed`), retry policy,
+   * timeout, run_at, priority, meta (X10; null: none, and a replace keeps
+   * the job's own)), `$11` now, `$12` unique key, `$13` mode, `$14`/`$15`
+   * notify channel and payload. One row: `inserted` (id), `replaced` (id),
    * `held` (the key's job standing for it: the pending one first), with the
    * stages of each.
    */
@@ -44,38 +46,38 @@ export class PostgresUniqueInsert {
 
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
-    const inserted = transition({ kinds: "insert", rows: "ins", from: null, to: "$5", at: "$9::bigint" });
+    const inserted = transition({ kinds: "insert", rows: "ins", from: null, to: "$5", at: "$11::bigint" });
     // Only the rows whose stage changed move (and get an entry); a replace that keeps the stage is no transition.
     const replaced = transition({
       kinds: "replace",
       rows: "(SELECT * FROM upd WHERE stage <> was) u",
       from: "was",
-      to: "CASE WHEN $12 = 'replace' THEN $5 ELSE j.stage END",
-      at: "$9::bigint",
+      to: "CASE WHEN $13 = 'replace' THEN $5 ELSE j.stage END",
+      at: "$11::bigint",
     });
     // Every replaced row wakes, its stage changed or not: a new run time (or payload) of a waiting job moves the fetchers' next due time.
-    const tail = transitionTail(schema, "$2", [inserted, replaced], ["$13", "$14"], "SELECT 1 FROM upd");
+    const tail = transitionTail(schema, "$1", [inserted, replaced], ["$14", "$15"], "SELECT 1 FROM upd");
     this.insert = statement(`WITH held AS (
-  SELECT id, stage, unique_slot FROM ${jobs} WHERE namespace = $2 AND job_type = $3 AND unique_key = $11 AND unique_slot IS NOT NULL
+  SELECT id, stage, unique_slot FROM ${jobs} WHERE namespace = $1 AND job_type = $3 AND unique_key = $12 AND unique_slot IS NOT NULL
 ), target AS (
   SELECT j.id, j.stage FROM ${jobs} j
   WHERE j.id = (SELECT id FROM held WHERE unique_slot = 'pending') AND j.unique_slot = 'pending'
-    AND ($12 = 'replace' OR ($12 = 'afterActive' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'active')))
+    AND ($13 = 'replace' OR ($13 = 'afterActive' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'active')))
   FOR UPDATE
 ), upd AS (
-  UPDATE ${jobs} j SET payload = $4, updated_at = $9,
-    run_at = CASE WHEN $12 = 'replace' THEN $8::bigint ELSE j.run_at END,
-    meta = CASE WHEN $15::text IS NULL THEN j.meta ELSE $15 END,
+  UPDATE ${jobs} j SET payload = $4, updated_at = $11,
+    run_at = CASE WHEN $13 = 'replace' THEN $8::bigint ELSE j.run_at END,
+    meta = CASE WHEN $10::text IS NULL THEN j.meta ELSE $10 END,
     ${replaced.stage},
     ${replaced.historyIfMoved}
   FROM target t WHERE j.id = t.id
   RETURNING j.id, j.stage, t.stage AS was, j.topic, j.partition_no
 ), ins AS (
-  INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, stages, created_at, updated_at, priority, unique_key, unique_slot, meta)
-  SELECT $1, $2, $3, $4, $5, 0, $6, $7, $8, ${inserted.first}, $9, $9, $10, $11, 'pending', $15
+  INSERT INTO ${jobs} (namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, stages, created_at, updated_at, unique_key, unique_slot)
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, ${inserted.first}, $11, $11, $12, 'pending'
   WHERE NOT EXISTS (SELECT 1 FROM upd)
-    AND NOT ($12 <> 'replace' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'pending'))
-    AND NOT ($12 = 'keep' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'active'))
+    AND NOT ($13 <> 'replace' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'pending'))
+    AND NOT ($13 = 'keep' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'active'))
   ON CONFLICT DO NOTHING
   RETURNING id, stage, topic, partition_no
 )${tail}
@@ -89,23 +91,7 @@ SELECT (SELECT id FROM ins) AS inserted, (SELECT stage FROM ins) AS inserted_sta
   /** Runs {@link insert} until it wrote or found the key's job (see the file comment); `notify`: channel and payload. */
   async run(execute: Execute, namespace: string, params: B.JobInsertUniqueParams, notify: readonly [string, string]): Promise<B.JobInsertUniqueResult> {
     const { job, now } = params;
-    const stage: JobStage = job.runAt > now ? "delayed" : "enqueued";
-    const values = [
-      job.id,
-      namespace,
-      job.jobType,
-      job.payload,
-      stage,
-      job.retryPolicy,
-      job.timeoutMs ?? null,
-      job.runAt,
-      now,
-      job.priority ?? 0,
-      params.uniqueKey,
-      params.uniqueMode,
-      ...notify,
-      job.meta ?? null,
-    ];
+    const values = [namespace, ...jobInsertValues(job, dueStage(job, now)), now, params.uniqueKey, params.uniqueMode, ...notify];
     for (let attempt = 1; attempt <= MAX_TRIES; attempt++) {
       const [row] = await execute(this.insert, values);
       if (row?.inserted) return { id: job.id, outcome: "inserted", stage: row.inserted_stage as JobStage };

@@ -31,6 +31,11 @@ export interface InsertedStage {
   parentsLeft?: number;
 }
 
+/** The stage of a job with no parent: `delayed` until its run time, `enqueued` from then. */
+export function dueStage(job: Pick<JobInsert, "runAt">, now: number): "delayed" | "enqueued" {
+  return job.runAt > now ? "delayed" : "enqueued";
+}
+
 /**
  * `parent` is the parent's row (`stage`, `last_error`) as read in the
  * inserting transaction; a missing one throws `ParentNotFoundError`.
@@ -38,7 +43,7 @@ export interface InsertedStage {
  */
 export function insertStage(job: JobInsert, now: number, parent: Row | undefined, retentionMs = DEFAULT_INSERT_RETENTION_MS): InsertedStage {
   if (job.parentIds) throw new Error("a fan-in continuation's stage is decided by fanInStage");
-  if (!job.parentId) return { stage: job.runAt > now ? "delayed" : "enqueued", error: null, expiresAt: null };
+  if (!job.parentId) return { stage: dueStage(job, now), error: null, expiresAt: null };
   if (!parent) throw new ParentNotFoundError(job.parentId);
   const follows = continuationStage(parent.stage as JobStage);
   // Released at once (the parent already succeeded): a delay still to run makes it `delayed`, as on release.

@@ -37,6 +37,7 @@ export const JOB_RECORD_COLUMNS = [
   "unique_key",
   "unique_slot",
   "result",
+  "meta",
 ] as const;
 
 /** A `later_jobs` row as the seam's {@link JobRecord}. */
@@ -65,6 +66,7 @@ export function jobRecordFromRow(r: Row): JobRecord {
     uniqueKey: (r.unique_key as string | null | undefined) ?? null,
     uniqueSlot: (r.unique_slot as "pending" | "active" | null | undefined) ?? null,
     result: (r.result as string | null | undefined) ?? null,
+    meta: storedMeta(r.meta),
   };
 }
 

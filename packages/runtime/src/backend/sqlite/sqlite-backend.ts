@@ -217,9 +217,13 @@ export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
    * commits (`SqliteConnection.commitSubscribe`; `data_version` does not move
    * for those). Resolves at once: both are in place when it returns.
    */
-  async doneSubscribe(listener: () => void): Promise<() => void> {
+  async doneSubscribe(listener: (discarded?: readonly string[]) => void): Promise<() => void> {
     this.watcher ??= new WalWatcher(this.file);
-    const others = subscribeCommits(this.watcher, () => this.connection?.dataVersion() ?? null, listener);
+    const others = subscribeCommits(
+      this.watcher,
+      () => this.connection?.dataVersion() ?? null,
+      () => listener(),
+    );
     const own = this.conn().commitSubscribe(listener);
     return () => {
       others();

@@ -13,6 +13,7 @@ import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import type { LaterJobsTable } from "../schema.js";
 import { fanInStage, insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
+import { jobInsertRow } from "../shared/job-insert-row.js";
 import type { Row } from "../shared/job-rows.js";
 import { type RunStatement, SharedStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { isKyselyExecutor } from "./kysely-executor.js";
@@ -110,16 +111,10 @@ export async function insertIntoCallerTransaction(
       if (seq === null) throw new UnknownTopicError(job.topic, job.partition);
     }
     await INSERT.run(sqliteCompiler, run, {
-      id: job.id,
+      ...jobInsertRow(job, stage),
       namespace,
-      job_type: job.jobType,
-      payload: job.payload,
       progress: null,
-      stage,
       attempt: 0,
-      retry_policy: job.retryPolicy,
-      timeout_ms: job.timeoutMs ?? null,
-      run_at: job.runAt,
       parent_id: job.parentId ?? null,
       last_error: error,
       stages: SqliteTransition.first(stage, params.now),
@@ -132,8 +127,6 @@ export async function insertIntoCallerTransaction(
       partition_no: job.partition ?? null,
       seq,
       waiters: 0,
-      meta: job.meta ?? null,
-      priority: job.priority ?? 0,
       parents_left: parentsLeft ?? null,
     });
     if (fanIn) {

@@ -27,8 +27,12 @@ export class SqliteConnection {
   private readonly statements = new Map<string, Database.Statement>();
   private readonly transactionRunner: Database.Transaction<(run: () => unknown) => unknown>;
   /** Told (once per macrotask) after this connection's `immediate` transactions commit: `waitFor`'s waiters (X6). */
-  private readonly commitListeners = new Set<() => void>();
+  private readonly commitListeners = new Set<(discarded?: readonly string[]) => void>();
   private commitScheduled = false;
+  /** J11: ids of successes deleted by the transaction running now ({@link noteDiscarded}); moved to {@link committedDiscards} at its commit. */
+  private discarding: string[] = [];
+  /** Deleted successes committed since the last call of the commit listeners. */
+  private committedDiscards: string[] = [];
 
   private constructor(
     readonly db: Database.Database,
@@ -77,14 +81,31 @@ export class SqliteConnection {
     try {
       result = this.transactionRunner.immediate(body) as R;
     } catch (error) {
+      this.discarding = [];
       throw this.typed(error);
+    }
+    if (this.discarding.length > 0) {
+      this.committedDiscards.push(...this.discarding);
+      this.discarding = [];
     }
     if (this.commitListeners.size > 0) this.committed();
     return result;
   }
 
-  /** Calls `listener` after this connection's transactions commit, coalesced per macrotask; returns the unsubscribe function. */
-  commitSubscribe(listener: () => void): () => void {
+  /**
+   * J11: the running transaction deleted these successes (`successMs: 0`); the commit listeners get their ids
+   * once it commits, so a `waitFor` of this process resolves though the row is gone. Nothing is kept when
+   * nobody listens (no `waitFor` pending), nor when the transaction rolls back.
+   */
+  noteDiscarded(ids: readonly string[]): void {
+    if (this.commitListeners.size > 0) this.discarding.push(...ids);
+  }
+
+  /**
+   * Calls `listener` after this connection's transactions commit, coalesced per macrotask, with the ids of
+   * successes those commits deleted (J11; absent when none); returns the unsubscribe function.
+   */
+  commitSubscribe(listener: (discarded?: readonly string[]) => void): () => void {
     this.commitListeners.add(listener);
     return () => {
       this.commitListeners.delete(listener);
@@ -96,7 +117,9 @@ export class SqliteConnection {
     this.commitScheduled = true;
     setImmediate(() => {
       this.commitScheduled = false;
-      for (const listener of this.commitListeners) listener();
+      const discarded = this.committedDiscards.length > 0 ? this.committedDiscards : undefined;
+      this.committedDiscards = [];
+      for (const listener of this.commitListeners) listener(discarded);
     });
   }
 

@@ -113,8 +113,10 @@ export class SqliteJobControlStore implements B.JobControlStore {
       const ids = rows.map((r) => String(r.id));
       const [own, child] = params.reason === null ? [T.cancel, T.cancelChild] : [T.cancelReason, T.cancelChildReason];
       const set = (t: SqliteTransition) =>
-        `${t.stage}, unique_slot = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, ${t.history}`;
-      const head = [params.now, params.expiresAt, params.now, ...(params.reason === null ? [] : [params.reason])];
+        `${t.stage}, unique_slot = NULL, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?,
+         expires_at = coalesce(? + (? ->> job_type), ?), ${t.history}`;
+      const byType = params.retentionMsByType ? JSON.stringify(params.retentionMsByType) : null;
+      const head = [params.now, params.now, byType, params.expiresAt, params.now, ...(params.reason === null ? [] : [params.reason])];
       const deltas = new StageDeltas();
       c.run(
         `UPDATE later_jobs SET ${set(own)} WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))`,

@@ -15,7 +15,9 @@ import { parentFailedReason } from "../../core/continuation-stage.js";
 import { CLAIMABLE_STAGES, type JobStage } from "../../core/job-stage.js";
 import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
+import { mergeFinishResults, splitByRetention } from "../shared/finish-retention.js";
 import { fanInStage, insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
+import { JOB_INSERT_COLUMN_LIST, jobInsertValues } from "../shared/job-insert-row.js";
 import { cancelledClaims, renewedClaims, storedMeta, storedPolicy, storedTimeout, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
@@ -24,7 +26,7 @@ import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
 import { edgesJson, FAN_IN_SQL, readFanInParents, releaseFanInChildren } from "./sqlite-fan-in.js";
 import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
 import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
-import { insertUniqueRow } from "./sqlite-unique-insert.js";
+import { insertUniqueRow, JOB_INSERT_PLACEHOLDERS } from "./sqlite-unique-insert.js";
 import { claimLimited, setLimits } from "./sqlite-limits.js";
 import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
 
@@ -36,8 +38,8 @@ const CLAIMABLE = stageList(CLAIMABLE_STAGES);
  * text, and a text rebuilt per row would be hashed again per row (measured:
  * about 1 µs of a bulk enqueue's 10 µs per job).
  */
-const INSERT_JOB = `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta, priority, parents_left)
-  VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT_JOB = `INSERT INTO later_jobs (namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, parents_left)
+  VALUES (?, ${JOB_INSERT_PLACEHOLDERS}, 0, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?)`;
 
 // The hot statements, built once: the statement cache is keyed by the text, and a text rebuilt per
 // call would be hashed again per call.
@@ -73,6 +75,16 @@ const SUCCEED_BATCH = `UPDATE later_jobs SET ${T.succeed.stage}, lease_owner = N
              AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
            RETURNING id, attempt, topic, partition_no, unique_key, waiters`;
 
+/**
+ * J11: the successes of a batch whose job types have `successMs: 0`, deleted instead of updated: the same
+ * claim fence as the success UPDATE of {@link SqliteJobStore.finishRows}, and the same rows returned.
+ */
+const DISCARD_SUCCESSES = `DELETE FROM later_jobs
+  WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
+    AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
+    AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
+  RETURNING id, attempt, topic, partition_no, unique_key, waiters`;
+
 export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
   /** The stage counters, written by every statement here that changes a stage. */
   readonly counters: SqliteStageCounters;
@@ -103,7 +115,21 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
   }
 
   async finishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
+    if (params.finishes.some((f) => f.retentionMs !== undefined)) return this.conn().immediate(() => this.finishByRetention(params));
     return this.conn().immediate(() => this.finishRows(params));
+  }
+
+  /**
+   * J11: a batch with finishes of job types with a retention of their own, in one transaction, one
+   * {@link finishRows} per retention class: the successes to delete (`successMs: 0`) first, by a DELETE in
+   * place of the success UPDATE; the others with their retention, through the unchanged statements.
+   */
+  private finishByRetention(params: B.JobFinishManyParams): B.JobFinishManyResult {
+    const { discard, kept } = splitByRetention(params);
+    const results: B.JobFinishManyResult[] = [];
+    if (discard.length > 0) results.push(this.finishRows({ ...params, finishes: discard }, true));
+    for (const [retentionMs, finishes] of kept) results.push(this.finishRows({ ...params, finishes, retentionMs }));
+    return mergeFinishResults(results);
   }
 
   async progressSet(params: B.JobProgressSetParams): Promise<boolean> {
@@ -179,14 +205,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       }
       this.conn().run(
         INSERT_JOB,
-        job.id,
         this.namespace,
-        job.jobType,
-        job.payload,
-        stage,
-        job.retryPolicy,
-        job.timeoutMs ?? null,
-        job.runAt,
+        ...jobInsertValues(job, stage),
         job.parentId ?? null,
         error,
         stage,
@@ -197,8 +217,6 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         job.topic ?? null,
         job.partition ?? null,
         seq,
-        job.meta ?? null,
-        job.priority ?? 0,
         parentsLeft ?? null,
       );
       if (fanIn) this.conn().run(FAN_IN_SQL.edges, this.namespace, job.id, edgesJson(job, fanIn));
@@ -297,8 +315,12 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     return row ? Number(row.priority) : null;
   }
 
-  /** The body of {@link finishMany}, inside the caller's `immediate` transaction (partition heads reuse it). */
-  finishRows(params: B.JobFinishManyParams): B.JobFinishManyResult {
+  /**
+   * The body of {@link finishMany}, inside the caller's `immediate` transaction (partition heads reuse it).
+   * `discard` (J11, `successMs: 0`): the successes' rows are deleted instead of updated, each counted as its
+   * move into `success` and its removal, their ids handed to this connection's commit listeners (`waitFor`).
+   */
+  finishRows(params: B.JobFinishManyParams, discard = false): B.JobFinishManyResult {
     const ns = this.namespace;
     const guard = params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER;
     const expires = params.now + params.retentionMs;
@@ -323,17 +345,20 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
           const result = (f.outcome as { result?: string }).result;
           if (result !== undefined) (results ??= {})[f.id] = result;
         }
-        const rows = this.conn().all(
-          SUCCEED_BATCH,
-          params.now,
-          expires,
-          params.now,
-          results === null ? null : JSON.stringify(results),
-          ns,
-          guard,
-          claimsJson,
-          claimsJson,
-        );
+        // The success UPDATE's text is the one batches without per-type retention have always used.
+        const rows = discard
+          ? this.conn().all(DISCARD_SUCCESSES, ns, guard, claimsJson, claimsJson)
+          : this.conn().all(
+              SUCCEED_BATCH,
+              params.now,
+              expires,
+              params.now,
+              results === null ? null : JSON.stringify(results),
+              ns,
+              guard,
+              claimsJson,
+              claimsJson,
+            );
         for (const r of rows) {
           applied.push({ id: String(r.id), attempt: Number(r.attempt) });
           succeeded.push(String(r.id));
@@ -341,6 +366,10 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
           if (Number(r.waiters) > 0) marked.push(String(r.id));
         }
         T.succeed.count(deltas, rows, "running", "success");
+        if (discard) {
+          T.discard.count(deltas, rows, "success", null);
+          this.conn().noteDiscarded(succeeded);
+        }
       }
       for (const f of params.finishes) {
         const o = f.outcome;

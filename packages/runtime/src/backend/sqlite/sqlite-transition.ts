@@ -115,6 +115,8 @@ export const SQLITE_TRANSITIONS = {
   delete: new SqliteTransition("delete"),
   expire: new SqliteTransition("expire"),
   truncate: new SqliteTransition("truncate"),
+  /** J11: a success deleted by the write that records it (counted after its `succeed` move). */
+  discard: new SqliteTransition("discard"),
   forceFail: new SqliteTransition("forceFail", { to: "'failed'" }),
   cancel: new SqliteTransition("cancel", { to: "'cancelled'" }),
   /** A cancel with a reason: the note binds `?` after the time. */

@@ -12,10 +12,15 @@
  */
 import type { JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
+import { dueStage } from "../shared/insert-stage.js";
+import { JOB_INSERT_COLUMN_LIST, jobInsertValues } from "../shared/job-insert-row.js";
 import type { Row } from "../shared/job-rows.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { StageDeltas } from "./sqlite-stage-counters.js";
 import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
+
+/** One `?` per column of `JOB_INSERT_COLUMNS`. */
+export const JOB_INSERT_PLACEHOLDERS = JOB_INSERT_COLUMN_LIST.replace(/\w+/g, "?");
 
 /**
  * Runs inside the caller's `immediate` transaction; `countMoves` writes the
@@ -28,7 +33,7 @@ export function insertUniqueRow(
   countMoves: (deltas: StageDeltas) => void,
 ): B.JobInsertUniqueResult {
   const { job, now, uniqueMode: mode } = params;
-  const stage: JobStage = job.runAt > now ? "delayed" : "enqueued";
+  const stage = dueStage(job, now);
   const held = c.all(
     "SELECT id, stage, unique_slot FROM later_jobs WHERE namespace = ? AND job_type = ? AND unique_key = ? AND unique_slot IS NOT NULL",
     namespace,
@@ -64,24 +69,16 @@ export function insertUniqueRow(
   }
   if (pending) return existing(pending); // afterActive before the key's job started
   const inserted = c.get(
-    `INSERT INTO later_jobs (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, stages, created_at, updated_at, priority, unique_key, unique_slot, meta)
-     VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, 'pending', ?)
+    `INSERT INTO later_jobs (namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, stages, created_at, updated_at, unique_key, unique_slot)
+     VALUES (?, ${JOB_INSERT_PLACEHOLDERS}, 0, ${SqliteTransition.FIRST}, ?, ?, ?, 'pending')
      ON CONFLICT DO NOTHING RETURNING id`,
-    job.id,
     namespace,
-    job.jobType,
-    job.payload,
-    stage,
-    job.retryPolicy,
-    job.timeoutMs ?? null,
-    job.runAt,
+    ...jobInsertValues(job, stage),
     stage,
     now,
     now,
     now,
-    job.priority ?? 0,
     params.uniqueKey,
-    job.meta ?? null,
   );
   if (!inserted) {
     // Unreachable inside the write lock (the holders were read in it); kept so a conflict reports the row that holds the slot.
