@@ -54,8 +54,8 @@ export interface JobStore<Trx = unknown> {
    * the plain claim with what is left. The limited step, per type in type
    * order: lock the type's limits row (PostgreSQL `FOR UPDATE`, which
    * serialises the limited claims of one type across servers; SQLite has
-   * one writer already), count its running jobs (the partial index
-   * `later_jobs_running_type`), count its starts in the rate window (the
+   * one writer already), count its running regular jobs (through the
+   * partial index `later_jobs_running`, the namespace's running jobs), count its starts in the rate window (the
    * row's `rate_starts`), claim up to the free slots with the plain claim
    * statement narrowed to the type, and store the new starts; a type
    * without a stored row is claimed unlimited. When the rate window holds a

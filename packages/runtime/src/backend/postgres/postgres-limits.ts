@@ -5,10 +5,16 @@
  *
  * How a claim respects a limit without scanning the backlog: per limited
  * type, one locked primary-key read of its limits row, one count of its
- * running jobs over the partial index `later_jobs_running_type` (as many
- * entries as the type has running jobs, plus dead ones until vacuum), and
- * the plain claim statement narrowed to the type with `LIMIT` the free
- * slots, which reads only as many ready rows as it takes. The row lock
+ * running jobs over the partial index `later_jobs_running` (the running
+ * regular jobs of the namespace, every type's, plus dead entries until
+ * vacuum; the type is a filter on the rows), and the plain claim statement
+ * narrowed to the type with `LIMIT` the free slots, which reads only as
+ * many ready rows as it takes. No index of running jobs by type: every
+ * claim and finish of every job would maintain it, limited or not, and the
+ * servers without limits would pay for it; the count's cost (the
+ * namespace's running jobs) is paid only by limited claims. Partitioned
+ * jobs (`topic` set) are claimed as partition heads, not here: they are
+ * neither limited nor counted. The row lock
  * (`FOR UPDATE`, held until commit) serialises the limited claims of one
  * type across servers: a claim that waited for it counts, in its own
  * statement's snapshot (READ COMMITTED), the jobs the other claim committed.
@@ -26,7 +32,7 @@ import { type Execute, statement, type Statement } from "./postgres-statement.js
 export class PostgresLimits {
   /** The limits rows of types `$2` (namespace `$1`), locked in type order until commit. */
   private readonly lock: Statement;
-  /** Running jobs per type of `$2` (namespace `$1`). */
+  /** Running regular jobs per type of `$2` (namespace `$1`); its predicate is `later_jobs_running`'s, word for word, so that index serves it. */
   private readonly running: Statement;
   /** Stores `$3` as the recent starts of type `$2`. */
   private readonly writeStarts: Statement;
@@ -43,7 +49,7 @@ export class PostgresLimits {
       `SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts FROM ${limits} WHERE namespace = $1 AND job_type = ANY($2::text[]) ORDER BY job_type FOR UPDATE`,
     );
     this.running = statement(
-      `SELECT job_type, count(*)::int AS n FROM ${host.quoted}.later_jobs WHERE namespace = $1 AND stage = 'running' AND job_type = ANY($2::text[]) GROUP BY job_type`,
+      `SELECT job_type, count(*)::int AS n FROM ${host.quoted}.later_jobs WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = ANY($2::text[]) GROUP BY job_type`,
     );
     this.writeStarts = statement(`UPDATE ${limits} SET rate_starts = $3 WHERE namespace = $1 AND job_type = $2`);
     this.read = statement(

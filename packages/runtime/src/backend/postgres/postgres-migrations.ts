@@ -337,7 +337,8 @@ CREATE TRIGGER later_job_parents_delete AFTER DELETE ON {schema}.later_jobs
     // NULL: no such limit). rate_starts: JSON array of the claim times (ms) of the type's last rate_max starts,
     // oldest first, written by the limited claim under the row's lock (see `limitedClaim`). A group limit
     // (X9's groupConcurrency, planned) takes a column here and a table of its own keyed by (namespace, job_type,
-    // group). The partial index counts one type's running jobs without reading the others'.
+    // group). No index of its own: a limited claim counts the type's running jobs through `later_jobs_running`
+    // (an index every claim and finish of every job would maintain costs the servers without limits).
     sql: `
 CREATE TABLE {schema}.later_limits (
   namespace text NOT NULL,
@@ -349,7 +350,6 @@ CREATE TABLE {schema}.later_limits (
   updated_at bigint NOT NULL,
   PRIMARY KEY (namespace, job_type)
 );
-CREATE INDEX later_jobs_running_type ON {schema}.later_jobs (namespace, job_type) WHERE stage = 'running';
 `,
   },
 ];

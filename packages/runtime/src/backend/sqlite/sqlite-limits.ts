@@ -4,10 +4,12 @@
  * `immediate` transaction: SQLite has one writer, so the count of running
  * jobs and the claim that follows cannot interleave with another server's.
  * Per limited type: one primary-key read of its limits row, one count of its
- * running jobs over the partial index `later_jobs_running_type`, and the
- * plain claim narrowed to the type with `LIMIT` the free slots (see
+ * running jobs over the partial index `later_jobs_running` (the namespace's
+ * running regular jobs, the type a filter on them: no index by type, which
+ * every claim and finish of every job would maintain), and the plain claim
+ * narrowed to the type with `LIMIT` the free slots (see
  * `SqliteJobStore.claimReady`). A server whose handlers have no limit never
- * runs any of this.
+ * runs any of this. Partitioned jobs are neither limited nor counted.
  */
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
@@ -16,7 +18,8 @@ import type { SqliteConnection } from "./sqlite-connection.js";
 
 const READ = `SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts FROM later_limits
   WHERE namespace = ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY job_type`;
-const RUNNING = `SELECT job_type, count(*) AS n FROM later_jobs WHERE namespace = ? AND stage = 'running'
+/** `later_jobs_running`'s predicate word for word (`stage = 'running' AND topic IS NULL`), so that index serves the count. */
+const RUNNING = `SELECT job_type, count(*) AS n FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL
   AND job_type IN (SELECT value FROM json_each(?)) GROUP BY job_type`;
 const WRITE_STARTS = "UPDATE later_limits SET rate_starts = ? WHERE namespace = ? AND job_type = ?";
 const REMOVE = `DELETE FROM later_limits WHERE namespace = ? AND job_type IN (SELECT value FROM json_each(?))

@@ -390,7 +390,6 @@ CREATE TABLE later_limits (
   updated_at INTEGER NOT NULL,
   PRIMARY KEY (namespace, job_type)
 ) WITHOUT ROWID;
-CREATE INDEX later_jobs_running_type ON later_jobs (namespace, job_type) WHERE stage = 'running';
 `,
   },
 ];
