@@ -11,11 +11,13 @@
  * with `strict` and `skipLibCheck: false` and no driver type packages (so a
  * published `.d.ts` naming a driver's types fails here), runs one job
  * through the generated module, and runs `later` against its database.
+ * Neither has `@opentelemetry/api` (an optional peer): every entry loads,
+ * and only `tracing()` fails, with `DRIVER_NOT_INSTALLED` naming it.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, it } from "vitest";
+import { afterAll, beforeAll, describe, it, type ExpectStatic } from "vitest";
 import { createPostgresSchema, postgresUrl } from "../support/postgres.js";
 import { mustRun, packWorkspace, PackedApp } from "./packed-app.js";
 
@@ -73,6 +75,45 @@ async function genCheckRun(app: PackedApp, env: Record<string, string> = {}): Pr
 }
 
 const JOB_LINE = "hello world at 1970-01-01T00:00:00.000Z";
+
+/**
+ * Run in each app, where `@opentelemetry/api` (an optional peer) is not
+ * installed: it neither resolves nor imports, every entry loads, and
+ * `tracing()` throws `DRIVER_NOT_INSTALLED` naming it. One JSON line.
+ */
+const OPTIONAL_PEERS = `import { createRequire } from "node:module";
+const require = createRequire(import.meta.url);
+const failure = (e) => ({ code: e.code, name: e.name, message: e.message, driver: e.driver });
+const out = { entries: {} };
+try { out.resolve = require.resolve("@opentelemetry/api"); } catch (e) { out.resolve = failure(e); }
+try { await import("@opentelemetry/api"); out.import = "loaded"; } catch (e) { out.import = failure(e); }
+for (const entry of ${JSON.stringify(["@later/runtime", "@later/runtime/sqlite", "@later/runtime/postgres", "@later/runtime/testing", "@later/runtime/otel"])}) {
+  try { await import(entry); out.entries[entry] = "loaded"; } catch (e) { out.entries[entry] = failure(e); }
+}
+const { LaterError } = await import("@later/runtime");
+const { tracing } = await import("@later/runtime/otel");
+try { tracing(); out.tracing = "made"; } catch (e) { out.tracing = { ...failure(e), isLaterError: e instanceof LaterError }; }
+console.log(JSON.stringify(out));
+`;
+
+/**
+ * Without `@opentelemetry/api` nothing is loaded and nothing fails (X10): it is an optional peer of the
+ * installed runtime, absent from the app (which already ran its job), and only `tracing()` asks for it, by name.
+ */
+async function expectNoOpenTelemetry(app: PackedApp, expect: ExpectStatic): Promise<void> {
+  const manifest = JSON.parse(readFileSync(join(app.dir, "node_modules/@later/runtime/package.json"), "utf8"));
+  expect(manifest.peerDependencies["@opentelemetry/api"]).toBeTypeOf("string");
+  expect(manifest.peerDependenciesMeta["@opentelemetry/api"]).toEqual({ optional: true });
+  expect(app.has("@opentelemetry/api")).toBe(false);
+  app.write({ "optional-peers.mjs": OPTIONAL_PEERS });
+  const run = await mustRun(process.execPath, ["optional-peers.mjs"], { cwd: app.dir, timeoutMs: 60_000 });
+  const out = JSON.parse(run.stdout);
+  expect(out.resolve).toMatchObject({ code: "MODULE_NOT_FOUND" });
+  expect(out.import).toMatchObject({ code: "ERR_MODULE_NOT_FOUND" });
+  expect(Object.values(out.entries)).toEqual(["loaded", "loaded", "loaded", "loaded", "loaded"]);
+  expect(out.tracing).toMatchObject({ code: "DRIVER_NOT_INSTALLED", driver: "@opentelemetry/api", isLaterError: true });
+  expect(out.tracing.message).toContain("npm install @opentelemetry/api");
+}
 const pgUrl = postgresUrl();
 
 describe("the packed packages installed with npm into an empty app", () => {
@@ -108,6 +149,7 @@ describe("the packed packages installed with npm into an empty app", () => {
     expect(app.copiesOf("kysely")).toHaveLength(1);
 
     expect(await genCheckRun(app)).toContain(JOB_LINE);
+    await expectNoOpenTelemetry(app, expect);
 
     const list = await app.npx("later", ["jobs", "list", "--database", "sqlite:app.db", "--json"]);
     expect(list.stderr).toBe("");
@@ -148,6 +190,7 @@ describe("the packed packages installed with npm into an empty app", () => {
       expect(migrate.code).toBe(0);
 
       expect(await genCheckRun(app, { LATER_DATABASE_URL: db.url, LATER_SCHEMA: db.schema })).toContain(JOB_LINE);
+      await expectNoOpenTelemetry(app, expect);
 
       // better-sqlite3 is not installed: asking for SQLite names the package to add, in one line.
       const missing = await app.npx("later", ["migrate", "up", "--database", "sqlite:app.db"]);

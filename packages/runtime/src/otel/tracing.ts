@@ -54,12 +54,12 @@ function loadApi(): typeof Otel {
   try {
     path = requireFromRuntime.resolve("@opentelemetry/api");
   } catch {
-    throw new DriverNotInstalledError("@opentelemetry/api", "OpenTelemetry tracing");
+    throw new DriverNotInstalledError("@opentelemetry/api", "OpenTelemetry tracing (`tracing()` of @later/runtime/otel)");
   }
   try {
     return requireFromRuntime(path) as typeof Otel;
   } catch (error) {
-    throw new DriverNotInstalledError("@opentelemetry/api", "OpenTelemetry tracing", error);
+    throw new DriverNotInstalledError("@opentelemetry/api", "OpenTelemetry tracing (`tracing()` of @later/runtime/otel)", error);
   }
 }
 
