@@ -283,7 +283,9 @@ for (const [fig, what] of [
     [ours, oursMw, "PostgreSQL"],
     [sqliteOn, sqliteMw, "SQLite"],
   ]) {
-    out.push(`* ${what}: later (${name}) with ÷ without = ${ratio(runs(mw, fig), runs(plain, fig), jps)}${target}; ${pairedRatios(runs(mw, fig), runs(plain, fig), jps)}`);
+    out.push(
+      `* ${what}: later (${name}) with ÷ without = ${ratio(runs(mw, fig), runs(plain, fig), jps)}${target}; ${pairedRatios(runs(mw, fig), runs(plain, fig), jps)}`,
+    );
   }
 }
 
