@@ -61,15 +61,19 @@ const ALL_COLUMNS = [
   { key: "laterPg", title: "later (PostgreSQL)", system: "later", store: "pg" },
   // The same build with its stage counters turned off (bench/counters-off.js: PostgreSQL drops the triggers, SQLite skips the writes).
   { key: "laterPgOff", title: "later (PostgreSQL, counters off)", system: "later", variant: "countersOff", store: "pg", latency: false },
+  // The same build with one empty middleware ({ enqueue: (ctx, next) => next(), attempt: (ctx, next) => next() }) on publisher and server (X10).
+  { key: "laterPgMw", title: "later (PostgreSQL, empty middleware)", system: "later", variant: "emptyMiddleware", store: "pg", latency: false },
   { key: "gwDefaults", title: "graphile-worker (defaults)", system: "graphile-worker", variant: "defaults", store: "pg" },
   { key: "gwFast", title: "graphile-worker (fast path)", system: "graphile-worker", variant: "fast", store: "pg", enqueue: false },
   { key: "pgBoss", title: "pg-boss", system: "pg-boss", store: "pg" },
   { key: "bullmq", title: "BullMQ (Redis)", system: "bullmq", store: "redis" },
   { key: "laterSqlite", title: "later (SQLite)", system: "later", store: "sqlite" },
   { key: "laterSqliteOff", title: "later (SQLite, counters off)", system: "later", variant: "countersOff", store: "sqlite", latency: false },
+  { key: "laterSqliteMw", title: "later (SQLite, empty middleware)", system: "later", variant: "emptyMiddleware", store: "sqlite", latency: false },
 ];
 // BENCH_ONLY=laterPg,gwFast runs only those columns (for development; the ratios need laterPg, gwDefaults and gwFast,
-// and the counters' on/off ratios laterPg with laterPgOff and laterSqlite with laterSqliteOff).
+// the counters' on/off ratios laterPg with laterPgOff and laterSqlite with laterSqliteOff, the middleware's laterPg with
+// laterPgMw and laterSqlite with laterSqliteMw).
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
 const COLUMNS = only ? ALL_COLUMNS.filter((c) => only.includes(c.key)) : ALL_COLUMNS;
 
@@ -262,6 +266,27 @@ for (const [fig, what] of [
     `* processing, ${what}: later (SQLite) counters on ÷ off = ${ratio(runs(sqliteOn, fig), runs(sqliteOff, fig), jps)} [≥ 0.95]; ${pairedRatios(runs(sqliteOn, fig), runs(sqliteOff, fig), jps)}`,
   );
   out.push(`* processing, ${what}: later (PostgreSQL, counters on) ÷ graphile-worker fast path = ${ratio(runs(ours, fig), runs(gwFast, fig), jps)} [≥ 1.5]`);
+}
+
+// Issue 29: an empty middleware costs at most 2% of processing, in paired runs (same repetition, same build).
+const [oursMw, sqliteMw] = ["laterPgMw", "laterSqliteMw"].map((k) => ALL_COLUMNS.find((c) => c.key === k));
+out.push("");
+out.push("Targets of issue 29, one empty middleware (ratios in this run; target in brackets; per repetition in order after the semicolon):");
+for (const [fig, what] of [
+  ["process1", "processing, 1 process"],
+  ["process2", "processing, 2 processes"],
+  ["bulk", "bulk enqueue"],
+  ["single", "single enqueue"],
+]) {
+  const target = fig.startsWith("process") ? " [≥ 0.98]" : "";
+  for (const [plain, mw, name] of [
+    [ours, oursMw, "PostgreSQL"],
+    [sqliteOn, sqliteMw, "SQLite"],
+  ]) {
+    out.push(
+      `* ${what}: later (${name}) with ÷ without = ${ratio(runs(mw, fig), runs(plain, fig), jps)}${target}; ${pairedRatios(runs(mw, fig), runs(plain, fig), jps)}`,
+    );
+  }
 }
 
 // Anything that looked wrong, so it never hides behind a number; and the settings each system ran with.

@@ -18,6 +18,11 @@ async function runtime() {
 /** `target.variant === "countersOff"`: the same build with the stage counters turned off (bench/counters-off.js). */
 const countersOff = (target) => target.variant === "countersOff";
 
+/** One middleware that only calls `next()` (X10), around every enqueue and every attempt: what an empty middleware costs. */
+const EMPTY_MIDDLEWARE = { enqueue: (_ctx, next) => next(), attempt: (_ctx, next) => next() };
+/** `target.variant === "emptyMiddleware"`: the publisher's and the server's `middleware` option, else nothing. */
+const middlewareOf = (target) => (target.variant === "emptyMiddleware" ? { middleware: [EMPTY_MIDDLEWARE] } : {});
+
 /**
  * A backend for `target`, made and never opened: `sqlite()` / `postgres()`
  * load their driver (better-sqlite3, pg) on first use, about 40 ms for `pg`
@@ -58,6 +63,7 @@ export async function openEnqueuer(target) {
     topics: new Map(),
     retentionMs: 86_400_000,
     onCommitted: () => {},
+    ...middlewareOf(target),
   });
   return {
     bulk: (payloads) => publisher.enqueueMany(JOB_TYPE, payloads),
@@ -76,6 +82,7 @@ export async function startWorkers(target, { concurrency, onJob, onDone, onError
     context: {},
     backend: await newBackend(target),
     workerCount: concurrency,
+    ...middlewareOf(target),
     // pollIntervalMs left at its default (1000): wake-ups come from LISTEN/NOTIFY (PostgreSQL) or the WAL watcher (SQLite).
     handlers: { [JOB_TYPE]: { handle: async (_ctx, payload) => onJob(payload) } },
     onEvent: (e) => {
@@ -84,7 +91,7 @@ export async function startWorkers(target, { concurrency, onJob, onDone, onError
     },
   });
   return {
-    settings: `workerCount ${concurrency}, pollIntervalMs default (1000)${countersOff(target) ? ", stage counters off (bench/counters-off.js)" : ""}`,
+    settings: `workerCount ${concurrency}, pollIntervalMs default (1000)${countersOff(target) ? ", stage counters off (bench/counters-off.js)" : ""}${target.variant === "emptyMiddleware" ? ", one empty middleware (enqueue and attempt call next())" : ""}`,
     stored: async () => (countersOff(target) ? storedStageCounts(target, NAMESPACE) : (await server.backend.inspect.stageCounts()).counts),
     stop: () => server.shutdown({ deadlineMs: 5000 }),
   };

@@ -16,12 +16,11 @@ import { JobWaiter, type JobWaitResult, type WaitForOptions } from "./job-waiter
 import { PauseController, type PausedEntry, type PauseListener, type PauseTarget } from "./pause-controller.js";
 import {
   checkMiddleware,
-  composeHooks,
   encodeMeta,
-  enqueueHooks,
-  type EnqueueContext,
+  enqueueChain,
   type EnqueueJobContext,
   type LaterMiddleware,
+  type PendingEnqueue,
 } from "../middleware/later-middleware.js";
 
 export type { EnqueueOptions } from "./enqueue-options.js";
@@ -85,12 +84,6 @@ export interface JobPublisherOptions<Trx = TransactionHandle> {
   onReady?: (() => void) | undefined;
 }
 
-/** An enqueue on its way through the middleware: the context they see, and the insert `next()` runs at the end. */
-interface PendingEnqueue extends EnqueueContext {
-  readonly jobs: readonly EnqueueJobContext[];
-  readonly write: () => Promise<JobId[]>;
-}
-
 /**
  * Enqueues jobs by job type (untyped). The generated module wraps this with
  * one typed handle per job; applications normally use that. `Trx`: the
@@ -112,7 +105,7 @@ export class JobPublisher<Trx = TransactionHandle> {
   constructor(private readonly options: JobPublisherOptions<Trx>) {
     this.backend = options.backend;
     const middleware = checkMiddleware(options.middleware, "JobPublisher options");
-    this.throughMiddleware = composeHooks<PendingEnqueue, JobId[]>(enqueueHooks(middleware), (ctx) => ctx.write(), "enqueue");
+    this.throughMiddleware = enqueueChain(middleware);
     this.clock = options.clock;
     this.coalescer =
       options.coalesce === false
@@ -127,6 +120,7 @@ export class JobPublisher<Trx = TransactionHandle> {
       encoders: options.encoders,
       defaultRetryPolicy: options.defaultRetryPolicy,
       sequentialPartitions: options.topics.get(RECURRING_SEQUENTIAL_TOPIC) ?? null,
+      throughMiddleware: this.throughMiddleware,
     });
   }
 
