@@ -84,14 +84,17 @@ export async function startWorkers(target, { concurrency, onJob, onDone, onError
     workerCount: concurrency,
     ...middlewareOf(target),
     // pollIntervalMs left at its default (1000): wake-ups come from LISTEN/NOTIFY (PostgreSQL) or the WAL watcher (SQLite).
-    handlers: { [JOB_TYPE]: { handle: async (_ctx, payload) => onJob(payload) } },
+    // `target.variant === "discard"`: the type keeps no succeeded job (J11 `successMs: 0`: the success deletes its row).
+    handlers: {
+      [JOB_TYPE]: { handle: async (_ctx, payload) => onJob(payload), ...(target.variant === "discard" ? { retention: { successMs: 0 } } : {}) },
+    },
     onEvent: (e) => {
       if (e.type === "job" && e.stage === "success") onDone();
       else if (e.type === "error") onError(`${e.where}: ${e.error}`);
     },
   });
   return {
-    settings: `workerCount ${concurrency}, pollIntervalMs default (1000)${countersOff(target) ? ", stage counters off (bench/counters-off.js)" : ""}${target.variant === "emptyMiddleware" ? ", one empty middleware (enqueue and attempt call next())" : ""}`,
+    settings: `workerCount ${concurrency}, pollIntervalMs default (1000)${countersOff(target) ? ", stage counters off (bench/counters-off.js)" : ""}${target.variant === "emptyMiddleware" ? ", one empty middleware (enqueue and attempt call next())" : ""}${target.variant === "discard" ? ", retention { successMs: 0 } (a success deletes its row)" : ""}`,
     stored: async () => (countersOff(target) ? storedStageCounts(target, NAMESPACE) : (await server.backend.inspect.stageCounts()).counts),
     stop: () => server.shutdown({ deadlineMs: 5000 }),
   };
