@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { BackgroundJobServer, JobPublisher, RetryPolicy, systemClock } from "@later/runtime";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
-import { JOB_TYPE, NAMESPACE, wallNow } from "./lib.js";
+import { benchPublisher, JOB_TYPE, NAMESPACE, wallNow } from "./lib.js";
 import { BenchDatabases } from "./pg-databases.js";
 import { int, markdownTable, median } from "./report.js";
 
@@ -44,18 +44,7 @@ async function freshStore(kind, label) {
   return { backend: () => postgres({ connectionString: url, namespace: NAMESPACE }), dispose: () => dbs.drop(name) };
 }
 
-function publisherOn(backend, coalesce = true) {
-  return new JobPublisher({
-    coalesce,
-    backend,
-    clock: systemClock,
-    defaultRetryPolicy: RetryPolicy.default(),
-    encoders: new Map([[JOB_TYPE, JSON.stringify]]),
-    topics: new Map(),
-    retentionMs: 86_400_000,
-    onCommitted: () => {},
-  });
-}
+const publisherOn = (backend, coalesce = true) => benchPublisher({ JobPublisher, RetryPolicy, systemClock }, backend, { coalesce });
 
 /** Jobs per second processing N prefilled jobs (bulk enqueue, `priority` of job i from `priorityOf`) with one server of 10 workers. */
 async function processing(kind, priorityOf) {

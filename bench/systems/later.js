@@ -5,7 +5,7 @@ import * as later from "@later/runtime";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
 import { storedStageCounts, turnCountersOff } from "../counters-off.js";
-import { JOB_TYPE, NAMESPACE } from "../lib.js";
+import { benchPublisher, JOB_TYPE, NAMESPACE } from "../lib.js";
 
 export const completionIsStored = true; // the "success" event is sent after the outcome batch commits
 
@@ -55,16 +55,7 @@ export async function openEnqueuer(target) {
   const { JobPublisher, RetryPolicy, systemClock } = await runtime();
   const backend = await newBackend(target);
   await backend.open();
-  const publisher = new JobPublisher({
-    backend,
-    clock: systemClock,
-    defaultRetryPolicy: RetryPolicy.default(),
-    encoders: new Map([[JOB_TYPE, JSON.stringify]]),
-    topics: new Map(),
-    retentionMs: 86_400_000,
-    onCommitted: () => {},
-    ...middlewareOf(target),
-  });
+  const publisher = benchPublisher({ JobPublisher, RetryPolicy, systemClock }, backend, { ...middlewareOf(target) });
   return {
     bulk: (payloads) => publisher.enqueueMany(JOB_TYPE, payloads),
     single: (payload) => publisher.enqueue(JOB_TYPE, payload),

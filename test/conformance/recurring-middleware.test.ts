@@ -8,12 +8,11 @@
  * throws or skips leaves the occurrence due, never ending the poll for the
  * other schedules.
  */
-import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { partitionForKey, RECURRING_SEQUENTIAL_TOPIC, type EnqueueContext, type JobId, type LaterMiddleware } from "@later/runtime";
 import { ManualClock } from "@later/runtime/testing";
 import { BACKENDS } from "./backends.js";
-import { useHarness } from "./harness.js";
+import { storedMeta, useHarness } from "./harness.js";
 
 /** ManualClock's default start: 2026-01-01T00:00:00Z. */
 const T0 = Date.UTC(2026, 0, 1);
@@ -51,17 +50,6 @@ function recording(seen: Seen[], behave: (ctx: EnqueueContext) => "pass" | "thro
 describe.each(BACKENDS)("recurring occurrences through the middleware (X10, R2) on $name", (entry) => {
   const harness = useHarness(entry);
 
-  /** The stored `meta` column of every job, by id. */
-  async function storedMeta(): Promise<Map<string, string | null>> {
-    const app = harness().db.appDatabase();
-    try {
-      const { rows } = await sql<{ id: string; meta: string | null }>`SELECT id, meta FROM later_jobs`.execute(app);
-      return new Map(rows.map((r) => [r.id, r.meta]));
-    } finally {
-      await app.destroy();
-    }
-  }
-
   it("X10/R1/R2: the first occurrence goes through the publisher's hooks, each later one through the poller's; their metadata is stored", async () => {
     const seen: Seen[] = [];
     const clock = new ManualClock();
@@ -94,7 +82,7 @@ describe.each(BACKENDS)("recurring occurrences through the middleware (X10, R2) 
     );
     expect(polled).toHaveLength(3);
     expect(polled.some((s) => s.ids[0] === reserved)).toBe(true);
-    const meta = await storedMeta();
+    const meta = await storedMeta(harness().db);
     expect(meta.size).toBe(4);
     for (const s of seen) for (const id of s.ids) expect(JSON.parse(meta.get(id)!)).toEqual({ schedule: s.scheduleId });
   });
@@ -112,7 +100,7 @@ describe.each(BACKENDS)("recurring occurrences through the middleware (X10, R2) 
     const polled = seen.slice(1);
     expect(polled.filter((s) => s.ids.length === 1)).toHaveLength(1);
     expect(polled.every((s) => s.ids.length <= 1 && s.runAt === T0 + 20_000)).toBe(true);
-    expect((await storedMeta()).size).toBe(2);
+    expect((await storedMeta(harness().db)).size).toBe(2);
   });
 
   it("X10/R2: a hook that throws or skips next() leaves that occurrence due (an error event for the throw); other schedules are enqueued in the same poll", async () => {
@@ -147,6 +135,6 @@ describe.each(BACKENDS)("recurring occurrences through the middleware (X10, R2) 
 
     refuse.clear();
     expect(await server.pollRecurring()).toBe(2);
-    expect((await storedMeta()).size).toBe(6);
+    expect((await storedMeta(harness().db)).size).toBe(6);
   });
 });
