@@ -195,8 +195,15 @@ const rows = [
   row(`single enqueue, ${IN_FLIGHT} in flight (jobs/s)`, "single", jps),
   row(`processing, 1 process × concurrency ${CONCURRENCY} (jobs/s)`, "process1", jps),
   row(`processing, 2 processes × concurrency ${CONCURRENCY} (jobs/s)`, "process2", jps),
-  row("database server CPU per 1,000 jobs, processing ×1 (ms)", "process1", (r) => r.dbCpuMsPer1000 ?? NaN),
-  row("database server CPU per 1,000 jobs, processing ×2 (ms)", "process2", (r) => r.dbCpuMsPer1000 ?? NaN),
+  // PostgreSQL columns only: the server's processes are read from /proc.
+  [
+    "database server CPU per 1,000 jobs, processing ×1 (ms)",
+    ...COLUMNS.map((c) => (c.store === "pg" ? cell(runs(c, "process1"), (r) => r.dbCpuMsPer1000 ?? NaN) : "–")),
+  ],
+  [
+    "database server CPU per 1,000 jobs, processing ×2 (ms)",
+    ...COLUMNS.map((c) => (c.store === "pg" ? cell(runs(c, "process2"), (r) => r.dbCpuMsPer1000 ?? NaN) : "–")),
+  ],
   ["latency enqueue→handler start, p50 / p95 / p99 of all runs' samples pooled (ms)", ...COLUMNS.map((c) => pooled(c, [50, 95, 99]))],
   ["latency p99.9, all runs pooled (ms)", ...COLUMNS.map((c) => pooled(c, [99.9]))],
   row("latency p99, median (min–max) of the runs (ms)", "latency", (x) => x.p99, ms),
