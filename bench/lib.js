@@ -108,3 +108,23 @@ export async function reportPhase(phase, errors) {
   }
   process.send(message, () => process.exit(0));
 }
+
+/**
+ * A standalone JobPublisher (the class behind server.publisher) for the
+ * bench's no-op job type, with no server: nothing in its process claims
+ * jobs, and the local wake hook is a no-op. `JobPublisher`, `RetryPolicy`,
+ * `systemClock`: the runtime's (each bench loads the build it measures);
+ * `extra`: more options (`middleware`, `coalesce`).
+ */
+export function benchPublisher({ JobPublisher, RetryPolicy, systemClock }, backend, extra = {}) {
+  return new JobPublisher({
+    backend,
+    clock: systemClock,
+    defaultRetryPolicy: RetryPolicy.default(),
+    encoders: new Map([[JOB_TYPE, JSON.stringify]]),
+    topics: new Map(),
+    retentionMs: 86_400_000,
+    onCommitted: () => {},
+    ...extra,
+  });
+}

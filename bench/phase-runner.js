@@ -4,6 +4,7 @@ import { fork } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { wallNow } from "./lib.js";
+import { postgresServerCpuMs } from "./statement-meter.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const children = new Set();
@@ -79,12 +80,16 @@ export async function runWork(cfg, { processes, completionIsStored, deadlineMs }
     });
   }
   const results = kids.map((c) => awaitMessage(c, "result", deadlineMs + 60_000 + STOP_TIMEOUT_MS));
+  // The PostgreSQL server's CPU (every postgres process of this machine, from /proc), read while the workers'
+  // connections are open: what the database spent on the phase (issue 31, point 2). Null for other stores.
+  const pgCpu0 = cfg.target.pgUrl ? await postgresServerCpuMs() : null;
   const t0 = wallNow();
   for (const c of kids) c.send({ type: "go" });
   let deadlineTimer;
   const timedOut = !(await Promise.race([allDonePromise, new Promise((r) => (deadlineTimer = setTimeout(() => r(false), deadlineMs)))]));
   clearTimeout(deadlineTimer);
   let t1 = Math.max(...latest.map((x) => x.at));
+  const pgCpuMs = pgCpu0 === null ? null : (await postgresServerCpuMs()) - pgCpu0;
   let settleMs = 0;
   if (!timedOut && !completionIsStored) {
     kids[0].send({ type: "settle" });
@@ -106,6 +111,8 @@ export async function runWork(cfg, { processes, completionIsStored, deadlineMs }
   if (failed) return { ...failed, error: `${failed.error} (${where})` };
   return {
     elapsedMs: t1 - t0,
+    /** The database server's CPU per 1,000 jobs in ms (PostgreSQL only; up to the last completion). */
+    dbCpuMsPer1000: pgCpuMs === null || timedOut ? null : (pgCpuMs / cfg.n) * 1000,
     jobsPerSec: timedOut ? NaN : cfg.n / ((t1 - t0) / 1000),
     timedOut,
     done,

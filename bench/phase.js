@@ -6,7 +6,7 @@
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { storedStageCounts, turnCountersOff } from "./counters-off.js";
-import { JOB_TYPE, NAMESPACE, gate, peakRssMb, percentile, quietLogger, sleep, wallNow, reportPhase } from "./lib.js";
+import { JOB_TYPE, NAMESPACE, benchPublisher, gate, peakRssMb, percentile, quietLogger, sleep, wallNow, reportPhase } from "./lib.js";
 
 const cfg = JSON.parse(process.argv[2]);
 const errors = [];
@@ -26,15 +26,7 @@ async function laterPublisherOnly(file) {
   await backend.migrations.up();
   // cfg.countersOff: the same build with the stage counters turned off (bench/counters-off.js).
   if (cfg.countersOff) await turnCountersOff({ file });
-  const publisher = new JobPublisher({
-    backend,
-    clock: systemClock,
-    defaultRetryPolicy: RetryPolicy.default(),
-    encoders: new Map([[JOB_TYPE, JSON.stringify]]),
-    topics: new Map(),
-    retentionMs: 86_400_000,
-    onCommitted: () => {},
-  });
+  const publisher = benchPublisher({ JobPublisher, RetryPolicy, systemClock }, backend);
   return { publisher, close: () => backend.close(), info: "standalone JobPublisher, no server" };
 }
 

@@ -61,15 +61,20 @@ const ALL_COLUMNS = [
   { key: "laterPg", title: "later (PostgreSQL)", system: "later", store: "pg" },
   // The same build with its stage counters turned off (bench/counters-off.js: PostgreSQL drops the triggers, SQLite skips the writes).
   { key: "laterPgOff", title: "later (PostgreSQL, counters off)", system: "later", variant: "countersOff", store: "pg", latency: false },
+  // The same build with one empty middleware ({ enqueue: (ctx, next) => next(), attempt: (ctx, next) => next() }) on publisher and server (X10).
+  { key: "laterPgMw", title: "later (PostgreSQL, empty middleware)", system: "later", variant: "emptyMiddleware", store: "pg", latency: false },
+  { key: "laterPgDiscard", title: "later (PostgreSQL, successMs 0)", system: "later", variant: "discard", store: "pg", enqueue: false, latency: false },
   { key: "gwDefaults", title: "graphile-worker (defaults)", system: "graphile-worker", variant: "defaults", store: "pg" },
   { key: "gwFast", title: "graphile-worker (fast path)", system: "graphile-worker", variant: "fast", store: "pg", enqueue: false },
   { key: "pgBoss", title: "pg-boss", system: "pg-boss", store: "pg" },
   { key: "bullmq", title: "BullMQ (Redis)", system: "bullmq", store: "redis" },
   { key: "laterSqlite", title: "later (SQLite)", system: "later", store: "sqlite" },
   { key: "laterSqliteOff", title: "later (SQLite, counters off)", system: "later", variant: "countersOff", store: "sqlite", latency: false },
+  { key: "laterSqliteMw", title: "later (SQLite, empty middleware)", system: "later", variant: "emptyMiddleware", store: "sqlite", latency: false },
 ];
 // BENCH_ONLY=laterPg,gwFast runs only those columns (for development; the ratios need laterPg, gwDefaults and gwFast,
-// and the counters' on/off ratios laterPg with laterPgOff and laterSqlite with laterSqliteOff).
+// the counters' on/off ratios laterPg with laterPgOff and laterSqlite with laterSqliteOff, the middleware's laterPg with
+// laterPgMw and laterSqlite with laterSqliteMw).
 const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
 const COLUMNS = only ? ALL_COLUMNS.filter((c) => only.includes(c.key)) : ALL_COLUMNS;
 
@@ -190,6 +195,15 @@ const rows = [
   row(`single enqueue, ${IN_FLIGHT} in flight (jobs/s)`, "single", jps),
   row(`processing, 1 process × concurrency ${CONCURRENCY} (jobs/s)`, "process1", jps),
   row(`processing, 2 processes × concurrency ${CONCURRENCY} (jobs/s)`, "process2", jps),
+  // PostgreSQL columns only: the server's processes are read from /proc.
+  [
+    "database server CPU per 1,000 jobs, processing ×1 (ms)",
+    ...COLUMNS.map((c) => (c.store === "pg" ? cell(runs(c, "process1"), (r) => r.dbCpuMsPer1000 ?? NaN) : "–")),
+  ],
+  [
+    "database server CPU per 1,000 jobs, processing ×2 (ms)",
+    ...COLUMNS.map((c) => (c.store === "pg" ? cell(runs(c, "process2"), (r) => r.dbCpuMsPer1000 ?? NaN) : "–")),
+  ],
   ["latency enqueue→handler start, p50 / p95 / p99 of all runs' samples pooled (ms)", ...COLUMNS.map((c) => pooled(c, [50, 95, 99]))],
   ["latency p99.9, all runs pooled (ms)", ...COLUMNS.map((c) => pooled(c, [99.9]))],
   row("latency p99, median (min–max) of the runs (ms)", "latency", (x) => x.p99, ms),
@@ -263,6 +277,49 @@ for (const [fig, what] of [
   );
   out.push(`* processing, ${what}: later (PostgreSQL, counters on) ÷ graphile-worker fast path = ${ratio(runs(ours, fig), runs(gwFast, fig), jps)} [≥ 1.5]`);
 }
+
+// Issue 29: an empty middleware costs at most 2% of processing, in paired runs (same repetition, same build).
+const [oursMw, sqliteMw] = ["laterPgMw", "laterSqliteMw"].map((k) => ALL_COLUMNS.find((c) => c.key === k));
+out.push("");
+out.push("Targets of issue 29, one empty middleware (ratios in this run; target in brackets; per repetition in order after the semicolon):");
+for (const [fig, what] of [
+  ["process1", "processing, 1 process"],
+  ["process2", "processing, 2 processes"],
+  ["bulk", "bulk enqueue"],
+  ["single", "single enqueue"],
+]) {
+  const target = fig.startsWith("process") ? " [≥ 0.98]" : "";
+  for (const [plain, mw, name] of [
+    [ours, oursMw, "PostgreSQL"],
+    [sqliteOn, sqliteMw, "SQLite"],
+  ]) {
+    out.push(
+      `* ${what}: later (${name}) with ÷ without = ${ratio(runs(mw, fig), runs(plain, fig), jps)}${target}; ${pairedRatios(runs(mw, fig), runs(plain, fig), jps)}`,
+    );
+  }
+}
+
+// Issue 31, point 2: the database's CPU per job, later keeping its jobs and deleting them on success (J11), beside
+// graphile-worker's fast path (which deletes every finished job); and the processing rate with 2 worker processes.
+const discard = ALL_COLUMNS.find((c) => c.key === "laterPgDiscard");
+const dbCpu = (r) => r.dbCpuMsPer1000 ?? NaN;
+out.push("");
+out.push("Targets of issue 31, database CPU per job (ratios in this run; target in brackets; per repetition after the semicolon):");
+for (const fig of ["process1", "process2"]) {
+  const what = fig === "process1" ? "1 process" : "2 processes";
+  out.push(
+    `* database CPU per job, ${what}: later successMs 0 ÷ graphile-worker fast path = ${ratio(runs(discard, fig), runs(gwFast, fig), dbCpu, ms)} [≤ 0.8]; ${pairedRatios(runs(discard, fig), runs(gwFast, fig), dbCpu)}`,
+  );
+  out.push(
+    `* database CPU per job, ${what}: later keeping jobs ÷ graphile-worker fast path = ${ratio(runs(ours, fig), runs(gwFast, fig), dbCpu, ms)} [≤ 1.0]; ${pairedRatios(runs(ours, fig), runs(gwFast, fig), dbCpu)}`,
+  );
+}
+out.push(
+  `* processing, 2 processes: later successMs 0 ÷ graphile-worker fast path = ${ratio(runs(discard, "process2"), runs(gwFast, "process2"), jps)} [≥ 1.5]`,
+);
+out.push(
+  `* processing, 2 processes: later keeping jobs ÷ graphile-worker fast path = ${ratio(runs(ours, "process2"), runs(gwFast, "process2"), jps)} [≥ 1.25]`,
+);
 
 // Anything that looked wrong, so it never hides behind a number; and the settings each system ran with.
 out.push("");

@@ -5,7 +5,7 @@
 // Protocol (IPC with bench/phase.js): -> {type:"ready"}, <- {type:"go"},
 // -> {type:"done", ...stats}, then exits. Exits by itself when its parent
 // goes away or after a hard deadline, so it can never outlive the bench.
-import { JOB_TYPE, NAMESPACE, sleep, wallNow } from "./lib.js";
+import { JOB_TYPE, NAMESPACE, benchPublisher, sleep, wallNow } from "./lib.js";
 
 const cfg = JSON.parse(process.argv[2]);
 const hardDeadline = setTimeout(() => process.exit(3), cfg.hardDeadlineMs ?? 40_000);
@@ -20,15 +20,7 @@ async function openEnqueuer() {
     await backend.open();
     // A publisher without a server (no workers in this process). Same class
     // and code path as server.publisher; only the local wake hook is a no-op.
-    const publisher = new JobPublisher({
-      backend,
-      clock: systemClock,
-      defaultRetryPolicy: RetryPolicy.default(),
-      encoders: new Map([[JOB_TYPE, JSON.stringify]]),
-      topics: new Map(),
-      retentionMs: 86_400_000,
-      onCommitted: () => {},
-    });
+    const publisher = benchPublisher({ JobPublisher, RetryPolicy, systemClock }, backend);
     return { enqueue: (payload) => publisher.enqueue(JOB_TYPE, payload), close: () => backend.close() };
   }
   const { default: Database } = await import("better-sqlite3");

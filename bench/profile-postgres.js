@@ -5,7 +5,7 @@
 // Run: `node bench/profile-postgres.js` (or BENCH_PROFILE=1 pnpm bench).
 // Env: BENCH_JOBS (20000), BENCH_PG_URL. Prints markdown.
 import { performance } from "node:perf_hooks";
-import { JOB_TYPE, NAMESPACE, wallNow } from "./lib.js";
+import { JOB_TYPE, NAMESPACE, benchPublisher, wallNow } from "./lib.js";
 import { BenchDatabases } from "./pg-databases.js";
 import { int, markdownTable } from "./report.js";
 import { StatementMeter, postgresServerCpuMs } from "./statement-meter.js";
@@ -72,15 +72,7 @@ async function withDatabase(label, body) {
 async function withPublisher(url, body) {
   const backend = backendFor(url);
   await backend.open();
-  const publisher = new JobPublisher({
-    backend,
-    clock: systemClock,
-    defaultRetryPolicy: RetryPolicy.default(),
-    encoders: new Map([[JOB_TYPE, JSON.stringify]]),
-    topics: new Map(),
-    retentionMs: 86_400_000,
-    onCommitted: () => {},
-  });
+  const publisher = benchPublisher({ JobPublisher, RetryPolicy, systemClock }, backend);
   try {
     return await body(publisher);
   } finally {

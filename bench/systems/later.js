@@ -5,7 +5,7 @@ import * as later from "@later/runtime";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
 import { storedStageCounts, turnCountersOff } from "../counters-off.js";
-import { JOB_TYPE, NAMESPACE } from "../lib.js";
+import { benchPublisher, JOB_TYPE, NAMESPACE } from "../lib.js";
 
 export const completionIsStored = true; // the "success" event is sent after the outcome batch commits
 
@@ -17,6 +17,11 @@ async function runtime() {
 
 /** `target.variant === "countersOff"`: the same build with the stage counters turned off (bench/counters-off.js). */
 const countersOff = (target) => target.variant === "countersOff";
+
+/** One middleware that only calls `next()` (X10), around every enqueue and every attempt: what an empty middleware costs. */
+const EMPTY_MIDDLEWARE = { enqueue: (_ctx, next) => next(), attempt: (_ctx, next) => next() };
+/** `target.variant === "emptyMiddleware"`: the publisher's and the server's `middleware` option, else nothing. */
+const middlewareOf = (target) => (target.variant === "emptyMiddleware" ? { middleware: [EMPTY_MIDDLEWARE] } : {});
 
 /**
  * A backend for `target`, made and never opened: `sqlite()` / `postgres()`
@@ -50,15 +55,7 @@ export async function openEnqueuer(target) {
   const { JobPublisher, RetryPolicy, systemClock } = await runtime();
   const backend = await newBackend(target);
   await backend.open();
-  const publisher = new JobPublisher({
-    backend,
-    clock: systemClock,
-    defaultRetryPolicy: RetryPolicy.default(),
-    encoders: new Map([[JOB_TYPE, JSON.stringify]]),
-    topics: new Map(),
-    retentionMs: 86_400_000,
-    onCommitted: () => {},
-  });
+  const publisher = benchPublisher({ JobPublisher, RetryPolicy, systemClock }, backend, { ...middlewareOf(target) });
   return {
     bulk: (payloads) => publisher.enqueueMany(JOB_TYPE, payloads),
     single: (payload) => publisher.enqueue(JOB_TYPE, payload),
@@ -76,15 +73,19 @@ export async function startWorkers(target, { concurrency, onJob, onDone, onError
     context: {},
     backend: await newBackend(target),
     workerCount: concurrency,
+    ...middlewareOf(target),
     // pollIntervalMs left at its default (1000): wake-ups come from LISTEN/NOTIFY (PostgreSQL) or the WAL watcher (SQLite).
-    handlers: { [JOB_TYPE]: { handle: async (_ctx, payload) => onJob(payload) } },
+    // `target.variant === "discard"`: the type keeps no succeeded job (J11 `successMs: 0`: the success deletes its row).
+    handlers: {
+      [JOB_TYPE]: { handle: async (_ctx, payload) => onJob(payload), ...(target.variant === "discard" ? { retention: { successMs: 0 } } : {}) },
+    },
     onEvent: (e) => {
       if (e.type === "job" && e.stage === "success") onDone();
       else if (e.type === "error") onError(`${e.where}: ${e.error}`);
     },
   });
   return {
-    settings: `workerCount ${concurrency}, pollIntervalMs default (1000)${countersOff(target) ? ", stage counters off (bench/counters-off.js)" : ""}`,
+    settings: `workerCount ${concurrency}, pollIntervalMs default (1000)${countersOff(target) ? ", stage counters off (bench/counters-off.js)" : ""}${target.variant === "emptyMiddleware" ? ", one empty middleware (enqueue and attempt call next())" : ""}${target.variant === "discard" ? ", retention { successMs: 0 } (a success deletes its row)" : ""}`,
     stored: async () => (countersOff(target) ? storedStageCounts(target, NAMESPACE) : (await server.backend.inspect.stageCounts()).counts),
     stop: () => server.shutdown({ deadlineMs: 5000 }),
   };

@@ -1,4 +1,5 @@
 /** Shared test set-up: servers on a fresh database, event recording, condition waits. */
+import { sql } from "kysely";
 import { afterEach, expect } from "vitest";
 import { BackgroundJobServer, LaterError, systemClock, type Clock, type ServerEvent, type ServerOptions } from "@later/runtime";
 import type { Backend, JobRecord } from "@later/runtime/internal";
@@ -156,4 +157,15 @@ export async function settled(read: () => Promise<JobRecord | null>, what = "job
     const j = await read();
     return j && (j.stage === "success" || j.stage === "failed" || j.stage === "cancelled") ? j : null;
   }, `${what} to finish`);
+}
+
+/** The stored `meta` column (X10) of every job of `db`, by id. */
+export async function storedMeta(db: TestDatabase): Promise<Map<string, string | null>> {
+  const app = db.appDatabase();
+  try {
+    const { rows } = await sql<{ id: string; meta: string | null }>`SELECT id, meta FROM later_jobs`.execute(app);
+    return new Map(rows.map((r) => [r.id, r.meta]));
+  } finally {
+    await app.destroy();
+  }
 }

@@ -10,7 +10,7 @@ import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { BackgroundJobServer, RetryPolicy, topic, type AttemptContext, type EnqueueContext, type LaterMiddleware } from "@later/runtime";
 import { BACKENDS } from "./backends.js";
-import { codeOf, refusal, settled, useHarness, waitFor } from "./harness.js";
+import { codeOf, refusal, settled, storedMeta, useHarness, waitFor } from "./harness.js";
 
 /** A middleware that logs `<name>>` before and `<name><` after each hook's `next()`. */
 function logging(name: string, log: string[]): LaterMiddleware {
@@ -36,17 +36,6 @@ function logging(name: string, log: string[]): LaterMiddleware {
 
 describe.each(BACKENDS)("middleware (X10) on $name", (entry) => {
   const harness = useHarness(entry);
-
-  /** The stored `meta` column of every job, by id. */
-  async function storedMeta(): Promise<Map<string, string | null>> {
-    const app = harness().db.appDatabase();
-    try {
-      const { rows } = await sql<{ id: string; meta: string | null }>`SELECT id, meta FROM later_jobs`.execute(app);
-      return new Map(rows.map((r) => [r.id, r.meta]));
-    } finally {
-      await app.destroy();
-    }
-  }
 
   it("X10: hooks compose in array order (the first outermost) around the enqueue and around the attempt", async () => {
     const log: string[] = [];
@@ -115,7 +104,7 @@ describe.each(BACKENDS)("middleware (X10) on $name", (entry) => {
 
     const all = [single, m0!, m1!, delayed, continuation, partitioned, pm!, inTrx];
     for (const id of all) await settled(() => server.backend.inspect.jobGet({ id }));
-    const stored = await storedMeta();
+    const stored = await storedMeta(harness().db);
     expect(stored.get(m1!)).toBeNull();
     expect(JSON.parse(stored.get(m0!)!)).toEqual({ tag: "a-0" });
     expect(JSON.parse(stored.get(single)!)).toEqual({ tag: "a-0" });
@@ -194,17 +183,17 @@ describe.each(BACKENDS)("middleware (X10) on $name", (entry) => {
     const p = server.publisher;
     const first = await p.enqueueUnique("a", { v: 1 }, { uniqueKey: "k", uniqueMode: "replace", delayMs: 60_000 });
     expect(first.outcome).toBe("inserted");
-    expect(JSON.parse((await storedMeta()).get(first.id)!)).toEqual({ n: 1 });
+    expect(JSON.parse((await storedMeta(harness().db)).get(first.id)!)).toEqual({ n: 1 });
     const again = await p.enqueue("a", { v: 2 }, { uniqueKey: "k", uniqueMode: "replace", delayMs: 60_000 });
     expect(again).toBe(first.id);
-    expect(JSON.parse((await storedMeta()).get(first.id)!)).toEqual({ n: 2 });
+    expect(JSON.parse((await storedMeta(harness().db)).get(first.id)!)).toEqual({ n: 2 });
     expect(enqueues.map((c) => [c.jobType, c.jobs.length, c.inTransaction, c.options.uniqueKey])).toEqual([
       ["a", 1, false, "k"],
       ["a", 1, false, "k"],
     ]);
     skip = true;
     expect(await p.enqueueUnique("a", { v: 3 }, { uniqueKey: "other" })).toEqual({ id: "skipped", outcome: "existing" });
-    expect((await storedMeta()).size).toBe(1);
+    expect((await storedMeta(harness().db)).size).toBe(1);
   });
 
   it("X10: an enqueue hook that throws rejects the enqueue with its error and nothing is written; metadata over 8 KiB or not JSON is INVALID_ARGUMENT", async () => {

@@ -3,8 +3,13 @@
  * records the exception with status ERROR and the retry's span follows; a
  * span processor or exporter that throws, or an exporter that never
  * answers, neither fails nor delays an enqueue or a job (spans end
- * synchronously; exporting is the processor's business).
+ * synchronously; exporting is the processor's business). With no active
+ * context an enqueue stores no traceparent and its attempt is a root span.
+ * A recurring
+ * occurrence, enqueued with no caller's span, gets a root producer span
+ * its attempt links to.
  */
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
@@ -19,6 +24,7 @@ import {
 import { RetryPolicy, topic } from "@later/runtime";
 import { tracing } from "@later/runtime/otel";
 import { BACKENDS } from "./backends.js";
+import { ManualClock } from "@later/runtime/testing";
 import { settled, useHarness, waitFor } from "./harness.js";
 
 const contextManager = new AsyncLocalStorageContextManager();
@@ -119,5 +125,70 @@ describe.each(BACKENDS)("tracing (X10) on $name", (entry) => {
     const ids = await context.with(trace.setSpan(context.active(), request), () => server.publisher.enqueueMany("a", [{}, {}, {}]));
     const plain = await server.publisher.enqueue("a", {});
     for (const id of [...ids, plain]) expect((await settled(() => server.backend.inspect.jobGet({ id }))).stage).toBe("success");
+  });
+
+  it("X10: with no active context an enqueue starts no span and stores no traceparent (meta NULL); its attempt is a root span without links", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const h = harness();
+    const server = await h.start({ handlers: { a: { handle: () => undefined } }, middleware: [tracing({ tracerProvider: provider })] });
+    const plain = await server.publisher.enqueue("a", {});
+    const request = provider.getTracer("app").startSpan("request");
+    const traced = await context.with(trace.setSpan(context.active(), request), () => server.publisher.enqueue("a", {}));
+    request.end();
+    for (const id of [plain, traced]) await settled(() => server.backend.inspect.jobGet({ id }));
+    const app = h.db.appDatabase();
+    let meta: Map<string, string | null>;
+    try {
+      const { rows } = await sql<{ id: string; meta: string | null }>`SELECT id, meta FROM later_jobs`.execute(app);
+      meta = new Map(rows.map((r) => [r.id, r.meta]));
+    } finally {
+      await app.destroy();
+    }
+    const producers = exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.PRODUCER);
+    expect(producers.map((s) => s.attributes["later.job.id"])).toEqual([traced]);
+    expect(meta.get(plain)).toBeNull();
+    const { traceId, spanId } = producers[0]!.spanContext();
+    expect(JSON.parse(meta.get(traced)!).traceparent).toBe(`00-${traceId}-${spanId}-01`);
+    const consumers = await waitFor(() => {
+      const spans = exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.CONSUMER);
+      return spans.length === 2 ? spans : null;
+    }, "two consumer spans");
+    const root = consumers.find((s) => s.attributes["later.job.id"] === plain)!;
+    expect(root.parentSpanContext).toBeUndefined();
+    expect(root.links).toEqual([]);
+  });
+
+  it("X10/R2: recurring occurrences, enqueued with no active span, get root PRODUCER spans naming the schedule; their attempts link to them", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const clock = new ManualClock();
+    const server = await harness().start({
+      clock,
+      recurringPollIntervalMs: 3_600_000,
+      handlers: { report: { handle: () => undefined } },
+      middleware: [tracing({ tracerProvider: provider })],
+    });
+    const first = await server.publisher.enqueueRecurring("report", "nightly", {}, "*/10 * * * * *");
+    clock.advance(20_000);
+    expect(await server.pollRecurring()).toBe(1);
+    const producers = exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.PRODUCER);
+    expect(producers).toHaveLength(2);
+    for (const span of producers) {
+      expect(span.name).toBe("later.enqueue report");
+      expect(span.parentSpanContext).toBeUndefined();
+      expect(span.attributes).toMatchObject({ "later.schedule.id": "nightly", "messaging.destination.name": "report" });
+    }
+    expect(producers[0]!.attributes["later.job.id"]).toBe(first);
+    const ids = producers.map((s) => String(s.attributes["later.job.id"]));
+    const consumers = await waitFor(() => {
+      clock.advance(1); // wakes the worker pool's poll on the manual clock
+      const spans = exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.CONSUMER);
+      return spans.length === 2 ? spans : null;
+    }, "both occurrences' attempts");
+    for (const [i, id] of ids.entries()) {
+      const span = consumers.find((s) => s.attributes["later.job.id"] === id)!;
+      expect(span.links.map((l) => l.context.spanId)).toEqual([producers[i]!.spanContext().spanId]);
+    }
   });
 });

@@ -11,13 +11,16 @@
  * with `strict` and `skipLibCheck: false` and no driver type packages (so a
  * published `.d.ts` naming a driver's types fails here), runs one job
  * through the generated module, and runs `later` against its database.
+ * Both check `@opentelemetry/api`, an optional peer that npm installs anyway
+ * as prom-client's dependency: later loads it only in `tracing()`, which is
+ * `DRIVER_NOT_INSTALLED` naming it once the package is moved away.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, it } from "vitest";
+import { afterAll, beforeAll, describe, it, type ExpectStatic } from "vitest";
 import { createPostgresSchema, postgresUrl } from "../support/postgres.js";
-import { mustRun, packWorkspace, PackedApp } from "./packed-app.js";
+import { mustRun, packWorkspace, PackedApp, run } from "./packed-app.js";
 
 const INSTALL_TIMEOUT_MS = 20 * 60_000;
 
@@ -73,6 +76,73 @@ async function genCheckRun(app: PackedApp, env: Record<string, string> = {}): Pr
 }
 
 const JOB_LINE = "hello world at 1970-01-01T00:00:00.000Z";
+
+/**
+ * Run in each app with argv[2] "present" or "hidden" (`@opentelemetry/api` moved out of node_modules):
+ * whether it resolves, what the entries that do not reach prom-client load of it, `tracing()`, and
+ * last the root and testing entries (which load prom-client). One JSON line.
+ */
+const OPTIONAL_PEERS = `import { createRequire } from "node:module";
+const require = createRequire(import.meta.url);
+const failure = (e) => ({ code: e.code, name: e.name, message: e.message, driver: e.driver });
+const isLaterError = (e) => { for (let p = Object.getPrototypeOf(e); p; p = Object.getPrototypeOf(p)) if (p.constructor?.name === "LaterError") return true; return false; };
+const otelLoaded = () => Object.keys(require.cache).some((k) => k.includes("@opentelemetry"));
+const out = { entries: {} };
+try { require.resolve("@opentelemetry/api"); out.resolves = true; } catch (e) { out.resolves = failure(e); }
+for (const entry of ["@later/runtime/sqlite", "@later/runtime/postgres", "@later/runtime/otel"]) {
+  try { await import(entry); out.entries[entry] = "loaded"; } catch (e) { out.entries[entry] = failure(e); }
+}
+out.loadedByEntries = otelLoaded();
+const { tracing } = await import("@later/runtime/otel");
+try { out.tracing = typeof tracing().attempt; } catch (e) { out.tracing = { ...failure(e), isLaterError: isLaterError(e) }; }
+out.loadedByTracing = otelLoaded();
+try { await import("@later/runtime"); await import("@later/runtime/testing"); out.root = "loaded"; } catch (e) { out.root = failure(e); }
+console.log(JSON.stringify(out));
+`;
+
+/**
+ * `@opentelemetry/api` (X10): an optional peer of the runtime, which npm installs anyway, as a dependency
+ * of prom-client 15 (whose default metrics require it at load, so the root and testing entries load it
+ * through prom-client). later's own code loads it only in `tracing()`: the sqlite, postgres and otel
+ * entries do not. With it moved away, those entries still load and `tracing()` is `DRIVER_NOT_INSTALLED`
+ * naming it; the root entry then fails in prom-client (a state an npm install does not produce).
+ */
+async function expectOptionalOpenTelemetry(app: PackedApp, expect: ExpectStatic): Promise<void> {
+  const manifestOf = (pkg: string) => JSON.parse(readFileSync(join(app.dir, "node_modules", pkg, "package.json"), "utf8"));
+  const runtime = manifestOf("@later/runtime");
+  expect(runtime.peerDependencies["@opentelemetry/api"]).toBeTypeOf("string");
+  expect(runtime.peerDependenciesMeta["@opentelemetry/api"]).toEqual({ optional: true });
+  expect(runtime.dependencies["@opentelemetry/api"]).toBeUndefined();
+  expect(manifestOf("prom-client").dependencies["@opentelemetry/api"]).toBeTypeOf("string");
+  expect(app.copiesOf("@opentelemetry/api")).toEqual([join(app.dir, "node_modules/@opentelemetry/api")]);
+  app.write({ "optional-peers.mjs": OPTIONAL_PEERS });
+  // The line comes first: with the package away, the root entry's failed import also ends the process with code 1.
+  const check = async (mode: string) => {
+    const result = await run(process.execPath, ["optional-peers.mjs", mode], { cwd: app.dir, timeoutMs: 60_000 });
+    const line = result.stdout.split("\n").find((l) => l.startsWith("{"));
+    if (line === undefined) throw new Error(`optional-peers.mjs ${mode} printed no result (exit ${result.code}):\n${result.stdout}${result.stderr}`);
+    return JSON.parse(line);
+  };
+
+  const present = await check("present");
+  expect(present).toMatchObject({ resolves: true, loadedByEntries: false, tracing: "function", loadedByTracing: true, root: "loaded" });
+  expect(Object.values(present.entries)).toEqual(["loaded", "loaded", "loaded"]);
+
+  const api = join(app.dir, "node_modules/@opentelemetry/api");
+  const hidden = join(app.dir, "otel-api-hidden");
+  renameSync(api, hidden);
+  try {
+    const absent = await check("hidden");
+    expect(absent.resolves).toMatchObject({ code: "MODULE_NOT_FOUND" });
+    expect(Object.values(absent.entries)).toEqual(["loaded", "loaded", "loaded"]);
+    expect(absent.tracing).toMatchObject({ code: "DRIVER_NOT_INSTALLED", driver: "@opentelemetry/api", isLaterError: true });
+    expect(absent.tracing.message).toContain("npm install @opentelemetry/api");
+    expect(absent.root).toMatchObject({ code: "MODULE_NOT_FOUND" });
+    expect(absent.root.message).toContain("prom-client");
+  } finally {
+    renameSync(hidden, api);
+  }
+}
 const pgUrl = postgresUrl();
 
 describe("the packed packages installed with npm into an empty app", () => {
@@ -119,6 +189,8 @@ describe("the packed packages installed with npm into an empty app", () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr.trim()).toMatch(/^later: .*npm install pg/);
     expect(missing.stderr.trim().split("\n")).toHaveLength(1);
+
+    await expectOptionalOpenTelemetry(app, expect);
   });
 
   it("an app on PostgreSQL with pg and no better-sqlite3: later migrate, strict tsc, one job", {
@@ -154,6 +226,8 @@ describe("the packed packages installed with npm into an empty app", () => {
       expect(missing.code).toBe(1);
       expect(missing.stderr.trim()).toMatch(/^later: .*npm install better-sqlite3/);
       expect(missing.stderr.trim().split("\n")).toHaveLength(1);
+
+      await expectOptionalOpenTelemetry(app, expect);
     } finally {
       await db.dispose();
     }

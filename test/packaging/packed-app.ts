@@ -37,7 +37,9 @@ export interface RunOptions {
 function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (!/^(npm_|pnpm_|LATER_)/i.test(key)) env[key] = value;
+    // NODE_PATH: pnpm's bin shims (vitest's) point it into the workspace's node_modules/.pnpm, where every
+    // devDependency (pg, better-sqlite3, @opentelemetry/api) would resolve for the app as if it were installed.
+    if (!/^(npm_|pnpm_|LATER_)/i.test(key) && key !== "NODE_PATH") env[key] = value;
   }
   return { ...env, ...extra };
 }

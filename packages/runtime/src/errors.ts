@@ -389,24 +389,27 @@ export class InvalidCronError extends LaterError {
 }
 
 /**
- * A backend's database driver is an optional peer dependency of
- * `@later/runtime` and the application has not installed it (or it is
- * installed but does not load). Thrown by the backend's factory
- * (`sqlite()`, `postgres()`), before anything is opened.
+ * An optional peer dependency of `@later/runtime` is needed and the
+ * application has not installed it (or it is installed but does not load):
+ * a backend's database driver, thrown by its factory (`sqlite()`,
+ * `postgres()`) before anything is opened, or `@opentelemetry/api`, thrown
+ * by `tracing()` (`@later/runtime/otel`). The message names the package to
+ * install.
  */
 export class DriverNotInstalledError extends LaterError {
-  /** The npm package to add: `"better-sqlite3"` or `"pg"`. */
+  /** The npm package to add: `"better-sqlite3"`, `"pg"` or `"@opentelemetry/api"`. */
   readonly driver: string;
   /**
+   * @param needer What needs it, as the message's subject ("the SQLite backend").
    * @param loadError Absent when the package cannot be found; else what
    *   loading the found package threw (kept as `cause`).
    */
-  constructor(driver: string, backend: string, loadError?: unknown) {
+  constructor(driver: string, needer: string, loadError?: unknown) {
     super(
       "DRIVER_NOT_INSTALLED",
       loadError === undefined
-        ? `the ${backend} backend needs the ${driver} package, which is not installed: run \`npm install ${driver}\` in the application`
-        : `the ${backend} backend needs the ${driver} package, which is installed but does not load (${(loadError as Error)?.message ?? String(loadError)}): reinstall it with \`npm install ${driver}\``,
+        ? `${needer} needs the ${driver} package, which is not installed: run \`npm install ${driver}\` in the application`
+        : `${needer} needs the ${driver} package, which is installed but does not load (${(loadError as Error)?.message ?? String(loadError)}): reinstall it with \`npm install ${driver}\``,
       loadError === undefined ? undefined : { cause: loadError },
     );
     this.driver = driver;

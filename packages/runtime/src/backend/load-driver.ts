@@ -40,11 +40,11 @@ export function loadDriver<N extends keyof Drivers>(name: N, backend: string): D
   try {
     path = requireFromRuntime.resolve(name);
   } catch {
-    throw new DriverNotInstalledError(name, backend);
+    throw new DriverNotInstalledError(name, `the ${backend} backend`);
   }
   try {
     return requireFromRuntime(path) as Drivers[N];
   } catch (error) {
-    throw new DriverNotInstalledError(name, backend, error);
+    throw new DriverNotInstalledError(name, `the ${backend} backend`, error);
   }
 }

@@ -124,9 +124,10 @@ export interface RecurringAdvanceParams {
    * The occurrence to insert. Its job type, payload and partition are taken
    * from the row as it is at the compare-and-set (so a payload update racing
    * with the poller is never lost), and its id is the row's `nextJobId` when
-   * one is reserved, else `id`.
+   * one is reserved, else `id`. `meta`: the metadata the enqueue
+   * middleware set (X10), JSON text, or null/absent for none.
    */
-  occurrence: { id: string; runAt: number; retryPolicy: string | null };
+  occurrence: { id: string; runAt: number; retryPolicy: string | null; meta?: string | null };
   /** The schedule's next occurrence after this one. */
   nextRunAt: number;
   now: number;

@@ -59,6 +59,14 @@ export interface EnqueueContext {
   readonly options: Readonly<EnqueueOptions>;
   /** True for `enqueueIn`/`enqueueToPartitionIn`: the jobs commit with the caller's transaction. */
   readonly inTransaction: boolean;
+  /**
+   * Set for an occurrence of a recurring schedule (R1, R2): the schedule's
+   * id. Its first occurrence goes through the publisher's (or server's)
+   * middleware at `enqueueRecurring`, every later one through the middleware
+   * of the server whose poller enqueues it; `options` then holds its
+   * `runAt`. Absent for every other enqueue.
+   */
+  readonly scheduleId?: string;
 }
 
 /** What an `attempt` hook sees: one attempt of one job. */
@@ -143,6 +151,33 @@ export function composeHooks<X, R>(hooks: readonly Hook<X, R>[], inner: (ctx: X)
     }
   };
   return (ctx) => call(ctx, 0);
+}
+
+/** An enqueue on its way through the middleware: the context they see, and the write the innermost `next()` runs. */
+export interface PendingEnqueue extends EnqueueContext {
+  readonly write: () => Promise<JobId[]>;
+}
+
+/** The enqueue hooks of `middleware` composed around the write each call carries; null without any (see {@link composeHooks}). */
+export function enqueueChain(middleware: readonly LaterMiddleware[]): ((call: PendingEnqueue) => Promise<JobId[]>) | null {
+  return composeHooks<PendingEnqueue, JobId[]>(enqueueHooks(middleware), (call) => call.write(), "enqueue");
+}
+
+/**
+ * One job's enqueue through `chain` (a recurring occurrence's): the hooks
+ * see one job, not in a transaction, and `write` gets the metadata they
+ * set as stored text (null when none; `INVALID_ARGUMENT` over 8 KiB or not
+ * JSON, before anything is written). Without a chain, `write(null)`.
+ */
+export function enqueueOneThrough(
+  chain: ((call: PendingEnqueue) => Promise<JobId[]>) | null,
+  call: Omit<EnqueueContext, "jobs" | "inTransaction"> & Pick<EnqueueJobContext, "payload" | "partition">,
+  write: (meta: string | null) => Promise<JobId[]>,
+): Promise<JobId[]> {
+  if (chain === null) return write(null);
+  const { payload, partition, ...rest } = call;
+  const job: EnqueueJobContext = { payload, partition, meta: {} };
+  return chain({ ...rest, jobs: [job], inTransaction: false, write: () => write(encodeMeta(job.meta, call.jobType)) });
 }
 
 /** The enqueue hooks of `middleware`, in order, bound to their objects. */

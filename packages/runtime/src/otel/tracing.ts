@@ -13,7 +13,12 @@
  * ```
  *
  * An enqueue with no active span starts no span and stores nothing: its
- * attempts start root spans. Spans end synchronously; exporting them is the
+ * attempts start root spans. A recurring occurrence (R2) is the exception:
+ * the poller that inserts it has no caller, so its enqueue span is a root
+ * PRODUCER span (with `later.schedule.id`), and its attempts link to it.
+ * An enqueue that inserted nothing (an occurrence another server's poller
+ * won, a schedule registered again unchanged) ends its span without
+ * `later.job.id`. Spans end synchronously; exporting them is the
  * SDK's span processor's business (use the batch processor): every call
  * into OpenTelemetry here is guarded, so an exporter or processor that
  * throws never fails an enqueue or a job, and one that hangs never delays
@@ -49,12 +54,12 @@ function loadApi(): typeof Otel {
   try {
     path = requireFromRuntime.resolve("@opentelemetry/api");
   } catch {
-    throw new DriverNotInstalledError("@opentelemetry/api", "OpenTelemetry tracing");
+    throw new DriverNotInstalledError("@opentelemetry/api", "OpenTelemetry tracing (`tracing()` of @later/runtime/otel)");
   }
   try {
     return requireFromRuntime(path) as typeof Otel;
   } catch (error) {
-    throw new DriverNotInstalledError("@opentelemetry/api", "OpenTelemetry tracing", error);
+    throw new DriverNotInstalledError("@opentelemetry/api", "OpenTelemetry tracing (`tracing()` of @later/runtime/otel)", error);
   }
 }
 
@@ -68,7 +73,8 @@ function loadApi(): typeof Otel {
  * enqueue, `"process"` per attempt), `messaging.destination.name` (the
  * topic of a partitioned job, else the job type), `later.job.type`,
  * `later.job.id` (the first id at a batch enqueue, with
- * `messaging.batch.message_count`), `later.job.attempt`, `later.partition`
+ * `messaging.batch.message_count`), `later.schedule.id` for a recurring
+ * occurrence, `later.job.attempt`, `later.partition`
  * for a partition head, and `later.job.outcome` (`"success"` or
  * `"error"`, then `error.type` is the error's code or class).
  */
@@ -83,7 +89,8 @@ export function tracing(options: TracingOptions = {}): LaterMiddleware {
     async enqueue(ctx: EnqueueContext, next: () => Promise<JobId[]>): Promise<JobId[]> {
       const active = context.active();
       const current = trace.getSpanContext(active);
-      if (current === undefined || !trace.isSpanContextValid(current)) return next();
+      // A recurring occurrence is traced from the poller, which has no caller's span: its span is a root.
+      if ((current === undefined || !trace.isSpanContextValid(current)) && ctx.scheduleId === undefined) return next();
       const span = guarded(() =>
         tracer.startSpan(
           `later.enqueue ${ctx.jobType}`,
@@ -93,6 +100,7 @@ export function tracing(options: TracingOptions = {}): LaterMiddleware {
               ...messaging("send", destinationOf(ctx.jobType, ctx.jobs[0]?.partition?.topic)),
               "later.job.type": ctx.jobType,
               ...(ctx.jobs.length > 1 ? { "messaging.batch.message_count": ctx.jobs.length } : {}),
+              ...(ctx.scheduleId === undefined ? {} : { "later.schedule.id": ctx.scheduleId }),
             },
           },
           active,

@@ -16,12 +16,11 @@ import { JobWaiter, type JobWaitResult, type WaitForOptions } from "./job-waiter
 import { PauseController, type PausedEntry, type PauseListener, type PauseTarget } from "./pause-controller.js";
 import {
   checkMiddleware,
-  composeHooks,
   encodeMeta,
-  enqueueHooks,
-  type EnqueueContext,
+  enqueueChain,
   type EnqueueJobContext,
   type LaterMiddleware,
+  type PendingEnqueue,
 } from "../middleware/later-middleware.js";
 
 export type { EnqueueOptions } from "./enqueue-options.js";
@@ -76,14 +75,13 @@ export interface JobPublisherOptions<Trx = TransactionHandle> {
   onPauseChange?: PauseListener | undefined;
   /** The `enqueue` hooks of these run around every enqueue (X10), the first outermost. Not such objects: `INVALID_ARGUMENT` naming the index. Default none. */
   middleware?: readonly LaterMiddleware[] | undefined;
+  /**
+   * J15: plain enqueues of concurrent callers written together (default true). False writes each
+   * enqueue in a statement of its own, as before J15 (the benchmarks compare the two).
+   */
+  coalesce?: boolean | undefined;
   /** X2: a unique enqueue replaced a job's payload and made it due now (`replace` of a delayed job): the server wakes local workers. */
   onReady?: (() => void) | undefined;
-}
-
-/** An enqueue on its way through the middleware: the context they see, and the insert `next()` runs at the end. */
-interface PendingEnqueue extends EnqueueContext {
-  readonly jobs: readonly EnqueueJobContext[];
-  readonly write: () => Promise<JobId[]>;
 }
 
 /**
@@ -100,16 +98,19 @@ export class JobPublisher<Trx = TransactionHandle> {
   private readonly waiter: JobWaiter;
   private readonly pauses: PauseController;
   /** Concurrent plain enqueues, written together (group commit). */
-  private readonly coalescer: InsertCoalescer;
+  private readonly coalescer: InsertCoalescer | null;
   /** The enqueue middleware around {@link write}; null without any (a plain enqueue then builds no context). */
   private readonly throughMiddleware: ((ctx: PendingEnqueue) => Promise<JobId[]>) | null;
 
   constructor(private readonly options: JobPublisherOptions<Trx>) {
     this.backend = options.backend;
     const middleware = checkMiddleware(options.middleware, "JobPublisher options");
-    this.throughMiddleware = composeHooks<PendingEnqueue, JobId[]>(enqueueHooks(middleware), (ctx) => ctx.write(), "enqueue");
+    this.throughMiddleware = enqueueChain(middleware);
     this.clock = options.clock;
-    this.coalescer = new InsertCoalescer(async (jobs, now) => (await this.backend.jobs.insertMany({ jobs, now, retentionMs: options.retentionMs })).stages);
+    this.coalescer =
+      options.coalesce === false
+        ? null
+        : new InsertCoalescer(async (jobs, now) => (await this.backend.jobs.insertMany({ jobs, now, retentionMs: options.retentionMs })).stages);
     this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}), options.retentionMs, options.cancelledMsByType);
     this.waiter = new JobWaiter(options.backend, options.clock);
     this.pauses = new PauseController(options.backend, () => options.clock.now(), options.encoders, options.onPauseChange ?? (() => {}));
@@ -119,6 +120,7 @@ export class JobPublisher<Trx = TransactionHandle> {
       encoders: options.encoders,
       defaultRetryPolicy: options.defaultRetryPolicy,
       sequentialPartitions: options.topics.get(RECURRING_SEQUENTIAL_TOPIC) ?? null,
+      throughMiddleware: this.throughMiddleware,
     });
   }
 
@@ -455,7 +457,7 @@ export class JobPublisher<Trx = TransactionHandle> {
    * {@link InsertCoalescer}, written with the other callers' in one statement; the rest are written alone.
    */
   private async write(jobs: JobInsert[], now: number, transaction: Trx | undefined): Promise<JobId[]> {
-    if (transaction === undefined && jobs.length <= COALESCED_MAX && jobs.every(isPlain)) {
+    if (this.coalescer !== null && transaction === undefined && jobs.length <= COALESCED_MAX && jobs.every(isPlain)) {
       this.options.onCommitted(jobs, await this.coalescer.add(jobs, now));
       return jobs.map((j) => j.id);
     }

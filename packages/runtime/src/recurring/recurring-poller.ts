@@ -5,7 +5,7 @@
  * ```text
  *   start() ─► poll ─► sleep(recurringPollIntervalMs) ─► poll ─► ...   stop(): the loop exits
  *   poll:  recurring.dueList(now) ─► per schedule: while nextRunAt <= now:
- *            recurring.advance(expected nextRunAt ─► the next cron time, + the occurrence's job)
+ *            enqueue middleware (X10) ─► next(): recurring.advance(expected nextRunAt ─► the next cron time, + the occurrence's job)
  *              ├─ won:  the job is committed; local workers are woken
  *              └─ lost: another server enqueued it (or the schedule was re-registered): next schedule
  * ```
@@ -26,11 +26,13 @@
  * that are late by less than that (the normal lag of one poll interval, a
  * slow database) are each enqueued.
  */
-import type { Backend, JobInsert, RecurringSchedule } from "../backend/backend.js";
+import type { Backend, JobInsert, RecurringAdvanceResult, RecurringSchedule } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import { CronSchedule } from "../core/cron/cron-schedule.js";
-import { newJobId } from "../core/job-id.js";
+import { newJobId, type JobId } from "../core/job-id.js";
 import type { JobStage } from "../core/job-stage.js";
+import { RECURRING_SEQUENTIAL_TOPIC } from "../core/partition/topic.js";
+import { enqueueOneThrough, type PendingEnqueue } from "../middleware/later-middleware.js";
 
 /** What a {@link RecurringPoller} is built from (by the server). */
 export interface RecurringPollerOptions {
@@ -42,6 +44,10 @@ export interface RecurringPollerOptions {
   onCommitted: (jobs: readonly JobInsert[], stages: readonly JobStage[]) => void;
   /** A poll that failed (database unavailable, a stored cron that no longer parses); the loop goes on. */
   onError: (where: string, error: unknown) => void;
+  /** The server's enqueue middleware (X10), around each occurrence's advance; null: none. */
+  throughMiddleware: ((call: PendingEnqueue) => Promise<JobId[]>) | null;
+  /** The payload the hooks see, decoded as the handler of `jobType` decodes it; undefined when it does not decode. */
+  decodePayload: (jobType: string, payload: string) => unknown;
 }
 
 /** Schedules read per due-list query. */
@@ -134,19 +140,63 @@ export class RecurringPoller {
     let enqueued = 0;
     while (schedule.nextRunAt <= now && !this.stopped) {
       const { runAt, nextRunAt } = this.occurrence(cron, schedule.nextRunAt, now);
-      const { inserted } = await this.options.backend.recurring.advance({
-        schedule,
-        // No explicit policy: each occurrence follows the policy of the server that runs it.
-        occurrence: { id: newJobId(now), runAt, retryPolicy: null },
-        nextRunAt,
-        now,
-      });
-      if (!inserted) return { enqueued, lost: true };
+      const advanced = await this.advance(schedule, runAt, nextRunAt, now);
+      if (advanced === "skipped") return { enqueued, lost: false };
+      if (advanced === "lost") return { enqueued, lost: true };
       enqueued++;
-      this.options.onCommitted([inserted.job], [inserted.stage]);
       schedule = { ...schedule, nextRunAt, nextJobId: null };
     }
     return { enqueued, lost: false };
+  }
+
+  /**
+   * Enqueues one occurrence through the enqueue middleware (X10): the
+   * hooks see one job with the schedule's id and payload as listed;
+   * `next()` resolves to `[]` when another server won it. `skipped`: a hook
+   * threw (reported to `onError`, the poll goes on with the next schedule)
+   * or did not call `next()`; either way the occurrence stays due and the
+   * next poll offers it again. A database error is rethrown: it ends the poll.
+   */
+  private async advance(schedule: RecurringSchedule, runAt: number, nextRunAt: number, now: number): Promise<"won" | "lost" | "skipped"> {
+    const { backend, throughMiddleware, decodePayload } = this.options;
+    let outcome: "won" | "lost" | "skipped" = "skipped";
+    let writeFailed = false;
+    const write = async (meta: string | null): Promise<JobId[]> => {
+      let inserted: RecurringAdvanceResult["inserted"];
+      try {
+        // No explicit policy: each occurrence follows the policy of the server that runs it.
+        ({ inserted } = await backend.recurring.advance({ schedule, occurrence: { id: newJobId(now), runAt, retryPolicy: null, meta }, nextRunAt, now }));
+      } catch (error) {
+        writeFailed = true;
+        throw error;
+      }
+      if (!inserted) {
+        outcome = "lost";
+        return [];
+      }
+      outcome = "won";
+      this.options.onCommitted([inserted.job], [inserted.stage]);
+      return [inserted.job.id];
+    };
+    const partition = schedule.sequential && schedule.partition !== null ? { topic: RECURRING_SEQUENTIAL_TOPIC, partition: schedule.partition } : null;
+    try {
+      await enqueueOneThrough(
+        throughMiddleware,
+        {
+          jobType: schedule.jobType,
+          payload: throughMiddleware === null ? undefined : decodePayload(schedule.jobType, schedule.payload),
+          partition,
+          options: { runAt: new Date(runAt) },
+          scheduleId: schedule.id,
+        },
+        write,
+      );
+    } catch (error) {
+      if (writeFailed) throw error;
+      this.options.onError(`recurring schedule "${schedule.id}" (enqueue middleware)`, error);
+      return "skipped";
+    }
+    return outcome;
   }
 
   /** The occurrence to enqueue for a schedule due at `due`, and the schedule's next time after it (see the module doc on missed ones). */

@@ -24,6 +24,7 @@ import { storedRetryPolicy, type RetryPolicy } from "../core/retry/retry-policy.
 import { InvalidArgumentError, InvalidConfigError } from "../errors.js";
 import { encodePayload } from "../core/encode-payload.js";
 import { describeName, nameProblem } from "../core/stored-name.js";
+import { enqueueOneThrough, type PendingEnqueue } from "../middleware/later-middleware.js";
 
 /** Options of `enqueueRecurring`. */
 export interface RecurringScheduleOptions {
@@ -48,6 +49,8 @@ export interface RecurringSchedulerOptions {
   defaultRetryPolicy: RetryPolicy | null;
   /** Partitions of `__later_recurring` (`recurringSequentialPartitions`); null when not configured. */
   sequentialPartitions: number | null;
+  /** The publisher's enqueue middleware (X10), around the upsert that inserts a plain schedule's first occurrence; null: none. */
+  throughMiddleware: ((call: PendingEnqueue) => Promise<JobId[]>) | null;
 }
 
 /** Longest schedule id: ids are shown in tables and error messages. */
@@ -71,6 +74,13 @@ export class RecurringScheduler {
    * reserves its id, and the poller inserts it into the partition when it
    * is due: a delayed head would block every other schedule of its
    * partition until then.
+   *
+   * Middleware (X10): a plain schedule's upsert runs inside the enqueue
+   * hooks (one job, `scheduleId` set, `options.runAt` its time), since it
+   * may insert the first occurrence: the metadata they set is stored with
+   * it, their `next()` resolves to `[]` when the schedule already existed,
+   * and a hook that throws or skips `next()` leaves the schedule unwritten.
+   * A sequential schedule's upsert inserts no job, so it runs outside them.
    *
    * Throws, writing nothing: `InvalidCronError` (code `INVALID_CRON`, the
    * message names the cron field or the time zone at fault);
@@ -101,18 +111,27 @@ export class RecurringScheduler {
     const first = schedule.nextAfter(now);
     const firstId = newJobId(now);
     const write = { id: scheduleId, jobType, payload: encoded, cron: normalizeCron(cron), timeZone, sequential, partition };
-    const { changed } = await this.options.backend.recurring.upsert(
-      sequential
-        ? { schedule: write, firstJob: null, nextRunAt: first, nextJobId: firstId, now }
-        : {
-            schedule: write,
-            firstJob: { id: firstId, jobType, payload: encoded, runAt: first, retryPolicy: storedRetryPolicy(this.options.defaultRetryPolicy) },
-            nextRunAt: schedule.nextAfter(first),
-            nextJobId: null,
-            now,
-          },
+    if (sequential) {
+      // No job yet: the poller inserts the first occurrence, through its server's middleware.
+      const { changed } = await this.options.backend.recurring.upsert({ schedule: write, firstJob: null, nextRunAt: first, nextJobId: firstId, now });
+      return changed ? firstId : null;
+    }
+    // The upsert may insert the first occurrence, so it runs inside the enqueue middleware (X10): `next()` resolves to [] when the schedule existed.
+    const ids = await enqueueOneThrough(
+      this.options.throughMiddleware,
+      { jobType, payload, partition: null, options: { runAt: new Date(first) }, scheduleId },
+      async (meta) => {
+        const { changed } = await this.options.backend.recurring.upsert({
+          schedule: write,
+          firstJob: { id: firstId, jobType, payload: encoded, runAt: first, retryPolicy: storedRetryPolicy(this.options.defaultRetryPolicy), meta },
+          nextRunAt: schedule.nextAfter(first),
+          nextJobId: null,
+          now,
+        });
+        return changed ? [firstId] : [];
+      },
     );
-    return changed ? firstId : null;
+    return ids.includes(firstId) ? firstId : null;
   }
 
   /** Every schedule of the namespace, ordered by id, with its latest enqueued occurrence's run time. */

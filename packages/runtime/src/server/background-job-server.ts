@@ -11,7 +11,7 @@ import { storeLimits } from "./limits-store.js";
 import { LaterMetrics } from "../metrics/later-metrics.js";
 import { ServerMetrics } from "../metrics/server-metrics.js";
 import { metricsMiddleware } from "../metrics/metrics-middleware.js";
-import type { Hook } from "../middleware/later-middleware.js";
+import { enqueueChain, type Hook } from "../middleware/later-middleware.js";
 import type { AttemptRun } from "../worker/attempt-run.js";
 import type { LogGroupLag } from "../retained-log/log-record.js";
 import { logGroupLag } from "../retained-log/log-group-lag.js";
@@ -141,6 +141,15 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> extends ServerJobCo
       intervalMs: options.recurringPollIntervalMs,
       onCommitted,
       onError: (where, error) => options.onEvent(errorEvent(where, error)),
+      throughMiddleware: enqueueChain(options.middleware),
+      decodePayload: (jobType, payload) => {
+        const decode = options.handlers[jobType]?.decode;
+        try {
+          return decode === undefined ? JSON.parse(payload) : decode(payload);
+        } catch {
+          return undefined;
+        }
+      },
     });
     const unsubscribeWake = backend.wakeSubscribe(wakeAll);
     // X3: another process cancelled a running job (PostgreSQL notifies; SQLite: the next renewal finds it).

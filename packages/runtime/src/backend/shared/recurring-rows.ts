@@ -61,6 +61,7 @@ export function occurrenceJob(row: Row, occurrence: RecurringAdvanceParams["occu
     runAt: occurrence.runAt,
     retryPolicy: occurrence.retryPolicy,
   };
+  if (occurrence.meta != null) job.meta = occurrence.meta;
   if (Number(row.sequential) === 1) {
     job.topic = RECURRING_SEQUENTIAL_TOPIC;
     job.partition = Number(row.partition_no);

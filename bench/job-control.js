@@ -1,0 +1,161 @@
+// What the job-control features cost when used (issue 27, point 9), on both
+// backends, in one process, phases alternating so that drift on the machine
+// falls on both sides of each pair:
+//
+// - processing with every job given a random priority (-100..100) against
+//   the same jobs with none (target: at least 95%);
+// - single enqueue with a unique key (one key per job, `keep`) against plain
+//   single enqueue, 10 in flight each (target: at least 80%). A unique
+//   enqueue is one statement of its own; plain enqueues of concurrent callers
+//   are written together (J15), so the pair is shown against both: plain
+//   written alone (`coalesce: false`, one statement each, the path every
+//   enqueue took when the target was set) and plain as users get it.
+//
+// Each phase gets a fresh SQLite file or a fresh PostgreSQL database. Run:
+// `pnpm bench:job-control`. Env: BENCH_JOBS (20000; single enqueues use
+// min(5000, this)), BENCH_REPS (5), BENCH_PG_URL, BENCH_ONLY (sqlite,postgres).
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BackgroundJobServer, JobPublisher, RetryPolicy, systemClock } from "@later/runtime";
+import { postgres } from "@later/runtime/postgres";
+import { sqlite } from "@later/runtime/sqlite";
+import { benchPublisher, JOB_TYPE, NAMESPACE, wallNow } from "./lib.js";
+import { BenchDatabases } from "./pg-databases.js";
+import { int, markdownTable, median } from "./report.js";
+
+const N = Math.max(100, Number.parseInt(process.env.BENCH_JOBS ?? "", 10) || 20_000);
+const SINGLE_N = Math.min(N, 5000);
+const REPS = Math.max(1, Number.parseInt(process.env.BENCH_REPS ?? "", 10) || 5);
+const ONLY = (process.env.BENCH_ONLY ?? "sqlite,postgres").split(",");
+const dbs = new BenchDatabases(process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres");
+const dir = mkdtempSync(join(tmpdir(), "later-bench-control-"));
+process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dbs.dropAll().finally(() => process.exit(130)));
+
+let fileSeq = 0;
+/** A fresh store of `kind`: a factory of backends on it, and its disposal. */
+async function freshStore(kind, label) {
+  if (kind === "sqlite") {
+    const file = join(dir, `${label}-${++fileSeq}.db`);
+    return { backend: () => sqlite({ file, namespace: NAMESPACE }), dispose: async () => {} };
+  }
+  const { name, url } = await dbs.create(label);
+  return { backend: () => postgres({ connectionString: url, namespace: NAMESPACE }), dispose: () => dbs.drop(name) };
+}
+
+const publisherOn = (backend, coalesce = true) => benchPublisher({ JobPublisher, RetryPolicy, systemClock }, backend, { coalesce });
+
+/** Jobs per second processing N prefilled jobs (bulk enqueue, `priority` of job i from `priorityOf`) with one server of 10 workers. */
+async function processing(kind, priorityOf) {
+  const store = await freshStore(kind, "control_proc");
+  try {
+    const backend = store.backend();
+    await backend.open();
+    await backend.migrations.up();
+    const publisher = publisherOn(backend);
+    for (let k = 0; k < N; k += 1000) {
+      const count = Math.min(1000, N - k);
+      if (priorityOf === null)
+        await publisher.enqueueMany(
+          JOB_TYPE,
+          Array.from({ length: count }, (_, i) => ({ i: k + i })),
+        );
+      // One enqueueMany per priority value in the slice (the option is per call).
+      else {
+        const byPriority = new Map();
+        for (let i = 0; i < count; i++) {
+          const p = priorityOf(k + i);
+          byPriority.set(p, [...(byPriority.get(p) ?? []), { i: k + i }]);
+        }
+        for (const [priority, payloads] of byPriority) await publisher.enqueueMany(JOB_TYPE, payloads, { priority });
+      }
+    }
+    await backend.close();
+    let done = 0;
+    let finished;
+    const all = new Promise((r) => (finished = r));
+    const t0 = wallNow();
+    const server = await BackgroundJobServer.start({
+      context: {},
+      backend: store.backend(),
+      workerCount: 10,
+      handlers: { [JOB_TYPE]: { handle: async () => {} } },
+      onEvent: (e) => {
+        if (e.type === "job" && e.stage === "success" && ++done === N) finished();
+      },
+    });
+    await all;
+    const rate = (N / (wallNow() - t0)) * 1000;
+    await server.shutdown({ deadlineMs: 5000 });
+    return rate;
+  } finally {
+    await store.dispose();
+  }
+}
+
+/** Jobs per second of SINGLE_N single enqueues, 10 in flight; `mode`: "plain", "alone" (plain, not coalesced), "unique" (each with its own key). */
+async function singleEnqueue(kind, mode) {
+  const unique = mode === "unique";
+  const store = await freshStore(kind, "control_single");
+  try {
+    const backend = store.backend();
+    await backend.open();
+    await backend.migrations.up();
+    const publisher = publisherOn(backend, mode !== "alone");
+    let next = 0;
+    const t0 = wallNow();
+    await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        while (next < SINGLE_N) {
+          const i = next++;
+          if (unique) await publisher.enqueueUnique(JOB_TYPE, { i }, { uniqueKey: `k${i}` });
+          else await publisher.enqueue(JOB_TYPE, { i });
+        }
+      }),
+    );
+    const rate = (SINGLE_N / (wallNow() - t0)) * 1000;
+    await backend.close();
+    return rate;
+  } finally {
+    await store.dispose();
+  }
+}
+
+/** A deterministic spread of priorities over -100..100. */
+const randomPriority = (i) => ((i * 7919) % 201) - 100;
+
+const rows = [];
+for (const kind of ["sqlite", "postgres"].filter((k) => ONLY.includes(k))) {
+  const pairs = { proc: [], single: [], coalesced: [] };
+  for (let r = 0; r < REPS; r++) {
+    // Alternate which side of a pair runs first.
+    const first = r % 2 === 0;
+    const plainProc = first ? await processing(kind, null) : null;
+    const prioProc = await processing(kind, randomPriority);
+    pairs.proc.push([plainProc ?? (await processing(kind, null)), prioProc]);
+    const aloneSingle = first ? await singleEnqueue(kind, "alone") : null;
+    const uniqueSingle = await singleEnqueue(kind, "unique");
+    const plainSingle = await singleEnqueue(kind, "plain");
+    pairs.single.push([aloneSingle ?? (await singleEnqueue(kind, "alone")), uniqueSingle]);
+    pairs.coalesced.push([plainSingle, uniqueSingle]);
+    console.error(`${kind} rep ${r + 1}/${REPS} done`);
+  }
+  const summary = (ps, target, what) => {
+    const ratios = ps.map(([a, b]) => b / a);
+    return [
+      what,
+      int(median(ps.map((p) => p[0]))),
+      int(median(ps.map((p) => p[1]))),
+      `${median(ratios).toFixed(3)} (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`,
+      target,
+    ];
+  };
+  rows.push([`**${kind}**`, "", "", "", ""]);
+  rows.push(summary(pairs.proc, "≥ 0.95", `processing, ${int(N)} jobs, 10 workers: none vs random priority`));
+  rows.push(summary(pairs.single, "≥ 0.80", `single enqueue, ${int(SINGLE_N)} jobs, 10 in flight: plain written alone vs unique key`));
+  rows.push(summary(pairs.coalesced, "(J15)", `single enqueue, ${int(SINGLE_N)} jobs, 10 in flight: plain written together vs unique key`));
+}
+console.log(`\nJob control cost, ${REPS} pairs (jobs/s medians; ratio = with ÷ without, median of the pairs and their range)\n`);
+console.log(markdownTable(["figure", "without", "with", "ratio", "target"], rows));
+await dbs.dropAll();
