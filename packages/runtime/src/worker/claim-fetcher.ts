@@ -16,6 +16,11 @@
  * its next job without a round trip and each claim is a batch. After a
  * claim came back short it claims again only on a `"work"` wake-up or the
  * poll timer, so a drained queue costs no empty claim transactions.
+ *
+ * X9: when some of the pool's types have a limit, each claim names them
+ * apart (`limitedTypes`), for the backend's limited step; a claim held back
+ * by a rate window returns when it opens as its next due time. Without a
+ * limit the claim is the plain one.
  */
 import type { Backend, ClaimedJob } from "../backend/backend.js";
 import { errorEvent } from "../events/server-event.js";
