@@ -17,6 +17,7 @@ const GOLDEN = [
   { schema: "test/codegen/schemas/events.schema.ts", out: "test/codegen/schemas/events.generated.ts" },
   { schema: "test/codegen/schemas/shapes.schema.ts", out: "test/codegen/schemas/shapes.generated.ts" },
   { schema: "test/codegen/schemas/results.schema.ts", out: "test/codegen/schemas/results.generated.ts" },
+  { schema: "test/codegen/schemas/limits.schema.ts", out: "test/codegen/schemas/limits.generated.ts" },
   { schema: "test/codegen/schemas/retention.schema.ts", out: "test/codegen/schemas/retention.generated.ts" },
   { schema: "examples/quickstart/jobs.schema.ts", out: "examples/quickstart/jobs.generated.ts" },
   { schema: "examples/testing/jobs.schema.ts", out: "examples/testing/jobs.generated.ts" },

@@ -1,11 +1,13 @@
 // The generated builder's handler options: `timeoutMs` reaches the server; a misspelt option is refused at once.
 // J11: the schema's `@retain*` tags reach the server as the type's retention, a `retention` option wins
 // field by field, and a bad one is INVALID_ARGUMENT at build naming the type and field.
+// X9: the schema's `@concurrency` and `@rateLimit` are stored at build; a handler's own limit (null included) wins.
 import { describe, expect, it } from "vitest";
 import { InvalidConfigError, topic, type JobId } from "@later/runtime";
 import { BACKENDS, withDatabase } from "../conformance/backends.js";
 import { waitFor } from "../conformance/harness.js";
 import { JobsBuilder } from "./schemas/shop.generated.js";
+import { JobsBuilder as LimitsBuilder } from "./schemas/limits.generated.js";
 import { JobsBuilder as RetentionBuilder } from "./schemas/retention.generated.js";
 
 const FAST = { pollIntervalMs: 50, autoMigrate: true } as const;
@@ -25,7 +27,7 @@ describe.each(BACKENDS)("generated builder handler options on $name", (entry) =>
       expect(typo).toBeInstanceOf(InvalidConfigError);
       expect(typo).toMatchObject({
         code: "INVALID_CONFIG",
-        message: 'withSendEmailHandler: unknown option "concurency"; the options are retry, timeoutMs, retention',
+        message: 'withSendEmailHandler: unknown option "concurency"; the options are retry, timeoutMs, retention, concurrency, rateLimit',
       });
       for (const timeoutMs of [0, 1.5, Number.POSITIVE_INFINITY]) {
         expect(() => builder.withSendEmailHandler(() => {}, { timeoutMs }), String(timeoutMs)).toThrow(
@@ -55,6 +57,28 @@ describe.each(BACKENDS)("generated builder handler options on $name", (entry) =>
         const id: JobId = await server.jobs.sendEmail.enqueue({ address: "a@b.c", body: "hello" });
         await waitFor(() => reasons.length > 0, "the attempt's signal aborted", 10_000);
         expect(reasons[0]).toMatchObject({ code: "JOB_TIMEOUT", message: `job ${id} ran longer than the timeoutMs of "sendEmail" handlers (50 ms)` });
+      } finally {
+        await server.shutdown({ deadlineMs: 0 });
+      }
+    }));
+
+  it("X9: the schema's @concurrency and @rateLimit are stored at build; a handler's own limit (null included) wins over them", () =>
+    withDatabase(entry, async (db) => {
+      const server = await new LimitsBuilder({ context: {}, backend: db.backend(), ...FAST })
+        .withImportFeedHandler(() => {})
+        .withCallPartnerHandler(() => {}, { rateLimit: { max: 7, perMs: 60_000 } })
+        .withChargeCardHandler(() => {}, { concurrency: null })
+        .withPlainHandler(() => {})
+        .build();
+      try {
+        // Read back what the build stored (limitsSet returns the rows it replaces).
+        const jobTypes = ["importFeed", "callPartner", "chargeCard", "plain"];
+        const { previous } = await server.backend.jobs.limitsSet({ jobTypes, limits: [], now: Date.now() });
+        expect(previous).toEqual([
+          { jobType: "callPartner", concurrency: null, rateLimit: { max: 7, perMs: 60_000 } },
+          { jobType: "chargeCard", concurrency: null, rateLimit: { max: 10, perMs: 500 } },
+          { jobType: "importFeed", concurrency: 5, rateLimit: null },
+        ]);
       } finally {
         await server.shutdown({ deadlineMs: 0 });
       }

@@ -427,7 +427,97 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
     });
   });
 
+  describe("limitsSet", () => {
+    it("X9: upserts the types with a limit, deletes the rows of the others, returns what was stored before (in type order)", async () => {
+      const s = seam();
+      const first = await s.backend.jobs.limitsSet({
+        jobTypes: ["a", "b"],
+        limits: [
+          { jobType: "a", concurrency: 2, rateLimit: null },
+          { jobType: "b", concurrency: null, rateLimit: { max: 5, perMs: 1_000 } },
+        ],
+        now: NOW,
+      });
+      expect(first).toEqual({ previous: [] });
+      const second = await s.backend.jobs.limitsSet({ jobTypes: ["a", "b"], limits: [{ jobType: "b", concurrency: 1, rateLimit: null }], now: NOW });
+      expect(second.previous).toEqual([
+        { jobType: "a", concurrency: 2, rateLimit: null },
+        { jobType: "b", concurrency: null, rateLimit: { max: 5, perMs: 1_000 } },
+      ]);
+      // `a` was removed (no limit), `b` replaced; another namespace sees none of them.
+      const third = await s.backend.jobs.limitsSet({ jobTypes: ["a", "b"], limits: [], now: NOW });
+      expect(third.previous).toEqual([{ jobType: "b", concurrency: 1, rateLimit: null }]);
+      expect((await s.backend.jobs.limitsSet({ jobTypes: ["a", "b"], limits: [], now: NOW })).previous).toEqual([]);
+    });
+  });
+
+  describe("claimReady with limitedTypes (X9)", () => {
+    it("claims a limited type up to its free slots (concurrency less running, rate window), the plain types with the rest, and says when the window opens", async () => {
+      const s = seam();
+      await s.backend.jobs.limitsSet({
+        jobTypes: ["conc", "rate", "gone"],
+        limits: [
+          { jobType: "conc", concurrency: 2, rateLimit: null },
+          { jobType: "rate", concurrency: null, rateLimit: { max: 3, perMs: 1_000 } },
+        ],
+        now: NOW,
+      });
+      const jobs = [
+        ...Array.from({ length: 4 }, () => jobInsert({ jobType: "conc" })),
+        ...Array.from({ length: 5 }, () => jobInsert({ jobType: "rate" })),
+        ...Array.from({ length: 2 }, () => jobInsert({ jobType: "gone" })),
+        ...Array.from({ length: 2 }, () => jobInsert({ jobType: "work" })),
+      ];
+      await s.backend.jobs.insertMany({ jobs, now: NOW });
+      const limited = (n: number, now = NOW) =>
+        s.backend.jobs.claimReady({ owner: "w1", limit: n, now, leaseExpiresAt: now + 30_000, jobTypes: ["work"], limitedTypes: ["rate", "conc", "gone"] });
+      const byType = (r: { jobs: { jobType: string }[] }) => {
+        const counts: Record<string, number> = {};
+        for (const j of r.jobs) counts[j.jobType] = (counts[j.jobType] ?? 0) + 1;
+        return counts;
+      };
+      const first = await limited(20);
+      // `gone` has no stored row: claimed unlimited by the limited step.
+      expect(byType(first)).toEqual({ conc: 2, rate: 3, gone: 2, work: 2 });
+      expect(first.nextRunAt).toBe(NOW + 1_000);
+      await expectCountersMatch(s);
+      // Nothing frees a slot before the window opens: none claimed, the same next-slot time.
+      const blocked = await limited(20, NOW + 999);
+      expect(blocked.jobs).toEqual([]);
+      expect(blocked.nextRunAt).toBe(NOW + 1_000);
+      // One conc job finishes and the window opens: one conc, the last two rate jobs.
+      const conc = first.jobs.find((j) => j.jobType === "conc")!;
+      await s.backend.jobs.finishMany({ finishes: [{ ...key(conc), outcome: { kind: "success" } }], now: NOW + 1_000, retentionMs: DAY });
+      expect(byType(await limited(20, NOW + 1_000))).toEqual({ conc: 1, rate: 2 });
+      await expectCountersMatch(s);
+    });
+  });
+
   describe("finishMany", () => {
+    it("X9: wakeOthers wakes the namespace's other backends after the write (PostgreSQL: a NOTIFY; SQLite: the commit)", async () => {
+      const s = seam();
+      const other = await s.other(s.backend.namespace);
+      const job = jobInsert();
+      await s.backend.jobs.insertMany({ jobs: [job], now: NOW });
+      const [claimed] = (await claim(s.backend, 1)).jobs;
+      let wakes = 0;
+      const unsubscribe = other.wakeSubscribe(() => void wakes++);
+      try {
+        const result = await s.backend.jobs.finishMany({
+          finishes: [{ ...key(claimed!), outcome: { kind: "success" } }],
+          now: NOW,
+          retentionMs: DAY,
+          wakeOthers: true,
+        });
+        expect(result.applied).toEqual([key(claimed!)]);
+        const deadline = Date.now() + 10_000;
+        while (wakes === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+        expect(wakes).toBeGreaterThan(0);
+      } finally {
+        unsubscribe();
+      }
+    });
+
     it("stores successes: expiry at now + retention, lease cleared; waiting continuations released (enqueued, or delayed while not due)", async () => {
       const s = seam();
       const parent = jobInsert();

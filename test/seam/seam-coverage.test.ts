@@ -29,6 +29,7 @@ const JOBS = [
   "insertMany",
   "insertUnique",
   "claimReady",
+  "limitsSet",
   "finishMany",
   "releaseMany",
   "leaseRenew",
@@ -65,7 +66,7 @@ describe("seam suite coverage", () => {
     expectTypeOf<(typeof JOBS)[number]>().toEqualTypeOf<keyof JobStore>();
     expectTypeOf<(typeof PARTITIONS)[number]>().toEqualTypeOf<keyof PartitionStore>();
     expectTypeOf<(typeof CONTROL)[number]>().toEqualTypeOf<keyof JobControlStore>();
-    expect(JOBS.length + PARTITIONS.length + CONTROL.length).toBe(27);
+    expect(JOBS.length + PARTITIONS.length + CONTROL.length).toBe(28);
   });
 
   it.each(BACKENDS)("every listed method is a method of the $name backend's stores", (entry) => {

@@ -190,6 +190,8 @@ function catalogEntry(job: JobDeclaration): string[] {
     topic: job.topic?.name,
     partitionKey: job.topic?.partitionKey,
     partitions: job.topic?.partitions,
+    concurrency: job.concurrency,
+    rateLimit: job.rateLimit,
     retention: job.retention ? { ...job.retention } : undefined,
     payload: job.payload,
     shapes: Object.keys(job.shapes).length > 0 ? job.shapes : undefined,

@@ -20,6 +20,7 @@ import { LOGS_INTERFACE, readLogs, type LogDeclaration } from "./log-schema-read
 import { readResults } from "./results-reader.js";
 import { readRetention, type RetentionTags } from "./retention-tags.js";
 import { readPartitionKey, readPartitions } from "./topic-tags.js";
+import { readLimits } from "./limit-tags.js";
 import { exportedAs, payloadTypeText } from "./type-imports.js";
 
 /** One declared job: a member of the jobs interface. */
@@ -44,6 +45,10 @@ export interface JobDeclaration {
   retention?: RetentionTags;
   /** The handler's result type as the generated module writes it (`Results["sendEmail"]`), from `interface Results` (X6); none: untyped. */
   resultType?: string;
+  /** X9: `@concurrency N`: at most N running at once across the namespace's servers. */
+  concurrency?: number;
+  /** X9: `@rateLimit MAX/WINDOW`: at most `max` starts in any window of `perMs`. */
+  rateLimit?: { max: number; perMs: number };
 }
 
 /** What `later-gen` read from a schema file. */
@@ -245,6 +250,7 @@ function readJob(
   const before = problems.count;
   const datePaths = problems.attempt(() => PayloadChecker.check(program, locate, name, payload, typeNode));
   const topic = problems.attempt(() => readTopic(declaration, payload, name, locate));
+  const limits = problems.attempt(() => readLimits(declaration, name, locate));
   const retention = problems.attempt(() => readRetention(declaration, name, locate));
   if (problems.count > before || datePaths === undefined) return undefined;
   const shape = PayloadShapeBuilder.build(payload, (type) => isLibraryDate(program, type));
@@ -259,6 +265,7 @@ function readJob(
       shapes: shape.shapes,
       ...(topic ? { topic: topic.topic } : {}),
       ...(retention ? { retention } : {}),
+      ...limits,
     },
     nameNode,
     partitionsTag: topic?.partitionsTag,

@@ -46,8 +46,33 @@ export interface JobStore<Trx = unknown> {
    * happened. Never on a caller's transaction, never partitioned.
    */
   insertUnique(params: JobInsertUniqueParams): Promise<JobInsertUniqueResult>;
-  /** Claims up to `limit` ready jobs (lowest priority number first, then oldest `runAt`) in one write: stage `running`, `attempt + 1`, a lease. */
+  /**
+   * Claims up to `limit` ready jobs (lowest priority number first, then oldest `runAt`) in one write: stage `running`, `attempt + 1`, a lease.
+   *
+   * X9: with `limitedTypes`, those types are claimed first by a limited
+   * step, within their stored limits (`later_limits`), then `jobTypes` by
+   * the plain claim with what is left. The limited step, per type in type
+   * order: lock the type's limits row (PostgreSQL `FOR UPDATE`, which
+   * serialises the limited claims of one type across servers; SQLite has
+   * one writer already), count its running regular jobs (through the
+   * partial index `later_jobs_running`, the namespace's running jobs), count its starts in the rate window (the
+   * row's `rate_starts`), claim up to the free slots with the plain claim
+   * statement narrowed to the type, and store the new starts; a type
+   * without a stored row is claimed unlimited. When the rate window holds a
+   * type back, the time it opens is folded into `nextRunAt`. Without
+   * `limitedTypes` (no limit on the server) the claim is the one statement
+   * it always was. SQLite: all in one `immediate` transaction; PostgreSQL:
+   * the limited step in one transaction, then the plain claim in autocommit.
+   */
   claimReady(params: JobClaimReadyParams): Promise<JobClaimReadyResult>;
+  /**
+   * X9: stores the limits of a starting server's job types and returns
+   * what was stored before, so the server can warn when they differ (the
+   * last server started wins). `limits`: the types with a limit, upserted;
+   * every other type of `jobTypes` has its row deleted (no limit). One
+   * transaction; a type's recent starts are kept when its row is updated.
+   */
+  limitsSet(params: LimitsSetParams): Promise<LimitsSetResult>;
   /**
    * Stores attempt outcomes in one transaction, each guarded by its claim.
    * Success releases waiting continuations; a final failure fails them, down
@@ -215,6 +240,30 @@ export interface JobClaimReadyParams {
   leaseExpiresAt: number;
   /** Claim only these job types (the ones this server has handlers for). */
   jobTypes: readonly string[];
+  /** X9: job types claimed within their stored limits, before `jobTypes` (disjoint from it). Default: none. */
+  limitedTypes?: readonly string[] | undefined;
+}
+
+/** X9: one job type's limits (null: no such limit). */
+export interface JobTypeLimit {
+  jobType: string;
+  /** At most this many running at once across the namespace's servers. */
+  concurrency: number | null;
+  /** At most `max` starts (claims) in any window of `perMs`. */
+  rateLimit: { max: number; perMs: number } | null;
+}
+
+export interface LimitsSetParams {
+  /** Every job type the server handles. */
+  jobTypes: readonly string[];
+  /** The types of `jobTypes` that have a limit. */
+  limits: readonly JobTypeLimit[];
+  now: number;
+}
+
+export interface LimitsSetResult {
+  /** The limits stored before, of the types of `jobTypes` that had a row. */
+  previous: JobTypeLimit[];
 }
 
 /** What one claim took, and when to look again if it came back short. */
@@ -224,7 +273,8 @@ export interface JobClaimReadyResult {
   /**
    * Only when fewer than `limit` jobs were claimed: the earliest `runAt`
    * after `now` among claimable jobs of these types (null: none), read in
-   * the same round trip, so the fetcher knows how long it may sleep.
+   * the same round trip, so the fetcher knows how long it may sleep; with
+   * limited types (X9), also the time a rate window next lets one start.
    */
   nextRunAt?: number | null;
 }
@@ -287,6 +337,13 @@ export interface JobFinishManyParams {
   retentionMs: number;
   /** Only finish claims whose lease expired before this time (stuck-job rescue). */
   leaseExpiredBefore?: number;
+  /**
+   * X9: the batch freed a slot of a limited type: wake the namespace's other
+   * servers after the write (PostgreSQL: one `pg_notify` on the wake-up
+   * channel, a round trip only for such batches; SQLite: every commit wakes
+   * them already). Default false.
+   */
+  wakeOthers?: boolean;
 }
 
 export interface JobFinishManyResult {

@@ -1,7 +1,7 @@
-import type { TransactionHandle } from "../backend/backend.js";
+import type { JobTypeLimit, TransactionHandle } from "../backend/backend.js";
 import { checkJobRetention, type JobRetention } from "../core/job-retention.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
-import { InvalidConfigError } from "../errors.js";
+import { describeValue, InvalidConfigError } from "../errors.js";
 import { timeoutProblem } from "../publisher/enqueue-options.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 
@@ -69,14 +69,41 @@ export interface HandlerRegistration<C, Trx = TransactionHandle> {
    * `later jobs show` no longer finds it.
    */
   retention?: JobRetention;
+  /**
+   * X9: at most this many jobs of this type running at once across every
+   * server of the namespace, enforced by the database at claim time; the
+   * others wait in storage (holding no worker) and start as a running one
+   * finishes. A positive integer; null or absent: no such limit. Stored in
+   * the database when the server starts: the last server started with a
+   * handler for the type sets its limits (a server whose options differ
+   * from the stored ones reports a `warning` event, `LIMITS_CHANGED`).
+   */
+  concurrency?: number | null;
+  /**
+   * X9: at most `max` jobs of this type started (claimed) in any window of
+   * `perMs` ms across every server of the namespace; the others wait in
+   * storage and start when the window lets them (the claim learns when, no
+   * fixed sleep). `max` and `perMs` positive integers; null or absent: no
+   * rate limit. Stored as {@link concurrency} is.
+   */
+  rateLimit?: { max: number; perMs: number } | null;
 }
 
 /** Every key a {@link HandlerRegistration} has: any other is refused, so a misspelt option is not silently ignored. */
-export const HANDLER_REGISTRATION_KEYS: readonly (keyof HandlerRegistration<unknown>)[] = ["handle", "retry", "decode", "encode", "timeoutMs", "retention"];
+export const HANDLER_REGISTRATION_KEYS: readonly (keyof HandlerRegistration<unknown>)[] = [
+  "handle",
+  "retry",
+  "decode",
+  "encode",
+  "timeoutMs",
+  "retention",
+  "concurrency",
+  "rateLimit",
+];
 
 /**
- * One handler's keys (only {@link HANDLER_REGISTRATION_KEYS}), its `timeoutMs` (`InvalidConfigError`) and its
- * `retention` (`InvalidArgumentError`), each error naming the job type and the key.
+ * One handler's keys (only {@link HANDLER_REGISTRATION_KEYS}), its `timeoutMs`, `concurrency` and `rateLimit`
+ * (`InvalidConfigError`) and its `retention` (`InvalidArgumentError`), each error naming the job type and the key.
  */
 export function checkHandlerRegistration(type: string, h: object): void {
   for (const key of Object.keys(h)) {
@@ -88,4 +115,39 @@ export function checkHandlerRegistration(type: string, h: object): void {
   const problem = timeoutMs === undefined || timeoutMs === null ? null : timeoutProblem(timeoutMs);
   if (problem !== null) throw new InvalidConfigError(`handlers.${type}.timeoutMs ${problem} (or null for none)`);
   checkJobRetention(type, (h as { retention?: unknown }).retention);
+  handlerLimit(type, h as HandlerRegistration<unknown>);
+}
+
+/** The largest limit taken (a PostgreSQL integer column). */
+const MAX_LIMIT = 2 ** 31 - 1;
+
+/** Why `value` is not a limit (a positive integer up to 2^31 − 1), or null when it is one. */
+function limitProblem(value: unknown): string | null {
+  if (typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= MAX_LIMIT) return null;
+  return `must be an integer from 1 to ${MAX_LIMIT}, got ${describeValue(value)}`;
+}
+
+/**
+ * X9: the limits of handler `type` as stored (null: no limit); throws
+ * `InvalidConfigError` naming the job type and the field for a limit of 0,
+ * a negative or non-integer one, or a `rateLimit` that is not `{ max, perMs }`
+ * of positive integers (`perMs` under 1 included).
+ */
+export function handlerLimit(type: string, h: Pick<HandlerRegistration<unknown>, "concurrency" | "rateLimit">): JobTypeLimit | null {
+  const concurrency = h.concurrency ?? null;
+  if (concurrency !== null) {
+    const problem = limitProblem(concurrency);
+    if (problem !== null) throw new InvalidConfigError(`handlers.${type}.concurrency ${problem} (or null for none)`);
+  }
+  const rate = h.rateLimit ?? null;
+  if (rate !== null) {
+    if (typeof rate !== "object" || Object.keys(rate).some((k) => k !== "max" && k !== "perMs"))
+      throw new InvalidConfigError(`handlers.${type}.rateLimit must be { max, perMs } (or null for none), got ${describeValue(rate)}`);
+    for (const field of ["max", "perMs"] as const) {
+      const problem = limitProblem(rate[field]);
+      if (problem !== null) throw new InvalidConfigError(`handlers.${type}.rateLimit.${field} ${problem}`);
+    }
+  }
+  if (concurrency === null && rate === null) return null;
+  return { jobType: type, concurrency, rateLimit: rate === null ? null : { max: rate.max, perMs: rate.perMs } };
 }

@@ -56,8 +56,11 @@ export type ServerEvent =
    * server enqueued jobs of `jobType` and no live server handles that type
    * (checked at the next heartbeat, once per type per server; see
    * `UnhandledJobTypeWarner`): they wait until a server with its handler starts.
+   * `LIMITS_CHANGED` (X9): at its start this server stored limits for
+   * `jobType` (`concurrency`, `rateLimit`) that differ from those stored
+   * before (see `storeLimits`).
    */
-  | { type: "warning"; code: "UNHANDLED_JOB_TYPE"; jobType: string; message: string }
+  | { type: "warning"; code: "UNHANDLED_JOB_TYPE" | "LIMITS_CHANGED"; jobType: string; message: string }
   /**
    * A server started (running, after its database was reached) or stopped
    * (shutdown done); a publisher or retained log opened or closed.

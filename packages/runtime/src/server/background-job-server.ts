@@ -7,6 +7,7 @@ import { RecurringPoller } from "../recurring/recurring-poller.js";
 import { WorkerPool } from "../worker/worker-pool.js";
 import { WorkerIds } from "../worker/worker-ids.js";
 import { PauseWatch } from "../worker/pause-watch.js";
+import { storeLimits } from "./limits-store.js";
 import { LaterMetrics } from "../metrics/later-metrics.js";
 import { ServerMetrics } from "../metrics/server-metrics.js";
 import { metricsMiddleware } from "../metrics/metrics-middleware.js";
@@ -210,6 +211,8 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> extends ServerJobCo
     const server = new BackgroundJobServer<C, Trx>(resolved, databaseClock);
     try {
       await wait.run(async () => {
+        // X9: this server's limits stored (the last server started wins), before any worker claims.
+        await storeLimits(resolved);
         // P1: a topic stored with another partition count refuses the start, before any worker runs.
         if (resolved.topics.length > 0) await resolved.backend.partitions.topicRegister({ topics: resolved.topics, now: resolved.clock.now() });
         // L1: as RetainedLog.open, a log topic stored with another partition count refuses the start.

@@ -31,6 +31,10 @@ export interface JobSpec {
    * with it. Every job of one topic carries the same count.
    */
   readonly partitions?: number;
+  /** X9: `@concurrency N`: the type's `concurrency` unless its handler's options give one. */
+  readonly concurrency?: number;
+  /** X9: `@rateLimit MAX/WINDOW`: the type's `rateLimit` unless its handler's options give one. */
+  readonly rateLimit?: { readonly max: number; readonly perMs: number };
   /**
    * The job type's retention per stage from the schema's `@retainSuccess`, `@retainFailed` and
    * `@retainCancelled` tags (J11); the handler option `retention` wins field by field. None: the

@@ -49,10 +49,24 @@ export interface HandlerOptions<C> {
    * naming the job type and field.
    */
   retention?: JobRetention;
+  /**
+   * X9: at most this many jobs of this type running at once across every
+   * server of the namespace (see `HandlerRegistration.concurrency`). Wins
+   * over the schema's `@concurrency`; null: no limit even when the schema
+   * declares one. Default: the schema's, else none.
+   */
+  concurrency?: number | null;
+  /**
+   * X9: at most `max` starts in any window of `perMs` ms across every server
+   * of the namespace (see `HandlerRegistration.rateLimit`). Wins over the
+   * schema's `@rateLimit`; null: none even when the schema declares one.
+   * Default: the schema's, else none.
+   */
+  rateLimit?: { max: number; perMs: number } | null;
 }
 
 /** Every key {@link HandlerOptions} has. */
-export const HANDLER_OPTION_KEYS: readonly (keyof HandlerOptions<unknown>)[] = ["retry", "timeoutMs", "retention"];
+export const HANDLER_OPTION_KEYS: readonly (keyof HandlerOptions<unknown>)[] = ["retry", "timeoutMs", "retention", "concurrency", "rateLimit"];
 
 /**
  * The base of every generated `<Name>Builder`: the generated subclass adds
@@ -100,6 +114,9 @@ export class TypedServerBuilder<C, H, Trx = TransactionHandle, P extends PauseTa
       ...(options.retry === undefined ? {} : { retry: options.retry }),
       ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
       ...(retention === undefined ? {} : { retention: retention as JobRetention }),
+      // X9: checked with the other handler options when the server starts (INVALID_CONFIG naming the type and field).
+      ...limitOption("concurrency", options.concurrency, spec.concurrency),
+      ...limitOption("rateLimit", options.rateLimit, spec.rateLimit),
     });
     return this;
   }
@@ -161,6 +178,16 @@ export function jobHandles<H>(catalog: JobCatalog, publisher: JobPublisher<unkno
     handles[spec.handle ?? type] = spec.topic === undefined ? new JobHandle(publisher, type, spec) : new TopicJobHandle(publisher, type, spec);
   }
   return Object.freeze(handles) as H;
+}
+
+/** A limit option of a registration: the handler's own (null included) when given, else the schema's, else none. */
+function limitOption<K extends "concurrency" | "rateLimit">(
+  key: K,
+  own: HandlerOptions<unknown>[K],
+  schema: HandlerOptions<unknown>[K],
+): Pick<HandlerOptions<unknown>, K> {
+  const value = own !== undefined ? own : schema;
+  return (value === undefined ? {} : { [key]: value }) as Pick<HandlerOptions<unknown>, K>;
 }
 
 /** The fields of `retention` that are set (an `undefined` field given does not hide the schema's tag). */

@@ -16,6 +16,11 @@
  * its next job without a round trip and each claim is a batch. After a
  * claim came back short it claims again only on a `"work"` wake-up or the
  * poll timer, so a drained queue costs no empty claim transactions.
+ *
+ * X9: when some of the pool's types have a limit, each claim names them
+ * apart (`limitedTypes`), for the backend's limited step; a claim held back
+ * by a rate window returns when it opens as its next due time. Without a
+ * limit the claim is the plain one.
  */
 import type { Backend, ClaimedJob } from "../backend/backend.js";
 import { errorEvent } from "../events/server-event.js";
@@ -42,6 +47,8 @@ export class ClaimFetcher {
   private wakeController = new AbortController();
   /** False after a claim came back short, until a "work" wake or the poll timer. */
   private moreMayBeReady = true;
+  /** The last claimable list split into plain and limited types (rebuilt only when the list changes: a pause or resume). */
+  private split: { of: readonly string[]; plain: readonly string[]; limited: readonly string[] } | null = null;
   /** X4: the paused set, read before a claim at most once per poll interval; paused types are left out of the claim. Null: none honoured. */
   pauses: PauseWatch | null = null;
 
@@ -51,6 +58,8 @@ export class ClaimFetcher {
     private readonly owner: string,
     /** The job types the pool has handlers for. */
     private readonly jobTypes: string[],
+    /** X9: those of them with a limit (concurrency or rate): claimed by the claim's limited step. Empty: the plain claim only. */
+    private readonly limitedTypes: ReadonlySet<string>,
     private readonly pacer: ClaimPacer,
     private readonly host: ClaimFetcherHost,
   ) {}
@@ -106,7 +115,11 @@ export class ClaimFetcher {
           const leaseExpiresAt = now + leaseMs;
           // Every type paused: no claim; the poll timer or a wake-up (a resume wakes every server) tries again.
           const claimed =
-            jobTypes.length === 0 ? { jobs: [] } : await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, jobTypes });
+            jobTypes.length === 0
+              ? { jobs: [] }
+              : this.limitedTypes.size === 0
+                ? await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, jobTypes })
+                : await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, ...this.splitTypes(jobTypes) });
           if (jobTypes.length > 0) this.pacer.claimTook(clock.now() - now);
           for (const job of claimed.jobs) this.host.accept(job, leaseExpiresAt, now);
           if (claimed.jobs.length === limit) {
@@ -132,5 +145,14 @@ export class ClaimFetcher {
         if (!this.moreMayBeReady) carriedWaitMs = waitMs;
       } else this.moreMayBeReady = true; // the poll timer (or the next due time) fired
     }
+  }
+
+  /** X9: `jobTypes` as the claim's plain `jobTypes` and its `limitedTypes`. */
+  private splitTypes(jobTypes: readonly string[]): { jobTypes: readonly string[]; limitedTypes: readonly string[] } {
+    if (this.split?.of !== jobTypes) {
+      const limited = jobTypes.filter((t) => this.limitedTypes.has(t));
+      this.split = { of: jobTypes, plain: jobTypes.filter((t) => !this.limitedTypes.has(t)), limited };
+    }
+    return { jobTypes: this.split.plain, limitedTypes: this.split.limited };
   }
 }

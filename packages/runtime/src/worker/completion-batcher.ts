@@ -39,6 +39,8 @@ export class CompletionBatcher<F extends JobFinish> {
     private readonly onWritten: (result: JobFinishManyResult) => void,
     private readonly onError: (error: unknown) => void,
     private readonly retryDelayMs = 50,
+    /** X9: whether a written finish should wake the namespace's other servers (it frees a limited type's slot). Default: never. */
+    private readonly wakesOthers: ((finish: F) => boolean) | null = null,
   ) {}
 
   /** Queues one outcome for the next write. */
@@ -80,7 +82,12 @@ export class CompletionBatcher<F extends JobFinish> {
       this.pending = [];
       let result: JobFinishManyResult;
       try {
-        result = await this.backend.jobs.finishMany({ finishes: batch, now: this.clock.now(), retentionMs: this.retentionMs });
+        const wakesOthers = this.wakesOthers;
+        result = await this.backend.jobs.finishMany(
+          wakesOthers !== null && batch.some(wakesOthers)
+            ? { finishes: batch, now: this.clock.now(), retentionMs: this.retentionMs, wakeOthers: true }
+            : { finishes: batch, now: this.clock.now(), retentionMs: this.retentionMs },
+        );
       } catch (error) {
         this.onError(error);
         this.pending = batch.concat(this.pending);

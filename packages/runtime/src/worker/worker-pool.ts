@@ -49,6 +49,7 @@ import type { WorkerPoolConfig } from "./worker-pool-config.js";
 import { LeaseRenewer } from "./lease-renewer.js";
 import type { WorkerIds } from "./worker-ids.js";
 import type { PauseWatch } from "./pause-watch.js";
+import { handlerLimit } from "../config/handler-registration.js";
 import type { ServerMetrics, WorkerState } from "../metrics/server-metrics.js";
 
 interface WorkerSlot {
@@ -70,6 +71,8 @@ export class WorkerPool<C> {
   private readonly fetcher: ClaimFetcher;
   private readonly batcher: CompletionBatcher<HeldClaim>;
   private readonly renewer: LeaseRenewer;
+  /** X9: this server's job types with a limit in their handler options: the fetcher claims them by the limited step, and a finish of one wakes it. */
+  private readonly limitedTypes: ReadonlySet<string>;
   private readonly pacer: ClaimPacer;
   private readonly executor: JobExecutor<C>;
   /**
@@ -96,8 +99,10 @@ export class WorkerPool<C> {
     /** Where written outcomes are recorded (attempts: the executor's metrics layer); null with metrics off. */
     private readonly metrics: ServerMetrics | null,
   ) {
+    const jobTypes = Object.keys(options.handlers);
+    this.limitedTypes = new Set(jobTypes.filter((t) => handlerLimit(t, options.handlers[t]!) !== null));
     this.pacer = new ClaimPacer(backend.capabilities.claimBatch);
-    this.fetcher = new ClaimFetcher(options, backend, owner, Object.keys(options.handlers), this.pacer, {
+    this.fetcher = new ClaimFetcher(options, backend, owner, jobTypes, this.limitedTypes, this.pacer, {
       activeWorkers: () => this.slots.filter((s) => !s.stopRequested).length,
       inFlight: () => this.buffer.length + this.busyCount,
       accept: (job, leaseExpiresAt, claimedAt) => {
@@ -118,6 +123,8 @@ export class WorkerPool<C> {
         }
       },
       reportError("complete"),
+      undefined,
+      this.limitedTypes.size === 0 ? null : (claim) => this.limitedTypes.has(claim.job.jobType),
     );
     this.renewer = new LeaseRenewer({
       clock: options.clock,
@@ -361,6 +368,7 @@ export class WorkerPool<C> {
     if (this.held.get(claim.id) === claim) this.held.delete(claim.id);
     if (applied) this.metrics?.outcomeWritten(claim.job, claim.outcome, this.options.clock.now());
     if (applied && this.options.eventsEnabled) this.options.onEvent(attemptEvent(claim.job, claim.outcome));
-    if (claim.outcome.kind === "retry") this.wake();
+    // X9: a limited type's slot is free again; its waiting jobs may start now.
+    if (claim.outcome.kind === "retry" || (applied && this.limitedTypes.has(claim.job.jobType))) this.wake();
   }
 }

@@ -27,17 +27,26 @@ import { callerExecutor } from "./postgres-executors.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
 import { retryConflicts } from "./postgres-errors.js";
 import type { PostgresJobQueries } from "./postgres-job-queries.js";
+import { PostgresLimits } from "./postgres-limits.js";
+import { joinClaims } from "../shared/limit-slots.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { foreignNotifyPayload } from "./postgres-wakeups.js";
+
+/** X9: the wake-up of the other servers after a finish that freed a limited type's slot (`$1`/`$2` channel and payload). */
+const NOTIFY = statement("SELECT pg_notify($1, $2)");
 
 export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   /** `$1` namespace, `$2` ids: those now `cancelled` (X3), for a renewal that lost claims. */
   private readonly cancelledOf: Statement;
 
+  /** X9: the limited claim step and the stored limits. */
+  private readonly limits: PostgresLimits;
+
   constructor(
     private readonly host: PostgresRunner,
     private readonly q: PostgresJobQueries,
   ) {
+    this.limits = new PostgresLimits(host, q);
     this.cancelledOf = statement(
       `SELECT id, attempt, stages::jsonb -> -1 ->> 2 AS note FROM ${host.quoted}.later_jobs WHERE namespace = $1 AND stage = 'cancelled' AND id = ANY($2::text[])`,
     );
@@ -189,9 +198,26 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     return seqs;
   }
 
-  /** One statement (`claim`), the next due time included when short; rows come back as arrays. */
+  /**
+   * One statement (`claim`), the next due time included when short; rows come back as arrays.
+   * X9: limited types first, in a transaction of their own (`PostgresLimits.claim`), then the rest.
+   */
   async claimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
-    if (params.limit <= 0 || params.jobTypes.length === 0) return { jobs: [] };
+    if (params.limit <= 0) return { jobs: [] };
+    if (params.limitedTypes === undefined || params.limitedTypes.length === 0) return this.claimPlain(params);
+    const first = await this.limits.claim(params);
+    if (first.jobs.length === params.limit || params.jobTypes.length === 0) return first;
+    const rest = await this.claimPlain({ ...params, limit: params.limit - first.jobs.length });
+    return joinClaims(first, rest, params.limit);
+  }
+
+  /** X9: stored in one transaction (`PostgresLimits.set`). */
+  limitsSet(params: B.LimitsSetParams): Promise<B.LimitsSetResult> {
+    return this.limits.set(params);
+  }
+
+  private async claimPlain(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
+    if (params.jobTypes.length === 0) return { jobs: [] };
     const rows = await this.host.executeArrays(this.q.claim, [this.ns, params.now, params.jobTypes, params.limit, params.owner, params.leaseExpiresAt]);
     const jobs: B.ClaimedJob[] = [];
     let nextRunAt: number | null | undefined;
@@ -220,6 +246,14 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
    * continuations level by level down the chain.
    */
   async finishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
+    const result = await this.finishBatch(params);
+    // X9: a limited type's slot was freed; the finish statements notify only when work became ready.
+    // Once per call: a batch split by retention (finishByRetention) writes its groups through finishBatch.
+    if (params.wakeOthers && result.applied.length > 0) await this.host.execute(NOTIFY, [...this.host.notifyArgs]);
+    return result;
+  }
+
+  private async finishBatch(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
     if (params.finishes.length === 0) return { applied: [], released: 0 };
     if (params.finishes.some((f) => f.retentionMs !== undefined)) return this.finishByRetention(params);
     const finishes = [...params.finishes].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)); // one lock order for every writer
@@ -243,7 +277,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     const { discard, kept } = splitByRetention(params);
     const results: B.JobFinishManyResult[] = [];
     if (discard.length > 0) results.push(await retryConflicts(() => this.finishDiscards(discard, params.now)));
-    for (const [retentionMs, finishes] of kept) results.push(await this.finishMany({ ...params, finishes, retentionMs }));
+    for (const [retentionMs, finishes] of kept) results.push(await this.finishBatch({ ...params, finishes, retentionMs }));
     return mergeFinishResults(results);
   }
 

@@ -330,6 +330,28 @@ CREATE TRIGGER later_job_parents_delete AFTER DELETE ON {schema}.later_jobs
   FOR EACH ROW WHEN (OLD.parents_left IS NOT NULL) EXECUTE FUNCTION {schema}.later_job_parents_delete();
 `,
   },
+  {
+    version: 19,
+    name: "limits",
+    // X9: the limits in force per job type (the last server started with a handler for the type writes them;
+    // NULL: no such limit). rate_starts: JSON array of the claim times (ms) of the type's last rate_max starts,
+    // oldest first, written by the limited claim under the row's lock (see `limitedClaim`). A group limit
+    // (X9's groupConcurrency, planned) takes a column here and a table of its own keyed by (namespace, job_type,
+    // group). No index of its own: a limited claim counts the type's running jobs through `later_jobs_running`
+    // (an index every claim and finish of every job would maintain costs the servers without limits).
+    sql: `
+CREATE TABLE {schema}.later_limits (
+  namespace text NOT NULL,
+  job_type text NOT NULL,
+  concurrency integer,
+  rate_max integer,
+  rate_per_ms bigint,
+  rate_starts text NOT NULL DEFAULT '[]',
+  updated_at bigint NOT NULL,
+  PRIMARY KEY (namespace, job_type)
+);
+`,
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

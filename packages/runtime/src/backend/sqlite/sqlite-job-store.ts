@@ -27,6 +27,7 @@ import { edgesJson, FAN_IN_SQL, readFanInParents, releaseFanInChildren } from ".
 import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
 import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
 import { insertUniqueRow, JOB_INSERT_PLACEHOLDERS } from "./sqlite-unique-insert.js";
+import { claimLimited, setLimits } from "./sqlite-limits.js";
 import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
 
 /** The ready index's predicate, word for word (`later_jobs_ready` in `sqlite-migrations.ts`; the migrations keep their literal lists, frozen as shipped). */
@@ -236,30 +237,27 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
    * the delayed rows of the namespace; with priorities unused that is one
    * probe and one UPDATE, as before. X2: a job holding its key's `pending`
    * slot is skipped while the key's `active` slot is held, and the claim
-   * moves it to `active` (see `SqliteUniqueInsert`).
+   * moves it to `active` (see `SqliteUniqueInsert`). X9: `limitedTypes` are
+   * claimed first in the same transaction, each within its stored limits
+   * (`claimLimited`); without them the statements are the ones above.
    */
   async claimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
-    if (params.limit <= 0 || params.jobTypes.length === 0) return { jobs: [] };
+    const limited = params.limitedTypes ?? [];
+    if (params.limit <= 0 || (params.jobTypes.length === 0 && limited.length === 0)) return { jobs: [] };
     const types = JSON.stringify(params.jobTypes);
+    let nextSlotAt: number | null = null;
     // The stage each row left is the one before 'running' in its new stage history.
     const rows = this.conn().immediate(() => {
       const claimed: Row[] = [];
-      for (let p = this.nextPriority(null); p !== null && claimed.length < params.limit; p = this.nextPriority(p)) {
-        claimed.push(
-          ...this.conn().all(
-            CLAIM_PRIORITY,
-            params.owner,
-            params.leaseExpiresAt,
-            params.now,
-            params.now,
-            this.namespace,
-            p,
-            params.now,
-            types,
-            params.limit - claimed.length,
-          ),
+      // X9: the limited types first, each within its stored limits (sqlite-limits.ts), by the same claim narrowed to the type.
+      if (limited.length > 0) {
+        const step = claimLimited(this.conn(), this.namespace, limited, params.limit, params.now, (type, n) =>
+          this.claimRows(params, JSON.stringify([type]), n),
         );
+        claimed.push(...step.rows);
+        nextSlotAt = step.nextSlotAt;
       }
+      if (params.jobTypes.length > 0 && claimed.length < params.limit) claimed.push(...this.claimRows(params, types, params.limit - claimed.length));
       const deltas = new StageDeltas();
       T.claim.count(deltas, claimed, (r) => r.was, "running", { topic: null, partition: null });
       this.counters.write(deltas);
@@ -278,8 +276,37 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     }));
     if (jobs.length === params.limit) return { jobs };
     // The earliest future run_at: the first of each priority's range `run_at > now`, one probe per priority.
-    const next = this.conn().get(NEXT_RUN_AT, this.namespace, this.namespace, this.namespace, params.now, types);
-    return { jobs, nextRunAt: next?.t === null || next?.t === undefined ? null : Number(next.t) };
+    const all = limited.length === 0 ? types : JSON.stringify([...params.jobTypes, ...limited]);
+    const next = this.conn().get(NEXT_RUN_AT, this.namespace, this.namespace, this.namespace, params.now, all);
+    const nextRunAt = next?.t === null || next?.t === undefined ? null : Number(next.t);
+    return { jobs, nextRunAt: nextSlotAt !== null && (nextRunAt === null || nextSlotAt < nextRunAt) ? nextSlotAt : nextRunAt };
+  }
+
+  /** Up to `limit` ready jobs of `types` (JSON array), lowest priority first, inside the caller's `immediate` transaction. */
+  private claimRows(params: B.JobClaimReadyParams, types: string, limit: number): Row[] {
+    const claimed: Row[] = [];
+    for (let p = this.nextPriority(null); p !== null && claimed.length < limit; p = this.nextPriority(p)) {
+      claimed.push(
+        ...this.conn().all(
+          CLAIM_PRIORITY,
+          params.owner,
+          params.leaseExpiresAt,
+          params.now,
+          params.now,
+          this.namespace,
+          p,
+          params.now,
+          types,
+          limit - claimed.length,
+        ),
+      );
+    }
+    return claimed;
+  }
+
+  /** X9: in one `immediate` transaction (`setLimits`). */
+  async limitsSet(params: B.LimitsSetParams): Promise<B.LimitsSetResult> {
+    return this.conn().immediate(() => setLimits(this.conn(), this.namespace, params));
   }
 
   /** The lowest priority of the namespace's claimable regular jobs above `after` (null: the lowest of all); null when none. One probe of the ready index. */

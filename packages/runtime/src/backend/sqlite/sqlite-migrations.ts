@@ -375,6 +375,23 @@ BEGIN
 END;
 `,
   },
+  {
+    version: 19,
+    name: "limits",
+    // X9: per job type limits and the recent starts of rate-limited types (see the PostgreSQL migration 19).
+    sql: `
+CREATE TABLE later_limits (
+  namespace TEXT NOT NULL,
+  job_type TEXT NOT NULL,
+  concurrency INTEGER,
+  rate_max INTEGER,
+  rate_per_ms INTEGER,
+  rate_starts TEXT NOT NULL DEFAULT '[]',
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (namespace, job_type)
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */

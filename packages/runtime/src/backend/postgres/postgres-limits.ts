@@ -1,0 +1,136 @@
+/**
+ * X9 on PostgreSQL: the limited step of a claim and the limits a starting
+ * server stores (`later_limits`, migration 19). Not on the hot path: a
+ * server whose handlers have no limit never runs any of this.
+ *
+ * How a claim respects a limit without scanning the backlog: per limited
+ * type, one locked primary-key read of its limits row, one count of its
+ * running jobs over the partial index `later_jobs_running` (the running
+ * regular jobs of the namespace, every type's, plus dead entries until
+ * vacuum; the type is a filter on the rows), and the plain claim statement
+ * narrowed to the type with `LIMIT` the free slots, which reads only as
+ * many ready rows as it takes. No index of running jobs by type: every
+ * claim and finish of every job would maintain it, limited or not, and the
+ * servers without limits would pay for it; the count's cost (the
+ * namespace's running jobs) is paid only by limited claims. Partitioned
+ * jobs (`topic` set) are claimed as partition heads, not here: they are
+ * neither limited nor counted. The row lock
+ * (`FOR UPDATE`, held until commit) serialises the limited claims of one
+ * type across servers: a claim that waited for it counts, in its own
+ * statement's snapshot (READ COMMITTED), the jobs the other claim committed.
+ * Finishes do not take the lock; a finish committed after the count only
+ * makes the claim take fewer, never more.
+ */
+import type * as B from "../backend.js";
+import type { Row } from "../shared/job-rows.js";
+import { limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow, type StoredLimitRow, windowOpensAt } from "../shared/limit-slots.js";
+import { storedMeta, storedPolicy, storedTimeout } from "../shared/job-rows.js";
+import type { PostgresJobQueries } from "./postgres-job-queries.js";
+import type { PostgresRunner } from "./postgres-runner.js";
+import { type Execute, statement, type Statement } from "./postgres-statement.js";
+
+export class PostgresLimits {
+  /** The limits rows of types `$2` (namespace `$1`), locked in type order until commit. */
+  private readonly lock: Statement;
+  /** Running regular jobs per type of `$2` (namespace `$1`); its predicate is `later_jobs_running`'s, word for word, so that index serves it. */
+  private readonly running: Statement;
+  /** Stores `$3` as the recent starts of type `$2`. */
+  private readonly writeStarts: Statement;
+  private readonly read: Statement;
+  private readonly remove: Statement;
+  private readonly upsert: Statement;
+
+  constructor(
+    private readonly host: PostgresRunner,
+    private readonly q: PostgresJobQueries,
+  ) {
+    const limits = `${host.quoted}.later_limits`;
+    this.lock = statement(
+      `SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts FROM ${limits} WHERE namespace = $1 AND job_type = ANY($2::text[]) ORDER BY job_type FOR UPDATE`,
+    );
+    this.running = statement(
+      `SELECT job_type, count(*)::int AS n FROM ${host.quoted}.later_jobs WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = ANY($2::text[]) GROUP BY job_type`,
+    );
+    this.writeStarts = statement(`UPDATE ${limits} SET rate_starts = $3 WHERE namespace = $1 AND job_type = $2`);
+    this.read = statement(
+      `SELECT job_type, concurrency, rate_max, rate_per_ms FROM ${limits} WHERE namespace = $1 AND job_type = ANY($2::text[]) ORDER BY job_type FOR UPDATE`,
+    );
+    this.remove = statement(`DELETE FROM ${limits} WHERE namespace = $1 AND job_type = ANY($2::text[]) AND NOT (job_type = ANY($3::text[]))`);
+    this.upsert = statement(`INSERT INTO ${limits} (namespace, job_type, concurrency, rate_max, rate_per_ms, updated_at)
+SELECT $1, r.job_type, r.concurrency, r.rate_max, r.rate_per_ms, $3
+FROM json_to_recordset($2::json) AS r(job_type text, concurrency integer, rate_max integer, rate_per_ms bigint)
+ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurrency, rate_max = EXCLUDED.rate_max,
+  rate_per_ms = EXCLUDED.rate_per_ms, updated_at = EXCLUDED.updated_at`);
+  }
+
+  /** The limited step of `claimReady` (see `JobStore.claimReady`), in one transaction; up to `params.limit` jobs of `params.limitedTypes`. */
+  claim(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
+    const types = [...(params.limitedTypes ?? [])].sort();
+    const ns = this.host.namespace;
+    return this.host.inTransaction("claim", async (execute) => {
+      const rows = new Map((await execute(this.lock, [ns, types])).map((r) => [String(r.job_type), storedLimitRow(r)]));
+      const running = new Map((await execute(this.running, [ns, types])).map((r) => [String(r.job_type), Number(r.n)]));
+      const jobs: B.ClaimedJob[] = [];
+      let next: number | null = null;
+      const earliest = (t: number | null | undefined) => {
+        if (t !== null && t !== undefined && (next === null || t < next)) next = t;
+      };
+      for (const type of types) {
+        const want = params.limit - jobs.length;
+        if (want <= 0) break;
+        const row: StoredLimitRow | undefined = rows.get(type);
+        const slots = row ? limitSlots(row, running.get(type) ?? 0, params.now, want) : { free: want, nextSlotAt: null };
+        earliest(slots.nextSlotAt);
+        if (slots.free === 0) continue;
+        const claimed = await this.claimType(execute, params, type, slots.free);
+        jobs.push(...claimed.jobs);
+        earliest(claimed.nextRunAt);
+        if (row && row.rateMax !== null && claimed.jobs.length > 0) {
+          const starts = startsAfter(row, params.now, claimed.jobs.length);
+          await execute(this.writeStarts, [ns, type, JSON.stringify(starts)]);
+          // Took every slot it had: more may be ready, and the window this claim filled opens then.
+          if (claimed.jobs.length === slots.free) earliest(windowOpensAt(row, starts));
+        }
+      }
+      return jobs.length === params.limit ? { jobs } : { jobs, nextRunAt: next };
+    });
+  }
+
+  /** The plain claim statement, narrowed to one type. */
+  private async claimType(execute: Execute, params: B.JobClaimReadyParams, type: string, limit: number): Promise<B.JobClaimReadyResult> {
+    const rows = await execute(this.q.claim, [this.host.namespace, params.now, [type], limit, params.owner, params.leaseExpiresAt]);
+    const jobs: B.ClaimedJob[] = [];
+    let nextRunAt: number | null = null;
+    for (const r of rows) {
+      if (r.id === null) nextRunAt = r.next_run_at === null ? null : Number(r.next_run_at);
+      else jobs.push(claimedJob(r));
+    }
+    return { jobs, nextRunAt };
+  }
+
+  /** `JobStore.limitsSet`: read (locked), delete the rows of types without a limit, upsert the others, in one transaction. */
+  set(params: B.LimitsSetParams): Promise<B.LimitsSetResult> {
+    const ns = this.host.namespace;
+    return this.host.inTransaction("limits", async (execute) => {
+      const before = await execute(this.read, [ns, params.jobTypes]);
+      const limited = params.limits.map((l) => l.jobType);
+      await execute(this.remove, [ns, params.jobTypes, limited]);
+      if (params.limits.length > 0) await execute(this.upsert, [ns, JSON.stringify(params.limits.map(limitRecord)), params.now]);
+      return { previous: before.map(storedLimit) };
+    });
+  }
+}
+
+/** A claim row (object form) as a {@link B.ClaimedJob}. */
+function claimedJob(r: Row): B.ClaimedJob {
+  return {
+    id: String(r.id),
+    jobType: String(r.job_type),
+    payload: String(r.payload),
+    attempt: Number(r.attempt),
+    retryPolicy: storedPolicy(r.retry_policy),
+    runAt: Number(r.run_at),
+    timeoutMs: storedTimeout(r.timeout_ms),
+    meta: storedMeta(r.meta),
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * The arithmetic of a limited claim (X9), the same on both dialects: how
+ * many jobs of one type a claim may take now, from the type's stored limits
+ * (`later_limits`), its running count and its recent starts, and when the
+ * next slot opens. The dialects read the row under its lock, count the
+ * running jobs, claim, and write the starts back with {@link startsAfter}.
+ */
+import type { JobClaimReadyResult, JobTypeLimit } from "../job-store.js";
+import type { Row } from "./job-rows.js";
+
+/** One type's stored limits and recent starts, as a limited claim reads them. */
+export interface StoredLimitRow {
+  concurrency: number | null;
+  rateMax: number | null;
+  ratePerMs: number | null;
+  /** Claim times (ms) of the type's last `rateMax` starts, oldest first. */
+  starts: number[];
+}
+
+/** Parses a `later_limits` row (`concurrency, rate_max, rate_per_ms, rate_starts`). */
+export function storedLimitRow(r: Record<string, unknown>): StoredLimitRow {
+  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  const starts = JSON.parse(String(r.rate_starts ?? "[]")) as number[];
+  return { concurrency: num(r.concurrency), rateMax: num(r.rate_max), ratePerMs: num(r.rate_per_ms), starts };
+}
+
+/** What one type's limits allow now. */
+export interface LimitSlots {
+  /** Jobs the claim may take now (0: none). */
+  free: number;
+  /** When the rate window lets the next start in, when the window is full now; else null (a finish frees a concurrency slot). */
+  nextSlotAt: number | null;
+}
+
+/**
+ * The slots of one type at `now`, at most `want`: `concurrency − running`,
+ * and `rateMax −` the starts in the window `(now − perMs, now]`. When the
+ * window is full, the next slot opens `perMs` after the start that leaves
+ * it first for a slot to be free.
+ */
+export function limitSlots(row: StoredLimitRow, running: number, now: number, want: number): LimitSlots {
+  let free = want;
+  let nextSlotAt: number | null = null;
+  if (row.concurrency !== null) free = Math.min(free, Math.max(0, row.concurrency - running));
+  if (row.rateMax !== null && row.ratePerMs !== null) {
+    const inWindow = row.starts.filter((t) => t > now - row.ratePerMs!);
+    nextSlotAt = windowOpensAt(row, inWindow);
+    free = Math.min(free, Math.max(0, row.rateMax - inWindow.length));
+  }
+  return { free, nextSlotAt };
+}
+
+/**
+ * When a full rate window lets the next start in: `perMs` after the start
+ * whose leaving frees a slot (more than `rateMax` are held after the limit
+ * was lowered); null when `inWindow` (the starts in the window, oldest
+ * first) leaves a slot free now, or the type has no rate limit. A claim
+ * that filled its slots asks again with the starts it stored, so the
+ * fetcher sleeps until then rather than a poll interval.
+ */
+export function windowOpensAt(row: StoredLimitRow, inWindow: readonly number[]): number | null {
+  if (row.rateMax === null || row.ratePerMs === null || inWindow.length < row.rateMax) return null;
+  return inWindow[inWindow.length - row.rateMax]! + row.ratePerMs;
+}
+
+/** The starts to store after claiming `n` at `now`: the window's, plus `n` times `now`, the last `rateMax` kept. */
+export function startsAfter(row: StoredLimitRow, now: number, n: number): number[] {
+  if (row.rateMax === null || row.ratePerMs === null) return [];
+  const kept = row.starts.filter((t) => t > now - row.ratePerMs!);
+  for (let i = 0; i < n; i++) kept.push(now);
+  return kept.slice(-row.rateMax);
+}
+
+/** A limit as a `later_limits` record. */
+export function limitRecord(l: JobTypeLimit): Record<string, unknown> {
+  return { job_type: l.jobType, concurrency: l.concurrency, rate_max: l.rateLimit?.max ?? null, rate_per_ms: l.rateLimit?.perMs ?? null };
+}
+
+/** A `later_limits` row as a {@link JobTypeLimit}. */
+export function storedLimit(r: Row): JobTypeLimit {
+  const row = storedLimitRow(r);
+  return {
+    jobType: String(r.job_type),
+    concurrency: row.concurrency,
+    rateLimit: row.rateMax !== null && row.ratePerMs !== null ? { max: row.rateMax, perMs: row.ratePerMs } : null,
+  };
+}
+
+/** X9: two claims of one call (the limited step's, then the plain one's) as one result; `nextRunAt` the earlier of both when short of `limit`. */
+export function joinClaims(first: JobClaimReadyResult, rest: JobClaimReadyResult, limit: number): JobClaimReadyResult {
+  const jobs = first.jobs.concat(rest.jobs);
+  if (jobs.length >= limit) return { jobs };
+  const times = [first.nextRunAt, rest.nextRunAt].filter((t): t is number => t !== null && t !== undefined);
+  return { jobs, nextRunAt: times.length === 0 ? null : Math.min(...times) };
+}

@@ -1,0 +1,82 @@
+/**
+ * X9 on SQLite: the limited step of a claim and the limits a starting
+ * server stores (`later_limits`, migration 19), run inside the claim's
+ * `immediate` transaction: SQLite has one writer, so the count of running
+ * jobs and the claim that follows cannot interleave with another server's.
+ * Per limited type: one primary-key read of its limits row, one count of its
+ * running jobs over the partial index `later_jobs_running` (the namespace's
+ * running regular jobs, the type a filter on them: no index by type, which
+ * every claim and finish of every job would maintain), and the plain claim
+ * narrowed to the type with `LIMIT` the free slots (see
+ * `SqliteJobStore.claimReady`). A server whose handlers have no limit never
+ * runs any of this. Partitioned jobs are neither limited nor counted.
+ */
+import type * as B from "../backend.js";
+import type { Row } from "../shared/job-rows.js";
+import { limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow, windowOpensAt } from "../shared/limit-slots.js";
+import type { SqliteConnection } from "./sqlite-connection.js";
+
+const READ = `SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts FROM later_limits
+  WHERE namespace = ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY job_type`;
+/** `later_jobs_running`'s predicate word for word (`stage = 'running' AND topic IS NULL`), so that index serves the count. */
+const RUNNING = `SELECT job_type, count(*) AS n FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL
+  AND job_type IN (SELECT value FROM json_each(?)) GROUP BY job_type`;
+const WRITE_STARTS = "UPDATE later_limits SET rate_starts = ? WHERE namespace = ? AND job_type = ?";
+const REMOVE = `DELETE FROM later_limits WHERE namespace = ? AND job_type IN (SELECT value FROM json_each(?))
+  AND job_type NOT IN (SELECT value FROM json_each(?))`;
+const UPSERT = `INSERT INTO later_limits (namespace, job_type, concurrency, rate_max, rate_per_ms, updated_at)
+  VALUES (?, ?, ?, ?, ?, ?)
+  ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = excluded.concurrency, rate_max = excluded.rate_max,
+    rate_per_ms = excluded.rate_per_ms, updated_at = excluded.updated_at`;
+
+/**
+ * The limited step, inside the caller's `immediate` transaction: up to
+ * `limit` jobs of `types`, each type within its stored limits; `claim`
+ * claims up to `n` ready jobs of one type (the plain claim). Returns the
+ * claimed rows and the earliest time a rate window opens (null: none).
+ */
+export function claimLimited(
+  c: SqliteConnection,
+  namespace: string,
+  types: readonly string[],
+  limit: number,
+  now: number,
+  claim: (type: string, n: number) => Row[],
+): { rows: Row[]; nextSlotAt: number | null } {
+  const sorted = [...types].sort();
+  const json = JSON.stringify(sorted);
+  const limits = new Map(c.all(READ, namespace, json).map((r) => [String(r.job_type), storedLimitRow(r)]));
+  const running = new Map(c.all(RUNNING, namespace, json).map((r) => [String(r.job_type), Number(r.n)]));
+  const rows: Row[] = [];
+  let nextSlotAt: number | null = null;
+  for (const type of sorted) {
+    const want = limit - rows.length;
+    if (want <= 0) break;
+    const row = limits.get(type);
+    const slots = row ? limitSlots(row, running.get(type) ?? 0, now, want) : { free: want, nextSlotAt: null };
+    if (slots.nextSlotAt !== null && (nextSlotAt === null || slots.nextSlotAt < nextSlotAt)) nextSlotAt = slots.nextSlotAt;
+    if (slots.free === 0) continue;
+    const claimed = claim(type, slots.free);
+    rows.push(...claimed);
+    if (row && row.rateMax !== null && claimed.length > 0) {
+      const starts = startsAfter(row, now, claimed.length);
+      c.run(WRITE_STARTS, JSON.stringify(starts), namespace, type);
+      // Took every slot it had: more may be ready, and the window this claim filled opens then.
+      const opens = claimed.length === slots.free ? windowOpensAt(row, starts) : null;
+      if (opens !== null && (nextSlotAt === null || opens < nextSlotAt)) nextSlotAt = opens;
+    }
+  }
+  return { rows, nextSlotAt };
+}
+
+/** `JobStore.limitsSet` inside the caller's `immediate` transaction. */
+export function setLimits(c: SqliteConnection, namespace: string, params: B.LimitsSetParams): B.LimitsSetResult {
+  const types = JSON.stringify(params.jobTypes);
+  const previous = c.all(READ, namespace, types).map(storedLimit);
+  c.run(REMOVE, namespace, types, JSON.stringify(params.limits.map((l) => l.jobType)));
+  for (const l of params.limits) {
+    const r = limitRecord(l);
+    c.run(UPSERT, namespace, r.job_type, r.concurrency, r.rate_max, r.rate_per_ms, params.now);
+  }
+  return { previous };
+}
