@@ -152,9 +152,16 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
         ? fanInStage(job, params.now, parents, params.retentionMs)
         : insertStage(job, params.now, job.parentId ? parents.get(job.parentId) : undefined, params.retentionMs);
       stages.push(stage);
-      for (const parent of job.parentIds ?? []) edges.push({ child_id: job.id, parent_id: parent, succeeded: parents.get(parent)?.stage === "success" });
+      if (job.parentIds) for (const parent of job.parentIds) edges.push({ child_id: job.id, parent_id: parent, succeeded: parents.get(parent)?.stage === "success" });
+      const own = jobInsertRow(job, stage);
       return {
-        ...jobInsertRow(job, stage),
+        id: own.id,
+        job_type: own.job_type,
+        payload: own.payload,
+        stage: own.stage,
+        retry_policy: own.retry_policy,
+        timeout_ms: own.timeout_ms,
+        run_at: own.run_at,
         parent_id: job.parentId ?? null,
         last_error: error,
         // Left out of the JSON (undefined) on the common unfinished row; json_to_recordset reads a missing key as NULL.

@@ -88,7 +88,13 @@ export function parentIdsOf(job: JobInsert): readonly string[] {
 
 /** The distinct parent ids of a batch, sorted: the order the inserts lock parents in. */
 export function batchParentIds(jobs: readonly JobInsert[]): string[] {
-  return [...new Set(jobs.flatMap(parentIdsOf))].sort();
+  // No array per job: most batches have no parent at all.
+  let ids: Set<string> | undefined;
+  for (const job of jobs) {
+    if (job.parentId) (ids ??= new Set()).add(job.parentId);
+    else if (job.parentIds) for (const parent of job.parentIds) (ids ??= new Set()).add(parent);
+  }
+  return ids === undefined ? [] : [...ids].sort();
 }
 
 /**
