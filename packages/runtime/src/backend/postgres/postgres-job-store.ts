@@ -152,7 +152,8 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
         ? fanInStage(job, params.now, parents, params.retentionMs)
         : insertStage(job, params.now, job.parentId ? parents.get(job.parentId) : undefined, params.retentionMs);
       stages.push(stage);
-      if (job.parentIds) for (const parent of job.parentIds) edges.push({ child_id: job.id, parent_id: parent, succeeded: parents.get(parent)?.stage === "success" });
+      if (job.parentIds)
+        for (const parent of job.parentIds) edges.push({ child_id: job.id, parent_id: parent, succeeded: parents.get(parent)?.stage === "success" });
       const own = jobInsertRow(job, stage);
       return {
         id: own.id,
