@@ -110,7 +110,10 @@ describe.each(PROCESS_BACKENDS)("per job type limits across 3 processes × 4 wor
       .sort((x, y) => x - y);
     expect(claims).toHaveLength(PACED);
     // Any 6 consecutive starts span at least 500 ms: no window (t − 500, t] holds 6.
-    const crowded = claims.slice(5).map((t, i) => [claims[i]!, t]).filter(([first, sixth]) => sixth! - first! < 500);
+    const crowded = claims
+      .slice(5)
+      .map((t, i) => [claims[i]!, t])
+      .filter(([first, sixth]) => sixth! - first! < 500);
     expect(crowded).toEqual([]);
     // And the windows were full: 25 starts at 5 per window need at least 4 windows after the first.
     expect(claims.at(-1)! - claims[0]!).toBeGreaterThanOrEqual(2_000);

@@ -11,7 +11,13 @@ import type { Row } from "./job-rows.js";
 import { limitSlots, storedLimitRow } from "./limit-slots.js";
 
 /** The limits rows (`job_type, concurrency, rate_max, rate_per_ms, rate_starts`), running counts (`job_type, n`) and ready window's types, as one result at `now`. */
-export function limitListFromReads(limitRows: readonly Row[], runningRows: readonly Row[], readyTypes: readonly string[], window: number, now: number): LimitListResult {
+export function limitListFromReads(
+  limitRows: readonly Row[],
+  runningRows: readonly Row[],
+  readyTypes: readonly string[],
+  window: number,
+  now: number,
+): LimitListResult {
   const running = new Map(runningRows.map((r) => [String(r.job_type), Number(r.n)]));
   const ready = new Map<string, number>();
   for (const type of readyTypes) ready.set(type, (ready.get(type) ?? 0) + 1);
