@@ -67,6 +67,8 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
       "counts",
       "databaseBytes",
       "dispatchWait",
+      "limits",
+      "limitsComplete",
       "paused",
       "readOnly",
       "throughput",

@@ -67,6 +67,25 @@ export interface Overview {
   readOnly?: boolean;
   /** X4: the paused job types and topics (absent from an older API: none). */
   paused?: { jobType?: string; topic?: string; pausedAt: number }[];
+  /** X9: the limited job types (absent from an older API: none). */
+  limits?: LimitEntry[];
+  /** False: each `ready` and `waiting` of `limits` is a lower bound. */
+  limitsComplete?: boolean;
+}
+
+/** X9: one limited job type, as the overview (and `GET api/limits`) reports it. */
+export interface LimitEntry {
+  jobType: string;
+  concurrency: number | null;
+  rateLimit: { max: number; perMs: number } | null;
+  /** Running now, every server's. */
+  running: number;
+  /** Starts in the rate window ending now. */
+  startsInWindow: number;
+  /** Due ready jobs of the type. */
+  ready: number;
+  /** Of `ready`, those the limit holds back now. */
+  waiting: number;
 }
 
 /** What `pause` and `resume` act on. */

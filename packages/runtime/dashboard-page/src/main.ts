@@ -24,6 +24,7 @@ import { jobDetailView } from "./job-detail-view.js";
 import { JobListView } from "./job-list-view.js";
 import { databaseSize, queueLengthPanel, stageCards, throughputPanel, topicsPanel, unhandledPanel, workersPanel } from "./overview-view.js";
 import { pausedPanel } from "./paused-view.js";
+import { limitsPanel } from "./limits-view.js";
 import { POLL_INTERVALS, Poller } from "./poller.js";
 
 /** Jobs per list page. */
@@ -265,11 +266,13 @@ function drawOverview(): void {
   const now = overview.at ?? Date.now();
   const unhandled = unhandledPanel(overview, overviewActions);
   const paused = pausedPanel(overview, state.filter, readOnly(), pauseActions);
+  const limits = limitsPanel(overview, overviewActions);
   cards.replaceChildren(...(unhandled ? [unhandled] : []), ...(paused ? [paused] : []), stageCards(overview, state.filter, overviewActions));
   dbSize.replaceChildren(databaseSize(overview));
   side.replaceChildren(
     queueLengthPanel(state.queueLength, state.queueRangeMs, now, queueRange),
     topicsPanel(overview, state.filter, overviewActions),
+    ...(limits ? [limits] : []),
     workersPanel(overview, now),
   );
   charts.replaceChildren(throughputPanel(overview, state.throughput), side);

@@ -76,6 +76,58 @@ export interface InspectStore {
    * ready regular job), else a lower bound. Partitioned jobs are not read.
    */
   unhandledJobTypes(params: UnhandledJobTypesParams): Promise<UnhandledJobTypesResult>;
+  /**
+   * X9: every job type of the namespace with a stored limit
+   * (`later_limits`), with its running jobs against `concurrency`, its
+   * starts in the current rate window against `rateLimit.max`, and its
+   * ready jobs that the limit holds back now. For the dashboard and the
+   * `later_limit_running` / `later_limit_waiting` gauges.
+   *
+   * Three small reads whatever the backlog: the namespace's limits rows
+   * (primary-key range), its running regular jobs by type (the
+   * `later_jobs_running` index, the namespace's running jobs: bounded by its
+   * servers' workers), and the job types of the first
+   * {@link LimitListParams.window} due entries of the claim index (as
+   * {@link unhandledJobTypes}: jobs held back by a limit stay at its front
+   * while the others are claimed). Not locked: a claim in flight may change
+   * the figures a moment later.
+   */
+  limitList(params: LimitListParams): Promise<LimitListResult>;
+}
+
+export interface LimitListParams {
+  /** The rate window ends here (`(nowMs − perMs, nowMs]`); jobs due after it are not ready. */
+  nowMs: number;
+  /** How many of the oldest ready jobs are read for `ready` and `waiting`. Default {@link UNHANDLED_WINDOW}. */
+  window?: number | undefined;
+}
+
+export interface LimitListResult {
+  /** Every limited job type of the namespace, by type. */
+  limits: LimitEntry[];
+  /** True when the window held every ready regular job, so `ready` and `waiting` are exact; false: lower bounds. */
+  complete: boolean;
+}
+
+/** One limited job type as {@link InspectStore.limitList} read it. */
+export interface LimitEntry {
+  jobType: string;
+  /** Stored `concurrency`; null: none. */
+  concurrency: number | null;
+  /** Stored `rateLimit`; null: none. */
+  rateLimit: { max: number; perMs: number } | null;
+  /** Its regular jobs in `running` now, every server's. */
+  running: number;
+  /** Its starts in the rate window ending now; 0 without a rate limit. */
+  startsInWindow: number;
+  /** Its due ready regular jobs (within the window: see {@link LimitListResult.complete}). */
+  ready: number;
+  /**
+   * Of `ready`, those the limit holds back now: `ready` less the slots the
+   * limit leaves free (`concurrency − running`, `max − startsInWindow`), never
+   * below 0. Ready jobs within the free slots wait for a worker, not for the limit.
+   */
+  waiting: number;
 }
 
 /** Default {@link UnhandledJobTypesParams.window}. */

@@ -11,6 +11,7 @@
  * | POST | `jobs/{id}/cancel?reason` | D4, cancel (X3) |
  * | POST | `jobs/retry?stage&type`, `jobs/delete?stage&type`, `jobs/cancel?stage&type&reason` | D4 on every matching job |
  * | POST | `queues/{jobType}/pause`, `queues/{jobType}/resume`, `topics/{topic}/pause`, `topics/{topic}/resume` | X4, see `dashboard-pause.ts` |
+ * | GET | `limits` | X9 `{ at, limits, complete }`: each limited job type's running against its limit, starts in the rate window, ready jobs held back (from the overview's snapshot) |
  * | GET | `queue-length?since` | D5 `{ samples: [{ at, ready, partitionBacklog }] }`, one a minute |
  * | GET | `throughput?since` | per-second activity buckets, for the chart |
  *
@@ -89,6 +90,11 @@ const ROUTES: Route[] = [
   route("POST", "queues/{jobType}/resume", (c) => pauseAction(c, "resume", { jobType: c.params.jobType! })),
   route("POST", "topics/{topic}/pause", (c) => pauseAction(c, "pause", { topic: c.params.topic! })),
   route("POST", "topics/{topic}/resume", (c) => pauseAction(c, "resume", { topic: c.params.topic! })),
+  // The snapshot's limits: one read a second however many pages ask.
+  route("GET", "limits", async ({ snapshot }) => {
+    const overview = await snapshot.get();
+    return jsonResponse({ at: overview.at, limits: overview.limits, complete: overview.limitsComplete });
+  }),
   route("GET", "queue-length", async ({ backend, query, now }) => {
     const sinceMs = sinceParam(query, now(), QUEUE_LENGTH_DEFAULT_MS, QUEUE_LENGTH_MAX_AGE_MS);
     return jsonResponse({ stepS: 60, ...(await backend.inspect.queueLengthList({ sinceMs })) });

@@ -6,7 +6,8 @@
  * the activity buckets of the last minute (throughput and dispatch wait,
  * written with the transitions), the live servers' heartbeats (and the
  * job types they handle, against a bounded window of the oldest ready
- * jobs: the unhandled types), the topic
+ * jobs: the unhandled types), the limits rows (X9: with any, the running
+ * jobs by type and the same window), the topic
  * counters and the retained log's offset rows, the database size. Still,
  * twenty pages polling every second would run them twenty times a second,
  * so {@link OverviewSnapshot} keeps the last result for
@@ -14,7 +15,7 @@
  * arrives while one is being computed waits for that one instead of
  * starting another.
  */
-import type { ActivityBucket, Backend, DispatchWaitBucket, WorkerEntry } from "../backend/backend.js";
+import type { ActivityBucket, Backend, DispatchWaitBucket, LimitEntry, WorkerEntry } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import { JOB_STAGES, type JobStage } from "../core/job-stage.js";
 
@@ -77,6 +78,15 @@ export interface Overview {
    */
   unhandled: { jobType: string; ready: number }[];
   unhandledComplete: boolean;
+  /**
+   * X9: every job type with a stored limit, by type: running against
+   * `concurrency`, starts in the current window against `rateLimit.max`,
+   * and the ready jobs the limit holds back (see `inspect.limitList`);
+   * empty when no limit is stored. `ready` and `waiting` are exact when
+   * `limitsComplete`, else lower bounds.
+   */
+  limits: LimitEntry[];
+  limitsComplete: boolean;
 }
 
 /** The one overview being served (see the module doc). */
@@ -113,13 +123,14 @@ export class OverviewSnapshot {
 /** Reads every part of the overview at `now` (the parts in parallel). */
 export async function computeOverview(backend: Backend<unknown>, now: number): Promise<Overview> {
   const { inspect } = backend;
-  const [stageCounts, activity, workers, topics, databaseBytes, unhandled] = await Promise.all([
+  const [stageCounts, activity, workers, topics, databaseBytes, unhandled, limits] = await Promise.all([
     inspect.stageCounts(),
     inspect.activityList({ sinceMs: now - THROUGHPUT_WINDOW_S * 1_000 }),
     inspect.workerList({ nowMs: now }),
     topicBadges(backend),
     inspect.databaseBytes(),
     inspect.unhandledJobTypes({ nowMs: now }),
+    inspect.limitList({ nowMs: now }),
   ]);
   const counts = zeroByStage();
   for (const stage of JOB_STAGES) counts[stage] = stageCounts.counts[stage] ?? 0;
@@ -136,6 +147,8 @@ export async function computeOverview(backend: Backend<unknown>, now: number): P
     databaseBytes,
     unhandled: unhandled.jobTypes,
     unhandledComplete: unhandled.complete,
+    limits: limits.limits,
+    limitsComplete: limits.complete,
   };
 }
 

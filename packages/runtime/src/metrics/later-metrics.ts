@@ -14,6 +14,8 @@
  * | `later_queue_oldest_ready_age_seconds` | gauge | queue | how long the oldest ready regular job has been due (0 when none), every 5 s |
  * | `later_queue_paused` | gauge | queue, job_type | 1 while the job type is paused (X4), 0 for a type this server handles that is not; as this server last read the paused set (at most one poll interval old) |
  * | `later_queue_unhandled_jobs` | gauge | queue, job_type | ready jobs of a type no live server handles (`inspect.unhandledJobTypes`: within the oldest 1000 ready jobs), every 5 s; a type that gets a handler drops out |
+ * | `later_limit_running` | gauge | queue, job_type | X9: running jobs of each job type with a stored limit (every server's; compare with its `concurrency`), every 5 s |
+ * | `later_limit_waiting` | gauge | queue, job_type | X9: ready jobs of each limited job type that its limit holds back now (`inspect.limitList`: within the oldest 1000 ready jobs), every 5 s |
  * | `later_worker_commands_total` | counter | queue, worker_id, outcome | attempts a worker was handed: `success`, `failed` (retry or failure), `discarded` (skipped, abandoned, cancelled) |
  * | `later_workers` | gauge | queue, worker_id, state | 1 per live worker (`state="active"`), and 1 while it runs a handler (`state="busy"`) |
  * | `later_partition_claims_total` | counter | queue, topic | head claim attempts, whether or not a head was found |
@@ -54,6 +56,8 @@ export class LaterMetrics {
   readonly oldestReadyAge: CellGauge;
   readonly queueUnhandled: CellGauge;
   readonly queuePaused: CellGauge;
+  readonly limitRunning: CellGauge;
+  readonly limitWaiting: CellGauge;
   readonly workerCommands: CellCounter;
   readonly workers: CellGauge;
   readonly partitionClaims: CellCounter;
@@ -92,6 +96,14 @@ export class LaterMetrics {
     );
     this.queuePaused = new CellGauge(
       m("later_queue_paused", "1 while the job type is paused, 0 for a handled type that is not (shared: use max).", "queue", "job_type"),
+      "max",
+    );
+    this.limitRunning = new CellGauge(
+      m("later_limit_running", "Running jobs of each job type with a stored limit, every server's (shared: use max).", "queue", "job_type"),
+      "max",
+    );
+    this.limitWaiting = new CellGauge(
+      m("later_limit_waiting", "Ready jobs of each limited job type held back by its limit (shared: use max).", "queue", "job_type"),
       "max",
     );
     this.workerCommands = new CellCounter(m("later_worker_commands_total", "Attempts handed to each worker, by outcome.", "queue", "worker_id", "outcome"));
@@ -148,6 +160,8 @@ export const METRIC_NAMES: readonly string[] = [
   "later_queue_oldest_ready_age_seconds",
   "later_queue_unhandled_jobs",
   "later_queue_paused",
+  "later_limit_running",
+  "later_limit_waiting",
   "later_worker_commands_total",
   "later_workers",
   "later_partition_claims_total",

@@ -18,14 +18,16 @@ export interface QueueGaugeRefresherConfig {
 
 /**
  * Reads the database's counts for the queue gauges (`later_queue_jobs`,
- * `later_queue_oldest_ready_age_seconds`, `later_queue_unhandled_jobs`, `later_partition_backlog`,
+ * `later_queue_oldest_ready_age_seconds`, `later_queue_unhandled_jobs`, `later_limit_running`,
+ * `later_limit_waiting`, `later_partition_backlog`,
  * `later_partition_oldest_head_age_seconds`, `later_partition_queue_depth`,
  * `later_retained_log_consumer_lag`) every 5 s on the injected clock, once
  * at start, and hands them to {@link ServerMetrics.queueRead}; a scrape
  * serves the last reading. Each read is a few single-row reads of the
  * counters (`inspect.stageCounts`, `topicDepth`, `partitionDepth`), one index
  * probe (`inspect.oldestReadyAt`), the live servers' rows and a bounded
- * window of the claim index (`inspect.unhandledJobTypes`) and, with topics, one head probe per
+ * window of the claim index (`inspect.unhandledJobTypes`), the limits rows (`inspect.limitList`:
+ * with a limit stored, also the running jobs by type and the same window) and, with topics, one head probe per
  * partition (`inspect.partitionList`): never a count or scan of the jobs.
  * Every server runs its own (not a shared maintenance turn): its scrape must
  * answer even when it is the only one scraped.
@@ -70,6 +72,7 @@ export class QueueGaugeRefresher extends PeriodicService {
     const stages = await inspect.stageCounts();
     const oldestReadyAt = await inspect.oldestReadyAt({ nowMs: now });
     const unhandled = await inspect.unhandledJobTypes({ nowMs: now });
+    const limits = await inspect.limitList({ nowMs: now });
     const topics = await inspect.topicDepth();
     const partitions = await inspect.partitionDepth();
     const logLag = this.logLag ? await this.logLag() : [];
@@ -86,10 +89,11 @@ export class QueueGaugeRefresher extends PeriodicService {
       stages: stages.counts as Partial<Record<JobStage, number>>,
       oldestReadyAgeSeconds: oldestReadyAt === null ? 0 : Math.max(0, now - oldestReadyAt) / 1000,
       unhandled: unhandled.jobTypes,
+      limits: limits.limits.map((l) => ({ jobType: l.jobType, running: l.running, waiting: l.waiting })),
       topics: topics.topics.map((t) => ({ topic: t.topic, backlog: t.unfinished, oldestHeadAgeSeconds: oldestHead.get(t.topic) ?? 0 })),
       partitions: partitions.partitions.map((p) => ({ topic: p.topic, partition: p.partition, depth: p.unfinished })),
       logLag,
     });
-    return Object.keys(stages.counts).length + topics.topics.length + partitions.partitions.length + logLag.length;
+    return Object.keys(stages.counts).length + limits.limits.length + topics.topics.length + partitions.partitions.length + logLag.length;
   }
 }

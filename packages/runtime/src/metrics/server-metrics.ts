@@ -49,6 +49,8 @@ export interface QueueReading {
   oldestReadyAgeSeconds: number;
   /** Job types with ready jobs and no live server handling them, and how many (see `inspect.unhandledJobTypes`). */
   unhandled: { jobType: string; ready: number }[];
+  /** X9: each limited job type's running jobs and ready jobs its limit holds back (see `inspect.limitList`). */
+  limits: { jobType: string; running: number; waiting: number }[];
   topics: { topic: string; backlog: number; oldestHeadAgeSeconds: number }[];
   partitions: { topic: string; partition: number; depth: number }[];
   logLag: { topic: string; group: string; lag: number }[];
@@ -87,6 +89,8 @@ export class ServerMetrics {
       metrics.queueJobs.addSource(() => Object.entries(this.reading?.stages ?? {}).map(([stage, n]) => ({ labels: { queue, stage }, value: n }))),
       metrics.oldestReadyAge.addSource(() => (this.reading ? [{ labels: { queue }, value: this.reading.oldestReadyAgeSeconds }] : [])),
       metrics.queueUnhandled.addSource(() => (this.reading?.unhandled ?? []).map((u) => ({ labels: { queue, job_type: u.jobType }, value: u.ready }))),
+      metrics.limitRunning.addSource(() => (this.reading?.limits ?? []).map((l) => ({ labels: { queue, job_type: l.jobType }, value: l.running }))),
+      metrics.limitWaiting.addSource(() => (this.reading?.limits ?? []).map((l) => ({ labels: { queue, job_type: l.jobType }, value: l.waiting }))),
       metrics.partitionBacklog.addSource(() => (this.reading?.topics ?? []).map((t) => ({ labels: { queue, topic: t.topic }, value: t.backlog }))),
       metrics.oldestHeadAge.addSource(() => (this.reading?.topics ?? []).map((t) => ({ labels: { queue, topic: t.topic }, value: t.oldestHeadAgeSeconds }))),
       metrics.partitionDepth.addSource(() =>

@@ -8,6 +8,7 @@
  */
 import type * as B from "../backend.js";
 import { UNHANDLED_WINDOW } from "../inspect-store.js";
+import { limitListFromReads } from "../shared/limit-list-rows.js";
 import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
 import { ACTIVITY_ROWS, JOB_CHILDREN, QUEUE_LENGTH_ROWS, READY_WINDOW, unhandledFromReads, WORKER_ROWS } from "../shared/dashboard-statements.js";
 import type { PostgresRunner } from "./postgres-runner.js";
@@ -24,6 +25,10 @@ export class PostgresInspectStore implements B.InspectStore {
   /** See {@link oldestReadyAt}: `$1` namespace, `$2` now. */
   private readonly oldestReady: Statement;
   private readonly databaseSize = statement("SELECT pg_database_size(current_database())::bigint AS bytes");
+  /** X9, see {@link limitList}: the namespace's limits rows (`$1`), unlocked. */
+  private readonly limitRows: Statement;
+  /** X9: running regular jobs by type of namespace `$1`; `later_jobs_running`'s predicate word for word, so that index serves it. */
+  private readonly runningByType: Statement;
 
   constructor(private readonly host: PostgresRunner) {
     this.counters = new PostgresStageCounters(host.quoted, host.execute, host.namespace);
@@ -38,6 +43,12 @@ export class PostgresInspectStore implements B.InspectStore {
   SELECT (SELECT priority ${ready} AND priority > prio.p ORDER BY priority LIMIT 1) FROM prio WHERE prio.p IS NOT NULL
 )
 SELECT min((SELECT run_at ${ready} AND priority = prio.p AND run_at <= $2 ORDER BY run_at LIMIT 1)) AS run_at FROM prio WHERE p IS NOT NULL`);
+    this.limitRows = statement(
+      `SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts FROM ${schema}.later_limits WHERE namespace = $1 ORDER BY job_type`,
+    );
+    this.runningByType = statement(
+      `SELECT job_type, count(*)::int AS n FROM ${schema}.later_jobs WHERE namespace = $1 AND stage = 'running' AND topic IS NULL GROUP BY job_type`,
+    );
     this.partitionRows = statement(`SELECT p.topic, p.partition_no, p.lease_owner, p.lease_expires_at,
   (SELECT coalesce(sum(c.n), 0) FROM ${schema}.later_partition_counts c
     WHERE c.namespace = p.namespace AND c.topic = p.topic AND c.partition_no = p.partition_no)::bigint AS unfinished,
@@ -115,5 +126,16 @@ FROM ${schema}.later_partitions p WHERE p.namespace = $1 AND ($2::text IS NULL O
     const workers = await WORKER_ROWS.run(this.host.compiler, this.host.shared, { nowMs: params.nowMs, namespace });
     const ready = await READY_WINDOW.run(this.host.compiler, this.host.shared, { nowMs: params.nowMs, window, namespace });
     return unhandledFromReads(workers, ready, window);
+  }
+
+  /** The limits rows; with any, the running jobs by type and the ready window (see {@link B.InspectStore.limitList}). */
+  async limitList(params: B.LimitListParams): Promise<B.LimitListResult> {
+    const namespace = this.host.namespace;
+    const rows = await this.host.execute(this.limitRows, [namespace]);
+    if (rows.length === 0) return { limits: [], complete: true };
+    const window = params.window ?? UNHANDLED_WINDOW;
+    const running = await this.host.execute(this.runningByType, [namespace]);
+    const ready = await READY_WINDOW.run(this.host.compiler, this.host.shared, { nowMs: params.nowMs, window, namespace });
+    return limitListFromReads(rows, running, ready, window, params.nowMs);
   }
 }

@@ -9,6 +9,7 @@
 import { CLAIMABLE_STAGES, JOB_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
 import { UNHANDLED_WINDOW } from "../inspect-store.js";
+import { limitListFromReads } from "../shared/limit-list-rows.js";
 import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
 import { ACTIVITY_ROWS, JOB_CHILDREN, QUEUE_LENGTH_ROWS, READY_WINDOW, unhandledFromReads, WORKER_ROWS } from "../shared/dashboard-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
@@ -39,6 +40,11 @@ const OLDEST_READY = `WITH RECURSIVE prio(p) AS (
   SELECT (SELECT priority ${READY} AND priority > prio.p ORDER BY priority LIMIT 1) FROM prio WHERE prio.p IS NOT NULL
 )
 SELECT min((SELECT run_at ${READY} AND priority = prio.p AND run_at <= ? ORDER BY run_at LIMIT 1)) AS run_at FROM prio WHERE p IS NOT NULL`;
+
+/** X9, see `SqliteInspectStore.limitList`: the namespace's limits rows. */
+const LIMIT_ROWS = "SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts FROM later_limits WHERE namespace = ? ORDER BY job_type";
+/** X9: running regular jobs by type; `later_jobs_running`'s predicate word for word, so that index serves it. */
+const RUNNING_BY_TYPE = "SELECT job_type, count(*) AS n FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL GROUP BY job_type";
 
 export class SqliteInspectStore implements B.InspectStore {
   constructor(private readonly host: SqliteHost) {}
@@ -130,6 +136,17 @@ export class SqliteInspectStore implements B.InspectStore {
     const workers = await WORKER_ROWS.run(sqliteCompiler, this.read, { nowMs: params.nowMs, namespace });
     const ready = await READY_WINDOW.run(sqliteCompiler, this.read, { nowMs: params.nowMs, window, namespace });
     return unhandledFromReads(workers, ready, window);
+  }
+
+  /** The limits rows; with any, the running jobs by type and the ready window (see {@link B.InspectStore.limitList}). */
+  async limitList(params: B.LimitListParams): Promise<B.LimitListResult> {
+    const namespace = this.host.namespace;
+    const rows = this.host.conn().all(LIMIT_ROWS, namespace);
+    if (rows.length === 0) return { limits: [], complete: true };
+    const window = params.window ?? UNHANDLED_WINDOW;
+    const running = this.host.conn().all(RUNNING_BY_TYPE, namespace);
+    const ready = await READY_WINDOW.run(sqliteCompiler, this.read, { nowMs: params.nowMs, window, namespace });
+    return limitListFromReads(rows, running, ready, window, params.nowMs);
   }
 
   private readonly read: RunStatement = (s) => this.host.conn().read(s);
