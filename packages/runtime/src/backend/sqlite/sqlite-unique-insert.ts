@@ -22,6 +22,20 @@ import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.j
 /** One `?` per column of `JOB_INSERT_COLUMNS`. */
 export const JOB_INSERT_PLACEHOLDERS = JOB_INSERT_COLUMN_LIST.replace(/\w+/g, "?");
 
+// The statements, built once (the connection's statement cache is keyed by the text).
+
+/** A new job holding its key's `pending` slot; nothing when the slot is taken. */
+const INSERT_HOLDING = `INSERT INTO later_jobs (namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, stages, created_at, updated_at, unique_key, unique_slot)
+  VALUES (?, ${JOB_INSERT_PLACEHOLDERS}, 0, ${SqliteTransition.FIRST}, ?, ?, ?, 'pending')
+  ON CONFLICT DO NOTHING RETURNING id`;
+
+/** The replace of a `pending` job that keeps its stage (no transition). */
+const REPLACE_KEPT = "UPDATE later_jobs SET payload = ?, updated_at = ?, run_at = CASE WHEN ? THEN ? ELSE run_at END, meta = coalesce(?, meta) WHERE id = ?";
+
+/** The replace of a `pending` job whose stage changes (X2's replace transition). */
+const REPLACE_MOVED = `UPDATE later_jobs SET payload = ?, updated_at = ?, run_at = CASE WHEN ? THEN ? ELSE run_at END, meta = coalesce(?, meta), ${T.replace.stage}, ${T.replace.history}
+  WHERE id = ?`;
+
 /**
  * Runs inside the caller's `immediate` transaction; `countMoves` writes the
  * stage counters of what it changed in that transaction.
@@ -50,8 +64,7 @@ export function insertUniqueRow(
     // A stage kept as it was is no transition: no history entry, no move.
     const moved = to !== pending.stage;
     c.run(
-      `UPDATE later_jobs SET payload = ?, updated_at = ?, run_at = CASE WHEN ? THEN ? ELSE run_at END, meta = coalesce(?, meta)${moved ? `, ${T.replace.stage}, ${T.replace.history}` : ""}
-       WHERE id = ?`,
+      moved ? REPLACE_MOVED : REPLACE_KEPT,
       job.payload,
       now,
       mode === "replace" ? 1 : 0,
@@ -68,18 +81,7 @@ export function insertUniqueRow(
     return { id: String(pending.id), outcome: "replaced", stage: to };
   }
   if (pending) return existing(pending); // afterActive before the key's job started
-  const inserted = c.get(
-    `INSERT INTO later_jobs (namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, stages, created_at, updated_at, unique_key, unique_slot)
-     VALUES (?, ${JOB_INSERT_PLACEHOLDERS}, 0, ${SqliteTransition.FIRST}, ?, ?, ?, 'pending')
-     ON CONFLICT DO NOTHING RETURNING id`,
-    namespace,
-    ...jobInsertValues(job, stage),
-    stage,
-    now,
-    now,
-    now,
-    params.uniqueKey,
-  );
+  const inserted = c.get(INSERT_HOLDING, namespace, ...jobInsertValues(job, stage), stage, now, now, now, params.uniqueKey);
   if (!inserted) {
     // Unreachable inside the write lock (the holders were read in it); kept so a conflict reports the row that holds the slot.
     const row = c.get(
