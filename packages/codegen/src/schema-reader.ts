@@ -256,6 +256,9 @@ function readJob(
   const topic = problems.attempt(() => readTopic(declaration, payload, name, locate));
   const limits = problems.attempt(() => readLimits(declaration, payload, name, locate));
   const retention = problems.attempt(() => readRetention(declaration, name, locate));
+  if (topic?.topic && (limits?.group !== undefined || limits?.groupConcurrency !== undefined)) {
+    problems.report(locate(nameNode, `job "${name}" has @topic: @group and @groupConcurrency are not for partitioned jobs, which run in sequence and are never limited`));
+  }
   if (problems.count > before || datePaths === undefined) return undefined;
   const shape = PayloadShapeBuilder.build(payload, (type) => isLibraryDate(program, type));
   const own = declarations.some((d) => declaration.getParent() === d);
