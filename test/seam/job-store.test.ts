@@ -439,7 +439,11 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
         now: NOW,
       });
       expect(first).toEqual({ previous: [] });
-      const second = await s.backend.jobs.limitsSet({ jobTypes: ["a", "b"], limits: [{ jobType: "b", concurrency: 1, rateLimit: null, groupConcurrency: null }], now: NOW });
+      const second = await s.backend.jobs.limitsSet({
+        jobTypes: ["a", "b"],
+        limits: [{ jobType: "b", concurrency: 1, rateLimit: null, groupConcurrency: null }],
+        now: NOW,
+      });
       expect(second.previous).toEqual([
         { jobType: "a", concurrency: 2, rateLimit: null, groupConcurrency: null },
         { jobType: "b", concurrency: null, rateLimit: { max: 5, perMs: 1_000 }, groupConcurrency: 3 },

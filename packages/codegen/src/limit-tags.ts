@@ -67,7 +67,14 @@ export function readLimits(declaration: PropertySignature, payload: Type, job: s
 }
 
 /** `@group FIELD`: a required string field of the payload (a job's group is a string of 1 to 200 characters). */
-function readGroupField(tag: JSDocTag, declaration: PropertySignature, payload: Type, job: string, locate: Locate, problems: SchemaProblems): string | undefined {
+function readGroupField(
+  tag: JSDocTag,
+  declaration: PropertySignature,
+  payload: Type,
+  job: string,
+  locate: Locate,
+  problems: SchemaProblems,
+): string | undefined {
   const name = (tag.getCommentText() ?? "").trim();
   const field = payload.getProperty(name);
   if (!field) {

@@ -257,7 +257,9 @@ function readJob(
   const limits = problems.attempt(() => readLimits(declaration, payload, name, locate));
   const retention = problems.attempt(() => readRetention(declaration, name, locate));
   if (topic?.topic && (limits?.group !== undefined || limits?.groupConcurrency !== undefined)) {
-    problems.report(locate(nameNode, `job "${name}" has @topic: @group and @groupConcurrency are not for partitioned jobs, which run in sequence and are never limited`));
+    problems.report(
+      locate(nameNode, `job "${name}" has @topic: @group and @groupConcurrency are not for partitioned jobs, which run in sequence and are never limited`),
+    );
   }
   if (problems.count > before || datePaths === undefined) return undefined;
   const shape = PayloadShapeBuilder.build(payload, (type) => isLibraryDate(program, type));

@@ -144,10 +144,7 @@ function limitProblem(value: unknown): string | null {
  * a negative or non-integer one (`concurrency`, `groupConcurrency`), or a `rateLimit` that is not `{ max, perMs }`
  * of positive integers (`perMs` under 1 included).
  */
-export function handlerLimit(
-  type: string,
-  h: Pick<HandlerRegistration<unknown>, "concurrency" | "rateLimit" | "groupConcurrency">,
-): JobTypeLimit | null {
+export function handlerLimit(type: string, h: Pick<HandlerRegistration<unknown>, "concurrency" | "rateLimit" | "groupConcurrency">): JobTypeLimit | null {
   const concurrency = h.concurrency ?? null;
   const groupConcurrency = h.groupConcurrency ?? null;
   for (const [field, value] of [

@@ -184,7 +184,7 @@ export class JobPublisher<Trx = TransactionHandle> {
    */
   async enqueueManyInGroups(jobType: string, payloads: readonly unknown[], groups: readonly string[], options: EnqueueOptions = {}): Promise<JobId[]> {
     if (!Array.isArray(groups) || groups.length !== payloads.length) throw new InvalidArgumentError("enqueueMany: one group per payload");
-    groups.forEach((group, i) => checkEnqueueOptions({ group }, `enqueueMany (payload ${i})`));
+    for (const [i, group] of groups.entries()) checkEnqueueOptions({ group }, `enqueueMany (payload ${i})`);
     return this.insert(jobType, payloads, options, undefined, undefined, groups);
   }
 

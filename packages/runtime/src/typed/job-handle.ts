@@ -67,7 +67,12 @@ export class JobHandle<P, Trx = TransactionHandle, R = unknown> {
       if (Array.isArray(payloads)) for (const payload of payloads) this.check(payload);
       const field = this.spec.group;
       if (field === undefined || !Array.isArray(payloads) || ownGroup(options)) return this.publisher.enqueueMany(this.jobType, payloads, options);
-      return this.publisher.enqueueManyInGroups(this.jobType, payloads, payloads.map((p) => groupOf(p, field)), options);
+      return this.publisher.enqueueManyInGroups(
+        this.jobType,
+        payloads,
+        payloads.map((p) => groupOf(p, field)),
+        options,
+      );
     });
   }
 

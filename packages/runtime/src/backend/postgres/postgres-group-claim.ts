@@ -100,7 +100,14 @@ SELECT id, job_type, payload, attempt, retry_policy, run_at, timeout_ms, meta, g
    * moves the cursor to the last group served. `nextRunAt`: the earliest
    * oldest row of a walked group not yet due (null: none).
    */
-  async run(execute: Execute, namespace: string, params: B.JobClaimReadyParams, type: string, row: StoredLimitRow, want: number): Promise<B.JobClaimReadyResult> {
+  async run(
+    execute: Execute,
+    namespace: string,
+    params: B.JobClaimReadyParams,
+    type: string,
+    row: StoredLimitRow,
+    want: number,
+  ): Promise<B.JobClaimReadyResult> {
     const running = new Map<string | null, number>();
     for (const r of await execute(this.running, [namespace, type])) running.set(r.group_key === null ? null : String(r.group_key), Number(r.n));
     const cap = groupWalkCap(want, running.size);
