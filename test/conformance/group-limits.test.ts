@@ -58,6 +58,10 @@ describe.each(BACKENDS)("per group limits (X9) on $name", (entry) => {
     }
   });
 
+  // A holds at most 2 of the 4 workers (its claimed jobs, buffered ones included, count as running), so the
+  // other two start B's jobs as they arrive; a claim in (priority, run_at) order would start B after all 2,000
+  // A jobs. The round-robin order of the claim itself, with the group limit not reached, is checked at the
+  // seam (test/seam/job-store.test.ts): here a server's buffer of claimed A jobs would start first.
   it("X9 fairness: group A enqueues 2,000 jobs, then group B 10; every B job starts before A's next 50 do", async () => {
     const h = harness();
     const starts: string[] = [];
