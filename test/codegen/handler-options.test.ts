@@ -27,7 +27,7 @@ describe.each(BACKENDS)("generated builder handler options on $name", (entry) =>
       expect(typo).toBeInstanceOf(InvalidConfigError);
       expect(typo).toMatchObject({
         code: "INVALID_CONFIG",
-        message: 'withSendEmailHandler: unknown option "concurency"; the options are retry, timeoutMs, retention, concurrency, rateLimit',
+        message: 'withSendEmailHandler: unknown option "concurency"; the options are retry, timeoutMs, retention, concurrency, rateLimit, groupConcurrency',
       });
       for (const timeoutMs of [0, 1.5, Number.POSITIVE_INFINITY]) {
         expect(() => builder.withSendEmailHandler(() => {}, { timeoutMs }), String(timeoutMs)).toThrow(
@@ -62,23 +62,65 @@ describe.each(BACKENDS)("generated builder handler options on $name", (entry) =>
       }
     }));
 
-  it("X9: the schema's @concurrency and @rateLimit are stored at build; a handler's own limit (null included) wins over them", () =>
+  it("X9: the schema's @concurrency, @rateLimit and @groupConcurrency are stored at build; a handler's own limit (null included) wins over them", () =>
     withDatabase(entry, async (db) => {
       const server = await new LimitsBuilder({ context: {}, backend: db.backend(), ...FAST })
         .withImportFeedHandler(() => {})
         .withCallPartnerHandler(() => {}, { rateLimit: { max: 7, perMs: 60_000 } })
         .withChargeCardHandler(() => {}, { concurrency: null })
         .withPlainHandler(() => {})
+        .withTenantReportHandler(() => {})
         .build();
       try {
         // Read back what the build stored (limitsSet returns the rows it replaces).
-        const jobTypes = ["importFeed", "callPartner", "chargeCard", "plain"];
+        const jobTypes = ["importFeed", "callPartner", "chargeCard", "plain", "tenantReport"];
         const { previous } = await server.backend.jobs.limitsSet({ jobTypes, limits: [], now: Date.now() });
         expect(previous).toEqual([
-          { jobType: "callPartner", concurrency: null, rateLimit: { max: 7, perMs: 60_000 } },
-          { jobType: "chargeCard", concurrency: null, rateLimit: { max: 10, perMs: 500 } },
-          { jobType: "importFeed", concurrency: 5, rateLimit: null },
+          { jobType: "callPartner", concurrency: null, rateLimit: { max: 7, perMs: 60_000 }, groupConcurrency: null },
+          { jobType: "chargeCard", concurrency: null, rateLimit: { max: 10, perMs: 500 }, groupConcurrency: null },
+          { jobType: "importFeed", concurrency: 5, rateLimit: null, groupConcurrency: null },
+          { jobType: "tenantReport", concurrency: null, rateLimit: null, groupConcurrency: 2 },
         ]);
+      } finally {
+        await server.shutdown({ deadlineMs: 0 });
+      }
+    }));
+
+  it("X9: @group fills a job's group from its payload field unless the enqueue names one; enqueueMany takes each payload's", () =>
+    withDatabase(entry, async (db) => {
+      const server = await new LimitsBuilder({ context: {}, backend: db.backend(), ...FAST })
+        .withImportFeedHandler(() => {})
+        .withCallPartnerHandler(() => {})
+        .withChargeCardHandler(() => {})
+        .withPlainHandler(() => {})
+        .withTenantReportHandler(() => {}, { groupConcurrency: 1 })
+        .build();
+      try {
+        const groupOf = async (id: string) => (await server.backend.inspect.jobGet({ id }))?.group;
+        const own = await server.jobs.tenantReport.enqueue({ tenantId: "t1", month: "2026-11" });
+        const named = await server.jobs.tenantReport.enqueue({ tenantId: "t1", month: "2026-11" }, { group: "other" });
+        const delayed = await server.jobs.tenantReport.enqueueDelayed({ tenantId: "t3", month: "2026-11" }, 3_600_000);
+        const many = await server.jobs.tenantReport.enqueueMany([
+          { tenantId: "t1", month: "2026-11" },
+          { tenantId: "t2", month: "2026-11" },
+        ]);
+        expect(await groupOf(own)).toBe("t1");
+        expect(await groupOf(named)).toBe("other");
+        expect(await groupOf(delayed)).toBe("t3");
+        expect(await Promise.all(many.map(groupOf))).toEqual(["t1", "t2"]);
+        // A field value that is no group is refused as the option would be, naming group; nothing written.
+        const before = (await server.backend.inspect.jobList({ limit: 100 })).length;
+        await expect(server.jobs.tenantReport.enqueue({ tenantId: "", month: "2026-11" })).rejects.toMatchObject({
+          code: "INVALID_ARGUMENT",
+          message: expect.stringContaining("group"),
+        });
+        await expect(
+          server.jobs.tenantReport.enqueueMany([
+            { tenantId: "ok", month: "2026-11" },
+            { tenantId: "x".repeat(201), month: "2026-11" },
+          ]),
+        ).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("group") });
+        expect(await server.backend.inspect.jobList({ limit: 100 })).toHaveLength(before);
       } finally {
         await server.shutdown({ deadlineMs: 0 });
       }

@@ -82,7 +82,7 @@ describe.each(BACKENDS)("enqueue options on $name", (entry) => {
   it("refuses an unknown option (named), delayMs with runAt, and a bad value, writing nothing", async () => {
     const h = harness();
     const server = await h.start({ topics: [topic("ledger", 2)], handlers: { job: { handle: () => undefined } } });
-    expect(ENQUEUE_OPTION_KEYS).toEqual(["delayMs", "runAt", "parentId", "retryPolicy", "timeoutMs", "priority", "uniqueKey", "uniqueMode"]);
+    expect(ENQUEUE_OPTION_KEYS).toEqual(["delayMs", "runAt", "parentId", "retryPolicy", "timeoutMs", "priority", "uniqueKey", "uniqueMode", "group"]);
     const bad: [unknown, RegExp][] = [
       [{ delayMS: 1_000 }, /unknown option "delayMS"; the options are delayMs, runAt, parentId, retryPolicy, timeoutMs/],
       [{ delayMs: 1, runAt: new Date() }, /give delayMs or runAt, not both/],

@@ -40,7 +40,7 @@ async function fill(backend: Backend): Promise<void> {
     await backend.jobs.insertMany({ jobs, now: NOW });
   }
   await backend.jobs.claimReady({ owner: "w0", limit: 40, now: NOW, leaseExpiresAt: NOW + 60_000, jobTypes: ["a", "b"] });
-  await backend.jobs.limitsSet({ jobTypes: ["a"], limits: [{ jobType: "a", concurrency: 25, rateLimit: null }], now: NOW });
+  await backend.jobs.limitsSet({ jobTypes: ["a"], limits: [{ jobType: "a", concurrency: 25, rateLimit: null, groupConcurrency: null }], now: NOW });
 }
 
 /** The limited claim whose statements are checked: `a` limited (5 slots free), `b` plain. */

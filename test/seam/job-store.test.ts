@@ -433,20 +433,24 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       const first = await s.backend.jobs.limitsSet({
         jobTypes: ["a", "b"],
         limits: [
-          { jobType: "a", concurrency: 2, rateLimit: null },
-          { jobType: "b", concurrency: null, rateLimit: { max: 5, perMs: 1_000 } },
+          { jobType: "a", concurrency: 2, rateLimit: null, groupConcurrency: null },
+          { jobType: "b", concurrency: null, rateLimit: { max: 5, perMs: 1_000 }, groupConcurrency: 3 },
         ],
         now: NOW,
       });
       expect(first).toEqual({ previous: [] });
-      const second = await s.backend.jobs.limitsSet({ jobTypes: ["a", "b"], limits: [{ jobType: "b", concurrency: 1, rateLimit: null }], now: NOW });
+      const second = await s.backend.jobs.limitsSet({
+        jobTypes: ["a", "b"],
+        limits: [{ jobType: "b", concurrency: 1, rateLimit: null, groupConcurrency: null }],
+        now: NOW,
+      });
       expect(second.previous).toEqual([
-        { jobType: "a", concurrency: 2, rateLimit: null },
-        { jobType: "b", concurrency: null, rateLimit: { max: 5, perMs: 1_000 } },
+        { jobType: "a", concurrency: 2, rateLimit: null, groupConcurrency: null },
+        { jobType: "b", concurrency: null, rateLimit: { max: 5, perMs: 1_000 }, groupConcurrency: 3 },
       ]);
       // `a` was removed (no limit), `b` replaced; another namespace sees none of them.
       const third = await s.backend.jobs.limitsSet({ jobTypes: ["a", "b"], limits: [], now: NOW });
-      expect(third.previous).toEqual([{ jobType: "b", concurrency: 1, rateLimit: null }]);
+      expect(third.previous).toEqual([{ jobType: "b", concurrency: 1, rateLimit: null, groupConcurrency: null }]);
       expect((await s.backend.jobs.limitsSet({ jobTypes: ["a", "b"], limits: [], now: NOW })).previous).toEqual([]);
     });
   });
@@ -457,8 +461,8 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       await s.backend.jobs.limitsSet({
         jobTypes: ["conc", "rate", "gone"],
         limits: [
-          { jobType: "conc", concurrency: 2, rateLimit: null },
-          { jobType: "rate", concurrency: null, rateLimit: { max: 3, perMs: 1_000 } },
+          { jobType: "conc", concurrency: 2, rateLimit: null, groupConcurrency: null },
+          { jobType: "rate", concurrency: null, rateLimit: { max: 3, perMs: 1_000 }, groupConcurrency: null },
         ],
         now: NOW,
       });
@@ -489,6 +493,61 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       const conc = first.jobs.find((j) => j.jobType === "conc")!;
       await s.backend.jobs.finishMany({ finishes: [{ ...key(conc), outcome: { kind: "success" } }], now: NOW + 1_000, retentionMs: DAY });
       expect(byType(await limited(20, NOW + 1_000))).toEqual({ conc: 1, rate: 2 });
+      await expectCountersMatch(s);
+    });
+
+    it("X9 groups: at most groupConcurrency running per group (the ungrouped one group), a backlog never ahead of another group's first jobs", async () => {
+      const s = seam();
+      await s.backend.jobs.limitsSet({ jobTypes: ["g"], limits: [{ jobType: "g", concurrency: null, rateLimit: null, groupConcurrency: 2 }], now: NOW });
+      // A's backlog first (older ids), then B's two, two ungrouped, and a delayed group C.
+      const jobs = [
+        ...Array.from({ length: 30 }, () => jobInsert({ jobType: "g", group: "A" })),
+        ...Array.from({ length: 2 }, () => jobInsert({ jobType: "g", group: "B" })),
+        ...Array.from({ length: 2 }, () => jobInsert({ jobType: "g" })),
+        jobInsert({ jobType: "g", group: "C", runAt: NOW + 5_000 }),
+      ];
+      await s.backend.jobs.insertMany({ jobs, now: NOW, retentionMs: DAY });
+      const groupOf = new Map(jobs.map((j) => [j.id, j.group ?? "-"]));
+      const claim = (now = NOW) => s.backend.jobs.claimReady({ owner: "w1", limit: 20, now, leaseExpiresAt: now + 30_000, jobTypes: [], limitedTypes: ["g"] });
+      const byGroup = (r: { jobs: { id: string }[] }) => {
+        const counts: Record<string, number> = {};
+        for (const j of r.jobs) counts[groupOf.get(j.id)!] = (counts[groupOf.get(j.id)!] ?? 0) + 1;
+        return counts;
+      };
+      const first = await claim();
+      expect(byGroup(first)).toEqual({ A: 2, B: 2, "-": 2 });
+      // C's only job is delayed: the claim says when it comes due.
+      expect(first.nextRunAt).toBe(NOW + 5_000);
+      await expectCountersMatch(s);
+      // Every group at its limit: nothing more.
+      expect((await claim()).jobs).toEqual([]);
+      // One A finishes: one A more, nothing else.
+      const a = first.jobs.find((j) => groupOf.get(j.id) === "A")!;
+      await s.backend.jobs.finishMany({ finishes: [{ ...key(a), outcome: { kind: "success" } }], now: NOW + 1, retentionMs: DAY });
+      expect(byGroup(await claim(NOW + 1))).toEqual({ A: 1 });
+      // C comes due: its job is claimed though A still has a backlog.
+      expect(byGroup(await claim(NOW + 5_000))).toEqual({ C: 1 });
+      await expectCountersMatch(s);
+    });
+
+    it("X9 groups: claims go round-robin over the groups from where the last claim stopped (the cursor), within the type's concurrency", async () => {
+      const s = seam();
+      await s.backend.jobs.limitsSet({ jobTypes: ["g"], limits: [{ jobType: "g", concurrency: 3, rateLimit: null, groupConcurrency: 1 }], now: NOW });
+      const jobs = ["A", "B", "C", "D"].flatMap((group) => Array.from({ length: 3 }, () => jobInsert({ jobType: "g", group })));
+      await s.backend.jobs.insertMany({ jobs, now: NOW, retentionMs: DAY });
+      const groupOf = new Map(jobs.map((j) => [j.id, j.group!]));
+      const served: string[][] = [];
+      for (let i = 0; i < 3; i++) {
+        const r = await s.backend.jobs.claimReady({ owner: "w1", limit: 10, now: NOW, leaseExpiresAt: NOW + 30_000, jobTypes: [], limitedTypes: ["g"] });
+        served.push(r.jobs.map((j) => groupOf.get(j.id)!).sort());
+        await s.backend.jobs.finishMany({ finishes: r.jobs.map((j) => ({ ...key(j), outcome: { kind: "success" as const } })), now: NOW, retentionMs: DAY });
+      }
+      // Three slots a claim, one job a group: A B C, then D A B (after C), then C D A.
+      expect(served).toEqual([
+        ["A", "B", "C"],
+        ["A", "B", "D"],
+        ["A", "C", "D"],
+      ]);
       await expectCountersMatch(s);
     });
   });

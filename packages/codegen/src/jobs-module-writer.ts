@@ -192,6 +192,8 @@ function catalogEntry(job: JobDeclaration): string[] {
     partitions: job.topic?.partitions,
     concurrency: job.concurrency,
     rateLimit: job.rateLimit,
+    group: job.group,
+    groupConcurrency: job.groupConcurrency,
     retention: job.retention ? { ...job.retention } : undefined,
     payload: job.payload,
     shapes: Object.keys(job.shapes).length > 0 ? job.shapes : undefined,

@@ -1,4 +1,4 @@
-import type { JSDocTag, PropertySignature } from "ts-morph";
+import { ts, type JSDocTag, type PropertySignature, type Type } from "ts-morph";
 import type { Locate } from "./payload-checker.js";
 import { SchemaProblems } from "./schema-errors.js";
 
@@ -8,20 +8,27 @@ const MAX_LIMIT = 2 ** 31 - 1;
 /** Milliseconds per unit of a `@rateLimit` window. */
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 
-/** X9: a job's limits as the schema declares them (`@concurrency N`, `@rateLimit MAX/WINDOW`). */
+/** X9: a job's limits as the schema declares them (`@concurrency N`, `@rateLimit MAX/WINDOW`, `@group FIELD`, `@groupConcurrency N`). */
 export interface JobLimits {
   concurrency?: number;
   rateLimit?: { max: number; perMs: number };
+  /** The payload field (a required string) whose value is a job's `group` when the enqueue gives none. */
+  group?: string;
+  /** At most this many running per group across the namespace's servers. */
+  groupConcurrency?: number;
 }
 
 /**
  * X9: `@concurrency N` (an integer from 1) and `@rateLimit MAX/WINDOW` (MAX
  * an integer from 1; WINDOW an integer with a unit `ms`, `s`, `m` or `h`,
- * `100/1s`, `5/250ms`; a bare `1` is one of the unit, `100/s`) from the
- * member's doc comment; every problem with them is reported. The handler's
- * own options win over them at `with...Handler`.
+ * `100/1s`, `5/250ms`; a bare `1` is one of the unit, `100/s`),
+ * `@group FIELD` (a required string field of `payload`) and
+ * `@groupConcurrency N` (an integer from 1) from the member's doc comment;
+ * every problem with them is reported. The handler's own options win over
+ * the limits at `with...Handler`; an enqueue's own `group` wins over the
+ * field's value.
  */
-export function readLimits(declaration: PropertySignature, job: string, locate: Locate): JobLimits {
+export function readLimits(declaration: PropertySignature, payload: Type, job: string, locate: Locate): JobLimits {
   const tags = declaration.getJsDocs().flatMap((doc) => doc.getTags());
   const problems = new SchemaProblems();
   const one = (tagName: string): JSDocTag | undefined => {
@@ -30,12 +37,18 @@ export function readLimits(declaration: PropertySignature, job: string, locate: 
     return found[0];
   };
   const limits: JobLimits = {};
-  const concurrencyTag = one("concurrency");
-  if (concurrencyTag) {
-    const text = (concurrencyTag.getCommentText() ?? "").trim();
+  for (const name of ["concurrency", "groupConcurrency"] as const) {
+    const tag = one(name);
+    if (!tag) continue;
+    const text = (tag.getCommentText() ?? "").trim();
     const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
-    if (n >= 1 && n <= MAX_LIMIT) limits.concurrency = n;
-    else problems.report(locate(concurrencyTag, `@concurrency of "${job}" must be an integer from 1 to ${MAX_LIMIT}, got ${JSON.stringify(text)}`));
+    if (n >= 1 && n <= MAX_LIMIT) limits[name] = n;
+    else problems.report(locate(tag, `@${name} of "${job}" must be an integer from 1 to ${MAX_LIMIT}, got ${JSON.stringify(text)}`));
+  }
+  const groupTag = one("group");
+  if (groupTag) {
+    const field = readGroupField(groupTag, declaration, payload, job, locate, problems);
+    if (field !== undefined) limits.group = field;
   }
   const rateTag = one("rateLimit");
   if (rateTag) {
@@ -51,4 +64,32 @@ export function readLimits(declaration: PropertySignature, job: string, locate: 
   }
   problems.throwIfAny();
   return limits;
+}
+
+/** `@group FIELD`: a required string field of the payload (a job's group is a string of 1 to 200 characters). */
+function readGroupField(
+  tag: JSDocTag,
+  declaration: PropertySignature,
+  payload: Type,
+  job: string,
+  locate: Locate,
+  problems: SchemaProblems,
+): string | undefined {
+  const name = (tag.getCommentText() ?? "").trim();
+  const field = payload.getProperty(name);
+  if (!field) {
+    const fields = payload
+      .getProperties()
+      .map((p) => p.getName())
+      .join(", ");
+    problems.report(locate(tag, `@group "${name}" is not a field of the payload of "${job}" (its fields: ${fields})`));
+    return undefined;
+  }
+  const fieldType = field.getTypeAtLocation(declaration);
+  const parts = fieldType.isUnion() ? fieldType.getUnionTypes() : [fieldType];
+  if (!parts.every((t) => (t.getFlags() & ts.TypeFlags.StringLike) !== 0)) {
+    problems.report(locate(tag, `@group "${name}" of "${job}" must be a required string field, but it is ${fieldType.getText(declaration)}`));
+    return undefined;
+  }
+  return name;
 }

@@ -49,6 +49,10 @@ export interface JobDeclaration {
   concurrency?: number;
   /** X9: `@rateLimit MAX/WINDOW`: at most `max` starts in any window of `perMs`. */
   rateLimit?: { max: number; perMs: number };
+  /** X9: `@group FIELD`: the payload field whose value is a job's group when its enqueue names none. */
+  group?: string;
+  /** X9: `@groupConcurrency N`: at most N running per group across the namespace's servers. */
+  groupConcurrency?: number;
 }
 
 /** What `later-gen` read from a schema file. */
@@ -250,8 +254,13 @@ function readJob(
   const before = problems.count;
   const datePaths = problems.attempt(() => PayloadChecker.check(program, locate, name, payload, typeNode));
   const topic = problems.attempt(() => readTopic(declaration, payload, name, locate));
-  const limits = problems.attempt(() => readLimits(declaration, name, locate));
+  const limits = problems.attempt(() => readLimits(declaration, payload, name, locate));
   const retention = problems.attempt(() => readRetention(declaration, name, locate));
+  if (topic?.topic && (limits?.group !== undefined || limits?.groupConcurrency !== undefined)) {
+    problems.report(
+      locate(nameNode, `job "${name}" has @topic: @group and @groupConcurrency are not for partitioned jobs, which run in sequence and are never limited`),
+    );
+  }
   if (problems.count > before || datePaths === undefined) return undefined;
   const shape = PayloadShapeBuilder.build(payload, (type) => isLibraryDate(program, type));
   const own = declarations.some((d) => declaration.getParent() === d);

@@ -40,6 +40,12 @@ const JOBS: JobCatalog = {
     payload: { kind: "object", fields: { cents: "number" } },
   },
   plain: { handlerMethod: "withPlainHandler", payload: { kind: "object", fields: { text: "string" } } },
+  tenantReport: {
+    handlerMethod: "withTenantReportHandler",
+    group: "tenantId",
+    groupConcurrency: 2,
+    payload: { kind: "object", fields: { tenantId: "string", month: "string" } },
+  },
 };
 
 /** One typed handle per declared job: `server.jobs.<name>` and `ctx.jobs.<name>`. */
@@ -52,13 +58,15 @@ export interface JobsHandles<Trx = TransactionHandle> {
   readonly chargeCard: JobHandle<Jobs["chargeCard"], Trx>;
   /** Enqueue `plain` jobs. */
   readonly plain: JobHandle<Jobs["plain"], Trx>;
+  /** Enqueue `tenantReport` jobs. */
+  readonly tenantReport: JobHandle<Jobs["tenantReport"], Trx>;
 }
 
 /** What every handler receives: `ctx.app` (the builder's `context`), `ctx.jobs`, `ctx.jobId`, `ctx.attempt`, `ctx.signal`. */
 export type JobsContext<C, Trx = TransactionHandle> = TypedJobContext<C, JobsHandles<Trx>, Trx>;
 
 /** What `pause` and `resume` take: `{ jobType }` of a declared job, or `{ topic }` of a topic the schema names. */
-export type JobsPauseTarget = PauseTarget<"importFeed" | "callPartner" | "chargeCard" | "plain", never>;
+export type JobsPauseTarget = PauseTarget<"importFeed" | "callPartner" | "chargeCard" | "plain" | "tenantReport", never>;
 
 /** A running server: `jobs`, `addWorker()`, `removeWorker()`, `shutdown()`, `pause()`, `resume()`. */
 export type JobsServer<C, Trx = TransactionHandle> = TypedJobServer<C, JobsHandles<Trx>, Trx, JobsPauseTarget>;
@@ -90,6 +98,11 @@ export class JobsBuilder<C, Trx = TransactionHandle> extends TypedServerBuilder<
   /** Handles `plain` jobs: resolve = success, throw = retry per policy. */
   withPlainHandler(handler: JobHandler<JobsContext<C, Trx>, Jobs["plain"]>, options?: HandlerOptions<C>): this {
     return this.handler("plain", handler, options);
+  }
+
+  /** Handles `tenantReport` jobs: resolve = success, throw = retry per policy. */
+  withTenantReportHandler(handler: JobHandler<JobsContext<C, Trx>, Jobs["tenantReport"]>, options?: HandlerOptions<C>): this {
+    return this.handler("tenantReport", handler, options);
   }
 }
 

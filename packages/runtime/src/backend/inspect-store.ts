@@ -269,6 +269,8 @@ export interface JobRecord {
   result: string | null;
   /** X10: the metadata the enqueue middleware stored (JSON text of an object, e.g. tracing's `traceparent`); null: none. */
   meta: string | null;
+  /** X9: `EnqueueOptions.group` (or the schema's `@group` field); null when none was given. */
+  group: string | null;
 }
 
 export interface JobGetParams {

@@ -187,6 +187,8 @@ export interface JobInsert {
   partition?: number | undefined;
   /** X1: lower is claimed first among ready regular jobs; default (undefined) 0. Never given with a topic (partitions keep sequence order). */
   priority?: number | undefined;
+  /** X9: `EnqueueOptions.group` (1 to 200 characters), stored as `group_key`; default (undefined or null): none, NULL. Never given with a topic. */
+  group?: string | null | undefined;
   /**
    * The job's metadata (X10): JSON text of an object the enqueue middleware
    * set (a trace context, ...), handed back to the attempt middleware.
@@ -251,6 +253,8 @@ export interface JobTypeLimit {
   concurrency: number | null;
   /** At most `max` starts (claims) in any window of `perMs`. */
   rateLimit: { max: number; perMs: number } | null;
+  /** At most this many running at once per group (`group_key`; the type's jobs with none are one group). */
+  groupConcurrency: number | null;
 }
 
 export interface LimitsSetParams {

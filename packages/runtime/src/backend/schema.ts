@@ -50,6 +50,8 @@ export interface LaterJobsTable {
   result: ColumnType<string | null, string | null | undefined, string | null>;
   /** X5: a fan-in continuation's parents not yet succeeded (0 once released); null for every other job (migration 18). */
   parents_left: number | null;
+  /** X9: `EnqueueOptions.group`; null: none (migration 20). */
+  group_key: string | null;
 }
 
 /** X5: one parent of a fan-in continuation (migration 18); deleted with its child. */

@@ -87,6 +87,16 @@ export interface HandlerRegistration<C, Trx = TransactionHandle> {
    * rate limit. Stored as {@link concurrency} is.
    */
   rateLimit?: { max: number; perMs: number } | null;
+  /**
+   * X9: at most this many jobs of this type running at once per group
+   * (`EnqueueOptions.group`) across every server of the namespace; claims
+   * take the ready groups round-robin, so one group's backlog never delays
+   * another group's first job. The jobs of the type enqueued with no group
+   * form one group of their own, under the same limit. A positive integer;
+   * null or absent: none. Stored as {@link concurrency} is; both apply when
+   * both are given.
+   */
+  groupConcurrency?: number | null;
 }
 
 /** Every key a {@link HandlerRegistration} has: any other is refused, so a misspelt option is not silently ignored. */
@@ -99,6 +109,7 @@ export const HANDLER_REGISTRATION_KEYS: readonly (keyof HandlerRegistration<unkn
   "retention",
   "concurrency",
   "rateLimit",
+  "groupConcurrency",
 ];
 
 /**
@@ -130,14 +141,18 @@ function limitProblem(value: unknown): string | null {
 /**
  * X9: the limits of handler `type` as stored (null: no limit); throws
  * `InvalidConfigError` naming the job type and the field for a limit of 0,
- * a negative or non-integer one, or a `rateLimit` that is not `{ max, perMs }`
+ * a negative or non-integer one (`concurrency`, `groupConcurrency`), or a `rateLimit` that is not `{ max, perMs }`
  * of positive integers (`perMs` under 1 included).
  */
-export function handlerLimit(type: string, h: Pick<HandlerRegistration<unknown>, "concurrency" | "rateLimit">): JobTypeLimit | null {
+export function handlerLimit(type: string, h: Pick<HandlerRegistration<unknown>, "concurrency" | "rateLimit" | "groupConcurrency">): JobTypeLimit | null {
   const concurrency = h.concurrency ?? null;
-  if (concurrency !== null) {
-    const problem = limitProblem(concurrency);
-    if (problem !== null) throw new InvalidConfigError(`handlers.${type}.concurrency ${problem} (or null for none)`);
+  const groupConcurrency = h.groupConcurrency ?? null;
+  for (const [field, value] of [
+    ["concurrency", concurrency],
+    ["groupConcurrency", groupConcurrency],
+  ] as const) {
+    const problem = value === null ? null : limitProblem(value);
+    if (problem !== null) throw new InvalidConfigError(`handlers.${type}.${field} ${problem} (or null for none)`);
   }
   const rate = h.rateLimit ?? null;
   if (rate !== null) {
@@ -148,6 +163,6 @@ export function handlerLimit(type: string, h: Pick<HandlerRegistration<unknown>,
       if (problem !== null) throw new InvalidConfigError(`handlers.${type}.rateLimit.${field} ${problem}`);
     }
   }
-  if (concurrency === null && rate === null) return null;
-  return { jobType: type, concurrency, rateLimit: rate === null ? null : { max: rate.max, perMs: rate.perMs } };
+  if (concurrency === null && rate === null && groupConcurrency === null) return null;
+  return { jobType: type, concurrency, rateLimit: rate === null ? null : { max: rate.max, perMs: rate.perMs }, groupConcurrency };
 }

@@ -85,6 +85,18 @@ export interface EnqueueOptions {
    *   exactly one more run, with the last payload.
    */
   uniqueMode?: UniqueMode;
+  /**
+   * X9: the job's group (a tenant, a customer, ...): a string of 1 to 200
+   * characters. When its job type has a `groupConcurrency` limit, at most
+   * that many jobs of one group run at once across every server of the
+   * namespace, and claims take the ready groups round-robin, so one group's
+   * backlog never delays another group's first job. Without such a limit
+   * the group is stored and does nothing. The generated module fills it
+   * from the payload field a job's `@group` tag names when not given here.
+   * Refused on a partitioned enqueue (partitions run in sequence, never
+   * limited). Default: none.
+   */
+  group?: string;
 }
 
 /** {@link EnqueueOptions.uniqueMode}. */
@@ -96,6 +108,9 @@ export const UNIQUE_MODES: readonly UniqueMode[] = ["keep", "replace", "afterAct
 /** The longest {@link EnqueueOptions.uniqueKey}, in UTF-16 code units. */
 export const MAX_UNIQUE_KEY_LENGTH = 200;
 
+/** The longest {@link EnqueueOptions.group}, in UTF-16 code units. */
+export const MAX_GROUP_LENGTH = 200;
+
 /** Every key {@link EnqueueOptions} has. Any other key is refused, so a misspelt `delayMS` cannot silently run a job at once. */
 export const ENQUEUE_OPTION_KEYS: readonly (keyof EnqueueOptions)[] = [
   "delayMs",
@@ -106,6 +121,7 @@ export const ENQUEUE_OPTION_KEYS: readonly (keyof EnqueueOptions)[] = [
   "priority",
   "uniqueKey",
   "uniqueMode",
+  "group",
 ];
 
 /** The most parents a fan-in continuation may have (X5): a bound on the rows one insert locks. */
@@ -194,6 +210,10 @@ export function checkEnqueueOptions(options: unknown, method = "enqueue"): Enque
       throw new InvalidArgumentError(`${method}: uniqueMode must be one of ${UNIQUE_MODES.join(", ")}, got ${describeValue(uniqueMode)}`);
     }
     if (uniqueKey === undefined) throw new InvalidArgumentError(`${method}: uniqueMode needs a uniqueKey`);
+  }
+  const { group } = options as EnqueueOptions;
+  if (group !== undefined && (typeof group !== "string" || group.length === 0 || group.length > MAX_GROUP_LENGTH)) {
+    throw new InvalidArgumentError(`${method}: group must be a string of 1 to ${MAX_GROUP_LENGTH} characters, got ${describeValue(group)}`);
   }
   return options as EnqueueOptions;
 }

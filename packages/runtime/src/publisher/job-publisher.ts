@@ -177,6 +177,18 @@ export class JobPublisher<Trx = TransactionHandle> {
   }
 
   /**
+   * X9: {@link enqueueMany} with a group per payload (`groups[i]` for
+   * `payloads[i]`, each checked as `EnqueueOptions.group`): what the
+   * generated handle of a job with `@group` calls when `options` name no
+   * group. Any bad group: `INVALID_ARGUMENT` naming it, nothing written.
+   */
+  async enqueueManyInGroups(jobType: string, payloads: readonly unknown[], groups: readonly string[], options: EnqueueOptions = {}): Promise<JobId[]> {
+    if (!Array.isArray(groups) || groups.length !== payloads.length) throw new InvalidArgumentError("enqueueMany: one group per payload");
+    for (const [i, group] of groups.entries()) checkEnqueueOptions({ group }, `enqueueMany (payload ${i})`);
+    return this.insert(jobType, payloads, options, undefined, undefined, groups);
+  }
+
+  /**
    * Enqueue inside a caller-owned transaction: the job exists only if that
    * transaction commits. SQLite takes a Kysely transaction on the same file;
    * PostgreSQL a Kysely transaction or the `pg` client the caller ran
@@ -402,6 +414,8 @@ export class JobPublisher<Trx = TransactionHandle> {
     transaction: Trx | undefined,
     /** One partition for every job, or one per job (by index). */
     partition?: PartitionRef | readonly PartitionRef[],
+    /** X9: one group per job (by index), checked; wins over `options.group`. */
+    groups?: readonly string[],
   ): Promise<JobId[]> {
     if (this.stopped) throw new ServerStoppedError(`enqueue of "${jobType}"`);
     const encode = this.options.encoders.get(jobType);
@@ -411,6 +425,9 @@ export class JobPublisher<Trx = TransactionHandle> {
     const checked = checkEnqueueOptions(options, method);
     if (partition !== undefined && checked.priority !== undefined) {
       throw new InvalidArgumentError(`${method}: priority is not for partitioned jobs, which run in strict sequence order`);
+    }
+    if (partition !== undefined && checked.group !== undefined) {
+      throw new InvalidArgumentError(`${method}: group is not for partitioned jobs, which run in strict sequence order and are never limited`);
     }
     if (checked.uniqueKey !== undefined) {
       if (partition !== undefined) throw new InvalidArgumentError(`${method}: uniqueKey is not for partitioned jobs`);
@@ -434,6 +451,7 @@ export class JobPublisher<Trx = TransactionHandle> {
         timeoutMs: checked.timeoutMs ?? null,
         ...(ref === undefined ? {} : { topic: ref.topic, partition: ref.partition }),
         ...(checked.priority ? { priority: checked.priority } : {}),
+        ...((groups?.[i] ?? checked.group) === undefined ? {} : { group: groups?.[i] ?? checked.group }),
       };
     });
     if (jobs.length === 0) return [];
@@ -486,6 +504,7 @@ export class JobPublisher<Trx = TransactionHandle> {
       retryPolicy: storedRetryPolicy(checked.retryPolicy ?? this.options.defaultRetryPolicy),
       timeoutMs: checked.timeoutMs ?? null,
       ...(checked.priority ? { priority: checked.priority } : {}),
+      ...(checked.group === undefined ? {} : { group: checked.group }),
     };
     let written: UniqueEnqueueResult | undefined;
     const write = async (): Promise<JobId[]> => {

@@ -19,7 +19,7 @@ export async function storeLimits<C>(options: ResolvedServerOptions<C>): Promise
   const { previous } = await options.backend.jobs.limitsSet({ jobTypes, limits, now: options.clock.now() });
   const mine = new Map(limits.map((l) => [l.jobType, l]));
   for (const stored of previous) {
-    const own = mine.get(stored.jobType) ?? { jobType: stored.jobType, concurrency: null, rateLimit: null };
+    const own = mine.get(stored.jobType) ?? { jobType: stored.jobType, concurrency: null, rateLimit: null, groupConcurrency: null };
     if (describeLimit(own) === describeLimit(stored)) continue;
     options.onEvent({
       type: "warning",
@@ -30,10 +30,11 @@ export async function storeLimits<C>(options: ResolvedServerOptions<C>): Promise
   }
 }
 
-/** `concurrency 5, rateLimit 100/1000ms`, or `none`. */
+/** `concurrency 5, rateLimit 100/1000ms, groupConcurrency 2`, or `none`. */
 function describeLimit(l: JobTypeLimit): string {
   const parts: string[] = [];
   if (l.concurrency !== null) parts.push(`concurrency ${l.concurrency}`);
   if (l.rateLimit !== null) parts.push(`rateLimit ${l.rateLimit.max}/${l.rateLimit.perMs}ms`);
+  if (l.groupConcurrency !== null) parts.push(`groupConcurrency ${l.groupConcurrency}`);
   return parts.length === 0 ? "none" : parts.join(", ");
 }

@@ -35,6 +35,10 @@ export interface JobSpec {
   readonly concurrency?: number;
   /** X9: `@rateLimit MAX/WINDOW`: the type's `rateLimit` unless its handler's options give one. */
   readonly rateLimit?: { readonly max: number; readonly perMs: number };
+  /** X9: `@group FIELD`: a job's `group` is this payload field's value when its enqueue gives none. */
+  readonly group?: string;
+  /** X9: `@groupConcurrency N`: the type's `groupConcurrency` unless its handler's options give one. */
+  readonly groupConcurrency?: number;
   /**
    * The job type's retention per stage from the schema's `@retainSuccess`, `@retainFailed` and
    * `@retainCancelled` tags (J11); the handler option `retention` wins field by field. None: the

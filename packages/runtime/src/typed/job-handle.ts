@@ -57,7 +57,7 @@ export class JobHandle<P, Trx = TransactionHandle, R = unknown> {
   enqueue(payload: P, options?: EnqueueOptions): Promise<JobId> {
     return settle(() => {
       this.check(payload);
-      return this.publisher.enqueue(this.jobType, payload, options);
+      return this.publisher.enqueue(this.jobType, payload, this.grouped(payload, options));
     });
   }
 
@@ -65,7 +65,14 @@ export class JobHandle<P, Trx = TransactionHandle, R = unknown> {
   enqueueMany(payloads: readonly P[], options?: EnqueueOptions): Promise<JobId[]> {
     return settle(() => {
       if (Array.isArray(payloads)) for (const payload of payloads) this.check(payload);
-      return this.publisher.enqueueMany(this.jobType, payloads, options);
+      const field = this.spec.group;
+      if (field === undefined || !Array.isArray(payloads) || ownGroup(options)) return this.publisher.enqueueMany(this.jobType, payloads, options);
+      return this.publisher.enqueueManyInGroups(
+        this.jobType,
+        payloads,
+        payloads.map((p) => groupOf(p, field)),
+        options,
+      );
     });
   }
 
@@ -73,7 +80,7 @@ export class JobHandle<P, Trx = TransactionHandle, R = unknown> {
   enqueueDelayed(payload: P, delayMs: number, options?: Omit<EnqueueOptions, "delayMs" | "runAt">): Promise<JobId> {
     return settle(() => {
       this.check(payload);
-      return this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueDelayed", options, { delayMs }));
+      return this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueDelayed", this.grouped(payload, options), { delayMs }));
     });
   }
 
@@ -81,7 +88,7 @@ export class JobHandle<P, Trx = TransactionHandle, R = unknown> {
   enqueueDelayedAt(payload: P, runAt: Date, options?: Omit<EnqueueOptions, "delayMs" | "runAt">): Promise<JobId> {
     return settle(() => {
       this.check(payload);
-      return this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueDelayedAt", options, { runAt }));
+      return this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueDelayedAt", this.grouped(payload, options), { runAt }));
     });
   }
 
@@ -96,7 +103,7 @@ export class JobHandle<P, Trx = TransactionHandle, R = unknown> {
   enqueueContinue(parentId: JobId | readonly JobId[], payload: P, options?: Omit<EnqueueOptions, "parentId">): Promise<JobId> {
     return settle(() => {
       this.check(payload);
-      return this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueContinue", options, { parentId }));
+      return this.publisher.enqueue(this.jobType, payload, withShortForm("enqueueContinue", this.grouped(payload, options), { parentId }));
     });
   }
 
@@ -108,8 +115,21 @@ export class JobHandle<P, Trx = TransactionHandle, R = unknown> {
   enqueueIn(transaction: Trx, payload: P, options?: EnqueueOptions): Promise<JobId> {
     return settle(() => {
       this.check(payload);
-      return this.publisher.enqueueIn(transaction, this.jobType, payload, options);
+      return this.publisher.enqueueIn(transaction, this.jobType, payload, this.grouped(payload, options));
     });
+  }
+
+  /**
+   * X9: `options` with `group` taken from the payload field the schema's
+   * `@group` names, when the job has one and `options` give no group of
+   * their own; else `options` as given (anything but an object is left for
+   * the publisher to refuse). A field value that is not a group (not a
+   * string of 1 to 200 characters) is refused there, naming `group`.
+   */
+  protected grouped<O extends EnqueueOptions>(payload: P, options: O | undefined): O | undefined {
+    const field = this.spec.group;
+    if (field === undefined || ownGroup(options)) return options;
+    return { ...(options ?? {}), group: groupOf(payload, field) } as O;
   }
 
   /**
@@ -176,4 +196,16 @@ function recurringOptions(options: { timeZone?: string } | undefined, sequential
   if (options === undefined) return { sequential };
   if (options === null || typeof options !== "object") return options as never;
   return { ...options, sequential };
+}
+
+/** Whether `options` name a group themselves, or are no options object (left for the publisher to refuse). */
+function ownGroup(options: unknown): boolean {
+  if (options === undefined) return false;
+  if (options === null || typeof options !== "object") return true;
+  return (options as EnqueueOptions).group !== undefined;
+}
+
+/** The value of the `@group` field of `payload` (checked by the publisher as `EnqueueOptions.group`). */
+function groupOf(payload: unknown, field: string): string {
+  return (payload as Record<string, unknown>)[field] as string;
 }

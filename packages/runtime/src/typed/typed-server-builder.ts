@@ -63,10 +63,25 @@ export interface HandlerOptions<C> {
    * Default: the schema's, else none.
    */
   rateLimit?: { max: number; perMs: number } | null;
+  /**
+   * X9: at most this many jobs of this type running at once per group
+   * (`EnqueueOptions.group`, or the schema's `@group` field) across every
+   * server of the namespace (see `HandlerRegistration.groupConcurrency`).
+   * Wins over the schema's `@groupConcurrency`; null: none even when the
+   * schema declares one. Default: the schema's, else none.
+   */
+  groupConcurrency?: number | null;
 }
 
 /** Every key {@link HandlerOptions} has. */
-export const HANDLER_OPTION_KEYS: readonly (keyof HandlerOptions<unknown>)[] = ["retry", "timeoutMs", "retention", "concurrency", "rateLimit"];
+export const HANDLER_OPTION_KEYS: readonly (keyof HandlerOptions<unknown>)[] = [
+  "retry",
+  "timeoutMs",
+  "retention",
+  "concurrency",
+  "rateLimit",
+  "groupConcurrency",
+];
 
 /**
  * The base of every generated `<Name>Builder`: the generated subclass adds
@@ -117,6 +132,7 @@ export class TypedServerBuilder<C, H, Trx = TransactionHandle, P extends PauseTa
       // X9: checked with the other handler options when the server starts (INVALID_CONFIG naming the type and field).
       ...limitOption("concurrency", options.concurrency, spec.concurrency),
       ...limitOption("rateLimit", options.rateLimit, spec.rateLimit),
+      ...limitOption("groupConcurrency", options.groupConcurrency, spec.groupConcurrency),
     });
     return this;
   }
@@ -181,7 +197,7 @@ export function jobHandles<H>(catalog: JobCatalog, publisher: JobPublisher<unkno
 }
 
 /** A limit option of a registration: the handler's own (null included) when given, else the schema's, else none. */
-function limitOption<K extends "concurrency" | "rateLimit">(
+function limitOption<K extends "concurrency" | "rateLimit" | "groupConcurrency">(
   key: K,
   own: HandlerOptions<unknown>[K],
   schema: HandlerOptions<unknown>[K],

@@ -176,6 +176,8 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
         priority: job.priority || undefined,
         // A fan-in child only (X5); left out (NULL) on every other row.
         parents_left: parentsLeft,
+        // X9: left out (NULL) when the job has no group.
+        group_key: job.group ?? undefined,
       };
     });
     const [channel, payload] = this.host.notifyArgs;

@@ -19,12 +19,15 @@
  * type across servers: a claim that waited for it counts, in its own
  * statement's snapshot (READ COMMITTED), the jobs the other claim committed.
  * Finishes do not take the lock; a finish committed after the count only
- * makes the claim take fewer, never more.
+ * makes the claim take fewer, never more. A type with `groupConcurrency`
+ * is claimed by `PostgresGroupClaim` instead of the narrowed plain claim,
+ * under the same lock and within the same type slots.
  */
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import { limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow, type StoredLimitRow, windowOpensAt } from "../shared/limit-slots.js";
 import { storedMeta, storedPolicy, storedTimeout } from "../shared/job-rows.js";
+import { PostgresGroupClaim } from "./postgres-group-claim.js";
 import type { PostgresJobQueries } from "./postgres-job-queries.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
@@ -39,28 +42,31 @@ export class PostgresLimits {
   private readonly read: Statement;
   private readonly remove: Statement;
   private readonly upsert: Statement;
+  /** X9 groups: the claim of a type with `groupConcurrency`. */
+  private readonly groups: PostgresGroupClaim;
 
   constructor(
     private readonly host: PostgresRunner,
     private readonly q: PostgresJobQueries,
   ) {
     const limits = `${host.quoted}.later_limits`;
+    this.groups = new PostgresGroupClaim(host.quoted);
     this.lock = statement(
-      `SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts FROM ${limits} WHERE namespace = $1 AND job_type = ANY($2::text[]) ORDER BY job_type FOR UPDATE`,
+      `SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts, group_concurrency, group_cursor FROM ${limits} WHERE namespace = $1 AND job_type = ANY($2::text[]) ORDER BY job_type FOR UPDATE`,
     );
     this.running = statement(
       `SELECT job_type, count(*)::int AS n FROM ${host.quoted}.later_jobs WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = ANY($2::text[]) GROUP BY job_type`,
     );
     this.writeStarts = statement(`UPDATE ${limits} SET rate_starts = $3 WHERE namespace = $1 AND job_type = $2`);
     this.read = statement(
-      `SELECT job_type, concurrency, rate_max, rate_per_ms FROM ${limits} WHERE namespace = $1 AND job_type = ANY($2::text[]) ORDER BY job_type FOR UPDATE`,
+      `SELECT job_type, concurrency, rate_max, rate_per_ms, group_concurrency FROM ${limits} WHERE namespace = $1 AND job_type = ANY($2::text[]) ORDER BY job_type FOR UPDATE`,
     );
     this.remove = statement(`DELETE FROM ${limits} WHERE namespace = $1 AND job_type = ANY($2::text[]) AND NOT (job_type = ANY($3::text[]))`);
-    this.upsert = statement(`INSERT INTO ${limits} (namespace, job_type, concurrency, rate_max, rate_per_ms, updated_at)
-SELECT $1, r.job_type, r.concurrency, r.rate_max, r.rate_per_ms, $3
-FROM json_to_recordset($2::json) AS r(job_type text, concurrency integer, rate_max integer, rate_per_ms bigint)
+    this.upsert = statement(`INSERT INTO ${limits} (namespace, job_type, concurrency, rate_max, rate_per_ms, group_concurrency, updated_at)
+SELECT $1, r.job_type, r.concurrency, r.rate_max, r.rate_per_ms, r.group_concurrency, $3
+FROM json_to_recordset($2::json) AS r(job_type text, concurrency integer, rate_max integer, rate_per_ms bigint, group_concurrency integer)
 ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurrency, rate_max = EXCLUDED.rate_max,
-  rate_per_ms = EXCLUDED.rate_per_ms, updated_at = EXCLUDED.updated_at`);
+  rate_per_ms = EXCLUDED.rate_per_ms, group_concurrency = EXCLUDED.group_concurrency, updated_at = EXCLUDED.updated_at`);
   }
 
   /** The limited step of `claimReady` (see `JobStore.claimReady`), in one transaction; up to `params.limit` jobs of `params.limitedTypes`. */
@@ -82,7 +88,11 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
         const slots = row ? limitSlots(row, running.get(type) ?? 0, params.now, want) : { free: want, nextSlotAt: null };
         earliest(slots.nextSlotAt);
         if (slots.free === 0) continue;
-        const claimed = await this.claimType(execute, params, type, slots.free);
+        // X9 groups: within the type's slots, at most groupConcurrency running per group, round-robin (postgres-group-claim.ts).
+        const claimed =
+          row && row.groupConcurrency !== null
+            ? await this.groups.run(execute, ns, params, type, row, slots.free)
+            : await this.claimType(execute, params, type, slots.free);
         jobs.push(...claimed.jobs);
         earliest(claimed.nextRunAt);
         if (row && row.rateMax !== null && claimed.jobs.length > 0) {

@@ -352,6 +352,23 @@ CREATE TABLE {schema}.later_limits (
 );
 `,
   },
+  {
+    version: 20,
+    name: "groups",
+    // X9 groups: EnqueueOptions.group (NULL: none) and the type's groupConcurrency. A nullable column with no
+    // default: adding it rewrites no row. later_jobs_ready_group holds the ready rows that carry a group ONLY
+    // (partial on group_key IS NOT NULL): an ungrouped job, the common case, gains no index maintenance on its
+    // insert, claim or finish. A limited claim walks the distinct ready groups of a type through it (one index
+    // descent per group) and reads each group's oldest ready rows in run_at order, so a group's backlog is never
+    // scanned. group_cursor: the last group a claim of the type looked at, where the next claim's walk starts
+    // (round-robin across claims); written under the limits row's lock.
+    sql: `
+ALTER TABLE {schema}.later_jobs ADD COLUMN group_key text;
+CREATE INDEX later_jobs_ready_group ON {schema}.later_jobs (namespace, job_type, group_key, run_at)
+  WHERE stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL AND group_key IS NOT NULL;
+ALTER TABLE {schema}.later_limits ADD COLUMN group_concurrency integer, ADD COLUMN group_cursor text;
+`,
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

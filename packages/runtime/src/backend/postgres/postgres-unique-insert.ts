@@ -34,10 +34,10 @@ const MAX_TRIES = 5;
 
 export class PostgresUniqueInsert {
   /**
-   * `$1` namespace, `$2`–`$10` the job's own columns (`JOB_INSERT_COLUMNS`:
+   * `$1` namespace, `$2`–`$11` the job's own columns (`JOB_INSERT_COLUMNS`:
    * id, job type, payload, stage (`enqueued` or `delayed`), retry policy,
    * timeout, run_at, priority, meta (X10; null: none, and a replace keeps
-   * the job's own)), `$11` now, `$12` unique key, `$13` mode, `$14`/`$15`
+   * the job's own), group (X9; a replace keeps the job's own)), `$12` now, `$13` unique key, `$14` mode, `$15`/`$16`
    * notify channel and payload. One row: `inserted` (id), `replaced` (id),
    * `held` (the key's job standing for it: the pending one first), with the
    * stages of each.
@@ -46,27 +46,27 @@ export class PostgresUniqueInsert {
 
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
-    const inserted = transition({ kinds: "insert", rows: "ins", from: null, to: "$5", at: "$11::bigint" });
+    const inserted = transition({ kinds: "insert", rows: "ins", from: null, to: "$5", at: "$12::bigint" });
     // Only the rows whose stage changed move (and get an entry); a replace that keeps the stage is no transition.
     const replaced = transition({
       kinds: "replace",
       rows: "(SELECT * FROM upd WHERE stage <> was) u",
       from: "was",
-      to: "CASE WHEN $13 = 'replace' THEN $5 ELSE j.stage END",
-      at: "$11::bigint",
+      to: "CASE WHEN $14 = 'replace' THEN $5 ELSE j.stage END",
+      at: "$12::bigint",
     });
     // Every replaced row wakes, its stage changed or not: a new run time (or payload) of a waiting job moves the fetchers' next due time.
-    const tail = transitionTail(schema, "$1", [inserted, replaced], ["$14", "$15"], "SELECT 1 FROM upd");
+    const tail = transitionTail(schema, "$1", [inserted, replaced], ["$15", "$16"], "SELECT 1 FROM upd");
     this.insert = statement(`WITH held AS (
-  SELECT id, stage, unique_slot FROM ${jobs} WHERE namespace = $1 AND job_type = $3 AND unique_key = $12 AND unique_slot IS NOT NULL
+  SELECT id, stage, unique_slot FROM ${jobs} WHERE namespace = $1 AND job_type = $3 AND unique_key = $13 AND unique_slot IS NOT NULL
 ), target AS (
   SELECT j.id, j.stage FROM ${jobs} j
   WHERE j.id = (SELECT id FROM held WHERE unique_slot = 'pending') AND j.unique_slot = 'pending'
-    AND ($13 = 'replace' OR ($13 = 'afterActive' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'active')))
+    AND ($14 = 'replace' OR ($14 = 'afterActive' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'active')))
   FOR UPDATE
 ), upd AS (
-  UPDATE ${jobs} j SET payload = $4, updated_at = $11,
-    run_at = CASE WHEN $13 = 'replace' THEN $8::bigint ELSE j.run_at END,
+  UPDATE ${jobs} j SET payload = $4, updated_at = $12,
+    run_at = CASE WHEN $14 = 'replace' THEN $8::bigint ELSE j.run_at END,
     meta = CASE WHEN $10::text IS NULL THEN j.meta ELSE $10 END,
     ${replaced.stage},
     ${replaced.historyIfMoved}
@@ -74,10 +74,10 @@ export class PostgresUniqueInsert {
   RETURNING j.id, j.stage, t.stage AS was, j.topic, j.partition_no
 ), ins AS (
   INSERT INTO ${jobs} (namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, stages, created_at, updated_at, unique_key, unique_slot)
-  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, ${inserted.first}, $11, $11, $12, 'pending'
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, ${inserted.first}, $12, $12, $13, 'pending'
   WHERE NOT EXISTS (SELECT 1 FROM upd)
-    AND NOT ($13 <> 'replace' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'pending'))
-    AND NOT ($13 = 'keep' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'active'))
+    AND NOT ($14 <> 'replace' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'pending'))
+    AND NOT ($14 = 'keep' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'active'))
   ON CONFLICT DO NOTHING
   RETURNING id, stage, topic, partition_no
 )${tail}

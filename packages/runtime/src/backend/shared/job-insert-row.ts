@@ -11,12 +11,12 @@ import type { JobStage } from "../../core/job-stage.js";
 import type { JobInsert } from "../backend.js";
 
 /** The columns of {@link JobInsertRow}, in the order {@link jobInsertValues} gives their values. */
-export const JOB_INSERT_COLUMNS = ["id", "job_type", "payload", "stage", "retry_policy", "timeout_ms", "run_at", "priority", "meta"] as const;
+export const JOB_INSERT_COLUMNS = ["id", "job_type", "payload", "stage", "retry_policy", "timeout_ms", "run_at", "priority", "meta", "group_key"] as const;
 
 /** {@link JOB_INSERT_COLUMNS} as SQL: `id, job_type, ...`. */
 export const JOB_INSERT_COLUMN_LIST = JOB_INSERT_COLUMNS.join(", ");
 
-/** A new job's own columns, with the stored defaults: no timeout and no meta are NULL, no priority 0. */
+/** A new job's own columns, with the stored defaults: no timeout, no meta and no group are NULL, no priority 0. */
 export interface JobInsertRow {
   id: string;
   job_type: string;
@@ -27,6 +27,8 @@ export interface JobInsertRow {
   run_at: number;
   priority: number;
   meta: string | null;
+  /** X9: the job's group; NULL: none. */
+  group_key: string | null;
 }
 
 /** `job`'s own columns, stored in `stage` (decided by the insert: `insertStage`, `fanInStage`, `dueStage`). */
@@ -41,6 +43,7 @@ export function jobInsertRow(job: JobInsert, stage: JobStage): JobInsertRow {
     run_at: job.runAt,
     priority: job.priority ?? 0,
     meta: job.meta ?? null,
+    group_key: job.group ?? null,
   };
 }
 

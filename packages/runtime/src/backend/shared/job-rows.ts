@@ -38,6 +38,7 @@ export const JOB_RECORD_COLUMNS = [
   "unique_slot",
   "result",
   "meta",
+  "group_key",
 ] as const;
 
 /** A `later_jobs` row as the seam's {@link JobRecord}. */
@@ -67,6 +68,7 @@ export function jobRecordFromRow(r: Row): JobRecord {
     uniqueSlot: (r.unique_slot as "pending" | "active" | null | undefined) ?? null,
     result: (r.result as string | null | undefined) ?? null,
     meta: storedMeta(r.meta),
+    group: (r.group_key as string | null | undefined) ?? null,
   };
 }
 

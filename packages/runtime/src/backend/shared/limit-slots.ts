@@ -15,13 +15,24 @@ export interface StoredLimitRow {
   ratePerMs: number | null;
   /** Claim times (ms) of the type's last `rateMax` starts, oldest first. */
   starts: number[];
+  /** At most this many running per group; null: no group limit. */
+  groupConcurrency: number | null;
+  /** The last group a claim of the type served: the next claim's walk of the ready groups starts after it (null: from the first). */
+  groupCursor: string | null;
 }
 
-/** Parses a `later_limits` row (`concurrency, rate_max, rate_per_ms, rate_starts`). */
+/** Parses a `later_limits` row (`concurrency, rate_max, rate_per_ms, rate_starts, group_concurrency, group_cursor`). */
 export function storedLimitRow(r: Record<string, unknown>): StoredLimitRow {
   const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
   const starts = JSON.parse(String(r.rate_starts ?? "[]")) as number[];
-  return { concurrency: num(r.concurrency), rateMax: num(r.rate_max), ratePerMs: num(r.rate_per_ms), starts };
+  return {
+    concurrency: num(r.concurrency),
+    rateMax: num(r.rate_max),
+    ratePerMs: num(r.rate_per_ms),
+    starts,
+    groupConcurrency: num(r.group_concurrency),
+    groupCursor: r.group_cursor === null || r.group_cursor === undefined ? null : String(r.group_cursor),
+  };
 }
 
 /** What one type's limits allow now. */
@@ -73,7 +84,13 @@ export function startsAfter(row: StoredLimitRow, now: number, n: number): number
 
 /** A limit as a `later_limits` record. */
 export function limitRecord(l: JobTypeLimit): Record<string, unknown> {
-  return { job_type: l.jobType, concurrency: l.concurrency, rate_max: l.rateLimit?.max ?? null, rate_per_ms: l.rateLimit?.perMs ?? null };
+  return {
+    job_type: l.jobType,
+    concurrency: l.concurrency,
+    rate_max: l.rateLimit?.max ?? null,
+    rate_per_ms: l.rateLimit?.perMs ?? null,
+    group_concurrency: l.groupConcurrency,
+  };
 }
 
 /** A `later_limits` row as a {@link JobTypeLimit}. */
@@ -83,6 +100,7 @@ export function storedLimit(r: Row): JobTypeLimit {
     jobType: String(r.job_type),
     concurrency: row.concurrency,
     rateLimit: row.rateMax !== null && row.ratePerMs !== null ? { max: row.rateMax, perMs: row.ratePerMs } : null,
+    groupConcurrency: row.groupConcurrency,
   };
 }
 

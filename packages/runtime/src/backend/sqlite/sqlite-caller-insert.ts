@@ -72,6 +72,7 @@ const INSERT = new SharedStatement<Omit<LaterJobsTable, "unique_key" | "unique_s
       meta: $("meta"),
       priority: $("priority"),
       parents_left: $("parents_left"),
+      group_key: $("group_key"),
     }),
   read: () => undefined,
 });

@@ -15,8 +15,9 @@ import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import { limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow, windowOpensAt } from "../shared/limit-slots.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
+import { claimGroups, type GroupClaimLease } from "./sqlite-group-claim.js";
 
-const READ = `SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts FROM later_limits
+const READ = `SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts, group_concurrency, group_cursor FROM later_limits
   WHERE namespace = ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY job_type`;
 /** `later_jobs_running`'s predicate word for word (`stage = 'running' AND topic IS NULL`), so that index serves the count. */
 const RUNNING = `SELECT job_type, count(*) AS n FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL
@@ -24,25 +25,28 @@ const RUNNING = `SELECT job_type, count(*) AS n FROM later_jobs WHERE namespace 
 const WRITE_STARTS = "UPDATE later_limits SET rate_starts = ? WHERE namespace = ? AND job_type = ?";
 const REMOVE = `DELETE FROM later_limits WHERE namespace = ? AND job_type IN (SELECT value FROM json_each(?))
   AND job_type NOT IN (SELECT value FROM json_each(?))`;
-const UPSERT = `INSERT INTO later_limits (namespace, job_type, concurrency, rate_max, rate_per_ms, updated_at)
-  VALUES (?, ?, ?, ?, ?, ?)
+const UPSERT = `INSERT INTO later_limits (namespace, job_type, concurrency, rate_max, rate_per_ms, group_concurrency, updated_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = excluded.concurrency, rate_max = excluded.rate_max,
-    rate_per_ms = excluded.rate_per_ms, updated_at = excluded.updated_at`;
+    rate_per_ms = excluded.rate_per_ms, group_concurrency = excluded.group_concurrency, updated_at = excluded.updated_at`;
 
 /**
  * The limited step, inside the caller's `immediate` transaction: up to
  * `limit` jobs of `types`, each type within its stored limits; `claim`
- * claims up to `n` ready jobs of one type (the plain claim). Returns the
- * claimed rows and the earliest time a rate window opens (null: none).
+ * claims up to `n` ready jobs of one type (the plain claim), or, for a type
+ * with `groupConcurrency`, `claimGroups` (sqlite-group-claim.ts) under the
+ * same type slots. Returns the claimed rows and the earliest time a rate
+ * window opens or a walked group's oldest job comes due (null: none).
  */
 export function claimLimited(
   c: SqliteConnection,
   namespace: string,
   types: readonly string[],
   limit: number,
-  now: number,
+  lease: GroupClaimLease,
   claim: (type: string, n: number) => Row[],
 ): { rows: Row[]; nextSlotAt: number | null } {
+  const now = lease.now;
   const sorted = [...types].sort();
   const json = JSON.stringify(sorted);
   const limits = new Map(c.all(READ, namespace, json).map((r) => [String(r.job_type), storedLimitRow(r)]));
@@ -56,7 +60,12 @@ export function claimLimited(
     const slots = row ? limitSlots(row, running.get(type) ?? 0, now, want) : { free: want, nextSlotAt: null };
     if (slots.nextSlotAt !== null && (nextSlotAt === null || slots.nextSlotAt < nextSlotAt)) nextSlotAt = slots.nextSlotAt;
     if (slots.free === 0) continue;
-    const claimed = claim(type, slots.free);
+    let claimed: Row[];
+    if (row && row.groupConcurrency !== null) {
+      const grouped = claimGroups(c, namespace, lease, type, row, slots.free);
+      claimed = grouped.rows;
+      if (grouped.nextRunAt !== null && (nextSlotAt === null || grouped.nextRunAt < nextSlotAt)) nextSlotAt = grouped.nextRunAt;
+    } else claimed = claim(type, slots.free);
     rows.push(...claimed);
     if (row && row.rateMax !== null && claimed.length > 0) {
       const starts = startsAfter(row, now, claimed.length);
@@ -76,7 +85,7 @@ export function setLimits(c: SqliteConnection, namespace: string, params: B.Limi
   c.run(REMOVE, namespace, types, JSON.stringify(params.limits.map((l) => l.jobType)));
   for (const l of params.limits) {
     const r = limitRecord(l);
-    c.run(UPSERT, namespace, r.job_type, r.concurrency, r.rate_max, r.rate_per_ms, params.now);
+    c.run(UPSERT, namespace, r.job_type, r.concurrency, r.rate_max, r.rate_per_ms, r.group_concurrency, params.now);
   }
   return { previous };
 }

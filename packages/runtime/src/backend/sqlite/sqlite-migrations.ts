@@ -392,6 +392,18 @@ CREATE TABLE later_limits (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 20,
+    name: "groups",
+    // X9 groups: the group column, the ready index of grouped rows only, the group limit and the walk's cursor (see the PostgreSQL migration 20).
+    sql: `
+ALTER TABLE later_jobs ADD COLUMN group_key TEXT;
+CREATE INDEX later_jobs_ready_group ON later_jobs (namespace, job_type, group_key, run_at)
+  WHERE stage IN ('enqueued', 'delayed', 'requeued') AND topic IS NULL AND group_key IS NOT NULL;
+ALTER TABLE later_limits ADD COLUMN group_concurrency INTEGER;
+ALTER TABLE later_limits ADD COLUMN group_cursor TEXT;
+`,
+  },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */

@@ -1,0 +1,107 @@
+/**
+ * X9 groups on SQLite: the limited claim of one job type that has a
+ * `groupConcurrency`, inside the claim's `immediate` transaction (one
+ * writer: the counts and the claim cannot interleave with another
+ * server's). The same design as PostgreSQL's (postgres-group-claim.ts): a
+ * skip scan of the type's distinct ready groups through
+ * `later_jobs_ready_group` (only claimable rows that carry a group; two
+ * index probes per group, whatever its backlog), from the type's cursor on;
+ * the running jobs per group through `later_jobs_running`; each group's
+ * share (`GroupRounds`) claimed oldest first by one probe of the group
+ * index. The type's jobs with no group are one group of their own, read
+ * through `later_jobs_ready` narrowed to the type, only when it has a share.
+ */
+import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
+import { stageList } from "../shared/stage-list.js";
+import { countByGroup, groupCandidates, GroupRounds, groupWalkCap, walkOrder, type WalkedGroup } from "../shared/group-rounds.js";
+import type { StoredLimitRow } from "../shared/limit-slots.js";
+import type { Row } from "../shared/job-rows.js";
+import type { SqliteConnection } from "./sqlite-connection.js";
+import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
+
+const CLAIMABLE = stageList(CLAIMABLE_STAGES);
+
+/** The group index's predicate word for word; binds namespace, type. */
+const GROUPED = `namespace = ? AND job_type = ? AND stage IN ${CLAIMABLE} AND topic IS NULL AND group_key IS NOT NULL`;
+
+/** Binds ns, type, after, ns, type, rows (groups + 1, the walk's last row is its end), ns, type: `(k, t)` per group. */
+const WALK = `WITH RECURSIVE g(k) AS (
+  SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} AND group_key > ? ORDER BY group_key LIMIT 1)
+  UNION ALL
+  SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} AND group_key > g.k ORDER BY group_key LIMIT 1) FROM g WHERE g.k IS NOT NULL
+  LIMIT ?
+)
+SELECT k, (SELECT run_at FROM later_jobs WHERE ${GROUPED} AND group_key = g.k ORDER BY run_at LIMIT 1) AS t FROM g WHERE k IS NOT NULL`;
+
+/** `later_jobs_running`'s predicate word for word; binds ns, type. */
+const RUNNING = `SELECT group_key, count(*) AS n FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND job_type = ?
+  GROUP BY group_key`;
+
+const UNIQUE_FREE = `(unique_slot IS NOT 'pending' OR NOT EXISTS (SELECT 1 FROM later_jobs s WHERE s.namespace = w.namespace
+  AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))`;
+
+const CLAIM_SET = `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
+  ${T.claim.history}, unique_slot = CASE WHEN unique_slot IS NOT NULL THEN 'active' END`;
+const CLAIM_RETURNING = `RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, json_extract(stages, '$[#-2][0]') AS was, meta, priority, group_key`;
+
+/** One group's share; binds owner, lease expiry, now, now, then ns, type, group, now, n. */
+const CLAIM_GROUP = `${CLAIM_SET}
+  WHERE id IN (SELECT id FROM later_jobs w WHERE ${GROUPED} AND group_key = ? AND run_at <= ? AND ${UNIQUE_FREE} ORDER BY run_at LIMIT ?)
+  ${CLAIM_RETURNING}`;
+
+/** The ungrouped jobs' share, through the ready index; binds owner, lease expiry, now, now, then ns, now, type, n. */
+const CLAIM_UNGROUPED = `${CLAIM_SET}
+  WHERE id IN (SELECT id FROM later_jobs w WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at <= ? AND job_type = ?
+    AND group_key IS NULL AND ${UNIQUE_FREE} ORDER BY priority, run_at LIMIT ?)
+  ${CLAIM_RETURNING}`;
+
+const WRITE_CURSOR = "UPDATE later_limits SET group_cursor = ? WHERE namespace = ? AND job_type = ?";
+
+/** Who claims, and when: the claim's owner, lease expiry and time. */
+export interface GroupClaimLease {
+  owner: string;
+  leaseExpiresAt: number;
+  now: number;
+}
+
+/**
+ * Up to `want` ready jobs of `type` (limits `row`, with a group limit), at
+ * most `row.groupConcurrency` running per group, dealt round-robin over the
+ * due groups from the cursor on; moves the cursor to the last group served.
+ * Returns the claimed rows (with `was`) and the earliest oldest row of a
+ * walked group not yet due (null: none).
+ */
+export function claimGroups(
+  c: SqliteConnection,
+  namespace: string,
+  lease: GroupClaimLease,
+  type: string,
+  row: StoredLimitRow,
+  want: number,
+): { rows: Row[]; nextRunAt: number | null } {
+  const running = new Map<string | null, number>();
+  for (const r of c.all(RUNNING, namespace, type)) running.set(r.group_key === null ? null : String(r.group_key), Number(r.n));
+  const cap = groupWalkCap(want, running.size);
+  const walked = (after: string, n: number): WalkedGroup[] =>
+    c.all(WALK, namespace, type, after, namespace, type, n + 1, namespace, type).map((r) => ({ key: String(r.k), firstRunAt: Number(r.t) }));
+  const afterCursor = walked(row.groupCursor ?? "", cap);
+  const fromStart = afterCursor.length < cap && row.groupCursor !== null ? walked("", cap - afterCursor.length) : [];
+  const { candidates, nextRunAt } = groupCandidates(walkOrder(afterCursor, fromStart, cap), running, row.groupConcurrency!, lease.now);
+  const rounds = new GroupRounds(candidates, want);
+  const rows: Row[] = [];
+  const set = [lease.owner, lease.leaseExpiresAt, lease.now, lease.now];
+  for (let shares = rounds.shares(); shares.length > 0; shares = rounds.shares()) {
+    const pass: Row[] = [];
+    for (const s of shares) {
+      pass.push(
+        ...(s.key === null
+          ? c.all(CLAIM_UNGROUPED, ...set, namespace, lease.now, type, s.n)
+          : c.all(CLAIM_GROUP, ...set, namespace, type, s.key, lease.now, s.n)),
+      );
+    }
+    rows.push(...pass);
+    rounds.took(countByGroup(pass));
+  }
+  if (rounds.lastServed !== null && rounds.lastServed !== row.groupCursor) c.run(WRITE_CURSOR, rounds.lastServed, namespace, type);
+  return { rows, nextRunAt };
+}
