@@ -121,7 +121,8 @@ describe.each(BACKENDS)("job timeouts on $name", (entry) => {
     const typo: unknown = await h.start({ handlers: { t: { handle: () => undefined, concurency: 2 } as never } }).catch((e: unknown) => e);
     expect(typo).toMatchObject({
       code: "INVALID_CONFIG",
-      message: 'handlers.t: unknown option "concurency"; the options are handle, retry, decode, encode, timeoutMs, retention',
+      message:
+        'handlers.t: unknown option "concurency"; the options are handle, retry, decode, encode, timeoutMs, retention, concurrency, rateLimit, groupConcurrency',
     });
     for (const timeoutMs of [0, 2.5, Number.POSITIVE_INFINITY]) {
       expect(await codeOf(h.start({ handlers: { t: { handle: () => undefined, timeoutMs } } })), String(timeoutMs)).toBe("INVALID_CONFIG");

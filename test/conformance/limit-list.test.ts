@@ -111,7 +111,9 @@ describe.each(BACKENDS)("limits visible (X9) on $name", (entry) => {
     clock.advance(5_000);
     const text = await waitFor(async () => {
       const t = await server.metrics();
-      return gauge(t, "later_limit_waiting", "held") === 3 ? t : null;
+      // Both gauges of one reading: the reading at start may have run between the enqueue and the first
+      // claim (3 waiting, none running), so waiting alone does not tell the tick's reading from it.
+      return gauge(t, "later_limit_waiting", "held") === 3 && gauge(t, "later_limit_running", "held") === 2 ? t : null;
     }, "the gauges after the tick");
     expect(gauge(text, "later_limit_running", "held")).toBe(2);
     expect(gauge(text, "later_limit_running", "free")).toBeNull(); // no limit, no series
