@@ -41,6 +41,21 @@ const CLAIMABLE = stageList(CLAIMABLE_STAGES);
 const INSERT_JOB = `INSERT INTO later_jobs (namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, parents_left)
   VALUES (?, ${JOB_INSERT_PLACEHOLDERS}, 0, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?)`;
 
+/** The most rows one multi-row insert carries ({@link insertValuesText}). */
+const ROWS_PER_INSERT = 50;
+
+/** The values tuple of {@link INSERT_JOB}, for the multi-row form. */
+const INSERT_TUPLE = INSERT_JOB.slice(INSERT_JOB.indexOf("VALUES ") + "VALUES ".length);
+
+/** {@link INSERT_JOB} for `rows` rows at once, built once per row count. */
+const insertValuesText = (() => {
+  const texts: string[] = [];
+  return (rows: number): string => {
+    texts[rows] ??= `${INSERT_JOB.slice(0, INSERT_JOB.indexOf("VALUES "))}VALUES ${Array.from({ length: rows }, () => INSERT_TUPLE).join(", ")}`;
+    return texts[rows]!;
+  };
+})();
+
 // The hot statements, built once: the statement cache is keyed by the text, and a text rebuilt per
 // call would be hashed again per call.
 
@@ -185,6 +200,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     refuseParentsInBatch(jobs);
     const stages: JobStage[] = [];
     const deltas = new StageDeltas();
+    const plain: unknown[][] = [];
     for (const job of jobs) {
       const parent = job.parentId
         ? this.conn().get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.namespace)
@@ -203,8 +219,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         if (!row) throw new UnknownTopicError(job.topic, job.partition);
         seq = Number(row.seq);
       }
-      this.conn().run(
-        INSERT_JOB,
+      const values = [
         this.namespace,
         ...jobInsertValues(job, stage),
         job.parentId ?? null,
@@ -218,13 +233,29 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
         job.partition ?? null,
         seq,
         parentsLeft ?? null,
-      );
+      ];
+      // Plain rows go in multi-row inserts: SQLite evaluates the partial indexes' predicates once per
+      // statement run for their IN lists (an ephemeral table each run), and a statement run has its own
+      // cost; a row that reads a parent or takes a sequence is written at once, in order.
+      if (job.parentId || job.parentIds || job.topic !== undefined) this.conn().run(INSERT_JOB, ...values);
+      else {
+        plain.push(values);
+        if (plain.length === ROWS_PER_INSERT) this.insertPlain(plain);
+      }
       if (fanIn) this.conn().run(FAN_IN_SQL.edges, this.namespace, job.id, edgesJson(job, fanIn));
       stages.push(stage);
       T.insert.count(deltas, [{ stage, topic: job.topic, partition_no: job.partition }], null);
     }
+    this.insertPlain(plain);
     this.counters.write(deltas);
     return stages;
+  }
+
+  /** Writes the rows of `plain` (each {@link INSERT_JOB}'s values) in one statement, and empties it. */
+  private insertPlain(plain: unknown[][]): void {
+    if (plain.length === 0) return;
+    this.conn().run(insertValuesText(plain.length), ...plain.flat());
+    plain.length = 0;
   }
 
   /**
