@@ -8,6 +8,10 @@
 //
 //   node bench/ab-builds.js --a . --b ../later-before [--rounds 20] [--only insert,claim,single,process]
 //
+// With AB_A_EMPTY_MIDDLEWARE=1, side A also gets one middleware that only
+// calls next() (X10) on its publisher and its server: with `--a . --b .`, what
+// an empty middleware costs (issue 29).
+//
 // `--b` is a checkout of another commit with `pnpm install && pnpm build`
 // done in it (e.g. `git worktree add ../later-before <commit>`).
 //
@@ -44,6 +48,8 @@ const ADMIN_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:543
 const pg = createRequire(path.join(roots.A, "packages/runtime/package.json"))("pg");
 const admin = new pg.Client(ADMIN_URL);
 const cleanups = [];
+/** One middleware that does nothing but call next(), around every enqueue and attempt. */
+const EMPTY_MIDDLEWARE = { enqueue: (_ctx, next) => next(), attempt: (_ctx, next) => next() };
 
 /** CPU ms of the PostgreSQL processes serving database `db` (their connections), from /proc. */
 async function serverCpuMs(db) {
@@ -84,7 +90,9 @@ async function side(label, kind) {
   const b = backend();
   await b.open();
   await b.migrations.up();
+  const middleware = label === "A" && process.env.AB_A_EMPTY_MIDDLEWARE ? { middleware: [EMPTY_MIDDLEWARE] } : {};
   const publisher = new later.JobPublisher({
+    ...middleware,
     backend: b,
     clock: later.systemClock,
     defaultRetryPolicy: later.RetryPolicy.default(),
@@ -94,7 +102,7 @@ async function side(label, kind) {
     onCommitted: () => {},
   });
   cleanups.push(() => b.close());
-  return { later, backend, b, db, publisher, figures: {} };
+  return { later, backend, b, db, publisher, middleware, figures: {} };
 }
 
 const record = (s, key, value) => (s.figures[key] ??= []).push(value);
@@ -153,6 +161,7 @@ const PHASES = {
       context: {},
       backend: s.backend(),
       workerCount: 10,
+      ...s.middleware,
       handlers: { noop: { handle: async () => {} } },
       onEvent: (e) => {
         if (e.type === "job" && e.stage === "success" && ++done === N) finished();

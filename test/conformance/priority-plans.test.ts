@@ -141,4 +141,47 @@ describe("X1 claim plan on SQLite", () => {
       }
     });
   });
+  it("every statement that reads the ready jobs repeats the index's stage term and reads later_jobs_ready, never the table", async () => {
+    const entry = BACKENDS.find((b) => b.name === "sqlite")!;
+    await withDatabase(entry, async (db) => {
+      const backend = db.backend();
+      await prepareBackend(backend, true);
+      try {
+        const now = Date.now();
+        await fill(backend, now);
+        // Every reader of the ready jobs: the claim and its probes, the autoscaler's count, the oldest ready
+        // job, the unhandled types' window, the limits' read.
+        await backend.jobs.claimReady({ owner: "w", limit: 10, now, leaseExpiresAt: now + 60_000, jobTypes: ["work"] });
+        await backend.jobs.countReady({ jobTypes: ["work"], now });
+        await backend.inspect.oldestReadyAt({ nowMs: now });
+        await backend.inspect.unhandledJobTypes({ nowMs: now });
+        await backend.jobs.limitsSet({ jobTypes: ["work"], limits: [{ jobType: "work", concurrency: 5, rateLimit: null, groupConcurrency: null }], now });
+        await backend.inspect.limitList({ nowMs: now });
+        const texts = [...(backend.jobs as unknown as { conn(): { statements: Map<string, unknown> } }).conn().statements.keys()];
+        // SQLite matches a partial index by the predicate's terms as written: the disjunction, never an IN list of the same stages.
+        expect(texts.filter((t) => /stage IN \('enqueued', 'delayed', 'requeued'\)/i.test(t))).toEqual([]);
+        const readers = texts.filter((t) => t.includes("stage = 'enqueued' OR stage = 'delayed' OR stage = 'requeued'"));
+        expect(readers.length).toBeGreaterThanOrEqual(5);
+        const reader = new Database(db.location, { readonly: true });
+        try {
+          for (const text of readers) {
+            const params = Array.from({ length: (text.match(/\?/g) ?? []).length }, () => 0);
+            const plan = (reader.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...params) as { detail: string }[]).map((r) => r.detail);
+            expect(
+              plan.some((d) => d.includes("later_jobs_ready")),
+              `${text}\n${plan.join("\n")}`,
+            ).toBe(true);
+            expect(
+              plan.filter((d) => /^SCAN (later_jobs|w|j)\b(?! USING)/.test(d)),
+              `${text}\n${plan.join("\n")}`,
+            ).toEqual([]);
+          }
+        } finally {
+          reader.close();
+        }
+      } finally {
+        await backend.close();
+      }
+    });
+  });
 });

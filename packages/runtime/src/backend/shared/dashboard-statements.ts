@@ -8,10 +8,10 @@
  * samples, the sweeps). Each is one index range read or one upsert.
  */
 import { sql } from "kysely";
-import { CLAIMABLE_STAGES, type JobStage } from "../../core/job-stage.js";
+import type { JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
 import { SharedStatement } from "./shared-statement.js";
-import { stageList } from "./stage-list.js";
+import { claimableStageTerm } from "./stage-list.js";
 
 interface InNamespace {
   namespace: string;
@@ -119,7 +119,7 @@ export const READY_WINDOW = new SharedStatement<{ namespace: string; nowMs: numb
       .selectFrom("later_jobs")
       .select("job_type")
       .where("namespace", "=", $("namespace"))
-      .where(sql<boolean>`stage in ${sql.raw(stageList(CLAIMABLE_STAGES))}`)
+      .where(claimableStageTerm(db))
       .where("topic", "is", null)
       .where("run_at", "<=", $("nowMs"))
       // X1: the ready index's order, (priority, run_at): the order a claim walks it, read without a sort.

@@ -7,11 +7,10 @@
  * running attempt, a plain fenced update.
  */
 import { sql } from "kysely";
-import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import type { JobCountReadyParams, JobListStuckParams, JobProgressSetParams, StuckJob } from "../backend.js";
 import { storedPolicy } from "./job-rows.js";
 import { SharedStatement } from "./shared-statement.js";
-import { stageList } from "./stage-list.js";
+import { claimableStageTerm } from "./stage-list.js";
 
 interface InNamespace {
   namespace: string;
@@ -40,7 +39,7 @@ export const READY_COUNT = new SharedStatement<JobCountReadyParams & InNamespace
       .selectFrom("later_jobs")
       .select((eb) => eb.fn.countAll().as("n"))
       .where("namespace", "=", $("namespace"))
-      .where(sql<boolean>`stage in ${sql.raw(stageList(CLAIMABLE_STAGES))}`)
+      .where(claimableStageTerm(db))
       .where("topic", "is", null)
       .where("run_at", "<=", $("now"))
       .where("job_type", "in", $.list("jobTypes", p.jobTypes.length)),

@@ -12,17 +12,17 @@
  * through `later_jobs_ready` narrowed to the type, only when it has a share.
  */
 import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
-import { stageList } from "../shared/stage-list.js";
+import { stageOneOf } from "../shared/stage-list.js";
 import { countByGroup, groupCandidates, GroupRounds, groupWalkCap, walkOrder, type WalkedGroup } from "../shared/group-rounds.js";
 import type { StoredLimitRow } from "../shared/limit-slots.js";
 import type { Row } from "../shared/job-rows.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
 
-const CLAIMABLE = stageList(CLAIMABLE_STAGES);
+const CLAIMABLE = stageOneOf(CLAIMABLE_STAGES);
 
 /** The group index's predicate word for word; binds namespace, type. */
-const GROUPED = `namespace = ? AND job_type = ? AND stage IN ${CLAIMABLE} AND topic IS NULL AND group_key IS NOT NULL`;
+const GROUPED = `namespace = ? AND job_type = ? AND ${CLAIMABLE} AND topic IS NULL AND group_key IS NOT NULL`;
 
 /** Binds ns, type, after, ns, type, rows (groups + 1, the walk's last row is its end), ns, type: `(k, t)` per group. */
 const WALK = `WITH RECURSIVE g(k) AS (
@@ -51,7 +51,7 @@ const CLAIM_GROUP = `${CLAIM_SET}
 
 /** The ungrouped jobs' share, through the ready index; binds owner, lease expiry, now, now, then ns, now, type, n. */
 const CLAIM_UNGROUPED = `${CLAIM_SET}
-  WHERE id IN (SELECT id FROM later_jobs w WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL AND run_at <= ? AND job_type = ?
+  WHERE id IN (SELECT id FROM later_jobs w WHERE namespace = ? AND ${CLAIMABLE} AND topic IS NULL AND run_at <= ? AND job_type = ?
     AND group_key IS NULL AND ${UNIQUE_FREE} ORDER BY priority, run_at LIMIT ?)
   ${CLAIM_RETURNING}`;
 

@@ -15,7 +15,7 @@ import { ACTIVITY_ROWS, JOB_CHILDREN, QUEUE_LENGTH_ROWS, READY_WINDOW, unhandled
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import type { SqliteHost } from "./sqlite-connection.js";
 import { partitionDepthFromRows, partitionListFromRows, topicDepthFromRows } from "../shared/depth-rows.js";
-import { stageList } from "../shared/stage-list.js";
+import { stageList, stageOneOf } from "../shared/stage-list.js";
 
 /**
  * The partitions of the namespace, of one topic when the topic (bound
@@ -33,7 +33,7 @@ const PARTITION_LIST = `SELECT p.topic, p.partition_no, p.lease_owner, p.lease_e
   WHERE p.namespace = ? AND (? IS NULL OR p.topic = ?) ORDER BY p.topic, p.partition_no`;
 
 /** See `SqliteInspectStore.oldestReadyAt`: namespace (three times), then now. */
-const READY = `FROM later_jobs WHERE namespace = ? AND stage IN ${stageList(CLAIMABLE_STAGES)} AND topic IS NULL`;
+const READY = `FROM later_jobs WHERE namespace = ? AND ${stageOneOf(CLAIMABLE_STAGES)} AND topic IS NULL`;
 const OLDEST_READY = `WITH RECURSIVE prio(p) AS (
   SELECT (SELECT priority ${READY} ORDER BY priority LIMIT 1)
   UNION ALL

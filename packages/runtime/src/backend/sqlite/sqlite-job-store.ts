@@ -21,7 +21,7 @@ import { JOB_INSERT_COLUMN_LIST, jobInsertValues } from "../shared/job-insert-ro
 import { cancelledClaims, renewedClaims, storedMeta, storedPolicy, storedTimeout, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
-import { stageList } from "../shared/stage-list.js";
+import { stageOneOf } from "../shared/stage-list.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
 import { edgesJson, FAN_IN_SQL, readFanInParents, releaseFanInChildren } from "./sqlite-fan-in.js";
 import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
@@ -30,8 +30,8 @@ import { insertUniqueRow, JOB_INSERT_PLACEHOLDERS } from "./sqlite-unique-insert
 import { claimLimited, setLimits } from "./sqlite-limits.js";
 import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
 
-/** The ready index's predicate, word for word (`later_jobs_ready` in `sqlite-migrations.ts`; the migrations keep their literal lists, frozen as shipped). */
-const CLAIMABLE = stageList(CLAIMABLE_STAGES);
+/** The ready index's stage term, word for word (`later_jobs_ready` as migration 20 writes it, a disjunction: see `stageOneOf`). */
+const CLAIMABLE = stageOneOf(CLAIMABLE_STAGES);
 
 /**
  * The insert of one job, built once: the statement cache is keyed by the
@@ -63,7 +63,7 @@ const insertValuesText = (() => {
 const CLAIM_PRIORITY = `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
            ${T.claim.history},
            unique_slot = CASE WHEN unique_slot IS NOT NULL THEN 'active' END
-         WHERE id IN (SELECT id FROM later_jobs w WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority = ?
+         WHERE id IN (SELECT id FROM later_jobs w WHERE namespace = ? AND ${CLAIMABLE} AND topic IS NULL AND priority = ?
                         AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?))
                         AND (unique_slot IS NOT 'pending' OR NOT EXISTS (SELECT 1 FROM later_jobs s WHERE s.namespace = w.namespace
                           AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))
@@ -72,15 +72,15 @@ const CLAIM_PRIORITY = `UPDATE later_jobs SET ${T.claim.stage}, attempt = attemp
 
 /** `claimReady` when short: the earliest future run time, one probe per priority. */
 const NEXT_RUN_AT = `WITH RECURSIVE prio(p) AS (
-         SELECT (SELECT priority FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL ORDER BY priority LIMIT 1)
+         SELECT (SELECT priority FROM later_jobs WHERE namespace = ? AND ${CLAIMABLE} AND topic IS NULL ORDER BY priority LIMIT 1)
          UNION ALL
-         SELECT (SELECT priority FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority > prio.p ORDER BY priority LIMIT 1)
+         SELECT (SELECT priority FROM later_jobs WHERE namespace = ? AND ${CLAIMABLE} AND topic IS NULL AND priority > prio.p ORDER BY priority LIMIT 1)
          FROM prio WHERE prio.p IS NOT NULL)
-       SELECT min((SELECT run_at FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority = prio.p
+       SELECT min((SELECT run_at FROM later_jobs WHERE namespace = ? AND ${CLAIMABLE} AND topic IS NULL AND priority = prio.p
          AND run_at > ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT 1)) AS t FROM prio WHERE p IS NOT NULL`;
 
 /** The lowest claimable priority above `?`: one probe of the ready index. */
-const NEXT_PRIORITY = `SELECT priority FROM later_jobs WHERE namespace = ? AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority > ? ORDER BY priority LIMIT 1`;
+const NEXT_PRIORITY = `SELECT priority FROM later_jobs WHERE namespace = ? AND ${CLAIMABLE} AND topic IS NULL AND priority > ? ORDER BY priority LIMIT 1`;
 
 /** A batch of successes, each row matched on its claim (id, attempt). */
 const SUCCEED_BATCH = `UPDATE later_jobs SET ${T.succeed.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
