@@ -47,6 +47,9 @@ const ROWS_PER_INSERT = 50;
 /** The values tuple of {@link INSERT_JOB}, for the multi-row form. */
 const INSERT_TUPLE = INSERT_JOB.slice(INSERT_JOB.indexOf("VALUES ") + "VALUES ".length);
 
+/** How many values {@link INSERT_JOB} binds. */
+const INSERT_COLUMNS = (INSERT_TUPLE.match(/\?/g) ?? []).length;
+
 /** {@link INSERT_JOB} for `rows` rows at once, built once per row count. */
 const insertValuesText = (() => {
   const texts: string[] = [];
@@ -200,7 +203,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     refuseParentsInBatch(jobs);
     const stages: JobStage[] = [];
     const deltas = new StageDeltas();
-    const plain: unknown[][] = [];
+    const plain: unknown[] = [];
     for (const job of jobs) {
       const parent = job.parentId
         ? this.conn().get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.namespace)
@@ -237,10 +240,10 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       // Plain rows go in multi-row inserts: SQLite evaluates the partial indexes' predicates once per
       // statement run for their IN lists (an ephemeral table each run), and a statement run has its own
       // cost; a row that reads a parent or takes a sequence is written at once, in order.
-      if (job.parentId || job.parentIds || job.topic !== undefined) this.conn().run(INSERT_JOB, ...values);
+      if (job.parentId || job.parentIds || job.topic !== undefined) this.conn().run(INSERT_JOB, values);
       else {
-        plain.push(values);
-        if (plain.length === ROWS_PER_INSERT) this.insertPlain(plain);
+        for (const v of values) plain.push(v);
+        if (plain.length === ROWS_PER_INSERT * INSERT_COLUMNS) this.insertPlain(plain);
       }
       if (fanIn) this.conn().run(FAN_IN_SQL.edges, this.namespace, job.id, edgesJson(job, fanIn));
       stages.push(stage);
@@ -251,10 +254,10 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     return stages;
   }
 
-  /** Writes the rows of `plain` (each {@link INSERT_JOB}'s values) in one statement, and empties it. */
-  private insertPlain(plain: unknown[][]): void {
+  /** Writes the rows whose values `plain` holds one after another ({@link INSERT_JOB}'s, bound as one array) in one statement, and empties it. */
+  private insertPlain(plain: unknown[]): void {
     if (plain.length === 0) return;
-    this.conn().run(insertValuesText(plain.length), ...plain.flat());
+    this.conn().run(insertValuesText(plain.length / INSERT_COLUMNS), plain);
     plain.length = 0;
   }
 
