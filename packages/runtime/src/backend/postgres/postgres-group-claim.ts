@@ -33,7 +33,7 @@ import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
 import { countByGroup, groupCandidates, GroupRounds, groupWalkCap, walkOrder, type WalkedGroup } from "../shared/group-rounds.js";
 import type { StoredLimitRow } from "../shared/limit-slots.js";
-import { type Row, storedMeta, storedPolicy, storedTimeout } from "../shared/job-rows.js";
+import { claimedJob } from "../shared/job-rows.js";
 import { transition, transitionTail } from "./postgres-transition.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
 
@@ -128,18 +128,4 @@ SELECT id, job_type, payload, attempt, retry_policy, run_at, timeout_ms, meta, g
     if (rounds.lastServed !== null && rounds.lastServed !== row.groupCursor) await execute(this.cursor, [namespace, type, rounds.lastServed]);
     return { jobs, nextRunAt };
   }
-}
-
-/** A claimed row as a {@link B.ClaimedJob}. */
-function claimedJob(r: Row): B.ClaimedJob {
-  return {
-    id: String(r.id),
-    jobType: String(r.job_type),
-    payload: String(r.payload),
-    attempt: Number(r.attempt),
-    retryPolicy: storedPolicy(r.retry_policy),
-    runAt: Number(r.run_at),
-    timeoutMs: storedTimeout(r.timeout_ms),
-    meta: storedMeta(r.meta),
-  };
 }

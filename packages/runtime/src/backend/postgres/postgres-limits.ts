@@ -24,9 +24,8 @@
  * under the same lock and within the same type slots.
  */
 import type * as B from "../backend.js";
-import type { Row } from "../shared/job-rows.js";
 import { limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow, type StoredLimitRow, windowOpensAt } from "../shared/limit-slots.js";
-import { storedMeta, storedPolicy, storedTimeout } from "../shared/job-rows.js";
+import { claimedJob } from "../shared/job-rows.js";
 import { PostgresGroupClaim } from "./postgres-group-claim.js";
 import type { PostgresJobQueries } from "./postgres-job-queries.js";
 import type { PostgresRunner } from "./postgres-runner.js";
@@ -129,18 +128,4 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
       return { previous: before.map(storedLimit) };
     });
   }
-}
-
-/** A claim row (object form) as a {@link B.ClaimedJob}. */
-function claimedJob(r: Row): B.ClaimedJob {
-  return {
-    id: String(r.id),
-    jobType: String(r.job_type),
-    payload: String(r.payload),
-    attempt: Number(r.attempt),
-    retryPolicy: storedPolicy(r.retry_policy),
-    runAt: Number(r.run_at),
-    timeoutMs: storedTimeout(r.timeout_ms),
-    meta: storedMeta(r.meta),
-  };
 }

@@ -4,7 +4,7 @@
  * bigints as strings, hence `Number`).
  */
 import { parseStageHistory, type JobStage } from "../../core/job-stage.js";
-import type { CancelledClaim, ClaimKey, JobRecord } from "../backend.js";
+import type { CancelledClaim, ClaimedJob, ClaimKey, JobRecord } from "../backend.js";
 
 /** A row as a driver returns it. */
 export type Row = Record<string, unknown>;
@@ -102,4 +102,18 @@ export function cancelledClaims(held: ReadonlyMap<string, number>, rows: readonl
   return rows
     .filter((r) => held.get(String(r.id)) === Number(r.attempt))
     .map((r) => ({ id: String(r.id), attempt: Number(r.attempt), reason: typeof r.note === "string" && r.note !== "" ? r.note : null }));
+}
+
+/** A claimed row (object form: `id, job_type, payload, attempt, retry_policy, run_at, timeout_ms, meta`) as the seam's {@link ClaimedJob}. */
+export function claimedJob(r: Row): ClaimedJob {
+  return {
+    id: String(r.id),
+    jobType: String(r.job_type),
+    payload: String(r.payload),
+    attempt: Number(r.attempt),
+    retryPolicy: storedPolicy(r.retry_policy),
+    runAt: Number(r.run_at),
+    timeoutMs: storedTimeout(r.timeout_ms),
+    meta: storedMeta(r.meta),
+  };
 }

@@ -3,7 +3,7 @@
  * be claimed, and how a claimed head row maps to the seam's type.
  */
 import type * as B from "../backend.js";
-import { storedMeta, storedPolicy, storedTimeout, type Row } from "./job-rows.js";
+import { claimedJob, type Row } from "./job-rows.js";
 
 /**
  * When a head can be claimed: now for an enqueued head, at `run_at` for a
@@ -28,14 +28,7 @@ export function readyAt(head: Row, now: number): number | null {
 /** A claimed head row as the seam's {@link B.ClaimedPartitionJob}. */
 export function claimedHead(r: Row, ref: B.PartitionRef, epoch: number, lostAttempt = false): B.ClaimedPartitionJob {
   const head: B.ClaimedPartitionJob = {
-    id: String(r.id),
-    jobType: String(r.job_type),
-    payload: String(r.payload),
-    attempt: Number(r.attempt),
-    retryPolicy: storedPolicy(r.retry_policy),
-    runAt: Number(r.run_at),
-    timeoutMs: storedTimeout(r.timeout_ms),
-    meta: storedMeta(r.meta),
+    ...claimedJob(r),
     topic: ref.topic,
     partition: ref.partition,
     seq: Number(r.seq),

@@ -18,7 +18,7 @@ import type * as B from "../backend.js";
 import { mergeFinishResults, splitByRetention } from "../shared/finish-retention.js";
 import { fanInStage, insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
 import { JOB_INSERT_COLUMN_LIST, jobInsertValues } from "../shared/job-insert-row.js";
-import { cancelledClaims, renewedClaims, storedMeta, storedPolicy, storedTimeout, type Row } from "../shared/job-rows.js";
+import { cancelledClaims, claimedJob, renewedClaims, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { stageOneOf } from "../shared/stage-list.js";
@@ -297,16 +297,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       return claimed;
     });
     rows.sort((a, b) => Number(a.priority) - Number(b.priority) || Number(a.run_at) - Number(b.run_at) || (String(a.id) < String(b.id) ? -1 : 1));
-    const jobs = rows.map((r) => ({
-      id: String(r.id),
-      jobType: String(r.job_type),
-      payload: String(r.payload),
-      attempt: Number(r.attempt),
-      retryPolicy: storedPolicy(r.retry_policy),
-      runAt: Number(r.run_at),
-      timeoutMs: storedTimeout(r.timeout_ms),
-      meta: storedMeta(r.meta),
-    }));
+    const jobs = rows.map(claimedJob);
     if (jobs.length === params.limit) return { jobs };
     // The earliest future run_at: the first of each priority's range `run_at > now`, one probe per priority.
     const all = limited.length === 0 ? types : JSON.stringify([...params.jobTypes, ...limited]);
