@@ -1,5 +1,6 @@
 import { ts, type JSDocTag, type PropertySignature, type Type } from "ts-morph";
 import type { Locate } from "./payload-checker.js";
+import { readPayloadFieldTag } from "./payload-field-tag.js";
 import { SchemaProblems } from "./schema-errors.js";
 
 /** The runtime's largest limit (a PostgreSQL integer column). */
@@ -75,21 +76,5 @@ function readGroupField(
   locate: Locate,
   problems: SchemaProblems,
 ): string | undefined {
-  const name = (tag.getCommentText() ?? "").trim();
-  const field = payload.getProperty(name);
-  if (!field) {
-    const fields = payload
-      .getProperties()
-      .map((p) => p.getName())
-      .join(", ");
-    problems.report(locate(tag, `@group "${name}" is not a field of the payload of "${job}" (its fields: ${fields})`));
-    return undefined;
-  }
-  const fieldType = field.getTypeAtLocation(declaration);
-  const parts = fieldType.isUnion() ? fieldType.getUnionTypes() : [fieldType];
-  if (!parts.every((t) => (t.getFlags() & ts.TypeFlags.StringLike) !== 0)) {
-    problems.report(locate(tag, `@group "${name}" of "${job}" must be a required string field, but it is ${fieldType.getText(declaration)}`));
-    return undefined;
-  }
-  return name;
+  return readPayloadFieldTag(tag, { flags: ts.TypeFlags.StringLike, what: "string" }, declaration, payload, job, locate, problems);
 }

@@ -1,5 +1,6 @@
 import { ts, type JSDocTag, type PropertySignature, type Type } from "ts-morph";
 import type { Locate } from "./payload-checker.js";
+import { readPayloadFieldTag } from "./payload-field-tag.js";
 import type { SchemaProblems } from "./schema-errors.js";
 
 /** The runtime's `MAX_PARTITIONS`: the most partitions a topic may have. */
@@ -23,24 +24,6 @@ export function readPartitionKey(
   locate: Locate,
   problems: SchemaProblems,
 ): string | undefined {
-  const key = (keyTag.getCommentText() ?? "").trim();
-  const field = payload.getProperty(key);
-  if (!field) {
-    const fields = payload
-      .getProperties()
-      .map((p) => p.getName())
-      .join(", ");
-    problems.report(locate(keyTag, `@partitionKey "${key}" is not a field of the payload of "${job}" (its fields: ${fields})`));
-    return undefined;
-  }
-  const fieldType = field.getTypeAtLocation(declaration);
-  const parts = fieldType.isUnion() ? fieldType.getUnionTypes() : [fieldType];
-  const ok = parts.every((t) => (t.getFlags() & (ts.TypeFlags.StringLike | ts.TypeFlags.NumberLike)) !== 0);
-  if (!ok) {
-    problems.report(
-      locate(keyTag, `@partitionKey "${key}" of "${job}" must be a required string or number field, but it is ${fieldType.getText(declaration)}`),
-    );
-    return undefined;
-  }
-  return key;
+  const kinds = { flags: ts.TypeFlags.StringLike | ts.TypeFlags.NumberLike, what: "string or number" };
+  return readPayloadFieldTag(keyTag, kinds, declaration, payload, job, locate, problems);
 }
