@@ -9,18 +9,11 @@
  * custom plans on a table never analyzed (as a queue just filled, with
  * autovacuum off).
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import Database from "better-sqlite3";
-import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { newJobId } from "@later/runtime";
 import type { Backend } from "@later/runtime/internal";
-import { prepareBackend } from "@later/runtime/internal";
-import { postgres } from "@later/runtime/postgres";
-import { sqlite } from "@later/runtime/sqlite";
-import { createPostgresSchema, postgresUrl, withClient } from "../support/postgres.js";
+import { postgresUrl, withClient } from "../support/postgres.js";
+import { recordedPostgres, recordedSqlite } from "../support/recorded-backends.js";
 
 const url = postgresUrl();
 const NOW = 1_800_000_000_000;
@@ -56,14 +49,7 @@ describe("the limited claim's running count (X9)", () => {
   });
 
   it("SQLite: searches later_jobs_running by namespace, no scan of later_jobs (no ANALYZE)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "later-limit-plans-"));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const seen: string[] = [];
-    const database = new Database(join(dir, "plans.db"), { verbose: (text) => seen.push(String(text)) });
-    cleanups.push(() => database.close());
-    const backend = sqlite({ database });
-    await prepareBackend(backend, true);
-    cleanups.push(() => backend.close());
+    const { backend, database, seen } = await recordedSqlite(cleanups);
     await fill(backend);
     seen.length = 0;
     await limitedClaim(backend);
@@ -78,33 +64,14 @@ describe("the limited claim's running count (X9)", () => {
   });
 
   it.skipIf(url === null)("PostgreSQL: an index scan of later_jobs_running, generic and custom plans, on a never-analyzed table", async () => {
-    const db = await createPostgresSchema();
-    cleanups.push(db.dispose);
-    const seen: { text: string; values: unknown[] }[] = [];
-    const pool = new pg.Pool({ connectionString: db.url });
-    // Every statement the backend sends, as text and values.
-    pool.on("connect", (client) => {
-      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
-        const q = args[0] as { text?: string; values?: unknown[] } | string;
-        if (typeof q === "object" && q.text !== undefined) seen.push({ text: q.text, values: q.values ?? (args[1] as unknown[]) ?? [] });
-        else if (typeof q === "string") seen.push({ text: q, values: (args[1] as unknown[]) ?? [] });
-        return query(...args);
-      };
-    });
-    cleanups.push(() => pool.end());
-    const backend = postgres({ pool, schema: db.schema, listen: false });
-    await prepareBackend(backend, true);
-    cleanups.push(() => backend.close());
-    const table = `${pg.escapeIdentifier(db.schema)}.later_jobs`;
-    await pool.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+    const { backend, url: dbUrl, table, seen } = await recordedPostgres(cleanups);
     await fill(backend);
     seen.length = 0;
     await limitedClaim(backend);
     const counts = seen.filter((q) => isRunningCount(q.text));
     expect(counts).toHaveLength(1);
     const { text, values } = counts[0]!;
-    await withClient(db.url, async (c) => {
+    await withClient(dbUrl, async (c) => {
       const tuples = (await c.query("SELECT reltuples FROM pg_class WHERE oid = $1::regclass", [table])).rows[0].reltuples;
       expect(Number(tuples)).toBeLessThan(0); // never analyzed
       await c.query(`PREPARE running_count AS ${text}`);
