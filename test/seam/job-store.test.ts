@@ -553,6 +553,38 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
   });
 
   describe("finishMany", () => {
+    it("X9: limited claims racing from three backends of one database take the free slots and no more (concurrency alone, and with a rate limit)", async () => {
+      const s = seam();
+      const others = [await s.other(s.backend.namespace), await s.other(s.backend.namespace)];
+      const backends = [s.backend, ...others];
+      await s.backend.jobs.limitsSet({
+        jobTypes: ["conc", "rated"],
+        limits: [
+          { jobType: "conc", concurrency: 7, rateLimit: null, groupConcurrency: null },
+          { jobType: "rated", concurrency: 4, rateLimit: { max: 100, perMs: 60_000 }, groupConcurrency: null },
+        ],
+        now: NOW,
+      });
+      const jobs = [...Array.from({ length: 60 }, () => jobInsert({ jobType: "conc" })), ...Array.from({ length: 60 }, () => jobInsert({ jobType: "rated" }))];
+      await s.backend.jobs.insertMany({ jobs, now: NOW });
+      // Rounds of 12 claims at once (4 per backend), each wanting 3; between rounds some running jobs finish.
+      let running: { jobType: string; id: string; attempt: number }[] = [];
+      for (let round = 0; round < 4; round++) {
+        const results = await Promise.all(
+          Array.from({ length: 12 }, (_, i) =>
+            backends[i % 3]!.jobs.claimReady({ owner: `w${i}`, limit: 3, now: NOW, leaseExpiresAt: LEASE, jobTypes: [], limitedTypes: ["conc", "rated"] }),
+          ),
+        );
+        running.push(...results.flatMap((r) => r.jobs));
+        expect(running.filter((j) => j.jobType === "conc").length, `round ${round}`).toBe(7);
+        expect(running.filter((j) => j.jobType === "rated").length, `round ${round}`).toBe(4);
+        const done = [...running.filter((j) => j.jobType === "conc").slice(0, 3), ...running.filter((j) => j.jobType === "rated").slice(0, 2)];
+        await s.backend.jobs.finishMany({ finishes: done.map((j) => ({ ...key(j), outcome: { kind: "success" } })), now: NOW, retentionMs: DAY });
+        running = running.filter((j) => !done.includes(j));
+      }
+      await expectCountersMatch(s);
+    });
+
     it("X9: wakeOthers wakes the namespace's other backends after the write (PostgreSQL: a NOTIFY; SQLite: the commit)", async () => {
       const s = seam();
       const other = await s.other(s.backend.namespace);

@@ -16,6 +16,7 @@
 import { awaitedNotify, type PgTransition, transition, transitionTail } from "./postgres-transition.js";
 import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
+import type { ClaimedJob } from "../job-store.js";
 import { statement, type Statement } from "./postgres-statement.js";
 import { PostgresUniqueInsert } from "./postgres-unique-insert.js";
 
@@ -98,6 +99,20 @@ export const releasedTo = (t: PgTransition, now: string) => `${t.stage}, run_at 
 export const putBack = (rows: string, at: string, note: string) =>
   transition({ kinds: "release", rows, from: "'running'", to: "CASE WHEN j.attempt <= 1 THEN 'enqueued' ELSE 'requeued' END", at, note });
 
+/** A claimed row of {@link PostgresJobQueries.claim} read as an array (`id, job_type, payload, attempt, retry_policy, next_run_at, run_at, timeout_ms, meta`). */
+export function claimedFromArray(r: readonly unknown[]): ClaimedJob {
+  return {
+    id: r[0] as string,
+    jobType: r[1] as string,
+    payload: r[2] as string,
+    attempt: r[3] as number,
+    retryPolicy: r[4] as string | null,
+    runAt: Number(r[6]),
+    timeoutMs: r[7] === null ? null : Number(r[7]),
+    meta: r[8] as string | null,
+  };
+}
+
 export class PostgresJobQueries {
   /**
    * Bulk insert of jobs whose stages are already decided: `$1` a JSON array
@@ -139,6 +154,14 @@ export class PostgresJobQueries {
    */
   readonly claim: Statement;
   /**
+   * X9: {@link claim} of the one type `$7`, whose stored limit is a concurrency alone, taking at most its free
+   * slots, in one statement and no transaction (see `PostgresLimits`). Its next-due row is always returned, with a
+   * tenth column: the slots it took from; null when another claim of the type committed after this statement's
+   * snapshot, -1 when the type has a rate or group limit (both: nothing was claimed, the transaction of
+   * `PostgresLimits.claim` decides). Parameters as {@link claim}'s, `$3` being `[$7]`.
+   */
+  readonly claimUnderConcurrency: Statement;
+  /**
    * Stores a batch of outcomes in one statement, each row fenced by its
    * claim `(id, attempt)` while still running; successes release their
    * waiting continuations in the same statement; one notify when anything
@@ -168,7 +191,9 @@ export class PostgresJobQueries {
    * probes parents whose `waiters` says a child was ever inserted.
    * `$1` ids, `$2` attempts by id, `$3` now, `$4` expires_at, `$5` namespace, `$6`/`$7` channel and payload, `$8` batch size,
    * `$9` jsonb `{ id: result JSON text }` of the jobs that returned a result (X6; null, the usual case, when none did: the
-   * `result` column is then set to null at the cost of one null test per row), `$10` the done channel.
+   * `result` column is then set to null at the cost of one null test per row), `$10` the done channel, `$11` whether to
+   * wake the other servers whenever a row was written (X9: the batch freed a slot of a limited type), in this statement
+   * rather than in a `pg_notify` round trip of its own.
    */
   readonly finishSuccess: Statement;
   /**
@@ -280,7 +305,11 @@ SELECT count(*)::int AS inserted, (SELECT count(*) FROM notified)::int AS notifi
     // `pending` slot is skipped while the key's `active` slot is held (it runs after that job;
     // claiming it would also break the unique index), and the claim moves it to `active`.
     const claimed = transition({ kinds: "claim", rows: "claimed", leftRows: "ready", from: "stage", to: "'running'", at: "$2::bigint" });
-    this.claim = statement(`WITH RECURSIVE prio AS (
+    /**
+     * The claim's text with `limit` (SQL) as its batch size; `lead`, CTEs put before its own (ending with a comma);
+     * `extra`, one more column (SQL, of the statement's own CTEs) on the next-due row, which is then always returned.
+     */
+    const claimText = (limit: string, lead = "", extra: string | null = null) => `WITH RECURSIVE ${lead}prio AS (
   (SELECT priority AS p FROM ${jobs} WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL ORDER BY priority LIMIT 1)
   UNION ALL
   SELECT (SELECT priority FROM ${jobs} WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority > prio.p ORDER BY priority LIMIT 1)
@@ -291,22 +320,46 @@ SELECT count(*)::int AS inserted, (SELECT count(*) FROM notified)::int AS notifi
     WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority = prio.p AND run_at <= $2 AND job_type = ANY($3::text[])
       AND (unique_slot IS DISTINCT FROM 'pending' OR NOT EXISTS (SELECT 1 FROM ${jobs} s
         WHERE s.namespace = $1 AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))
-    ORDER BY run_at LIMIT $4
+    ORDER BY run_at LIMIT ${limit}
     FOR UPDATE SKIP LOCKED
-  ) r LIMIT $4
+  ) r LIMIT ${limit}
 ), claimed AS (
   UPDATE ${jobs} j SET ${claimed.stage}, attempt = j.attempt + 1, lease_owner = $5, lease_expires_at = $6, updated_at = $2,
     ${claimed.history}, unique_slot = CASE WHEN j.unique_slot IS NOT NULL THEN 'active' END
   WHERE j.id = ANY(ARRAY(SELECT id FROM ready))
   RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, j.topic, j.partition_no, j.timeout_ms, j.meta, j.priority
 )${tail("$1", [claimed])}
-(SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at, run_at, timeout_ms, meta FROM claimed ORDER BY priority, run_at, id)
+(SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at, run_at, timeout_ms, meta${extra === null ? "" : ", NULL::int AS extra"} FROM claimed ORDER BY priority, run_at, id)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, (
   SELECT min((SELECT run_at FROM ${jobs}
     WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority = prio.p AND run_at > $2 AND job_type = ANY($3::text[])
     ORDER BY run_at LIMIT 1)) FROM prio
-), NULL, NULL, NULL WHERE (SELECT count(*) FROM claimed) < $4`);
+), NULL, NULL, NULL${extra === null ? ` WHERE (SELECT count(*) FROM claimed) < ${limit}` : `, ${extra}`}`;
+    this.claim = statement(claimText("$4"));
+    // X9, a type whose stored limit is a concurrency alone (see postgres-limits.ts): its limits row is written (a
+    // new row version) only if it is still the version this statement's snapshot read, which the snapshot's count
+    // of the type's running jobs is then true for; `free` is null when it is not (another claim of the type
+    // committed meanwhile), when the type has a rate or group limit, or, with no limits row, the batch size.
+    const limits = `${schema}.later_limits`;
+    this.claimUnderConcurrency = statement(
+      claimText(
+        "(SELECT coalesce(f, 0) FROM free)",
+        `lim AS (
+  SELECT ctid AS c, concurrency, rate_max IS NULL AND group_concurrency IS NULL AS plain FROM ${limits} WHERE namespace = $1 AND job_type = $7
+), bump AS (
+  UPDATE ${limits} l SET concurrency = l.concurrency FROM lim
+  WHERE l.namespace = $1 AND l.job_type = $7 AND l.ctid = lim.c AND lim.plain
+  RETURNING l.concurrency
+), free AS (
+  SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM lim) THEN $4::int
+    WHEN EXISTS (SELECT 1 FROM bump) THEN greatest(0, least($4::int, (SELECT concurrency FROM bump) - (SELECT count(*) FROM ${jobs}
+      WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = $7)))::int
+    END AS f
+), `,
+        "(SELECT CASE WHEN EXISTS (SELECT 1 FROM lim WHERE NOT plain) THEN -1 ELSE f END FROM free)",
+      ),
+    );
     // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error, note?]: a binary search in the jsonb object.
     const out = (i: number) => `($2::jsonb -> j.id ->> ${i})`;
     const done = transition({ kinds: ["succeed", "requeue", "fail", "rescue"], rows: "done", from: "'running'", to: out(1), at: "$3::bigint", note: out(4) });
@@ -340,7 +393,7 @@ FROM done d`);
   UPDATE ${jobs} k SET ${releasedTo(released, "$3")}
   WHERE k.stage = 'waiting' AND k.namespace = $5 AND k.parent_id IN (SELECT id FROM done WHERE waiters > 0)
   RETURNING k.stage, k.topic, k.partition_no
-)${tail("$5", [succeeded, released], ["$6", "$7"], "SELECT 1 FROM done WHERE unique_key IS NOT NULL")}${awaitedNotify("done", "$10")}
+)${tail("$5", [succeeded, released], ["$6", "$7"], "SELECT 1 FROM done WHERE unique_key IS NOT NULL OR $11::boolean")}${awaitedNotify("done", "$10")}
 SELECT count(*)::int AS applied, CASE WHEN count(*) < $8 THEN string_agg(id, ',') END AS ids,
   string_agg(id, ',') FILTER (WHERE waiters > 0) AS marked, count(*) FILTER (WHERE unique_key IS NOT NULL)::int AS freed,
   (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM woken)::int AS woken

@@ -26,7 +26,7 @@ import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.
 import { callerExecutor } from "./postgres-executors.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
 import { retryConflicts } from "./postgres-errors.js";
-import type { PostgresJobQueries } from "./postgres-job-queries.js";
+import { claimedFromArray, type PostgresJobQueries } from "./postgres-job-queries.js";
 import { PostgresLimits } from "./postgres-limits.js";
 import { joinClaims } from "../shared/limit-slots.js";
 import type { PostgresRunner } from "./postgres-runner.js";
@@ -233,17 +233,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     let nextRunAt: number | null | undefined;
     for (const r of rows) {
       if (r[0] === null) nextRunAt = r[5] === null ? null : Number(r[5]);
-      else
-        jobs.push({
-          id: r[0] as string,
-          jobType: r[1] as string,
-          payload: r[2] as string,
-          attempt: r[3] as number,
-          retryPolicy: r[4] as string | null,
-          runAt: Number(r[6]),
-          timeoutMs: r[7] === null ? null : Number(r[7]),
-          meta: r[8] as string | null,
-        });
+      else jobs.push(claimedFromArray(r));
     }
     return nextRunAt === undefined ? { jobs } : { jobs, nextRunAt };
   }
@@ -256,20 +246,24 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
    * continuations level by level down the chain.
    */
   async finishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
-    const result = await this.finishBatch(params);
-    // X9: a limited type's slot was freed; the finish statements notify only when work became ready.
-    // Once per call: a batch split by retention (finishByRetention) writes its groups through finishBatch.
-    if (params.wakeOthers && result.applied.length > 0) await this.host.execute(NOTIFY, [...this.host.notifyArgs]);
+    // X9: a limited type's slot was freed. A batch of successes only (`finishSuccess`) wakes the other servers in its
+    // own statement; the other statements notify only when work became ready, so their batches send one `pg_notify`
+    // after, once per call (a batch split by retention writes its groups through finishBatch).
+    const wakeOthers = params.wakeOthers === true;
+    const result = await this.finishBatch(params, wakeOthers);
+    if (wakeOthers && !result.othersWoken && result.applied.length > 0) await this.host.execute(NOTIFY, [...this.host.notifyArgs]);
     return result;
   }
 
-  private async finishBatch(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
+  /** `wakeOthers`: a batch of successes only wakes the other servers in its statement, and says so (`othersWoken`). */
+  private async finishBatch(params: B.JobFinishManyParams, wakeOthers = false): Promise<B.JobFinishManyResult & { othersWoken?: boolean }> {
     if (params.finishes.length === 0) return { applied: [], released: 0 };
     if (params.finishes.some((f) => f.retentionMs !== undefined)) return this.finishByRetention(params);
     const finishes = [...params.finishes].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)); // one lock order for every writer
     const expires = params.now + params.retentionMs;
     if (params.leaseExpiredBefore === undefined && finishes.every((f) => f.outcome.kind === "success")) {
-      return retryConflicts(() => this.finishSuccesses(finishes, params.now, expires));
+      const result = await retryConflicts(() => this.finishSuccesses(finishes, params.now, expires, wakeOthers));
+      return wakeOthers ? { ...result, othersWoken: true } : result;
     }
     const values = this.finishValues(finishes, params.now, expires, params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER);
     const run = (execute: Execute) => this.finishRows(execute, values, expires, params.now);
@@ -312,7 +306,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     return this.successResult(finishes, row, now);
   }
 
-  private async finishSuccesses(finishes: readonly B.JobFinish[], now: number, expires: number): Promise<B.JobFinishManyResult> {
+  private async finishSuccesses(finishes: readonly B.JobFinish[], now: number, expires: number, wakeOthers: boolean): Promise<B.JobFinishManyResult> {
     // Ids are ULIDs (no quoting needed), so both parameters are built as text directly.
     let ids = "{";
     let attempts = "{";
@@ -335,6 +329,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
       finishes.length,
       results === null ? null : JSON.stringify(results),
       this.host.doneChannel,
+      wakeOthers,
     ]);
     return this.successResult(finishes, row, now);
   }

@@ -22,14 +22,29 @@
  * makes the claim take fewer, never more. A type with `groupConcurrency`
  * is claimed by `PostgresGroupClaim` instead of the narrowed plain claim,
  * under the same lock and within the same type slots.
+ *
+ * The common case in one statement: a type whose stored limit is a
+ * concurrency alone is first claimed by `claimUnderConcurrency`, with no
+ * transaction and no lock wait. Every limited claim writes its type's limits
+ * row (the transaction below too: its lock is an UPDATE, not only `FOR
+ * UPDATE`), so a claim of the type committed after a statement's snapshot
+ * shows as a newer version of that row. The one statement writes the row
+ * only if it is still the version its snapshot read (`ctid`), and then its
+ * snapshot's running count is true (finishes committed meanwhile only make
+ * it take fewer); else it takes nothing and the transaction, which counts
+ * after the lock, decides. So the limit holds across servers either way, and
+ * a type whose limit is not reached costs one statement, as an unlimited one.
  */
 import type * as B from "../backend.js";
 import { limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow, type StoredLimitRow, windowOpensAt } from "../shared/limit-slots.js";
 import { claimedJob } from "../shared/job-rows.js";
 import { PostgresGroupClaim } from "./postgres-group-claim.js";
-import type { PostgresJobQueries } from "./postgres-job-queries.js";
+import { claimedFromArray, type PostgresJobQueries } from "./postgres-job-queries.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
+
+/** How long a type found with a rate or group limit is claimed by the transaction alone before the one statement is tried again (a deploy may change its limits). */
+const NOT_PLAIN_RECHECK_MS = 10_000;
 
 export class PostgresLimits {
   /** The limits rows of types `$2` (namespace `$1`), locked in type order until commit. */
@@ -43,6 +58,8 @@ export class PostgresLimits {
   private readonly upsert: Statement;
   /** X9 groups: the claim of a type with `groupConcurrency`. */
   private readonly groups: PostgresGroupClaim;
+  /** Types found with a rate or group limit, until when `claimUnderConcurrency` is not tried for them. */
+  private readonly notPlainUntil = new Map<string, number>();
 
   constructor(
     private readonly host: PostgresRunner,
@@ -50,8 +67,13 @@ export class PostgresLimits {
   ) {
     const limits = `${host.quoted}.later_limits`;
     this.groups = new PostgresGroupClaim(host.quoted);
+    // Locked in type order (the subquery), then written, so that a claim by `claimUnderConcurrency` whose
+    // snapshot predates this transaction's commit finds a newer row version and leaves the decision to a transaction.
     this.lock = statement(
-      `SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts, group_concurrency, group_cursor FROM ${limits} WHERE namespace = $1 AND job_type = ANY($2::text[]) ORDER BY job_type FOR UPDATE`,
+      `UPDATE ${limits} l SET concurrency = l.concurrency
+FROM (SELECT job_type FROM ${limits} WHERE namespace = $1 AND job_type = ANY($2::text[]) ORDER BY job_type FOR UPDATE) o
+WHERE l.namespace = $1 AND l.job_type = o.job_type
+RETURNING l.job_type, l.concurrency, l.rate_max, l.rate_per_ms, l.rate_starts, l.group_concurrency, l.group_cursor`,
     );
     this.running = statement(
       `SELECT job_type, count(*)::int AS n FROM ${host.quoted}.later_jobs WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = ANY($2::text[]) GROUP BY job_type`,
@@ -68,8 +90,70 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
   rate_per_ms = EXCLUDED.rate_per_ms, group_concurrency = EXCLUDED.group_concurrency, updated_at = EXCLUDED.updated_at`);
   }
 
-  /** The limited step of `claimReady` (see `JobStore.claimReady`), in one transaction; up to `params.limit` jobs of `params.limitedTypes`. */
-  claim(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
+  /**
+   * The limited step of `claimReady` (see `JobStore.claimReady`): up to `params.limit` jobs of `params.limitedTypes`,
+   * each type by `claimUnderConcurrency` first unless it is known to have a rate or group limit, then the types it
+   * could not decide in one transaction.
+   */
+  async claim(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
+    const jobs: B.ClaimedJob[] = [];
+    const undecided: string[] = [];
+    let next: number | null = null;
+    for (const type of [...(params.limitedTypes ?? [])].sort()) {
+      const want = params.limit - jobs.length;
+      if (want <= 0) break;
+      if ((this.notPlainUntil.get(type) ?? 0) > params.now) {
+        undecided.push(type);
+        continue;
+      }
+      const step = await this.claimPlainLimited(params, type, want);
+      if (step === null) undecided.push(type);
+      else {
+        jobs.push(...step.jobs);
+        if (step.nextRunAt !== null && step.nextRunAt !== undefined && (next === null || step.nextRunAt < next)) next = step.nextRunAt;
+      }
+    }
+    if (undecided.length > 0 && jobs.length < params.limit) {
+      const rest = await this.claimLocked({ ...params, limit: params.limit - jobs.length, limitedTypes: undecided });
+      jobs.push(...rest.jobs);
+      if (rest.nextRunAt !== null && rest.nextRunAt !== undefined && (next === null || rest.nextRunAt < next)) next = rest.nextRunAt;
+    }
+    return jobs.length === params.limit ? { jobs } : { jobs, nextRunAt: next };
+  }
+
+  /**
+   * `claimUnderConcurrency` of one type: its jobs and next due time, or null when the statement could not decide
+   * (it then claimed nothing). A type found to have a rate or group limit skips it for {@link NOT_PLAIN_RECHECK_MS}.
+   */
+  private async claimPlainLimited(params: B.JobClaimReadyParams, type: string, want: number): Promise<B.JobClaimReadyResult | null> {
+    const rows = await this.host.executeArrays(this.q.claimUnderConcurrency, [
+      this.host.namespace,
+      params.now,
+      [type],
+      want,
+      params.owner,
+      params.leaseExpiresAt,
+      type,
+    ]);
+    const jobs: B.ClaimedJob[] = [];
+    let nextRunAt: number | null = null;
+    let free: unknown = null;
+    for (const r of rows) {
+      if (r[0] === null) {
+        free = r[9];
+        nextRunAt = r[5] === null ? null : Number(r[5]);
+      } else jobs.push(claimedFromArray(r));
+    }
+    if (free === null) return null; // a concurrent claim of the type committed: the transaction decides this once
+    if (Number(free) < 0) {
+      this.notPlainUntil.set(type, params.now + NOT_PLAIN_RECHECK_MS);
+      return null;
+    }
+    return { jobs, nextRunAt };
+  }
+
+  /** The limited step in one transaction, every type under its locked (and written) limits row. */
+  private claimLocked(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
     const types = [...(params.limitedTypes ?? [])].sort();
     const ns = this.host.namespace;
     return this.host.inTransaction("claim", async (execute) => {
