@@ -309,7 +309,8 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
   /** Up to `limit` ready jobs of `types` (JSON array), lowest priority first, inside the caller's `immediate` transaction. */
   private claimRows(params: B.JobClaimReadyParams, types: string, limit: number): Row[] {
     const claimed: Row[] = [];
-    for (let p = this.nextPriority(null); p !== null && claimed.length < limit; p = this.nextPriority(p)) {
+    // The next priority is probed only while the batch is short: a full batch costs one probe.
+    for (let p = this.nextPriority(null); p !== null; p = claimed.length < limit ? this.nextPriority(p) : null) {
       claimed.push(
         ...this.conn().all(
           CLAIM_PRIORITY,
