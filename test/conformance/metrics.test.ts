@@ -1,9 +1,11 @@
 // M1-M3: the Prometheus metrics of a server (`server.metrics()`, `metricsRegistry`, `metrics: false`):
 // every name with its type and labels after successes, a retry, a failure and partitioned jobs; no
 // label carries a job id, an error text or a server id; the queue gauges are read from the
-// counters on the clock's 5 s tick, the retained log's lag with them.
+// counters on the clock's 5 s tick, the retained log's lag with them; an application's registry of
+// prom-client 15 (the runtime's is 14) renders them too, in both of its formats.
 import { describe, expect, it } from "vitest";
 import { Counter, Registry } from "prom-client";
+import { Counter as Counter15, Registry as Registry15, type RegistryContentType } from "prom-client-15";
 import { InvalidConfigError, logTopic, newJobId, RetryPolicy, topic } from "@later/runtime";
 import { ManualClock } from "@later/runtime/testing";
 import { BACKENDS } from "./backends.js";
@@ -244,5 +246,36 @@ describe.each(BACKENDS)("metrics on $name", (entry) => {
       await expect(started).rejects.toBeInstanceOf(InvalidConfigError);
       await expect(started).rejects.toThrow(message);
     }
+  });
+
+  it("registers in an application's prom-client 15 Registry, in its Prometheus and its OpenMetrics format", async () => {
+    const h = harness();
+    const registry = new Registry15<RegistryContentType>();
+    new Counter15({ name: "app_requests_total", help: "requests", registers: [registry] }).inc();
+    const server = await h.start({ namespace: "fifteen", metricsRegistry: registry, workerCount: 1, handlers: { a: { handle: async () => {} } } });
+    await server.publisher.enqueue("a", {});
+    await waitFor(() => h.events.some((e) => e.type === "job" && e.stage === "success"), "the job done");
+
+    const text = await server.metrics();
+    const { types, samples } = parse(text);
+    for (const [name, type] of Object.entries(TYPES)) expect(types.get(name), name).toBe(type);
+    expect(value(samples, "app_requests_total")).toBe(1);
+    expect(value(samples, "later_job_transitions_total", { job_type: "a", stage: "success" })).toBe(1);
+    expect(value(samples, "later_job_handler_duration_seconds_bucket", { job_type: "a", outcome: "success", le: "+Inf" })).toBe(1);
+    expect(value(samples, "later_job_handler_duration_seconds_count", { job_type: "a", outcome: "success" })).toBe(1);
+    expect(value(samples, "later_workers", { state: "active" })).toBe(1);
+
+    // OpenMetrics names a counter family without `_total` and its samples with it (once), and ends with `# EOF`.
+    registry.setContentType(Registry15.OPENMETRICS_CONTENT_TYPE);
+    const open = await registry.metrics();
+    expect(open.endsWith("# EOF\n")).toBe(true);
+    expect(open).not.toContain("_total_total");
+    const parsed = parse(open);
+    expect(parsed.types.get("later_job_transitions")).toBe("counter");
+    expect(parsed.types.get("later_job_handler_duration_seconds")).toBe("histogram");
+    expect(value(parsed.samples, "later_job_transitions_total", { job_type: "a", stage: "success" })).toBe(1);
+    expect(value(parsed.samples, "later_job_handler_duration_seconds_count", { job_type: "a", outcome: "success" })).toBe(1);
+    // The registry still finds the metrics by the names they were registered under.
+    expect(registry.getSingleMetric("later_job_transitions_total")).toBeDefined();
   });
 });

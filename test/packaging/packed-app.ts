@@ -140,6 +140,11 @@ export class PackedApp {
     await mustRun("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", ...tarballs, ...packages], { cwd: this.dir, timeoutMs: 12 * 60_000 });
   }
 
+  /** `npm install` of `packages` (npm specs) into the installed app, as a user adding one later. */
+  async add(packages: readonly string[]): Promise<void> {
+    await mustRun("npm", ["install", "--no-audit", "--no-fund", "--loglevel=error", ...packages], { cwd: this.dir, timeoutMs: 5 * 60_000 });
+  }
+
   /** `npx --no -- <bin> args...`: a bin the install linked into node_modules/.bin. */
   npx(bin: string, args: readonly string[], env?: Record<string, string>): Promise<RunResult> {
     return run("npx", ["--no", "--", bin, ...args], { cwd: this.dir, timeoutMs: 120_000, ...(env ? { env } : {}) });

@@ -141,7 +141,9 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
    * A prom-client `Registry` of the application to register the metrics
    * in (one set per registry, shared by every server given it), so one
    * `/metrics` route serves them beside the application's own. Default: a
-   * registry of this server's own. Refused with `metrics: false`.
+   * registry of this server's own. Refused with `metrics: false`. The
+   * runtime's metrics are prom-client 14's; a prom-client 15 `Registry`
+   * renders them as its own, in both of its formats.
    */
   metricsRegistry?: Registry;
   /**

@@ -11,6 +11,15 @@
  * Each class is the prom-client class of its type (so a registry, `getSingleMetric`
  * and `instanceof` see an ordinary counter, gauge or histogram), with `get()`
  * answering from its cells; nothing calls its `inc`/`set`/`observe`.
+ *
+ * The classes are prom-client 14's (the runtime's dependency: 15 requires
+ * `@opentelemetry/api` at load), and they render the same in an application's
+ * prom-client 15 `Registry` given as `metricsRegistry`: each metric carries
+ * its `type` (15's registry reads it from the metric, 14 never set it), the
+ * name in an answer is the metric's current `name` (15's OpenMetrics format
+ * renames a counter to its name without `_total` before it asks), and a
+ * histogram answers `getForPromString()` (which 15 prefers for its text) in
+ * 15's shape, the series' labels as `sharedLabels`, so its label order is 15's.
  */
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
@@ -55,7 +64,7 @@ export interface CellMetricConfig {
   registry: Registry;
 }
 
-type Exported = { labels: Record<string, string | number>; value: number; metricName?: string };
+type Exported = { labels: Record<string, string | number>; value: number; metricName?: string; sharedLabels?: Labels };
 type Answer = { name: string; help: string; type: never; aggregator: never; values: Exported[] };
 
 /** The cells of one metric by label key (the label values joined), made on first use and kept for the process's life. */
@@ -81,6 +90,10 @@ class CellMap<T> {
 
 /** A counter whose series are {@link ValueCell}s, incremented in place (`cell.value++`). */
 export class CellCounter extends Counter<string> {
+  /** Set by prom-client's constructor; a 15 registry may change it (see the module's comment). */
+  declare name: string;
+  /** What prom-client 15's registry reads from the metric itself. */
+  readonly type = "counter";
   private readonly map = new CellMap<ValueCell>((labels) => ({ labels, value: 0 }));
 
   constructor(private readonly config: CellMetricConfig) {
@@ -93,7 +106,7 @@ export class CellCounter extends Counter<string> {
 
   override async get(): Promise<never> {
     const values = [...this.map.values()].map((c) => ({ labels: { ...c.labels }, value: c.value }));
-    return { name: this.config.name, help: this.config.help, type: "counter", aggregator: "sum", values } as Answer as never;
+    return { name: this.name, help: this.config.help, type: "counter", aggregator: "sum", values } as Answer as never;
   }
 }
 
@@ -104,6 +117,10 @@ export class CellCounter extends Counter<string> {
  * one that counts this process's own things.
  */
 export class CellGauge extends Gauge<string> {
+  /** Set by prom-client's constructor. */
+  declare name: string;
+  /** What prom-client 15's registry reads from the metric itself. */
+  readonly type = "gauge";
   private readonly sources = new Set<() => Iterable<ValueCell>>();
 
   constructor(
@@ -129,12 +146,16 @@ export class CellGauge extends Gauge<string> {
         else seen.value = this.merge === "max" ? Math.max(seen.value, c.value) : seen.value + c.value;
       }
     }
-    return { name: this.config.name, help: this.config.help, type: "gauge", aggregator: this.merge, values: [...merged.values()] } as Answer as never;
+    return { name: this.name, help: this.config.help, type: "gauge", aggregator: this.merge, values: [...merged.values()] } as Answer as never;
   }
 }
 
 /** A histogram whose series are {@link HistogramCell}s; exported with cumulative `le` buckets, `_sum` and `_count` as prom-client does. */
 export class CellHistogram extends Histogram<string> {
+  /** Set by prom-client's constructor. */
+  declare name: string;
+  /** What prom-client 15's registry reads from the metric itself. */
+  readonly type = "histogram";
   private readonly map: CellMap<HistogramCell>;
 
   constructor(
@@ -149,23 +170,31 @@ export class CellHistogram extends Histogram<string> {
     return this.map.cell(labels);
   }
 
+  /** The series with their labels in each sample (prom-client's `get()` shape, the one 14's registry renders and every registry's JSON holds). */
   override async get(): Promise<never> {
+    return this.answer(false);
+  }
+
+  /** The series with their labels as `sharedLabels` beside `le` (prom-client 15's shape for its text; 14's registry never asks). */
+  async getForPromString(): Promise<never> {
+    return this.answer(true);
+  }
+
+  private answer(shared: boolean): never {
+    const name = this.name;
     const values: Exported[] = [];
+    const sample = (labels: Exported["labels"], own: Labels, value: number, metricName: string) =>
+      values.push(shared ? { labels, sharedLabels: own, value, metricName } : { labels: { ...labels, ...own }, value, metricName });
     for (const c of this.map.values()) {
       let cumulative = 0;
       this.bounds.forEach((bound, i) => {
         cumulative += c.counts[i]!;
-        values.push({ labels: { le: bound, ...c.labels }, value: cumulative, metricName: `${this.config.name}_bucket` });
+        sample({ le: bound }, c.labels, cumulative, `${name}_bucket`);
       });
-      values.push({ labels: { le: "+Inf", ...c.labels }, value: c.count, metricName: `${this.config.name}_bucket` });
-      values.push({ labels: { ...c.labels }, value: c.sum, metricName: `${this.config.name}_sum` });
-      values.push({ labels: { ...c.labels }, value: c.count, metricName: `${this.config.name}_count` });
+      sample({ le: "+Inf" }, c.labels, c.count, `${name}_bucket`);
+      sample({}, c.labels, c.sum, `${name}_sum`);
+      sample({}, c.labels, c.count, `${name}_count`);
     }
-    return { name: this.config.name, help: this.config.help, type: "histogram", aggregator: "sum", values } as Answer as never;
-  }
-
-  /** The registry prefers this to `get()` for its text (prom-client's histograms have it); the cells answer both. */
-  async getForPromString(): Promise<never> {
-    return this.get();
+    return { name, help: this.config.help, type: "histogram", aggregator: "sum", values } as Answer as never;
   }
 }
