@@ -53,8 +53,7 @@ function attempts(file: string): Attempt[] {
     if (line === "") continue;
     const [what, jobType, jobId, attempt, pid, at, group] = line.split(" ");
     const key = `${jobId} ${attempt}`;
-    if (what === "start")
-      open.set(key, { jobType: jobType!, jobId: jobId!, group: group!, pid: Number(pid), start: Number(at), end: Number.NaN });
+    if (what === "start") open.set(key, { jobType: jobType!, jobId: jobId!, group: group!, pid: Number(pid), start: Number(at), end: Number.NaN });
     else {
       const a = open.get(key)!;
       a.end = Number(at);
@@ -123,7 +122,10 @@ describe.each(PROCESS_BACKENDS)("per job type limits across 3 processes × 4 wor
 
     // Per group: at most 2 at once, and the limit reached by some group; the type as a whole ran more than 2 at once.
     const byGroup = GROUPS.map((g) => mostAtOnce(ran.filter((a) => a.jobType === "grouped" && a.group === g)));
-    expect(byGroup.every((m) => m >= 1 && m <= 2), `most at once per group ${byGroup.join(", ")}`).toBe(true);
+    expect(
+      byGroup.every((m) => m >= 1 && m <= 2),
+      `most at once per group ${byGroup.join(", ")}`,
+    ).toBe(true);
     expect(Math.max(...byGroup)).toBe(2);
     expect(mostAtOnce(ran.filter((a) => a.jobType === "grouped"))).toBeGreaterThan(2);
 
