@@ -116,12 +116,15 @@ describe.each(BACKENDS)("per group limits (X9) on $name", (entry) => {
     expect(await server.backend.inspect.jobList({ limit: 10 })).toHaveLength(1);
   });
 
-  it("X9 bad input: a groupConcurrency of 0, negative or non-integer refuses the start (INVALID_CONFIG naming the type and field)", async () => {
+  it("X9 bad input: a groupConcurrency of 0, negative or non-integer refuses the start (INVALID_ARGUMENT naming the type and field), storing nothing", async () => {
     const h = harness();
     for (const groupConcurrency of [0, -1, 1.5, "2"]) {
       const start = h.start({ handlers: { t: { groupConcurrency, handle: () => undefined } as never } });
-      expect(await codeOf(start)).toBe("INVALID_CONFIG");
+      expect(await codeOf(start)).toBe("INVALID_ARGUMENT");
       await expect(start).rejects.toThrow("handlers.t.groupConcurrency");
     }
+    // Nothing was stored: a server with a limit for the type finds none before it (no LIMITS_CHANGED warning).
+    await h.start({ handlers: { t: { groupConcurrency: 1, handle: () => undefined } } });
+    expect(h.events.filter((e) => e.type === "warning" && e.code === "LIMITS_CHANGED")).toEqual([]);
   });
 });
