@@ -51,7 +51,16 @@ describe.each(BACKENDS)("limits visible (X9) on $name", (entry) => {
         complete: true,
         limits: [
           { jobType: "held", concurrency: 2, groupConcurrency: null, rateLimit: null, running: 0, startsInWindow: 0, ready: 5, waiting: 3 },
-          { jobType: "paced", concurrency: null, groupConcurrency: null, rateLimit: { max: 3, perMs: 1_000 }, running: 0, startsInWindow: 0, ready: 4, waiting: 1 },
+          {
+            jobType: "paced",
+            concurrency: null,
+            groupConcurrency: null,
+            rateLimit: { max: 3, perMs: 1_000 },
+            running: 0,
+            startsInWindow: 0,
+            ready: 4,
+            waiting: 1,
+          },
         ],
       });
       const claim = { owner: "s1", limit: 10, now: NOW, leaseExpiresAt: NOW + 60_000, jobTypes: ["free"], limitedTypes: ["held", "paced"] };
@@ -61,7 +70,16 @@ describe.each(BACKENDS)("limits visible (X9) on $name", (entry) => {
       expect(after.limits).toEqual([
         { jobType: "held", concurrency: 2, groupConcurrency: null, rateLimit: null, running: 2, startsInWindow: 0, ready: 3, waiting: 3 },
         // The three paced jobs are running, started in the window: the fourth is held back.
-        { jobType: "paced", concurrency: null, groupConcurrency: null, rateLimit: { max: 3, perMs: 1_000 }, running: 3, startsInWindow: 3, ready: 1, waiting: 1 },
+        {
+          jobType: "paced",
+          concurrency: null,
+          groupConcurrency: null,
+          rateLimit: { max: 3, perMs: 1_000 },
+          running: 3,
+          startsInWindow: 3,
+          ready: 1,
+          waiting: 1,
+        },
       ]);
       // The window has moved past the three starts: the fourth paced job may start, so it waits for a worker, not the limit.
       const later = await backend.inspect.limitList({ nowMs: NOW + 1_000 });
