@@ -37,8 +37,8 @@ describe.each(BACKENDS)("limits visible (X9) on $name", (entry) => {
       await backend.jobs.limitsSet({
         jobTypes: ["held", "paced", "free"],
         limits: [
-          { jobType: "held", concurrency: 2, groupConcurrency: null, rateLimit: null, groupConcurrency: null },
-          { jobType: "paced", concurrency: null, groupConcurrency: null, rateLimit: { max: 3, perMs: 1_000 }, groupConcurrency: null },
+          { jobType: "held", concurrency: 2, rateLimit: null, groupConcurrency: null },
+          { jobType: "paced", concurrency: null, rateLimit: { max: 3, perMs: 1_000 }, groupConcurrency: null },
         ],
         now: NOW,
       });

@@ -87,7 +87,12 @@ function groupsRow(l: LimitEntry): HTMLElement[] {
     h(
       "tr",
       { className: "limit-groups", attrs: { "data-limit-groups": l.jobType } },
-      h("td", { attrs: { colspan: "4" } }, h("span", { className: "limit-groups-label" }, `busiest groups (at most ${formatCount(limit)} running each): `), ...groups),
+      h(
+        "td",
+        { attrs: { colspan: "4" } },
+        h("span", { className: "limit-groups-label" }, `busiest groups (at most ${formatCount(limit)} running each): `),
+        ...groups,
+      ),
     ),
   ];
 }
