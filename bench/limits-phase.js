@@ -1,13 +1,21 @@
-// One phase of bench/limits.js (X9, per job type limits), in a process of its own: prefills
-// `n` jobs of one type straight into the store, then starts a server of `workers` workers
-// whose handler for the type has `concurrency: limit` (none when `limit` is null) and takes
-// `handlerMs` (0: a no-op), and times it from the server's start to the n-th success. Every
-// `sampleMs` it samples the running count twice: the database's (`running` of the stage
-// counters, every server's) and this process's handlers in flight. Reports one JSON result
-// over IPC and exits.
+// One phase of bench/limits.js (X9, per job type and per group limits), in a process of its own:
+// prefills `n` jobs of one type straight into the store (spread round-robin over `groups`
+// groups when `groups` > 0), then starts a server of `workers` workers whose handler for the
+// type has `concurrency: limit` (none when `limit` is null) and `groupConcurrency: groupLimit`
+// (none when null or absent) and takes `handlerMs` (0: a no-op), and times it from the server's
+// start to the n-th success. Every `sampleMs` it samples the running count twice: the
+// database's (`running` of the stage counters, every server's) and this process's handlers in
+// flight. Reports one JSON result over IPC and exits.
 //
-// argv[2]: JSON { backend: "postgres" | "sqlite", url | file, n, workers, limit, handlerMs, sampleMs, deadlineMs }
-import { NAMESPACE, reportPhase, sleep, wallNow } from "./lib.js";
+// `fairness: { small, after }`: the `n` prefilled jobs are one group ("big"); once `after` of
+// them have succeeded, `small` jobs of group "small" are enqueued (one enqueueMany) and the
+// phase ends when every small job has started (the big backlog is not waited for). Each small
+// job's dispatch wait is its handler's start less its enqueue (wall clock, this process);
+// reported as p50/p95/p99/max, with how many big jobs started meanwhile.
+//
+// argv[2]: JSON { backend: "postgres" | "sqlite", url | file, n, workers, limit, groupLimit?, groups?, fairness?,
+//                 handlerMs, sampleMs, deadlineMs }
+import { latencySummary, NAMESPACE, reportPhase, sleep, wallNow } from "./lib.js";
 
 const cfg = JSON.parse(process.argv[2]);
 const errors = [];
@@ -35,14 +43,27 @@ async function prefill() {
       payload: JSON.stringify({ i: i + k }),
       runAt: now,
       retryPolicy: null,
+      group: cfg.fairness ? "big" : cfg.groups > 0 ? `g${(i + k) % cfg.groups}` : null,
     }));
     await backend.jobs.insertMany({ jobs, now });
   }
   await backend.close();
 }
 
+/** The handler options of the type: the limits of `cfg`. */
+function limits() {
+  const options = {};
+  if (cfg.limit !== null) options.concurrency = cfg.limit;
+  if (cfg.groupLimit !== null && cfg.groupLimit !== undefined) options.groupConcurrency = cfg.groupLimit;
+  return options;
+}
+
 async function phase() {
   await prefill();
+  return cfg.fairness ? fairnessPhase() : throughputPhase();
+}
+
+async function throughputPhase() {
   const { BackgroundJobServer } = await import("@later/runtime");
   let succeeded = 0;
   let inFlight = 0;
@@ -65,7 +86,7 @@ async function phase() {
     context: {},
     backend: await openBackend(),
     workerCount: cfg.workers,
-    handlers: { [JOB_TYPE]: cfg.limit === null ? { handle } : { concurrency: cfg.limit, handle } },
+    handlers: { [JOB_TYPE]: { ...limits(), handle } },
     onEvent: (e) => {
       if (e.type === "job" && e.stage === "success" && ++succeeded === cfg.n) resolveDone();
       else if (e.type === "error") errors.push(`${e.where}: ${e.error}`);
@@ -93,6 +114,54 @@ async function phase() {
     samples: samples.length,
     mostRunningSampled: samples.reduce((m, s) => Math.max(m, s.db), 0),
   };
+}
+
+async function fairnessPhase() {
+  const { BackgroundJobServer } = await import("@later/runtime");
+  const { small, after } = cfg.fairness;
+  let bigStarted = 0;
+  let bigSucceeded = 0;
+  let bigStartedAtEnqueue = null;
+  const waits = [];
+  let resolveWarm;
+  const warm = new Promise((r) => (resolveWarm = r));
+  let resolveDone;
+  const done = new Promise((r) => (resolveDone = r));
+  const handle = async (_ctx, payload) => {
+    if (payload.enqueuedAt === undefined) {
+      bigStarted++;
+      if (cfg.handlerMs > 0) await sleep(cfg.handlerMs);
+      if (++bigSucceeded === after) resolveWarm();
+      return;
+    }
+    waits.push(wallNow() - payload.enqueuedAt);
+    if (waits.length === small) resolveDone();
+    if (cfg.handlerMs > 0) await sleep(cfg.handlerMs);
+  };
+  const server = await BackgroundJobServer.start({
+    context: {},
+    backend: await openBackend(),
+    workerCount: cfg.workers,
+    handlers: { [JOB_TYPE]: { ...limits(), handle } },
+    onEvent: (e) => {
+      if (e.type === "error") errors.push(`${e.where}: ${e.error}`);
+    },
+  });
+  const deadline = sleep(cfg.deadlineMs).then(() => "timeout");
+  let timedOut = (await Promise.race([warm.then(() => "warm"), deadline])) === "timeout";
+  if (!timedOut) {
+    bigStartedAtEnqueue = bigStarted;
+    const enqueuedAt = wallNow();
+    await server.publisher.enqueueMany(
+      JOB_TYPE,
+      Array.from({ length: small }, (_, i) => ({ i, enqueuedAt })),
+      { group: "small" },
+    );
+    timedOut = (await Promise.race([done.then(() => "done"), deadline])) === "timeout";
+  }
+  const bigStartedMeanwhile = bigStartedAtEnqueue === null ? null : bigStarted - bigStartedAtEnqueue;
+  await server.shutdown({ deadlineMs: 5_000 });
+  return { timedOut, smallStarted: waits.length, bigStartedMeanwhile, wait: waits.length > 0 ? latencySummary(waits) : null };
 }
 
 await reportPhase(phase, errors);

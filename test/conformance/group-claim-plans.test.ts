@@ -7,7 +7,9 @@
  * backend runs, recorded from its connection during a group claim over a
  * backlog of one group: on SQLite their `EXPLAIN QUERY PLAN` without
  * `ANALYZE`, on PostgreSQL their generic and custom plans on a table never
- * analyzed (autovacuum off).
+ * analyzed (autovacuum off). The same for the dashboard's read of the
+ * busiest groups (`inspect.groupList`): one statement through that index and
+ * `later_jobs_running`, each group's backlog counted only up to a cap.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { newJobId } from "@later/runtime";
@@ -101,6 +103,65 @@ describe("the group claim's reads (X9)", () => {
             `${name} ${mode}`,
           ).toBe(true);
         }
+      }
+    });
+  });
+});
+
+/** `inspect.groupList`'s one statement (the walk, the running jobs by group, each group's due rows counted). */
+const isGroupList = (text: string) => /^WITH RECURSIVE g\b/.test(text) && /\bkeyed\b/.test(text);
+
+describe("the busiest groups read (inspect.groupList, X9)", () => {
+  const cleanups: (() => unknown)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  it("SQLite: it searches later_jobs_ready_group and later_jobs_running, no scan of later_jobs (no ANALYZE)", async () => {
+    const { backend, database, seen } = await recordedSqlite(cleanups);
+    await fill(backend);
+    await groupClaim(backend);
+    seen.length = 0;
+    // A's backlog is counted up to the cap (1,000 rows), not read through: a lower bound, said so.
+    const { groups, complete } = await backend.inspect.groupList({ jobType: "t", nowMs: NOW });
+    expect(groups[0]).toEqual({ group: "A", running: 3, waiting: 1_000 });
+    expect(complete).toBe(false);
+    const text = seen.find(isGroupList);
+    expect(text).toBeDefined();
+    const plan = database
+      .prepare(`EXPLAIN QUERY PLAN ${text}`)
+      .all()
+      .map((r) => String((r as { detail: string }).detail));
+    expect(plan.some((d) => /USING (COVERING )?INDEX later_jobs_ready_group/.test(d))).toBe(true);
+    expect(plan.filter((d) => /^SCAN later_jobs\b/.test(d))).toEqual([]);
+  });
+
+  it.skipIf(url === null)("PostgreSQL: index scans only, generic and custom plans, on a never-analyzed table", async () => {
+    const { backend, url: dbUrl, seen } = await recordedPostgres(cleanups);
+    await fill(backend);
+    await groupClaim(backend);
+    seen.length = 0;
+    // A's backlog is counted up to the cap (1,000 rows), not read through: a lower bound, said so.
+    const { groups, complete } = await backend.inspect.groupList({ jobType: "t", nowMs: NOW });
+    expect(groups[0]).toEqual({ group: "A", running: 3, waiting: 1_000 });
+    expect(complete).toBe(false);
+    const list = seen.find((q) => isGroupList(q.text));
+    expect(list).toBeDefined();
+    await withClient(dbUrl, async (c) => {
+      await c.query(`PREPARE group_list AS ${list!.text}`);
+      const args = list!.values.map((v) => c.escapeLiteral(String(v)));
+      for (const mode of ["force_generic_plan", "force_custom_plan"]) {
+        await c.query(`SET plan_cache_mode = ${mode}`);
+        const [row] = (await c.query(`EXPLAIN (FORMAT JSON) EXECUTE group_list(${args.join(", ")})`)).rows;
+        const nodes = planNodes(row["QUERY PLAN"][0].Plan);
+        expect(
+          nodes.filter((n) => n["Node Type"] === "Seq Scan"),
+          mode,
+        ).toEqual([]);
+        expect(
+          nodes.some((n) => String(n["Node Type"]).includes("Index") && n["Index Name"] === "later_jobs_ready_group"),
+          mode,
+        ).toBe(true);
       }
     });
   });

@@ -14,8 +14,8 @@ import { deferred, useHarness, waitFor } from "./harness.js";
 
 const NOW = 1_800_000_000_000;
 
-function job(jobType: string, i: number, runAt = NOW): JobInsert {
-  return { id: newJobId(NOW + i), jobType, payload: "{}", runAt, retryPolicy: null };
+function job(jobType: string, i: number, runAt = NOW, group: string | null = null): JobInsert {
+  return { id: newJobId(NOW + i), jobType, payload: "{}", runAt, retryPolicy: null, group };
 }
 
 /** `name{job_type="type"}`'s value in a Prometheus text scrape; null when absent. */
@@ -50,8 +50,17 @@ describe.each(BACKENDS)("limits visible (X9) on $name", (entry) => {
       expect(before).toEqual({
         complete: true,
         limits: [
-          { jobType: "held", concurrency: 2, rateLimit: null, running: 0, startsInWindow: 0, ready: 5, waiting: 3 },
-          { jobType: "paced", concurrency: null, rateLimit: { max: 3, perMs: 1_000 }, running: 0, startsInWindow: 0, ready: 4, waiting: 1 },
+          { jobType: "held", concurrency: 2, groupConcurrency: null, rateLimit: null, running: 0, startsInWindow: 0, ready: 5, waiting: 3 },
+          {
+            jobType: "paced",
+            concurrency: null,
+            groupConcurrency: null,
+            rateLimit: { max: 3, perMs: 1_000 },
+            running: 0,
+            startsInWindow: 0,
+            ready: 4,
+            waiting: 1,
+          },
         ],
       });
       const claim = { owner: "s1", limit: 10, now: NOW, leaseExpiresAt: NOW + 60_000, jobTypes: ["free"], limitedTypes: ["held", "paced"] };
@@ -59,9 +68,18 @@ describe.each(BACKENDS)("limits visible (X9) on $name", (entry) => {
       expect(claimed.jobs).toHaveLength(6); // 2 held, 3 paced, 1 free
       const after = await backend.inspect.limitList({ nowMs: NOW + 500 });
       expect(after.limits).toEqual([
-        { jobType: "held", concurrency: 2, rateLimit: null, running: 2, startsInWindow: 0, ready: 3, waiting: 3 },
+        { jobType: "held", concurrency: 2, groupConcurrency: null, rateLimit: null, running: 2, startsInWindow: 0, ready: 3, waiting: 3 },
         // The three paced jobs are running, started in the window: the fourth is held back.
-        { jobType: "paced", concurrency: null, rateLimit: { max: 3, perMs: 1_000 }, running: 3, startsInWindow: 3, ready: 1, waiting: 1 },
+        {
+          jobType: "paced",
+          concurrency: null,
+          groupConcurrency: null,
+          rateLimit: { max: 3, perMs: 1_000 },
+          running: 3,
+          startsInWindow: 3,
+          ready: 1,
+          waiting: 1,
+        },
       ]);
       // The window has moved past the three starts: the fourth paced job may start, so it waits for a worker, not the limit.
       const later = await backend.inspect.limitList({ nowMs: NOW + 1_000 });
@@ -70,6 +88,74 @@ describe.each(BACKENDS)("limits visible (X9) on $name", (entry) => {
       const windowed = await backend.inspect.limitList({ nowMs: NOW + 500, window: 2 });
       expect(windowed.complete).toBe(false);
       expect(windowed.limits.reduce((n, l) => n + l.ready, 0)).toBeLessThanOrEqual(2);
+    } finally {
+      await backend.close();
+      await db.dispose();
+    }
+  });
+
+  it("groupList: the busiest groups of a type by running plus waiting, the ungrouped and the not yet due left out, bounded by the limit", async () => {
+    const db = await entry.createDatabase();
+    const backend = db.backend("groups-seen");
+    try {
+      await backend.open();
+      await backend.migrations.up();
+      expect(await backend.inspect.groupList({ jobType: "tenant", nowMs: NOW })).toEqual({ groups: [], complete: true });
+      await backend.jobs.limitsSet({
+        jobTypes: ["tenant"],
+        limits: [{ jobType: "tenant", concurrency: null, rateLimit: null, groupConcurrency: 2 }],
+        now: NOW,
+      });
+      let i = 0;
+      const jobs: JobInsert[] = [];
+      const add = (group: string | null, n: number, runAt = NOW, jobType = "tenant") => {
+        for (let k = 0; k < n; k++) jobs.push(job(jobType, i++, runAt, group));
+      };
+      add("big", 7);
+      add("mid", 4);
+      add("small", 1);
+      add("later", 3, NOW + 60_000); // not due: not waiting
+      add(null, 9); // ungrouped: no group to list
+      add("big", 5, NOW, "other"); // another type's group
+      await backend.jobs.insertMany({ jobs, now: NOW });
+      const before = await backend.inspect.groupList({ jobType: "tenant", nowMs: NOW });
+      expect(before).toEqual({
+        complete: true,
+        groups: [
+          { group: "big", running: 0, waiting: 7 },
+          { group: "mid", running: 0, waiting: 4 },
+          { group: "small", running: 0, waiting: 1 },
+          { group: "later", running: 0, waiting: 0 },
+        ],
+      });
+      // The limited claim starts 2 per group (the ungrouped are one group of their own): running moves from waiting.
+      const claimed = await backend.jobs.claimReady({
+        owner: "s1",
+        limit: 100,
+        now: NOW,
+        leaseExpiresAt: NOW + 60_000,
+        jobTypes: [],
+        limitedTypes: ["tenant"],
+      });
+      expect(claimed.jobs).toHaveLength(7); // big 2, mid 2, small 1, ungrouped 2
+      const after = await backend.inspect.groupList({ jobType: "tenant", nowMs: NOW, limit: 2 });
+      expect(after).toEqual({
+        complete: true,
+        groups: [
+          { group: "big", running: 2, waiting: 5 },
+          { group: "mid", running: 2, waiting: 2 },
+        ],
+      });
+      // A group with only running jobs (none ready) is still listed; the later group's jobs become due.
+      const due = await backend.inspect.groupList({ jobType: "tenant", nowMs: NOW + 60_000, limit: 10 });
+      expect(due.groups).toEqual([
+        { group: "big", running: 2, waiting: 5 },
+        { group: "mid", running: 2, waiting: 2 },
+        { group: "later", running: 0, waiting: 3 },
+        { group: "small", running: 1, waiting: 0 },
+      ]);
+      const limits = await backend.inspect.limitList({ nowMs: NOW });
+      expect(limits.limits.map((l) => [l.jobType, l.groupConcurrency])).toEqual([["tenant", 2]]);
     } finally {
       await backend.close();
       await db.dispose();
@@ -103,7 +189,7 @@ describe.each(BACKENDS)("limits visible (X9) on $name", (entry) => {
     expect(body).toEqual({
       at: clock.now(),
       complete: true,
-      limits: [{ jobType: "held", concurrency: 2, rateLimit: null, running: 2, startsInWindow: 0, ready: 3, waiting: 3 }],
+      limits: [{ jobType: "held", concurrency: 2, groupConcurrency: null, rateLimit: null, running: 2, startsInWindow: 0, ready: 3, waiting: 3 }],
     });
     const overview = await call<Overview>(dashboard, "/api/overview");
     expect(overview.body.limits).toEqual(body.limits);

@@ -119,7 +119,7 @@ describe.each(BACKENDS)("per job type limits (X9) on $name", (entry) => {
     expect(limitWarnings(h.events)).toHaveLength(2);
   });
 
-  it("X9 bad input: a limit of 0, negative, non-integer, or a perMs under 1 refuses the start (INVALID_CONFIG naming the type and field), storing nothing", async () => {
+  it("X9 bad input: a limit of 0, negative, non-integer, or a perMs under 1 refuses the start (INVALID_ARGUMENT naming the type and field), storing nothing", async () => {
     const h = harness();
     const handle = () => undefined;
     const bad: [object, string][] = [
@@ -135,7 +135,7 @@ describe.each(BACKENDS)("per job type limits (X9) on $name", (entry) => {
     ];
     for (const [options, field] of bad) {
       const start = h.start({ handlers: { t: { ...options, handle } as never } });
-      expect(await codeOf(start)).toBe("INVALID_CONFIG");
+      expect(await codeOf(start)).toBe("INVALID_ARGUMENT");
       await expect(start).rejects.toThrow(field);
     }
     // Nothing was stored: a server with a limit for the type finds none before it (no warning).

@@ -247,6 +247,7 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
       priority: 0,
       uniqueKey: null,
       uniqueSlot: null,
+      group: null,
       meta: null,
     });
     expect(body.stages.map((s) => s.stage)).toEqual(["enqueued", "running", "failed"]);
@@ -256,11 +257,12 @@ describe.each(BACKENDS)("dashboard API on $name", (entry) => {
     expect(waitingMs).toBe(totalMs - processingMs);
     expect((await call<DashboardJobDetail>(dashboard, `/api/jobs/${child}`)).body).toMatchObject({ parentIds: [failed], children: [] });
     // X1/X2: a job's priority and unique key with the slot it holds; X10: its stored metadata, decoded.
-    const keyed = await server.publisher.enqueue("ok", {}, { priority: 7, uniqueKey: "nightly", delayMs: 3_600_000 });
+    const keyed = await server.publisher.enqueue("ok", {}, { priority: 7, uniqueKey: "nightly", delayMs: 3_600_000, group: "acme" });
     expect((await call<DashboardJobDetail>(dashboard, `/api/jobs/${keyed}`)).body).toMatchObject({
       priority: 7,
       uniqueKey: "nightly",
       uniqueSlot: "pending",
+      group: "acme", // X9
       meta: null,
     });
     const traced = newJobId(Date.now());

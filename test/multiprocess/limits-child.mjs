@@ -1,11 +1,12 @@
 // A job server with per job type limits (X9) in its own process, for limits.test.ts.
 //
 // argv[2] is a JSON config: { backend, namespace, workerCount, logFile, handlerMs }. Handlers:
-// "capped" (`concurrency: 3`) and "paced" (`rateLimit: { max: 5, perMs: 500 }`), each taking
-// `handlerMs` of work. Every attempt appends to `logFile`, synchronously (one short line in
-// append mode: whole on disk before the handler goes on):
-//   start <jobType> <jobId> <attempt> <pid> <wallMs>   the handler began
-//   end <jobType> <jobId> <attempt> <pid> <wallMs>     it returned
+// "capped" (`concurrency: 3`), "paced" (`rateLimit: { max: 5, perMs: 500 }`) and "grouped"
+// (`groupConcurrency: 2`), each taking `handlerMs` of work. Every attempt appends to `logFile`,
+// synchronously (one short line in append mode: whole on disk before the handler goes on):
+//   start <jobType> <jobId> <attempt> <pid> <wallMs> <group>   the handler began
+//   end <jobType> <jobId> <attempt> <pid> <wallMs> <group>     it returned
+// where <group> is the payload's `g` (the group the job was enqueued with), "-" when none.
 // Prints `ready <instanceId>` once started, `event-error ...` for error events, `stopped` after
 // "stop" on stdin (or stdin EOF).
 import { appendFileSync } from "node:fs";
@@ -15,12 +16,14 @@ import { childBackend } from "./child-backend.mjs";
 
 const config = JSON.parse(process.argv[2]);
 const say = (line) => process.stdout.write(`${line}\n`);
-const record = (what, ctx) => appendFileSync(config.logFile, `${what} ${ctx.jobType} ${ctx.jobId} ${ctx.attempt} ${process.pid} ${Date.now()}\n`);
+const record = (what, ctx, group) =>
+  appendFileSync(config.logFile, `${what} ${ctx.jobType} ${ctx.jobId} ${ctx.attempt} ${process.pid} ${Date.now()} ${group}\n`);
 
-const handle = async (ctx) => {
-  record("start", ctx);
+const handle = async (ctx, payload) => {
+  const group = payload?.g ?? "-";
+  record("start", ctx, group);
   await new Promise((resolve) => setTimeout(resolve, config.handlerMs));
-  record("end", ctx);
+  record("end", ctx, group);
 };
 
 const server = await BackgroundJobServer.start({
@@ -31,6 +34,7 @@ const server = await BackgroundJobServer.start({
   handlers: {
     capped: { concurrency: 3, handle },
     paced: { rateLimit: { max: 5, perMs: 500 }, handle },
+    grouped: { groupConcurrency: 2, handle },
   },
   onEvent: (event) => {
     if (event.type === "error") say(`event-error ${event.code ?? "-"} ${event.where}: ${event.error.replace(/\s+/g, " ")}`);

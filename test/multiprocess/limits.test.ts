@@ -1,13 +1,16 @@
 /**
  * X9 per job type limits across processes (limits-child.mjs), on each
  * backend: three processes of four workers each share one database, with
- * "capped" (`concurrency: 3`) and "paced" (`rateLimit: { max: 5, perMs: 500 }`)
- * jobs enqueued at once. Every handler records its start and end (wall
+ * "capped" (`concurrency: 3`), "paced" (`rateLimit: { max: 5, perMs: 500 }`)
+ * and "grouped" (`groupConcurrency: 2`, over three groups and the jobs with
+ * no group) jobs enqueued at once. Every handler records its start and end (wall
  * clock, process) in one shared file. Checked afterwards:
  * - every job ran once and succeeded;
  * - the "capped" handlers never ran more than 3 at once (from the records:
  *   a handler runs inside its job's `running` span, so this can only be
  *   over when the database's count was);
+ * - no group of "grouped" jobs ever ran more than 2 at once (the same way,
+ *   per group; the jobs with no group count as one group);
  * - no 500 ms window held more than 5 "paced" starts. A start is the claim
  *   (X9: the `running` entry of the job's history, the claiming process's
  *   wall clock); the handler's own start comes a moment after its claim, by
@@ -28,10 +31,15 @@ const SCRIPT = fileURLToPath(new URL("./limits-child.mjs", import.meta.url));
 const NAMESPACE = "mp";
 const CAPPED = 30;
 const PACED = 25;
+/** Per group of "grouped" jobs ("-": enqueued with no group). */
+const GROUPED = 16;
+const GROUPS = ["g1", "g2", "g3", "-"];
 
 interface Attempt {
   jobType: string;
   jobId: string;
+  /** The payload's group ("-": none). */
+  group: string;
   pid: number;
   start: number;
   end: number;
@@ -43,9 +51,9 @@ function attempts(file: string): Attempt[] {
   const done: Attempt[] = [];
   for (const line of readFileSync(file, "utf8").split("\n")) {
     if (line === "") continue;
-    const [what, jobType, jobId, attempt, pid, at] = line.split(" ");
+    const [what, jobType, jobId, attempt, pid, at, group] = line.split(" ");
     const key = `${jobId} ${attempt}`;
-    if (what === "start") open.set(key, { jobType: jobType!, jobId: jobId!, pid: Number(pid), start: Number(at), end: Number.NaN });
+    if (what === "start") open.set(key, { jobType: jobType!, jobId: jobId!, group: group!, pid: Number(pid), start: Number(at), end: Number.NaN });
     else {
       const a = open.get(key)!;
       a.end = Number(at);
@@ -73,7 +81,7 @@ function mostAtOnce(spans: readonly { start: number; end: number }[]): number {
 describe.each(PROCESS_BACKENDS)("per job type limits across 3 processes × 4 workers on $name", (entry) => {
   const processes = useProcesses();
 
-  it("X9: concurrency 3 never exceeded, no 500 ms window with more than 5 starts, every job once", async () => {
+  it("X9: concurrency 3 never exceeded, no 500 ms window with more than 5 starts, groupConcurrency 2 never exceeded per group, every job once", async () => {
     const spec = await entry.create(processes);
     const backend = processes.track(openBackend(spec, NAMESPACE));
     await prepareBackend(backend, true);
@@ -86,7 +94,16 @@ describe.each(PROCESS_BACKENDS)("per job type limits across 3 processes × 4 wor
     const now = Date.now();
     const retryPolicy = JSON.stringify(RetryPolicy.noRetries());
     const row = (jobType: string, i: number): JobInsert => ({ id: newJobId(now), jobType, payload: JSON.stringify({ i }), runAt: now, retryPolicy });
-    const jobs = [...Array.from({ length: CAPPED }, (_, i) => row("capped", i)), ...Array.from({ length: PACED }, (_, i) => row("paced", i))];
+    const grouped = (g: string, i: number): JobInsert => ({
+      ...row("grouped", i),
+      payload: JSON.stringify({ i, g }),
+      group: g === "-" ? null : g,
+    });
+    const jobs = [
+      ...Array.from({ length: CAPPED }, (_, i) => row("capped", i)),
+      ...Array.from({ length: PACED }, (_, i) => row("paced", i)),
+      ...GROUPS.flatMap((g) => Array.from({ length: GROUPED }, (_, i) => grouped(g, i))),
+    ];
     await backend.jobs.insertMany({ jobs, now });
     // 25 paced jobs at 5 per 500 ms take about 2.5 s; the deadline leaves room for a loaded machine.
     await waitFor(async () => (await backend.inspect.stageCounts()).counts.success === jobs.length, "every job succeeded", 60_000, 50);
@@ -102,6 +119,15 @@ describe.each(PROCESS_BACKENDS)("per job type limits across 3 processes × 4 wor
     const most = mostAtOnce(capped);
     expect(most).toBeLessThanOrEqual(3);
     expect(most).toBeGreaterThan(1); // the limit was reached, not merely respected by a quiet run
+
+    // Per group: at most 2 at once, and the limit reached by some group; the type as a whole ran more than 2 at once.
+    const byGroup = GROUPS.map((g) => mostAtOnce(ran.filter((a) => a.jobType === "grouped" && a.group === g)));
+    expect(
+      byGroup.every((m) => m >= 1 && m <= 2),
+      `most at once per group ${byGroup.join(", ")}`,
+    ).toBe(true);
+    expect(Math.max(...byGroup)).toBe(2);
+    expect(mostAtOnce(ran.filter((a) => a.jobType === "grouped"))).toBeGreaterThan(2);
 
     const stored = new Map((await allJobs(backend)).map((j) => [j.id, j]));
     const claims = ran

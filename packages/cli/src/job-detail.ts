@@ -3,7 +3,8 @@ import { formatDuration, formatTime } from "./format-time.js";
 
 /**
  * The `later jobs show` text: every field of the job, one `label  value`
- * line each (a partitioned job's topic, partition and sequence included),
+ * line each (a partitioned job's topic, partition and sequence included,
+ * its priority, unique key and group),
  * then the last error, the progress and the result (X6, cut at
  * {@link RESULT_SHOWN_CHARS} characters) and the metadata the enqueue
  * middleware stored (X10, e.g. tracing's `traceparent`) when there are, the payload (pretty JSON) and the stage history,
@@ -40,6 +41,7 @@ export function formatJobDetail(job: JobRecord): string[] {
     ["sequence", job.seq === null ? "-" : String(job.seq)],
     ["priority", String(job.priority)],
     ["unique key", job.uniqueKey === null ? "-" : `${job.uniqueKey}${job.uniqueSlot === null ? " (released)" : ` (holds ${job.uniqueSlot})`}`],
+    ["group", job.group ?? "-"],
     ["lease", lease],
     ["created", formatTime(job.createdAt)],
     ["updated", formatTime(job.updatedAt)],

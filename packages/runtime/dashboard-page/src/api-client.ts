@@ -77,6 +77,8 @@ export interface Overview {
 export interface LimitEntry {
   jobType: string;
   concurrency: number | null;
+  /** At most this many running per group; null: none (absent from an older API). */
+  groupConcurrency?: number | null;
   rateLimit: { max: number; perMs: number } | null;
   /** Running now, every server's. */
   running: number;
@@ -86,6 +88,10 @@ export interface LimitEntry {
   ready: number;
   /** Of `ready`, those the limit holds back now. */
   waiting: number;
+  /** With a `groupConcurrency`: the busiest groups (most running plus waiting first); absent otherwise. */
+  groups?: { group: string; running: number; waiting: number }[];
+  /** False: a group's `waiting` is a lower bound, and a busy group may be missing. */
+  groupsComplete?: boolean;
 }
 
 /** What `pause` and `resume` act on. */
@@ -134,6 +140,8 @@ export interface JobDetail {
   uniqueKey?: string | null;
   /** X2: the key's slot the job holds; null once finished or without a key. */
   uniqueSlot?: "pending" | "active" | null;
+  /** X9: the job's group; null when none was given. Absent from an older dashboard. */
+  group?: string | null;
   /** X10: the metadata the enqueue middleware stored (e.g. `traceparent`); null when none. */
   meta?: Record<string, unknown> | null;
 }

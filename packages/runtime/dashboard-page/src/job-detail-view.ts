@@ -75,6 +75,7 @@ export function jobDetailView(job: JobDetail, now: number, readOnly: boolean, ac
       ...fact("waiting", formatDuration(job.durations.waitingMs)),
       ...(job.priority !== undefined ? fact("priority", String(job.priority)) : []),
       ...(job.uniqueKey !== undefined ? fact("unique key", uniqueKeyText(job)) : []),
+      ...(job.group !== undefined && job.group !== null ? fact("group", h("span", { className: "job-group" }, job.group)) : []),
       ...fact("parent", job.parentIds.length === 0 ? "none" : h("span", null, ...job.parentIds.map(jobLink))),
     ),
     job.error !== null && job.error !== undefined

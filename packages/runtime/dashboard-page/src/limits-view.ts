@@ -3,8 +3,10 @@
  * row per limited job type: its running jobs against `concurrency` (every
  * server's), its starts in the current window against the rate limit, and
  * the ready jobs the limit holds back; a "at limit" badge when a limit
- * leaves no slot free. A click on the type lists its jobs. Null when no
- * limit is stored.
+ * leaves no slot free. A type with a `groupConcurrency` has a second row:
+ * its busiest groups (most running plus waiting first), each one's running
+ * jobs against the per-group limit and its waiting jobs. A click on the type
+ * lists its jobs. Null when no limit is stored.
  */
 import type { JobFilter, LimitEntry, Overview } from "./api-client.js";
 import { formatCount, formatDuration } from "./display-format.js";
@@ -27,7 +29,7 @@ export function limitsPanel(overview: Overview, actions: LimitsActions): HTMLEle
       "table",
       null,
       h("thead", null, h("tr", null, h("th", null, "job type"), h("th", null, "running"), h("th", null, "rate window"), h("th", null, "held back"))),
-      h("tbody", null, ...limits.map((l) => limitRow(l, atLeast, actions))),
+      h("tbody", null, ...limits.flatMap((l) => [limitRow(l, atLeast, actions), ...groupsRow(l)])),
     ),
   );
 }
@@ -59,4 +61,38 @@ function limitRow(l: LimitEntry, atLeast: string, actions: LimitsActions): HTMLE
     ),
     h("td", { className: "limit-waiting", title: "ready jobs the limit holds back now" }, `${atLeast}${formatCount(l.waiting)}`),
   );
+}
+
+/** The busiest groups of a type with a `groupConcurrency`, as one row under its own (none without one). */
+function groupsRow(l: LimitEntry): HTMLElement[] {
+  if (l.groupConcurrency === undefined || l.groupConcurrency === null || l.groups === undefined) return [];
+  const limit = l.groupConcurrency;
+  const atLeast = l.groupsComplete === false ? "≥ " : "";
+  const groups =
+    l.groups.length === 0
+      ? [h("span", { className: "limit-groups-none" }, "no group running or waiting")]
+      : l.groups.map((g) =>
+          h(
+            "span",
+            {
+              className: g.running >= limit ? "limit-group full" : "limit-group",
+              attrs: { "data-group": g.group },
+              title: `${g.group}: ${g.running} running of at most ${limit}, ${atLeast}${g.waiting} waiting`,
+            },
+            h("span", { className: "group-name" }, g.group),
+            ` ${formatCount(g.running)} / ${formatCount(limit)} · ${atLeast}${formatCount(g.waiting)} waiting`,
+          ),
+        );
+  return [
+    h(
+      "tr",
+      { className: "limit-groups", attrs: { "data-limit-groups": l.jobType } },
+      h(
+        "td",
+        { attrs: { colspan: "4" } },
+        h("span", { className: "limit-groups-label" }, `busiest groups (at most ${formatCount(limit)} running each): `),
+        ...groups,
+      ),
+    ),
+  ];
 }

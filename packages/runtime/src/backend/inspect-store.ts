@@ -93,6 +93,58 @@ export interface InspectStore {
    * the figures a moment later.
    */
   limitList(params: LimitListParams): Promise<LimitListResult>;
+  /**
+   * X9: the busiest groups of one job type (`EnqueueOptions.group`): each
+   * group's running jobs (every server's) and its due ready jobs waiting
+   * in storage, the most running plus waiting first (then by name), at
+   * most {@link GroupListParams.limit}. For the dashboard's Limits panel of
+   * a type with a `groupConcurrency`; never a metrics label (a group is
+   * unbounded).
+   *
+   * One statement, bounded whatever the backlog: a skip scan of the
+   * type's distinct ready groups through `later_jobs_ready_group` (one
+   * index descent per group; at most {@link GROUP_WALK} groups, in name
+   * order), each walked group's due rows counted through the same index
+   * up to {@link GROUP_COUNT_CAP}, and the type's running jobs by group
+   * through `later_jobs_running` (bounded by the workers). The jobs of the
+   * type with no group are not listed (they are in no group index).
+   * Not locked.
+   */
+  groupList(params: GroupListParams): Promise<GroupListResult>;
+}
+
+/** At most this many ready groups of a type are walked by {@link InspectStore.groupList}. */
+export const GROUP_WALK = 1_000;
+/** At most this many due ready rows of one group are counted by {@link InspectStore.groupList}. */
+export const GROUP_COUNT_CAP = 1_000;
+
+export interface GroupListParams {
+  /** The job type whose groups are read. */
+  jobType: string;
+  /** Jobs due after it are not waiting. */
+  nowMs: number;
+  /** How many groups to return, the busiest first. Default 5. */
+  limit?: number | undefined;
+}
+
+export interface GroupListResult {
+  /** The busiest groups: most `running + waiting` first, then by group. */
+  groups: GroupEntry[];
+  /**
+   * True when every ready group was walked and no group's count reached
+   * {@link GROUP_COUNT_CAP}, so the figures and the order are exact; false:
+   * `waiting` is a lower bound and a group beyond the walk may be missing.
+   */
+  complete: boolean;
+}
+
+/** One group of a job type as {@link InspectStore.groupList} read it. */
+export interface GroupEntry {
+  group: string;
+  /** Its jobs of the type in `running` now, every server's. */
+  running: number;
+  /** Its due ready jobs of the type (`enqueued`, `requeued`, due `delayed`), up to {@link GROUP_COUNT_CAP}. */
+  waiting: number;
 }
 
 export interface LimitListParams {
@@ -114,6 +166,8 @@ export interface LimitEntry {
   jobType: string;
   /** Stored `concurrency`; null: none. */
   concurrency: number | null;
+  /** Stored `groupConcurrency` (at most this many running per group); null: none. See {@link InspectStore.groupList}. */
+  groupConcurrency: number | null;
   /** Stored `rateLimit`; null: none. */
   rateLimit: { max: number; perMs: number } | null;
   /** Its regular jobs in `running` now, every server's. */

@@ -1,7 +1,7 @@
 import type { JobTypeLimit, TransactionHandle } from "../backend/backend.js";
 import { checkJobRetention, type JobRetention } from "../core/job-retention.js";
 import type { RetryPolicy } from "../core/retry/retry-policy.js";
-import { describeValue, InvalidConfigError } from "../errors.js";
+import { describeValue, InvalidArgumentError, InvalidConfigError } from "../errors.js";
 import { timeoutProblem } from "../publisher/enqueue-options.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 
@@ -113,8 +113,9 @@ export const HANDLER_REGISTRATION_KEYS: readonly (keyof HandlerRegistration<unkn
 ];
 
 /**
- * One handler's keys (only {@link HANDLER_REGISTRATION_KEYS}), its `timeoutMs`, `concurrency` and `rateLimit`
- * (`InvalidConfigError`) and its `retention` (`InvalidArgumentError`), each error naming the job type and the key.
+ * One handler's keys (only {@link HANDLER_REGISTRATION_KEYS}) and its `timeoutMs` (`InvalidConfigError`), its
+ * `retention`, `concurrency`, `rateLimit` and `groupConcurrency` (`InvalidArgumentError`, as every bad limit is,
+ * X9), each error naming the job type and the key.
  */
 export function checkHandlerRegistration(type: string, h: object): void {
   for (const key of Object.keys(h)) {
@@ -140,9 +141,10 @@ function limitProblem(value: unknown): string | null {
 
 /**
  * X9: the limits of handler `type` as stored (null: no limit); throws
- * `InvalidConfigError` naming the job type and the field for a limit of 0,
+ * `InvalidArgumentError` naming the job type and the field for a limit of 0,
  * a negative or non-integer one (`concurrency`, `groupConcurrency`), or a `rateLimit` that is not `{ max, perMs }`
- * of positive integers (`perMs` under 1 included).
+ * of positive integers (`perMs` under 1 included). `INVALID_ARGUMENT` rather than `INVALID_CONFIG`: the same code
+ * as every other bad limit or group (an enqueue's `group`, a handler's `retention`), so one check catches them.
  */
 export function handlerLimit(type: string, h: Pick<HandlerRegistration<unknown>, "concurrency" | "rateLimit" | "groupConcurrency">): JobTypeLimit | null {
   const concurrency = h.concurrency ?? null;
@@ -152,15 +154,15 @@ export function handlerLimit(type: string, h: Pick<HandlerRegistration<unknown>,
     ["groupConcurrency", groupConcurrency],
   ] as const) {
     const problem = value === null ? null : limitProblem(value);
-    if (problem !== null) throw new InvalidConfigError(`handlers.${type}.${field} ${problem} (or null for none)`);
+    if (problem !== null) throw new InvalidArgumentError(`handlers.${type}.${field} ${problem} (or null for none)`);
   }
   const rate = h.rateLimit ?? null;
   if (rate !== null) {
     if (typeof rate !== "object" || Object.keys(rate).some((k) => k !== "max" && k !== "perMs"))
-      throw new InvalidConfigError(`handlers.${type}.rateLimit must be { max, perMs } (or null for none), got ${describeValue(rate)}`);
+      throw new InvalidArgumentError(`handlers.${type}.rateLimit must be { max, perMs } (or null for none), got ${describeValue(rate)}`);
     for (const field of ["max", "perMs"] as const) {
       const problem = limitProblem(rate[field]);
-      if (problem !== null) throw new InvalidConfigError(`handlers.${type}.rateLimit.${field} ${problem}`);
+      if (problem !== null) throw new InvalidArgumentError(`handlers.${type}.rateLimit.${field} ${problem}`);
     }
   }
   if (concurrency === null && rate === null && groupConcurrency === null) return null;

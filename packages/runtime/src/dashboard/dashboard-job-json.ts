@@ -54,6 +54,8 @@ export interface DashboardJobDetail {
    * (started, unfinished); null once it finished (the key is free) or without a key.
    */
   uniqueSlot: "pending" | "active" | null;
+  /** X9: the job's group (`EnqueueOptions.group`); null when none was given. */
+  group: string | null;
   /** X10: the metadata the enqueue middleware stored (e.g. tracing's `traceparent`), decoded; null when none was. */
   meta: Record<string, unknown> | null;
 }
@@ -109,6 +111,7 @@ export function jobDetail(job: JobRecord, children: DashboardJobDetail["children
     priority: job.priority,
     uniqueKey: job.uniqueKey,
     uniqueSlot: job.uniqueSlot,
+    group: job.group,
     meta: job.meta === null ? null : (JSON.parse(job.meta) as Record<string, unknown>),
   };
 }

@@ -11,7 +11,7 @@
  * | POST | `jobs/{id}/cancel?reason` | D4, cancel (X3) |
  * | POST | `jobs/retry?stage&type`, `jobs/delete?stage&type`, `jobs/cancel?stage&type&reason` | D4 on every matching job |
  * | POST | `queues/{jobType}/pause`, `queues/{jobType}/resume`, `topics/{topic}/pause`, `topics/{topic}/resume` | X4, see `dashboard-pause.ts` |
- * | GET | `limits` | X9 `{ at, limits, complete }`: each limited job type's running against its limit, starts in the rate window, ready jobs held back (from the overview's snapshot) |
+ * | GET | `limits` | X9 `{ at, limits, complete }`: each limited job type's running against its limit, starts in the rate window, ready jobs held back, and with a `groupConcurrency` its busiest groups (from the overview's snapshot) |
  * | GET | `queue-length?since` | D5 `{ samples: [{ at, ready, partitionBacklog }] }`, one a minute |
  * | GET | `throughput?since` | per-second activity buckets, for the chart |
  *

@@ -15,7 +15,7 @@
  * arrives while one is being computed waits for that one instead of
  * starting another.
  */
-import type { ActivityBucket, Backend, DispatchWaitBucket, LimitEntry, WorkerEntry } from "../backend/backend.js";
+import type { ActivityBucket, Backend, DispatchWaitBucket, GroupEntry, LimitEntry, WorkerEntry } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import { JOB_STAGES, type JobStage } from "../core/job-stage.js";
 
@@ -55,6 +55,22 @@ export interface OverviewTopic {
   groups?: { group: string; lag: number }[];
 }
 
+/** How many of a group-limited type's busiest groups the overview lists (X9). */
+export const BUSIEST_GROUPS = 5;
+
+/**
+ * X9: one limited job type as the overview (and `GET api/limits`) reports
+ * it: `inspect.limitList`'s entry and, for a type with a
+ * `groupConcurrency`, its {@link BUSIEST_GROUPS} busiest groups
+ * (`inspect.groupList`: most running plus waiting first).
+ */
+export interface OverviewLimit extends LimitEntry {
+  /** With a `groupConcurrency` only: the busiest groups. */
+  groups?: GroupEntry[];
+  /** With `groups`: false when a group's `waiting` is a lower bound or a busy group may be missing. */
+  groupsComplete?: boolean;
+}
+
 /** `GET api/overview` (D1). */
 export interface Overview {
   /** When this snapshot was computed, ms since the epoch (the dashboard's clock). */
@@ -83,9 +99,10 @@ export interface Overview {
    * `concurrency`, starts in the current window against `rateLimit.max`,
    * and the ready jobs the limit holds back (see `inspect.limitList`);
    * empty when no limit is stored. `ready` and `waiting` are exact when
-   * `limitsComplete`, else lower bounds.
+   * `limitsComplete`, else lower bounds. A type with a `groupConcurrency`
+   * also lists its busiest groups ({@link OverviewLimit}).
    */
-  limits: LimitEntry[];
+  limits: OverviewLimit[];
   limitsComplete: boolean;
 }
 
@@ -147,9 +164,20 @@ export async function computeOverview(backend: Backend<unknown>, now: number): P
     databaseBytes,
     unhandled: unhandled.jobTypes,
     unhandledComplete: unhandled.complete,
-    limits: limits.limits,
+    limits: await withBusiestGroups(backend, limits.limits, now),
     limitsComplete: limits.complete,
   };
+}
+
+/** The limits, each with a `groupConcurrency` given its busiest groups (one bounded read per such type, in parallel). */
+async function withBusiestGroups(backend: Backend<unknown>, limits: readonly LimitEntry[], now: number): Promise<OverviewLimit[]> {
+  return Promise.all(
+    limits.map(async (l): Promise<OverviewLimit> => {
+      if (l.groupConcurrency === null) return l;
+      const { groups, complete } = await backend.inspect.groupList({ jobType: l.jobType, nowMs: now, limit: BUSIEST_GROUPS });
+      return { ...l, groups, groupsComplete: complete };
+    }),
+  );
 }
 
 function zeroByStage(): Record<OverviewStage, number> {

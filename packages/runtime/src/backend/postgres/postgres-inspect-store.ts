@@ -7,7 +7,8 @@
  * lost connection into `DatabaseUnavailableError`.
  */
 import type * as B from "../backend.js";
-import { UNHANDLED_WINDOW } from "../inspect-store.js";
+import { GROUP_COUNT_CAP, GROUP_WALK, UNHANDLED_WINDOW } from "../inspect-store.js";
+import { GROUP_LIST_LIMIT, groupListFromRows } from "../shared/group-list-rows.js";
 import { limitListFromReads } from "../shared/limit-list-rows.js";
 import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
 import { ACTIVITY_ROWS, JOB_CHILDREN, QUEUE_LENGTH_ROWS, READY_WINDOW, unhandledFromReads, WORKER_ROWS } from "../shared/dashboard-statements.js";
@@ -29,6 +30,8 @@ export class PostgresInspectStore implements B.InspectStore {
   private readonly limitRows: Statement;
   /** X9: running regular jobs by type of namespace `$1`; `later_jobs_running`'s predicate word for word, so that index serves it. */
   private readonly runningByType: Statement;
+  /** X9, see {@link groupList}: `$1` namespace, `$2` type, `$3` now, `$4` groups walked, `$5` rows counted per group. */
+  private readonly groupRows: Statement;
 
   constructor(private readonly host: PostgresRunner) {
     this.counters = new PostgresStageCounters(host.quoted, host.execute, host.namespace);
@@ -44,11 +47,28 @@ export class PostgresInspectStore implements B.InspectStore {
 )
 SELECT min((SELECT run_at ${ready} AND priority = prio.p AND run_at <= $2 ORDER BY run_at LIMIT 1)) AS run_at FROM prio WHERE p IS NOT NULL`);
     this.limitRows = statement(
-      `SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts FROM ${schema}.later_limits WHERE namespace = $1 ORDER BY job_type`,
+      `SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts, group_concurrency FROM ${schema}.later_limits WHERE namespace = $1 ORDER BY job_type`,
     );
     this.runningByType = statement(
       `SELECT job_type, count(*)::int AS n FROM ${schema}.later_jobs WHERE namespace = $1 AND stage = 'running' AND topic IS NULL GROUP BY job_type`,
     );
+    // The group index's predicate word for word (as the group claim's walk), so the planner proves it.
+    const grouped = `namespace = $1 AND job_type = $2 AND stage IN ${stageList(CLAIMABLE_STAGES)} AND topic IS NULL AND group_key IS NOT NULL`;
+    this.groupRows = statement(`WITH RECURSIVE g AS (
+  (SELECT group_key AS k FROM ${schema}.later_jobs WHERE ${grouped} ORDER BY group_key LIMIT 1)
+  UNION ALL
+  SELECT (SELECT group_key FROM ${schema}.later_jobs WHERE ${grouped} AND group_key > g.k ORDER BY group_key LIMIT 1) FROM g WHERE g.k IS NOT NULL
+), walked AS (
+  SELECT k FROM g WHERE k IS NOT NULL LIMIT $4
+), running AS (
+  SELECT group_key AS k, count(*)::int AS n FROM ${schema}.later_jobs
+  WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = $2 AND group_key IS NOT NULL GROUP BY group_key
+), keyed AS (
+  SELECT k, max(w) AS walked FROM (SELECT k, 1 AS w FROM walked UNION ALL SELECT k, 0 FROM running) u GROUP BY k
+)
+SELECT keyed.k, coalesce(r.n, 0) AS running, keyed.walked,
+  (SELECT count(*)::int FROM (SELECT 1 FROM ${schema}.later_jobs WHERE ${grouped} AND group_key = keyed.k AND run_at <= $3 LIMIT $5) c) AS waiting
+FROM keyed LEFT JOIN running r ON r.k = keyed.k`);
     this.partitionRows = statement(`SELECT p.topic, p.partition_no, p.lease_owner, p.lease_expires_at,
   (SELECT coalesce(sum(c.n), 0) FROM ${schema}.later_partition_counts c
     WHERE c.namespace = p.namespace AND c.topic = p.topic AND c.partition_no = p.partition_no)::bigint AS unfinished,
@@ -137,5 +157,11 @@ FROM ${schema}.later_partitions p WHERE p.namespace = $1 AND ($2::text IS NULL O
     const running = await this.host.execute(this.runningByType, [namespace]);
     const ready = await READY_WINDOW.run(this.host.compiler, this.host.shared, { nowMs: params.nowMs, window, namespace });
     return limitListFromReads(rows, running, ready, window, params.nowMs);
+  }
+
+  /** One statement: the walk of the type's ready groups, each one's due rows counted, and its running jobs by group (see {@link B.InspectStore.groupList}). */
+  async groupList(params: B.GroupListParams): Promise<B.GroupListResult> {
+    const rows = await this.host.execute(this.groupRows, [this.host.namespace, params.jobType, params.nowMs, GROUP_WALK, GROUP_COUNT_CAP]);
+    return groupListFromRows(rows, params.limit ?? GROUP_LIST_LIMIT);
   }
 }

@@ -10,7 +10,7 @@ import type { LimitEntry, LimitListResult } from "../inspect-store.js";
 import type { Row } from "./job-rows.js";
 import { limitSlots, storedLimitRow } from "./limit-slots.js";
 
-/** The limits rows (`job_type, concurrency, rate_max, rate_per_ms, rate_starts`), running counts (`job_type, n`) and ready window's types, as one result at `now`. */
+/** The limits rows (`job_type, concurrency, rate_max, rate_per_ms, rate_starts, group_concurrency`), running counts (`job_type, n`) and ready window's types, as one result at `now`. */
 export function limitListFromReads(
   limitRows: readonly Row[],
   runningRows: readonly Row[],
@@ -30,6 +30,7 @@ export function limitListFromReads(
     return {
       jobType,
       concurrency: row.concurrency,
+      groupConcurrency: row.groupConcurrency,
       rateLimit: rated ? { max: row.rateMax!, perMs: row.ratePerMs! } : null,
       running: n,
       startsInWindow: rated ? row.starts.filter((t) => t > now - row.ratePerMs!).length : 0,

@@ -8,7 +8,8 @@
  */
 import { CLAIMABLE_STAGES, JOB_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
-import { UNHANDLED_WINDOW } from "../inspect-store.js";
+import { GROUP_COUNT_CAP, GROUP_WALK, UNHANDLED_WINDOW } from "../inspect-store.js";
+import { GROUP_LIST_LIMIT, groupListFromRows } from "../shared/group-list-rows.js";
 import { limitListFromReads } from "../shared/limit-list-rows.js";
 import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
 import { ACTIVITY_ROWS, JOB_CHILDREN, QUEUE_LENGTH_ROWS, READY_WINDOW, unhandledFromReads, WORKER_ROWS } from "../shared/dashboard-statements.js";
@@ -42,9 +43,32 @@ const OLDEST_READY = `WITH RECURSIVE prio(p) AS (
 SELECT min((SELECT run_at ${READY} AND priority = prio.p AND run_at <= ? ORDER BY run_at LIMIT 1)) AS run_at FROM prio WHERE p IS NOT NULL`;
 
 /** X9, see `SqliteInspectStore.limitList`: the namespace's limits rows. */
-const LIMIT_ROWS = "SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts FROM later_limits WHERE namespace = ? ORDER BY job_type";
+const LIMIT_ROWS =
+  "SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts, group_concurrency FROM later_limits WHERE namespace = ? ORDER BY job_type";
 /** X9: running regular jobs by type; `later_jobs_running`'s predicate word for word, so that index serves it. */
 const RUNNING_BY_TYPE = "SELECT job_type, count(*) AS n FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL GROUP BY job_type";
+
+/** `later_jobs_ready_group`'s predicate word for word (as the group claim's walk); binds namespace, type. */
+const GROUPED = `namespace = ? AND job_type = ? AND ${stageOneOf(CLAIMABLE_STAGES)} AND topic IS NULL AND group_key IS NOT NULL`;
+/**
+ * X9, see `SqliteInspectStore.groupList`: the walk of the type's ready groups (at most the walk's rows), its
+ * running jobs by group (`later_jobs_running`), and each group's due rows counted up to a cap. Binds ns, type,
+ * ns, type, walk, ns, type, then ns, type, now, cap.
+ */
+const GROUP_ROWS = `WITH RECURSIVE g(k) AS (
+  SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} ORDER BY group_key LIMIT 1)
+  UNION ALL
+  SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} AND group_key > g.k ORDER BY group_key LIMIT 1) FROM g WHERE g.k IS NOT NULL
+  LIMIT ?
+), running(k, n) AS (
+  SELECT group_key, count(*) FROM later_jobs
+  WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND job_type = ? AND group_key IS NOT NULL GROUP BY group_key
+), keyed(k, walked) AS (
+  SELECT k, max(w) FROM (SELECT k, 1 AS w FROM g WHERE k IS NOT NULL UNION ALL SELECT k, 0 FROM running) GROUP BY k
+)
+SELECT keyed.k, coalesce(r.n, 0) AS running, keyed.walked,
+  (SELECT count(*) FROM (SELECT 1 FROM later_jobs WHERE ${GROUPED} AND group_key = keyed.k AND run_at <= ? LIMIT ?)) AS waiting
+FROM keyed LEFT JOIN running r ON r.k = keyed.k`;
 
 export class SqliteInspectStore implements B.InspectStore {
   constructor(private readonly host: SqliteHost) {}
@@ -147,6 +171,14 @@ export class SqliteInspectStore implements B.InspectStore {
     const running = this.host.conn().all(RUNNING_BY_TYPE, namespace);
     const ready = await READY_WINDOW.run(sqliteCompiler, this.read, { nowMs: params.nowMs, window, namespace });
     return limitListFromReads(rows, running, ready, window, params.nowMs);
+  }
+
+  /** One statement: the walk of the type's ready groups, each one's due rows counted, and its running jobs by group (see {@link B.InspectStore.groupList}). */
+  async groupList(params: B.GroupListParams): Promise<B.GroupListResult> {
+    const ns = this.host.namespace;
+    const t = params.jobType;
+    const rows = this.host.conn().all(GROUP_ROWS, ns, t, ns, t, GROUP_WALK, ns, t, ns, t, params.nowMs, GROUP_COUNT_CAP);
+    return groupListFromRows(rows, params.limit ?? GROUP_LIST_LIMIT);
   }
 
   private readonly read: RunStatement = (s) => this.host.conn().read(s);
