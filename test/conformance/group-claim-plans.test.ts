@@ -21,8 +21,11 @@ const url = postgresUrl();
 const NOW = 1_800_000_000_000;
 /** The walk of the ready groups, and a claim of the groups' shares. */
 const isWalk = (text: string) => /^WITH RECURSIVE g\b/.test(text);
-/** PostgreSQL's statement text (`group_key = q.g`), or SQLite's as its `verbose` hook prints it (values expanded). */
-const isGroupClaim = (text: string) => /group_key = q\.g/.test(text) || (/^UPDATE later_jobs SET stage = 'running'/.test(text) && /group_key = '/.test(text));
+/**
+ * PostgreSQL's statement text (`group_key = q.g`), or SQLite's read of a group's share (its claim then updates
+ * those ids by primary key) as its `verbose` hook prints it (values expanded).
+ */
+const isGroupClaim = (text: string) => /group_key = q\.g/.test(text) || (/^SELECT id FROM later_jobs w WHERE/.test(text) && /group_key = '/.test(text));
 
 /** 4,000 ready jobs of type `t`: 3,990 of group A (the backlog), one each of ten more groups; a group limit on `t`. */
 async function fill(backend: Backend): Promise<void> {
