@@ -8,6 +8,9 @@
 //
 //   node bench/ab-builds.js --a . --b ../later-before [--rounds 20] [--only insert,claim,single,process]
 //
+// AB_SERVER_OPTIONS (JSON) is merged into both servers' options of the process
+// phase, e.g. '{"metrics":false}' to see a difference without the metrics.
+//
 // With AB_A_EMPTY_MIDDLEWARE=1, side A also gets one middleware that only
 // calls next() (X10) on its publisher and its server: with `--a . --b .`, what
 // an empty middleware costs (issue 29).
@@ -49,6 +52,8 @@ const pg = createRequire(path.join(roots.A, "packages/runtime/package.json"))("p
 const admin = new pg.Client(ADMIN_URL);
 const cleanups = [];
 /** One middleware that does nothing but call next(), around every enqueue and attempt. */
+/** Extra server options of the process phase, both sides (AB_SERVER_OPTIONS). */
+const SERVER_OPTIONS = JSON.parse(process.env.AB_SERVER_OPTIONS ?? "{}");
 const EMPTY_MIDDLEWARE = { enqueue: (_ctx, next) => next(), attempt: (_ctx, next) => next() };
 
 /** CPU ms of the PostgreSQL processes serving database `db` (their connections), from /proc. */
@@ -163,6 +168,7 @@ const PHASES = {
       workerCount: 10,
       ...s.middleware,
       handlers: { noop: { handle: async () => {} } },
+      ...SERVER_OPTIONS,
       onEvent: (e) => {
         if (e.type === "job" && e.stage === "success" && ++done === N) finished();
       },

@@ -165,6 +165,53 @@ describe.each(BACKENDS)("metrics on $name", (entry) => {
     expect(Math.max(...bounds("later_job_duration_seconds").filter(Number.isFinite))).toBeGreaterThanOrEqual(4 * 3600);
   });
 
+  it.each([
+    ["without middleware (the executor's plain path)", false],
+    ["inside an application middleware", true],
+  ])("labels an attempt timed_out at its timeout and cancelled at its cancel while its handler still hangs, %s", async (_name, withMiddleware) => {
+    const h = harness();
+    let release!: () => void;
+    const hang = new Promise<void>((r) => (release = r));
+    const server = await h.start({
+      leaseMs: 60_000,
+      ...(withMiddleware ? { middleware: [{ attempt: (_ctx: unknown, next: () => Promise<unknown>) => next() }] } : {}),
+      handlers: {
+        stuck: { handle: () => hang, timeoutMs: 50, retry: () => RetryPolicy.noRetries() },
+        halted: { handle: () => hang },
+      },
+    });
+    try {
+      await server.publisher.enqueue("stuck", {});
+      const halted = await server.publisher.enqueue("halted", {});
+      await waitFor(() => h.events.some((e) => e.type === "job" && e.jobId === halted && e.stage === "running"), "the halted job to start");
+      expect(await server.cancel(halted)).toBe(true);
+      const handler = async (job_type: string, outcome: string) =>
+        value(parse(await server.metrics()).samples, "later_job_handler_duration_seconds_count", { job_type, outcome });
+      let timedOut = 0;
+      let cancelled = 0;
+      const deadline = Date.now() + 10_000;
+      while ((timedOut !== 1 || cancelled !== 1) && Date.now() < deadline) {
+        [timedOut, cancelled] = [await handler("stuck", "timed_out"), await handler("halted", "cancelled")];
+        if (timedOut !== 1 || cancelled !== 1) await new Promise((r) => setTimeout(r, 10));
+      }
+      expect([timedOut, cancelled]).toEqual([1, 1]);
+    } finally {
+      release();
+    }
+    // Their handlers' own ends add nothing.
+    await new Promise((r) => setImmediate(r));
+    const samples = parse(await server.metrics()).samples;
+    expect(
+      samples.filter((x) => x.name === "later_job_handler_duration_seconds_count" && x.value > 0).map((x) => [x.labels.job_type, x.labels.outcome]),
+    ).toEqual(
+      expect.arrayContaining([
+        ["stuck", "timed_out"],
+        ["halted", "cancelled"],
+      ]),
+    );
+    expect(samples.filter((x) => x.name === "later_job_handler_duration_seconds_count").reduce((n, x) => n + x.value, 0)).toBe(2);
+  });
+
   it("reads the queue gauges from the counters at start and on every 5 s tick of the clock", async () => {
     const h = harness();
     // Ahead of the wall clock: ids minted from it carry its time (the monotonic id factory never goes back).

@@ -1,6 +1,5 @@
 import type { Clock } from "../core/clock.js";
-import type { Hook } from "../middleware/later-middleware.js";
-import type { AttemptRun } from "../worker/attempt-run.js";
+import type { AttemptLayer, AttemptRun } from "../worker/attempt-run.js";
 import type { AttemptOutcome, ServerMetrics } from "./server-metrics.js";
 
 /**
@@ -13,16 +12,16 @@ import type { AttemptOutcome, ServerMetrics } from "./server-metrics.js";
  * was cancelled while it ran, X3: nothing written, not a failure). Written outcomes are
  * recorded by the claimers (`outcomeWritten`), not here.
  */
-export function metricsMiddleware(recorder: ServerMetrics, clock: Clock): Hook<AttemptRun, void> {
-  return async (run, next) => {
-    const { claim } = run;
-    recorder.attemptStarted(claim.job, run.handedAt, claim.head === null);
-    await next();
-    if (run.skipped) {
-      recorder.attemptDiscarded(claim.workerId);
-      return;
-    }
-    recorder.attemptEnded(claim.job, claim.workerId, endedAs(run), clock.now() - run.handedAt);
+export function metricsMiddleware(recorder: ServerMetrics, clock: Clock): AttemptLayer {
+  return {
+    before(run) {
+      recorder.attemptStarted(run.claim.job, run.handedAt, run.claim.head === null);
+    },
+    after(run) {
+      const { claim } = run;
+      if (run.skipped) recorder.attemptDiscarded(claim.workerId);
+      else recorder.attemptEnded(claim.job, claim.workerId, endedAs(run), clock.now() - run.handedAt);
+    },
   };
 }
 

@@ -11,8 +11,8 @@ import { storeLimits } from "./limits-store.js";
 import { LaterMetrics } from "../metrics/later-metrics.js";
 import { ServerMetrics } from "../metrics/server-metrics.js";
 import { metricsMiddleware } from "../metrics/metrics-middleware.js";
-import { enqueueChain, type Hook } from "../middleware/later-middleware.js";
-import type { AttemptRun } from "../worker/attempt-run.js";
+import { enqueueChain } from "../middleware/later-middleware.js";
+import type { AttemptLayer } from "../worker/attempt-run.js";
 import type { LogGroupLag } from "../retained-log/log-record.js";
 import { logGroupLag } from "../retained-log/log-group-lag.js";
 import { RetainedLog } from "../retained-log/retained-log.js";
@@ -65,7 +65,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> extends ServerJobCo
   /** What this server records into its registry's metrics; null with `metrics: false`. */
   private readonly recorder: ServerMetrics | null;
   /** The executors' built-in attempt layers: the metrics when on (X10). */
-  private readonly attemptLayers: readonly Hook<AttemptRun, void>[];
+  private readonly attemptLayers: readonly AttemptLayer[];
   private readonly unsubscribeWake: () => void;
   private stopped: Promise<void> | null = null;
   private retainedLog: RetainedLog<Trx> | null = null;

@@ -11,11 +11,10 @@ import type { PartitionRunnerConfig } from "../partition/partition-runner.js";
 import type { JobExecutorConfig } from "../worker/job-executor.js";
 import type { WorkerPoolConfig } from "../worker/worker-pool-config.js";
 import type { StepRunnerConfig } from "../worker/step-runner.js";
-import type { Hook } from "../middleware/later-middleware.js";
-import type { AttemptRun } from "../worker/attempt-run.js";
+import type { AttemptLayer } from "../worker/attempt-run.js";
 
 /** The server's own attempt layers (its metrics), outside the application's middleware. */
-type Layers = readonly Hook<AttemptRun, void>[];
+type Layers = readonly AttemptLayer[];
 
 /** What the retry decision reads: the handlers' `retry` options, the default policy, the clock and randomness. */
 export function retryDecisionConfig<C>(options: ResolvedServerOptions<C>): RetryDecisionConfig<C> {

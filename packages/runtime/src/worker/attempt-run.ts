@@ -25,6 +25,8 @@ export class AttemptRun implements AttemptContext {
   value: unknown = undefined;
   /** The outcome to write; null when nothing may be (skipped, abandoned, timed out). Set when the attempt is over. */
   result: JobOutcome | null = null;
+  /** The layers' `after` ran (once per attempt: a timeout or a cancel reports it early on the plain path). */
+  ended = false;
   #meta: JobMeta | null = null;
 
   constructor(
@@ -48,4 +50,18 @@ export class AttemptRun implements AttemptContext {
   get signal(): AbortSignal {
     return this.claim.signal;
   }
+}
+
+/**
+ * One of the server's own layers around every claim handed over (the
+ * metrics), outside the application's middleware: `before` when the claim
+ * is handed over, `after` once the attempt is over (skipped, finished,
+ * timed out, cancelled or abandoned: {@link AttemptRun} says which). Two
+ * plain calls rather than a hook around `next()`: a layer that never
+ * changes the attempt needs no closure or promise of its own per job.
+ * Neither may throw.
+ */
+export interface AttemptLayer {
+  before(run: AttemptRun): void;
+  after(run: AttemptRun): void;
 }

@@ -72,7 +72,7 @@
 import type { Backend, JobOutcome } from "../backend/backend.js";
 import { describeThrown, JobCancelledError, JobTimeoutError, PayloadDecodeError, PermanentJobError } from "../errors.js";
 import { attemptHooks, composeHooks, type Hook, type LaterMiddleware } from "../middleware/later-middleware.js";
-import { AttemptRun } from "./attempt-run.js";
+import { AttemptRun, type AttemptLayer } from "./attempt-run.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent, type ServerEvent } from "../events/server-event.js";
 import type { HandlerRegistration } from "../config/handler-registration.js";
@@ -97,8 +97,8 @@ export interface JobExecutorConfig<C> extends RetryDecisionConfig<C> {
   eventsEnabled: boolean;
   /** The application's middleware: their `attempt` hooks wrap each handler, the first outermost. Server option `middleware`. */
   middleware: readonly LaterMiddleware[];
-  /** The server's own layers outside them, on every claim handed over (the metrics); they never reject. */
-  attemptLayers: readonly Hook<AttemptRun, void>[];
+  /** The server's own layers outside them, on every claim handed over (the metrics); they never throw. */
+  attemptLayers: readonly AttemptLayer[];
 }
 
 /** No throw was caught (`undefined` can be thrown). */
@@ -107,13 +107,17 @@ const NONE: unique symbol = Symbol("none");
 export class JobExecutor<C> {
   /** Claims whose handler is running now with a timeout, for the watchdog. */
   private readonly running = new Set<HeldClaim>();
+  /**
+   * The attempts running on the plain path (no application middleware) as the server's layers (the metrics)
+   * see them: a timeout or a cancel reports their end to the layers at once, as `next()` rejecting does
+   * inside middleware.
+   */
+  private readonly observed = new Map<HeldClaim, AttemptRun>();
   private started = false;
   private stopped = false;
   private watchdog: Promise<void> | null = null;
   /** The watchdog's current wait: its length, and the controller that ends it early (a shorter timeout arrived, or stop). */
   private wait: { ms: number; controller: AbortController } | null = null;
-  /** The server's layers around {@link attempt}; null without any. */
-  private readonly layered: ((run: AttemptRun) => Promise<void>) | null;
   /** The application's hooks around {@link handle}; null without any. Each `next()` resolves with the handler's value (X6). */
   private readonly wrapped: ((run: AttemptRun) => Promise<unknown>) | null;
 
@@ -126,7 +130,6 @@ export class JobExecutor<C> {
     private readonly owner: string,
   ) {
     this.wrapped = composeHooks(attemptHooks(options.middleware) as Hook<AttemptRun, unknown>[], (run) => this.handle(run), "attempt");
-    this.layered = composeHooks(options.attemptLayers, (run) => this.attempt(run), "attempt");
   }
 
   /** `ctx.progress`: one fenced update of the job's row (see `JobStore.progressSet`). */
@@ -152,26 +155,49 @@ export class JobExecutor<C> {
    */
   async run(claim: HeldClaim, workerId: number): Promise<JobOutcome | null> {
     claim.workerId = workerId;
-    if (this.layered === null && this.wrapped === null) return this.plain(claim);
+    if (this.wrapped === null) return this.plain(claim);
+    const layers = this.options.attemptLayers;
     const run = new AttemptRun(claim, this.options.clock.now());
-    if (this.layered === null) await this.attempt(run);
-    else await this.layered(run).catch(() => undefined); // the built-in layers never reject
+    for (const layer of layers) layer.before(run);
+    await this.attempt(run); // never rejects
+    this.ended(run);
     return run.result;
   }
 
-  /** {@link run} without middleware or metrics: nothing composed, no {@link AttemptRun}. */
+  /**
+   * {@link run} without application middleware: nothing composed, and no race promise for the timeout or a
+   * cancel (the handler is awaited; the watchdog and `cancel` act beside it). The server's layers, when
+   * there are any (the metrics), get their {@link AttemptRun} and their two calls here, the end reported
+   * at once by a timeout or a cancel ({@link observed}).
+   */
   private async plain(claim: HeldClaim): Promise<JobOutcome | null> {
     const { options } = this;
     const job = claim.job;
     const now = options.clock.now();
-    if (now >= claim.leaseExpiresAt) return this.skip(claim, now);
+    const layers = options.attemptLayers;
+    const run = layers.length === 0 ? null : new AttemptRun(claim, now);
+    if (run !== null) for (const layer of layers) layer.before(run);
+    if (now >= claim.leaseExpiresAt) {
+      const skipped = this.skip(claim, now);
+      if (run !== null) {
+        run.skipped = true;
+        this.ended(run);
+      }
+      return skipped;
+    }
     const handler = options.handlers[job.jobType]!;
     let payload: unknown;
     try {
       payload = handler.decode === undefined ? JSON.parse(job.payload) : handler.decode(job.payload);
     } catch (cause) {
-      return { kind: "fail", error: new PayloadDecodeError(job.jobType, describeThrown(cause), cause).message };
+      const failed: JobOutcome = { kind: "fail", error: new PayloadDecodeError(job.jobType, describeThrown(cause), cause).message };
+      if (run !== null) {
+        run.result = failed;
+        this.ended(run);
+      }
+      return failed;
     }
+    if (run !== null) this.observed.set(claim, run);
     if (options.eventsEnabled) options.onEvent(attemptEvent(job, "running"));
     claim.startedAt = now;
     this.watch(claim, handler.timeoutMs);
@@ -183,7 +209,29 @@ export class JobExecutor<C> {
       if (!claim.timedOut) outcome = this.failure(job, thrown);
     }
     this.running.delete(claim);
-    return claim.timedOut || claim.abandoned ? null : outcome;
+    if (run !== null) this.observed.delete(claim);
+    const result = claim.timedOut || claim.abandoned ? null : outcome;
+    if (run !== null && !run.ended) {
+      run.result = result;
+      this.ended(run);
+    }
+    return result;
+  }
+
+  /** A timeout or a cancel of an attempt on the plain path: its layers see the end now. */
+  private endObserved(claim: HeldClaim): void {
+    const run = this.observed.get(claim);
+    if (run === undefined) return;
+    this.observed.delete(claim);
+    this.ended(run);
+  }
+
+  /** Tells the server's layers, last first, that `run` is over (once). */
+  private ended(run: AttemptRun): void {
+    if (run.ended) return;
+    run.ended = true;
+    const layers = this.options.attemptLayers;
+    for (let i = layers.length - 1; i >= 0; i--) layers[i]!.after(run);
   }
 
   /**
@@ -203,6 +251,7 @@ export class JobExecutor<C> {
     claim.cancelled = true;
     this.abandon(claim, error);
     claim.rejectNext?.(error);
+    this.endObserved(claim);
     this.options.onEvent({ type: "job-cancelled", jobId: claim.id, jobType: claim.job.jobType, attempt: claim.attempt, reason: error.message });
   }
 
@@ -333,6 +382,7 @@ export class JobExecutor<C> {
         const error = new JobTimeoutError(claim.id, timeoutMs, claim.timeoutSetting);
         claim.abort(error);
         claim.rejectNext?.(error);
+        this.endObserved(claim);
         // The stored error leads with the code, so `later jobs show` and the dashboard say it was a timeout.
         this.onTimedOut(claim, retryDecision(this.options, claim.job, `${error.code}: ${error.message}`));
       }
