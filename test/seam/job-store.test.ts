@@ -530,6 +530,27 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       await expectCountersMatch(s);
     });
 
+    it("X9 groups: a group whose jobs are not due yet gives none; a short claim's nextRunAt is the earliest of them", async () => {
+      const s = seam();
+      await s.backend.jobs.limitsSet({ jobTypes: ["g"], limits: [{ jobType: "g", concurrency: null, rateLimit: null, groupConcurrency: 2 }], now: NOW });
+      const jobs = [
+        jobInsert({ jobType: "g", group: "A" }),
+        jobInsert({ jobType: "g", group: "B", runAt: NOW + 2_000 }),
+        jobInsert({ jobType: "g", group: "C", runAt: NOW + 1_000 }),
+        jobInsert({ jobType: "g", group: "C", runAt: NOW + 3_000 }),
+      ];
+      await s.backend.jobs.insertMany({ jobs, now: NOW, retentionMs: DAY });
+      const groupOf = new Map(jobs.map((j) => [j.id, j.group!]));
+      const claim = (now: number) => s.backend.jobs.claimReady({ owner: "w1", limit: 10, now, leaseExpiresAt: now + 30_000, jobTypes: [], limitedTypes: ["g"] });
+      const first = await claim(NOW);
+      expect([first.jobs.map((j) => groupOf.get(j.id)), first.nextRunAt]).toEqual([["A"], NOW + 1_000]);
+      const second = await claim(NOW + 1_000);
+      expect([second.jobs.map((j) => groupOf.get(j.id)), second.nextRunAt]).toEqual([["C"], NOW + 2_000]);
+      const third = await claim(NOW + 2_500);
+      expect([third.jobs.map((j) => groupOf.get(j.id)), third.nextRunAt]).toEqual([["B"], NOW + 3_000]);
+      await expectCountersMatch(s);
+    });
+
     it("X9 groups: claims go round-robin over the groups from where the last claim stopped (the cursor), within the type's concurrency", async () => {
       const s = seam();
       await s.backend.jobs.limitsSet({ jobTypes: ["g"], limits: [{ jobType: "g", concurrency: 3, rateLimit: null, groupConcurrency: 1 }], now: NOW });

@@ -110,7 +110,7 @@ SELECT id, job_type, payload, attempt, retry_policy, run_at, timeout_ms, meta, g
   ): Promise<B.JobClaimReadyResult> {
     const running = new Map<string | null, number>();
     for (const r of await execute(this.running, [namespace, type])) running.set(r.group_key === null ? null : String(r.group_key), Number(r.n));
-    const cap = groupWalkCap(want, running.size);
+    const cap = groupWalkCap(want, running, row.groupConcurrency!);
     const walked = async (after: string, n: number): Promise<WalkedGroup[]> =>
       (await execute(this.walk, [namespace, type, after, n])).map((r) => ({ key: String(r.k), firstRunAt: Number(r.t) }));
     const afterCursor = await walked(row.groupCursor ?? "", cap);

@@ -27,10 +27,13 @@ export interface GroupShare {
   n: number;
 }
 
-/** One ready group as the walk of the group index returns it: its key and its oldest claimable row's `run_at`. */
+/**
+ * One ready group as the walk of the group index returns it: its key and its oldest claimable row's
+ * `run_at` (null: not read, the group taken as due; a pass then finds whether it gives any job).
+ */
 export interface WalkedGroup {
   key: string;
-  firstRunAt: number;
+  firstRunAt: number | null;
 }
 
 /** At most this many passes per claim: each after the first only re-deals slots left by groups that ran dry. */
@@ -38,11 +41,14 @@ const MAX_PASSES = 3;
 
 /**
  * The groups a claim walks at most: `want` (a slot each), plus those at their
- * limit (at most one per running job) and some whose rows are all delayed.
- * The walk stops there; the cursor makes the next claim go on from there.
+ * limit (`groupConcurrency` running or more: the walk passes them by) and
+ * some whose rows are all delayed. The walk stops there; the cursor makes the
+ * next claim go on from there. `running`: the type's running jobs per group.
  */
-export function groupWalkCap(want: number, runningGroups: number): number {
-  return want + runningGroups + 16;
+export function groupWalkCap(want: number, running: ReadonlyMap<string | null, number>, limit: number): number {
+  let atLimit = 0;
+  for (const [key, n] of running) if (key !== null && n >= limit) atLimit++;
+  return want + atLimit + 16;
 }
 
 /**
@@ -76,7 +82,7 @@ export function groupCandidates(
   const candidates: GroupCandidate[] = [];
   let nextRunAt: number | null = null;
   for (const g of walked) {
-    if (g.firstRunAt > now) {
+    if (g.firstRunAt !== null && g.firstRunAt > now) {
       if (nextRunAt === null || g.firstRunAt < nextRunAt) nextRunAt = g.firstRunAt;
       continue;
     }

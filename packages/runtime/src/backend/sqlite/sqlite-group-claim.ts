@@ -24,14 +24,22 @@ const CLAIMABLE = stageOneOf(CLAIMABLE_STAGES);
 /** The group index's predicate word for word; binds namespace, type. */
 const GROUPED = `namespace = ? AND job_type = ? AND ${CLAIMABLE} AND topic IS NULL AND group_key IS NOT NULL`;
 
-/** Binds ns, type, after, ns, type, rows (groups + 1, the walk's last row is its end), ns, type: `(k, t)` per group. */
+/**
+ * Binds ns, type, after, ns, type, rows (groups + 1, the walk's last row is its end): `k` per group, one
+ * index probe each. A group's oldest `run_at` is not read here: a pass asks every walked group for a job
+ * due now (that read is the claim's own), and only a claim that came back short reads the oldest `run_at`
+ * of the groups that gave none ({@link FIRST_RUN_AT}), for its next due time.
+ */
 const WALK = `WITH RECURSIVE g(k) AS (
   SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} AND group_key > ? ORDER BY group_key LIMIT 1)
   UNION ALL
   SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} AND group_key > g.k ORDER BY group_key LIMIT 1) FROM g WHERE g.k IS NOT NULL
   LIMIT ?
 )
-SELECT k, (SELECT run_at FROM later_jobs WHERE ${GROUPED} AND group_key = g.k ORDER BY run_at LIMIT 1) AS t FROM g WHERE k IS NOT NULL`;
+SELECT k FROM g WHERE k IS NOT NULL`;
+
+/** A group's oldest claimable `run_at`; binds ns, type, group. */
+const FIRST_RUN_AT = `SELECT run_at FROM later_jobs WHERE ${GROUPED} AND group_key = ? ORDER BY run_at LIMIT 1`;
 
 /** `later_jobs_running`'s predicate word for word; binds ns, type. */
 const RUNNING = `SELECT group_key, count(*) AS n FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND job_type = ?
@@ -46,6 +54,13 @@ const CLAIM_RETURNING = `RETURNING id, job_type, payload, attempt, retry_policy,
 
 /** One group's share, oldest first: the ids, by one index range of the group index; binds ns, type, group, now, n. */
 const GROUP_IDS = `SELECT id FROM later_jobs w WHERE ${GROUPED} AND group_key = ? AND run_at <= ? AND ${UNIQUE_FREE} ORDER BY run_at LIMIT ?`;
+
+/**
+ * {@link GROUP_IDS} for a share of one, the usual one (a round gives each group one job), without the `n`:
+ * SQLite runs the statement about four times faster with the limit written in it than bound (measured:
+ * 4 µs against 19 µs a run).
+ */
+const GROUP_ID = `SELECT id FROM later_jobs w WHERE ${GROUPED} AND group_key = ? AND run_at <= ? AND ${UNIQUE_FREE} ORDER BY run_at LIMIT 1`;
 
 /**
  * The claim of the jobs whose ids a pass read ({@link GROUP_IDS}, in the same `immediate` transaction, so
@@ -90,25 +105,43 @@ export function claimGroups(
 ): { rows: Row[]; nextRunAt: number | null } {
   const running = new Map<string | null, number>();
   for (const r of c.all(RUNNING, namespace, type)) running.set(r.group_key === null ? null : String(r.group_key), Number(r.n));
-  const cap = groupWalkCap(want, running.size);
+  const cap = groupWalkCap(want, running, row.groupConcurrency!);
   const walked = (after: string, n: number): WalkedGroup[] =>
-    c.all(WALK, namespace, type, after, namespace, type, n + 1, namespace, type).map((r) => ({ key: String(r.k), firstRunAt: Number(r.t) }));
+    c.all(WALK, namespace, type, after, namespace, type, n + 1).map((r) => ({ key: String(r.k), firstRunAt: null }));
   const afterCursor = walked(row.groupCursor ?? "", cap);
   const fromStart = afterCursor.length < cap && row.groupCursor !== null ? walked("", cap - afterCursor.length) : [];
-  const { candidates, nextRunAt } = groupCandidates(walkOrder(afterCursor, fromStart, cap), running, row.groupConcurrency!, lease.now);
+  const { candidates } = groupCandidates(walkOrder(afterCursor, fromStart, cap), running, row.groupConcurrency!, lease.now);
   const rounds = new GroupRounds(candidates, want);
+  const taken = new Set<string | null>();
   const rows: Row[] = [];
   const set = [lease.owner, lease.leaseExpiresAt, lease.now, lease.now];
   for (let shares = rounds.shares(); shares.length > 0; shares = rounds.shares()) {
     const pass: Row[] = [];
     const ids: unknown[] = [];
-    for (const s of shares) if (s.key !== null) for (const r of c.all(GROUP_IDS, namespace, type, s.key, lease.now, s.n)) ids.push(r.id);
+    for (const s of shares) {
+      if (s.key === null) continue;
+      if (s.n === 1) {
+        const r = c.get(GROUP_ID, namespace, type, s.key, lease.now);
+        if (r !== undefined) ids.push(r.id);
+      } else for (const r of c.all(GROUP_IDS, namespace, type, s.key, lease.now, s.n)) ids.push(r.id);
+    }
     if (ids.length > 0) pass.push(...c.all(CLAIM_IDS, ...set, JSON.stringify(ids)));
     const ungrouped = shares.find((s) => s.key === null);
     if (ungrouped !== undefined) pass.push(...c.all(CLAIM_UNGROUPED, ...set, namespace, lease.now, type, ungrouped.n));
     rows.push(...pass);
-    rounds.took(countByGroup(pass));
+    const got = countByGroup(pass);
+    for (const key of got.keys()) taken.add(key);
+    rounds.took(got);
   }
   if (rounds.lastServed !== null && rounds.lastServed !== row.groupCursor) c.run(WRITE_CURSOR, rounds.lastServed, namespace, type);
+  // Short: the earliest oldest row of the walked groups with a free slot that gave nothing (not due yet, or locked).
+  let nextRunAt: number | null = null;
+  if (rows.length < want) {
+    for (const g of candidates) {
+      if (g.key === null || g.free === 0 || taken.has(g.key)) continue;
+      const t = c.get(FIRST_RUN_AT, namespace, type, g.key)?.run_at;
+      if (t !== undefined && t !== null && Number(t) > lease.now && (nextRunAt === null || Number(t) < nextRunAt)) nextRunAt = Number(t);
+    }
+  }
   return { rows, nextRunAt };
 }
