@@ -541,7 +541,8 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       ];
       await s.backend.jobs.insertMany({ jobs, now: NOW, retentionMs: DAY });
       const groupOf = new Map(jobs.map((j) => [j.id, j.group!]));
-      const claim = (now: number) => s.backend.jobs.claimReady({ owner: "w1", limit: 10, now, leaseExpiresAt: now + 30_000, jobTypes: [], limitedTypes: ["g"] });
+      const claim = (now: number) =>
+        s.backend.jobs.claimReady({ owner: "w1", limit: 10, now, leaseExpiresAt: now + 30_000, jobTypes: [], limitedTypes: ["g"] });
       const first = await claim(NOW);
       expect([first.jobs.map((j) => groupOf.get(j.id)), first.nextRunAt]).toEqual([["A"], NOW + 1_000]);
       const second = await claim(NOW + 1_000);
