@@ -575,7 +575,7 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
   });
 
   describe("finishMany", () => {
-    it("X9: limited claims racing from three backends of one database take the free slots and no more (concurrency alone, and with a rate limit)", async () => {
+    it("X9: limited claims racing from three backends of one database take the free slots and no more (concurrency alone, with a rate limit, with a group limit)", async () => {
       const s = seam();
       const others = [await s.other(s.backend.namespace), await s.other(s.backend.namespace)];
       const backends = [s.backend, ...others];
@@ -584,23 +584,43 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
         limits: [
           { jobType: "conc", concurrency: 7, rateLimit: null, groupConcurrency: null },
           { jobType: "rated", concurrency: 4, rateLimit: { max: 100, perMs: 60_000 }, groupConcurrency: null },
+          { jobType: "grp", concurrency: 5, rateLimit: null, groupConcurrency: 2 },
         ],
         now: NOW,
       });
-      const jobs = [...Array.from({ length: 60 }, () => jobInsert({ jobType: "conc" })), ...Array.from({ length: 60 }, () => jobInsert({ jobType: "rated" }))];
+      const jobs = [
+        ...Array.from({ length: 60 }, () => jobInsert({ jobType: "conc" })),
+        ...Array.from({ length: 60 }, () => jobInsert({ jobType: "rated" })),
+        ...Array.from({ length: 60 }, (_, i) => jobInsert({ jobType: "grp", group: `G${i % 4}` })),
+      ];
+      const groupOf = new Map(jobs.map((j) => [j.id, j.group]));
       await s.backend.jobs.insertMany({ jobs, now: NOW });
       // Rounds of 12 claims at once (4 per backend), each wanting 3; between rounds some running jobs finish.
       let running: { jobType: string; id: string; attempt: number }[] = [];
       for (let round = 0; round < 4; round++) {
         const results = await Promise.all(
           Array.from({ length: 12 }, (_, i) =>
-            backends[i % 3]!.jobs.claimReady({ owner: `w${i}`, limit: 3, now: NOW, leaseExpiresAt: LEASE, jobTypes: [], limitedTypes: ["conc", "rated"] }),
+            backends[i % 3]!.jobs.claimReady({
+              owner: `w${i}`,
+              limit: 3,
+              now: NOW,
+              leaseExpiresAt: LEASE,
+              jobTypes: [],
+              limitedTypes: ["conc", "grp", "rated"],
+            }),
           ),
         );
         running.push(...results.flatMap((r) => r.jobs));
         expect(running.filter((j) => j.jobType === "conc").length, `round ${round}`).toBe(7);
         expect(running.filter((j) => j.jobType === "rated").length, `round ${round}`).toBe(4);
-        const done = [...running.filter((j) => j.jobType === "conc").slice(0, 3), ...running.filter((j) => j.jobType === "rated").slice(0, 2)];
+        const grouped = running.filter((j) => j.jobType === "grp");
+        expect(grouped.length, `round ${round}`).toBe(5);
+        for (const g of ["G0", "G1", "G2", "G3"]) expect(grouped.filter((j) => groupOf.get(j.id) === g).length, `round ${round} ${g}`).toBeLessThanOrEqual(2);
+        const done = [
+          ...running.filter((j) => j.jobType === "conc").slice(0, 3),
+          ...running.filter((j) => j.jobType === "rated").slice(0, 2),
+          ...grouped.slice(0, 2),
+        ];
         await s.backend.jobs.finishMany({ finishes: done.map((j) => ({ ...key(j), outcome: { kind: "success" } })), now: NOW, retentionMs: DAY });
         running = running.filter((j) => !done.includes(j));
       }

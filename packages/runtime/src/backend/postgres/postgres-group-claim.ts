@@ -27,49 +27,96 @@
  *   (priority, run_at) order, grouped or of other types.
  * Within a group, jobs are taken oldest first (`run_at`); priority (X1)
  * orders the ungrouped group only.
+ *
+ * Round trips: `read` is the limits row, the running counts and the walk in
+ * one statement; `claim` is a pass's shares and the cursor's move in one. In
+ * the locked transaction of `PostgresLimits` that is four round trips with
+ * BEGIN and COMMIT; without it (`PostgresLimits.claim`'s first try) two: the
+ * claim writes the limits row only if it is still the version the read saw
+ * (`ctid`, see postgres-limits.ts), else claims nothing and the transaction
+ * decides, so the read's counts are true when the claim uses them.
  */
 import type * as B from "../backend.js";
 import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
-import { countByGroup, groupCandidates, GroupRounds, groupWalkCap, walkOrder, type WalkedGroup } from "../shared/group-rounds.js";
-import type { StoredLimitRow } from "../shared/limit-slots.js";
+import { countByGroup, groupCandidates, GroupRounds, type WalkedGroup } from "../shared/group-rounds.js";
+import { type StoredLimitRow, storedLimitRow } from "../shared/limit-slots.js";
 import { claimedJob } from "../shared/job-rows.js";
 import { transition, transitionTail } from "./postgres-transition.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
 
 const CLAIMABLE = stageList(CLAIMABLE_STAGES);
 
+/** What {@link PostgresGroupClaim.read} found of one type. */
+export interface GroupRead {
+  /** The type's stored limits; null: no row (the type is not limited now). */
+  row: StoredLimitRow | null;
+  /** The version of that row the read saw (`ctid`), the fence of a claim made without its lock. */
+  version: string | null;
+  /** Running jobs per group (null: the ungrouped). */
+  running: Map<string | null, number>;
+  /** The walk's groups in claim order, from the cursor on, wrapping around once. */
+  walked: WalkedGroup[];
+}
+
 export class PostgresGroupClaim {
-  /** `$1` namespace, `$2` type, `$3` start after this group (`''`: the first), `$4` at most this many groups: `(k, t)` per group. */
-  private readonly walk: Statement;
-  /** `$1` namespace, `$2` type: `(group_key, n)` running. */
-  private readonly running: Statement;
+  /**
+   * `$1` namespace, `$2` type, `$3` the claim's slots: one row, `lim` (the limits row as JSON, with its
+   * `ctid` as `v`), `running` (JSON `[{ group_key, n }]`) and `walked` (JSON `[[k, t], ...]`): the groups
+   * after the cursor, then from the first up to the cursor, at most `$3` + the groups at their limit + 16
+   * (`groupWalkCap`'s rule), each with its oldest claimable `run_at`.
+   */
+  private readonly read: Statement;
   /**
    * `$1` namespace, `$2` now, `$3` shares (JSON `[{ g, n }]`), `$4` type, `$5` owner, `$6` lease
-   * expiry, `$7` share of the ungrouped: the claimed rows with their `group_key`.
+   * expiry, `$7` share of the ungrouped, `$8` the limits row's version the shares were dealt from (null:
+   * the caller holds its lock), `$9` the cursor to store (null: unchanged): the claimed rows with their
+   * `group_key`, then one row with a null id whose `v` is the limits row's new version (null: it was not
+   * the version `$8`, and nothing was claimed).
    */
   private readonly claim: Statement;
-  /** `$1` namespace, `$2` type, `$3` cursor. */
-  private readonly cursor: Statement;
 
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
+    const limits = `${schema}.later_limits`;
     // The group index's predicate word for word, so the planner proves it.
     const grouped = `namespace = $1 AND job_type = $2 AND stage IN ${CLAIMABLE} AND topic IS NULL AND group_key IS NOT NULL`;
-    this.walk = statement(`WITH RECURSIVE g AS (
-  (SELECT group_key AS k FROM ${jobs} WHERE ${grouped} AND group_key > $3 ORDER BY group_key LIMIT 1)
+    const next = (after: string) => `SELECT group_key FROM ${jobs} WHERE ${grouped} AND group_key > ${after} ORDER BY group_key LIMIT 1`;
+    this.read = statement(`WITH RECURSIVE lim AS (
+  SELECT ctid::text AS v, concurrency, rate_max, rate_per_ms, rate_starts, group_concurrency, group_cursor FROM ${limits} WHERE namespace = $1 AND job_type = $2
+), running AS (
+  SELECT group_key, count(*)::int AS n FROM ${jobs} WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = $2 GROUP BY group_key
+), cap AS (
+  SELECT $3::int + 16 + (SELECT count(*) FROM running r, lim WHERE r.group_key IS NOT NULL AND r.n >= lim.group_concurrency)::int AS n
+), g1 AS (
+  (${next("coalesce((SELECT group_cursor FROM lim), '')").replace("SELECT group_key FROM", "SELECT group_key AS k FROM")})
   UNION ALL
-  SELECT (SELECT group_key FROM ${jobs} WHERE ${grouped} AND group_key > g.k ORDER BY group_key LIMIT 1) FROM g WHERE g.k IS NOT NULL
+  SELECT (${next("g1.k")}) FROM g1 WHERE g1.k IS NOT NULL
+), w1 AS (
+  SELECT k FROM g1 WHERE k IS NOT NULL LIMIT (SELECT n FROM cap)
+), g2 AS (
+  (SELECT group_key AS k FROM ${jobs} WHERE ${grouped} AND group_key > ''
+     AND (SELECT group_cursor FROM lim) IS NOT NULL AND (SELECT count(*) FROM w1) < (SELECT n FROM cap)
+   ORDER BY group_key LIMIT 1)
+  UNION ALL
+  SELECT (${next("g2.k")}) FROM g2 WHERE g2.k IS NOT NULL AND g2.k < (SELECT group_cursor FROM lim)
+), w2 AS (
+  SELECT k FROM g2 WHERE k IS NOT NULL AND k <= (SELECT group_cursor FROM lim) LIMIT greatest(0, (SELECT n FROM cap) - (SELECT count(*) FROM w1))
 )
-SELECT k, (SELECT run_at FROM ${jobs} WHERE ${grouped} AND group_key = g.k ORDER BY run_at LIMIT 1) AS t FROM g WHERE k IS NOT NULL LIMIT $4`);
-    this.running = statement(
-      `SELECT group_key, count(*)::int AS n FROM ${jobs} WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = $2 GROUP BY group_key`,
-    );
+SELECT (SELECT row_to_json(lim) FROM lim) AS lim,
+  (SELECT json_agg(running) FROM running) AS running,
+  (SELECT json_agg(json_build_array(w.k, (SELECT run_at FROM ${jobs} WHERE ${grouped} AND group_key = w.k ORDER BY run_at LIMIT 1)) ORDER BY w.o, w.k)
+     FROM (SELECT k, 1 AS o FROM w1 UNION ALL SELECT k, 2 FROM w2) w) AS walked`);
     const uniqueFree = `(unique_slot IS DISTINCT FROM 'pending' OR NOT EXISTS (SELECT 1 FROM ${jobs} s
         WHERE s.namespace = $1 AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))`;
     const claimed = transition({ kinds: "claim", rows: "claimed", leftRows: "ready", from: "stage", to: "'running'", at: "$2::bigint" });
-    this.claim = statement(`WITH ready AS (
-  SELECT r.id, r.stage, r.topic, r.partition_no FROM json_to_recordset($3::json) AS q(g text, n integer) CROSS JOIN LATERAL (
+    this.claim = statement(`WITH bump AS (
+  UPDATE ${limits} SET group_cursor = coalesce($9, group_cursor)
+  WHERE namespace = $1 AND job_type = $4 AND ($8::text IS NULL OR ctid = $8::text::tid)
+  RETURNING ctid::text AS v
+), ready AS (
+  SELECT r.id, r.stage, r.topic, r.partition_no
+  FROM (SELECT * FROM json_to_recordset($3::json) AS q(g text, n integer) WHERE EXISTS (SELECT 1 FROM bump)) q CROSS JOIN LATERAL (
     SELECT id, stage, topic, partition_no FROM ${jobs} w
     WHERE namespace = $1 AND job_type = $4 AND stage IN ${CLAIMABLE} AND topic IS NULL AND group_key IS NOT NULL AND group_key = q.g
       AND run_at <= $2 AND ${uniqueFree}
@@ -80,7 +127,7 @@ SELECT k, (SELECT run_at FROM ${jobs} WHERE ${grouped} AND group_key = g.k ORDER
   SELECT u.id, u.stage, u.topic, u.partition_no FROM (
     SELECT id, stage, topic, partition_no FROM ${jobs} w
     WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND job_type = $4 AND group_key IS NULL AND run_at <= $2 AND ${uniqueFree}
-    ORDER BY priority, run_at LIMIT $7
+    ORDER BY priority, run_at LIMIT CASE WHEN EXISTS (SELECT 1 FROM bump) THEN $7::int ELSE 0 END
     FOR UPDATE SKIP LOCKED
   ) u
 ), claimed AS (
@@ -89,43 +136,72 @@ SELECT k, (SELECT run_at FROM ${jobs} WHERE ${grouped} AND group_key = g.k ORDER
   WHERE j.id = ANY(ARRAY(SELECT id FROM ready))
   RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, j.topic, j.partition_no, j.timeout_ms, j.meta, j.group_key
 )${transitionTail(schema, "$1", [claimed])}
-SELECT id, job_type, payload, attempt, retry_policy, run_at, timeout_ms, meta, group_key FROM claimed`);
-    this.cursor = statement(`UPDATE ${schema}.later_limits SET group_cursor = $3 WHERE namespace = $1 AND job_type = $2`);
+SELECT id, job_type, payload, attempt, retry_policy, run_at, timeout_ms, meta, group_key, NULL AS v FROM claimed
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FROM bump)`);
+  }
+
+  /** The limits row, running counts and walk of `type` for a claim of `want` slots (see {@link GroupRead}), in one statement. */
+  async readGroups(execute: Execute, namespace: string, type: string, want: number): Promise<GroupRead> {
+    const [r] = await execute(this.read, [namespace, type, want]);
+    const lim = (r?.lim ?? null) as Record<string, unknown> | null;
+    const running = new Map<string | null, number>();
+    for (const x of (r?.running ?? []) as { group_key: string | null; n: number }[]) running.set(x.group_key, Number(x.n));
+    const walked = ((r?.walked ?? []) as [string, number | string | null][]).map(([k, t]) => ({ key: k, firstRunAt: t === null ? null : Number(t) }));
+    return {
+      row: lim === null ? null : storedLimitRow({ ...lim, rate_starts: lim.rate_starts === null ? null : String(lim.rate_starts) }),
+      version: lim === null ? null : String(lim.v),
+      running,
+      walked,
+    };
   }
 
   /**
-   * Up to `want` ready jobs of `type` (whose limits row `row`, with a group
-   * limit, the caller holds locked), at most `row.groupConcurrency` running
-   * per group, dealt round-robin over the due groups from the cursor on;
-   * moves the cursor to the last group served. `nextRunAt`: the earliest
-   * oldest row of a walked group not yet due (null: none).
+   * Up to `want` ready jobs of `type` (whose limits `read.row` has a group
+   * limit), at most `groupConcurrency` running per group, dealt round-robin
+   * over the due groups from the cursor on; moves the cursor to the last
+   * group served. `fenced`: without the limits row's lock, each pass claims
+   * only if the row is still the version the read saw (then the version it
+   * wrote); null when the first pass found it changed (nothing claimed).
+   * `nextRunAt`: the earliest oldest row of a walked group not yet due.
    */
-  async run(
+  async claimShares(
     execute: Execute,
     namespace: string,
     params: B.JobClaimReadyParams,
     type: string,
-    row: StoredLimitRow,
+    read: GroupRead,
     want: number,
-  ): Promise<B.JobClaimReadyResult> {
-    const running = new Map<string | null, number>();
-    for (const r of await execute(this.running, [namespace, type])) running.set(r.group_key === null ? null : String(r.group_key), Number(r.n));
-    const cap = groupWalkCap(want, running, row.groupConcurrency!);
-    const walked = async (after: string, n: number): Promise<WalkedGroup[]> =>
-      (await execute(this.walk, [namespace, type, after, n])).map((r) => ({ key: String(r.k), firstRunAt: Number(r.t) }));
-    const afterCursor = await walked(row.groupCursor ?? "", cap);
-    const fromStart = afterCursor.length < cap && row.groupCursor !== null ? await walked("", cap - afterCursor.length) : [];
-    const { candidates, nextRunAt } = groupCandidates(walkOrder(afterCursor, fromStart, cap), running, row.groupConcurrency!, params.now);
+    fenced: boolean,
+  ): Promise<B.JobClaimReadyResult | null> {
+    const { candidates, nextRunAt } = groupCandidates(read.walked, read.running, read.row!.groupConcurrency!, params.now);
     const rounds = new GroupRounds(candidates, want);
     const jobs: B.ClaimedJob[] = [];
+    let version = fenced ? read.version : null;
+    let cursor = read.row!.groupCursor;
     for (let shares = rounds.shares(); shares.length > 0; shares = rounds.shares()) {
       const groupShares = shares.filter((s) => s.key !== null).map((s) => ({ g: s.key, n: s.n }));
       const ungrouped = shares.find((s) => s.key === null)?.n ?? 0;
-      const rows = await execute(this.claim, [namespace, params.now, JSON.stringify(groupShares), type, params.owner, params.leaseExpiresAt, ungrouped]);
+      const served = rounds.lastServed !== cursor ? rounds.lastServed : null;
+      const rows = await execute(this.claim, [
+        namespace,
+        params.now,
+        JSON.stringify(groupShares),
+        type,
+        params.owner,
+        params.leaseExpiresAt,
+        ungrouped,
+        version,
+        served,
+      ]);
+      const at = rows.findIndex((r) => r.id === null);
+      const marker = at < 0 ? undefined : rows.splice(at, 1)[0];
+      if (marker?.v === null || marker?.v === undefined) return jobs.length === 0 ? null : { jobs, nextRunAt };
+      if (fenced) version = String(marker.v);
+      if (served !== null) cursor = served;
       jobs.push(...rows.map(claimedJob));
       rounds.took(countByGroup(rows));
     }
-    if (rounds.lastServed !== null && rounds.lastServed !== row.groupCursor) await execute(this.cursor, [namespace, type, rounds.lastServed]);
     return { jobs, nextRunAt };
   }
 }

@@ -157,8 +157,8 @@ export class PostgresJobQueries {
    * X9: {@link claim} of the one type `$7`, whose stored limit is a concurrency alone, taking at most its free
    * slots, in one statement and no transaction (see `PostgresLimits`). Its next-due row is always returned, with a
    * tenth column: the slots it took from; null when another claim of the type committed after this statement's
-   * snapshot, -1 when the type has a rate or group limit (both: nothing was claimed, the transaction of
-   * `PostgresLimits.claim` decides). Parameters as {@link claim}'s, `$3` being `[$7]`.
+   * snapshot, -1 when the type has a group limit and no rate, -2 when it has a rate limit (all three: nothing
+   * was claimed; see `PostgresLimits.claim`). Parameters as {@link claim}'s, `$3` being `[$7]`.
    */
   readonly claimUnderConcurrency: Statement;
   /**
@@ -346,7 +346,7 @@ SELECT NULL, NULL, NULL, NULL, NULL, (
       claimText(
         "(SELECT coalesce(f, 0) FROM free)",
         `lim AS (
-  SELECT ctid AS c, concurrency, rate_max IS NULL AND group_concurrency IS NULL AS plain FROM ${limits} WHERE namespace = $1 AND job_type = $7
+  SELECT ctid AS c, concurrency, rate_max, rate_max IS NULL AND group_concurrency IS NULL AS plain FROM ${limits} WHERE namespace = $1 AND job_type = $7
 ), bump AS (
   UPDATE ${limits} l SET concurrency = l.concurrency FROM lim
   WHERE l.namespace = $1 AND l.job_type = $7 AND l.ctid = lim.c AND lim.plain
@@ -357,7 +357,7 @@ SELECT NULL, NULL, NULL, NULL, NULL, (
       WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = $7)))::int
     END AS f
 ), `,
-        "(SELECT CASE WHEN EXISTS (SELECT 1 FROM lim WHERE NOT plain) THEN -1 ELSE f END FROM free)",
+        "(SELECT CASE WHEN EXISTS (SELECT 1 FROM lim WHERE rate_max IS NOT NULL) THEN -2 WHEN EXISTS (SELECT 1 FROM lim WHERE NOT plain) THEN -1 ELSE f END FROM free)",
       ),
     );
     // `$2 -> j.id` is the row's outcome [attempt, stage, run_at, error, note?]: a binary search in the jsonb object.

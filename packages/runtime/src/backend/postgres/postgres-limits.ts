@@ -43,8 +43,11 @@ import { claimedFromArray, type PostgresJobQueries } from "./postgres-job-querie
 import type { PostgresRunner } from "./postgres-runner.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
 
-/** How long a type found with a rate or group limit is claimed by the transaction alone before the one statement is tried again (a deploy may change its limits). */
-const NOT_PLAIN_RECHECK_MS = 10_000;
+/** How long what a claim learnt of a type's stored limits is believed before the concurrency statement is tried again (a deploy may change them). */
+const KIND_RECHECK_MS = 10_000;
+
+/** How a limited type is claimed first: `concurrency` (one statement), `groups` (read, then fenced passes), `locked` (the transaction: a rate limit). */
+type LimitKind = "concurrency" | "groups" | "locked";
 
 export class PostgresLimits {
   /** The limits rows of types `$2` (namespace `$1`), locked in type order until commit. */
@@ -58,8 +61,8 @@ export class PostgresLimits {
   private readonly upsert: Statement;
   /** X9 groups: the claim of a type with `groupConcurrency`. */
   private readonly groups: PostgresGroupClaim;
-  /** Types found with a rate or group limit, until when `claimUnderConcurrency` is not tried for them. */
-  private readonly notPlainUntil = new Map<string, number>();
+  /** What the stored limits of types found with a group or rate limit are, until when that is believed. */
+  private readonly kinds = new Map<string, { kind: LimitKind; until: number }>();
 
   constructor(
     private readonly host: PostgresRunner,
@@ -92,8 +95,9 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
 
   /**
    * The limited step of `claimReady` (see `JobStore.claimReady`): up to `params.limit` jobs of `params.limitedTypes`,
-   * each type by `claimUnderConcurrency` first unless it is known to have a rate or group limit, then the types it
-   * could not decide in one transaction.
+   * each type first without a transaction (`claimUnderConcurrency` for a concurrency alone, the group claim's read
+   * and fenced claim for a group limit), then the types that could not be decided so, or have a rate limit, in one
+   * transaction.
    */
   async claim(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
     const jobs: B.ClaimedJob[] = [];
@@ -102,11 +106,14 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
     for (const type of [...(params.limitedTypes ?? [])].sort()) {
       const want = params.limit - jobs.length;
       if (want <= 0) break;
-      if ((this.notPlainUntil.get(type) ?? 0) > params.now) {
-        undecided.push(type);
-        continue;
-      }
-      const step = await this.claimPlainLimited(params, type, want);
+      const known = this.kinds.get(type);
+      const kind = known !== undefined && known.until > params.now ? known.kind : "concurrency";
+      const step =
+        kind === "concurrency"
+          ? await this.claimPlainLimited(params, type, want)
+          : kind === "groups"
+            ? await this.claimGroupsUnlocked(params, type, want)
+            : null;
       if (step === null) undecided.push(type);
       else {
         jobs.push(...step.jobs);
@@ -121,9 +128,15 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
     return jobs.length === params.limit ? { jobs } : { jobs, nextRunAt: next };
   }
 
+  /** Remembers what `type`'s stored limits are, for {@link KIND_RECHECK_MS} (a deploy may change them). */
+  private learn(type: string, kind: LimitKind, now: number): void {
+    this.kinds.set(type, { kind, until: now + KIND_RECHECK_MS });
+  }
+
   /**
    * `claimUnderConcurrency` of one type: its jobs and next due time, or null when the statement could not decide
-   * (it then claimed nothing). A type found to have a rate or group limit skips it for {@link NOT_PLAIN_RECHECK_MS}.
+   * (it then claimed nothing): another claim of the type committed meanwhile, or the type has a group or rate limit
+   * (learnt).
    */
   private async claimPlainLimited(params: B.JobClaimReadyParams, type: string, want: number): Promise<B.JobClaimReadyResult | null> {
     const rows = await this.host.executeArrays(this.q.claimUnderConcurrency, [
@@ -146,10 +159,31 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
     }
     if (free === null) return null; // a concurrent claim of the type committed: the transaction decides this once
     if (Number(free) < 0) {
-      this.notPlainUntil.set(type, params.now + NOT_PLAIN_RECHECK_MS);
+      this.learn(type, Number(free) === -1 ? "groups" : "locked", params.now);
       return null;
     }
     return { jobs, nextRunAt };
+  }
+
+  /**
+   * A type with a group limit (and no rate), claimed without the limits row's lock: one read, then each pass
+   * fenced by the row's version (postgres-group-claim.ts). Null when it could not decide (nothing claimed).
+   */
+  private async claimGroupsUnlocked(params: B.JobClaimReadyParams, type: string, want: number): Promise<B.JobClaimReadyResult | null> {
+    const read = await this.groups.readGroups(this.host.execute, this.host.namespace, type, want);
+    if (read.row === null || read.row.groupConcurrency === null) {
+      this.kinds.delete(type); // no longer a group limit: the concurrency statement next time
+      return null;
+    }
+    if (read.row.rateMax !== null) {
+      this.learn(type, "locked", params.now);
+      return null;
+    }
+    let running = 0;
+    for (const n of read.running.values()) running += n;
+    const slots = limitSlots(read.row, running, params.now, want);
+    if (slots.free === 0) return { jobs: [], nextRunAt: null }; // claims nothing: no fence needed
+    return this.groups.claimShares(this.host.execute, this.host.namespace, params, type, read, slots.free, true);
   }
 
   /** The limited step in one transaction, every type under its locked (and written) limits row. */
@@ -174,7 +208,9 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
         // X9 groups: within the type's slots, at most groupConcurrency running per group, round-robin (postgres-group-claim.ts).
         const claimed =
           row && row.groupConcurrency !== null
-            ? await this.groups.run(execute, ns, params, type, row, slots.free)
+            ? await this.groups
+                .claimShares(execute, ns, params, type, await this.groups.readGroups(execute, ns, type, slots.free), slots.free, false)
+                .then((r) => r ?? { jobs: [], nextRunAt: null }) // under the lock: never undecided
             : await this.claimType(execute, params, type, slots.free);
         jobs.push(...claimed.jobs);
         earliest(claimed.nextRunAt);
