@@ -14,7 +14,8 @@
 //
 // With them off the counters are stale, so stage counts of such a database
 // are read with a GROUP BY over the jobs (`storedStageCounts`), as the runtime
-// did before it had counters.
+// did before it had counters. Not for job types with a limit (X9): a limited
+// claim takes the counters' running jobs as a bound of the type's.
 import Database from "better-sqlite3";
 import pg from "pg";
 

@@ -62,7 +62,9 @@ export interface GroupRead {
 export class PostgresGroupClaim {
   /**
    * `$1` namespace, `$2` type, `$3` the claim's slots: one row, `lim` (the limits row as JSON, with its
-   * `ctid` as `v`), `running` (JSON `[{ group_key, n }]`) and `walked` (JSON `[[k, t], ...]`): the groups
+   * `ctid` as `v`), `running` (JSON `[{ group_key, n }]`; empty when the namespace's running jobs of every
+   * type, from the stage counters, plus `$3` stay within the group and type limits: no group or type can
+   * pass them, and the running rows are not read) and `walked` (JSON `[[k, t], ...]`): the groups
    * after the cursor, then from the first up to the cursor, at most `$3` + the groups at their limit + 16
    * (`groupWalkCap`'s rule), each with its oldest claimable `run_at`.
    */
@@ -84,8 +86,12 @@ export class PostgresGroupClaim {
     const next = (after: string) => `SELECT group_key FROM ${jobs} WHERE ${grouped} AND group_key > ${after} ORDER BY group_key LIMIT 1`;
     this.read = statement(`WITH RECURSIVE lim AS (
   SELECT ctid::text AS v, concurrency, rate_max, rate_per_ms, rate_starts, group_concurrency, group_cursor FROM ${limits} WHERE namespace = $1 AND job_type = $2
+), total AS (
+  SELECT coalesce(sum(n), 0)::int AS n FROM ${schema}.later_stage_counts WHERE namespace = $1 AND stage = 'running'
 ), running AS (
-  SELECT group_key, count(*)::int AS n FROM ${jobs} WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = $2 GROUP BY group_key
+  SELECT group_key, count(*)::int AS n FROM ${jobs} WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = $2
+    AND NOT EXISTS (SELECT 1 FROM lim, total WHERE total.n + $3::int <= lim.group_concurrency AND (lim.concurrency IS NULL OR total.n + $3::int <= lim.concurrency))
+  GROUP BY group_key
 ), cap AS (
   SELECT $3::int + 16 + (SELECT count(*) FROM running r, lim WHERE r.group_key IS NOT NULL AND r.n >= lim.group_concurrency)::int AS n
 ), g1 AS (

@@ -341,6 +341,8 @@ SELECT NULL, NULL, NULL, NULL, NULL, (
     // new row version) only if it is still the version this statement's snapshot read, which the snapshot's count
     // of the type's running jobs is then true for; `free` is null when it is not (another claim of the type
     // committed meanwhile), when the type has a rate or group limit, or, with no limits row, the batch size.
+    // The namespace's running jobs of every type (the stage counters, a few rows) bound the type's: when they
+    // and the batch stay within the limit, the type's running rows are not counted (a read of each).
     const limits = `${schema}.later_limits`;
     this.claimUnderConcurrency = statement(
       claimText(
@@ -353,7 +355,10 @@ SELECT NULL, NULL, NULL, NULL, NULL, (
   RETURNING l.concurrency
 ), free AS (
   SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM lim) THEN $4::int
-    WHEN EXISTS (SELECT 1 FROM bump) THEN greatest(0, least($4::int, (SELECT concurrency FROM bump) - (SELECT count(*) FROM ${jobs}
+    WHEN NOT EXISTS (SELECT 1 FROM bump) THEN NULL
+    WHEN (SELECT coalesce(sum(n), 0) FROM ${schema}.later_stage_counts WHERE namespace = $1 AND stage = 'running') + $4::int <= (SELECT concurrency FROM bump)
+      THEN $4::int
+    ELSE greatest(0, least($4::int, (SELECT concurrency FROM bump) - (SELECT count(*) FROM ${jobs}
       WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = $7)))::int
     END AS f
 ), `,

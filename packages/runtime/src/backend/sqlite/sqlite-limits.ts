@@ -10,10 +10,17 @@
  * narrowed to the type with `LIMIT` the free slots (see
  * `SqliteJobStore.claimReady`). A server whose handlers have no limit never
  * runs any of this. Partitioned jobs are neither limited nor counted.
+ *
+ * A limit far from reached costs no count: the namespace's running jobs, of
+ * every type, are one read of the stage counters (`later_stage_counts`,
+ * written in the same transactions as the rows), and no type or group runs
+ * more than that. When that many plus the claim's slots stay within every
+ * concurrency and group limit being claimed, none can be passed, and the
+ * counts by type and by group (a read of each running row) are skipped.
  */
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
-import { limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow, windowOpensAt } from "../shared/limit-slots.js";
+import { limitRecord, limitSlots, startsAfter, storedLimit, type StoredLimitRow, storedLimitRow, windowOpensAt } from "../shared/limit-slots.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { claimGroups, type GroupClaimLease } from "./sqlite-group-claim.js";
 
@@ -22,6 +29,8 @@ const READ = `SELECT job_type, concurrency, rate_max, rate_per_ms, rate_starts, 
 /** `later_jobs_running`'s predicate word for word (`stage = 'running' AND topic IS NULL`), so that index serves the count. */
 const RUNNING = `SELECT job_type, count(*) AS n FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL
   AND job_type IN (SELECT value FROM json_each(?)) GROUP BY job_type`;
+/** The namespace's running jobs of every type (the stage counters): a bound on any type's or group's running count. */
+const RUNNING_TOTAL = "SELECT coalesce(sum(n), 0) AS n FROM later_stage_counts WHERE namespace = ? AND stage = 'running'";
 const WRITE_STARTS = "UPDATE later_limits SET rate_starts = ? WHERE namespace = ? AND job_type = ?";
 const REMOVE = `DELETE FROM later_limits WHERE namespace = ? AND job_type IN (SELECT value FROM json_each(?))
   AND job_type NOT IN (SELECT value FROM json_each(?))`;
@@ -50,7 +59,12 @@ export function claimLimited(
   const sorted = [...types].sort();
   const json = JSON.stringify(sorted);
   const limits = new Map(c.all(READ, namespace, json).map((r) => [String(r.job_type), storedLimitRow(r)]));
-  const running = new Map(c.all(RUNNING, namespace, json).map((r) => [String(r.job_type), Number(r.n)]));
+  const total = Number(c.get(RUNNING_TOTAL, namespace)?.n ?? 0);
+  const far = (l: StoredLimitRow) => (l.concurrency === null || total + limit <= l.concurrency) && (l.groupConcurrency === null || total + limit <= l.groupConcurrency);
+  // Every limit far from reached: the bound stands for the counts (a type's running jobs are at most all of them).
+  const running = [...limits.values()].every(far)
+    ? new Map(sorted.map((t) => [t, total]))
+    : new Map(c.all(RUNNING, namespace, json).map((r) => [String(r.job_type), Number(r.n)]));
   const rows: Row[] = [];
   let nextSlotAt: number | null = null;
   for (const type of sorted) {
@@ -62,7 +76,7 @@ export function claimLimited(
     if (slots.free === 0) continue;
     let claimed: Row[];
     if (row && row.groupConcurrency !== null) {
-      const grouped = claimGroups(c, namespace, lease, type, row, slots.free);
+      const grouped = claimGroups(c, namespace, lease, type, row, slots.free, total + slots.free <= row.groupConcurrency);
       claimed = grouped.rows;
       if (grouped.nextRunAt !== null && (nextSlotAt === null || grouped.nextRunAt < nextSlotAt)) nextSlotAt = grouped.nextRunAt;
     } else claimed = claim(type, slots.free);
