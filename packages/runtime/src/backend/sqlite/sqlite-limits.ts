@@ -60,7 +60,8 @@ export function claimLimited(
   const json = JSON.stringify(sorted);
   const limits = new Map(c.all(READ, namespace, json).map((r) => [String(r.job_type), storedLimitRow(r)]));
   const total = Number(c.get(RUNNING_TOTAL, namespace)?.n ?? 0);
-  const far = (l: StoredLimitRow) => (l.concurrency === null || total + limit <= l.concurrency) && (l.groupConcurrency === null || total + limit <= l.groupConcurrency);
+  const far = (l: StoredLimitRow) =>
+    (l.concurrency === null || total + limit <= l.concurrency) && (l.groupConcurrency === null || total + limit <= l.groupConcurrency);
   // Every limit far from reached: the bound stands for the counts (a type's running jobs are at most all of them).
   const running = [...limits.values()].every(far)
     ? new Map(sorted.map((t) => [t, total]))
