@@ -1,22 +1,24 @@
 /**
  * X9 groups on PostgreSQL: the limited claim of one job type that has a
- * `groupConcurrency`, run by `PostgresLimits.claim` in its transaction,
- * under the type's `later_limits` row lock (so the limited claims of the
- * type, on every server, run one at a time and each counts what the one
- * before committed).
+ * `groupConcurrency`, run by `PostgresLimits.claim`: first without a lock,
+ * fenced by the version of the type's `later_limits` row (below), else in
+ * its transaction under that row's lock (so the limited claims of the type,
+ * on every server, run one at a time and each counts what the one before
+ * committed).
  *
  * How it avoids scanning a backlog:
- * - `walk`: the type's distinct ready groups through `later_jobs_ready_group`
+ * - the walk: the type's distinct ready groups through `later_jobs_ready_group`
  *   ((namespace, job_type, group_key, run_at), only the claimable rows that
  *   carry a group): a recursive skip scan, one index descent per group
- *   (`group_key > previous ORDER BY group_key LIMIT 1`), each group's oldest
- *   `run_at` a second descent. It starts after the type's cursor and stops
- *   after `cap` groups (`groupWalkCap`): a group with 100,000 ready rows costs
- *   two descents, as one with a single row.
- * - `running`: the type's running jobs per group, through `later_jobs_running`
+ *   (`group_key > previous ORDER BY group_key, run_at LIMIT 1`, which lands on
+ *   the next group's oldest row, its `run_at` with it). It starts after the
+ *   type's cursor and stops after `cap` groups (`groupWalkCap`): a group with
+ *   100,000 ready rows costs one descent, as one with a single row.
+ * - running: the type's running jobs per group, through `later_jobs_running`
  *   (its predicate word for word): the running jobs of the namespace, which
  *   the workers bound; no index of running jobs by group, which every claim
- *   and finish would maintain.
+ *   and finish would maintain. Not read when the stage counters' running
+ *   jobs of the namespace plus the claim stay within the limits.
  * - `claim`: each group's share (`GroupRounds`) as one LATERAL probe of the
  *   group index, `group_key = g AND run_at <= now ORDER BY run_at LIMIT n`:
  *   it reads the rows it takes. The type's jobs with no group are one group
@@ -66,7 +68,7 @@ export class PostgresGroupClaim {
    * type, from the stage counters, plus `$3` stay within the group and type limits: no group or type can
    * pass them, and the running rows are not read) and `walked` (JSON `[[k, t], ...]`): the groups
    * after the cursor, then from the first up to the cursor, at most `$3` + the groups at their limit + 16
-   * (`groupWalkCap`'s rule), each with its oldest claimable `run_at`.
+   * (`groupWalkCap`'s rule), each with its oldest claimable `run_at`, one index probe per group.
    */
   private readonly read: Statement;
   /**
@@ -83,7 +85,10 @@ export class PostgresGroupClaim {
     const limits = `${schema}.later_limits`;
     // The group index's predicate word for word, so the planner proves it.
     const grouped = `namespace = $1 AND job_type = $2 AND stage IN ${CLAIMABLE} AND topic IS NULL AND group_key IS NOT NULL`;
-    const next = (after: string) => `SELECT group_key FROM ${jobs} WHERE ${grouped} AND group_key > ${after} ORDER BY group_key LIMIT 1`;
+    // A group's first entry in the group index, (namespace, job_type, group_key, run_at), is its oldest claimable
+    // row: one probe gives the next group after `after` and its oldest run_at.
+    const next = (after: string, extra = "") =>
+      `SELECT group_key AS k, run_at AS t FROM ${jobs} WHERE ${grouped} AND group_key > ${after}${extra} ORDER BY group_key, run_at LIMIT 1`;
     this.read = statement(`WITH RECURSIVE lim AS (
   SELECT ctid::text AS v, concurrency, rate_max, rate_per_ms, rate_starts, group_concurrency, group_cursor FROM ${limits} WHERE namespace = $1 AND job_type = $2
 ), total AS (
@@ -95,24 +100,21 @@ export class PostgresGroupClaim {
 ), cap AS (
   SELECT $3::int + 16 + (SELECT count(*) FROM running r, lim WHERE r.group_key IS NOT NULL AND r.n >= lim.group_concurrency)::int AS n
 ), g1 AS (
-  (${next("coalesce((SELECT group_cursor FROM lim), '')").replace("SELECT group_key FROM", "SELECT group_key AS k FROM")})
+  (${next("coalesce((SELECT group_cursor FROM lim), '')")})
   UNION ALL
-  SELECT (${next("g1.k")}) FROM g1 WHERE g1.k IS NOT NULL
+  SELECT x.k, x.t FROM g1 CROSS JOIN LATERAL (${next("g1.k")}) x
 ), w1 AS (
-  SELECT k FROM g1 WHERE k IS NOT NULL LIMIT (SELECT n FROM cap)
+  SELECT k, t FROM g1 LIMIT (SELECT n FROM cap)
 ), g2 AS (
-  (SELECT group_key AS k FROM ${jobs} WHERE ${grouped} AND group_key > ''
-     AND (SELECT group_cursor FROM lim) IS NOT NULL AND (SELECT count(*) FROM w1) < (SELECT n FROM cap)
-   ORDER BY group_key LIMIT 1)
+  (${next("''", " AND (SELECT group_cursor FROM lim) IS NOT NULL AND (SELECT count(*) FROM w1) < (SELECT n FROM cap)")})
   UNION ALL
-  SELECT (${next("g2.k")}) FROM g2 WHERE g2.k IS NOT NULL AND g2.k < (SELECT group_cursor FROM lim)
+  SELECT x.k, x.t FROM g2 CROSS JOIN LATERAL (${next("g2.k")}) x WHERE g2.k < (SELECT group_cursor FROM lim)
 ), w2 AS (
-  SELECT k FROM g2 WHERE k IS NOT NULL AND k <= (SELECT group_cursor FROM lim) LIMIT greatest(0, (SELECT n FROM cap) - (SELECT count(*) FROM w1))
+  SELECT k, t FROM g2 WHERE k <= (SELECT group_cursor FROM lim) LIMIT greatest(0, (SELECT n FROM cap) - (SELECT count(*) FROM w1))
 )
 SELECT (SELECT row_to_json(lim) FROM lim) AS lim,
   (SELECT json_agg(running) FROM running) AS running,
-  (SELECT json_agg(json_build_array(w.k, (SELECT run_at FROM ${jobs} WHERE ${grouped} AND group_key = w.k ORDER BY run_at LIMIT 1)) ORDER BY w.o, w.k)
-     FROM (SELECT k, 1 AS o FROM w1 UNION ALL SELECT k, 2 FROM w2) w) AS walked`);
+  (SELECT json_agg(json_build_array(w.k, w.t) ORDER BY w.o, w.k) FROM (SELECT k, t, 1 AS o FROM w1 UNION ALL SELECT k, t, 2 FROM w2) w) AS walked`);
     const uniqueFree = `(unique_slot IS DISTINCT FROM 'pending' OR NOT EXISTS (SELECT 1 FROM ${jobs} s
         WHERE s.namespace = $1 AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))`;
     const claimed = transition({ kinds: "claim", rows: "claimed", leftRows: "ready", from: "stage", to: "'running'", at: "$2::bigint" });
