@@ -1,7 +1,7 @@
 // What the PostgreSQL stage counters cost the server per job, apart from
 // everything else a processing run measures: one process, the backend seam
 // on one database, enqueue in batches of 1,000, then claim and finish in
-// batches of 500 until the queue is empty, counters on and off in
+// batches of 512 until the queue is empty, counters on and off in
 // alternating runs (bench/counters-off.js). Server CPU is read from
 // /proc/<pid>/stat of every PostgreSQL backend serving the bench database
 // (the server must run on this machine), so the figure does not depend on
@@ -49,7 +49,7 @@ async function run(databases, countersOff) {
     const t1 = wallNow();
     for (;;) {
       const at = Date.now();
-      const { jobs } = await backend.jobs.claimReady({ owner: "bench", limit: 500, now: at, leaseExpiresAt: at + 60_000, jobTypes: ["noop"] });
+      const { jobs } = await backend.jobs.claimReady({ owner: "bench", limit: 512, now: at, leaseExpiresAt: at + 60_000, jobTypes: ["noop"] });
       if (jobs.length === 0) break;
       await backend.jobs.finishMany({
         finishes: jobs.map((j) => ({ id: j.id, attempt: j.attempt, outcome: { kind: "success" } })),

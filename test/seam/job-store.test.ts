@@ -357,6 +357,26 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       await expectCountersMatch(s);
     });
 
+    it("a full claim may take fewer than limit, at least three quarters of it, and says full by having no nextRunAt; a short one has it", async () => {
+      const s = seam();
+      const jobs = Array.from({ length: 40 }, (_, i) => jobInsert({ runAt: NOW - 1_000 + i }));
+      await s.backend.jobs.insertMany({ jobs, now: NOW });
+      const taken: string[] = [];
+      for (const limit of [7, 13, 11]) {
+        const r = await claim(s.backend, limit);
+        expect(r.jobs.length, `limit ${limit}`).toBeGreaterThanOrEqual(Math.ceil((limit * 3) / 4));
+        expect(r.jobs.length, `limit ${limit}`).toBeLessThanOrEqual(limit);
+        expect(r.nextRunAt, `limit ${limit}`).toBeUndefined();
+        taken.push(...r.jobs.map((j) => j.id));
+      }
+      // Oldest first across the claims, none twice.
+      expect(taken).toEqual(jobs.slice(0, taken.length).map((j) => j.id));
+      const last = await claim(s.backend, 100);
+      expect(last.jobs.length).toBe(40 - taken.length);
+      expect(last.nextRunAt).toBeNull();
+      await expectCountersMatch(s);
+    });
+
     it("claims at most limit ready jobs, oldest runAt first: running, attempt + 1, the lease; no nextRunAt when full", async () => {
       const s = seam();
       const jobs = [jobInsert({ runAt: NOW - 10 }), jobInsert({ runAt: NOW - 30, retryPolicy: '{"r":1}', timeoutMs: 700 }), jobInsert({ runAt: NOW - 20 })];

@@ -275,10 +275,14 @@ export interface JobClaimReadyResult {
   /** The claimed jobs, oldest `runAt` first. */
   jobs: ClaimedJob[];
   /**
-   * Only when fewer than `limit` jobs were claimed: the earliest `runAt`
-   * after `now` among claimable jobs of these types (null: none), read in
-   * the same round trip, so the fetcher knows how long it may sleep; with
-   * limited types (X9), also the time a rate window next lets one start.
+   * Only when the claim came back short: the earliest `runAt` after `now`
+   * among claimable jobs of these types (null: none), read in the same round
+   * trip, so the fetcher knows how long it may sleep; with limited types
+   * (X9), also the time a rate window next lets one start. Absent: the claim
+   * was full, more may be ready. A backend may take fewer than `limit` in a
+   * full claim (PostgreSQL takes a batch size from a fixed ladder, so that
+   * its claim statements keep their cached plans): absent is what says full,
+   * not `jobs.length === limit`.
    */
   nextRunAt?: number | null;
 }

@@ -122,7 +122,7 @@ export class ClaimFetcher {
                 : await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, ...this.splitTypes(jobTypes) });
           if (jobTypes.length > 0) this.pacer.claimTook(clock.now() - now);
           for (const job of claimed.jobs) this.host.accept(job, leaseExpiresAt, now);
-          if (claimed.jobs.length === limit) {
+          if (claimed.nextRunAt === undefined && claimed.jobs.length > 0) {
             this.moreMayBeReady = true;
             // Let completions, timers and I/O run before the next claim: with a
             // synchronous driver the whole loop would otherwise stay in microtasks.

@@ -228,7 +228,9 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
 
   private async claimPlain(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
     if (params.jobTypes.length === 0) return { jobs: [] };
-    const rows = await this.host.executeArrays(this.q.claim, [this.ns, params.now, params.jobTypes, params.limit, params.owner, params.leaseExpiresAt]);
+    // The batch size from the ladder (see `PostgresJobQueries.claimBatch`): a full batch of it is a full claim.
+    const [batch, claim] = this.q.claimBatch(params.limit);
+    const rows = await this.host.executeArrays(claim, [this.ns, params.now, params.jobTypes, batch, params.owner, params.leaseExpiresAt]);
     const jobs: B.ClaimedJob[] = [];
     let nextRunAt: number | null | undefined;
     for (const r of rows) {

@@ -107,7 +107,7 @@ export function storedLimit(r: Row): JobTypeLimit {
 /** X9: two claims of one call (the limited step's, then the plain one's) as one result; `nextRunAt` the earlier of both when short of `limit`. */
 export function joinClaims(first: JobClaimReadyResult, rest: JobClaimReadyResult, limit: number): JobClaimReadyResult {
   const jobs = first.jobs.concat(rest.jobs);
-  if (jobs.length >= limit) return { jobs };
+  if (jobs.length >= limit || rest.nextRunAt === undefined) return { jobs }; // full (the rest may be a full batch of fewer)
   const times = [first.nextRunAt, rest.nextRunAt].filter((t): t is number => t !== null && t !== undefined);
   return { jobs, nextRunAt: times.length === 0 ? null : Math.min(...times) };
 }
