@@ -20,6 +20,9 @@ export class PostgresPartitionQueries {
   readonly headsRun: Statement;
   readonly headsTakeOver: Statement;
   readonly held: Statement;
+  readonly behind: Statement;
+  readonly followersRun: Statement;
+  readonly headsPutBack: Statement;
   readonly successNext: Statement;
   readonly leaseFree: Statement;
   readonly headRelease: Statement;
@@ -37,7 +40,7 @@ export class PostgresPartitionQueries {
     /** The counter and wake-up CTEs of a statement's transitions (see postgres-transition.ts); `$1` is every statement's namespace. */
     const tail = (transitions: PgTransition[], notify?: [string, string]) => transitionTail(schema, "$1", transitions, notify);
     // A partition's head: one probe of later_jobs_partition_head, whatever the statistics (see inPartition).
-    const head = (p: string) => `SELECT j.id, j.job_type, j.stage, j.run_at FROM ${jobs} j
+    const head = (p: string) => `SELECT j.id, j.job_type, j.stage, j.run_at, j.seq, j.attempt FROM ${jobs} j
       WHERE ${inPartition("j", `${p}.namespace`, `${p}.topic`, `${p}.partition_no`)}
         AND j.stage NOT IN ${TERMINAL} ORDER BY ${partitionOrder("j")} LIMIT 1`;
     this.topicRead = statement(`SELECT topic, partitions FROM ${schema}.later_topics WHERE namespace = $1 AND topic = ANY($2::text[]) FOR UPDATE`);
@@ -45,7 +48,7 @@ export class PostgresPartitionQueries {
   INSERT INTO ${schema}.later_topics (namespace, topic, partitions, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
 )
 INSERT INTO ${parts} (namespace, topic, partition_no) SELECT $1, $2, n FROM generate_series(0, $3::int - 1) n ON CONFLICT DO NOTHING`);
-    this.freeHeads = statement(`SELECT p.topic, p.partition_no, h.id, h.job_type, h.stage, h.run_at
+    this.freeHeads = statement(`SELECT p.topic, p.partition_no, p.run_until_seq, p.careful_until_seq, h.id, h.job_type, h.stage, h.run_at, h.seq, h.attempt
 FROM ${parts} p CROSS JOIN LATERAL (${head("p")}) h
 WHERE p.namespace = $1 AND (p.topic, p.partition_no) IN (SELECT * FROM unnest($2::text[], $3::int[]))
   AND (p.lease_owner IS NULL OR p.lease_expires_at < $4)
@@ -53,8 +56,10 @@ ORDER BY p.topic, p.partition_no
 FOR UPDATE OF p SKIP LOCKED`);
     this.headOf = statement(`SELECT h.* FROM ${parts} p CROSS JOIN LATERAL (${head("p")}) h
 WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3`);
-    this.leaseTake = statement(`UPDATE ${parts} p SET lease_owner = $2, lease_expires_at = $3, epoch = p.epoch + 1
-FROM unnest($4::text[], $5::int[]) AS c(topic, partition_no)
+    // With the run each claim took (P3): its last sequence, and the careful bound (null: none) after a dead owner's run.
+    this.leaseTake = statement(`UPDATE ${parts} p SET lease_owner = $2, lease_expires_at = $3, epoch = p.epoch + 1,
+  run_until_seq = c.run_until_seq, careful_until_seq = c.careful_until_seq
+FROM unnest($4::text[], $5::int[], $6::bigint[], $7::bigint[]) AS c(topic, partition_no, run_until_seq, careful_until_seq)
 WHERE p.namespace = $1 AND p.topic = c.topic AND p.partition_no = c.partition_no
 RETURNING p.topic, p.partition_no, p.epoch`);
     // The heads are locked first (id order, as every writer of several job rows) to read the stage each leaves.
@@ -72,8 +77,51 @@ SELECT id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, seq, to
     this.headsTakeOver = statement(`UPDATE ${jobs} j SET lease_owner = $2, updated_at = $3
 WHERE j.namespace = $1 AND ${idIn("j.id", "$4")} AND j.stage = 'running'
 RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, j.meta`);
-    this.held = statement(`SELECT 1 AS ok FROM ${parts}
+    this.held = statement(`SELECT run_until_seq, careful_until_seq FROM ${parts}
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE`);
+    // A run's candidate followers (P3): for each claimed head, the next unfinished jobs of its partition, one
+    // range of later_jobs_partition_head past the head's sequence (a LATERAL per partition), at most `room`;
+    // the caller keeps their ready prefix. Read only. $1 ns, $2 topics, $3 partitions, $4 head seqs, $5 rooms.
+    this.behind =
+      statement(`SELECT c.topic, c.partition_no, f.* FROM unnest($2::text[], $3::int[], $4::bigint[], $5::int[]) AS c(topic, partition_no, seq, room)
+CROSS JOIN LATERAL (
+  SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
+  WHERE ${inPartition("j", "$1", "c.topic", "c.partition_no")} AND j.stage NOT IN ${TERMINAL} AND j.seq > c.seq
+  ORDER BY ${partitionOrder("j")} LIMIT c.room
+) f
+ORDER BY c.topic, c.partition_no, f.seq`);
+    // The followers of a run that ran, written as claimed at their start, in run order, as long as each is still
+    // in a claimable stage at the attempt before its own: the first that is not (cancelled meanwhile) ends the
+    // prefix written. Locked in id order, as every writer of several job rows. $1 ns, $2 owner, $3 ids (run
+    // order), $4 attempts run, $5 start times.
+    const ran = transition({ kinds: "claim", rows: "ran", from: "old_stage", to: "'running'", at: "c.started_at" });
+    this.followersRun = statement(`WITH c AS (
+  SELECT * FROM unnest($3::text[], $4::int[], $5::bigint[]) WITH ORDINALITY AS c(id, attempt, started_at, ord)
+), cur AS (
+  SELECT j.id, j.stage FROM ${jobs} j JOIN c ON j.id = c.id
+  WHERE j.namespace = $1 AND j.attempt = c.attempt - 1 AND j.stage IN ('enqueued', 'delayed', 'requeued')
+  ORDER BY j.id FOR UPDATE OF j
+), upto AS (
+  SELECT coalesce(min(c.ord) FILTER (WHERE cur.id IS NULL), 2147483647) AS stop FROM c LEFT JOIN cur ON cur.id = c.id
+), ran AS (
+  UPDATE ${jobs} j SET ${ran.stage}, attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = c.started_at,
+    ${ran.history}
+  FROM c JOIN cur h ON h.id = c.id CROSS JOIN upto WHERE j.id = c.id AND c.ord < upto.stop
+  RETURNING j.id, j.topic, j.partition_no, h.stage AS old_stage
+)${tail([ran])}
+SELECT id FROM ran`);
+    // A dead owner's head found `running` inside its run (P3): put back unstarted, attempt undone, as a release.
+    // $1 ns, $2 ids, $3 attempts, $4 now, $5/$6 notify channel and payload.
+    const undone = putBack("undone", "$4::bigint", "NULL::text");
+    this.headsPutBack = statement(`WITH c AS (
+  SELECT * FROM unnest($2::text[], $3::int[]) AS c(id, attempt)
+), undone AS (
+  UPDATE ${jobs} j SET ${undone.stage}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $4,
+    ${undone.history}
+  FROM c WHERE j.id = c.id AND j.attempt = c.attempt AND j.namespace = $1 AND j.stage = 'running'
+  RETURNING j.id, j.stage, j.topic, j.partition_no
+)${tail([undone], ["$5", "$6"])}
+SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
     // A success, and the next head claimed (or the lease freed), in one statement: the hot path of a
     // busy partition. Every CTE sees the snapshot before the statement, so the finished head is
     // excluded by id, and a continuation of the head that this success releases is still `waiting`
@@ -113,7 +161,8 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
   UPDATE ${parts} p SET
     lease_owner = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN p.lease_owner END,
     lease_expires_at = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN $12::bigint END,
-    epoch = p.epoch + CASE WHEN EXISTS (SELECT 1 FROM ready) THEN 1 ELSE 0 END
+    epoch = p.epoch + CASE WHEN EXISTS (SELECT 1 FROM ready) THEN 1 ELSE 0 END,
+    run_until_seq = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN NULL ELSE p.run_until_seq END
   WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3 AND p.epoch = $4 AND EXISTS (SELECT 1 FROM done)
   RETURNING p.epoch
 ), claimed AS (
