@@ -77,6 +77,8 @@ describe.each(BACKENDS)("partition runs on $name", (entry) => {
       claimNext: { leaseExpiresAt: LEASE, jobTypes: ["work"], runMax: 10 },
     });
     expect(next.next!.id).toBe(more[1]);
+    expect(next.next!.followers!.map((f) => f.id)).toEqual([more[2]]); // a head's success reads the next run's followers too
+    expect((await runBounds(s, P1)).runUntil).toBe(next.next!.followers![0]!.seq);
     const [again] = (await claimRun(s.backend, [P0], 10)).claimed;
     expect(again!.id).toBe(ids[1]);
     expect(again!.followers!.map((f) => f.id)).toEqual(ids.slice(2));

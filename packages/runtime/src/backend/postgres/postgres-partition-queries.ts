@@ -21,6 +21,7 @@ export class PostgresPartitionQueries {
   readonly headsTakeOver: Statement;
   readonly held: Statement;
   readonly behind: Statement;
+  readonly ahead: Statement;
   readonly followersRun: Statement;
   readonly headsPutBack: Statement;
   readonly successNext: Statement;
@@ -90,6 +91,11 @@ CROSS JOIN LATERAL (
   ORDER BY ${partitionOrder("j")} LIMIT c.room
 ) f
 ORDER BY c.topic, c.partition_no, f.seq`);
+    // A partition's next run, read at once: its head and the unfinished jobs behind it, at most $4 rows in all
+    // (one range of later_jobs_partition_head). $1 ns, $2 topic, $3 partition, $4 runMax.
+    this.ahead = statement(`SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
+WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL}
+ORDER BY ${partitionOrder("j")} LIMIT $4::int`);
     // The followers of a run that ran, written as claimed at their start, in run order, as long as each is still
     // in a claimable stage at the attempt before its own: the first that is not (cancelled meanwhile) ends the
     // prefix written. Locked in id order, as every writer of several job rows. $1 ns, $2 owner, $3 ids (run
@@ -132,27 +138,41 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
     // common case pays one more test on the one `nxt` row and a filter on `released` by `ready`'s id.
     // $1 ns, $2 topic, $3 partition, $4 epoch, $5 owner, $6 id, $7 now, $8 expires_at, $9 attempt,
     // $10 claim next?, $11 job types, $12 next lease expiry, $13/$14 notify channel and payload,
-    // $15 the result's JSON text (null: none, X6), $16 the done channel.
+    // $15 the result's JSON text (null: none, X6), $16 the done channel, $17 the room for followers (P3: runMax - 1).
+    // The next head's run (P3) is read here too (`behind`: the rows past it, `run`: their ready prefix, by a
+    // window over sequence order; none while the partition is careful up to the head), and its last sequence
+    // recorded with the lease; the caller reads the followers from the `followers` JSON column.
     const done = transition({ kinds: "succeed", rows: "done", from: "'running'", to: "'success'", at: "$7::bigint" });
     const released = releaseChild("released", "$7");
     // The next head: claimed from its stage; a waiting continuation of the head is released (`enqueued`) then claimed.
     const claimed = transition({ kinds: "claim", rows: "claimed", from: "old_stage", to: "'running'", at: "$7::bigint" });
     const releasedNow = transition({ kinds: "releaseChild", rows: "claimed", from: "'waiting'", to: "'enqueued'", at: "$7::bigint" });
     this.successNext = statement(`WITH held AS (
-  SELECT 1 FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
+  SELECT careful_until_seq FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
 ), done AS (
   UPDATE ${jobs} j SET ${done.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
     ${done.history}, result = $15::text
   WHERE j.id = $6 AND j.attempt = $9 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
   RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited
 ), nxt AS (
-  SELECT j.id, j.job_type, j.stage, j.run_at, j.parent_id FROM ${jobs} j
+  SELECT j.id, j.job_type, j.stage, j.run_at, j.parent_id, j.seq FROM ${jobs} j
   WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL} AND j.id <> $6
     AND $10::boolean AND EXISTS (SELECT 1 FROM done)
   ORDER BY ${partitionOrder("j")} LIMIT 1
 ), ready AS (
-  SELECT id, stage FROM nxt WHERE job_type = ANY($11::text[])
+  SELECT id, stage, seq FROM nxt WHERE job_type = ANY($11::text[])
     AND (stage = 'enqueued' OR (stage IN ('delayed', 'requeued') AND run_at <= $7) OR (stage = 'waiting' AND parent_id = $6 AND run_at <= $7))
+), behind AS (
+  SELECT b.*, bool_and(b.job_type = ANY($11::text[]) AND (b.stage = 'enqueued' OR (b.stage IN ('delayed', 'requeued') AND b.run_at <= $7)))
+    OVER (ORDER BY b.seq) AS ok
+  FROM (
+    SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
+    WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL} AND j.seq > (SELECT seq FROM ready)
+      AND NOT EXISTS (SELECT 1 FROM held WHERE careful_until_seq >= (SELECT seq FROM ready))
+    ORDER BY ${partitionOrder("j")} LIMIT $17::int
+  ) b
+), run AS (
+  SELECT * FROM behind WHERE ok
 ), released AS (
   UPDATE ${jobs} k SET ${releasedTo(released, "$7")}
   WHERE k.stage = 'waiting' AND k.namespace = $1 AND k.parent_id IN (SELECT id FROM done) AND k.id NOT IN (SELECT id FROM ready)
@@ -162,7 +182,8 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
     lease_owner = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN p.lease_owner END,
     lease_expires_at = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN $12::bigint END,
     epoch = p.epoch + CASE WHEN EXISTS (SELECT 1 FROM ready) THEN 1 ELSE 0 END,
-    run_until_seq = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN NULL ELSE p.run_until_seq END
+    run_until_seq = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN coalesce((SELECT max(seq) FROM run), (SELECT seq FROM ready)) ELSE p.run_until_seq END,
+    careful_until_seq = CASE WHEN p.careful_until_seq < (SELECT seq FROM ready) THEN NULL ELSE p.careful_until_seq END
   WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3 AND p.epoch = $4 AND EXISTS (SELECT 1 FROM done)
   RETURNING p.epoch
 ), claimed AS (
@@ -175,7 +196,9 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
 SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM woken)::int AS woken,
   (SELECT count(*) FROM released)::int + (SELECT count(*) FROM claimed WHERE old_stage = 'waiting')::int AS released,
   (SELECT max(waiters) FROM done) AS waiters, (SELECT count(*) FROM notified)::int AS notified, (SELECT epoch FROM lease) AS epoch,
-  c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq, c.meta
+  c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq, c.meta,
+  (SELECT json_agg(json_build_object('id', r.id, 'job_type', r.job_type, 'stage', r.stage, 'payload', r.payload, 'attempt', r.attempt,
+    'retry_policy', r.retry_policy, 'timeout_ms', r.timeout_ms, 'run_at', r.run_at, 'seq', r.seq, 'meta', r.meta) ORDER BY r.seq) FROM run r) AS followers
 FROM (SELECT 1) one LEFT JOIN claimed c ON true`);
     this.leaseFree = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);

@@ -18,8 +18,8 @@
  * Runs (P3): a claim reads its heads' followers with one statement (a
  * LATERAL range per partition, {@link PostgresPartitionQueries.behind}) and
  * records each run's last sequence with the lease. A run of one finishing
- * with success takes the one-statement path (`successNext`); a run with
- * followers, or a claim of the next run with room for followers, is one
+ * with success takes the one-statement path (`successNext`), which reads the
+ * next run's followers too; a run with followers, or a failed head, is one
  * transaction: the followers written as claimed then finished with the head,
  * and the next run claimed.
  */
@@ -100,7 +100,7 @@ export class PostgresPartitionStore implements B.PartitionStore {
     const { claim, now } = params;
     const expires = now + params.retentionMs;
     const followers = params.followers ?? [];
-    if (params.outcome.kind === "success" && followers.length === 0 && (params.claimNext?.runMax ?? 1) <= 1) {
+    if (params.outcome.kind === "success" && followers.length === 0) {
       const next = params.claimNext;
       const [row] = await this.host.execute(this.q.successNext, [
         this.ns,
@@ -118,14 +118,14 @@ export class PostgresPartitionStore implements B.PartitionStore {
         ...this.host.notifyArgs,
         params.outcome.result ?? null,
         this.host.doneChannel,
+        Math.max(0, (next?.runMax ?? 1) - 1),
       ]);
       let released = Number(row?.released ?? 0);
       if (Number(row?.waiters ?? 0) > 0) released += await this.jobs.releaseChildren(this.host.execute, [claim.id], now);
-      return {
-        applied: Number(row?.applied ?? 0) > 0,
-        released,
-        next: row?.id ? claimedHead(row, claim, Number(row.epoch)) : null,
-      };
+      const head = row?.id ? claimedHead(row, claim, Number(row.epoch)) : null;
+      const behind = (row?.followers ?? []) as Row[];
+      if (head && next && behind.length > 0) head.followers = runFollowers(behind, claim, head.epoch, now, next.jobTypes, behind.length);
+      return { applied: Number(row?.applied ?? 0) > 0, released, next: head };
     }
     return this.host.inTransaction("partition head finish", async (execute) => {
       const [held] = await execute(this.q.held, [this.ns, claim.topic, claim.partition, claim.epoch, params.owner]);
@@ -158,17 +158,20 @@ export class PostgresPartitionStore implements B.PartitionStore {
       }
       let next: B.ClaimedPartitionJob | null = null;
       if (params.claimNext) {
-        const [h] = await execute(this.q.headOf, [this.ns, claim.topic, claim.partition]);
+        // The next head and the jobs behind it in one read (the claim then reads no followers of its own).
+        const [h, ...behind] = await execute(this.q.ahead, [this.ns, claim.topic, claim.partition, Math.max(1, params.claimNext.runMax ?? 1)]);
         const at = h ? readyAt(h, now) : null;
         if (h && at !== null && at <= now && params.claimNext.jobTypes.includes(String(h.job_type))) {
+          const ref = { topic: claim.topic, partition_no: claim.partition };
           [next = null] = await this.claim(
             execute,
-            [{ ...h, ...held, topic: claim.topic, partition_no: claim.partition }],
+            [{ ...h, ...held, ...ref }],
             params.owner,
             params.claimNext.leaseExpiresAt,
             now,
             params.claimNext.jobTypes,
             params.claimNext.runMax,
+            behind.map((r) => ({ ...r, ...ref })),
           );
         }
       }
@@ -262,6 +265,8 @@ export class PostgresPartitionStore implements B.PartitionStore {
     now: number,
     jobTypes: readonly string[],
     runMax: number | undefined,
+    /** The rows behind the heads, already read (one head's, by `headFinish`); absent: read here. */
+    read?: Row[],
   ): Promise<B.ClaimedPartitionJob[]> {
     const key = (r: Row) => `${String(r.topic)}\0${Number(r.partition_no)}`;
     const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
@@ -276,8 +281,8 @@ export class PostgresPartitionStore implements B.PartitionStore {
     const room = new Map(heads.map((h) => [key(h), isLost(h) ? 0 : followerRoom(runMax, Number(h.seq), careful.get(key(h)))]));
     const reading = heads.filter((h) => room.get(key(h))! > 0);
     const behind =
-      reading.length === 0
-        ? []
+      reading.length === 0 || read !== undefined
+        ? (read ?? [])
         : await execute(this.q.behind, [
             this.ns,
             reading.map((h) => h.topic),
