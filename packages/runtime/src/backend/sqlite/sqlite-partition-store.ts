@@ -125,15 +125,18 @@ export class SqlitePartitionStore implements B.PartitionStore {
       const applied = result.applied.length > 0;
       let released = result.released;
       let followersApplied = 0;
+      // The followers that ran become `running` at their start, in run order, then finish together (one finish per retention).
+      const ran = new Map<number, B.JobFinish[]>();
+      const deltas = new StageDeltas();
       for (const f of applied ? (params.followers ?? []) : []) {
         const run = c.get(FOLLOWER_RUN, params.owner, f.startedAt, f.startedAt, f.id, this.ns, f.attempt - 1);
         if (!run) break; // no longer as read (cancelled meanwhile): it and the rest are not written
-        const deltas = new StageDeltas();
         T.claim.count(deltas, [run], (r) => r.was, "running", claim);
-        this.host.counters.write(deltas);
-        released += this.host.finishRows({ finishes: [{ id: f.id, attempt: f.attempt, outcome: f.outcome }], now, retentionMs: f.retentionMs }).released;
+        ran.set(f.retentionMs, [...(ran.get(f.retentionMs) ?? []), { id: f.id, attempt: f.attempt, outcome: f.outcome }]);
         followersApplied++;
       }
+      this.host.counters.write(deltas);
+      for (const [retentionMs, finishes] of ran) released += this.host.finishRows({ finishes, now, retentionMs }).released;
       let next: B.ClaimedPartitionJob | null = null;
       if (params.claimNext) {
         const head = c.get(HEAD, this.ns, claim.topic, claim.partition);
