@@ -407,6 +407,7 @@ export class PartitionRunner<C> {
     const now = this.options.clock.now();
     claim.startedAt = now; // the time of its `running` entry, even when it fails before its handler starts
     this.onClaimed?.(job, now, now); // it became runnable as the one before it ended, as a head its predecessor's finish claims
+    this.metrics?.partitionClaim([], [job.topic]); // it runs as its partition's head: counted as a head claimed
     return claim;
   }
 
