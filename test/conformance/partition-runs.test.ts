@@ -62,7 +62,7 @@ describe.each(BACKENDS)("partition runs on $name", (entry) => {
     return ids;
   }
 
-  async function expectCountersMatchStored(server: BackgroundJobServer<unknown>): Promise<void> {
+  async function expectCountersMatchStored(server: { backend: BackgroundJobServer<unknown>["backend"] }): Promise<void> {
     const jobs = await server.backend.inspect.jobList({ limit: 1000 });
     const grouped = Object.fromEntries(JOB_STAGES.map((s) => [s, jobs.filter((j) => j.stage === s).length]));
     expect((await server.backend.inspect.stageCounts()).counts).toEqual(grouped);
@@ -134,6 +134,41 @@ describe.each(BACKENDS)("partition runs on $name", (entry) => {
     await expectCountersMatchStored(server);
     for (const bad of [0, 1.5, -1, "8"]) {
       expect(await codeOf(h.start({ partitionRunMax: bad as number, handlers: { order: { handle: () => undefined } } }))).toBe("INVALID_CONFIG");
+    }
+  });
+
+  it("J9: a run cut by the shutdown deadline writes the jobs that ran before the running one, which is never written", async () => {
+    const h = harness();
+    const started = deferred();
+    const { server, gate, log } = await gated(h, {
+      partitionRunMax: 8,
+      handle: async (n, signal) => {
+        if (n !== 2) return;
+        started.resolve();
+        await new Promise((r) => signal.addEventListener("abort", r));
+      },
+    });
+    await enqueue(server, 0, 1);
+    await waitFor(() => log.length === 1, "the first job to start");
+    const ids = await enqueue(server, 1, 4);
+    gate.resolve();
+    await started.promise;
+    await server.shutdown({ deadlineMs: 0 });
+    expect(log).toEqual([0, 1, 2]);
+    const check = h.db.backend(server.backend.namespace);
+    await check.open();
+    try {
+      expect((await check.inspect.jobGet({ id: ids[0]! }))!).toMatchObject({ stage: "success", attempt: 1 });
+      for (const id of ids.slice(1)) {
+        const job = (await check.inspect.jobGet({ id }))!;
+        expect(job).toMatchObject({ stage: "enqueued", attempt: 0 });
+        expect(job.stages.map((c) => c.stage)).toEqual(["enqueued"]);
+      }
+      const [partition] = (await check.inspect.partitionList({ topic: "orders" })).partitions;
+      expect(partition!.leaseOwner).toBeNull(); // freed at once: the next owner goes on with the one that was running
+      await expectCountersMatchStored({ backend: check });
+    } finally {
+      await check.close();
     }
   });
 

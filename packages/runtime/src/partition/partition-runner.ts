@@ -58,7 +58,9 @@
  * once, lets running heads finish until the deadline, then aborts them and
  * puts them back with their partitions freed (`partitions.headRelease`,
  * fenced by the epoch; attempt undone, event `job-released`), so the
- * partitions' next owners run the same heads at once. A handler that outlives
+ * partitions' next owners run the same heads at once; a run cut there
+ * writes the jobs that ran before the one running (that one was never
+ * written, so its partition goes on from it). A handler that outlives
  * `jobTimeoutMs` has its failure written at once and its partition goes on;
  * the hung handler is left behind, as in the worker pool.
  */
@@ -229,7 +231,8 @@ export class PartitionRunner<C> {
     await Promise.race([allDone, this.options.clock.sleep(deadlineMs, deadline.signal)]);
     deadline.abort();
     // Handlers still running are abandoned (their signal aborts) and left behind, as in the worker pool;
-    // their heads are put back. A lost attempt being recorded is not a running handler: left to its write.
+    // their heads are put back. A run whose follower was running writes what ran before it (its head's
+    // put-back then finds the lease freed and changes nothing). A lost attempt being recorded is not a running handler: left to its write.
     const stillRunning = [...this.heads.values()]
       .filter((h) => !h.abandoned && !h.timedOut && !(h.job as ClaimedPartitionJob).lostAttempt)
       .map((h) => this.runOf.get(h)?.head ?? h); // a run is put back by its head (its followers were never written)
@@ -365,8 +368,9 @@ export class PartitionRunner<C> {
         if (outcome === null) outcome = await this.attempt(claim, workerId);
         if (outcome === null && claim.timedOut) return; // its chain goes on from the executor's onTimedOut
         if (outcome === null || claim.abandoned) {
-          // Nothing of the run is written, unless a follower was cancelled while it ran: what ran before it is.
-          if (claim === run.head || !claim.cancelled) break;
+          // Nothing of the run is written, unless a follower was cancelled while it ran, or given up at the
+          // shutdown deadline: what ran before it is (a stale epoch writes nothing anyway).
+          if (claim === run.head || !(claim.cancelled || this.stopping)) break;
           outcome = null;
         } else if (claim === run.head) run.headOutcome = outcome;
         else run.ran.push({ claim, startedAt: claim.startedAt, outcome });
