@@ -95,6 +95,11 @@ export interface ClaimedPartitionJob extends ClaimedJob, PartitionRef {
    * whose `claimNext` then starts the next attempt when it is due. So a head
    * whose process dies on every attempt fails once its retries are spent and
    * frees its partition, as the stuck-job sweep does for regular jobs.
+   * Not when the partition's recorded run (`run_until_seq`) goes past the
+   * head: the dead owner was inside a run and which of its jobs was running
+   * is unknown, so the claim puts the head back unstarted (attempt undone, a
+   * `release` entry), claims it as a new attempt, and marks the partition
+   * careful up to that run's end (see {@link followers}).
    */
   lostAttempt?: boolean;
   /**
