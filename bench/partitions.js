@@ -4,7 +4,8 @@
 // claim must not pay for (it locks partitions, then probes one head each).
 // Run: `pnpm bench:partitions` (builds first) or `node bench/partitions.js`; `pnpm bench` runs it after bench/postgres.js.
 // Env: BENCH_PART_JOBS (20000), BENCH_PART_BLOCKED (100000), BENCH_REPS (3), BENCH_PG_URL.
-// later also runs with its stage counters turned off (bench/counters-off.js), back to back with them on.
+// later also runs with its stage counters turned off (bench/counters-off.js), back to back with them on, and with
+// `partitionRunMax: 1` (a write per job, as before partition runs) beside the default runs of up to 32.
 // The server runs in this process (10 workers); the jobs are written before it starts, so only processing is timed.
 // Beside it, graphile-worker 0.17's ordered path (a job queue per key), on the same PostgreSQL server.
 import { mkdtempSync, rmSync } from "node:fs";
@@ -59,8 +60,8 @@ async function insert(backend, jobs) {
   for (let i = 0; i < jobs.length; i += 2_000) await backend.jobs.insertMany({ jobs: jobs.slice(i, i + 2_000), now });
 }
 
-/** `countersOff`: the same build with the stage counters turned off (bench/counters-off.js). */
-async function run(kind, withBlocked, countersOff = false) {
+/** `countersOff`: the same build with the stage counters turned off (bench/counters-off.js); `runMax`: `partitionRunMax` (undefined: the default). */
+async function run(kind, withBlocked, countersOff = false, runMax = undefined) {
   const store = await freshStore(kind);
   // Before any backend of the run is created: PostgreSQL builds its statements (with or without counting) at construction.
   const countersOn = countersOff ? await turnCountersOff(store.target) : () => {};
@@ -120,6 +121,7 @@ async function run(kind, withBlocked, countersOff = false) {
       backend: store.backend(),
       workerCount: WORKERS,
       topics: TOPICS,
+      ...(runMax === undefined ? {} : { partitionRunMax: runMax }),
       handlers: {
         order: {
           handle: (_ctx, p) => {
@@ -273,12 +275,18 @@ for (const kind of ["sqlite", "postgres"]) {
     }
     results[`${kind}/${blocked}`] = on;
     results[`${kind}Off/${blocked}`] = off;
+    const single = [];
+    for (let r = 0; r < REPS; r++) {
+      log(`${kind} (partitionRunMax 1) ${blocked ? "with blocked heads" : "plain"} run ${r + 1}/${REPS}`);
+      single.push(await run(kind, blocked, false, 1));
+    }
+    results[`${kind}Run1/${blocked}`] = single;
   }
 }
 await dbs.dropAll();
 
 const jps = (r) => r.jps;
-const COLS = ["sqlite", "sqliteOff", "postgres", "postgresOff", "graphile", "graphileFast"];
+const COLS = ["sqlite", "sqliteOff", "sqliteRun1", "postgres", "postgresOff", "postgresRun1", "graphile", "graphileFast"];
 const rows = [
   [
     `ordered processing: ${int(N)} jobs, ${int(KEYS)} keys (later: ${PARTITIONS} partitions; graphile-worker: a queue per key) (jobs/s)`,
@@ -300,8 +308,10 @@ out.push(
       "figure",
       "later (SQLite)",
       "later (SQLite, counters off)",
+      "later (SQLite, partitionRunMax 1)",
       "later (PostgreSQL)",
       "later (PostgreSQL, counters off)",
+      "later (PostgreSQL, partitionRunMax 1)",
       "graphile-worker (defaults)",
       "graphile-worker (fast path)",
     ],
@@ -317,6 +327,11 @@ for (const blocked of [false, true]) {
   for (const kind of ["sqlite", "postgres"]) {
     out.push(
       `* ${what}, later (${kind === "sqlite" ? "SQLite" : "PostgreSQL"}) counters on ÷ off = ${ratio(results[`${kind}/${blocked}`], results[`${kind}Off/${blocked}`], jps)} [≥ 0.95]; ${pairedRatios(results[`${kind}/${blocked}`], results[`${kind}Off/${blocked}`], jps)}`,
+    );
+  }
+  for (const kind of ["sqlite", "postgres"]) {
+    out.push(
+      `* ${what}, later (${kind === "sqlite" ? "SQLite" : "PostgreSQL"}) runs (default partitionRunMax) ÷ partitionRunMax 1 = ${ratio(results[`${kind}/${blocked}`], results[`${kind}Run1/${blocked}`], jps)}`,
     );
   }
   out.push(

@@ -14,7 +14,7 @@ export type RewindDialect = "sqlite" | "postgres";
 
 /**
  * How far back {@link migrationRewind} goes:
- * - `job-progress`: undoes 20 down to 11 and 9 (job progress): what was
+ * - `job-progress`: undoes 21 down to 11 and 9 (job progress): what was
  *   added to `later_jobs`, `later_servers` (11) and `later_paused` (13).
  *   The log storage migrations (SQLite 8 and 10, PostgreSQL 10) are left to
  *   the caller, which tests them. 16 (cancelled stage) only rebuilds
@@ -27,10 +27,13 @@ export type RewindTarget = "job-progress" | "retained-log";
 
 /** The statements (newest migration first) that take a database at the latest migration back to before `target`. */
 export function migrationRewind(dialect: RewindDialect, target: RewindTarget): string[] {
-  const statements = [...GROUPS, ...LIMITS, ...FAN_IN[dialect], ...JOB_RESULT[dialect], ...AFTER_LOG_STORAGE];
+  const statements = [...PARTITION_RUNS, ...GROUPS, ...LIMITS, ...FAN_IN[dialect], ...JOB_RESULT[dialect], ...AFTER_LOG_STORAGE];
   if (target === "retained-log") statements.push(...DASHBOARD[dialect], ...logTables(dialect));
   return statements;
 }
+
+/** 21, partition runs (P3): the same on both backends. */
+const PARTITION_RUNS = ["ALTER TABLE later_partitions DROP COLUMN run_until_seq", "ALTER TABLE later_partitions DROP COLUMN careful_until_seq"];
 
 /** 20, groups (X9): the same on both backends; the index first (SQLite drops no column an index names). `later_limits` goes with 19. */
 const GROUPS = ["DROP INDEX later_jobs_ready_group", "ALTER TABLE later_jobs DROP COLUMN group_key"];

@@ -20,7 +20,7 @@ describe.skipIf(url === null)("PostgreSQL partition-head plans", () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  it("head claims, finishes (success and failure), put-backs and the partition list probe one head each on a never-analyzed table: no sequential scan, no scan of the topic", async () => {
+  it("head claims, finishes (success and failure), runs (P3), put-backs and the partition list probe one head each on a never-analyzed table: no sequential scan, no scan of the topic", async () => {
     const db = await createPostgresSchema();
     cleanups.push(db.dispose);
     const pool = new pg.Pool({ connectionString: db.searchPathUrl, max: 1 }); // one connection: its statistics are flushed below
@@ -117,6 +117,52 @@ describe.skipIf(url === null)("PostgreSQL partition-head plans", () => {
     const listed = await backend.inspect.partitionList({ topic: "orders" });
     statements++;
     expect(listed.partitions.map((p) => p.headJobId).sort()).toEqual(afterFail.map((c) => c.id).sort());
+
+    // Runs (P3): a success reading the next run's followers with it, then runs finished (their followers
+    // written, the next run read at once: held, followers, finish, next run, lease and claim, five statements
+    // counted), then a claim with room for followers (one LATERAL range per partition).
+    const runNext = { ...claimNext, runMax: 8 };
+    let runs = again.claimed;
+    for (let round = 0; round < 3; round++) {
+      const next = [];
+      for (const claim of runs) {
+        const followers = (claim.followers ?? []).map((f) => ({
+          id: f.id,
+          attempt: f.attempt,
+          startedAt: now,
+          outcome: { kind: "success" as const },
+          retentionMs: 60_000,
+        }));
+        const r = await backend.partitions.headFinish({
+          owner: "w2",
+          claim,
+          outcome: { kind: "success" },
+          now,
+          retentionMs: 60_000,
+          followers,
+          claimNext: runNext,
+        });
+        statements += followers.length > 0 ? 5 : 1;
+        expect(r.applied).toBe(true);
+        expect(r.followersApplied ?? 0).toBe(followers.length);
+        expect(r.next?.followers).toHaveLength(7);
+        next.push(r.next!);
+      }
+      runs = next;
+    }
+    expect((await backend.partitions.headRelease({ owner: "w2", claims: runs, now })).released).toHaveLength(PARTITIONS);
+    statements++;
+    const withRuns = await backend.partitions.headClaim({
+      owner: "w3",
+      partitions,
+      limit: PARTITIONS,
+      now,
+      leaseExpiresAt: now + 60_000,
+      jobTypes: ["order"],
+      runMax: 8,
+    });
+    statements += 2;
+    expect(withRuns.claimed.map((c) => c.followers?.length)).toEqual(Array(PARTITIONS).fill(7));
 
     const after = await stats();
     expect(after.seqScans - before.seqScans).toBe(0);

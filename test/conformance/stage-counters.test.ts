@@ -148,6 +148,8 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
   it("D7: after a mixed workload the counters equal a GROUP BY over the jobs, per namespace, stage, topic and partition", async () => {
     const h = harness();
     let flakyRuns = 0;
+    const gate = deferred();
+    const gated = deferred();
     const server = await h.start({
       topics: [ORDERS],
       workerCount: 4,
@@ -172,6 +174,10 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
         order: {
           handle: async (ctx, payload) => {
             if ((payload as { hang?: boolean }).hang) return new Promise((r) => ctx.signal.addEventListener("abort", r));
+            if ((payload as { gate?: boolean }).gate) {
+              gated.resolve();
+              await gate.promise;
+            }
             if (ctx.attempt === 1 && (ctx.jobId.charCodeAt(25) & 1) === 1) throw new Error("retry me");
           },
         },
@@ -198,6 +204,11 @@ describe.each(BACKENDS)("stage counters on $name", (entry) => {
     const orders: string[] = [];
     for (let i = 0; i < 24; i++) orders.push(await p.enqueueToPartition("order", { i }, { topic: "orders", key: `k${i % 6}` }));
     await p.enqueueToPartition("order", { after: true }, { topic: "orders", partition: 3 }, { parentId: orders[0]! });
+    // Partition runs (P3): jobs ready behind a running head run as runs, about half of them retried in the middle of a run.
+    await p.enqueueToPartition("order", { gate: true }, { topic: "orders", partition: 0 });
+    await gated.promise;
+    for (let i = 0; i < 16; i++) await p.enqueueToPartition("order", { run: i }, { topic: "orders", partition: 0 });
+    gate.resolve();
     // Fan-in (X5): a child released by three parents (one partitioned), one failed by a parent down to its own continuation,
     // one stored failed at enqueue, one in the application's transaction (below) and a partitioned one.
     const fanParents = [oks[1]!, oks[2]!, orders[1]!];

@@ -7,8 +7,11 @@
  * - nothing run twice: a job whose handler ended `ok` in more than one
  *   attempt is a duplicate (`figures.duplicates`), excused only when the
  *   options say why (a killed or stopped process, a killed database server);
- * - order, for partitioned jobs: in each partition no attempt of a job starts
- *   before the previous job's successful attempt ended; per key (the payload's
+ * - order, for partitioned jobs: in each partition no attempt of a job that
+ *   wrote starts before the previous job's successful attempt ended, and no
+ *   attempt at all starts before some attempt of the previous job ended ok
+ *   (a partition run, P3, runs a job after the one before it ended ok, and
+ *   writes both together: when its process dies first, both run again); per key (the payload's
  *   `key`), the applied successes are strictly increasing in enqueue order
  *   (and so are sequences; stored success times never go back). Applied lines
  *   are logged after the commit, by a process that may be busy, so they are
@@ -48,9 +51,18 @@ export interface Attempt {
   applied: { stage: string; t: number } | null;
 }
 
-/** Parses the children's logs; `problems` lists lines that break the protocol (a claim logged twice, an end or applied line without its start). */
+/**
+ * Parses the children's logs; `problems` lists lines that break the protocol (a claim started again in its
+ * process before its first start ended, an end or applied line without its start). One attempt number
+ * may start more than once: a partition run's follower (P3) is written only with its run, so when its
+ * process dies or its lease is lost before that write, it runs again under the same number; an end or
+ * applied line belongs to the latest start of its job and attempt in the same process.
+ */
 export function readAttemptLog(logFiles: readonly string[]): { attempts: Attempt[]; problems: string[] } {
-  const attempts = new Map<string, Attempt>();
+  const latest = new Map<string, Attempt>();
+  const all: Attempt[] = [];
+  /** The latest start of each job and attempt by log file (one per process, whose applied lines carry no pid). */
+  const inFile = new Map<string, Attempt>();
   const problems: string[] = [];
   for (const file of logFiles) {
     const lines = existsSync(file)
@@ -61,9 +73,10 @@ export function readAttemptLog(logFiles: readonly string[]): { attempts: Attempt
     for (const line of lines) {
       const f = line.split(" ");
       if (f[0] === "start") {
-        const key = `${f[1]} ${f[4]}`;
-        if (attempts.has(key)) problems.push(`claim logged twice: ${line}`);
-        attempts.set(key, {
+        const key = `${f[1]} ${f[4]} ${f[5]}`;
+        const before = latest.get(key);
+        if (before && before.end === null) problems.push(`claim logged twice: ${line}`);
+        const attempt: Attempt = {
           jobId: f[1]!,
           key: f[2]!,
           n: Number(f[3]),
@@ -73,17 +86,21 @@ export function readAttemptLog(logFiles: readonly string[]): { attempts: Attempt
           end: null,
           result: null,
           applied: null,
-        });
+        };
+        latest.set(key, attempt);
+        all.push(attempt);
+        inFile.set(`${f[1]} ${f[4]} ${file}`, attempt);
       } else if (f[0] === "end" || f[0] === "applied") {
-        const a = attempts.get(`${f[1]} ${f[0] === "end" ? f[4] : f[2]}`);
-        if (!a || (f[0] === "end" && a.pid !== Number(f[5]))) problems.push(`no start in the same process for: ${line}`);
+        // An applied line has no pid: its process is the one whose log it is in, where the job's attempt started.
+        const a = f[0] === "end" ? latest.get(`${f[1]} ${f[4]} ${f[5]}`) : inFile.get(`${f[1]} ${f[2]} ${file}`);
+        if (!a) problems.push(`no start in the same process for: ${line}`);
         else if (f[0] === "end") [a.end, a.result] = [Number(f[6]), f[7]!];
         else if (a.applied) problems.push(`applied twice: ${line}`);
         else a.applied = { stage: f[3]!, t: Number(f[4]) };
       }
     }
   }
-  return { attempts: [...attempts.values()], problems };
+  return { attempts: all, problems };
 }
 
 /** One job's attempts, for failure messages: `#attempt pid start..end result applied@t`. */
@@ -172,7 +189,7 @@ export function analyseAttemptLog(records: readonly JobRecord[], logFiles: reado
   const { attempts, problems } = readAttemptLog(logFiles);
   const byJob = new Map<string, Attempt[]>();
   for (const a of attempts) byJob.set(a.jobId, [...(byJob.get(a.jobId) ?? []), a]);
-  for (const list of byJob.values()) list.sort((x, y) => x.attempt - y.attempt);
+  for (const list of byJob.values()) list.sort((x, y) => x.attempt - y.attempt || x.start - y.start);
   const won = new Map<string, Attempt>();
   const excusedUnapplied = (a: Attempt) => a.applied === null && (options.killed?.has(a.pid) === true || options.faulted?.(a) === true);
 
@@ -180,7 +197,9 @@ export function analyseAttemptLog(records: readonly JobRecord[], logFiles: reado
   const duplicates: Duplicate[] = [];
   for (const r of records) {
     const tries = byJob.get(r.id) ?? [];
-    const w = tries.find((a) => a.attempt === r.attempt);
+    // The stored attempt's run whose success was applied (a number may have run more than once, see readAttemptLog), else its last.
+    const same = tries.filter((a) => a.attempt === r.attempt);
+    const w = same.find((a) => a.applied?.stage === "success") ?? same.at(-1);
     if (r.stage !== "success") lost.push(`${r.id} is ${r.stage}`);
     else if (w?.result !== "ok") lost.push(`${r.id}: stored success of attempt ${r.attempt}, whose handler did not end ok (${w?.result ?? "never started"})`);
     else if (w.applied?.stage !== "success" && !excusedUnapplied(w)) lost.push(`${r.id}: attempt ${r.attempt} succeeded without an applied success`);
@@ -250,10 +269,11 @@ export function analyseAttemptLog(records: readonly JobRecord[], logFiles: reado
     for (let i = 1; i < list.length; i++) {
       const prevEnd = won.get(list[i - 1]!.id)?.end;
       if (prevEnd === undefined || prevEnd === null) continue; // lost: reported above
+      const firstOk = Math.min(...(byJob.get(list[i - 1]!.id) ?? []).flatMap((p) => (p.result === "ok" && p.end !== null ? [p.end] : [])));
       for (const a of byJob.get(list[i]!.id) ?? []) {
-        if (a.start <= prevEnd)
+        if (writes(a) ? a.start <= prevEnd : a.start <= firstOk)
           outOfOrder.push(
-            `partition ${partition}: ${a.jobId} attempt ${a.attempt} started at ${a.start}, before ${list[i - 1]!.id} (the previous seq) ended its successful attempt at ${prevEnd}`,
+            `partition ${partition}: ${a.jobId} attempt ${a.attempt} started at ${a.start}, before ${list[i - 1]!.id} (the previous seq) ended ${writes(a) ? `its successful attempt at ${prevEnd}` : `any attempt ok (first at ${firstOk})`}`,
           );
       }
     }

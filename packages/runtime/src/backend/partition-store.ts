@@ -9,6 +9,15 @@
  * index probe each, never a scan of the jobs behind them), bumps its fencing
  * epoch, then marks the head running. Every later write of that claim is
  * fenced by `(topic, partition, epoch)` and the job's `(id, attempt)`.
+ *
+ * Runs (P3, server option `partitionRunMax`): a claim may also return the
+ * head's followers, the ready jobs right behind it, read but not written
+ * (the partition lease, held by this owner alone at this epoch, keeps others
+ * off them). Their outcomes are written with the head's, by `headFinish`,
+ * in one write fenced by the epoch for the whole run. The partition row
+ * records the last sequence of the run claimed (`run_until_seq`), so that a
+ * claim finding a dead owner's head still `running` can tell whether that
+ * owner was inside a run (see {@link ClaimedPartitionJob.lostAttempt}).
  */
 import type { ClaimedJob, ClaimKey, JobOutcome } from "./job-store.js";
 
@@ -86,8 +95,35 @@ export interface ClaimedPartitionJob extends ClaimedJob, PartitionRef {
    * whose `claimNext` then starts the next attempt when it is due. So a head
    * whose process dies on every attempt fails once its retries are spent and
    * frees its partition, as the stuck-job sweep does for regular jobs.
+   * Not when the partition's recorded run (`run_until_seq`) goes past the
+   * head: the dead owner was inside a run and which of its jobs was running
+   * is unknown, so the claim puts the head back unstarted (attempt undone, a
+   * `release` entry), claims it as a new attempt, and marks the partition
+   * careful up to that run's end (see {@link followers}).
    */
   lostAttempt?: boolean;
+  /**
+   * A head's run: the jobs of the partition with the next sequences, each
+   * ready now and of a claimable type, at most `runMax - 1`, stopping at the
+   * first that is not (so the run is the contiguous ready prefix). Read, not
+   * written: each is still in the stage it was read in, and its `attempt` is
+   * the one it runs as (the stored one + 1). Absent or empty: a run of one.
+   * Never given with a lost attempt, nor while the partition is careful:
+   * after a dead owner's run, heads up to that run's last sequence are
+   * claimed alone, so a job that kills its process is counted against itself.
+   */
+  followers?: ClaimedPartitionJob[];
+  /** True on a follower (see {@link followers}): its row was read, not written. */
+  follower?: boolean;
+}
+
+/** A follower of a run that ran, as `headFinish` writes it. */
+export interface PartitionFollowerOutcome extends ClaimKey {
+  /** When its attempt started: the time of its `running` history entry. */
+  startedAt: number;
+  outcome: JobOutcome;
+  /** How long it is kept once terminal (J11: its type's retention for the outcome's stage). */
+  retentionMs: number;
 }
 
 export interface PartitionHeadClaimParams {
@@ -100,6 +136,8 @@ export interface PartitionHeadClaimParams {
   leaseExpiresAt: number;
   /** Heads of other job types are left alone. */
   jobTypes: readonly string[];
+  /** Most jobs per run, the head included (see {@link ClaimedPartitionJob.followers}). Default 1: no followers. */
+  runMax?: number | undefined;
 }
 
 export interface PartitionHeadClaimResult {
@@ -114,8 +152,17 @@ export interface PartitionHeadFinishParams {
   outcome: JobOutcome;
   now: number;
   retentionMs: number;
-  /** After the write, claim the partition's next head at once if it is ready (and of `jobTypes`), keeping the lease. */
-  claimNext?: { leaseExpiresAt: number; jobTypes: readonly string[] } | undefined;
+  /**
+   * The followers of the head's run that ran after it (a success), in order,
+   * the last one's outcome whatever it was. Each is written as its claim
+   * then its outcome (history entries at `startedAt` and `now`), as long as
+   * its row is still in the stage it was read in at the attempt before its
+   * own: the first that is not (cancelled meanwhile, X3) is skipped and ends
+   * the applied prefix. Nothing at all is written when the lease is lost.
+   */
+  followers?: readonly PartitionFollowerOutcome[] | undefined;
+  /** After the write, claim the partition's next head at once if it is ready (and of `jobTypes`), keeping the lease; `runMax` as for `headClaim`. */
+  claimNext?: { leaseExpiresAt: number; jobTypes: readonly string[]; runMax?: number | undefined } | undefined;
 }
 
 export interface PartitionHeadFinishResult {
@@ -123,8 +170,10 @@ export interface PartitionHeadFinishResult {
   applied: boolean;
   /** Continuations that became `enqueued` because the job succeeded. */
   released: number;
-  /** The next head, claimed in the same transaction (`claimNext`). */
+  /** The next head, claimed in the same transaction (`claimNext`), with its followers. */
   next: ClaimedPartitionJob | null;
+  /** How many of the given `followers` were written (a prefix of them); absent when none were given. */
+  followersApplied?: number;
 }
 
 export interface PartitionHeadReleaseParams {
@@ -144,6 +193,12 @@ export interface PartitionLeaseRenewParams {
   owner: string;
   claims: readonly PartitionClaim[];
   leaseExpiresAt: number;
+  /**
+   * Followers running now under some of `claims`' leases (id and the attempt
+   * they run as): those whose row is now `cancelled` are reported in the
+   * result's `cancelled` (X3), with their partition's epoch. Default none.
+   */
+  followers?: readonly PartitionClaim[] | undefined;
 }
 
 export interface PartitionLeaseRenewResult {
@@ -152,7 +207,8 @@ export interface PartitionLeaseRenewResult {
   /**
    * Of the lost claims, those whose head job is now `cancelled` at the same
    * attempt (X3: a cancel frees the partition, so the lease is lost too).
-   * Read only when a claim was lost; absent: none.
+   * Read only when a claim was lost; absent: none. Also the given
+   * `followers` found `cancelled` (their partition lease may be kept).
    */
   cancelled?: (PartitionClaim & { reason: string | null })[];
 }

@@ -161,6 +161,15 @@ export interface ServerOptions<C, Trx = TransactionHandle> {
    */
   partitionMemberExpiryMs?: number;
   /**
+   * Most partitioned jobs one partition runs per database write (P3): a head
+   * is claimed with up to `partitionRunMax - 1` consecutive ready jobs behind
+   * it (its run), which run one after another under the head's partition
+   * lease, and their outcomes are written together with the next run's
+   * claim. A failure ends the run (the failed job keeps its place, the rest
+   * are claimed again). `1` claims and writes every job on its own. Default 32.
+   */
+  partitionRunMax?: number;
+  /**
    * How often this server's poller looks for due recurring occurrences
    * (every server polls; each occurrence is enqueued once). An occurrence
    * starts at most about this long after its time. Default 1000.
@@ -223,6 +232,7 @@ const KEYS = new Set([
   "topics",
   "recurringSequentialPartitions",
   "partitionMemberExpiryMs",
+  "partitionRunMax",
   "recurringPollIntervalMs",
   "logTopics",
   "metrics",
@@ -295,6 +305,7 @@ export function resolveServerOptions<C, Trx>(options: ServerOptions<C, Trx>): Re
     recurringSequentialPartitions: options.recurringSequentialPartitions ?? null,
     logTopics: logTopicsByName("`logTopics`", options.logTopics ?? []),
     partitionMemberExpiryMs: int("partitionMemberExpiryMs", 15_000, 30),
+    partitionRunMax: int("partitionRunMax", 32, 1, 10_000),
     recurringPollIntervalMs: int("recurringPollIntervalMs", 1_000, 1),
     context: options.context,
     backend: options.backend,

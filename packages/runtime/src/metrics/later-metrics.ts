@@ -19,7 +19,7 @@
  * | `later_worker_commands_total` | counter | queue, worker_id, outcome | attempts a worker was handed: `success`, `failed` (retry or failure), `discarded` (skipped, abandoned, cancelled) |
  * | `later_workers` | gauge | queue, worker_id, state | 1 per live worker (`state="active"`), and 1 while it runs a handler (`state="busy"`) |
  * | `later_partition_claims_total` | counter | queue, topic | head claim attempts, whether or not a head was found |
- * | `later_partition_heads_claimed_total` | counter | queue, topic | heads claimed |
+ * | `later_partition_heads_claimed_total` | counter | queue, topic | heads claimed (a run's follower counted as it starts, P3) |
  * | `later_partitions_active` | gauge | queue, topic | partitions running a head in this process now |
  * | `later_partition_lease_renewals_total` | counter | queue, topic, outcome | partition lease renewals: `renewed`, `lost`, `error` |
  * | `later_partition_workers_live` | gauge | queue | live partition members this process saw at its last heartbeat |

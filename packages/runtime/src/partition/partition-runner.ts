@@ -18,11 +18,26 @@
  *   takes the lease without starting an attempt; the lost attempt counts as
  *   a failure through the retry decision, as the stuck-job sweep's do for
  *   regular jobs, so a head that kills its process every time ends `failed`.
+ *   When the dead owner was inside a run (below), which of its jobs was
+ *   running is unknown: the claim puts the head back unstarted instead, and
+ *   the partition's heads up to that run's end are claimed alone (careful),
+ *   so the job that kills its process is then counted against itself.
+ * - **run** (P3, server option `partitionRunMax`, default 32): a head is
+ *   claimed with its followers, the consecutive ready jobs behind it, read
+ *   but not written. They run one after another under the head's lease and
+ *   epoch, each its own attempt (stored attempt + 1) through the executor;
+ *   the run stops at the first outcome that is not a success, at shutdown,
+ *   when the lease is lost, or when the partition is no longer owned or the
+ *   next one's type is paused. Their outcomes are written with the head's in
+ *   one write (`partitions.headFinish` with `followers`), which claims the
+ *   next run too. A follower cancelled while it runs (X3, seen by the lease
+ *   renewal) ends the run before it; what ran before it is written.
  *
  * ```text
  *   membership loop: heartbeat ─► live members ─► owned partitions (rendezvous)
  *   fetcher: owned, unleased partitions ─► partitions.headClaim ─► one run per claimed head
- *   run:  claimed ─► JobExecutor ─► partitions.headFinish ─┬─► next head claimed in the same write ─► executor ...
+ *   run:  claimed ─► JobExecutor (head, then each follower while they succeed)
+ *           ─► partitions.headFinish (the run's outcomes) ─┬─► next run claimed in the same write ─► executor ...
  *           │            │                                  └─► lease freed (next head not ready, or no longer owned)
  *           │            ├─(lease lost: renewal found another epoch, or forceFailPartitionHead)─► signal aborts, outcome discarded
  *           │            └─(lease already expired when the handler would start)─► skipped, left to the next claim
@@ -43,7 +58,9 @@
  * once, lets running heads finish until the deadline, then aborts them and
  * puts them back with their partitions freed (`partitions.headRelease`,
  * fenced by the epoch; attempt undone, event `job-released`), so the
- * partitions' next owners run the same heads at once. A handler that outlives
+ * partitions' next owners run the same heads at once; a run cut there
+ * writes the jobs that ran before the one running (that one was never
+ * written, so its partition goes on from it). A handler that outlives
  * `jobTimeoutMs` has its failure written at once and its partition goes on;
  * the hung handler is left behind, as in the worker pool.
  */
@@ -76,6 +93,22 @@ export interface PartitionRunnerConfig<C> extends JobExecutorConfig<C> {
   partitionMemberExpiryMs: number;
   /** The topics whose partitions it takes part in owning (the reserved recurring topic included). */
   topics: readonly TopicConfig[];
+  /** Most jobs one partition runs per write, the head included (P3). Server option `partitionRunMax`; default 1 here. */
+  partitionRunMax?: number;
+}
+
+/** A run being executed: the head's claim, its followers, and what ran. */
+interface Run {
+  readonly key: string;
+  readonly head: HeldClaim;
+  /** The head's outcome, once known. */
+  headOutcome: JobOutcome | null;
+  /** The followers read with the head's claim (not written). */
+  readonly followers: readonly ClaimedPartitionJob[];
+  /** The followers that ran, in order, with their start and outcome. */
+  readonly ran: { claim: HeldClaim; startedAt: number; outcome: JobOutcome }[];
+  /** The claim running now (the head, then each follower): the one renewed and aborted. */
+  current: HeldClaim;
 }
 
 const keyOf = (p: PartitionRef) => `${p.topic}\0${p.partition}`;
@@ -83,8 +116,10 @@ const keyOf = (p: PartitionRef) => `${p.topic}\0${p.partition}`;
 export class PartitionRunner<C> {
   private owned: PartitionRef[] = [];
   private ownedKeys = new Set<string>();
-  /** The head claim held per partition key, from its claim until its chain moves on or ends. */
+  /** The claim running per partition key (a head, or a follower of its run), from the head's claim until its chain moves on or ends. */
   private readonly heads = new Map<string, HeldClaim>();
+  /** The run each held claim (head or follower) belongs to. */
+  private readonly runOf = new Map<HeldClaim, Run>();
   private readonly runs = new Set<Promise<void>>();
   private readonly jobTypes: string[];
   private readonly slots: number;
@@ -100,7 +135,8 @@ export class PartitionRunner<C> {
    * Told of every head claimed with a new attempt, with the claim's time and
    * when it became claimable (the dashboard's dispatch wait): its `runAt`
    * for the fetcher's claims, the claim time for a head claimed by its
-   * predecessor's finish (it became ready then).
+   * predecessor's finish (it became ready then), and the start for a run's
+   * follower (likewise).
    */
   onClaimed: ((job: ClaimedPartitionJob, claimedAt: number, readyAt: number) => void) | null = null;
   /**
@@ -131,7 +167,8 @@ export class PartitionRunner<C> {
       onLost: (lost) => {
         for (const h of lost) this.executor.abandon(h, new LeaseLostError(h.id));
       },
-      // X3: the cancel freed the partition (epoch moved on); the chain ends and the next head may be claimed.
+      // X3: a head's cancel freed the partition (epoch moved on): the chain ends and the next head may be claimed;
+      // a follower's ends its run before it (the runner writes what ran).
       onCancelled: (cancelled) => {
         for (const [h, reason] of cancelled) this.executor.cancel(h, reason);
       },
@@ -194,8 +231,11 @@ export class PartitionRunner<C> {
     await Promise.race([allDone, this.options.clock.sleep(deadlineMs, deadline.signal)]);
     deadline.abort();
     // Handlers still running are abandoned (their signal aborts) and left behind, as in the worker pool;
-    // their heads are put back. A lost attempt being recorded is not a running handler: left to its write.
-    const stillRunning = [...this.heads.values()].filter((h) => !h.abandoned && !h.timedOut && !(h.job as ClaimedPartitionJob).lostAttempt);
+    // their heads are put back. A run whose follower was running writes what ran before it (its head's
+    // put-back then finds the lease freed and changes nothing). A lost attempt being recorded is not a running handler: left to its write.
+    const stillRunning = [...this.heads.values()]
+      .filter((h) => !h.abandoned && !h.timedOut && !(h.job as ClaimedPartitionJob).lostAttempt)
+      .map((h) => this.runOf.get(h)?.head ?? h); // a run is put back by its head (its followers were never written)
     for (const h of this.heads.values()) this.executor.abandon(h, new ServerStoppedError(`job ${h.id} was still running at the shutdown deadline`));
     await Promise.all([...this.runs]); // every chain ends at once now: none waits for an aborted handler
     await this.putBack(stillRunning, deadlineMs);
@@ -272,6 +312,7 @@ export class PartitionRunner<C> {
             now,
             leaseExpiresAt,
             jobTypes,
+            runMax: this.options.partitionRunMax ?? 1,
           });
           this.metrics?.partitionClaim(
             new Set(candidates.map((p) => p.topic)),
@@ -295,14 +336,16 @@ export class PartitionRunner<C> {
 
   private hold(job: ClaimedPartitionJob, leaseExpiresAt: number): HeldClaim {
     const claim = new HeldClaim(job, leaseExpiresAt, true);
-    this.heads.set(keyOf(job), claim);
+    const key = keyOf(job);
+    this.heads.set(key, claim);
+    this.runOf.set(claim, { key, head: claim, headOutcome: null, followers: job.followers ?? [], ran: [], current: claim });
     return claim;
   }
 
-  /** Runs a chain of heads from `claim` (whose outcome is already known when given). */
+  /** Runs a chain of runs from `claim`, a head or a follower (whose outcome is already known when given: a timeout). */
   private startChain(claim: HeldClaim, outcome: JobOutcome | null): void {
     const workerId = this.ids.take();
-    const run: Promise<void> = this.runChain(claim, outcome, workerId)
+    const run: Promise<void> = this.runChain(this.runOf.get(claim)!, claim, outcome, workerId)
       .catch((error) => this.report("partition head", error))
       .finally(() => {
         this.ids.release(workerId);
@@ -313,29 +356,63 @@ export class PartitionRunner<C> {
   }
 
   /**
-   * Runs a head, writes its outcome, and goes on with the next head when the
+   * Runs a run from `claim` (its head, then each follower while they
+   * succeed), writes its outcomes, and goes on with the next run when the
    * same write claimed it. A lost attempt (see {@link ClaimedPartitionJob.lostAttempt})
    * is not run: its outcome is the retry decision's, as the stuck-job sweep's for regular jobs.
    */
-  private async runChain(held: HeldClaim, known: JobOutcome | null, workerId: number): Promise<void> {
-    const key = keyOf(held.head!);
+  private async runChain(run: Run, claim: HeldClaim, known: JobOutcome | null, workerId: number): Promise<void> {
     let outcome = known;
     try {
       for (;;) {
-        if (outcome === null) outcome = await this.attempt(held, workerId);
-        if (outcome === null && held.timedOut) return; // its chain goes on from the executor's onTimedOut
-        if (outcome === null || held.abandoned) break;
-        const next = await this.finish(held, outcome);
+        if (outcome === null) outcome = await this.attempt(claim, workerId);
+        if (outcome === null && claim.timedOut) return; // its chain goes on from the executor's onTimedOut
+        if (outcome === null || claim.abandoned) {
+          // Nothing of the run is written, unless a follower was cancelled while it ran, or given up at the
+          // shutdown deadline: what ran before it is (a stale epoch writes nothing anyway).
+          if (claim === run.head || !(claim.cancelled || this.stopping)) break;
+          outcome = null;
+        } else if (claim === run.head) run.headOutcome = outcome;
+        else run.ran.push({ claim, startedAt: claim.startedAt, outcome });
+        const follower = outcome?.kind === "success" ? this.nextFollower(run) : null;
+        if (follower !== null) {
+          claim = this.holdFollower(run, follower);
+          outcome = null;
+          continue;
+        }
+        const next = await this.finish(run);
         if (!next) break;
-        this.release(key, held);
-        held = this.hold(next.job, next.leaseExpiresAt);
+        this.release(run);
+        run = this.runOf.get(this.hold(next.job, next.leaseExpiresAt))!;
+        claim = run.head;
         outcome = null;
       }
     } catch (error) {
-      this.release(key, held);
+      this.release(run);
       throw error;
     }
-    this.release(key, held);
+    this.release(run);
+  }
+
+  /** The run's next follower to start, or null when the run ends here (none left, shutdown, lease lost, no longer owned, paused). */
+  private nextFollower(run: Run): ClaimedPartitionJob | null {
+    const f = run.followers[run.ran.length];
+    if (f === undefined || this.stopping || run.current.abandoned || !this.ownedKeys.has(run.key)) return null;
+    if (this.pauses?.topicPaused(f.topic) || !this.claimableTypes().includes(f.jobType)) return null;
+    return f;
+  }
+
+  /** Makes a follower the run's running claim, under the lease the previous one last renewed. */
+  private holdFollower(run: Run, job: ClaimedPartitionJob): HeldClaim {
+    const claim = new HeldClaim(job, run.current.leaseExpiresAt, true);
+    run.current = claim;
+    this.heads.set(run.key, claim);
+    this.runOf.set(claim, run);
+    const now = this.options.clock.now();
+    claim.startedAt = now; // the time of its `running` entry, even when it fails before its handler starts
+    this.onClaimed?.(job, now, now); // it became runnable as the one before it ended, as a head its predecessor's finish claims
+    this.metrics?.partitionClaim([], [job.topic]); // it runs as its partition's head: counted as a head claimed
+    return claim;
   }
 
   /** The head's outcome: the lost attempt's retry decision, or the executor's run (null once the claim is aborted, without waiting for its handler). */
@@ -352,38 +429,59 @@ export class PartitionRunner<C> {
     });
   }
 
-  private release(key: string, held: HeldClaim): void {
-    if (this.heads.get(key) === held) this.heads.delete(key);
+  private release(run: Run): void {
+    if (this.heads.get(run.key) === run.current) this.heads.delete(run.key);
+    this.runOf.delete(run.head);
+    for (const r of run.ran) this.runOf.delete(r.claim);
+    this.runOf.delete(run.current);
   }
 
-  /** Stores the outcome (retrying a failed write until shutdown); the next head when it was claimed in the same write. */
-  private async finish(held: HeldClaim, outcome: JobOutcome): Promise<{ job: ClaimedPartitionJob; leaseExpiresAt: number } | null> {
+  /** The type's retention for an outcome's stage (J11); a job with `successMs: 0` expires at once (deleted by the next sweep). */
+  private retentionOf(held: HeldClaim, outcome: JobOutcome): number {
+    return finishRetentionMs(this.options.handlers[held.job.jobType]?.retention, outcome.kind) ?? this.options.retentionMs;
+  }
+
+  /** Stores the run's outcomes (retrying a failed write until shutdown); the next run when it was claimed in the same write. */
+  private async finish(run: Run): Promise<{ job: ClaimedPartitionJob; leaseExpiresAt: number } | null> {
     const { clock, leaseMs } = this.options;
+    const held = run.head;
     const claim = held.head!;
-    // J11: the type's retention for this stage; a head with `successMs: 0` expires at once (deleted by the next sweep).
-    const retentionMs = finishRetentionMs(this.options.handlers[held.job.jobType]?.retention, outcome.kind) ?? this.options.retentionMs;
+    const outcome = run.headOutcome!;
+    const retentionMs = this.retentionOf(held, outcome);
+    const followers = run.ran.map((r) => ({
+      id: r.claim.id,
+      attempt: r.claim.attempt,
+      startedAt: r.startedAt,
+      outcome: r.outcome,
+      retentionMs: this.retentionOf(r.claim, r.outcome),
+    }));
     for (;;) {
       const now = clock.now();
       const leaseExpiresAt = now + leaseMs;
       const jobTypes = this.claimableTypes();
       const claimNext =
         !this.stopping && this.ownedKeys.has(keyOf(claim)) && jobTypes.length > 0 && !this.pauses?.topicPaused(claim.topic)
-          ? { leaseExpiresAt, jobTypes }
+          ? { leaseExpiresAt, jobTypes, runMax: this.options.partitionRunMax ?? 1 }
           : undefined;
       try {
-        const result = await this.backend.partitions.headFinish({ owner: this.owner, claim, outcome, now, retentionMs, claimNext });
+        const result = await this.backend.partitions.headFinish({ owner: this.owner, claim, outcome, now, retentionMs, followers, claimNext });
+        const written = run.ran.slice(0, result.applied ? (result.followersApplied ?? 0) : 0);
         if (this.metrics !== null) {
           if (result.applied) this.metrics.outcomeWritten(held.job, outcome, now);
+          for (const r of written) this.metrics.outcomeWritten(r.claim.job, r.outcome, now);
           if (claimNext) this.metrics.partitionClaim([claim.topic], result.next ? [claim.topic] : []);
         }
-        if (result.applied && this.options.eventsEnabled && !(held.job as ClaimedPartitionJob).lostAttempt)
-          this.options.onEvent(attemptEvent(held.job, outcome));
+        if (result.applied && this.options.eventsEnabled) {
+          if (!(held.job as ClaimedPartitionJob).lostAttempt) this.options.onEvent(attemptEvent(held.job, outcome));
+          for (const r of written) this.options.onEvent(attemptEvent(r.claim.job, r.outcome));
+        }
         if (result.released > 0) this.onReleased?.();
         if (result.next) this.onClaimed?.(result.next, now, now);
         return result.next ? { job: result.next, leaseExpiresAt } : null;
       } catch (error) {
         this.report("partition complete", error);
-        if (this.stopping || held.abandoned) return null; // nothing written: the lease expires and the head is claimed again
+        // nothing written: the lease expires and the head is claimed again
+        if (this.stopping || held.abandoned || (run.current.abandoned && !run.current.cancelled)) return null;
         await clock.sleep(50, this.stopController.signal);
       }
     }

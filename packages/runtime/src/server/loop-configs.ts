@@ -34,8 +34,8 @@ export function workerPoolConfig<C>(options: ResolvedServerOptions<C>, attemptLa
 }
 
 export function partitionRunnerConfig<C>(options: ResolvedServerOptions<C>, attemptLayers: Layers): PartitionRunnerConfig<C> {
-  const { workerCount, pollIntervalMs, leaseMs, retentionMs, partitionMemberExpiryMs, topics } = options;
-  return { ...jobExecutorConfig(options, attemptLayers), workerCount, pollIntervalMs, leaseMs, retentionMs, partitionMemberExpiryMs, topics };
+  const { workerCount, pollIntervalMs, leaseMs, retentionMs, partitionMemberExpiryMs, partitionRunMax, topics } = options;
+  return { ...jobExecutorConfig(options, attemptLayers), workerCount, pollIntervalMs, leaseMs, retentionMs, partitionMemberExpiryMs, partitionRunMax, topics };
 }
 
 export function stuckJobRescuerConfig<C>(options: ResolvedServerOptions<C>): StuckJobRescuerConfig<C> {

@@ -1,4 +1,4 @@
-import type { Backend } from "../backend/backend.js";
+import type { Backend, ClaimedPartitionJob } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import type { HeldClaim } from "./held-claim.js";
 
@@ -68,12 +68,18 @@ export class LeaseRenewer {
     };
   }
 
-  /** Partition heads: the partitions' leases, held by `owner` under each claim's epoch. */
+  /**
+   * Partition heads: the partitions' leases, held by `owner` under each
+   * claim's epoch. A claim of a run's follower (P3) renews its partition's
+   * lease as the head's did, and is also looked up as a follower: one found
+   * `cancelled` (X3) is reported so, though the lease is kept.
+   */
   static partitionLeases(backend: Backend, owner: string): RenewLeases {
     const key = (c: { topic: string; partition: number; epoch: number }) => `${c.topic}\0${c.partition}\0${c.epoch}`;
     return async (claims, leaseExpiresAt) => {
       const heads = claims.flatMap((c) => (c.head ? [c.head] : []));
-      const { renewed, cancelled = [] } = await backend.partitions.leaseRenew({ owner, claims: heads, leaseExpiresAt });
+      const followers = claims.flatMap((c) => (c.head && (c.job as ClaimedPartitionJob).follower ? [c.head] : []));
+      const { renewed, cancelled = [] } = await backend.partitions.leaseRenew({ owner, claims: heads, leaseExpiresAt, followers });
       const kept = new Set(renewed.map(key));
       const gone = new Map(cancelled.map((c) => [key(c), c.reason]));
       return {
@@ -100,8 +106,9 @@ export class LeaseRenewer {
     const { kept, cancelled } = await this.config.renew(claims, leaseExpiresAt);
     const lost: HeldClaim[] = [];
     for (const c of claims) {
+      if (cancelled.has(c)) continue; // a cancelled follower keeps its partition's lease, but not its attempt
       if (kept.has(c)) c.leaseExpiresAt = Math.max(c.leaseExpiresAt, leaseExpiresAt);
-      else if (!cancelled.has(c)) lost.push(c);
+      else lost.push(c);
     }
     if (cancelled.size > 0) this.config.onCancelled(cancelled);
     if (lost.length > 0) this.config.onLost(lost);

@@ -369,6 +369,15 @@ CREATE INDEX later_jobs_ready_group ON {schema}.later_jobs (namespace, job_type,
 ALTER TABLE {schema}.later_limits ADD COLUMN group_concurrency integer, ADD COLUMN group_cursor text;
 `,
   },
+  {
+    version: 21,
+    name: "partition-runs",
+    // P3 runs: as SQLite 21 (the last sequence of the claimed run; the sequence up to which heads are claimed
+    // alone after a dead owner's run). Nullable, no default: adding them rewrites no row.
+    sql: `
+ALTER TABLE {schema}.later_partitions ADD COLUMN run_until_seq bigint, ADD COLUMN careful_until_seq bigint;
+`,
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

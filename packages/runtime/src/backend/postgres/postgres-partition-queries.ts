@@ -20,6 +20,10 @@ export class PostgresPartitionQueries {
   readonly headsRun: Statement;
   readonly headsTakeOver: Statement;
   readonly held: Statement;
+  readonly behind: Statement;
+  readonly ahead: Statement;
+  readonly followersRun: Statement;
+  readonly headsPutBack: Statement;
   readonly successNext: Statement;
   readonly leaseFree: Statement;
   readonly headRelease: Statement;
@@ -37,7 +41,7 @@ export class PostgresPartitionQueries {
     /** The counter and wake-up CTEs of a statement's transitions (see postgres-transition.ts); `$1` is every statement's namespace. */
     const tail = (transitions: PgTransition[], notify?: [string, string]) => transitionTail(schema, "$1", transitions, notify);
     // A partition's head: one probe of later_jobs_partition_head, whatever the statistics (see inPartition).
-    const head = (p: string) => `SELECT j.id, j.job_type, j.stage, j.run_at FROM ${jobs} j
+    const head = (p: string) => `SELECT j.id, j.job_type, j.stage, j.run_at, j.seq, j.attempt FROM ${jobs} j
       WHERE ${inPartition("j", `${p}.namespace`, `${p}.topic`, `${p}.partition_no`)}
         AND j.stage NOT IN ${TERMINAL} ORDER BY ${partitionOrder("j")} LIMIT 1`;
     this.topicRead = statement(`SELECT topic, partitions FROM ${schema}.later_topics WHERE namespace = $1 AND topic = ANY($2::text[]) FOR UPDATE`);
@@ -45,7 +49,7 @@ export class PostgresPartitionQueries {
   INSERT INTO ${schema}.later_topics (namespace, topic, partitions, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
 )
 INSERT INTO ${parts} (namespace, topic, partition_no) SELECT $1, $2, n FROM generate_series(0, $3::int - 1) n ON CONFLICT DO NOTHING`);
-    this.freeHeads = statement(`SELECT p.topic, p.partition_no, h.id, h.job_type, h.stage, h.run_at
+    this.freeHeads = statement(`SELECT p.topic, p.partition_no, p.run_until_seq, p.careful_until_seq, h.id, h.job_type, h.stage, h.run_at, h.seq, h.attempt
 FROM ${parts} p CROSS JOIN LATERAL (${head("p")}) h
 WHERE p.namespace = $1 AND (p.topic, p.partition_no) IN (SELECT * FROM unnest($2::text[], $3::int[]))
   AND (p.lease_owner IS NULL OR p.lease_expires_at < $4)
@@ -53,8 +57,10 @@ ORDER BY p.topic, p.partition_no
 FOR UPDATE OF p SKIP LOCKED`);
     this.headOf = statement(`SELECT h.* FROM ${parts} p CROSS JOIN LATERAL (${head("p")}) h
 WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3`);
-    this.leaseTake = statement(`UPDATE ${parts} p SET lease_owner = $2, lease_expires_at = $3, epoch = p.epoch + 1
-FROM unnest($4::text[], $5::int[]) AS c(topic, partition_no)
+    // With the run each claim took (P3): its last sequence, and the careful bound (null: none) after a dead owner's run.
+    this.leaseTake = statement(`UPDATE ${parts} p SET lease_owner = $2, lease_expires_at = $3, epoch = p.epoch + 1,
+  run_until_seq = c.run_until_seq, careful_until_seq = c.careful_until_seq
+FROM unnest($4::text[], $5::int[], $6::bigint[], $7::bigint[]) AS c(topic, partition_no, run_until_seq, careful_until_seq)
 WHERE p.namespace = $1 AND p.topic = c.topic AND p.partition_no = c.partition_no
 RETURNING p.topic, p.partition_no, p.epoch`);
     // The heads are locked first (id order, as every writer of several job rows) to read the stage each leaves.
@@ -72,8 +78,56 @@ SELECT id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, seq, to
     this.headsTakeOver = statement(`UPDATE ${jobs} j SET lease_owner = $2, updated_at = $3
 WHERE j.namespace = $1 AND ${idIn("j.id", "$4")} AND j.stage = 'running'
 RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, j.meta`);
-    this.held = statement(`SELECT 1 AS ok FROM ${parts}
+    this.held = statement(`SELECT run_until_seq, careful_until_seq FROM ${parts}
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE`);
+    // A run's candidate followers (P3): for each claimed head, the next unfinished jobs of its partition, one
+    // range of later_jobs_partition_head past the head's sequence (a LATERAL per partition), at most `room`;
+    // the caller keeps their ready prefix. Read only. $1 ns, $2 topics, $3 partitions, $4 head seqs, $5 rooms.
+    this.behind =
+      statement(`SELECT c.topic, c.partition_no, f.* FROM unnest($2::text[], $3::int[], $4::bigint[], $5::int[]) AS c(topic, partition_no, seq, room)
+CROSS JOIN LATERAL (
+  SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
+  WHERE ${inPartition("j", "$1", "c.topic", "c.partition_no")} AND j.stage NOT IN ${TERMINAL} AND j.seq > c.seq
+  ORDER BY ${partitionOrder("j")} LIMIT c.room
+) f
+ORDER BY c.topic, c.partition_no, f.seq`);
+    // A partition's next run, read at once: its head and the unfinished jobs behind it, at most $4 rows in all
+    // (one range of later_jobs_partition_head). $1 ns, $2 topic, $3 partition, $4 runMax.
+    this.ahead = statement(`SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
+WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL}
+ORDER BY ${partitionOrder("j")} LIMIT $4::int`);
+    // The followers of a run that ran, written as claimed at their start, in run order, as long as each is still
+    // in a claimable stage at the attempt before its own: the first that is not (cancelled meanwhile) ends the
+    // prefix written. Locked in id order, as every writer of several job rows. $1 ns, $2 owner, $3 ids (run
+    // order), $4 attempts run, $5 start times.
+    const ran = transition({ kinds: "claim", rows: "ran", from: "old_stage", to: "'running'", at: "c.started_at" });
+    this.followersRun = statement(`WITH c AS (
+  SELECT * FROM unnest($3::text[], $4::int[], $5::bigint[]) WITH ORDINALITY AS c(id, attempt, started_at, ord)
+), cur AS (
+  SELECT j.id, j.stage FROM ${jobs} j JOIN c ON j.id = c.id
+  WHERE j.namespace = $1 AND j.attempt = c.attempt - 1 AND j.stage IN ('enqueued', 'delayed', 'requeued')
+  ORDER BY j.id FOR UPDATE OF j
+), upto AS (
+  SELECT coalesce(min(c.ord) FILTER (WHERE cur.id IS NULL), 2147483647) AS stop FROM c LEFT JOIN cur ON cur.id = c.id
+), ran AS (
+  UPDATE ${jobs} j SET ${ran.stage}, attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = c.started_at,
+    ${ran.history}
+  FROM c JOIN cur h ON h.id = c.id CROSS JOIN upto WHERE j.id = c.id AND c.ord < upto.stop
+  RETURNING j.id, j.topic, j.partition_no, h.stage AS old_stage
+)${tail([ran])}
+SELECT id FROM ran`);
+    // A dead owner's head found `running` inside its run (P3): put back unstarted, attempt undone, as a release.
+    // $1 ns, $2 ids, $3 attempts, $4 now, $5/$6 notify channel and payload.
+    const undone = putBack("undone", "$4::bigint", "NULL::text");
+    this.headsPutBack = statement(`WITH c AS (
+  SELECT * FROM unnest($2::text[], $3::int[]) AS c(id, attempt)
+), undone AS (
+  UPDATE ${jobs} j SET ${undone.stage}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $4,
+    ${undone.history}
+  FROM c WHERE j.id = c.id AND j.attempt = c.attempt AND j.namespace = $1 AND j.stage = 'running'
+  RETURNING j.id, j.stage, j.topic, j.partition_no
+)${tail([undone], ["$5", "$6"])}
+SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
     // A success, and the next head claimed (or the lease freed), in one statement: the hot path of a
     // busy partition. Every CTE sees the snapshot before the statement, so the finished head is
     // excluded by id, and a continuation of the head that this success releases is still `waiting`
@@ -84,27 +138,41 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
     // common case pays one more test on the one `nxt` row and a filter on `released` by `ready`'s id.
     // $1 ns, $2 topic, $3 partition, $4 epoch, $5 owner, $6 id, $7 now, $8 expires_at, $9 attempt,
     // $10 claim next?, $11 job types, $12 next lease expiry, $13/$14 notify channel and payload,
-    // $15 the result's JSON text (null: none, X6), $16 the done channel.
+    // $15 the result's JSON text (null: none, X6), $16 the done channel, $17 the room for followers (P3: runMax - 1).
+    // The next head's run (P3) is read here too (`behind`: the rows past it, `run`: their ready prefix, by a
+    // window over sequence order; none while the partition is careful up to the head), and its last sequence
+    // recorded with the lease; the caller reads the followers from the `followers` JSON column.
     const done = transition({ kinds: "succeed", rows: "done", from: "'running'", to: "'success'", at: "$7::bigint" });
     const released = releaseChild("released", "$7");
     // The next head: claimed from its stage; a waiting continuation of the head is released (`enqueued`) then claimed.
     const claimed = transition({ kinds: "claim", rows: "claimed", from: "old_stage", to: "'running'", at: "$7::bigint" });
     const releasedNow = transition({ kinds: "releaseChild", rows: "claimed", from: "'waiting'", to: "'enqueued'", at: "$7::bigint" });
     this.successNext = statement(`WITH held AS (
-  SELECT 1 FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
+  SELECT careful_until_seq FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
 ), done AS (
   UPDATE ${jobs} j SET ${done.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
     ${done.history}, result = $15::text
   WHERE j.id = $6 AND j.attempt = $9 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
   RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited
 ), nxt AS (
-  SELECT j.id, j.job_type, j.stage, j.run_at, j.parent_id FROM ${jobs} j
+  SELECT j.id, j.job_type, j.stage, j.run_at, j.parent_id, j.seq FROM ${jobs} j
   WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL} AND j.id <> $6
     AND $10::boolean AND EXISTS (SELECT 1 FROM done)
   ORDER BY ${partitionOrder("j")} LIMIT 1
 ), ready AS (
-  SELECT id, stage FROM nxt WHERE job_type = ANY($11::text[])
+  SELECT id, stage, seq FROM nxt WHERE job_type = ANY($11::text[])
     AND (stage = 'enqueued' OR (stage IN ('delayed', 'requeued') AND run_at <= $7) OR (stage = 'waiting' AND parent_id = $6 AND run_at <= $7))
+), behind AS (
+  SELECT b.*, bool_and(b.job_type = ANY($11::text[]) AND (b.stage = 'enqueued' OR (b.stage IN ('delayed', 'requeued') AND b.run_at <= $7)))
+    OVER (ORDER BY b.seq) AS ok
+  FROM (
+    SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
+    WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL} AND j.seq > (SELECT seq FROM ready)
+      AND NOT EXISTS (SELECT 1 FROM held WHERE careful_until_seq >= (SELECT seq FROM ready))
+    ORDER BY ${partitionOrder("j")} LIMIT $17::int
+  ) b
+), run AS (
+  SELECT * FROM behind WHERE ok
 ), released AS (
   UPDATE ${jobs} k SET ${releasedTo(released, "$7")}
   WHERE k.stage = 'waiting' AND k.namespace = $1 AND k.parent_id IN (SELECT id FROM done) AND k.id NOT IN (SELECT id FROM ready)
@@ -113,7 +181,9 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
   UPDATE ${parts} p SET
     lease_owner = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN p.lease_owner END,
     lease_expires_at = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN $12::bigint END,
-    epoch = p.epoch + CASE WHEN EXISTS (SELECT 1 FROM ready) THEN 1 ELSE 0 END
+    epoch = p.epoch + CASE WHEN EXISTS (SELECT 1 FROM ready) THEN 1 ELSE 0 END,
+    run_until_seq = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN coalesce((SELECT max(seq) FROM run), (SELECT seq FROM ready)) ELSE p.run_until_seq END,
+    careful_until_seq = CASE WHEN p.careful_until_seq < (SELECT seq FROM ready) THEN NULL ELSE p.careful_until_seq END
   WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3 AND p.epoch = $4 AND EXISTS (SELECT 1 FROM done)
   RETURNING p.epoch
 ), claimed AS (
@@ -126,7 +196,9 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
 SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM woken)::int AS woken,
   (SELECT count(*) FROM released)::int + (SELECT count(*) FROM claimed WHERE old_stage = 'waiting')::int AS released,
   (SELECT max(waiters) FROM done) AS waiters, (SELECT count(*) FROM notified)::int AS notified, (SELECT epoch FROM lease) AS epoch,
-  c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq, c.meta
+  c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq, c.meta,
+  (SELECT json_agg(json_build_object('id', r.id, 'job_type', r.job_type, 'stage', r.stage, 'payload', r.payload, 'attempt', r.attempt,
+    'retry_policy', r.retry_policy, 'timeout_ms', r.timeout_ms, 'run_at', r.run_at, 'seq', r.seq, 'meta', r.meta) ORDER BY r.seq) FROM run r) AS followers
 FROM (SELECT 1) one LEFT JOIN claimed c ON true`);
     this.leaseFree = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);

@@ -14,11 +14,19 @@
  * several partition rows takes them in (topic, partition) order (enqueue,
  * lease renewal), so head claims, finishes, renewals and enqueues cannot
  * deadlock.
+ *
+ * Runs (P3): a claim reads its heads' followers with one statement (a
+ * LATERAL range per partition, {@link PostgresPartitionQueries.behind}) and
+ * records each run's last sequence with the lease. A run of one finishing
+ * with success takes the one-statement path (`successNext`), which reads the
+ * next run's followers too; a run with followers, or a failed head, is one
+ * transaction: the followers written as claimed then finished with the head,
+ * and the next run claimed.
  */
 import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
-import { claimedHead, readyAt } from "../shared/partition-heads.js";
+import { cancelCandidates, claimedHead, followerRoom, readyAt, renewalCancelled, runFollowers } from "../shared/partition-heads.js";
 import { retryConflicts } from "./postgres-errors.js";
 import { PostgresPartitionQueries } from "./postgres-partition-queries.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
@@ -84,14 +92,15 @@ export class PostgresPartitionStore implements B.PartitionStore {
         else chosen.push(h);
       }
       if (chosen.length === 0) return { claimed: [], nextRunAt };
-      return { claimed: await this.claim(execute, chosen, params.owner, params.leaseExpiresAt, params.now), nextRunAt };
+      return { claimed: await this.claim(execute, chosen, params.owner, params.leaseExpiresAt, params.now, params.jobTypes, params.runMax), nextRunAt };
     });
   }
 
   async headFinish(params: B.PartitionHeadFinishParams): Promise<B.PartitionHeadFinishResult> {
     const { claim, now } = params;
     const expires = now + params.retentionMs;
-    if (params.outcome.kind === "success") {
+    const followers = params.followers ?? [];
+    if (params.outcome.kind === "success" && followers.length === 0) {
       const next = params.claimNext;
       const [row] = await this.host.execute(this.q.successNext, [
         this.ns,
@@ -109,36 +118,65 @@ export class PostgresPartitionStore implements B.PartitionStore {
         ...this.host.notifyArgs,
         params.outcome.result ?? null,
         this.host.doneChannel,
+        Math.max(0, (next?.runMax ?? 1) - 1),
       ]);
       let released = Number(row?.released ?? 0);
       if (Number(row?.waiters ?? 0) > 0) released += await this.jobs.releaseChildren(this.host.execute, [claim.id], now);
-      return {
-        applied: Number(row?.applied ?? 0) > 0,
-        released,
-        next: row?.id ? claimedHead(row, claim, Number(row.epoch)) : null,
-      };
+      const head = row?.id ? claimedHead(row, claim, Number(row.epoch)) : null;
+      const behind = (row?.followers ?? []) as Row[];
+      if (head && next && behind.length > 0) head.followers = runFollowers(behind, claim, head.epoch, now, next.jobTypes, behind.length);
+      return { applied: Number(row?.applied ?? 0) > 0, released, next: head };
     }
     return this.host.inTransaction("partition head finish", async (execute) => {
       const [held] = await execute(this.q.held, [this.ns, claim.topic, claim.partition, claim.epoch, params.owner]);
-      if (!held) return { applied: false, released: 0, next: null };
-      const values = this.jobs.finishValues([{ id: claim.id, attempt: claim.attempt, outcome: params.outcome }], now, expires, Number.MAX_SAFE_INTEGER);
-      const result = await this.jobs.finishRows(execute, values, expires, now);
+      if (!held) return followers.length > 0 ? { applied: false, released: 0, next: null, followersApplied: 0 } : { applied: false, released: 0, next: null };
+      // The followers that ran become `running` first (their claim, at their start), then finish with the head.
+      const ran =
+        followers.length === 0
+          ? []
+          : await execute(this.q.followersRun, [
+              this.ns,
+              params.owner,
+              followers.map((f) => f.id),
+              followers.map((f) => f.attempt),
+              followers.map((f) => f.startedAt),
+            ]);
+      const written = followers.slice(0, ran.length);
+      const byRetention = new Map<number, B.JobFinish[]>([[params.retentionMs, [{ id: claim.id, attempt: claim.attempt, outcome: params.outcome }]]]);
+      for (const f of written) {
+        const group = byRetention.get(f.retentionMs);
+        if (group) group.push(f);
+        else byRetention.set(f.retentionMs, [f]);
+      }
+      let applied = false;
+      let released = 0;
+      for (const [retentionMs, finishes] of byRetention) {
+        const exp = now + retentionMs;
+        const result = await this.jobs.finishRows(execute, this.jobs.finishValues(finishes, now, exp, Number.MAX_SAFE_INTEGER), exp, now);
+        applied ||= result.applied.some((a) => a.id === claim.id);
+        released += result.released;
+      }
       let next: B.ClaimedPartitionJob | null = null;
       if (params.claimNext) {
-        const [h] = await execute(this.q.headOf, [this.ns, claim.topic, claim.partition]);
+        // The next head and the jobs behind it in one read (the claim then reads no followers of its own).
+        const [h, ...behind] = await execute(this.q.ahead, [this.ns, claim.topic, claim.partition, Math.max(1, params.claimNext.runMax ?? 1)]);
         const at = h ? readyAt(h, now) : null;
         if (h && at !== null && at <= now && params.claimNext.jobTypes.includes(String(h.job_type))) {
+          const ref = { topic: claim.topic, partition_no: claim.partition };
           [next = null] = await this.claim(
             execute,
-            [{ ...h, topic: claim.topic, partition_no: claim.partition }],
+            [{ ...h, ...held, ...ref }],
             params.owner,
             params.claimNext.leaseExpiresAt,
             now,
+            params.claimNext.jobTypes,
+            params.claimNext.runMax,
+            behind.map((r) => ({ ...r, ...ref })),
           );
         }
       }
       if (!next) await execute(this.q.leaseFree, [this.ns, claim.topic, claim.partition, claim.epoch]);
-      return { applied: result.applied.length > 0, released: result.released, next };
+      return followers.length > 0 ? { applied, released, next, followersApplied: written.length } : { applied, released, next };
     });
   }
 
@@ -178,10 +216,10 @@ export class PostgresPartitionStore implements B.PartitionStore {
     );
     const kept = new Set(rows.map((r) => `${String(r.topic)}\0${Number(r.partition_no)}\0${Number(r.epoch)}`));
     const renewed = params.claims.filter((k) => kept.has(`${k.topic}\0${k.partition}\0${k.epoch}`));
-    if (renewed.length === params.claims.length) return { renewed };
+    const followers = params.followers ?? [];
+    if (renewed.length === params.claims.length && followers.length === 0) return { renewed };
     const lost = params.claims.filter((k) => !renewed.includes(k));
-    const cancelled = new Map((await this.jobs.cancelledClaims(lost)).map((k) => [k.id, k.reason]));
-    return { renewed, cancelled: lost.filter((k) => cancelled.has(k.id)).map((k) => ({ ...k, reason: cancelled.get(k.id) ?? null })) };
+    return { renewed, cancelled: renewalCancelled(lost, followers, await this.jobs.cancelledClaims(cancelCandidates(lost, followers))) };
   }
 
   async memberHeartbeat(params: B.PartitionMemberHeartbeatParams): Promise<B.PartitionMemberHeartbeatResult> {
@@ -219,16 +257,71 @@ export class PostgresPartitionStore implements B.PartitionStore {
    * running; heads already `running` (their claimer is gone) are taken over as
    * they are, their lost attempts left for the caller to record.
    */
-  private async claim(execute: Execute, heads: Row[], owner: string, leaseExpiresAt: number, now: number): Promise<B.ClaimedPartitionJob[]> {
-    const leases = await execute(this.q.leaseTake, [this.ns, owner, leaseExpiresAt, heads.map((h) => h.topic), heads.map((h) => Number(h.partition_no))]);
-    const epochs = new Map(leases.map((l) => [`${String(l.topic)}\0${Number(l.partition_no)}`, Number(l.epoch)]));
-    const lost = heads.filter((h) => h.stage === "running").map((h) => String(h.id));
-    const fresh = heads.filter((h) => h.stage !== "running").map((h) => String(h.id));
+  private async claim(
+    execute: Execute,
+    heads: Row[],
+    owner: string,
+    leaseExpiresAt: number,
+    now: number,
+    jobTypes: readonly string[],
+    runMax: number | undefined,
+    /** The rows behind the heads, already read (one head's, by `headFinish`); absent: read here. */
+    read?: Row[],
+  ): Promise<B.ClaimedPartitionJob[]> {
+    const key = (r: Row) => `${String(r.topic)}\0${Number(r.partition_no)}`;
+    const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+    // A dead owner's head still `running` inside its run (P3): put back unstarted, the partition careful up to the run's end.
+    const careful = new Map(heads.map((h) => [key(h), num(h.careful_until_seq)]));
+    const inRun = heads.filter((h) => h.stage === "running" && num(h.run_until_seq) !== null && num(h.run_until_seq)! > Number(h.seq));
+    if (inRun.length > 0) {
+      await execute(this.q.headsPutBack, [this.ns, inRun.map((h) => String(h.id)), inRun.map((h) => Number(h.attempt)), now, ...this.host.notifyArgs]);
+      for (const h of inRun) careful.set(key(h), Math.max(careful.get(key(h)) ?? 0, num(h.run_until_seq)!));
+    }
+    const isLost = (h: Row) => h.stage === "running" && !inRun.includes(h);
+    const room = new Map(heads.map((h) => [key(h), isLost(h) ? 0 : followerRoom(runMax, Number(h.seq), careful.get(key(h)))]));
+    const reading = heads.filter((h) => room.get(key(h))! > 0);
+    const behind =
+      reading.length === 0 || read !== undefined
+        ? (read ?? [])
+        : await execute(this.q.behind, [
+            this.ns,
+            reading.map((h) => h.topic),
+            reading.map((h) => Number(h.partition_no)),
+            reading.map((h) => Number(h.seq)),
+            reading.map((h) => room.get(key(h))!),
+          ]);
+    const rowsBehind = new Map<string, Row[]>();
+    for (const r of behind) rowsBehind.set(key(r), [...(rowsBehind.get(key(r)) ?? []), r]);
+    // The ready prefix of each, decided before the lease is written (the run's last sequence goes with it); epochs follow.
+    const ready = new Map(
+      heads.map((h) => [key(h), runFollowers(rowsBehind.get(key(h)) ?? [], { topic: "", partition: 0 }, 0, now, jobTypes, room.get(key(h))!)]),
+    );
+    const until = (h: Row) => ready.get(key(h))!.at(-1)?.seq ?? Number(h.seq);
+    const carefulNext = (h: Row) => {
+      const c = careful.get(key(h));
+      return c !== null && c !== undefined && Number(h.seq) <= c ? c : null;
+    };
+    const leases = await execute(this.q.leaseTake, [
+      this.ns,
+      owner,
+      leaseExpiresAt,
+      heads.map((h) => h.topic),
+      heads.map((h) => Number(h.partition_no)),
+      heads.map(until),
+      heads.map(carefulNext),
+    ]);
+    const epochs = new Map(leases.map((l) => [key(l), Number(l.epoch)]));
+    const lost = heads.filter(isLost).map((h) => String(h.id));
+    const fresh = heads.filter((h) => !isLost(h)).map((h) => String(h.id));
     const rows = fresh.length === 0 ? [] : await execute(this.q.headsRun, [this.ns, owner, now, fresh]);
     const taken = lost.length === 0 ? [] : await execute(this.q.headsTakeOver, [this.ns, owner, now, lost]);
     const head = (r: Row, lostAttempt: boolean) => {
       const ref = { topic: String(r.topic), partition: Number(r.partition_no) };
-      return claimedHead(r, ref, epochs.get(`${ref.topic}\0${ref.partition}`)!, lostAttempt);
+      const epoch = epochs.get(key(r))!;
+      const claimed = claimedHead(r, ref, epoch, lostAttempt);
+      const followers = ready.get(key(r)) ?? [];
+      if (followers.length > 0) claimed.followers = followers.map((f) => ({ ...f, ...ref, epoch }));
+      return claimed;
     };
     return [...rows.map((r) => head(r, false)), ...taken.map((r) => head(r, true))];
   }

@@ -411,6 +411,16 @@ ALTER TABLE later_limits ADD COLUMN group_concurrency INTEGER;
 ALTER TABLE later_limits ADD COLUMN group_cursor TEXT;
 `,
   },
+  {
+    version: 21,
+    name: "partition-runs",
+    // P3 runs: the last sequence of the run the partition's lease holder claimed (NULL: none recorded), and,
+    // after a claim found a dead owner's run, the sequence up to which heads are claimed alone (NULL: none).
+    // Nullable, no default: adding them rewrites no row.
+    sql: `ALTER TABLE later_partitions ADD COLUMN run_until_seq INTEGER;
+ALTER TABLE later_partitions ADD COLUMN careful_until_seq INTEGER;
+`,
+  },
 ];
 
 /** Applied and pending migrations (`later_migrations` is created by {@link SqliteConnection.open}). */

@@ -9,12 +9,15 @@
  *
  * A head is found by one probe of `later_jobs_partition_head` per partition
  * (`ORDER BY seq LIMIT 1` over unfinished rows): the jobs queued behind a
- * blocked head are never read.
+ * blocked head are never read. A head's followers (its run, P3) are read
+ * by one range of the same index from the head's sequence on
+ * (`seq > ? ORDER BY seq LIMIT ?`), and only read: the partition lease keeps
+ * other claimers off them until the run's outcomes are written together.
  */
 import { TERMINAL_STAGES } from "../../core/job-stage.js";
 import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
-import { claimedHead, readyAt } from "../shared/partition-heads.js";
+import { cancelCandidates, claimedHead, followerRoom, readyAt, renewalCancelled, runFollowers } from "../shared/partition-heads.js";
 import { stageList } from "../shared/stage-list.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { StageDeltas, type SqliteStageCounters } from "./sqlite-stage-counters.js";
@@ -34,8 +37,16 @@ export interface SqlitePartitionHost {
 
 const TERMINAL = stageList(TERMINAL_STAGES);
 /** The head of a partition: its unfinished job with the lowest sequence, one probe of the partition-head index (whose predicate this repeats). */
-const HEAD = `SELECT id, job_type, stage, run_at FROM later_jobs
+const HEAD = `SELECT id, job_type, stage, run_at, seq, attempt FROM later_jobs
   WHERE namespace = ? AND topic = ? AND partition_no = ? AND stage NOT IN ${TERMINAL} ORDER BY seq LIMIT 1`;
+/** The unfinished jobs behind a head, in sequence order: one range of the partition-head index (a run's candidate followers). */
+const BEHIND = `SELECT id, job_type, stage, payload, attempt, retry_policy, timeout_ms, run_at, seq, meta FROM later_jobs
+  WHERE namespace = ? AND topic = ? AND partition_no = ? AND stage NOT IN ${TERMINAL} AND seq > ? ORDER BY seq LIMIT ?`;
+/** A follower that ran, written as claimed at its start (fenced by the attempt before its own and a claimable stage). */
+const FOLLOWER_RUN = `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = NULL, updated_at = ?,
+    ${T.claim.history}
+  WHERE id = ? AND namespace = ? AND attempt = ? AND stage IN ('enqueued', 'delayed', 'requeued')
+  RETURNING topic, partition_no, json_extract(stages, '$[#-2][0]') AS was`;
 
 export class SqlitePartitionStore implements B.PartitionStore {
   constructor(private readonly host: SqlitePartitionHost) {}
@@ -66,7 +77,7 @@ export class SqlitePartitionStore implements B.PartitionStore {
     const types = new Set(params.jobTypes);
     return c.immediate(() => {
       const free = c.all(
-        `SELECT p.topic, p.partition_no FROM json_each(?) o
+        `SELECT p.topic, p.partition_no, p.run_until_seq, p.careful_until_seq FROM json_each(?) o
            JOIN later_partitions p ON p.namespace = ? AND p.topic = json_extract(o.value, '$[0]') AND p.partition_no = json_extract(o.value, '$[1]')
          WHERE p.lease_owner IS NULL OR p.lease_expires_at < ?`,
         JSON.stringify(params.partitions.map((p) => [p.topic, p.partition])),
@@ -86,7 +97,7 @@ export class SqlitePartitionStore implements B.PartitionStore {
           nextRunAt = nextRunAt === null ? wait : Math.min(nextRunAt, wait);
           continue;
         }
-        claimed.push(this.claim(c, ref, head, params.owner, params.leaseExpiresAt, params.now));
+        claimed.push(this.claim(c, ref, head, p, params.owner, params.leaseExpiresAt, params.now, params.jobTypes, params.runMax));
       }
       return { claimed, nextRunAt };
     });
@@ -97,26 +108,41 @@ export class SqlitePartitionStore implements B.PartitionStore {
     const { claim, now } = params;
     return c.immediate(() => {
       const held = c.get(
-        "SELECT 1 AS ok FROM later_partitions WHERE namespace = ? AND topic = ? AND partition_no = ? AND epoch = ? AND lease_owner = ?",
+        "SELECT run_until_seq, careful_until_seq FROM later_partitions WHERE namespace = ? AND topic = ? AND partition_no = ? AND epoch = ? AND lease_owner = ?",
         this.ns,
         claim.topic,
         claim.partition,
         claim.epoch,
         params.owner,
       );
-      if (!held) return { applied: false, released: 0, next: null };
+      if (!held)
+        return params.followers?.length ? { applied: false, released: 0, next: null, followersApplied: 0 } : { applied: false, released: 0, next: null };
       const result = this.host.finishRows({
         finishes: [{ id: claim.id, attempt: claim.attempt, outcome: params.outcome }],
         now,
         retentionMs: params.retentionMs,
       });
       const applied = result.applied.length > 0;
+      let released = result.released;
+      let followersApplied = 0;
+      // The followers that ran become `running` at their start, in run order, then finish together (one finish per retention).
+      const ran = new Map<number, B.JobFinish[]>();
+      const deltas = new StageDeltas();
+      for (const f of applied ? (params.followers ?? []) : []) {
+        const run = c.get(FOLLOWER_RUN, params.owner, f.startedAt, f.startedAt, f.id, this.ns, f.attempt - 1);
+        if (!run) break; // no longer as read (cancelled meanwhile): it and the rest are not written
+        T.claim.count(deltas, [run], (r) => r.was, "running", claim);
+        ran.set(f.retentionMs, [...(ran.get(f.retentionMs) ?? []), { id: f.id, attempt: f.attempt, outcome: f.outcome }]);
+        followersApplied++;
+      }
+      this.host.counters.write(deltas);
+      for (const [retentionMs, finishes] of ran) released += this.host.finishRows({ finishes, now, retentionMs }).released;
       let next: B.ClaimedPartitionJob | null = null;
       if (params.claimNext) {
         const head = c.get(HEAD, this.ns, claim.topic, claim.partition);
         const at = head ? readyAt(head, now) : null;
         if (head && at !== null && at <= now && params.claimNext.jobTypes.includes(String(head.job_type))) {
-          next = this.claim(c, claim, head, params.owner, params.claimNext.leaseExpiresAt, now);
+          next = this.claim(c, claim, head, held, params.owner, params.claimNext.leaseExpiresAt, now, params.claimNext.jobTypes, params.claimNext.runMax);
         }
       }
       if (!next) {
@@ -128,7 +154,7 @@ export class SqlitePartitionStore implements B.PartitionStore {
           claim.epoch,
         );
       }
-      return { applied, released: result.released, next };
+      return params.followers?.length ? { applied, released, next, followersApplied } : { applied, released, next };
     });
   }
 
@@ -169,10 +195,10 @@ export class SqlitePartitionStore implements B.PartitionStore {
       );
       const kept = new Set(rows.map((r) => `${String(r.topic)}\0${Number(r.partition_no)}\0${Number(r.epoch)}`));
       const renewed = params.claims.filter((k) => kept.has(`${k.topic}\0${k.partition}\0${k.epoch}`));
-      if (renewed.length === params.claims.length) return { renewed };
+      const followers = params.followers ?? [];
+      if (renewed.length === params.claims.length && followers.length === 0) return { renewed };
       const lost = params.claims.filter((k) => !renewed.includes(k));
-      const cancelled = new Map(this.host.cancelledClaims(lost).map((k) => [k.id, k.reason]));
-      return { renewed, cancelled: lost.filter((k) => cancelled.has(k.id)).map((k) => ({ ...k, reason: cancelled.get(k.id) ?? null })) };
+      return { renewed, cancelled: renewalCancelled(lost, followers, this.host.cancelledClaims(cancelCandidates(lost, followers))) };
     });
   }
 
@@ -257,22 +283,51 @@ export class SqlitePartitionStore implements B.PartitionStore {
     c: SqliteConnection,
     ref: B.PartitionRef,
     head: Record<string, unknown>,
+    part: Record<string, unknown>,
     owner: string,
     leaseExpiresAt: number,
     now: number,
+    jobTypes: readonly string[],
+    runMax: number | undefined,
   ): B.ClaimedPartitionJob {
     const id = String(head.id);
+    const seq = Number(head.seq);
+    let careful = part.careful_until_seq === null || part.careful_until_seq === undefined ? null : Number(part.careful_until_seq);
+    const runUntil = part.run_until_seq === null || part.run_until_seq === undefined ? null : Number(part.run_until_seq);
+    let lost = head.stage === "running";
+    if (lost && runUntil !== null && runUntil > seq) {
+      // The dead owner was inside a run: which of its jobs was running is unknown, so the head goes back
+      // unstarted (no attempt counted) and heads up to the run's end are claimed alone from now on.
+      this.host.releaseRows([{ id, attempt: Number(head.attempt) }], now);
+      careful = Math.max(careful ?? runUntil, runUntil);
+      lost = false;
+    }
+    const room = lost ? 0 : followerRoom(runMax, seq, careful);
+    const behind = room > 0 ? c.all(BEHIND, this.ns, ref.topic, ref.partition, seq, room) : [];
     const p = c.get(
-      `UPDATE later_partitions SET lease_owner = ?, lease_expires_at = ?, epoch = epoch + 1
+      `UPDATE later_partitions SET lease_owner = ?, lease_expires_at = ?, epoch = epoch + 1, run_until_seq = ?, careful_until_seq = ?
        WHERE namespace = ? AND topic = ? AND partition_no = ? RETURNING epoch`,
       owner,
       leaseExpiresAt,
+      seq,
+      careful !== null && seq <= careful ? careful : null,
       this.ns,
       ref.topic,
       ref.partition,
     )!;
-    if (head.stage === "running") {
-      const lost = c.get(
+    const epoch = Number(p.epoch);
+    const followers = runFollowers(behind, ref, epoch, now, jobTypes, room);
+    if (followers.length > 0) {
+      c.run(
+        "UPDATE later_partitions SET run_until_seq = ? WHERE namespace = ? AND topic = ? AND partition_no = ?",
+        followers.at(-1)!.seq,
+        this.ns,
+        ref.topic,
+        ref.partition,
+      );
+    }
+    if (lost) {
+      const taken = c.get(
         `UPDATE later_jobs SET lease_owner = ?, updated_at = ? WHERE id = ? AND namespace = ?
          RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, parent_id, created_at, seq, meta`,
         owner,
@@ -280,7 +335,7 @@ export class SqlitePartitionStore implements B.PartitionStore {
         id,
         this.ns,
       )!;
-      return claimedHead(lost, ref, Number(p.epoch), true);
+      return claimedHead(taken, ref, epoch, true);
     }
     const j = c.get(
       `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = NULL, updated_at = ?,
@@ -295,6 +350,8 @@ export class SqlitePartitionStore implements B.PartitionStore {
     const deltas = new StageDeltas();
     T.claim.count(deltas, [j], (r) => r.was, "running", ref);
     this.host.counters.write(deltas);
-    return claimedHead(j, ref, Number(p.epoch));
+    const claimed = claimedHead(j, ref, epoch);
+    if (followers.length > 0) claimed.followers = followers;
+    return claimed;
   }
 }
