@@ -211,8 +211,11 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> extends ServerJobCo
     const server = new BackgroundJobServer<C, Trx>(resolved, databaseClock);
     try {
       await wait.run(async () => {
+        // X4: the paused set read beside the steps below, so the first claim need not wait for it (never rejects).
+        const pausesRead = manual === null ? server.pauses.refresh() : null;
         // X9: this server's limits stored (the last server started wins), before any worker claims.
         await storeLimits(resolved);
+        await pausesRead;
         // P1: a topic stored with another partition count refuses the start, before any worker runs.
         if (resolved.topics.length > 0) await resolved.backend.partitions.topicRegister({ topics: resolved.topics, now: resolved.clock.now() });
         // L1: as RetainedLog.open, a log topic stored with another partition count refuses the start.

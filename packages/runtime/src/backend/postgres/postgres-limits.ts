@@ -58,6 +58,8 @@ export class PostgresLimits {
   private readonly writeStarts: Statement;
   private readonly read: Statement;
   private readonly remove: Statement;
+  /** Deletes the limits rows of types `$2` (namespace `$1`), returning them. */
+  private readonly removeAll: Statement;
   private readonly upsert: Statement;
   /** X9 groups: the claim of a type with `groupConcurrency`. */
   private readonly groups: PostgresGroupClaim;
@@ -84,6 +86,9 @@ RETURNING l.job_type, l.concurrency, l.rate_max, l.rate_per_ms, l.rate_starts, l
     this.writeStarts = statement(`UPDATE ${limits} SET rate_starts = $3 WHERE namespace = $1 AND job_type = $2`);
     this.read = statement(
       `SELECT job_type, concurrency, rate_max, rate_per_ms, group_concurrency FROM ${limits} WHERE namespace = $1 AND job_type = ANY($2::text[]) ORDER BY job_type FOR UPDATE`,
+    );
+    this.removeAll = statement(
+      `DELETE FROM ${limits} WHERE namespace = $1 AND job_type = ANY($2::text[]) RETURNING job_type, concurrency, rate_max, rate_per_ms, group_concurrency`,
     );
     this.remove = statement(`DELETE FROM ${limits} WHERE namespace = $1 AND job_type = ANY($2::text[]) AND NOT (job_type = ANY($3::text[]))`);
     this.upsert = statement(`INSERT INTO ${limits} (namespace, job_type, concurrency, rate_max, rate_per_ms, group_concurrency, updated_at)
@@ -237,9 +242,16 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
     return { jobs, nextRunAt };
   }
 
-  /** `JobStore.limitsSet`: read (locked), delete the rows of types without a limit, upsert the others, in one transaction. */
-  set(params: B.LimitsSetParams): Promise<B.LimitsSetResult> {
+  /**
+   * `JobStore.limitsSet`: read (locked), delete the rows of types without a limit, upsert the others, in one
+   * transaction. With no limit to store (most servers), one statement: the rows deleted are what was stored.
+   */
+  async set(params: B.LimitsSetParams): Promise<B.LimitsSetResult> {
     const ns = this.host.namespace;
+    if (params.limits.length === 0) {
+      const removed = await this.host.execute(this.removeAll, [ns, params.jobTypes]);
+      return { previous: removed.map(storedLimit).sort((a, b) => (a.jobType < b.jobType ? -1 : a.jobType > b.jobType ? 1 : 0)) };
+    }
     return this.host.inTransaction("limits", async (execute) => {
       const before = await execute(this.read, [ns, params.jobTypes]);
       const limited = params.limits.map((l) => l.jobType);
