@@ -10,7 +10,7 @@ import { PauseWatch } from "../worker/pause-watch.js";
 import { storeLimits } from "./limits-store.js";
 import { LaterMetrics } from "../metrics/later-metrics.js";
 import { ServerMetrics } from "../metrics/server-metrics.js";
-import { metricsMiddleware } from "../metrics/metrics-middleware.js";
+import { metricsLayer } from "../metrics/metrics-layer.js";
 import { enqueueChain } from "../middleware/later-middleware.js";
 import type { AttemptLayer } from "../worker/attempt-run.js";
 import type { LogGroupLag } from "../retained-log/log-record.js";
@@ -82,7 +82,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> extends ServerJobCo
     const registry = options.metricsRegistry;
     const recorder = registry && new ServerMetrics(LaterMetrics.of(registry), backend.namespace);
     this.recorder = recorder;
-    this.attemptLayers = recorder ? [metricsMiddleware(recorder, options.clock)] : [];
+    this.attemptLayers = recorder ? [metricsLayer(recorder, options.clock)] : [];
     // Always on: its warning reaches stderr by default (a type nobody handles must not be silent).
     const warner = new UnhandledJobTypeWarner(options.onEvent);
     const { publisher, onCommitted } = serverPublisher<C, Trx>(options, recorder, warner, {

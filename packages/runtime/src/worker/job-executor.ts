@@ -39,7 +39,7 @@
  * it is read.
  *
  * Middleware (X10): the server's built-in layers (the metrics, see
- * `metrics/metrics-middleware.ts`) wrap every claim handed over, a skipped
+ * `metrics/metrics-layer.ts`) wrap every claim handed over, a skipped
  * one included; inside them the application's `attempt` hooks wrap the
  * handler of every attempt that starts (not a skipped claim), the first
  * outermost. A hook that throws is the attempt's failure (retried per
@@ -55,13 +55,13 @@
  * is the attempt's `INVALID_RESULT` failure, hooks or not.
  *
  * Work an empty middleware adds per attempt (for the lead's ≤2% bench;
- * `attempt(ctx, next) { return next(); }`): one {@link AttemptRun} (a small
- * object; `meta` is parsed only when read), per hook one `next` closure and
- * the hook's promise, one clock read for the handler's start, and with a
- * timeout (the default `jobTimeoutMs` gives every attempt one) one promise
- * racing the watchdog. Metrics on (the default) already pay the
- * `AttemptRun`, the race and one layer, so an empty hook beside them adds
- * only its closure, its promise and the clock read. At enqueue: per call
+ * `attempt(ctx, next) { return next(); }`): the attempt leaves the plain
+ * path for the composed one: per hook one `next` closure and the hook's
+ * promise, one clock read for the handler's start, and with a timeout (the
+ * default `jobTimeoutMs` gives every attempt one) one promise racing the
+ * watchdog. Metrics on (the default) already pay the {@link AttemptRun}
+ * (a small object; `meta` is parsed only when read) on the plain path, and
+ * their layer's two calls on both. At enqueue: per call
  * one context object, one per job (with an empty `meta`) and a closure;
  * per job one key scan of its `meta`, and a JSON.stringify only when set.
  *

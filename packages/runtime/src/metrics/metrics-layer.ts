@@ -12,7 +12,7 @@ import type { AttemptOutcome, ServerMetrics } from "./server-metrics.js";
  * was cancelled while it ran, X3: nothing written, not a failure). Written outcomes are
  * recorded by the claimers (`outcomeWritten`), not here.
  */
-export function metricsMiddleware(recorder: ServerMetrics, clock: Clock): AttemptLayer {
+export function metricsLayer(recorder: ServerMetrics, clock: Clock): AttemptLayer {
   return {
     before(run) {
       recorder.attemptStarted(run.claim.job, run.handedAt, run.claim.head === null);
