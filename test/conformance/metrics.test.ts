@@ -172,12 +172,17 @@ describe.each(BACKENDS)("metrics on $name", (entry) => {
     const h = harness();
     let release!: () => void;
     const hang = new Promise<void>((r) => (release = r));
+    let settled = 0;
+    const hangs = async () => {
+      await hang;
+      settled++;
+    };
     const server = await h.start({
       leaseMs: 60_000,
       ...(withMiddleware ? { middleware: [{ attempt: (_ctx: unknown, next: () => Promise<unknown>) => next() }] } : {}),
       handlers: {
-        stuck: { handle: () => hang, timeoutMs: 50, retry: () => RetryPolicy.noRetries() },
-        halted: { handle: () => hang },
+        stuck: { handle: hangs, timeoutMs: 50, retry: () => RetryPolicy.noRetries() },
+        halted: { handle: hangs },
       },
     });
     try {
@@ -198,8 +203,8 @@ describe.each(BACKENDS)("metrics on $name", (entry) => {
     } finally {
       release();
     }
-    // Their handlers' own ends add nothing.
-    await new Promise((r) => setImmediate(r));
+    // Their handlers' own ends, once both settled, add nothing.
+    await waitFor(() => settled === 2, "both handlers to settle");
     const samples = parse(await server.metrics()).samples;
     expect(
       samples.filter((x) => x.name === "later_job_handler_duration_seconds_count" && x.value > 0).map((x) => [x.labels.job_type, x.labels.outcome]),
