@@ -46,6 +46,11 @@ import { type Execute, statement, type Statement } from "./postgres-statement.js
 /** How long what a claim learnt of a type's stored limits is believed before the concurrency statement is tried again (a deploy may change them). */
 const KIND_RECHECK_MS = 10_000;
 
+/** The earlier of two due times, null or absent meaning none. */
+function earlier(a: number | null, b: number | null | undefined): number | null {
+  return b === null || b === undefined || (a !== null && a <= b) ? a : b;
+}
+
 /** How a limited type is claimed first: `concurrency` (one statement), `groups` (read, then fenced passes), `locked` (the transaction: a rate limit). */
 type LimitKind = "concurrency" | "groups" | "locked";
 
@@ -122,13 +127,13 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
       if (step === null) undecided.push(type);
       else {
         jobs.push(...step.jobs);
-        if (step.nextRunAt !== null && step.nextRunAt !== undefined && (next === null || step.nextRunAt < next)) next = step.nextRunAt;
+        next = earlier(next, step.nextRunAt);
       }
     }
     if (undecided.length > 0 && jobs.length < params.limit) {
       const rest = await this.claimLocked({ ...params, limit: params.limit - jobs.length, limitedTypes: undecided });
       jobs.push(...rest.jobs);
-      if (rest.nextRunAt !== null && rest.nextRunAt !== undefined && (next === null || rest.nextRunAt < next)) next = rest.nextRunAt;
+      next = earlier(next, rest.nextRunAt);
     }
     return jobs.length === params.limit ? { jobs } : { jobs, nextRunAt: next };
   }
@@ -200,9 +205,7 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
       const running = new Map((await execute(this.running, [ns, types])).map((r) => [String(r.job_type), Number(r.n)]));
       const jobs: B.ClaimedJob[] = [];
       let next: number | null = null;
-      const earliest = (t: number | null | undefined) => {
-        if (t !== null && t !== undefined && (next === null || t < next)) next = t;
-      };
+      const earliest = (t: number | null | undefined) => (next = earlier(next, t));
       for (const type of types) {
         const want = params.limit - jobs.length;
         if (want <= 0) break;
