@@ -286,7 +286,17 @@ describe.each(BACKENDS)("hostile input on $name", (entry) => {
     const backendKeys =
       entry.name === "sqlite"
         ? ["namespace", "busyTimeoutMs", "file", "database"]
-        : ["namespace", "schema", "listen", "maxConnections", "listenCheckTimeoutMs", "preparedStatements", "onWarning", "applicationName"];
+        : [
+            "namespace",
+            "schema",
+            "listen",
+            "maxConnections",
+            "listenCheckTimeoutMs",
+            "preparedStatements",
+            "onWarning",
+            "applicationName",
+            "idleInTransactionTimeoutMs",
+          ];
     const value = fc.oneof(fc.anything({ maxDepth: 1 }), fc.constantFrom(-1, 0, 0.5, Number.NaN, 2 ** 53, "", "1", null, [], {}));
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...backendKeys, "notAnOption"), value, async (key, v) => {

@@ -29,6 +29,7 @@ import {
   type Processes,
   type ProcessBackendEntry,
 } from "./helpers.js";
+import { withClient } from "../support/postgres.js";
 
 const NAMESPACE = "mp";
 const PARTITIONS = 8;
@@ -50,6 +51,8 @@ interface PartitionChildConfig {
   /** Jobs of this key take `delayMs` and never fail. */
   slow?: { key: string; delayMs: number };
   server: Record<string, number>;
+  /** Extra options of postgres() (child-backend.mjs). Each child's sessions are named `later-<its name>` (application_name). */
+  postgres?: Record<string, unknown>;
 }
 
 interface RunChild {
@@ -79,7 +82,7 @@ async function startRun(
     const child = processes.spawnScript(name, SCRIPT, {
       ...config,
       seed: config.seed * 10 + i,
-      backend: spec,
+      backend: spec.kind === "postgres" ? { ...spec, connectionString: withApplicationName(spec.connectionString, `later-${name}`) } : spec,
       namespace: NAMESPACE,
       logFile,
     } satisfies PartitionChildConfig);
@@ -114,6 +117,41 @@ async function enqueue(parent: Backend, keys: readonly string[], perKey: number,
     total += jobs.length;
   }
   return total;
+}
+
+/** `url` with its `application_name` parameter set to `name` (a URL parameter wins over postgres()'s option). */
+function withApplicationName(url: string, name: string): string {
+  const u = new URL(url);
+  u.searchParams.set("application_name", name);
+  return u.toString();
+}
+
+/**
+ * What a failed wait for a takeover prints: the stopped job's partition row and
+ * unfinished jobs, the members, every attempt of the job in the logs and, on
+ * PostgreSQL, the sessions inside a transaction (a frozen one holds its locks).
+ */
+async function stuckState(run: Run, a: Attempt, logs: string[]): Promise<string> {
+  const attempts = readAttemptLog(logs).attempts.filter((x) => x.jobId === a.jobId);
+  const lines = [`attempts of ${a.jobId}: ${JSON.stringify(attempts)}`, `children: ${JSON.stringify(run.children.map((c) => [c.child.name, c.pid, c.id]))}`];
+  if (run.spec.kind !== "postgres") return lines.join("\n");
+  const { schema } = run.spec;
+  await withClient(run.spec.connectionString, async (client) => {
+    const q = async (label: string, sql: string, values: unknown[] = []) => lines.push(`${label}: ${JSON.stringify((await client.query(sql, values)).rows)}`);
+    const [job] = (await client.query(`SELECT topic, partition_no FROM ${schema}.later_jobs WHERE id = $1`, [a.jobId])).rows;
+    await q("partition", `SELECT * FROM ${schema}.later_partitions WHERE topic = $1 AND partition_no = $2`, [job?.topic, job?.partition_no]);
+    await q(
+      "unfinished",
+      `SELECT id, stage, attempt, seq, lease_owner, run_at FROM ${schema}.later_jobs WHERE topic = $1 AND partition_no = $2 AND stage NOT IN ('success', 'failed', 'cancelled') ORDER BY seq LIMIT 12`,
+      [job?.topic, job?.partition_no],
+    );
+    await q("members", `SELECT * FROM ${schema}.later_partition_members`);
+    await q(
+      "in transaction",
+      `SELECT pid, state, wait_event_type, now() - xact_start AS age, left(query, 160) AS query FROM pg_stat_activity WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid()`,
+    );
+  });
+  return lines.join("\n");
 }
 
 /** Waits until all `total` jobs succeeded (fails fast on a failed job). */
@@ -226,7 +264,9 @@ describe.each(PROCESS_BACKENDS)("partition order under faults, 3 processes on $n
       () => readAttemptLog(logs).attempts.find((x) => x.jobId === a.jobId && x.attempt >= a.attempt && x.pid !== c.pid && x.applied?.stage === "success"),
       "another child to run the stopped head to success",
       20_000,
-    );
+    ).catch(async (error: Error) => {
+      throw new Error(`${error.message}\n${await stuckState(run, a, logs)}`);
+    });
     c.child.proc.kill("SIGCONT");
     const continuedAt = now();
     const late = await waitFor(
@@ -252,4 +292,69 @@ describe.each(PROCESS_BACKENDS)("partition order under faults, 3 processes on $n
       `${entry.name} SIGSTOP of ${c.child.name} during ${a.jobId}#${a.attempt} (stop ${stops}; ended ${late.result}, rejected), rerun #${rerun.attempt} by pid ${rerun.pid}: ${JSON.stringify(figures)}, ${Math.round(now() - started)} ms`,
     );
   });
+
+  it.skipIf(entry.name !== "postgres")(
+    "SIGSTOP inside one of later's transactions: the server ends it after idleInTransactionTimeoutMs, its locks go with it, the others finish every job meanwhile",
+    async () => {
+      const started = now();
+      const idleMs = 1_000;
+      const run = await startRun(entry, processes, {
+        workerCount: 4,
+        seed: 4,
+        failProbability: 0.15,
+        maxDelayMs: 3,
+        server: FAULT_SERVER,
+        postgres: { idleInTransactionTimeoutMs: idleMs },
+      });
+      const url = (run.spec as Extract<BackendSpec, { kind: "postgres" }>).connectionString;
+      const total = await enqueue(run.parent, keys(100), 40);
+      const logs = run.children.map((c) => c.logFile);
+      await waitFor(() => readAttemptLog(logs).attempts.length > 100, "the children to be under way");
+      // Stop a child at random moments until one of its sessions is caught waiting for it inside a
+      // transaction (a partition claim, a run's finish): its locks, stage-counter rows included, stay held.
+      let frozen: { c: RunChild; session: number; at: number } | null = null;
+      let stops = 0;
+      while (frozen === null) {
+        if (stops === 100)
+          throw new Error(
+            `never caught a child inside a transaction in 100 stops: ${JSON.stringify(await withClient(url, async (client) => (await client.query("SELECT application_name, state, count(*) FROM pg_stat_activity GROUP BY 1, 2")).rows))}`,
+          );
+        const c = run.children[stops++ % run.children.length]!;
+        c.child.proc.kill("SIGSTOP");
+        const at = now();
+        const [session] = await withClient(
+          url,
+          async (client) =>
+            (await client.query(`SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND state = 'idle in transaction'`, [`later-${c.child.name}`]))
+              .rows,
+        );
+        if (session) frozen = { c, session: Number(session.pid), at };
+        else c.child.proc.kill("SIGCONT");
+      }
+      const { c, session, at: stoppedAt } = frozen;
+      // The server ends that session though its process stays stopped: the timeout is the transaction's own.
+      await waitFor(
+        () => withClient(url, async (client) => (await client.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1", [session])).rowCount === 0),
+        `the stopped child's session ${session} to be ended by the server`,
+        idleMs + 10_000,
+        50,
+      );
+      const endedAfter = Math.round(now() - stoppedAt);
+      // Nothing waits for the stopped child any more: the others take its partitions over and finish every job.
+      await allSucceed(run.parent, total, 45_000);
+      c.child.proc.kill("SIGCONT");
+      const continuedAt = now();
+      await Promise.all(run.children.map((x) => x.child.stop()));
+      const figures = checkAttemptLog(await allJobs(run.parent), logs, {
+        lateApplied: (x) => x.pid === c.pid && x.start < stoppedAt && x.applied !== null && x.applied.t > continuedAt,
+        faulted: (x) => x.pid === c.pid && x.start < stoppedAt && (x.end === null || x.end > stoppedAt),
+      });
+      // Resumed, the stopped child found its connection gone: its transaction failed, nothing else did.
+      for (const x of run.children) if (x !== c) expect(x.child.errorLines()).toEqual([]);
+      expect(c.child.errorEvents().map((e) => e.code)).toEqual(c.child.errorEvents().map(() => "DATABASE_UNAVAILABLE"));
+      console.log(
+        `${entry.name} SIGSTOP of ${c.child.name} inside a transaction (stop ${stops}): session ended by the server after ${endedAfter} ms (idleInTransactionTimeoutMs ${idleMs}); its errors after SIGCONT: ${JSON.stringify(c.child.errorLines())}; ${JSON.stringify(figures)}, ${Math.round(now() - started)} ms`,
+      );
+    },
+  );
 });

@@ -77,6 +77,22 @@ export interface PostgresBackendOptions {
    * false`) to start that way.
    */
   preparedStatements?: boolean;
+  /**
+   * How long one of later's own transactions may sit idle between its
+   * statements before the server ends its session, ms; 0 turns it off.
+   * Default 5000. Set per transaction (`SET LOCAL
+   * idle_in_transaction_session_timeout`, in the `BEGIN`'s round trip), so
+   * it works behind PgBouncer and never touches the application's
+   * transactions. Why: a process frozen inside a transaction (SIGSTOP, a
+   * suspended VM, an event loop blocked by a handler) keeps its row locks,
+   * among them its session's stage-counter rows, which writers on other
+   * servers that share the counter shard then wait for; without a bound,
+   * one frozen process could stall the others until it resumes. Our
+   * transactions run a few statements back to back, milliseconds apart;
+   * the one that was cut fails as a lost connection, and what it would have
+   * written is written by whoever takes over (as after a lost lease).
+   */
+  idleInTransactionTimeoutMs?: number;
   /** Where warnings go. Default `process.emitWarning(message, { type: "LaterWarning", code })`. */
   onWarning?: (warning: PostgresBackendWarning) => void;
 }
@@ -91,6 +107,7 @@ const OPTION_KEYS = new Set([
   "maxConnections",
   "applicationName",
   "preparedStatements",
+  "idleInTransactionTimeoutMs",
   "onWarning",
 ]);
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -126,13 +143,14 @@ export function checkPostgresOptions(options: PostgresBackendOptions): { schema:
   const namespace = options.namespace ?? "default";
   const bad = nameProblem(namespace);
   if (bad !== null) throw new InvalidConfigError(`postgres(): \`namespace\` ${bad}`);
-  const checkInt = (name: "listenCheckTimeoutMs" | "maxConnections", min: number, max: number) => {
+  const checkInt = (name: "listenCheckTimeoutMs" | "maxConnections" | "idleInTransactionTimeoutMs", min: number, max: number) => {
     const v = options[name];
     if (v !== undefined && (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max))
       throw new InvalidConfigError(`postgres(): \`${name}\` must be an integer from ${min} to ${max}`);
   };
   checkInt("listenCheckTimeoutMs", 1, 2_147_483_647); // a timer: setTimeout's limit
   checkInt("maxConnections", 1, 10_000);
+  checkInt("idleInTransactionTimeoutMs", 0, 2_147_483_647); // PostgreSQL's limit for the setting
   for (const name of ["listen", "preparedStatements"] as const) {
     if (options[name] !== undefined && typeof options[name] !== "boolean") throw new InvalidConfigError(`postgres(): \`${name}\` must be a boolean`);
   }

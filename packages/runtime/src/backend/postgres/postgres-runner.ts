@@ -27,11 +27,16 @@ import { clientExecutor } from "./postgres-executors.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
 import type { PostgresWakeups } from "./postgres-wakeups.js";
 
+/** `idleInTransactionTimeoutMs` when not given: far above the milliseconds between a transaction's statements. */
+export const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 5_000;
+
 export class PostgresRunner {
   /** Compiles the statements written once (`backend/shared/`) for this schema, each once. */
   readonly compiler: StatementCompiler;
   private pool: pg.Pool | null = null;
   private readonly named = new Map<string, Statement>();
+  /** What opens each transaction: BEGIN with its idle bound (`idleInTransactionTimeoutMs`). */
+  private readonly begin: string;
   /** Named prepared statements in use: `preparedStatements` (default true) until a pooler loses one. */
   private prepared: boolean;
 
@@ -42,10 +47,13 @@ export class PostgresRunner {
     readonly schema: string,
     readonly quoted: string,
     private readonly wakeups: PostgresWakeups,
-    private readonly options: Pick<PostgresBackendOptions, "preparedStatements" | "onWarning">,
+    private readonly options: Pick<PostgresBackendOptions, "preparedStatements" | "onWarning" | "idleInTransactionTimeoutMs">,
   ) {
     this.compiler = postgresCompiler(schema);
     this.prepared = options.preparedStatements !== false;
+    const idleMs = options.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS;
+    // Two statements in one simple-protocol query: one round trip, as a bare BEGIN.
+    this.begin = idleMs === 0 ? "BEGIN" : `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${idleMs}`;
   }
 
   /** Starts running statements on `pool`. */
@@ -166,7 +174,7 @@ export class PostgresRunner {
     const onError = (error: Error) => (broken = error);
     client.on("error", onError);
     try {
-      await client.query("BEGIN");
+      await client.query(this.begin);
       const result = await body(client);
       await client.query("COMMIT");
       return result;
