@@ -72,6 +72,17 @@ export const idIn = (column: string, param: string) => `${column} = ANY(ARRAY(SE
 export const inPartition = (j: string, ns: string, topic: string, partition: string) =>
   `(${j}.namespace, ${j}.topic, ${j}.partition_no) >= (${ns}, ${topic}, ${partition}) AND (${j}.namespace, ${j}.topic, ${j}.partition_no) <= (${ns}, ${topic}, ${partition}) AND ${j}.topic IS NOT NULL`;
 
+/**
+ * The jobs of one partition past sequence `seq` ({@link inPartition} with the
+ * sequence in the lower row bound): the index range then starts right after
+ * `seq`, where an `AND seq > …` beside it would start at the partition's
+ * first entry and step over the entries of every job finished since the
+ * last vacuum (a finished job leaves the partial head index only then): a
+ * next-head probe at a partition's end walked thousands of them.
+ */
+export const inPartitionAfter = (j: string, ns: string, topic: string, partition: string, seq: string) =>
+  `(${j}.namespace, ${j}.topic, ${j}.partition_no, ${j}.seq) > (${ns}, ${topic}, ${partition}, ${seq}) AND (${j}.namespace, ${j}.topic, ${j}.partition_no) <= (${ns}, ${topic}, ${partition}) AND ${j}.topic IS NOT NULL`;
+
 /** The order of a partition's jobs (`DESC` appended to each column with `desc`), as the partition indexes hold them; see {@link inPartition}. */
 export const partitionOrder = (j: string, desc = false) =>
   ["namespace", "topic", "partition_no", "seq"].map((c) => `${j}.${c}${desc ? " DESC" : ""}`).join(", ");

@@ -4,7 +4,7 @@
  */
 import { TERMINAL_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
-import { idIn, inPartition, partitionOrder, putBack, releaseChild, releasedTo } from "./postgres-job-queries.js";
+import { idIn, inPartition, inPartitionAfter, partitionOrder, putBack, releaseChild, releasedTo } from "./postgres-job-queries.js";
 import { statement, type Statement } from "./postgres-statement.js";
 import { awaitedNotify, type PgTransition, transition, transitionTail } from "./postgres-transition.js";
 
@@ -21,10 +21,8 @@ export class PostgresPartitionQueries {
   readonly headsTakeOver: Statement;
   readonly held: Statement;
   readonly behind: Statement;
-  readonly ahead: Statement;
   readonly followersRun: Statement;
   readonly headsPutBack: Statement;
-  readonly successNext: Statement;
   readonly leaseFree: Statement;
   readonly headRelease: Statement;
   readonly renew: Statement;
@@ -34,6 +32,32 @@ export class PostgresPartitionQueries {
   readonly bumpEpoch: Statement;
   readonly lock: Statement;
   readonly truncate: Statement;
+  private readonly successNextText: (room: number) => string;
+  private readonly aheadText: (runMax: number) => string;
+  /** Statements made per value written in, on first use (a server has one `partitionRunMax`). */
+  private readonly made = new Map<string, Statement>();
+
+  /**
+   * A head's success that claims the next head with up to `room` followers (P3: `partitionRunMax` − 1),
+   * with `room` written in its `LIMIT`: bound as a parameter, PostgreSQL estimates a `LIMIT` as a tenth of
+   * the rows, so the generic plan never looked as cheap as the custom ones and this statement of a dozen
+   * CTEs was planned anew on every run (about 1.6 ms of server CPU, twice its execution, measured with
+   * `partitionRunMax: 1`). As the plain claim's batch sizes (`PostgresJobQueries.claimBatch`).
+   */
+  successNext(room: number): Statement {
+    return this.madeFor(`s${room}`, () => this.successNextText(room));
+  }
+
+  /** A partition's next run, its head and at most `runMax` − 1 jobs behind it; `runMax` written in, as {@link successNext}'s room. */
+  ahead(runMax: number): Statement {
+    return this.madeFor(`a${runMax}`, () => this.aheadText(runMax));
+  }
+
+  private madeFor(key: string, text: () => string): Statement {
+    let s = this.made.get(key);
+    if (s === undefined) this.made.set(key, (s = statement(text())));
+    return s;
+  }
 
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
@@ -87,15 +111,15 @@ WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lea
       statement(`SELECT c.topic, c.partition_no, f.* FROM unnest($2::text[], $3::int[], $4::bigint[], $5::int[]) AS c(topic, partition_no, seq, room)
 CROSS JOIN LATERAL (
   SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
-  WHERE ${inPartition("j", "$1", "c.topic", "c.partition_no")} AND j.stage NOT IN ${TERMINAL} AND j.seq > c.seq
+  WHERE ${inPartitionAfter("j", "$1", "c.topic", "c.partition_no", "c.seq")} AND j.stage NOT IN ${TERMINAL}
   ORDER BY ${partitionOrder("j")} LIMIT c.room
 ) f
 ORDER BY c.topic, c.partition_no, f.seq`);
     // A partition's next run, read at once: its head and the unfinished jobs behind it, at most $4 rows in all
-    // (one range of later_jobs_partition_head). $1 ns, $2 topic, $3 partition, $4 runMax.
-    this.ahead = statement(`SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
+    // (one range of later_jobs_partition_head). $1 ns, $2 topic, $3 partition; runMax written in (see ahead).
+    this.aheadText = (runMax) => `SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
 WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL}
-ORDER BY ${partitionOrder("j")} LIMIT $4::int`);
+ORDER BY ${partitionOrder("j")} LIMIT ${runMax}`;
     // The followers of a run that ran, written as claimed at their start, in run order, as long as each is still
     // in a claimable stage at the attempt before its own: the first that is not (cancelled meanwhile) ends the
     // prefix written. Locked in id order, as every writer of several job rows. $1 ns, $2 owner, $3 ids (run
@@ -138,7 +162,8 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
     // common case pays one more test on the one `nxt` row and a filter on `released` by `ready`'s id.
     // $1 ns, $2 topic, $3 partition, $4 epoch, $5 owner, $6 id, $7 now, $8 expires_at, $9 attempt,
     // $10 claim next?, $11 job types, $12 next lease expiry, $13/$14 notify channel and payload,
-    // $15 the result's JSON text (null: none, X6), $16 the done channel, $17 the room for followers (P3: runMax - 1).
+    // $15 the result's JSON text (null: none, X6), $16 the done channel; the room for followers (P3: runMax - 1) is
+    // written in (see successNext).
     // The next head's run (P3) is read here too (`behind`: the rows past it, `run`: their ready prefix, by a
     // window over sequence order; none while the partition is careful up to the head), and its last sequence
     // recorded with the lease; the caller reads the followers from the `followers` JSON column.
@@ -147,17 +172,17 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
     // The next head: claimed from its stage; a waiting continuation of the head is released (`enqueued`) then claimed.
     const claimed = transition({ kinds: "claim", rows: "claimed", from: "old_stage", to: "'running'", at: "$7::bigint" });
     const releasedNow = transition({ kinds: "releaseChild", rows: "claimed", from: "'waiting'", to: "'enqueued'", at: "$7::bigint" });
-    this.successNext = statement(`WITH held AS (
+    this.successNextText = (room) => `WITH held AS (
   SELECT careful_until_seq FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
 ), done AS (
   UPDATE ${jobs} j SET ${done.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
     ${done.history}, result = $15::text
   WHERE j.id = $6 AND j.attempt = $9 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
-  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited
+  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited, j.seq
 ), nxt AS (
   SELECT j.id, j.job_type, j.stage, j.run_at, j.parent_id, j.seq FROM ${jobs} j
-  WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL} AND j.id <> $6
-    AND $10::boolean AND EXISTS (SELECT 1 FROM done)
+  WHERE ${inPartitionAfter("j", "$1", "$2", "$3", "(SELECT seq FROM done)")} AND j.stage NOT IN ${TERMINAL}
+    AND $10::boolean
   ORDER BY ${partitionOrder("j")} LIMIT 1
 ), ready AS (
   SELECT id, stage, seq FROM nxt WHERE job_type = ANY($11::text[])
@@ -167,9 +192,9 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
     OVER (ORDER BY b.seq) AS ok
   FROM (
     SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
-    WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL} AND j.seq > (SELECT seq FROM ready)
+    WHERE ${inPartitionAfter("j", "$1", "$2", "$3", "(SELECT seq FROM ready)")} AND j.stage NOT IN ${TERMINAL}
       AND NOT EXISTS (SELECT 1 FROM held WHERE careful_until_seq >= (SELECT seq FROM ready))
-    ORDER BY ${partitionOrder("j")} LIMIT $17::int
+    ORDER BY ${partitionOrder("j")} LIMIT ${room}
   ) b
 ), run AS (
   SELECT * FROM behind WHERE ok
@@ -199,7 +224,7 @@ SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM woken)
   c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq, c.meta,
   (SELECT json_agg(json_build_object('id', r.id, 'job_type', r.job_type, 'stage', r.stage, 'payload', r.payload, 'attempt', r.attempt,
     'retry_policy', r.retry_policy, 'timeout_ms', r.timeout_ms, 'run_at', r.run_at, 'seq', r.seq, 'meta', r.meta) ORDER BY r.seq) FROM run r) AS followers
-FROM (SELECT 1) one LEFT JOIN claimed c ON true`);
+FROM (SELECT 1) one LEFT JOIN claimed c ON true`;
     this.leaseFree = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);
     // Shutdown's put-back: the partition rows still held at the claim's epoch are locked (in (topic, partition)

@@ -102,7 +102,7 @@ export class PostgresPartitionStore implements B.PartitionStore {
     const followers = params.followers ?? [];
     if (params.outcome.kind === "success" && followers.length === 0) {
       const next = params.claimNext;
-      const [row] = await this.host.execute(this.q.successNext, [
+      const [row] = await this.host.execute(this.q.successNext(Math.max(0, Math.floor(next?.runMax ?? 1) - 1)), [
         this.ns,
         claim.topic,
         claim.partition,
@@ -118,7 +118,6 @@ export class PostgresPartitionStore implements B.PartitionStore {
         ...this.host.notifyArgs,
         params.outcome.result ?? null,
         this.host.doneChannel,
-        Math.max(0, (next?.runMax ?? 1) - 1),
       ]);
       let released = Number(row?.released ?? 0);
       if (Number(row?.waiters ?? 0) > 0) released += await this.jobs.releaseChildren(this.host.execute, [claim.id], now);
@@ -159,7 +158,7 @@ export class PostgresPartitionStore implements B.PartitionStore {
       let next: B.ClaimedPartitionJob | null = null;
       if (params.claimNext) {
         // The next head and the jobs behind it in one read (the claim then reads no followers of its own).
-        const [h, ...behind] = await execute(this.q.ahead, [this.ns, claim.topic, claim.partition, Math.max(1, params.claimNext.runMax ?? 1)]);
+        const [h, ...behind] = await execute(this.q.ahead(Math.max(1, Math.floor(params.claimNext.runMax ?? 1))), [this.ns, claim.topic, claim.partition]);
         const at = h ? readyAt(h, now) : null;
         if (h && at !== null && at <= now && params.claimNext.jobTypes.includes(String(h.job_type))) {
           const ref = { topic: claim.topic, partition_no: claim.partition };
