@@ -67,6 +67,8 @@ const ALL_COLUMNS = [
   { key: "gwDefaults", title: "graphile-worker (defaults)", system: "graphile-worker", variant: "defaults", store: "pg" },
   { key: "gwFast", title: "graphile-worker (fast path)", system: "graphile-worker", variant: "fast", store: "pg", enqueue: false },
   { key: "pgBoss", title: "pg-boss", system: "pg-boss", store: "pg" },
+  // A floor for enqueue: a plain one-row INSERT of the same payload through pg (bench/systems/pg-insert.js); nothing to process.
+  { key: "pgInsert", title: "plain INSERT through pg", system: "pg-insert", store: "pg", process: false, latency: false },
   { key: "bullmq", title: "BullMQ (Redis)", system: "bullmq", store: "redis" },
   { key: "laterSqlite", title: "later (SQLite)", system: "later", store: "sqlite" },
   { key: "laterSqliteOff", title: "later (SQLite, counters off)", system: "later", variant: "countersOff", store: "sqlite", latency: false },
@@ -157,8 +159,8 @@ for (let rep = 1; rep <= REPS; rep++) {
   log(`repetition ${rep}/${REPS}`);
   for (const col of order(rep)) if (col.enqueue !== false) add(`${col.key}.bulk`, await bulk(col));
   for (const col of order(rep)) if (col.enqueue !== false) add(`${col.key}.single`, await single(col));
-  for (const col of order(rep)) add(`${col.key}.process1`, await processing(col, 1));
-  for (const col of order(rep)) add(`${col.key}.process2`, await processing(col, 2));
+  for (const col of order(rep)) if (col.process !== false) add(`${col.key}.process1`, await processing(col, 1));
+  for (const col of order(rep)) if (col.process !== false) add(`${col.key}.process2`, await processing(col, 2));
   if (rep <= LATENCY_REPS) for (const col of order(rep)) if (col.latency !== false) add(`${col.key}.latency`, await latency(col));
 }
 for (let rep = REPS + 1; rep <= LATENCY_REPS; rep++) {
@@ -260,6 +262,16 @@ out.push(
 );
 out.push(`* single enqueue: later (PostgreSQL) ÷ graphile-worker = ${ratio(runs(ours, "single"), runs(gwDefaults, "single"), jps)} [≥ 1]`);
 out.push(`* bulk enqueue: later (PostgreSQL) ÷ graphile-worker = ${ratio(runs(ours, "bulk"), runs(gwDefaults, "bulk"), jps)} [≥ 1]`);
+
+// Issue 31, point 4: a single enqueue against a plain INSERT of the same payload, and against pg-boss.
+const [pgInsert, pgBoss] = ["pgInsert", "pgBoss"].map((k) => ALL_COLUMNS.find((c) => c.key === k));
+out.push("");
+out.push("Targets of issue 31, enqueue (ratios in this run; target in brackets; per repetition in order after the semicolon):");
+out.push(
+  `* single enqueue, ${IN_FLIGHT} in flight: later (PostgreSQL) ÷ plain INSERT through pg = ${ratio(runs(ours, "single"), runs(pgInsert, "single"), jps)} [≥ 0.75]; ${pairedRatios(runs(ours, "single"), runs(pgInsert, "single"), jps)}`,
+);
+out.push(`* single enqueue, ${IN_FLIGHT} in flight: later (PostgreSQL) ÷ pg-boss = ${ratio(runs(ours, "single"), runs(pgBoss, "single"), jps)} [≥ 1]`);
+out.push(`* bulk enqueue: later (PostgreSQL) ÷ plain INSERT through pg = ${ratio(runs(ours, "bulk"), runs(pgInsert, "bulk"), jps)}`);
 
 // Issue 13: the stage counters cost at most 5% of processing, and later stays 1.5x graphile-worker's fast path with them.
 const [oursOff, sqliteOn, sqliteOff] = ["laterPgOff", "laterSqlite", "laterSqliteOff"].map((k) => ALL_COLUMNS.find((c) => c.key === k));
