@@ -16,6 +16,7 @@ import type { PostgresRunner } from "./postgres-runner.js";
 import { PostgresStageCounters } from "./postgres-stage-counters.js";
 import { inPartition, partitionOrder } from "./postgres-job-queries.js";
 import { statement, type Statement } from "./postgres-statement.js";
+import { GROUPED_READY } from "./postgres-group-claim.js";
 import { partitionListFromRows } from "../shared/depth-rows.js";
 import { stageList } from "../shared/stage-list.js";
 import { CLAIMABLE_STAGES, TERMINAL_STAGES } from "../../core/job-stage.js";
@@ -53,7 +54,7 @@ SELECT min((SELECT run_at ${ready} AND priority = prio.p AND run_at <= $2 ORDER 
       `SELECT job_type, count(*)::int AS n FROM ${schema}.later_jobs WHERE namespace = $1 AND stage = 'running' AND topic IS NULL GROUP BY job_type`,
     );
     // The group index's predicate word for word (as the group claim's walk), so the planner proves it.
-    const grouped = `namespace = $1 AND job_type = $2 AND stage IN ${stageList(CLAIMABLE_STAGES)} AND topic IS NULL AND group_key IS NOT NULL`;
+    const grouped = `namespace = $1 AND job_type = $2 AND ${GROUPED_READY}`;
     this.groupRows = statement(`WITH RECURSIVE g AS (
   (SELECT group_key AS k FROM ${schema}.later_jobs WHERE ${grouped} ORDER BY group_key LIMIT 1)
   UNION ALL

@@ -378,6 +378,20 @@ ALTER TABLE {schema}.later_limits ADD COLUMN group_concurrency integer, ADD COLU
 ALTER TABLE {schema}.later_partitions ADD COLUMN run_until_seq bigint, ADD COLUMN careful_until_seq bigint;
 `,
   },
+  {
+    version: 22,
+    name: "group-index-predicate",
+    // later_jobs_ready_group's stage term written as the stages a claimable row is not (the same rows, by
+    // the stage CHECK): a statement over grouped ready rows says it in these words, which prove this index's
+    // predicate and not later_jobs_ready's (`stage IN (...)`), so the planner cannot take later_jobs_ready
+    // for it. On a table filled since it was last analyzed it did, estimating one row, and sorted the
+    // namespace's every ready job per group probed (see GROUPED_READY in postgres-group-claim.ts).
+    sql: `
+DROP INDEX {schema}.later_jobs_ready_group;
+CREATE INDEX later_jobs_ready_group ON {schema}.later_jobs (namespace, job_type, group_key, run_at)
+  WHERE stage NOT IN ('waiting', 'running', 'success', 'failed', 'cancelled') AND topic IS NULL AND group_key IS NOT NULL;
+`,
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */
