@@ -307,7 +307,7 @@ describe.each(PROCESS_BACKENDS)("partition order under faults, 3 processes on $n
         postgres: { idleInTransactionTimeoutMs: idleMs },
       });
       const url = (run.spec as Extract<BackendSpec, { kind: "postgres" }>).connectionString;
-      const total = await enqueue(run.parent, keys(100), 40);
+      const total = await enqueue(run.parent, keys(100), 80); // enough work that the stops below find a transaction long before it runs out
       const logs = run.children.map((c) => c.logFile);
       await waitFor(() => readAttemptLog(logs).attempts.length > 100, "the children to be under way");
       // Stop a child at random moments until one of its sessions is caught waiting for it inside a
