@@ -53,7 +53,7 @@ SELECT min((SELECT run_at ${ready} AND priority = prio.p AND run_at <= $2 ORDER 
     this.runningByType = statement(
       `SELECT job_type, count(*)::int AS n FROM ${schema}.later_jobs WHERE namespace = $1 AND stage = 'running' AND topic IS NULL GROUP BY job_type`,
     );
-    // The group index's predicate word for word (as the group claim's walk), so the planner proves it.
+    // The group index's predicate in its words (GROUPED_READY, as the group claim's walk): only that index serves it.
     const grouped = `namespace = $1 AND job_type = $2 AND ${GROUPED_READY}`;
     this.groupRows = statement(`WITH RECURSIVE g AS (
   (SELECT group_key AS k FROM ${schema}.later_jobs WHERE ${grouped} ORDER BY group_key LIMIT 1)

@@ -17,7 +17,7 @@ import { awaitedNotify, type PgTransition, transition, transitionTail } from "./
 import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
 import type { ClaimedJob } from "../job-store.js";
-import { statement, type Statement } from "./postgres-statement.js";
+import { statement, type Statement, StatementsMadeOnUse } from "./postgres-statement.js";
 import { PostgresUniqueInsert } from "./postgres-unique-insert.js";
 
 const CLAIMABLE = stageList(CLAIMABLE_STAGES);
@@ -182,7 +182,7 @@ export class PostgresJobQueries {
   /** The claim's text with a batch size written in ({@link claimBatch}). */
   private readonly claimText: (limit: string) => string;
   /** {@link claim} per rung of {@link CLAIM_LADDER}, made on first use. */
-  private readonly claimRungs = new Map<number, Statement>();
+  private readonly claimRungs = new StatementsMadeOnUse<number>();
 
   /**
    * {@link claim} for a claim of up to `limit` jobs: the largest rung of {@link CLAIM_LADDER} not over it, and
@@ -196,9 +196,7 @@ export class PostgresJobQueries {
   claimBatch(limit: number): [number, Statement] {
     let rung = CLAIM_LADDER[0]!;
     for (const r of CLAIM_LADDER) if (r <= limit) rung = r;
-    let s = this.claimRungs.get(rung);
-    if (s === undefined) this.claimRungs.set(rung, (s = statement(this.claimText(String(rung)))));
-    return [rung, s];
+    return [rung, this.claimRungs.of(rung, (r) => this.claimText(String(r)))];
   }
   /**
    * Stores a batch of outcomes in one statement, each row fenced by its

@@ -5,7 +5,7 @@
 import { TERMINAL_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
 import { idIn, inPartition, inPartitionAfter, partitionOrder, putBack, releaseChild, releasedTo } from "./postgres-job-queries.js";
-import { statement, type Statement } from "./postgres-statement.js";
+import { statement, type Statement, StatementsMadeOnUse } from "./postgres-statement.js";
 import { awaitedNotify, type PgTransition, transition, transitionTail } from "./postgres-transition.js";
 
 const TERMINAL = stageList(TERMINAL_STAGES);
@@ -35,7 +35,8 @@ export class PostgresPartitionQueries {
   private readonly successNextText: (room: number) => string;
   private readonly aheadText: (runMax: number) => string;
   /** Statements made per value written in, on first use (a server has one `partitionRunMax`). */
-  private readonly made = new Map<string, Statement>();
+  private readonly successNexts = new StatementsMadeOnUse<number>();
+  private readonly aheads = new StatementsMadeOnUse<number>();
 
   /**
    * A head's success that claims the next head with up to `room` followers (P3: `partitionRunMax` − 1),
@@ -45,18 +46,12 @@ export class PostgresPartitionQueries {
    * `partitionRunMax: 1`). As the plain claim's batch sizes (`PostgresJobQueries.claimBatch`).
    */
   successNext(room: number): Statement {
-    return this.madeFor(`s${room}`, () => this.successNextText(room));
+    return this.successNexts.of(room, this.successNextText);
   }
 
   /** A partition's next run, its head and at most `runMax` − 1 jobs behind it; `runMax` written in, as {@link successNext}'s room. */
   ahead(runMax: number): Statement {
-    return this.madeFor(`a${runMax}`, () => this.aheadText(runMax));
-  }
-
-  private madeFor(key: string, text: () => string): Statement {
-    let s = this.made.get(key);
-    if (s === undefined) this.made.set(key, (s = statement(text())));
-    return s;
+    return this.aheads.of(runMax, this.aheadText);
   }
 
   constructor(schema: string) {

@@ -24,17 +24,20 @@ import { postgresCompiler, type RunStatement, type StatementCompiler } from "../
 import { reportWarning, type PostgresBackendOptions } from "./postgres-backend-options.js";
 import { isConnectionError, isPreparedStatementLost, retryConflicts, wrapDriverError } from "./postgres-errors.js";
 import { clientExecutor } from "./postgres-executors.js";
-import { type Execute, statement, type Statement } from "./postgres-statement.js";
+import { type Execute, type Statement, StatementsMadeOnUse } from "./postgres-statement.js";
 import type { PostgresWakeups } from "./postgres-wakeups.js";
 
 /** `idleInTransactionTimeoutMs` when not given: far above the milliseconds between a transaction's statements. */
-export const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 5_000;
+/** A shared statement's text is its own key. */
+const sameText = (text: string) => text;
+
+const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 5_000;
 
 export class PostgresRunner {
   /** Compiles the statements written once (`backend/shared/`) for this schema, each once. */
   readonly compiler: StatementCompiler;
   private pool: pg.Pool | null = null;
-  private readonly named = new Map<string, Statement>();
+  private readonly named = new StatementsMadeOnUse<string>();
   /** What opens each transaction: BEGIN with its idle bound (`idleInTransactionTimeoutMs`). */
   private readonly begin: string;
   /** Named prepared statements in use: `preparedStatements` (default true) until a pooler loses one. */
@@ -110,9 +113,10 @@ export class PostgresRunner {
 
   /** Runs a statement written once (`backend/shared/`) with {@link execute}, named after its text (the name hashed once). */
   readonly shared: RunStatement = (s) => {
-    let named = this.named.get(s.text);
-    if (!named) this.named.set(s.text, (named = statement(s.text)));
-    return this.execute(named, s.values);
+    return this.execute(
+      this.named.of(s.text, (text) => text),
+      s.values,
+    );
   };
 
   /** BEGIN … COMMIT with the backend's statements on one connection, run again after a deadlock or serialization conflict. */

@@ -16,5 +16,21 @@ export function statement(text: string): Statement {
   return { name: `later_${createHash("sha1").update(text).digest("hex").slice(0, 24)}`, text };
 }
 
+/**
+ * Statements made on first use, one per key: for text that depends on a value
+ * written into it (a batch size, a run's room: bound, PostgreSQL would not keep a
+ * generic plan) or that arrives at run time; the name is hashed once per key.
+ */
+export class StatementsMadeOnUse<K> {
+  private readonly made = new Map<K, Statement>();
+
+  /** The statement of `key`, its text from `text(key)` the first time. */
+  of(key: K, text: (key: K) => string): Statement {
+    let s = this.made.get(key);
+    if (s === undefined) this.made.set(key, (s = statement(text(key))));
+    return s;
+  }
+}
+
 /** Runs a statement with its values; resolves to the result rows (see `postgres-executors.ts`). */
 export type Execute = (statement: Statement, values: unknown[]) => Promise<Row[]>;
