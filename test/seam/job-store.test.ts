@@ -592,6 +592,39 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       ]);
       await expectCountersMatch(s);
     });
+
+    it("X9 groups: a claim that one job per group fills takes each next group's oldest job from the cursor on, wrapping around; a group whose oldest job waits behind its unique key gives its next one", async () => {
+      const s = seam();
+      await s.backend.jobs.limitsSet({ jobTypes: ["g"], limits: [{ jobType: "g", concurrency: null, rateLimit: null, groupConcurrency: 5 }], now: NOW });
+      const claim = async (limit: number) =>
+        (await s.backend.jobs.claimReady({ owner: "w1", limit, now: NOW, leaseExpiresAt: NOW + 30_000, jobTypes: [], limitedTypes: ["g"] })).jobs.map(
+          (j) => j.id,
+        );
+      const unique = (runAt: number) =>
+        s.backend.jobs.insertUnique({ job: jobInsert({ jobType: "g", group: "H", runAt }), uniqueKey: "k", uniqueMode: "afterActive", now: NOW });
+      const u1 = await unique(NOW - 3_000);
+      expect(await claim(1)).toEqual([u1.id]); // the cursor is now H
+      // U2 waits behind the running U1 (its key's slot); N is H's next job; A to F two each, the first older.
+      const u2 = await unique(NOW - 2_000);
+      const n = jobInsert({ jobType: "g", group: "H", runAt: NOW - 1_000 });
+      const groups = ["A", "B", "C", "D", "E", "F"];
+      const firsts = groups.map((group) => jobInsert({ jobType: "g", group, runAt: NOW - 500 }));
+      const seconds = groups.map((group) => jobInsert({ jobType: "g", group, runAt: NOW - 400 }));
+      await s.backend.jobs.insertMany({ jobs: [n, ...seconds, ...firsts], now: NOW, retentionMs: DAY });
+      const name = new Map<string, string>([
+        [u2.id, "U2"],
+        [n.id, "N"],
+        ...firsts.map((j) => [j.id, `${j.group}1`] as const),
+        ...seconds.map((j) => [j.id, `${j.group}2`] as const),
+      ]);
+      const names = (ids: string[]) => ids.map((id) => name.get(id) ?? id).sort();
+      // From after H, wrapping to the first group: A B C D, one each, each group's oldest.
+      expect(names(await claim(4))).toEqual(["A1", "B1", "C1", "D1"]);
+      // Then E F H A: H's oldest job is U2, which waits, so H gives N.
+      expect(names(await claim(4))).toEqual(["A2", "E1", "F1", "N"]);
+      expect((await s.job(u2.id)).stage).toBe("enqueued");
+      await expectCountersMatch(s);
+    });
   });
 
   describe("finishMany", () => {

@@ -72,6 +72,20 @@ export interface GroupRead {
   walked: WalkedGroup[];
 }
 
+/** A {@link GroupRead} from the `lim`, `running` and `walked` columns of a read. */
+function groupRead(r: Record<string, unknown> | undefined): GroupRead {
+  const lim = (r?.lim ?? null) as Record<string, unknown> | null;
+  const running = new Map<string | null, number>();
+  for (const x of (r?.running ?? []) as { group_key: string | null; n: number }[]) running.set(x.group_key, Number(x.n));
+  const walked = ((r?.walked ?? []) as [string, number | string | null][]).map(([k, t]) => ({ key: k, firstRunAt: t === null ? null : Number(t) }));
+  return {
+    row: lim === null ? null : storedLimitRow({ ...lim, rate_starts: lim.rate_starts === null ? null : String(lim.rate_starts) }),
+    version: lim === null ? null : String(lim.v),
+    running,
+    walked,
+  };
+}
+
 export class PostgresGroupClaim {
   /**
    * `$1` namespace, `$2` type, `$3` the claim's slots: one row, `lim` (the limits row as JSON, with its
@@ -91,15 +105,32 @@ export class PostgresGroupClaim {
    */
   private readonly claim: Statement;
 
+  /**
+   * `read` and the first pass of the claim in one statement (`$1` namespace, `$2` type, `$3` the claim's
+   * slots, `$4` now, `$5` owner, `$6` lease expiry), for a claim made without the limits row's lock. When
+   * round 1 alone fills the claim (at least `$3` due walked groups with a free slot, no rate limit, the type's
+   * concurrency not in the way: the common case when the limits are far from reached), it claims each of the
+   * first `$3` such groups' oldest row, the very row the walk landed on, by its id (one index descent per job,
+   * where a separate pass probes each group again), fenced by the limits row's version as `claim` is. A group
+   * whose row that was is no longer claimable, or waits behind its unique key's running job, or is locked, is
+   * probed as `claim` probes it, for its oldest row that can be taken: the same jobs as a pass of `claim`. Returns the
+   * claimed rows, then one row with a null id: `v` the limits row's new version (null: not claimed), `tried`
+   * (whether round 1 filled the claim, so that a null `v` means the row changed), and `read`'s `lim`,
+   * `running` and `walked`, from which the caller deals any later pass as after `read`.
+   */
+  private readonly readAndClaim: Statement;
+
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
     const limits = `${schema}.later_limits`;
     // A group's first entry in the group index, (namespace, job_type, group_key, run_at), is its oldest claimable
-    // row: one probe gives the next group after `after` and its oldest run_at (GROUPED_READY: only that
-    // index can serve it).
-    const next = (after: string, extra = "") =>
-      `SELECT group_key AS k, run_at AS t FROM ${jobs} WHERE namespace = $1 AND job_type = $2 AND ${GROUPED_READY} AND group_key > ${after}${extra} ORDER BY group_key, run_at LIMIT 1`;
-    this.read = statement(`WITH RECURSIVE lim AS (
+    // row: one probe gives the next group after `after`, its oldest run_at and (with `id`) that row (GROUPED_READY:
+    // only that index can serve it).
+    const walk = (id: boolean) => {
+      const cols = id ? "k, t, id" : "k, t";
+      const next = (after: string, extra = "") =>
+        `SELECT group_key AS k, run_at AS t${id ? ", id" : ""} FROM ${jobs} WHERE namespace = $1 AND job_type = $2 AND ${GROUPED_READY} AND group_key > ${after}${extra} ORDER BY group_key, run_at LIMIT 1`;
+      return `WITH RECURSIVE lim AS (
   SELECT ctid::text AS v, concurrency, rate_max, rate_per_ms, rate_starts, group_concurrency, group_cursor FROM ${limits} WHERE namespace = $1 AND job_type = $2
 ), total AS (
   SELECT coalesce(sum(n), 0)::int AS n FROM ${schema}.later_stage_counts WHERE namespace = $1 AND stage = 'running'
@@ -112,22 +143,38 @@ export class PostgresGroupClaim {
 ), g1 AS (
   (${next("coalesce((SELECT group_cursor FROM lim), '')")})
   UNION ALL
-  SELECT x.k, x.t FROM g1 CROSS JOIN LATERAL (${next("g1.k")}) x
+  SELECT ${id ? "x.k, x.t, x.id" : "x.k, x.t"} FROM g1 CROSS JOIN LATERAL (${next("g1.k")}) x
 ), w1 AS (
-  SELECT k, t FROM g1 LIMIT (SELECT n FROM cap)
+  SELECT ${cols} FROM g1 LIMIT (SELECT n FROM cap)
 ), g2 AS (
   (${next("''", " AND (SELECT group_cursor FROM lim) IS NOT NULL AND (SELECT count(*) FROM w1) < (SELECT n FROM cap)")})
   UNION ALL
-  SELECT x.k, x.t FROM g2 CROSS JOIN LATERAL (${next("g2.k")}) x WHERE g2.k < (SELECT group_cursor FROM lim)
+  SELECT ${id ? "x.k, x.t, x.id" : "x.k, x.t"} FROM g2 CROSS JOIN LATERAL (${next("g2.k")}) x WHERE g2.k < (SELECT group_cursor FROM lim)
 ), w2 AS (
-  SELECT k, t FROM g2 WHERE k <= (SELECT group_cursor FROM lim) LIMIT greatest(0, (SELECT n FROM cap) - (SELECT count(*) FROM w1))
-)
-SELECT (SELECT row_to_json(lim) FROM lim) AS lim,
+  SELECT ${cols} FROM g2 WHERE k <= (SELECT group_cursor FROM lim) LIMIT greatest(0, (SELECT n FROM cap) - (SELECT count(*) FROM w1))
+), walked AS (
+  SELECT ${cols}, 1 AS o FROM w1 UNION ALL SELECT ${cols}, 2 FROM w2
+)`;
+    };
+    const readColumns = `(SELECT row_to_json(lim) FROM lim) AS lim,
   (SELECT json_agg(running) FROM running) AS running,
-  (SELECT json_agg(json_build_array(w.k, w.t) ORDER BY w.o, w.k) FROM (SELECT k, t, 1 AS o FROM w1 UNION ALL SELECT k, t, 2 FROM w2) w) AS walked`);
+  (SELECT json_agg(json_build_array(w.k, w.t) ORDER BY w.o, w.k) FROM walked w) AS walked`;
+    this.read = statement(`${walk(false)}
+SELECT ${readColumns}`);
     const uniqueFree = `(unique_slot IS DISTINCT FROM 'pending' OR NOT EXISTS (SELECT 1 FROM ${jobs} s
         WHERE s.namespace = $1 AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))`;
-    const claimed = transition({ kinds: "claim", rows: "claimed", leftRows: "ready", from: "stage", to: "'running'", at: "$2::bigint" });
+    const claimedSet = (at: string, owner: string, lease: string) => {
+      const t = transition({ kinds: "claim", rows: "claimed", leftRows: "ready", from: "stage", to: "'running'", at });
+      return {
+        t,
+        update: `UPDATE ${jobs} j SET ${t.stage}, attempt = j.attempt + 1, lease_owner = ${owner}, lease_expires_at = ${lease}, updated_at = ${at},
+    ${t.history}, unique_slot = CASE WHEN j.unique_slot IS NOT NULL THEN 'active' END
+  WHERE j.id = ANY(ARRAY(SELECT id FROM ready))
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, j.topic, j.partition_no, j.timeout_ms, j.meta, j.group_key`,
+      };
+    };
+    const claimedColumns = "id, job_type, payload, attempt, retry_policy, run_at, timeout_ms, meta, group_key";
+    const pass = claimedSet("$2::bigint", "$5", "$6");
     this.claim = statement(`WITH bump AS (
   UPDATE ${limits} SET group_cursor = coalesce($9, group_cursor)
   WHERE namespace = $1 AND job_type = $4 AND ($8::text IS NULL OR ctid = $8::text::tid)
@@ -149,29 +196,83 @@ SELECT (SELECT row_to_json(lim) FROM lim) AS lim,
     FOR UPDATE SKIP LOCKED
   ) u
 ), claimed AS (
-  UPDATE ${jobs} j SET ${claimed.stage}, attempt = j.attempt + 1, lease_owner = $5, lease_expires_at = $6, updated_at = $2,
-    ${claimed.history}, unique_slot = CASE WHEN j.unique_slot IS NOT NULL THEN 'active' END
-  WHERE j.id = ANY(ARRAY(SELECT id FROM ready))
-  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, j.topic, j.partition_no, j.timeout_ms, j.meta, j.group_key
-)${transitionTail(schema, "$1", [claimed])}
-SELECT id, job_type, payload, attempt, retry_policy, run_at, timeout_ms, meta, group_key, NULL AS v FROM claimed
+  ${pass.update}
+)${transitionTail(schema, "$1", [pass.t])}
+SELECT ${claimedColumns}, NULL AS v FROM claimed
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FROM bump)`);
+    // Round 1 (GroupRounds): a slot each to the walked groups that are due and below their limit, in walk order
+    // (`busy`: the running counts as one jsonb object, read by key; a join of the two CTEs, each estimated at one
+    // row, would be planned as a nested loop, hundreds of walked groups times hundreds of running groups).
+    // It fills the claim only if there are `$3` of them; then the type's concurrency, when set, must leave `$3`
+    // slots (its running jobs are those counted per group; not counted when the namespace's running jobs from the
+    // stage counters plus `$3` stay within the limits, and then it does), and a rate limit sends the claim to the
+    // locked transaction.
+    const first = claimedSet("$4::bigint", "$5", "$6");
+    this.readAndClaim = statement(`${walk(true)}, busy AS (
+  SELECT jsonb_object_agg(group_key, n) AS m FROM running WHERE group_key IS NOT NULL
+), pick AS (
+  SELECT w.k, w.id, w.o FROM walked w
+  WHERE w.t <= $4 AND coalesce(((SELECT m FROM busy) ->> w.k)::int, 0) < (SELECT group_concurrency FROM lim)
+  ORDER BY w.o, w.k LIMIT $3
+), go AS (
+  SELECT 1 FROM lim WHERE lim.rate_max IS NULL AND (SELECT count(*) FROM pick) = $3
+    AND (lim.concurrency IS NULL OR (SELECT coalesce(sum(n), 0) FROM running) + $3 <= lim.concurrency)
+), bump AS (
+  UPDATE ${limits} SET group_cursor = (SELECT k FROM pick ORDER BY o DESC, k DESC LIMIT 1)
+  WHERE namespace = $1 AND job_type = $2 AND ctid = (SELECT v FROM lim)::tid AND EXISTS (SELECT 1 FROM go)
+  RETURNING ctid::text AS v
+), took AS (
+  SELECT p.k, w.id, w.stage, w.topic, w.partition_no
+  FROM (SELECT k, id FROM pick WHERE EXISTS (SELECT 1 FROM bump)) p LEFT JOIN LATERAL (
+    SELECT id, stage, topic, partition_no, group_key, run_at, job_type, unique_key, unique_slot FROM ${jobs} WHERE id = p.id
+    LIMIT 1 FOR UPDATE SKIP LOCKED
+  ) w ON ${GROUPED_READY} AND w.run_at <= $4 AND ${uniqueFree}
+), ready AS (
+  SELECT id, stage, topic, partition_no FROM took WHERE id IS NOT NULL
+  UNION ALL
+  SELECT r.id, r.stage, r.topic, r.partition_no
+  FROM (SELECT k FROM took WHERE id IS NULL) q
+  CROSS JOIN LATERAL (
+    SELECT id, stage, topic, partition_no FROM ${jobs} w
+    WHERE namespace = $1 AND job_type = $2 AND ${GROUPED_READY} AND group_key = q.k AND run_at <= $4 AND ${uniqueFree}
+    ORDER BY run_at LIMIT 1
+    FOR UPDATE SKIP LOCKED
+  ) r
+), claimed AS (
+  ${first.update}
+)${transitionTail(schema, "$1", [first.t])}
+SELECT ${claimedColumns}, NULL::text AS v, NULL::boolean AS tried, NULL::json AS lim, NULL::json AS running, NULL::json AS walked FROM claimed
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FROM bump), EXISTS (SELECT 1 FROM go), ${readColumns}`);
   }
 
   /** The limits row, running counts and walk of `type` for a claim of `want` slots (see {@link GroupRead}), in one statement. */
   async readGroups(execute: Execute, namespace: string, type: string, want: number): Promise<GroupRead> {
     const [r] = await execute(this.read, [namespace, type, want]);
-    const lim = (r?.lim ?? null) as Record<string, unknown> | null;
-    const running = new Map<string | null, number>();
-    for (const x of (r?.running ?? []) as { group_key: string | null; n: number }[]) running.set(x.group_key, Number(x.n));
-    const walked = ((r?.walked ?? []) as [string, number | string | null][]).map(([k, t]) => ({ key: k, firstRunAt: t === null ? null : Number(t) }));
-    return {
-      row: lim === null ? null : storedLimitRow({ ...lim, rate_starts: lim.rate_starts === null ? null : String(lim.rate_starts) }),
-      version: lim === null ? null : String(lim.v),
-      running,
-      walked,
-    };
+    return groupRead(r);
+  }
+
+  /**
+   * A claim made without the limits row's lock: {@link readGroups} and, when round 1 alone fills the claim, its
+   * first pass, in one statement (see `readAndClaim`). `first`: the rows that pass claimed and the limits row's
+   * version it wrote (null: round 1 did not fill the claim, nothing claimed; deal the passes from `read`).
+   * Null when round 1 would have filled it but the limits row changed since the statement's snapshot (nothing
+   * claimed): the caller's transaction decides, as when a pass's fence fails.
+   */
+  async readAndClaimFirst(
+    execute: Execute,
+    namespace: string,
+    params: B.JobClaimReadyParams,
+    type: string,
+    want: number,
+  ): Promise<{ read: GroupRead; first: { rows: Record<string, unknown>[]; version: string } | null } | null> {
+    const rows = await execute(this.readAndClaim, [namespace, type, want, params.now, params.owner, params.leaseExpiresAt]);
+    const at = rows.findIndex((r) => r.id === null);
+    const marker = rows.splice(at, 1)[0]!;
+    const read = groupRead(marker);
+    if (marker.v !== null && marker.v !== undefined) return { read, first: { rows, version: String(marker.v) } };
+    return marker.tried === true ? null : { read, first: null };
   }
 
   /**
@@ -191,13 +292,24 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FROM bump
     read: GroupRead,
     want: number,
     fenced: boolean,
+    first: { rows: Record<string, unknown>[]; version: string } | null = null,
   ): Promise<B.JobClaimReadyResult | null> {
     const { candidates, nextRunAt } = groupCandidates(read.walked, read.running, read.row!.groupConcurrency!, params.now);
     const rounds = new GroupRounds(candidates, want);
     const jobs: B.ClaimedJob[] = [];
     let version = fenced ? read.version : null;
     let cursor = read.row!.groupCursor;
-    for (let shares = rounds.shares(); shares.length > 0; shares = rounds.shares()) {
+    let shares = rounds.shares();
+    if (first !== null) {
+      // Round 1 was claimed by readAndClaimFirst: the same shares (one each to the first `want` due groups with a
+      // free slot), the cursor moved to the last of them. A group whose row it could not take leaves, as after any pass.
+      version = first.version;
+      cursor = rounds.lastServed;
+      jobs.push(...first.rows.map(claimedJob));
+      rounds.took(countByGroup(first.rows));
+      shares = rounds.shares();
+    }
+    for (; shares.length > 0; shares = rounds.shares()) {
       const groupShares = shares.filter((s) => s.key !== null).map((s) => ({ g: s.key, n: s.n }));
       const ungrouped = shares.find((s) => s.key === null)?.n ?? 0;
       const served = rounds.lastServed !== cursor ? rounds.lastServed : null;

@@ -36,7 +36,7 @@
  * a type whose limit is not reached costs one statement, as an unlimited one.
  */
 import type * as B from "../backend.js";
-import { limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow, type StoredLimitRow, windowOpensAt } from "../shared/limit-slots.js";
+import { claimNow, limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow, type StoredLimitRow, windowOpensAt } from "../shared/limit-slots.js";
 import { claimedJob } from "../shared/job-rows.js";
 import { PostgresGroupClaim } from "./postgres-group-claim.js";
 import { claimedFromArray, type PostgresJobQueries } from "./postgres-job-queries.js";
@@ -177,10 +177,14 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
 
   /**
    * A type with a group limit (and no rate), claimed without the limits row's lock: one read, then each pass
-   * fenced by the row's version (postgres-group-claim.ts). Null when it could not decide (nothing claimed).
+   * fenced by the row's version (postgres-group-claim.ts); the read makes the first pass itself when round 1
+   * fills the claim (the limits far from reached). Null when it could not decide (nothing claimed).
    */
   private async claimGroupsUnlocked(params: B.JobClaimReadyParams, type: string, want: number): Promise<B.JobClaimReadyResult | null> {
-    const read = await this.groups.readGroups(this.host.execute, this.host.namespace, type, want);
+    const made = await this.groups.readAndClaimFirst(this.host.execute, this.host.namespace, params, type, want);
+    if (made === null) return null; // round 1 would have filled it, but another claim of the type committed meanwhile
+    const { read, first } = made;
+    if (first !== null) return this.groups.claimShares(this.host.execute, this.host.namespace, params, type, read, want, true, first);
     if (read.row === null || read.row.groupConcurrency === null) {
       this.kinds.delete(type); // no longer a group limit: the concurrency statement next time
       return null;
@@ -197,11 +201,13 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
   }
 
   /** The limited step in one transaction, every type under its locked (and written) limits row. */
-  private claimLocked(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
-    const types = [...(params.limitedTypes ?? [])].sort();
+  private claimLocked(claim: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
+    const types = [...(claim.limitedTypes ?? [])].sort();
     const ns = this.host.namespace;
     return this.host.inTransaction("claim", async (execute) => {
       const rows = new Map((await execute(this.lock, [ns, types])).map((r) => [String(r.job_type), storedLimitRow(r)]));
+      const now = claimNow(rows.values(), claim.now);
+      const params = now === claim.now ? claim : { ...claim, now };
       const running = new Map((await execute(this.running, [ns, types])).map((r) => [String(r.job_type), Number(r.n)]));
       const jobs: B.ClaimedJob[] = [];
       let next: number | null = null;
