@@ -130,17 +130,19 @@ describe.each(PROCESS_BACKENDS)("per job type limits across 3 processes × 4 wor
     expect(mostAtOnce(ran.filter((a) => a.jobType === "grouped"))).toBeGreaterThan(2);
 
     const stored = new Map((await allJobs(backend)).map((j) => [j.id, j]));
-    const claims = ran
+    const paced = ran
       .filter((a) => a.jobType === "paced")
-      .map((a) => stored.get(a.jobId)!.stages.find((s) => s.stage === "running")!.at)
-      .sort((x, y) => x - y);
+      .map((a) => ({ at: stored.get(a.jobId)!.stages.find((s) => s.stage === "running")!.at, pid: a.pid, stages: stored.get(a.jobId)!.stages }))
+      .sort((x, y) => x.at - y.at);
+    const claims = paced.map((p) => p.at);
     expect(claims).toHaveLength(PACED);
     // Any 6 consecutive starts span at least 500 ms: no window (t − 500, t] holds 6.
     const crowded = claims
       .slice(5)
       .map((t, i) => [claims[i]!, t])
       .filter(([first, sixth]) => sixth! - first! < 500);
-    expect(crowded).toEqual([]);
+    // On failure, every start with its process and history, to tell a crowded window from a clock's step.
+    expect(crowded, JSON.stringify(paced.map((p) => [p.at - claims[0]!, p.pid, p.stages]))).toEqual([]);
     // And the windows were full: 25 starts at 5 per window need at least 4 windows after the first.
     expect(claims.at(-1)! - claims[0]!).toBeGreaterThanOrEqual(2_000);
 

@@ -74,6 +74,21 @@ export function windowOpensAt(row: StoredLimitRow, inWindow: readonly number[]):
   return inWindow[inWindow.length - row.rateMax]! + row.ratePerMs;
 }
 
+/**
+ * The time a limited claim counts from, once it holds its types' limits
+ * rows: its own `now`, or the latest start a row records when that is later.
+ * A claim takes its `now` before it waits for those rows; a claim of another
+ * server that held them meanwhile may have stored starts after it. Counted
+ * from the earlier time, this claim's starts would be stored after those
+ * though earlier, and the list of recent starts would no longer be in time
+ * order, which `windowOpensAt` and the trimming of {@link startsAfter} assume.
+ */
+export function claimNow(rows: Iterable<StoredLimitRow>, now: number): number {
+  let latest = now;
+  for (const row of rows) for (const t of row.starts) if (t > latest) latest = t;
+  return latest;
+}
+
 /** The starts to store after claiming `n` at `now`: the window's, plus `n` times `now`, the last `rateMax` kept. */
 export function startsAfter(row: StoredLimitRow, now: number, n: number): number[] {
   if (row.rateMax === null || row.ratePerMs === null) return [];

@@ -286,7 +286,9 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       // X9: the limited types first, each within its stored limits (sqlite-limits.ts), by the same claim narrowed to the type.
       if (limited.length > 0) {
         const lease = { owner: params.owner, leaseExpiresAt: params.leaseExpiresAt, now: params.now };
-        const step = claimLimited(this.conn(), this.namespace, limited, params.limit, lease, (type, n) => this.claimRows(params, JSON.stringify([type]), n));
+        const step = claimLimited(this.conn(), this.namespace, limited, params.limit, lease, (type, n, now) =>
+          this.claimRows(now === params.now ? params : { ...params, now }, JSON.stringify([type]), n),
+        );
         claimed.push(...step.rows);
         nextSlotAt = step.nextSlotAt;
       }

@@ -20,7 +20,7 @@
  */
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
-import { limitRecord, limitSlots, startsAfter, storedLimit, type StoredLimitRow, storedLimitRow, windowOpensAt } from "../shared/limit-slots.js";
+import { claimNow, limitRecord, limitSlots, startsAfter, storedLimit, type StoredLimitRow, storedLimitRow, windowOpensAt } from "../shared/limit-slots.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { claimGroups, type GroupClaimLease } from "./sqlite-group-claim.js";
 
@@ -53,12 +53,13 @@ export function claimLimited(
   types: readonly string[],
   limit: number,
   lease: GroupClaimLease,
-  claim: (type: string, n: number) => Row[],
+  claim: (type: string, n: number, now: number) => Row[],
 ): { rows: Row[]; nextSlotAt: number | null } {
-  const now = lease.now;
   const sorted = [...types].sort();
   const json = JSON.stringify(sorted);
   const limits = new Map(c.all(READ, namespace, json).map((r) => [String(r.job_type), storedLimitRow(r)]));
+  const now = claimNow(limits.values(), lease.now);
+  const held = now === lease.now ? lease : { ...lease, now };
   const total = Number(c.get(RUNNING_TOTAL, namespace)?.n ?? 0);
   const far = (l: StoredLimitRow) =>
     (l.concurrency === null || total + limit <= l.concurrency) && (l.groupConcurrency === null || total + limit <= l.groupConcurrency);
@@ -77,10 +78,10 @@ export function claimLimited(
     if (slots.free === 0) continue;
     let claimed: Row[];
     if (row && row.groupConcurrency !== null) {
-      const grouped = claimGroups(c, namespace, lease, type, row, slots.free, total + slots.free <= row.groupConcurrency);
+      const grouped = claimGroups(c, namespace, held, type, row, slots.free, total + slots.free <= row.groupConcurrency);
       claimed = grouped.rows;
       if (grouped.nextRunAt !== null && (nextSlotAt === null || grouped.nextRunAt < nextSlotAt)) nextSlotAt = grouped.nextRunAt;
-    } else claimed = claim(type, slots.free);
+    } else claimed = claim(type, slots.free, now);
     rows.push(...claimed);
     if (row && row.rateMax !== null && claimed.length > 0) {
       const starts = startsAfter(row, now, claimed.length);
