@@ -2,8 +2,9 @@
  * X10 tracing in one process, on both backends: a failed attempt's span
  * records the exception with status ERROR and the retry's span follows; a
  * span processor or exporter that throws, or an exporter that never
- * answers, neither fails nor delays an enqueue or a job (spans end
- * synchronously; exporting is the processor's business). With no active
+ * answers (each on its own provider, every span reaching it), neither
+ * fails nor delays an enqueue or a job (spans end synchronously;
+ * exporting is the processor's business). With no active
  * context an enqueue stores no traceparent and its attempt is a root span.
  * A recurring
  * occurrence, enqueued with no caller's span, gets a root producer span
@@ -36,20 +37,41 @@ afterAll(() => {
   context.disable();
 });
 
-/** An exporter that throws at once. */
-const throwing: SpanExporter = {
-  export: () => {
-    throw new Error("exporter down");
-  },
-  shutdown: async () => undefined,
-};
-/** An exporter that never calls back. */
-const hanging: SpanExporter = { export: () => undefined, shutdown: async () => undefined };
+/** An exporter that throws at once, counting its calls. */
+function throwingExporter(): SpanExporter & { calls: number } {
+  const exporter = {
+    calls: 0,
+    export: () => {
+      exporter.calls++;
+      throw new Error("exporter down");
+    },
+    shutdown: async () => undefined,
+  };
+  return exporter;
+}
+/** An exporter that never calls back, counting its calls. */
+function hangingExporter(): SpanExporter & { calls: number } {
+  const exporter = {
+    calls: 0,
+    export: () => void exporter.calls++,
+    shutdown: async () => undefined,
+  };
+  return exporter;
+}
 /** A processor that throws at every span's start and end. */
 const brokenProcessor: SpanProcessor = {
   onStart: () => {
     throw new Error("processor broken at start");
   },
+  onEnd: () => {
+    throw new Error("processor broken at end");
+  },
+  forceFlush: async () => undefined,
+  shutdown: async () => undefined,
+};
+/** A processor that throws only when a span ends (its start succeeds, so the span exists and is ended on the job's path). */
+const brokenAtEnd: SpanProcessor = {
+  onStart: () => undefined,
   onEnd: () => {
     throw new Error("processor broken at end");
   },
@@ -113,18 +135,28 @@ describe.each(BACKENDS)("tracing (X10) on $name", (entry) => {
   });
 
   it("X10: a throwing processor, a throwing exporter and a hanging exporter neither fail nor hold up an enqueue or a job", async () => {
-    const provider = new BasicTracerProvider({
-      spanProcessors: [brokenProcessor, new SimpleSpanProcessor(throwing), new SimpleSpanProcessor(hanging)],
-    });
+    // One provider each: a processor throwing at a span's start makes the SDK's startSpan throw, so no span
+    // would reach an exporter of the same provider.
+    const throwing = throwingExporter();
+    const hanging = hangingExporter();
+    const providers = [
+      new BasicTracerProvider({ spanProcessors: [brokenProcessor] }),
+      new BasicTracerProvider({ spanProcessors: [brokenAtEnd] }),
+      new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(throwing)] }),
+      new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(hanging)] }),
+    ];
     const server = await harness().start({
       handlers: { a: { handle: () => undefined } },
-      middleware: [tracing({ tracerProvider: provider })],
+      middleware: providers.map((tracerProvider) => tracing({ tracerProvider })),
     });
     // The application's span comes from a working provider (the broken one throws at every span's start).
     const request = new BasicTracerProvider().getTracer("app").startSpan("request");
     const ids = await context.with(trace.setSpan(context.active(), request), () => server.publisher.enqueueMany("a", [{}, {}, {}]));
     const plain = await server.publisher.enqueue("a", {});
     for (const id of [...ids, plain]) expect((await settled(() => server.backend.inspect.jobGet({ id }))).stage).toBe("success");
+    // Every span reached both exporters: the enqueue's producer span and the four attempts' consumer spans.
+    await waitFor(() => throwing.calls === 5 && hanging.calls === 5, "every span exported");
+    expect([throwing.calls, hanging.calls]).toEqual([5, 5]);
   });
 
   it("X10: with no active context an enqueue starts no span and stores no traceparent (meta NULL); its attempt is a root span without links", async () => {
