@@ -8,11 +8,12 @@
  * context an enqueue stores no traceparent and its attempt is a root span.
  * A recurring
  * occurrence, enqueued with no caller's span, gets a root producer span
- * its attempt links to.
+ * its attempt links to. A caller's tracestate is stored beside its
+ * traceparent and reaches the attempt's span.
  */
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { context, createTraceState, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import {
   BasicTracerProvider,
@@ -189,6 +190,54 @@ describe.each(BACKENDS)("tracing (X10) on $name", (entry) => {
     const root = consumers.find((s) => s.attributes["later.job.id"] === plain)!;
     expect(root.parentSpanContext).toBeUndefined();
     expect(root.links).toEqual([]);
+  });
+
+  it("X10: the enqueue's tracestate is stored beside its traceparent and reaches the attempt's link (parent: true, its parent)", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const h = harness();
+    const server = await h.start({
+      handlers: { linked: { handle: () => undefined }, parented: { handle: () => undefined } },
+      middleware: [
+        {
+          // Each job type through its own tracing(): linked by default, parented with parent: true.
+          enqueue: (ctx, next) => (ctx.jobType === "linked" ? linking.enqueue!(ctx, next) : parenting.enqueue!(ctx, next)),
+          attempt: (ctx, next) => (ctx.jobType === "linked" ? linking.attempt!(ctx, next) : parenting.attempt!(ctx, next)),
+        },
+      ],
+    });
+    const linking = tracing({ tracerProvider: provider });
+    const parenting = tracing({ tracerProvider: provider, parent: true });
+    // A caller's span from upstream, carrying a vendor's trace state.
+    const upstream = trace.wrapSpanContext({
+      traceId: "0af7651916cd43dd8448eb211c80319c",
+      spanId: "b7ad6b7169203331",
+      traceFlags: 1,
+      isRemote: true,
+      traceState: createTraceState("vendor=abc,other=1"),
+    });
+    const ids = await context.with(trace.setSpan(context.active(), upstream), async () => [
+      await server.publisher.enqueue("linked", {}),
+      await server.publisher.enqueue("parented", {}),
+    ]);
+    for (const id of ids) await settled(() => server.backend.inspect.jobGet({ id }));
+    const app = h.db.appDatabase();
+    let stored: Record<string, string>[];
+    try {
+      const { rows } = await sql<{ meta: string }>`SELECT meta FROM later_jobs ORDER BY id`.execute(app);
+      stored = rows.map((r) => JSON.parse(r.meta));
+    } finally {
+      await app.destroy();
+    }
+    for (const meta of stored) expect(meta.tracestate).toBe("vendor=abc,other=1");
+    const consumers = await waitFor(() => {
+      const spans = exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.CONSUMER);
+      return spans.length === 2 ? spans : null;
+    }, "two consumer spans");
+    const of = (id: string) => consumers.find((s) => s.attributes["later.job.id"] === id)!;
+    expect(of(ids[0]!).links[0]!.context.traceState?.serialize()).toBe("vendor=abc,other=1");
+    expect(of(ids[1]!).spanContext().traceState?.serialize()).toBe("vendor=abc,other=1");
+    expect(of(ids[1]!).spanContext().traceId).toBe("0af7651916cd43dd8448eb211c80319c");
   });
 
   it("X10/R2: recurring occurrences, enqueued with no active span, get root PRODUCER spans naming the schedule; their attempts link to them", async () => {
