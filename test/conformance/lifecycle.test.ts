@@ -209,6 +209,10 @@ describe.each(BACKENDS)("leases and the stuck-job rescue on $name", (entry) => {
     clock.advance(1_000);
     await waitFor(() => signal!.aborted, "signal aborted");
     expect((signal!.reason as { code?: string }).code).toBe("LEASE_LOST");
+    // The loss is reported (a warning for the logger), once.
+    expect(h.events.filter((e) => e.type === "job-lease-lost")).toEqual([
+      { type: "job-lease-lost", jobId: id, jobType: "work", attempt: 1, reason: expect.stringMatching(/lease of job .* was lost/) },
+    ]);
     gate.resolve();
     clock.advance(60_000);
     // Time goes on passing (one poll interval per look), as it would on a real clock: a fetcher whose

@@ -83,8 +83,10 @@ describe.each(BACKENDS)("middleware (X10) on $name", (entry) => {
     const [pm] = await p.enqueueManyToPartition("a", [{ payload: { tag: true }, target: { topic: "orders", key: "k" } }]);
     const app = harness().db.appDatabase();
     let inTrx: string;
+    let partitionInTrx: string;
     try {
       inTrx = await app.transaction().execute((trx) => p.enqueueIn(trx as never, "a", { tag: true }));
+      partitionInTrx = await app.transaction().execute((trx) => p.enqueueToPartitionIn(trx as never, "a", { tag: true }, { topic: "orders", partition: 0 }));
     } finally {
       await app.destroy();
     }
@@ -96,13 +98,15 @@ describe.each(BACKENDS)("middleware (X10) on $name", (entry) => {
       [1, false],
       [1, false],
       [1, true],
+      [1, true],
     ]);
+    expect(enqueues[7]!.jobs[0]!.partition).toEqual({ topic: "orders", partition: 0 });
     expect(enqueues[2]!.options).toEqual({ delayMs: 1 });
     expect(enqueues[3]!.options).toEqual({ parentId: single });
     expect(enqueues[4]!.jobs[0]!.partition).toEqual({ topic: "orders", partition: 1 });
     expect(enqueues[1]!.jobs.map((j) => j.payload)).toEqual([{ tag: true }, {}]);
 
-    const all = [single, m0!, m1!, delayed, continuation, partitioned, pm!, inTrx];
+    const all = [single, m0!, m1!, delayed, continuation, partitioned, pm!, inTrx, partitionInTrx];
     for (const id of all) await settled(() => server.backend.inspect.jobGet({ id }));
     const stored = await storedMeta(harness().db);
     expect(stored.get(m1!)).toBeNull();
@@ -111,7 +115,7 @@ describe.each(BACKENDS)("middleware (X10) on $name", (entry) => {
     await waitFor(() => all.every((id) => attempts.has(id)), "every attempt's hook");
     expect(attempts.get(m1!)!.meta).toEqual({});
     expect(attempts.get(m0!)!.meta).toEqual({ tag: "a-0" });
-    for (const id of [single, delayed, continuation, partitioned, pm!, inTrx]) expect(attempts.get(id)!.meta).toEqual({ tag: "a-0" });
+    for (const id of [single, delayed, continuation, partitioned, pm!, inTrx, partitionInTrx]) expect(attempts.get(id)!.meta).toEqual({ tag: "a-0" });
     expect(attempts.get(partitioned)).toMatchObject({ jobType: "a", attempt: 1, partition: { topic: "orders", partition: 1 }, payload: { tag: true } });
     expect(attempts.get(single)).toMatchObject({ jobId: single, partition: null, payload: { tag: true } });
     expect(attempts.get(single)!.signal).toBeInstanceOf(AbortSignal);
@@ -221,6 +225,7 @@ describe.each(BACKENDS)("middleware (X10) on $name", (entry) => {
         () => p.enqueue("a", {}, { delayMs: 10 }),
         () => p.enqueueToPartition("a", {}, { topic: "orders", key: "k" }),
         () => app.transaction().execute((trx) => p.enqueueIn(trx as never, "a", {})),
+        () => app.transaction().execute((trx) => p.enqueueToPartitionIn(trx as never, "a", {}, { topic: "orders", key: "k" })),
       ];
       for (const call of calls) await expect(call()).rejects.toBe(boom);
       for (const m of ["big", "bigint"] as const) {

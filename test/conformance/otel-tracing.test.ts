@@ -2,16 +2,18 @@
  * X10 tracing in one process, on both backends: a failed attempt's span
  * records the exception with status ERROR and the retry's span follows; a
  * span processor or exporter that throws, or an exporter that never
- * answers, neither fails nor delays an enqueue or a job (spans end
- * synchronously; exporting is the processor's business). With no active
+ * answers (each on its own provider, every span reaching it), neither
+ * fails nor delays an enqueue or a job (spans end synchronously;
+ * exporting is the processor's business). With no active
  * context an enqueue stores no traceparent and its attempt is a root span.
  * A recurring
  * occurrence, enqueued with no caller's span, gets a root producer span
- * its attempt links to.
+ * its attempt links to. A caller's tracestate is stored beside its
+ * traceparent and reaches the attempt's span.
  */
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { context, createTraceState, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import {
   BasicTracerProvider,
@@ -36,20 +38,41 @@ afterAll(() => {
   context.disable();
 });
 
-/** An exporter that throws at once. */
-const throwing: SpanExporter = {
-  export: () => {
-    throw new Error("exporter down");
-  },
-  shutdown: async () => undefined,
-};
-/** An exporter that never calls back. */
-const hanging: SpanExporter = { export: () => undefined, shutdown: async () => undefined };
+/** An exporter that throws at once, counting its calls. */
+function throwingExporter(): SpanExporter & { calls: number } {
+  const exporter = {
+    calls: 0,
+    export: () => {
+      exporter.calls++;
+      throw new Error("exporter down");
+    },
+    shutdown: async () => undefined,
+  };
+  return exporter;
+}
+/** An exporter that never calls back, counting its calls. */
+function hangingExporter(): SpanExporter & { calls: number } {
+  const exporter = {
+    calls: 0,
+    export: () => void exporter.calls++,
+    shutdown: async () => undefined,
+  };
+  return exporter;
+}
 /** A processor that throws at every span's start and end. */
 const brokenProcessor: SpanProcessor = {
   onStart: () => {
     throw new Error("processor broken at start");
   },
+  onEnd: () => {
+    throw new Error("processor broken at end");
+  },
+  forceFlush: async () => undefined,
+  shutdown: async () => undefined,
+};
+/** A processor that throws only when a span ends (its start succeeds, so the span exists and is ended on the job's path). */
+const brokenAtEnd: SpanProcessor = {
+  onStart: () => undefined,
   onEnd: () => {
     throw new Error("processor broken at end");
   },
@@ -113,18 +136,28 @@ describe.each(BACKENDS)("tracing (X10) on $name", (entry) => {
   });
 
   it("X10: a throwing processor, a throwing exporter and a hanging exporter neither fail nor hold up an enqueue or a job", async () => {
-    const provider = new BasicTracerProvider({
-      spanProcessors: [brokenProcessor, new SimpleSpanProcessor(throwing), new SimpleSpanProcessor(hanging)],
-    });
+    // One provider each: a processor throwing at a span's start makes the SDK's startSpan throw, so no span
+    // would reach an exporter of the same provider.
+    const throwing = throwingExporter();
+    const hanging = hangingExporter();
+    const providers = [
+      new BasicTracerProvider({ spanProcessors: [brokenProcessor] }),
+      new BasicTracerProvider({ spanProcessors: [brokenAtEnd] }),
+      new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(throwing)] }),
+      new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(hanging)] }),
+    ];
     const server = await harness().start({
       handlers: { a: { handle: () => undefined } },
-      middleware: [tracing({ tracerProvider: provider })],
+      middleware: providers.map((tracerProvider) => tracing({ tracerProvider })),
     });
     // The application's span comes from a working provider (the broken one throws at every span's start).
     const request = new BasicTracerProvider().getTracer("app").startSpan("request");
     const ids = await context.with(trace.setSpan(context.active(), request), () => server.publisher.enqueueMany("a", [{}, {}, {}]));
     const plain = await server.publisher.enqueue("a", {});
     for (const id of [...ids, plain]) expect((await settled(() => server.backend.inspect.jobGet({ id }))).stage).toBe("success");
+    // Every span reached both exporters: the enqueue's producer span and the four attempts' consumer spans.
+    await waitFor(() => throwing.calls === 5 && hanging.calls === 5, "every span exported");
+    expect([throwing.calls, hanging.calls]).toEqual([5, 5]);
   });
 
   it("X10: with no active context an enqueue starts no span and stores no traceparent (meta NULL); its attempt is a root span without links", async () => {
@@ -157,6 +190,54 @@ describe.each(BACKENDS)("tracing (X10) on $name", (entry) => {
     const root = consumers.find((s) => s.attributes["later.job.id"] === plain)!;
     expect(root.parentSpanContext).toBeUndefined();
     expect(root.links).toEqual([]);
+  });
+
+  it("X10: the enqueue's tracestate is stored beside its traceparent and reaches the attempt's link (parent: true, its parent)", async () => {
+    const exporter = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const h = harness();
+    const server = await h.start({
+      handlers: { linked: { handle: () => undefined }, parented: { handle: () => undefined } },
+      middleware: [
+        {
+          // Each job type through its own tracing(): linked by default, parented with parent: true.
+          enqueue: (ctx, next) => (ctx.jobType === "linked" ? linking.enqueue!(ctx, next) : parenting.enqueue!(ctx, next)),
+          attempt: (ctx, next) => (ctx.jobType === "linked" ? linking.attempt!(ctx, next) : parenting.attempt!(ctx, next)),
+        },
+      ],
+    });
+    const linking = tracing({ tracerProvider: provider });
+    const parenting = tracing({ tracerProvider: provider, parent: true });
+    // A caller's span from upstream, carrying a vendor's trace state.
+    const upstream = trace.wrapSpanContext({
+      traceId: "0af7651916cd43dd8448eb211c80319c",
+      spanId: "b7ad6b7169203331",
+      traceFlags: 1,
+      isRemote: true,
+      traceState: createTraceState("vendor=abc,other=1"),
+    });
+    const ids = await context.with(trace.setSpan(context.active(), upstream), async () => [
+      await server.publisher.enqueue("linked", {}),
+      await server.publisher.enqueue("parented", {}),
+    ]);
+    for (const id of ids) await settled(() => server.backend.inspect.jobGet({ id }));
+    const app = h.db.appDatabase();
+    let stored: Record<string, string>[];
+    try {
+      const { rows } = await sql<{ meta: string }>`SELECT meta FROM later_jobs ORDER BY id`.execute(app);
+      stored = rows.map((r) => JSON.parse(r.meta));
+    } finally {
+      await app.destroy();
+    }
+    for (const meta of stored) expect(meta.tracestate).toBe("vendor=abc,other=1");
+    const consumers = await waitFor(() => {
+      const spans = exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.CONSUMER);
+      return spans.length === 2 ? spans : null;
+    }, "two consumer spans");
+    const of = (id: string) => consumers.find((s) => s.attributes["later.job.id"] === id)!;
+    expect(of(ids[0]!).links[0]!.context.traceState?.serialize()).toBe("vendor=abc,other=1");
+    expect(of(ids[1]!).spanContext().traceState?.serialize()).toBe("vendor=abc,other=1");
+    expect(of(ids[1]!).spanContext().traceId).toBe("0af7651916cd43dd8448eb211c80319c");
   });
 
   it("X10/R2: recurring occurrences, enqueued with no active span, get root PRODUCER spans naming the schedule; their attempts link to them", async () => {

@@ -172,6 +172,9 @@ describe.each(BACKENDS)("partition leases, fencing and history on $name", (entry
     expect(failed.lastError).toBe("skipped by an operator");
     await server.renewPartitionLeases();
     expect(aborted).toMatchObject({ code: "LEASE_LOST" });
+    expect(h.events.filter((e) => e.type === "job-lease-lost")).toEqual([
+      { type: "job-lease-lost", jobId: stuck, jobType: "stuck", attempt: 1, reason: expect.stringMatching(/lease of job .* was lost/) },
+    ]);
     expect((await settled(() => server.backend.inspect.jobGet({ id: next }))).stage).toBe("success");
     release.resolve();
     expect((await server.backend.inspect.jobGet({ id: stuck }))!.stage).toBe("failed");

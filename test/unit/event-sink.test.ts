@@ -24,8 +24,9 @@ describe("eventSink with a logger", () => {
       { type: "lifecycle", component: "server", action: "started", instanceId: "i1" },
       { type: "maintenance", task: "rescue-stuck", count: 2 },
       { type: "maintenance", task: "rescue-head", count: 1 },
-      { type: "job-released", jobId: "j1", jobType: "a", attempt: 1, reason: "lease lost" },
+      { type: "job-lease-lost", jobId: "j1", jobType: "a", attempt: 1, reason: "lease lost" },
       { type: "job-skipped", jobId: "j2", jobType: "a", attempt: 1, reason: "lease expired before start" },
+      { type: "job-released", jobId: "j4", jobType: "a", attempt: 1, reason: "shutdown deadline" },
       { type: "partitions", owned: 3, gained: 1, lost: 2, members: 2 },
       { type: "error", where: "claim", error: "connection refused", code: "DATABASE_UNAVAILABLE" },
       { type: "job", jobId: "j3", jobType: "a", stage: "success", attempt: 1 },
@@ -37,8 +38,9 @@ describe("eventSink with a logger", () => {
       ["info", "lifecycle"],
       ["warn", "maintenance"],
       ["warn", "maintenance"],
-      ["warn", "job-released"],
+      ["warn", "job-lease-lost"],
       ["warn", "job-skipped"],
+      ["warn", "job-released"],
       ["info", "partitions"],
       ["error", "error"],
       ["debug", "job"],
@@ -46,8 +48,9 @@ describe("eventSink with a logger", () => {
       ["info", "lifecycle"],
     ]);
     expect(lines[3]![1]).toMatchObject({ jobId: "j1", reason: "lease lost" });
-    expect(lines[5]![2]).toBe("partition ownership moved: 3 owned (1 gained, 2 lost) among 2 servers");
-    expect(lines[6]![1]).toMatchObject({ code: "DATABASE_UNAVAILABLE", where: "claim" });
+    expect(lines[3]![2]).toBe("job j1 (a) attempt 1 lost its lease: lease lost");
+    expect(lines[6]![2]).toBe("partition ownership moved: 3 owned (1 gained, 2 lost) among 2 servers");
+    expect(lines[7]![1]).toMatchObject({ code: "DATABASE_UNAVAILABLE", where: "claim" });
     expect(sink.eventsEnabled).toBe(true); // no isLevelEnabled: debug counts as on
   });
 

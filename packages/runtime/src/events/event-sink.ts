@@ -133,6 +133,8 @@ export function describeEvent(event: ServerEvent): { level: LaterLogLevel; messa
       return { level: "warn", message: `claim of job ${event.jobId} (${event.jobType}) not run: ${event.reason}` };
     case "job-released":
       return { level: "warn", message: `job ${event.jobId} (${event.jobType}) put back: ${event.reason}` };
+    case "job-lease-lost":
+      return { level: "warn", message: `job ${event.jobId} (${event.jobType}) attempt ${event.attempt} lost its lease: ${event.reason}` };
     case "job-cancelled":
       return { level: "info", message: `job ${event.jobId} (${event.jobType}) cancelled while running: ${event.reason}` };
     case "job-action":

@@ -24,6 +24,14 @@ export type ServerEvent =
    * failure. Whatever the handler does afterwards is not written.
    */
   | { type: "job-released"; jobId: string; jobType: string; attempt: number; reason: string }
+  /**
+   * A running (or claimed, not yet started) attempt whose lease this server
+   * lost: a renewal found its job no longer held under this server's lease
+   * (the stuck-job sweep or another server took it after a stall, or
+   * `forceFailPartitionHead` failed it). Its signal was aborted with
+   * `LEASE_LOST`; whatever the handler does afterwards is not written.
+   */
+  | { type: "job-lease-lost"; jobId: string; jobType: string; attempt: number; reason: string }
   /** Audit: jobs retried, deleted or cancelled from outside (`retry`, `delete`, `cancel`, one event per batch of `retryJobs`/`deleteJobs`/`cancelJobs`) through this server. */
   | { type: "job-action"; action: "retry" | "delete" | "cancel"; jobIds: readonly string[] }
   /**

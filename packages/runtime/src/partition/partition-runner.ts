@@ -67,7 +67,7 @@
 import { finishRetentionMs } from "../core/job-retention.js";
 import type { Backend, ClaimedPartitionJob, JobOutcome, PartitionRef } from "../backend/backend.js";
 import { ownedPartitions } from "../core/partition/rendezvous.js";
-import { LeaseLostError, ServerStoppedError } from "../errors.js";
+import { ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent, errorEvent } from "../events/server-event.js";
 import { HeldClaim } from "../worker/held-claim.js";
@@ -165,7 +165,7 @@ export class PartitionRunner<C> {
       renew: metered(LeaseRenewer.partitionLeases(backend, owner), metrics),
       heldClaims: () => [...this.heads.values()].filter((h) => !h.abandoned),
       onLost: (lost) => {
-        for (const h of lost) this.executor.abandon(h, new LeaseLostError(h.id));
+        for (const h of lost) this.executor.leaseLost(h);
       },
       // X3: a head's cancel freed the partition (epoch moved on): the chain ends and the next head may be claimed;
       // a follower's ends its run before it (the runner writes what ran).

@@ -15,7 +15,7 @@
  *                   ├─ resolves ─► success (a value: its JSON stored with it, X6; not storable: a failure, retried per policy)
  *                   ├─ throws PermanentJobError ─► fail now (no retry, whatever the policy), noted `permanent`
  *                   ├─ throws ──► retryDecision: retry at the policy's delay, or fail (retries spent)
- *                   ├─ abandoned meanwhile (lease lost, shutdown deadline) ─► null: signal aborted, nothing written
+ *                   ├─ abandoned meanwhile (lease lost: event "job-lease-lost"; shutdown deadline) ─► null: signal aborted, nothing written
  *                   ├─ cancelled meanwhile (X3, found by a lease renewal) ─► null: signal aborted (JobCancelledError),
  *                   │                                                          nothing written, event "job-cancelled"
  *                   └─ past its timeout (watchdog) ─► timed out: signal aborted (JobTimeoutError), the retry
@@ -70,7 +70,7 @@
  * and resolves once it has exited.
  */
 import type { Backend, JobOutcome } from "../backend/backend.js";
-import { describeThrown, JobCancelledError, JobTimeoutError, PayloadDecodeError, PermanentJobError } from "../errors.js";
+import { describeThrown, JobCancelledError, JobTimeoutError, LeaseLostError, PayloadDecodeError, PermanentJobError } from "../errors.js";
 import { attemptHooks, composeHooks, type Hook, type LaterMiddleware } from "../middleware/later-middleware.js";
 import { AttemptRun, type AttemptLayer } from "./attempt-run.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
@@ -346,6 +346,19 @@ export class JobExecutor<C> {
   abandon(claim: HeldClaim, reason: Error): void {
     claim.abandoned = true;
     claim.abort(reason);
+  }
+
+  /**
+   * A lease renewal found `claim` no longer held by this server (the stuck-job sweep or another server
+   * took its job, or `forceFailPartitionHead` failed it): gives it up as {@link abandon} does, its signal
+   * aborted with a `LeaseLostError`, and reports event `job-lease-lost` (a warning for the logger: the
+   * attempt's outcome is discarded). No event for a claim already given up, timed out or cancelled.
+   */
+  leaseLost(claim: HeldClaim): void {
+    const error = new LeaseLostError(claim.id);
+    const report = !claim.abandoned && !claim.timedOut && !claim.cancelled;
+    this.abandon(claim, error);
+    if (report) this.options.onEvent({ type: "job-lease-lost", jobId: claim.id, jobType: claim.job.jobType, attempt: claim.attempt, reason: error.message });
   }
 
   /** Gives a starting attempt its timeout (the job's, else its type's, else the server's) and hands it to the watchdog; none: not watched. */

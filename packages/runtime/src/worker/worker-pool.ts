@@ -36,7 +36,7 @@
  * allocates little: the claim is its own finish record ({@link HeldClaim}).
  */
 import type { Backend, ClaimedJob, JobOutcome } from "../backend/backend.js";
-import { describeThrown, LeaseLostError, ServerStoppedError } from "../errors.js";
+import { describeThrown, ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent, errorEvent } from "../events/server-event.js";
 import { ClaimFetcher } from "./claim-fetcher.js";
@@ -267,7 +267,8 @@ export class WorkerPool<C> {
       if (this.held.get(h.id) !== h) continue;
       const i = this.buffer.indexOf(h);
       if (i >= 0) this.buffer.splice(i, 1);
-      this.abandon(h, new LeaseLostError(h.id));
+      this.held.delete(h.id);
+      this.executor.leaseLost(h);
     }
   }
 
