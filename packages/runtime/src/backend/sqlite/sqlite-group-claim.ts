@@ -24,11 +24,17 @@ const CLAIMABLE = stageOneOf(CLAIMABLE_STAGES);
 /** The group index's predicate word for word; binds namespace, type. */
 const GROUPED = `namespace = ? AND job_type = ? AND ${CLAIMABLE} AND topic IS NULL AND group_key IS NOT NULL`;
 
+/** A job that a claim may take unless another with its unique key runs (X2); the jobs alias is `w`. */
+const UNIQUE_FREE = `(unique_slot IS NOT 'pending' OR NOT EXISTS (SELECT 1 FROM later_jobs s WHERE s.namespace = w.namespace
+  AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))`;
+
 /**
- * Binds ns, type, after, ns, type, rows (groups + 1, the walk's last row is its end): `k` per group, one
- * index probe each. A group's oldest `run_at` is not read here: a pass asks every walked group for a job
- * due now (that read is the claim's own), and only a claim that came back short reads the oldest `run_at`
- * of the groups that gave none ({@link FIRST_RUN_AT}), for its next due time.
+ * The walk. Binds ns, type, after, ns, type, rows (groups + 1, the walk's last row is its end), then ns,
+ * type, now: `k` per group, one index probe each, and `id`, the group's oldest job a pass could take now
+ * (due, not waiting behind its unique key; null: none), by the same probe as {@link GROUP_ID}, in the walk's
+ * own statement: the first pass gives most groups a share of one, and those are then claimed without a
+ * statement run per group. A group's oldest `run_at` is not read here: only a claim that came back short
+ * reads it for the groups that gave none ({@link FIRST_RUN_AT}), for its next due time.
  */
 const WALK = `WITH RECURSIVE g(k) AS (
   SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} AND group_key > ? ORDER BY group_key LIMIT 1)
@@ -36,7 +42,8 @@ const WALK = `WITH RECURSIVE g(k) AS (
   SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} AND group_key > g.k ORDER BY group_key LIMIT 1) FROM g WHERE g.k IS NOT NULL
   LIMIT ?
 )
-SELECT k FROM g WHERE k IS NOT NULL`;
+SELECT k, (SELECT id FROM later_jobs w WHERE ${GROUPED} AND group_key = g.k AND run_at <= ? AND ${UNIQUE_FREE} ORDER BY run_at LIMIT 1) AS id
+FROM g WHERE k IS NOT NULL`;
 
 /** A group's oldest claimable `run_at`; binds ns, type, group. */
 const FIRST_RUN_AT = `SELECT run_at FROM later_jobs WHERE ${GROUPED} AND group_key = ? ORDER BY run_at LIMIT 1`;
@@ -44,9 +51,6 @@ const FIRST_RUN_AT = `SELECT run_at FROM later_jobs WHERE ${GROUPED} AND group_k
 /** `later_jobs_running`'s predicate word for word; binds ns, type. */
 const RUNNING = `SELECT group_key, count(*) AS n FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND job_type = ?
   GROUP BY group_key`;
-
-const UNIQUE_FREE = `(unique_slot IS NOT 'pending' OR NOT EXISTS (SELECT 1 FROM later_jobs s WHERE s.namespace = w.namespace
-  AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))`;
 
 const CLAIM_SET = `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
   ${T.claim.history}, unique_slot = CASE WHEN unique_slot IS NOT NULL THEN 'active' END`;
@@ -108,8 +112,14 @@ export function claimGroups(
   const running = new Map<string | null, number>();
   if (!farFromLimit) for (const r of c.all(RUNNING, namespace, type)) running.set(r.group_key === null ? null : String(r.group_key), Number(r.n));
   const cap = groupWalkCap(want, running, row.groupConcurrency!);
+  // Each walked group's first job, read with the walk: the first pass's shares of one take it (no other writer
+  // comes between, in this transaction); later passes, and larger shares, read their ids by GROUP_ID(S).
+  const firstIds = new Map<string, unknown>();
   const walked = (after: string, n: number): WalkedGroup[] =>
-    c.all(WALK, namespace, type, after, namespace, type, n + 1).map((r) => ({ key: String(r.k), firstRunAt: null }));
+    c.all(WALK, namespace, type, after, namespace, type, n + 1, namespace, type, lease.now).map((r) => {
+      firstIds.set(String(r.k), r.id);
+      return { key: String(r.k), firstRunAt: null };
+    });
   const afterCursor = walked(row.groupCursor ?? "", cap);
   const fromStart = afterCursor.length < cap && row.groupCursor !== null ? walked("", cap - afterCursor.length) : [];
   const { candidates } = groupCandidates(walkOrder(afterCursor, fromStart, cap), running, row.groupConcurrency!, lease.now);
@@ -117,14 +127,14 @@ export function claimGroups(
   const taken = new Set<string | null>();
   const rows: Row[] = [];
   const set = [lease.owner, lease.leaseExpiresAt, lease.now, lease.now];
-  for (let shares = rounds.shares(); shares.length > 0; shares = rounds.shares()) {
+  for (let shares = rounds.shares(), first = true; shares.length > 0; shares = rounds.shares(), first = false) {
     const pass: Row[] = [];
     const ids: unknown[] = [];
     for (const s of shares) {
       if (s.key === null) continue;
       if (s.n === 1) {
-        const r = c.get(GROUP_ID, namespace, type, s.key, lease.now);
-        if (r !== undefined) ids.push(r.id);
+        const id = first ? firstIds.get(s.key) : c.get(GROUP_ID, namespace, type, s.key, lease.now)?.id;
+        if (id !== undefined && id !== null) ids.push(id);
       } else for (const r of c.all(GROUP_IDS, namespace, type, s.key, lease.now, s.n)) ids.push(r.id);
     }
     if (ids.length > 0) pass.push(...c.all(CLAIM_IDS, ...set, JSON.stringify(ids)));
