@@ -6,10 +6,10 @@
 import { describe, expect, it } from "vitest";
 import { Counter, Registry } from "prom-client";
 import { Counter as Counter15, Registry as Registry15, type RegistryContentType } from "prom-client-15";
-import { InvalidConfigError, logTopic, newJobId, RetryPolicy, topic } from "@later/runtime";
+import { InvalidConfigError, logTopic, newJobId, RetryPolicy, topic, type LaterMiddleware } from "@later/runtime";
 import { ManualClock } from "@later/runtime/testing";
 import { BACKENDS } from "./backends.js";
-import { useHarness, waitFor } from "./harness.js";
+import { afterCall, StallingClock, useHarness, waitFor } from "./harness.js";
 
 /** One sample of the text format: name, labels, value. */
 interface Sample {
@@ -215,6 +215,57 @@ describe.each(BACKENDS)("metrics on $name", (entry) => {
       ]),
     );
     expect(samples.filter((x) => x.name === "later_job_handler_duration_seconds_count").reduce((n, x) => n + x.value, 0)).toBe(2);
+  });
+
+  it("X10: the metrics, first of the server's attempt middleware, see a skipped claim and a timeout around the application's, whose order is unchanged", async () => {
+    const h = harness();
+    // The process stalls right after the first claim: its lease has expired when the claim is handed over (skipped).
+    const clock = new StallingClock();
+    const leaseMs = 30_000;
+    const log: string[] = [];
+    const logging = (name: string): LaterMiddleware => ({
+      async attempt(ctx, next) {
+        log.push(`${name}> ${ctx.jobType} ${ctx.attempt}`);
+        try {
+          return await next();
+        } finally {
+          log.push(`${name}< ${ctx.jobType}`);
+        }
+      },
+    });
+    let release!: () => void;
+    const hang = new Promise<void>((r) => (release = r));
+    const server = await h.start({
+      clock,
+      leaseMs,
+      stuckGraceMs: 0,
+      rescueIntervalMs: 1_000_000,
+      workerCount: 1,
+      wrapBackend: (b) =>
+        afterCall(b, "jobs", "claimReady", (r) => {
+          if (r.jobs.length > 0 && clock.offset === 0) clock.offset = leaseMs + 1;
+        }),
+      middleware: [logging("1"), logging("2")],
+      handlers: {
+        work: { handle: () => void log.push("handler work") },
+        stuck: { handle: () => hang, timeoutMs: 50, retry: () => RetryPolicy.noRetries() },
+      },
+    });
+    const metric = async (name: string, labels: Record<string, string>) => value(parse(await server.metrics()).samples, name, labels);
+    try {
+      await server.publisher.enqueue("work", {});
+      await waitFor(async () => (await metric("later_worker_commands_total", { outcome: "discarded" })) === 1, "the skipped claim's metrics");
+      expect(log).toEqual([]); // no application hook sees a skipped claim
+      expect(await server.rescueStuckJobs()).toBe(1);
+      await waitFor(async () => (await metric("later_job_handler_duration_seconds_count", { job_type: "work", outcome: "success" })) === 1, "the retry");
+      await server.publisher.enqueue("stuck", {});
+      await waitFor(async () => (await metric("later_job_handler_duration_seconds_count", { job_type: "stuck", outcome: "timed_out" })) === 1, "the timeout");
+      await waitFor(() => log.length === 9, "the hooks to return");
+      expect(log).toEqual(["1> work 2", "2> work 2", "handler work", "2< work", "1< work", "1> stuck 1", "2> stuck 1", "2< stuck", "1< stuck"]);
+      expect(await metric("later_worker_commands_total", { outcome: "discarded" })).toBe(1);
+    } finally {
+      release();
+    }
   });
 
   it("reads the queue gauges from the counters at start and on every 5 s tick of the clock", async () => {

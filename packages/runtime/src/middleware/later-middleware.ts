@@ -4,12 +4,13 @@
  * every enqueue and an `attempt` hook around every attempt, composed in
  * array order (the first is the outermost), as River's JobInsertMiddleware
  * and WorkerMiddleware. Tracing (`@later/runtime/otel`) and the Prometheus
- * metrics are middleware; so can an application's logging, tenancy or
- * auditing be.
+ * metrics are middleware (the metrics the server's first attempt entry, in
+ * an observer form: `attempt-observer.ts`); so can an application's
+ * logging, tenancy or auditing be.
  *
  * ```text
  *   enqueue(...) ─► mw[0].enqueue ─► mw[1].enqueue ─► ... ─► next(): meta checked, the insert ─► ids
- *   claim ─► (metrics) ─► mw[0].attempt ─► mw[1].attempt ─► ... ─► next(): the handler ─► outcome
+ *   claim ─► (the server's metrics, an observer) ─► mw[0].attempt ─► mw[1].attempt ─► ... ─► next(): the handler ─► outcome
  * ```
  *
  * Faults: a hook that throws (or rejects) at enqueue rejects that enqueue
@@ -108,6 +109,8 @@ export const MAX_META_BYTES = 8_192;
  * Checks a `middleware` option: an array of objects whose `enqueue` and
  * `attempt`, when present, are functions. Anything else is
  * `INVALID_ARGUMENT` naming the index. `where`: the option's owner, for the message.
+ * Only for the application's lists: the runtime's own observer entries (the
+ * server's metrics, `attempt-observer.ts`) are added after this check.
  */
 export function checkMiddleware(middleware: unknown, where: string): readonly LaterMiddleware[] {
   if (middleware === undefined || middleware === null) return [];
@@ -158,7 +161,12 @@ export interface PendingEnqueue extends EnqueueContext {
   readonly write: () => Promise<JobId[]>;
 }
 
-/** The enqueue hooks of `middleware` composed around the write each call carries; null without any (see {@link composeHooks}). */
+/**
+ * The enqueue hooks of `middleware` composed around the write each call carries; null without any (see
+ * {@link composeHooks}); an entry without `enqueue` (an attempt hook, an observer) is skipped. Per call
+ * through them: one context object, one per job (with an empty `meta`) and a closure; per job one key
+ * scan of its `meta`, and a JSON.stringify only when set.
+ */
 export function enqueueChain(middleware: readonly LaterMiddleware[]): ((call: PendingEnqueue) => Promise<JobId[]>) | null {
   return composeHooks<PendingEnqueue, JobId[]>(enqueueHooks(middleware), (call) => call.write(), "enqueue");
 }
@@ -185,7 +193,7 @@ export function enqueueHooks(middleware: readonly LaterMiddleware[]): Hook<Enque
   return middleware.flatMap((m) => (m.enqueue === undefined ? [] : [m.enqueue.bind(m)]));
 }
 
-/** The attempt hooks of `middleware`, in order, bound to their objects. */
+/** The attempt hooks of `middleware`, in order, bound to their objects (observer entries have none: see `attempt-observer.ts`). */
 export function attemptHooks(middleware: readonly LaterMiddleware[]): Hook<AttemptContext, unknown>[] {
   return middleware.flatMap((m) => (m.attempt === undefined ? [] : [m.attempt.bind(m)]));
 }

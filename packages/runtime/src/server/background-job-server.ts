@@ -10,9 +10,8 @@ import { PauseWatch } from "../worker/pause-watch.js";
 import { storeLimits } from "./limits-store.js";
 import { LaterMetrics } from "../metrics/later-metrics.js";
 import { ServerMetrics } from "../metrics/server-metrics.js";
-import { metricsLayer } from "../metrics/metrics-layer.js";
-import { enqueueChain } from "../middleware/later-middleware.js";
-import type { AttemptLayer } from "../worker/attempt-run.js";
+import { metricsMiddleware } from "../metrics/metrics-middleware.js";
+import { enqueueChain, type LaterMiddleware } from "../middleware/later-middleware.js";
 import type { LogGroupLag } from "../retained-log/log-record.js";
 import { logGroupLag } from "../retained-log/log-group-lag.js";
 import { RetainedLog } from "../retained-log/retained-log.js";
@@ -64,8 +63,11 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> extends ServerJobCo
   private readonly recurring: RecurringPoller;
   /** What this server records into its registry's metrics; null with `metrics: false`. */
   private readonly recorder: ServerMetrics | null;
-  /** The executors' built-in attempt layers: the metrics when on (X10). */
-  private readonly attemptLayers: readonly AttemptLayer[];
+  /**
+   * The executors' attempt middleware (X10): the metrics first when on (outermost, an observer entry: they see
+   * every claim handed over, a skipped one included), then option `middleware`. Enqueues use the option alone.
+   */
+  private readonly attemptMiddleware: readonly LaterMiddleware[];
   private readonly unsubscribeWake: () => void;
   private stopped: Promise<void> | null = null;
   private retainedLog: RetainedLog<Trx> | null = null;
@@ -82,7 +84,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> extends ServerJobCo
     const registry = options.metricsRegistry;
     const recorder = registry && new ServerMetrics(LaterMetrics.of(registry), backend.namespace);
     this.recorder = recorder;
-    this.attemptLayers = recorder ? [metricsLayer(recorder, options.clock)] : [];
+    this.attemptMiddleware = recorder ? [metricsMiddleware(recorder, options.clock), ...options.middleware] : options.middleware;
     // Always on: its warning reaches stderr by default (a type nobody handles must not be silent).
     const warner = new UnhandledJobTypeWarner(options.onEvent);
     const { publisher, onCommitted } = serverPublisher<C, Trx>(options, recorder, warner, {
@@ -96,10 +98,10 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> extends ServerJobCo
     });
     this.publisher = publisher;
     const workerIds = new WorkerIds();
-    this.pool = new WorkerPool(workerPoolConfig(options, this.attemptLayers), backend, this.instanceId, this.publisher, workerIds, recorder);
+    this.pool = new WorkerPool(workerPoolConfig(options, this.attemptMiddleware), backend, this.instanceId, this.publisher, workerIds, recorder);
     this.partitions =
       options.topics.length > 0
-        ? new PartitionRunner(partitionRunnerConfig(options, this.attemptLayers), backend, this.instanceId, this.publisher, workerIds, recorder)
+        ? new PartitionRunner(partitionRunnerConfig(options, this.attemptMiddleware), backend, this.instanceId, this.publisher, workerIds, recorder)
         : null;
     // X4: one paused set per server, read at most once per poll interval before a claim (and after a wake-up while something is paused).
     this.pauses = new PauseWatch(backend, options.clock, options.pollIntervalMs, (error) => options.onEvent(errorEvent("pause read", error)));
@@ -236,7 +238,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> extends ServerJobCo
     }
     if (manual !== null)
       server.stepper = new StepRunner(
-        stepRunnerConfig(resolved, server.attemptLayers),
+        stepRunnerConfig(resolved, server.attemptMiddleware),
         manual,
         resolved.backend,
         server.instanceId,

@@ -11,10 +11,10 @@ import type { PartitionRunnerConfig } from "../partition/partition-runner.js";
 import type { JobExecutorConfig } from "../worker/job-executor.js";
 import type { WorkerPoolConfig } from "../worker/worker-pool-config.js";
 import type { StepRunnerConfig } from "../worker/step-runner.js";
-import type { AttemptLayer } from "../worker/attempt-run.js";
+import type { LaterMiddleware } from "../middleware/later-middleware.js";
 
-/** The server's own attempt layers (its metrics), outside the application's middleware. */
-type Layers = readonly AttemptLayer[];
+/** The executors' attempt middleware: the server's metrics first (an observer entry) when on, then option `middleware`. */
+type AttemptMiddleware = readonly LaterMiddleware[];
 
 /** What the retry decision reads: the handlers' `retry` options, the default policy, the clock and randomness. */
 export function retryDecisionConfig<C>(options: ResolvedServerOptions<C>): RetryDecisionConfig<C> {
@@ -23,19 +23,19 @@ export function retryDecisionConfig<C>(options: ResolvedServerOptions<C>): Retry
 }
 
 /** What a job executor reads (the worker pool's and the partition runner's). */
-export function jobExecutorConfig<C>(options: ResolvedServerOptions<C>, attemptLayers: Layers): JobExecutorConfig<C> {
-  const { handlers, backend, jobTimeoutMs, onEvent, eventsEnabled, middleware } = options;
-  return { ...retryDecisionConfig(options), handlers, backend, jobTimeoutMs, onEvent, eventsEnabled, middleware, attemptLayers };
+export function jobExecutorConfig<C>(options: ResolvedServerOptions<C>, middleware: AttemptMiddleware): JobExecutorConfig<C> {
+  const { handlers, backend, jobTimeoutMs, onEvent, eventsEnabled } = options;
+  return { ...retryDecisionConfig(options), handlers, backend, jobTimeoutMs, onEvent, eventsEnabled, middleware };
 }
 
-export function workerPoolConfig<C>(options: ResolvedServerOptions<C>, attemptLayers: Layers): WorkerPoolConfig<C> {
+export function workerPoolConfig<C>(options: ResolvedServerOptions<C>, middleware: AttemptMiddleware): WorkerPoolConfig<C> {
   const { workerCount, pollIntervalMs, leaseMs, retentionMs } = options;
-  return { ...jobExecutorConfig(options, attemptLayers), workerCount, pollIntervalMs, leaseMs, retentionMs };
+  return { ...jobExecutorConfig(options, middleware), workerCount, pollIntervalMs, leaseMs, retentionMs };
 }
 
-export function partitionRunnerConfig<C>(options: ResolvedServerOptions<C>, attemptLayers: Layers): PartitionRunnerConfig<C> {
+export function partitionRunnerConfig<C>(options: ResolvedServerOptions<C>, middleware: AttemptMiddleware): PartitionRunnerConfig<C> {
   const { workerCount, pollIntervalMs, leaseMs, retentionMs, partitionMemberExpiryMs, partitionRunMax, topics } = options;
-  return { ...jobExecutorConfig(options, attemptLayers), workerCount, pollIntervalMs, leaseMs, retentionMs, partitionMemberExpiryMs, partitionRunMax, topics };
+  return { ...jobExecutorConfig(options, middleware), workerCount, pollIntervalMs, leaseMs, retentionMs, partitionMemberExpiryMs, partitionRunMax, topics };
 }
 
 export function stuckJobRescuerConfig<C>(options: ResolvedServerOptions<C>): StuckJobRescuerConfig<C> {
@@ -43,7 +43,7 @@ export function stuckJobRescuerConfig<C>(options: ResolvedServerOptions<C>): Stu
 }
 
 /** What the testing kit's step runner reads (X11): the executor's config, the lease, retention and the topics whose heads it claims. */
-export function stepRunnerConfig<C>(options: ResolvedServerOptions<C>, attemptLayers: Layers): StepRunnerConfig<C> {
+export function stepRunnerConfig<C>(options: ResolvedServerOptions<C>, middleware: AttemptMiddleware): StepRunnerConfig<C> {
   const { leaseMs, retentionMs, topics } = options;
-  return { ...jobExecutorConfig(options, attemptLayers), leaseMs, retentionMs, topics };
+  return { ...jobExecutorConfig(options, middleware), leaseMs, retentionMs, topics };
 }

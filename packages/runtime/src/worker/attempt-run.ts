@@ -4,11 +4,11 @@ import { decodeMeta, type AttemptContext, type JobMeta } from "../middleware/lat
 import type { HeldClaim } from "./held-claim.js";
 
 /**
- * One claim handed to the {@link JobExecutor}, as its middleware see it:
- * the public {@link AttemptContext} (read through to the claim), and what
- * the executor's built-in layers (the metrics) read once the attempt is
- * over: whether it was skipped, and its outcome. Made only when the server
- * has attempt middleware or metrics.
+ * One claim handed to the {@link JobExecutor}, as its attempt middleware
+ * see it: the public {@link AttemptContext} (read through to the claim),
+ * and what the observers in the list (`AttemptObserver`: the metrics) read
+ * once the attempt is over: whether it was skipped, and its outcome. Made
+ * only when the list has an attempt hook or an observer.
  */
 export class AttemptRun implements AttemptContext {
   readonly jobId: JobId;
@@ -19,13 +19,13 @@ export class AttemptRun implements AttemptContext {
   payload: unknown = undefined;
   /** Why the payload does not decode; the handler's `next()` rejects with it. */
   decodeError: Error | null = null;
-  /** The claim's lease had expired when it was handed over: not run, no middleware of the application saw it. */
+  /** The claim's lease had expired when it was handed over: not run, no attempt hook saw it (the observers did). */
   skipped = false;
   /** What the handler resolved to (X6), stored as the job's result when the attempt succeeds; undefined: nothing (or it did not run). */
   value: unknown = undefined;
   /** The outcome to write; null when nothing may be (skipped, abandoned, timed out). Set when the attempt is over. */
   result: JobOutcome | null = null;
-  /** The layers' `after` ran (once per attempt: a timeout or a cancel reports it early on the plain path). */
+  /** The observers' `after` ran (once per attempt: a timeout or a cancel reports it early on the plain path). */
   ended = false;
   #meta: JobMeta | null = null;
 
@@ -50,18 +50,4 @@ export class AttemptRun implements AttemptContext {
   get signal(): AbortSignal {
     return this.claim.signal;
   }
-}
-
-/**
- * One of the server's own layers around every claim handed over (the
- * metrics), outside the application's middleware: `before` when the claim
- * is handed over, `after` once the attempt is over (skipped, finished,
- * timed out, cancelled or abandoned: {@link AttemptRun} says which). Two
- * plain calls rather than a hook around `next()`: a layer that never
- * changes the attempt needs no closure or promise of its own per job.
- * Neither may throw.
- */
-export interface AttemptLayer {
-  before(run: AttemptRun): void;
-  after(run: AttemptRun): void;
 }

@@ -6,12 +6,12 @@
  * next in one write); the attempt does not.
  *
  * ```text
- *   run(claim) ─► lease still valid? ──no──► skipped (event "job-skipped"): null, nothing written
+ *   run(claim) ─► observers' before (the metrics) ─► lease still valid? ──no──► skipped (event "job-skipped"): null, nothing written
  *                   │ yes
  *                   ▼
  *                 decode ──throws──► fail (no retry can fix a payload)
  *                   ▼
- *                 "running" event, ctx (ctx.partition for heads), handler(ctx, payload)
+ *                 "running" event, ctx (ctx.partition for heads), attempt hooks ─► handler(ctx, payload)
  *                   ├─ resolves ─► success (a value: its JSON stored with it, X6; not storable: a failure, retried per policy)
  *                   ├─ throws PermanentJobError ─► fail now (no retry, whatever the policy), noted `permanent`
  *                   ├─ throws ──► retryDecision: retry at the policy's delay, or fail (retries spent)
@@ -20,6 +20,7 @@
  *                   │                                                          nothing written, event "job-cancelled"
  *                   └─ past its timeout (watchdog) ─► timed out: signal aborted (JobTimeoutError), the retry
  *                                                      decision's outcome goes to `onTimedOut` at once; run() then resolves null
+ *   each end above (a timeout's or a cancel's at once) ─► observers' after, last first
  * ```
  *
  * Timeouts: an attempt's timeout is the job's own (`EnqueueOptions.timeoutMs`,
@@ -33,37 +34,25 @@
  * stopped), so its runner carries on from `onTimedOut` (the worker pool
  * gives the slot a fresh loop).
  *
- * The per-job path allocates little: without middleware or metrics no
- * timer, race or promise is made per job for the timeout or the lease,
- * `ctx` is one small object and the handler's signal is created only when
- * it is read.
+ * Middleware (X10): one list, `middleware`, split once here. Its observer
+ * entries (`AttemptObserver`: the server's metrics, first in the list)
+ * see every claim handed over, a skipped one included, outside every
+ * hook; its `attempt` hooks wrap the handler of every attempt that starts,
+ * the first outermost. A hook that throws is the attempt's failure
+ * (retried per policy). A timed-out attempt's `next()` rejects with the
+ * `JobTimeoutError` at the timeout (its outcome is the watchdog's whatever
+ * the hooks do), a cancelled one's (X3) with the `JobCancelledError` at
+ * the cancel (nothing written). The value stored (X6) is the handler's own
+ * ({@link AttemptRun.value}), not what the outermost hook resolved to.
  *
- * Middleware (X10): the server's built-in layers (the metrics, see
- * `metrics/metrics-layer.ts`) wrap every claim handed over, a skipped
- * one included; inside them the application's `attempt` hooks wrap the
- * handler of every attempt that starts (not a skipped claim), the first
- * outermost. A hook that throws is the attempt's failure (retried per
- * policy); resolving is success. A timed-out attempt's `next()` rejects
- * with the `JobTimeoutError` at the timeout (its outcome is the watchdog's
- * whatever the hooks do), a cancelled one's (X3) with the
- * `JobCancelledError` at the cancel (nothing written whatever the hooks
- * do). Without layers or hooks nothing is composed.
- * Results (X6): a hook's `next()` resolves with the handler's value; the
- * value stored is the handler's own ({@link AttemptRun.value}), not what
- * the outermost hook resolved to, so a hook that drops it (`await next()`
- * and resolve nothing) cannot erase a result; a value that cannot be stored
- * is the attempt's `INVALID_RESULT` failure, hooks or not.
- *
- * Work an empty middleware adds per attempt (for the lead's ≤2% bench;
- * `attempt(ctx, next) { return next(); }`): the attempt leaves the plain
- * path for the composed one: per hook one `next` closure and the hook's
- * promise, one clock read for the handler's start, and with a timeout (the
- * default `jobTimeoutMs` gives every attempt one) one promise racing the
- * watchdog. Metrics on (the default) already pay the {@link AttemptRun}
- * (a small object; `meta` is parsed only when read) on the plain path, and
- * their layer's two calls on both. At enqueue: per call
- * one context object, one per job (with an empty `meta`) and a closure;
- * per job one key scan of its `meta`, and a JSON.stringify only when set.
+ * Cost per job: without attempt hooks (observers or not) nothing is
+ * composed and no timer, race or promise is made for the timeout or the
+ * lease; `ctx` is one small object, its signal made only when read. An
+ * observer costs the {@link AttemptRun} (shared by all; `meta` parsed only
+ * when read) and its two plain calls. Each hook adds one `next` closure
+ * and its promise, a clock read for the handler's start and, with a
+ * timeout (the default `jobTimeoutMs` gives every attempt one), one promise
+ * racing the watchdog.
  *
  * Lifecycle: `start()` starts the watchdog (when `jobTimeoutMs` is set;
  * else the first attempt with a timeout does), `stop()` (idempotent) ends it
@@ -71,8 +60,9 @@
  */
 import type { Backend, JobOutcome } from "../backend/backend.js";
 import { describeThrown, JobCancelledError, JobTimeoutError, LeaseLostError, PayloadDecodeError, PermanentJobError } from "../errors.js";
-import { attemptHooks, composeHooks, type Hook, type LaterMiddleware } from "../middleware/later-middleware.js";
-import { AttemptRun, type AttemptLayer } from "./attempt-run.js";
+import { composeHooks, type Hook, type LaterMiddleware } from "../middleware/later-middleware.js";
+import { splitAttemptMiddleware, type AttemptObserver } from "../middleware/attempt-observer.js";
+import { AttemptRun } from "./attempt-run.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent, type ServerEvent } from "../events/server-event.js";
 import type { HandlerRegistration } from "../config/handler-registration.js";
@@ -95,10 +85,8 @@ export interface JobExecutorConfig<C> extends RetryDecisionConfig<C> {
   onEvent: (event: ServerEvent) => void;
   /** False when nobody listens to per-job events, so they are not built. */
   eventsEnabled: boolean;
-  /** The application's middleware: their `attempt` hooks wrap each handler, the first outermost. Server option `middleware`. */
+  /** The attempt middleware: the server's metrics (an observer entry) first, then server option `middleware`. */
   middleware: readonly LaterMiddleware[];
-  /** The server's own layers outside them, on every claim handed over (the metrics); they never throw. */
-  attemptLayers: readonly AttemptLayer[];
 }
 
 /** No throw was caught (`undefined` can be thrown). */
@@ -108,9 +96,8 @@ export class JobExecutor<C> {
   /** Claims whose handler is running now with a timeout, for the watchdog. */
   private readonly running = new Set<HeldClaim>();
   /**
-   * The attempts running on the plain path (no application middleware) as the server's layers (the metrics)
-   * see them: a timeout or a cancel reports their end to the layers at once, as `next()` rejecting does
-   * inside middleware.
+   * The attempts running on the plain path (no attempt hook) as the observers (the metrics) see them: a
+   * timeout or a cancel reports their end to the observers at once, as `next()` rejecting does inside hooks.
    */
   private readonly observed = new Map<HeldClaim, AttemptRun>();
   private started = false;
@@ -118,8 +105,10 @@ export class JobExecutor<C> {
   private watchdog: Promise<void> | null = null;
   /** The watchdog's current wait: its length, and the controller that ends it early (a shorter timeout arrived, or stop). */
   private wait: { ms: number; controller: AbortController } | null = null;
-  /** The application's hooks around {@link handle}; null without any. Each `next()` resolves with the handler's value (X6). */
+  /** The attempt hooks around {@link handle}; null without any. Each `next()` resolves with the handler's value (X6). */
   private readonly wrapped: ((run: AttemptRun) => Promise<unknown>) | null;
+  /** The observer entries of the middleware list, in order: told of every claim handed over. */
+  private readonly observers: readonly AttemptObserver[];
 
   constructor(
     private readonly options: JobExecutorConfig<C>,
@@ -129,7 +118,9 @@ export class JobExecutor<C> {
     /** The lease owner written on this server's claims: a handler's progress is stored only under it. */
     private readonly owner: string,
   ) {
-    this.wrapped = composeHooks(attemptHooks(options.middleware) as Hook<AttemptRun, unknown>[], (run) => this.handle(run), "attempt");
+    const { hooks, observers } = splitAttemptMiddleware(options.middleware);
+    this.observers = observers;
+    this.wrapped = composeHooks(hooks as Hook<AttemptRun, unknown>[], (run) => this.handle(run), "attempt");
   }
 
   /** `ctx.progress`: one fenced update of the job's row (see `JobStore.progressSet`). */
@@ -156,46 +147,36 @@ export class JobExecutor<C> {
   async run(claim: HeldClaim, workerId: number): Promise<JobOutcome | null> {
     claim.workerId = workerId;
     if (this.wrapped === null) return this.plain(claim);
-    const layers = this.options.attemptLayers;
     const run = new AttemptRun(claim, this.options.clock.now());
-    for (const layer of layers) layer.before(run);
+    for (const observer of this.observers) observer.before(run);
     await this.attempt(run); // never rejects
     this.ended(run);
     return run.result;
   }
 
   /**
-   * {@link run} without application middleware: nothing composed, and no race promise for the timeout or a
-   * cancel (the handler is awaited; the watchdog and `cancel` act beside it). The server's layers, when
-   * there are any (the metrics), get their {@link AttemptRun} and their two calls here, the end reported
-   * at once by a timeout or a cancel ({@link observed}).
+   * {@link run} without attempt hooks: nothing composed, and no race promise for the timeout or a cancel
+   * (the handler is awaited; the watchdog and `cancel` act beside it). The observers, when there are any
+   * (the metrics), get their {@link AttemptRun} and their two calls here, the end reported at once by a
+   * timeout or a cancel ({@link observed}).
    */
   private async plain(claim: HeldClaim): Promise<JobOutcome | null> {
     const { options } = this;
     const job = claim.job;
     const now = options.clock.now();
-    const layers = options.attemptLayers;
-    const run = layers.length === 0 ? null : new AttemptRun(claim, now);
-    if (run !== null) for (const layer of layers) layer.before(run);
+    const observers = this.observers;
+    const run = observers.length === 0 ? null : new AttemptRun(claim, now);
+    if (run !== null) for (const observer of observers) observer.before(run);
     if (now >= claim.leaseExpiresAt) {
-      const skipped = this.skip(claim, now);
-      if (run !== null) {
-        run.skipped = true;
-        this.ended(run);
-      }
-      return skipped;
+      if (run !== null) run.skipped = true;
+      return this.endPlain(run, this.skip(claim, now));
     }
     const handler = options.handlers[job.jobType]!;
     let payload: unknown;
     try {
       payload = handler.decode === undefined ? JSON.parse(job.payload) : handler.decode(job.payload);
     } catch (cause) {
-      const failed: JobOutcome = { kind: "fail", error: new PayloadDecodeError(job.jobType, describeThrown(cause), cause).message };
-      if (run !== null) {
-        run.result = failed;
-        this.ended(run);
-      }
-      return failed;
+      return this.endPlain(run, { kind: "fail", error: new PayloadDecodeError(job.jobType, describeThrown(cause), cause).message });
     }
     if (run !== null) this.observed.set(claim, run);
     if (options.eventsEnabled) options.onEvent(attemptEvent(job, "running"));
@@ -210,7 +191,11 @@ export class JobExecutor<C> {
     }
     this.running.delete(claim);
     if (run !== null) this.observed.delete(claim);
-    const result = claim.timedOut || claim.abandoned ? null : outcome;
+    return this.endPlain(run, claim.timedOut || claim.abandoned ? null : outcome);
+  }
+
+  /** The plain path's end, `result`: the observers see it (when there are any), unless a timeout or a cancel reported it first. */
+  private endPlain(run: AttemptRun | null, result: JobOutcome | null): JobOutcome | null {
     if (run !== null && !run.ended) {
       run.result = result;
       this.ended(run);
@@ -218,7 +203,7 @@ export class JobExecutor<C> {
     return result;
   }
 
-  /** A timeout or a cancel of an attempt on the plain path: its layers see the end now. */
+  /** A timeout or a cancel of an attempt on the plain path: the observers see its end now. */
   private endObserved(claim: HeldClaim): void {
     const run = this.observed.get(claim);
     if (run === undefined) return;
@@ -226,12 +211,12 @@ export class JobExecutor<C> {
     this.ended(run);
   }
 
-  /** Tells the server's layers, last first, that `run` is over (once). */
+  /** Tells the observers, last first, that `run` is over (once). */
   private ended(run: AttemptRun): void {
     if (run.ended) return;
     run.ended = true;
-    const layers = this.options.attemptLayers;
-    for (let i = layers.length - 1; i >= 0; i--) layers[i]!.after(run);
+    const observers = this.observers;
+    for (let i = observers.length - 1; i >= 0; i--) observers[i]!.after(run);
   }
 
   /**
@@ -242,7 +227,7 @@ export class JobExecutor<C> {
    * `running`, so a finish would be fenced out anyway. Inside middleware (or
    * with a timeout) the attempt's `next()` rejects with the same error at
    * once, so every hook sees `JOB_CANCELLED` whatever the handler does, and
-   * the metrics layer labels the attempt `cancelled`. A claim already given
+   * the metrics label the attempt `cancelled`. A claim already given
    * up or timed out is left as it is.
    */
   cancel(claim: HeldClaim, reason: string | null): void {
@@ -256,8 +241,8 @@ export class JobExecutor<C> {
   }
 
   /**
-   * The attempt inside the server's layers: lease check, decode, then the
-   * application's hooks around the handler; sets `run.result`. Never rejects.
+   * The attempt inside the observers: lease check, decode, then the attempt
+   * hooks around the handler; sets `run.result`. Never rejects.
    */
   private async attempt(run: AttemptRun): Promise<void> {
     const { options } = this;
@@ -276,7 +261,7 @@ export class JobExecutor<C> {
     }
     let thrown: unknown = NONE;
     try {
-      await (this.wrapped === null ? this.handle(run) : this.wrapped(run));
+      await this.wrapped!(run); // set: run() takes the plain path without hooks
     } catch (error) {
       thrown = error;
     }
@@ -299,7 +284,7 @@ export class JobExecutor<C> {
     const claim = run.claim;
     const handler = options.handlers[claim.job.jobType]!;
     if (options.eventsEnabled) options.onEvent(attemptEvent(claim.job, "running"));
-    claim.startedAt = this.wrapped === null ? run.handedAt : options.clock.now();
+    claim.startedAt = options.clock.now();
     this.watch(claim, handler.timeoutMs);
     let ran: Promise<unknown>;
     try {
@@ -311,9 +296,8 @@ export class JobExecutor<C> {
       if (!claim.timedOut && !claim.cancelled) run.value = value;
       return value;
     };
-    if (claim.timeoutMs === null && this.wrapped === null) return ran.then(kept);
-    // Watched, or seen by hooks: the watchdog rejects at the timeout, a cancel (X3) at once (the handler is
-    // left behind; its own end is then ignored).
+    // Seen by hooks: the watchdog rejects at the timeout, a cancel (X3) at once (the handler is left behind;
+    // its own end is then ignored).
     return new Promise<unknown>((resolve, reject) => {
       claim.rejectNext = reject;
       ran.then((value) => resolve(kept(value)), reject);
