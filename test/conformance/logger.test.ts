@@ -6,6 +6,8 @@
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Writable } from "node:stream";
+import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { BackgroundJobServer, type LaterError, RetainedLog, logTopic, type LaterLogger } from "@later/runtime";
 import { sqlite } from "@later/runtime/sqlite";
@@ -55,6 +57,40 @@ describe.each(BACKENDS)("logger on $name", (entry) => {
       expect(error.message).toMatch(/not open/);
       await server.shutdown({ deadlineMs: 0 });
       expect(logger.entries.at(-1)).toMatchObject({ level: "info", fields: { event: "lifecycle", component: "server", action: "stopped" } });
+    });
+  });
+
+  it("pino itself as the logger: its JSON lines carry the event's fields and message at the event's level; job stages only at debug", async () => {
+    await withDatabase(entry, async (db) => {
+      const lines: Record<string, unknown>[] = [];
+      const sink = new Writable({
+        write(chunk, _encoding, done) {
+          for (const line of String(chunk).split("\n")) if (line !== "") lines.push(JSON.parse(line));
+          done();
+        },
+      });
+      const backend = db.backend();
+      const server = await BackgroundJobServer.start({
+        context: {},
+        backend,
+        autoMigrate: true,
+        pollIntervalMs: 20,
+        logger: pino({ level: "info" }, sink),
+        handlers: { a: { handle: () => undefined } },
+      });
+      const id = await server.publisher.enqueue("a", {});
+      await waitFor(async () => (await backend.inspect.jobGet({ id }))?.stage === "success", "the job done");
+      await backend.close();
+      await waitFor(() => lines.some((l) => l.level === 50), "an error line");
+      await server.shutdown({ deadlineMs: 0 });
+      // pino's levels: 30 info, 50 error. The server's start and stop at info, with the event's fields.
+      expect(lines.find((l) => l.event === "lifecycle")).toMatchObject({ level: 30, component: "server", action: "started", instanceId: server.instanceId });
+      expect(lines.at(-1)).toMatchObject({ level: 30, event: "lifecycle", action: "stopped" });
+      const error = lines.find((l) => l.level === 50)!;
+      expect(error).toMatchObject({ event: "error", code: "DATABASE_UNAVAILABLE" });
+      expect(String(error.msg)).toMatch(/not open/);
+      // At level info nothing per job: the job's stage changes are debug entries.
+      expect(lines.filter((l) => l.event === "job")).toEqual([]);
     });
   });
 
