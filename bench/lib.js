@@ -13,6 +13,15 @@ export function sleep(ms) {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/** `--name value` from the command line, else the env variable `env`, else `fallback`: an integer of at least `min` (default 1). */
+export function setting(flag, env, fallback, min = 1) {
+  const at = process.argv.indexOf(`--${flag}`);
+  const raw = at >= 0 ? process.argv[at + 1] : process.env[env];
+  const value = raw === undefined ? fallback : Number(raw);
+  if (!Number.isInteger(value) || value < min) throw new Error(`--${flag} (${env}) must be an integer of at least ${min}, got ${raw}`);
+  return value;
+}
+
 /** Nearest-rank percentile of an ascending array. */
 export function percentile(sorted, p) {
   if (sorted.length === 0) return NaN;

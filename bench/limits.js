@@ -31,18 +31,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { setting } from "./lib.js";
 import { BenchDatabases } from "./pg-databases.js";
 import { killAll, runPhase } from "./phase-runner.js";
 import { cell, pairedRatios, ratio } from "./report.js";
-
-/** `--name value` from the command line, else the env variable, else the default. */
-function setting(flag, env, fallback) {
-  const at = process.argv.indexOf(`--${flag}`);
-  const raw = at >= 0 ? process.argv[at + 1] : process.env[env];
-  const value = raw === undefined ? fallback : Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${flag} (${env}) must be a positive integer, got ${raw}`);
-  return value;
-}
 
 const N = setting("jobs", "BENCH_JOBS", 20_000);
 const BACKLOG = setting("backlog", "BENCH_BACKLOG", 100_000);
