@@ -10,6 +10,7 @@ import { Writable } from "node:stream";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { BackgroundJobServer, type LaterError, RetainedLog, logTopic, type LaterLogger } from "@later/runtime";
+import type { Backend } from "@later/runtime/internal";
 import { sqlite } from "@later/runtime/sqlite";
 import { openJobsPublisher, openLogs } from "../codegen/schemas/events.generated.js";
 import { BACKENDS, withDatabase } from "./backends.js";
@@ -28,19 +29,17 @@ function recordingLogger(debug = true): LaterLogger & { entries: Entry[] } {
   return { entries, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), isLevelEnabled: (level) => level !== "debug" || debug };
 }
 
+/** A server of one no-op type `a` on `backend`, logging to `logger`. */
+function startLogged(backend: Backend, logger: LaterLogger) {
+  return BackgroundJobServer.start({ context: {}, backend, autoMigrate: true, pollIntervalMs: 20, logger, handlers: { a: { handle: () => undefined } } });
+}
+
 describe.each(BACKENDS)("logger on $name", (entry) => {
   it("a server logs start and stop at info, errors with their code at error, job stages at debug only", async () => {
     await withDatabase(entry, async (db) => {
       const logger = recordingLogger();
       const backend = db.backend();
-      const server = await BackgroundJobServer.start({
-        context: {},
-        backend,
-        autoMigrate: true,
-        pollIntervalMs: 20,
-        logger,
-        handlers: { a: { handle: () => undefined } },
-      });
+      const server = await startLogged(backend, logger);
       const id = await server.publisher.enqueue("a", {});
       await waitFor(() => logger.entries.some((e) => e.fields.jobId === id && e.fields.stage === "success"), "the job's success logged");
       expect(logger.entries.find((e) => e.fields.event === "lifecycle")).toMatchObject({
@@ -70,14 +69,7 @@ describe.each(BACKENDS)("logger on $name", (entry) => {
         },
       });
       const backend = db.backend();
-      const server = await BackgroundJobServer.start({
-        context: {},
-        backend,
-        autoMigrate: true,
-        pollIntervalMs: 20,
-        logger: pino({ level: "info" }, sink),
-        handlers: { a: { handle: () => undefined } },
-      });
+      const server = await startLogged(backend, pino({ level: "info" }, sink));
       const id = await server.publisher.enqueue("a", {});
       await waitFor(async () => (await backend.inspect.jobGet({ id }))?.stage === "success", "the job done");
       await backend.close();
@@ -98,14 +90,7 @@ describe.each(BACKENDS)("logger on $name", (entry) => {
     await withDatabase(entry, async (db) => {
       const logger = recordingLogger(false);
       const backend = db.backend();
-      const server = await BackgroundJobServer.start({
-        context: {},
-        backend,
-        autoMigrate: true,
-        pollIntervalMs: 20,
-        logger,
-        handlers: { a: { handle: () => undefined } },
-      });
+      const server = await startLogged(backend, logger);
       const id = await server.publisher.enqueue("a", {});
       await waitFor(async () => (await backend.inspect.jobGet({ id }))?.stage === "success", "the job done");
       await server.shutdown();
