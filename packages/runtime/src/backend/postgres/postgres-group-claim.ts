@@ -163,6 +163,12 @@ export class PostgresGroupClaim {
 SELECT ${readColumns}`);
     const uniqueFree = `(unique_slot IS DISTINCT FROM 'pending' OR NOT EXISTS (SELECT 1 FROM ${jobs} s
         WHERE s.namespace = $1 AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))`;
+    // One group's share, oldest first, locked: `type`, `group`, `now`, `n` are SQL expressions.
+    const share = (type: string, group: string, now: string, n: string) =>
+      `SELECT id, stage, topic, partition_no FROM ${jobs} w
+    WHERE namespace = $1 AND job_type = ${type} AND ${GROUPED_READY} AND group_key = ${group} AND run_at <= ${now} AND ${uniqueFree}
+    ORDER BY run_at LIMIT ${n}
+    FOR UPDATE SKIP LOCKED`;
     const claimedSet = (at: string, owner: string, lease: string) => {
       const t = transition({ kinds: "claim", rows: "claimed", leftRows: "ready", from: "stage", to: "'running'", at });
       return {
@@ -182,11 +188,7 @@ SELECT ${readColumns}`);
 ), ready AS (
   SELECT r.id, r.stage, r.topic, r.partition_no
   FROM (SELECT * FROM json_to_recordset($3::json) AS q(g text, n integer) WHERE EXISTS (SELECT 1 FROM bump)) q CROSS JOIN LATERAL (
-    SELECT id, stage, topic, partition_no FROM ${jobs} w
-    WHERE namespace = $1 AND job_type = $4 AND ${GROUPED_READY} AND group_key = q.g
-      AND run_at <= $2 AND ${uniqueFree}
-    ORDER BY run_at LIMIT q.n
-    FOR UPDATE SKIP LOCKED
+    ${share("$4", "q.g", "$2", "q.n")}
   ) r
   UNION ALL
   SELECT u.id, u.stage, u.topic, u.partition_no FROM (
@@ -234,10 +236,7 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FROM bump
   SELECT r.id, r.stage, r.topic, r.partition_no
   FROM (SELECT k FROM took WHERE id IS NULL) q
   CROSS JOIN LATERAL (
-    SELECT id, stage, topic, partition_no FROM ${jobs} w
-    WHERE namespace = $1 AND job_type = $2 AND ${GROUPED_READY} AND group_key = q.k AND run_at <= $4 AND ${uniqueFree}
-    ORDER BY run_at LIMIT 1
-    FOR UPDATE SKIP LOCKED
+    ${share("$2", "q.k", "$4", "1")}
   ) r
 ), claimed AS (
   ${first.update}
