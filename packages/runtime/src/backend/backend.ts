@@ -82,6 +82,12 @@ export interface BackendCapabilities {
   /** `maintenance.vacuum` reclaims disk space (SQLite `VACUUM`). */
   readonly supportsVacuum: boolean;
   /**
+   * `maintenance.statisticsRefresh` keeps the planner's statistics in step
+   * with the tables' growth (PostgreSQL, whose cached generic plans follow
+   * the statistics). SQLite's planner does not weigh a table's size.
+   */
+  readonly plannerStatistics: boolean;
+  /**
    * How many jobs a server keeps claimed (running plus buffered): `perWorker`
    * × the live workers until the worker pool has measured its pace, then
    * what the workers finish in a few claim round trips, at most `max` (and

@@ -44,7 +44,8 @@ export type ServerEvent =
    * A maintenance task changed something: `rescue-stuck` (jobs retried or
    * failed after their worker was lost), `rescue-head` (a crashed partition
    * head's lost attempt recorded), `sweep-expired` (rows deleted), `vacuum`,
-   * `log-retention` (retained-log records deleted; from a `RetainedLog`'s `onEvent`).
+   * `log-retention` (retained-log records deleted; from a `RetainedLog`'s `onEvent`),
+   * `analyze` (PostgreSQL tables whose planner statistics were refreshed).
    */
   | { type: "maintenance"; task: string; count: number }
   /**
@@ -69,6 +70,12 @@ export type ServerEvent =
    * before (see `storeLimits`).
    */
   | { type: "warning"; code: "UNHANDLED_JOB_TYPE" | "LIMITS_CHANGED"; jobType: string; message: string }
+  /**
+   * `PLANNER_STATISTICS_STALE` (PostgreSQL): `table` more than doubled since
+   * its planner statistics were taken and this role may not `ANALYZE` it
+   * (see `StatisticsRefresher`); once per table per server.
+   */
+  | { type: "warning"; code: "PLANNER_STATISTICS_STALE"; table: string; message: string }
   /**
    * A server started (running, after its database was reached) or stopped
    * (shutdown done); a publisher or retained log opened or closed.

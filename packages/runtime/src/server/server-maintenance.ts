@@ -2,7 +2,8 @@
  * A server's periodic services (docs/storage.md "Maintenance tasks"), built
  * from its options and started and stopped together: the stuck-job rescue
  * (J7) and the expiry sweep (J11), SQLite's `VACUUM` when
- * `vacuumIntervalMs` is set, the worker autoscaler when `workerAutoscale`
+ * `vacuumIntervalMs` is set, PostgreSQL's `ANALYZE` of a table that
+ * outgrew its statistics, the worker autoscaler when `workerAutoscale`
  * is, the database clock's resync when the server follows it; the
  * dashboard's data (D1, D5, D7: dispatch wait, activity, queue length, the
  * server heartbeat); the queue gauges with metrics on.
@@ -20,6 +21,7 @@ import { ExpirySweeper } from "../maintenance/expiry-sweeper.js";
 import type { MaintenanceHost, PeriodicService } from "../maintenance/periodic-service.js";
 import { QueueLengthSampler } from "../maintenance/queue-length-sampler.js";
 import { ServerHeartbeat } from "../maintenance/server-heartbeat.js";
+import { StatisticsRefresher } from "../maintenance/statistics-refresher.js";
 import { StuckJobRescuer } from "../maintenance/stuck-job-rescuer.js";
 import { VacuumService } from "../maintenance/vacuum-service.js";
 import { WorkerAutoscaler } from "../maintenance/worker-autoscaler.js";
@@ -72,6 +74,7 @@ export class ServerMaintenance<C> {
     this.services = [this.rescuer, this.sweeper];
     if (options.vacuumIntervalMs !== null && backend.capabilities.supportsVacuum)
       this.services.push(new VacuumService(host, { intervalMs: options.vacuumIntervalMs }));
+    if (backend.capabilities.plannerStatistics) this.services.push(new StatisticsRefresher(host));
     if (this.autoscaler) this.services.push(this.autoscaler);
     if (params.databaseClock) this.services.push(new ClockSync(host, { intervalMs: options.clockSyncIntervalMs }, params.databaseClock));
     // The dashboard's data (docs/semantics.md D1, D5, D7): throughput, dispatch wait, backlog history, the server list.

@@ -154,6 +154,7 @@ export class PostgresBackend implements B.Backend<B.PostgresTransaction> {
     return {
       crossProcessWake: this.wakeups.active,
       supportsVacuum: false,
+      plannerStatistics: true,
       claimBatch: { perWorker: 25, max: 500 },
     };
   }

@@ -119,6 +119,15 @@ export class PostgresRunner {
     );
   };
 
+  /** A statement without parameters run once as written (unnamed, never prepared: `ANALYZE` and the like). */
+  async utility(text: string): Promise<void> {
+    try {
+      await this.conn().query(text);
+    } catch (error) {
+      throw wrapDriverError(error, "query");
+    }
+  }
+
   /** BEGIN … COMMIT with the backend's statements on one connection, run again after a deadlock or serialization conflict. */
   inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R> {
     return retryConflicts(async () => {

@@ -101,7 +101,12 @@ export function sqlite(options: SqliteBackendOptions): SqliteBackend {
 export class SqliteBackend implements B.Backend<B.SqliteTransaction> {
   readonly kind = "sqlite";
   readonly namespace: string;
-  readonly capabilities: B.BackendCapabilities = { crossProcessWake: true, supportsVacuum: true, claimBatch: { perWorker: 4, max: 32 } };
+  readonly capabilities: B.BackendCapabilities = {
+    crossProcessWake: true,
+    supportsVacuum: true,
+    plannerStatistics: false,
+    claimBatch: { perWorker: 4, max: 32 },
+  };
   readonly migrateHint: string;
   readonly migrations: B.MigrationStore = new SqliteMigrationStore(this);
   readonly jobs: B.JobStore<B.SqliteTransaction>;

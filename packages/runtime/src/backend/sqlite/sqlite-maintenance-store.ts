@@ -26,5 +26,10 @@ export class SqliteMaintenanceStore implements B.MaintenanceStore {
     return null;
   }
 
+  /** Nothing to refresh: SQLite plans without weighing a table's size (`capabilities.plannerStatistics` is false). */
+  async statisticsRefresh(): Promise<B.StatisticsRefresh> {
+    return { analyzed: [], notOwned: [] };
+  }
+
   private readonly write: RunStatement = (s) => this.host.conn().write(s);
 }
