@@ -117,7 +117,7 @@ export const putBack = (rows: string, at: string, note: string) =>
  */
 const CLAIM_LADDER = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256, 320, 384, 512, 640, 768, 1024];
 
-/** A claimed row of {@link PostgresJobQueries.claim} read as an array (`id, job_type, payload, attempt, retry_policy, next_run_at, run_at, timeout_ms, meta`). */
+/** A claimed row of {@link PostgresJobQueries.claim} read as an array (`id, job_type, payload, attempt, retry_policy, next_run_at, run_at, timeout_ms, meta`, then the limits' extra column if any, then `priority`). */
 export function claimedFromArray(r: readonly unknown[]): ClaimedJob {
   return {
     id: r[0] as string,
@@ -179,9 +179,9 @@ export class PostgresJobQueries {
    * was claimed; see `PostgresLimits.claim`). Parameters as {@link claim}'s, `$3` being `[$7]`.
    */
   readonly claimUnderConcurrency: Statement;
-  /** The claim's text with a batch size written in ({@link claimBatch}). */
-  private readonly claimText: (limit: string) => string;
-  /** {@link claim} per rung of {@link CLAIM_LADDER}, made on first use. */
+  /** The claim's text with a batch size written in ({@link claimBatch}), floored or not. */
+  private readonly claimText: (limit: string, lead?: string, extra?: string | null, floored?: boolean) => string;
+  /** {@link claim} per rung of {@link CLAIM_LADDER}, made on first use; negative keys: the floored claims. */
   private readonly claimRungs = new StatementsMadeOnUse<number>();
 
   /**
@@ -192,11 +192,14 @@ export class PostgresJobQueries {
    * than those did, and it estimates a bound `LIMIT` as a tenth of the rows: the claim with `LIMIT $4` was
    * planned anew on every run (about 0.5 ms, as long as running it for a batch of 50). With the size written
    * in, the generic plan costs what the custom ones do and is kept.
+   *
+   * `floored`: one priority's part of the ready index read from a floor (`ClaimFloor`), two more parameters:
+   * `$7` the lowest `run_at` read of priority `$8`.
    */
-  claimBatch(limit: number): [number, Statement] {
+  claimBatch(limit: number, floored = false): [number, Statement] {
     let rung = CLAIM_LADDER[0]!;
     for (const r of CLAIM_LADDER) if (r <= limit) rung = r;
-    return [rung, this.claimRungs.of(rung, (r) => this.claimText(String(r)))];
+    return [rung, this.claimRungs.of(floored ? -rung : rung, (r) => this.claimText(String(Math.abs(r)), "", null, r < 0))];
   }
   /**
    * Stores a batch of outcomes in one statement, each row fenced by its
@@ -346,15 +349,38 @@ SELECT count(*)::int AS inserted, (SELECT count(*) FROM notified)::int AS notifi
      * The claim's text with `limit` (SQL) as its batch size; `lead`, CTEs put before its own (ending with a comma);
      * `extra`, one more column (SQL, of the statement's own CTEs) on the next-due row, which is then always returned.
      */
-    const claimText = (limit: string, lead = "", extra: string | null = null) => `WITH RECURSIVE ${lead}prio AS (
-  (SELECT priority AS p FROM ${jobs} WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL ORDER BY priority LIMIT 1)
+    // Floored (see `ClaimFloor`; `$7` a floor on run_at for priority `$8`, where the claim before stopped): the
+    // priorities below and above `$8` are read as the full claim reads them; `$8` itself from `($8, $7)` in the
+    // index, so neither its probe nor its `ready` range meets its entries below the floor. A probe that passes
+    // from below `$8` to it is split at `$8` for that reason.
+    const base = `namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL`;
+    const after = (p: string) => `CASE WHEN ${p} < $8::int THEN coalesce(
+    (SELECT priority FROM ${jobs} WHERE ${base} AND priority > ${p} AND priority < $8::int ORDER BY priority LIMIT 1),
+    (SELECT priority FROM ${jobs} WHERE ${base} AND (priority, run_at) >= ($8::int, $7::bigint) ORDER BY priority LIMIT 1))
+  ELSE (SELECT priority FROM ${jobs} WHERE ${base} AND priority > ${p} ORDER BY priority LIMIT 1) END`;
+    const probes = (floored: boolean) =>
+      floored
+        ? {
+            first: `SELECT ${after("-32769")} AS p`,
+            next: after("prio.p"),
+            from: " AND run_at >= CASE WHEN prio.p = $8::int THEN $7::bigint ELSE -9223372036854775808 END",
+          }
+        : {
+            first: `SELECT priority AS p FROM ${jobs} WHERE ${base} ORDER BY priority LIMIT 1`,
+            next: `(SELECT priority FROM ${jobs} WHERE ${base} AND priority > prio.p ORDER BY priority LIMIT 1)`,
+            from: "",
+          };
+    const claimText = (limit: string, lead = "", extra: string | null = null, floored = false) => {
+      const probe = probes(floored);
+      return `WITH RECURSIVE ${lead}prio AS (
+  (${probe.first})
   UNION ALL
-  SELECT (SELECT priority FROM ${jobs} WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority > prio.p ORDER BY priority LIMIT 1)
+  SELECT ${probe.next}
   FROM prio WHERE prio.p IS NOT NULL
 ), ready AS (
   SELECT r.id, r.stage, r.topic, r.partition_no FROM prio CROSS JOIN LATERAL (
     SELECT id, stage, topic, partition_no FROM ${jobs} w
-    WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority = prio.p AND run_at <= $2 AND job_type = ANY($3::text[])
+    WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority = prio.p${probe.from} AND run_at <= $2 AND job_type = ANY($3::text[])
       AND (unique_slot IS DISTINCT FROM 'pending' OR NOT EXISTS (SELECT 1 FROM ${jobs} s
         WHERE s.namespace = $1 AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))
     ORDER BY run_at LIMIT ${limit}
@@ -366,13 +392,14 @@ SELECT count(*)::int AS inserted, (SELECT count(*) FROM notified)::int AS notifi
   WHERE j.id = ANY(ARRAY(SELECT id FROM ready))
   RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.run_at, j.topic, j.partition_no, j.timeout_ms, j.meta, j.priority
 )${tail("$1", [claimed])}
-(SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at, run_at, timeout_ms, meta${extra === null ? "" : ", NULL::int AS extra"} FROM claimed ORDER BY priority, run_at, id)
+(SELECT id, job_type, payload, attempt, retry_policy, NULL::bigint AS next_run_at, run_at, timeout_ms, meta${extra === null ? "" : ", NULL::int AS extra"}, priority FROM claimed ORDER BY priority, run_at, id)
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, (
   SELECT min((SELECT run_at FROM ${jobs}
     WHERE namespace = $1 AND stage IN ${CLAIMABLE} AND topic IS NULL AND priority = prio.p AND run_at > $2 AND job_type = ANY($3::text[])
     ORDER BY run_at LIMIT 1)) FROM prio
-), NULL, NULL, NULL${extra === null ? " WHERE (SELECT count(*) FROM claimed) < $4" : `, ${extra}`}`;
+), NULL, NULL, NULL${extra === null ? ", NULL WHERE (SELECT count(*) FROM claimed) < $4" : `, ${extra}, NULL`}`;
+    };
     this.claim = statement(claimText("$4"));
     this.claimText = claimText;
     // X9, a type whose stored limit is a concurrency alone (see postgres-limits.ts): its limits row is written (a

@@ -23,6 +23,7 @@ import { batchParentIds, fanInStage, insertStage, refuseParentsInBatch } from ".
 import { jobInsertRow } from "../shared/job-insert-row.js";
 import { cancelledClaims, renewedClaims, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
+import { ClaimFloor, type FloorRow } from "./claim-floor.js";
 import { callerExecutor } from "./postgres-executors.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
 import { retryConflicts } from "./postgres-errors.js";
@@ -41,6 +42,9 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
 
   /** X9: the limited claim step and the stored limits. */
   private readonly limits: PostgresLimits;
+
+  /** The plain claim's floor while the ready index holds dead entries (internal: tests replace it to force a degraded spell). */
+  floor = new ClaimFloor();
 
   constructor(
     private readonly host: PostgresRunner,
@@ -229,14 +233,26 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   private async claimPlain(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
     if (params.jobTypes.length === 0) return { jobs: [] };
     // The batch size from the ladder (see `PostgresJobQueries.claimBatch`): a full batch of it is a full claim.
-    const [batch, claim] = this.q.claimBatch(params.limit);
-    const rows = await this.host.executeArrays(claim, [this.ns, params.now, params.jobTypes, batch, params.owner, params.leaseExpiresAt]);
+    // A floor while the ready index holds entries PostgreSQL may not yet remove (see `ClaimFloor`).
+    const floor = this.floor.floorFor(params.now, params.jobTypes);
+    const [batch, claim] = this.q.claimBatch(params.limit, floor !== null);
+    const values = [this.ns, params.now, params.jobTypes, batch, params.owner, params.leaseExpiresAt];
+    if (floor !== null) values.push(floor.runAt, floor.priority);
+    const started = performance.now();
+    const rows = await this.host.executeArrays(claim, values);
+    const tookMs = floor === null ? performance.now() - started : null;
     const jobs: B.ClaimedJob[] = [];
+    const taken: FloorRow[] = [];
     let nextRunAt: number | null | undefined;
     for (const r of rows) {
       if (r[0] === null) nextRunAt = r[5] === null ? null : Number(r[5]);
-      else jobs.push(claimedFromArray(r));
+      else {
+        const job = claimedFromArray(r);
+        jobs.push(job);
+        taken.push({ runAt: job.runAt, priority: r[9] as number });
+      }
     }
+    this.floor.claimed(params.now, params.jobTypes, batch, taken, tookMs);
     return nextRunAt === undefined ? { jobs } : { jobs, nextRunAt };
   }
 
