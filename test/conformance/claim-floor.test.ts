@@ -15,9 +15,8 @@
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { newJobId } from "@later/runtime";
-import { type Backend, prepareBackend } from "@later/runtime/internal";
-import { postgres } from "@later/runtime/postgres";
-import { createPostgresSchema, postgresUrl } from "../support/postgres.js";
+import type { Backend } from "@later/runtime/internal";
+import { oneSessionBackend, postgresUrl } from "../support/postgres.js";
 
 const url = postgresUrl();
 const NOW = 1_800_000_000_000;
@@ -58,21 +57,8 @@ describe.skipIf(url === null)("claim floor on PostgreSQL", () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  async function fresh() {
-    const db = await createPostgresSchema();
-    cleanups.push(db.dispose);
-    const pool = new pg.Pool({ connectionString: url!, max: 1 });
-    cleanups.push(() => pool.end());
-    const backend = postgres({ pool, schema: db.schema, listen: false });
-    await prepareBackend(backend, true);
-    cleanups.push(() => backend.close());
-    const table = `${pg.escapeIdentifier(db.schema)}.later_jobs`;
-    await pool.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
-    return { pool, backend, table };
-  }
-
   it("under a held snapshot, the floored claim skips the dead entries the full claim visits", async () => {
-    const { pool, backend } = await fresh();
+    const { pool, backend } = await oneSessionBackend(cleanups);
     const holder = new pg.Client(url!);
     await holder.connect();
     cleanups.push(() => holder.end());
@@ -119,7 +105,7 @@ describe.skipIf(url === null)("claim floor on PostgreSQL", () => {
   });
 
   it("floored claims take every job once, in (priority, run_at) order; a job below the floor waits for the full claim", async () => {
-    const { backend } = await fresh();
+    const { backend } = await oneSessionBackend(cleanups);
     alwaysFloored(backend);
     const jobs = Array.from({ length: 300 }, (_, i) => ({ runAt: NOW - 60_000 + i * 7, priority: [0, 1, -1][i % 3]! }));
     const ids = await insert(backend, jobs);

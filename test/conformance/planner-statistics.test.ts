@@ -19,7 +19,7 @@ import { BackgroundJobServer, newJobId, type ServerEvent } from "@later/runtime"
 import { type Backend, prepareBackend } from "@later/runtime/internal";
 import { postgres } from "@later/runtime/postgres";
 import { waitFor } from "./harness.js";
-import { createPostgresSchema, postgresUrl, withClient } from "../support/postgres.js";
+import { oneSessionBackend, postgresUrl, withClient } from "../support/postgres.js";
 
 const url = postgresUrl();
 
@@ -36,17 +36,8 @@ describe.skipIf(url === null)("planner statistics on PostgreSQL", () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  async function freshSchema() {
-    const db = await createPostgresSchema();
-    cleanups.push(db.dispose);
-    const pool = new pg.Pool({ connectionString: url!, max: 1 }); // one session: every statement's plan is made here
-    cleanups.push(() => pool.end());
-    const backend = postgres({ pool, schema: db.schema, listen: false });
-    return { db, pool, backend, table: `${pg.escapeIdentifier(db.schema)}.later_jobs` };
-  }
-
   it("a server's statements planned on an empty table do not scan it whole once it has grown", async () => {
-    const { pool, backend, table } = await freshSchema();
+    const { pool, backend, table } = await oneSessionBackend(cleanups, { migrate: false }); // the server migrates
     const events: ServerEvent[] = [];
     let done = 0;
     const server = await BackgroundJobServer.start({
@@ -86,10 +77,7 @@ describe.skipIf(url === null)("planner statistics on PostgreSQL", () => {
   });
 
   it("analyzes a table once per doubling, and tells a role that does not own it instead of failing", async () => {
-    const { db, pool, backend, table } = await freshSchema();
-    await prepareBackend(backend, true);
-    cleanups.push(() => backend.close());
-    await pool.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+    const { db, pool, backend, table } = await oneSessionBackend(cleanups);
     const pages = async () => (await pool.query(`SELECT relpages FROM pg_class WHERE oid = '${table}'::regclass`)).rows[0].relpages as number;
     expect(await backend.maintenance.statisticsRefresh()).toEqual({ analyzed: [], notOwned: [] }); // empty: nothing to do
     await grow(backend, 5_000);

@@ -9,8 +9,7 @@ import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import { BackgroundJobServer, type LaterError, logTopic, newJobId, RetainedLog, type ServerEvent } from "@later/runtime";
 import { postgres, type PostgresBackendWarning } from "@later/runtime/postgres";
-import { prepareBackend } from "@later/runtime/internal";
-import { createPostgresSchema, postgresUrl, withClient, type PostgresSchema } from "../support/postgres.js";
+import { createPostgresSchema, oneSessionBackend, postgresUrl, withClient, type PostgresSchema } from "../support/postgres.js";
 import { codeOf, deferred, waitFor } from "./harness.js";
 
 const url = postgresUrl();
@@ -282,15 +281,8 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
   it("claims, finishes and renewals find their jobs through the primary key on a table filled since it was last analyzed: no sequential scan", async () => {
     // Each statement's first five runs on a connection are planned with its parameters' values; on a
     // table never analyzed, 500 ids given as an array parameter were estimated as most of the table.
-    const db = await fresh();
-    const pool = new pg.Pool({ connectionString: db.searchPathUrl, max: 1 }); // one connection: its statistics are flushed below
-    cleanups.push(() => pool.end());
-    const backend = postgres({ pool, schema: db.schema, listen: false });
-    await prepareBackend(backend, true);
-    cleanups.push(() => backend.close());
-    const table = `${pg.escapeIdentifier(db.schema)}.later_jobs`;
-    // Never analyzed for the whole test: an autovacuum worker passing by would otherwise analyze the table.
-    await pool.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+    // One connection (its statistics are flushed below), never analyzed for the whole test: autovacuum is off on the table.
+    const { pool, backend, table } = await oneSessionBackend(cleanups);
     const now = Date.now();
     for (let i = 0; i < 4; i++)
       await backend.jobs.insertMany({

@@ -11,13 +11,11 @@
  * prefer a bitmap scan and a sort of those few rows.)
  */
 import Database from "better-sqlite3";
-import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { newJobId } from "@later/runtime";
 import { type Backend, prepareBackend } from "@later/runtime/internal";
-import { postgres } from "@later/runtime/postgres";
 import { BACKENDS, withDatabase } from "./backends.js";
-import { createPostgresSchema, postgresUrl } from "../support/postgres.js";
+import { oneSessionBackend, postgresUrl } from "../support/postgres.js";
 
 const READY = 3_000;
 const DELAYED = 3_000;
@@ -54,15 +52,7 @@ describe.skipIf(postgresUrl() === null)("X1 claim plan on PostgreSQL", () => {
   });
 
   it("reads later_jobs_ready per priority in (priority, run_at) order: no Sort over the jobs, no sequential scan, analyzed or not", async () => {
-    const db = await createPostgresSchema();
-    cleanups.push(db.dispose);
-    const pool = new pg.Pool({ connectionString: db.searchPathUrl, max: 1 }); // one session: the claim's prepared statement is there
-    cleanups.push(() => pool.end());
-    const backend = postgres({ pool, schema: db.schema, listen: false });
-    await prepareBackend(backend, true);
-    cleanups.push(() => backend.close());
-    const table = `${pg.escapeIdentifier(db.schema)}.later_jobs`;
-    await pool.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+    const { pool, backend, table } = await oneSessionBackend(cleanups); // one session: the claim's prepared statement is there
     const now = Date.now();
     await fill(backend, now);
     const claimed = await backend.jobs.claimReady({ owner: "w", limit: 10, now, leaseExpiresAt: now + 60_000, jobTypes: ["work"] });

@@ -6,6 +6,8 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { inject } from "vitest";
+import { prepareBackend } from "@later/runtime/internal";
+import { type PostgresBackend, postgres } from "@later/runtime/postgres";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -54,4 +56,35 @@ export async function createPostgresSchema(): Promise<PostgresSchema> {
     searchPathUrl: searchPath.toString(),
     dispose: () => withClient(url, async (c) => void (await c.query(`DROP SCHEMA IF EXISTS ${pg.escapeIdentifier(schema)} CASCADE`))),
   };
+}
+
+/** A backend on one PostgreSQL session, from {@link oneSessionBackend}. */
+export interface OneSessionBackend {
+  db: PostgresSchema;
+  /** The backend's pool of one connection: a statement run on it sees the backend's prepared statements and plans. */
+  pool: pg.Pool;
+  backend: PostgresBackend;
+  /** `later_jobs`, schema-qualified and quoted. */
+  table: string;
+}
+
+/**
+ * A backend on a fresh schema whose pool holds one connection, for tests of
+ * the plans its statements get. `migrate` (default true): migrated, and
+ * autovacuum turned off on `later_jobs` (so nothing but the test analyzes
+ * it). Each part is closed or dropped by `cleanups`, last first.
+ */
+export async function oneSessionBackend(cleanups: (() => Promise<unknown>)[], options: { migrate?: boolean } = {}): Promise<OneSessionBackend> {
+  const db = await createPostgresSchema();
+  cleanups.push(db.dispose);
+  const pool = new pg.Pool({ connectionString: db.searchPathUrl, max: 1 });
+  cleanups.push(() => pool.end());
+  const backend = postgres({ pool, schema: db.schema, listen: false });
+  const table = `${pg.escapeIdentifier(db.schema)}.later_jobs`;
+  if (options.migrate !== false) {
+    await prepareBackend(backend, true);
+    cleanups.push(() => backend.close());
+    await pool.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+  }
+  return { db, pool, backend, table };
 }

@@ -127,9 +127,17 @@ describe("one attempt middleware list (X10)", () => {
     const enqueueOnly: LaterMiddleware = { enqueue: (_ctx, next) => next() };
     const both: LaterMiddleware = {
       enqueue: (_ctx, next) => next(),
-      attempt: (_ctx, next) => (calls.push("both"), next()),
+      attempt: (_ctx, next) => {
+        calls.push("both");
+        return next();
+      },
     };
-    const attemptOnly: LaterMiddleware = { attempt: (_ctx, next) => (calls.push("attempt"), next()) };
+    const attemptOnly: LaterMiddleware = {
+      attempt: (_ctx, next) => {
+        calls.push("attempt");
+        return next();
+      },
+    };
     const { hooks, observers } = splitAttemptMiddleware([observer, enqueueOnly, attemptOnly, both]);
     expect(observers).toEqual([observer[ATTEMPT_OBSERVER]]);
     expect(hooks).toHaveLength(2);

@@ -28,9 +28,6 @@ import { type Execute, type Statement, StatementsMadeOnUse } from "./postgres-st
 import type { PostgresWakeups } from "./postgres-wakeups.js";
 
 /** `idleInTransactionTimeoutMs` when not given: far above the milliseconds between a transaction's statements. */
-/** A shared statement's text is its own key. */
-const sameText = (text: string) => text;
-
 const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 5_000;
 
 export class PostgresRunner {
