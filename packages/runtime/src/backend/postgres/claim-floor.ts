@@ -85,10 +85,10 @@ export class ClaimFloor {
 
   /**
    * Records a claim at `now` of `types` that asked for `batch` rows and took
-   * `rows` (in the claim's order): `tookMs`, the statement's time, for a
-   * full claim; null for a floored one.
+   * `count`, the last of them `last` (in the claim's order): `tookMs`, the
+   * statement's time, for a full claim; null for a floored one.
    */
-  claimed(now: number, types: readonly string[], batch: number, rows: readonly FloorRow[], tookMs: number | null): void {
+  claimed(now: number, types: readonly string[], batch: number, count: number, last: FloorRow | undefined, tookMs: number | null): void {
     if (tookMs !== null) {
       if (tookMs < this.slowMs) {
         this.floor = null;
@@ -97,9 +97,8 @@ export class ClaimFloor {
       this.until = now + Math.min(SPELL_MAX_MS, Math.max(SPELL_MIN_MS, SPELL_FACTOR * tookMs));
       this.types = types.join("\n");
     }
-    const last = rows.at(-1);
     let runAt = now - this.slackMs;
-    if (last !== undefined && rows.length >= batch) runAt = Math.min(runAt, last.runAt);
+    if (last !== undefined && count >= batch) runAt = Math.min(runAt, last.runAt);
     this.floor = { runAt, priority: last?.priority ?? this.floor?.priority ?? 0 };
   }
 }

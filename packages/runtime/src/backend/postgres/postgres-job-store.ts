@@ -23,7 +23,7 @@ import { batchParentIds, fanInStage, insertStage, refuseParentsInBatch } from ".
 import { jobInsertRow } from "../shared/job-insert-row.js";
 import { cancelledClaims, renewedClaims, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
-import { ClaimFloor, type FloorRow } from "./claim-floor.js";
+import { ClaimFloor } from "./claim-floor.js";
 import { callerExecutor } from "./postgres-executors.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
 import { retryConflicts } from "./postgres-errors.js";
@@ -242,17 +242,14 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     const rows = await this.host.executeArrays(claim, values);
     const tookMs = floor === null ? performance.now() - started : null;
     const jobs: B.ClaimedJob[] = [];
-    const taken: FloorRow[] = [];
+    let lastRow: unknown[] | undefined;
     let nextRunAt: number | null | undefined;
     for (const r of rows) {
       if (r[0] === null) nextRunAt = r[5] === null ? null : Number(r[5]);
-      else {
-        const job = claimedFromArray(r);
-        jobs.push(job);
-        taken.push({ runAt: job.runAt, priority: r[9] as number });
-      }
+      else jobs.push(claimedFromArray((lastRow = r)));
     }
-    this.floor.claimed(params.now, params.jobTypes, batch, taken, tookMs);
+    const last = lastRow && { runAt: Number(lastRow[6]), priority: lastRow[9] as number };
+    this.floor.claimed(params.now, params.jobTypes, batch, jobs.length, last, tookMs);
     return nextRunAt === undefined ? { jobs } : { jobs, nextRunAt };
   }
 
