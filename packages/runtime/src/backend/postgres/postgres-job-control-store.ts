@@ -12,7 +12,8 @@
  * Lock order: a retry locks its job rows, then the partition rows whose
  * sequences it reserves, where an enqueue locks partition rows first; a
  * deadlock between the two is rolled back by PostgreSQL and the statement
- * runs again (`retryConflicts`). A cancel likewise: its job rows, then the
+ * runs again (the runner's `execute` runs a statement rolled back for a
+ * deadlock again). A cancel likewise: its job rows, then the
  * partitions of running heads it frees.
  */
 import { CANCELLABLE_STAGES, RETRYABLE_STAGES, TERMINAL_STAGES, type JobStage } from "../../core/job-stage.js";
@@ -20,7 +21,6 @@ import type * as B from "../backend.js";
 import { retryableRow } from "../shared/retryable-row.js";
 import { stageList } from "../shared/stage-list.js";
 import { PauseStatements } from "../shared/pause-statements.js";
-import { retryConflicts } from "./postgres-errors.js";
 import { statement, type Statement } from "./postgres-statement.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { awaitedNotify, transition, transitionTail } from "./postgres-transition.js";
@@ -199,7 +199,7 @@ FROM cancelled WHERE picked ORDER BY id`);
       "ids" in target
         ? [statements.ids, [...head, [...target.ids]]]
         : [statements.filter, [...head, target.filter.stage ?? null, target.filter.jobType ?? null, target.filter.afterId ?? null]];
-    const rows = await retryConflicts(() => this.host.execute(s, values));
+    const rows = await this.host.execute(s, values);
     return { ids: rows.map((r) => String(r.id)) };
   }
 }

@@ -12,7 +12,10 @@
  * Fencing: every write of a claim matches its `(id, attempt)` while the row
  * is still `running`. Lock order: rows of one batch are written in id
  * order, partition rows before job rows, so writers never deadlock on each
- * other (a conflict that happens anyway is retried by `retryConflicts`).
+ * other (a conflict that happens anyway is rolled back by PostgreSQL and run
+ * again: a statement by the runner's `execute`, a transaction by its
+ * `inTransaction`; never the two statements of a finish as one, whose
+ * first may have committed).
  */
 import { parentFailedReason } from "../../core/continuation-stage.js";
 import type { JobStage, StageNote } from "../../core/job-stage.js";
@@ -26,7 +29,6 @@ import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.
 import { ClaimFloor } from "./claim-floor.js";
 import { callerExecutor } from "./postgres-executors.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
-import { retryConflicts } from "./postgres-errors.js";
 import { claimedFromArray, type PostgresJobQueries } from "./postgres-job-queries.js";
 import { PostgresLimits } from "./postgres-limits.js";
 import { joinClaims } from "../shared/limit-slots.js";
@@ -277,12 +279,12 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     const finishes = [...params.finishes].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)); // one lock order for every writer
     const expires = params.now + params.retentionMs;
     if (params.leaseExpiredBefore === undefined && finishes.every((f) => f.outcome.kind === "success")) {
-      const result = await retryConflicts(() => this.finishSuccesses(finishes, params.now, expires, wakeOthers));
+      const result = await this.finishSuccesses(finishes, params.now, expires, wakeOthers);
       return wakeOthers ? { ...result, othersWoken: true } : result;
     }
     const values = this.finishValues(finishes, params.now, expires, params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER);
     const run = (execute: Execute) => this.finishRows(execute, values, expires, params.now);
-    if (!finishes.some((f) => f.outcome.kind === "fail")) return retryConflicts(() => run(this.host.execute));
+    if (!finishes.some((f) => f.outcome.kind === "fail")) return run(this.host.execute);
     return this.host.inTransaction("finish", run);
   }
 
@@ -295,7 +297,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   private async finishByRetention(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
     const { discard, kept } = splitByRetention(params);
     const results: B.JobFinishManyResult[] = [];
-    if (discard.length > 0) results.push(await retryConflicts(() => this.finishDiscards(discard, params.now)));
+    if (discard.length > 0) results.push(await this.finishDiscards(discard, params.now));
     for (const [retentionMs, finishes] of kept) results.push(await this.finishBatch({ ...params, finishes, retentionMs }));
     return mergeFinishResults(results);
   }
@@ -444,16 +446,14 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   async releaseMany(params: B.JobReleaseManyParams): Promise<B.JobReleaseManyResult> {
     if (params.claims.length === 0) return { released: [] };
     const claims = [...params.claims].sort((a, b) => (a.id < b.id ? -1 : 1));
-    const rows = await retryConflicts(() =>
-      this.host.execute(this.q.release, [
-        claims.map((c) => c.id),
-        claims.map((c) => c.attempt),
-        params.now,
-        this.ns,
-        ...this.host.notifyArgs,
-        params.reason ?? null,
-      ]),
-    );
+    const rows = await this.host.execute(this.q.release, [
+      claims.map((c) => c.id),
+      claims.map((c) => c.attempt),
+      params.now,
+      this.ns,
+      ...this.host.notifyArgs,
+      params.reason ?? null,
+    ]);
     return { released: rows.map((r) => ({ id: String(r.id), attempt: Number(r.claim_attempt) })) };
   }
 
@@ -461,7 +461,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   async leaseRenew(params: B.LeaseRenewParams): Promise<B.LeaseRenewResult> {
     if (params.claims.length === 0) return { renewed: [] };
     const held = new Map(params.claims.map((c) => [c.id, c.attempt]));
-    const rows = await retryConflicts(() => this.host.execute(this.q.renew, [params.leaseExpiresAt, this.ns, params.owner, [...held.keys()].sort()]));
+    const rows = await this.host.execute(this.q.renew, [params.leaseExpiresAt, this.ns, params.owner, [...held.keys()].sort()]);
     const renewed = renewedClaims(held, rows);
     if (renewed.length === held.size) return { renewed };
     const kept = new Set(renewed.map((c) => c.id));

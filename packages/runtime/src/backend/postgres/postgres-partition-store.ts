@@ -27,7 +27,6 @@ import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import { cancelCandidates, claimedHead, followerRoom, readyAt, renewalCancelled, runFollowers } from "../shared/partition-heads.js";
-import { retryConflicts } from "./postgres-errors.js";
 import { PostgresPartitionQueries } from "./postgres-partition-queries.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
 import type { Execute } from "./postgres-statement.js";
@@ -182,20 +181,18 @@ export class PostgresPartitionStore implements B.PartitionStore {
   async headRelease(params: B.PartitionHeadReleaseParams): Promise<B.PartitionHeadReleaseResult> {
     if (params.claims.length === 0) return { released: [] };
     const cs = params.claims;
-    const rows = await retryConflicts(() =>
-      this.host.execute(this.q.headRelease, [
-        this.ns,
-        params.owner,
-        cs.map((c) => c.topic),
-        cs.map((c) => c.partition),
-        cs.map((c) => c.epoch),
-        cs.map((c) => c.id),
-        cs.map((c) => c.attempt),
-        params.now,
-        ...this.host.notifyArgs,
-        params.reason ?? null,
-      ]),
-    );
+    const rows = await this.host.execute(this.q.headRelease, [
+      this.ns,
+      params.owner,
+      cs.map((c) => c.topic),
+      cs.map((c) => c.partition),
+      cs.map((c) => c.epoch),
+      cs.map((c) => c.id),
+      cs.map((c) => c.attempt),
+      params.now,
+      ...this.host.notifyArgs,
+      params.reason ?? null,
+    ]);
     const put = new Set(rows.map((r) => String(r.id)));
     return { released: cs.filter((c) => put.has(c.id)) };
   }
@@ -203,16 +200,14 @@ export class PostgresPartitionStore implements B.PartitionStore {
   async leaseRenew(params: B.PartitionLeaseRenewParams): Promise<B.PartitionLeaseRenewResult> {
     if (params.claims.length === 0) return { renewed: [] };
     const sorted = [...params.claims].sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
-    const rows = await retryConflicts(() =>
-      this.host.execute(this.q.renew, [
-        params.leaseExpiresAt,
-        this.ns,
-        params.owner,
-        sorted.map((c) => c.topic),
-        sorted.map((c) => c.partition),
-        sorted.map((c) => c.epoch),
-      ]),
-    );
+    const rows = await this.host.execute(this.q.renew, [
+      params.leaseExpiresAt,
+      this.ns,
+      params.owner,
+      sorted.map((c) => c.topic),
+      sorted.map((c) => c.partition),
+      sorted.map((c) => c.epoch),
+    ]);
     const kept = new Set(rows.map((r) => `${String(r.topic)}\0${Number(r.partition_no)}\0${Number(r.epoch)}`));
     const renewed = params.claims.filter((k) => kept.has(`${k.topic}\0${k.partition}\0${k.epoch}`));
     const followers = params.followers ?? [];
@@ -222,7 +217,7 @@ export class PostgresPartitionStore implements B.PartitionStore {
   }
 
   async memberHeartbeat(params: B.PartitionMemberHeartbeatParams): Promise<B.PartitionMemberHeartbeatResult> {
-    const rows = await retryConflicts(() => this.host.execute(this.q.heartbeat, [this.ns, params.member, params.expiresAt, params.now]));
+    const rows = await this.host.execute(this.q.heartbeat, [this.ns, params.member, params.expiresAt, params.now]);
     return { members: rows.map((r) => String(r.member_id)) };
   }
 

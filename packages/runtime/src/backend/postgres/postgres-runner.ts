@@ -22,7 +22,7 @@ import { DatabaseUnavailableError } from "../../errors.js";
 import type { Row } from "../shared/job-rows.js";
 import { postgresCompiler, type RunStatement, type StatementCompiler } from "../shared/shared-statement.js";
 import { reportWarning, type PostgresBackendOptions } from "./postgres-backend-options.js";
-import { isConnectionError, isPreparedStatementLost, retryConflicts, wrapDriverError } from "./postgres-errors.js";
+import { isConnectionError, isPreparedStatementLost, isRetryableConflict, retryConflicts, wrapDriverError } from "./postgres-errors.js";
 import { clientExecutor } from "./postgres-executors.js";
 import { type Execute, type Statement, StatementsMadeOnUse } from "./postgres-statement.js";
 import type { PostgresWakeups } from "./postgres-wakeups.js";
@@ -100,8 +100,13 @@ export class PostgresRunner {
    * its claim, and an enqueue finds its ids (made before the first try)
    * already stored and skips them (`ON CONFLICT (id) DO NOTHING`, see
    * `PostgresJobStore.insertMany`), so a job is never stored or counted
-   * twice. Any other failure is reported, a lost connection as
-   * `DatabaseUnavailableError`.
+   * twice. A statement PostgreSQL rolled back for a deadlock or a
+   * serialization conflict is run again too, up to twice (nothing of it
+   * applied): a single statement can be one side of a deadlock, since a
+   * transaction of another session that shares its counter shard may hold a
+   * counter row it needs while waiting for one it holds (see
+   * `PostgresStageCounters`). Any other failure is reported, a lost
+   * connection as `DatabaseUnavailableError`.
    */
   readonly execute: Execute = async (s, values) => (await this.autocommit(s, values, false)).rows as Row[];
 
@@ -162,7 +167,7 @@ export class PostgresRunner {
           this.namedStatementsLost(error);
           continue;
         }
-        if (attempt < 3 && (isConnectionError(error) || /is not queryable/.test((error as Error)?.message ?? ""))) continue;
+        if (attempt < 3 && (isConnectionError(error) || isRetryableConflict(error) || /is not queryable/.test((error as Error)?.message ?? ""))) continue;
         throw wrapDriverError(error, "query");
       }
     }

@@ -44,9 +44,15 @@
  *   ends: a writer on another session that shares the shard waits for it
  *   (keep such transactions short).
  * - Lock order: each upsert locks its counter rows in key order, so two
- *   statements never lock them in opposite orders. (Two multi-statement
- *   transactions of sessions sharing a shard can still deadlock; the
- *   backend's transactions run again after a deadlock, as for job rows.)
+ *   single statements never lock them in opposite orders. A transaction of
+ *   several statements can: a partition head's finish moves its job out of
+ *   `running` (holding that row) and then claims the next head out of
+ *   `enqueued`, while a claim of another session on the same shard holds
+ *   `enqueued` and waits for `running`. PostgreSQL breaks such a deadlock
+ *   by rolling one side back, and that side runs again: the backend's
+ *   transactions (`PostgresRunner.inTransaction`) and its single
+ *   statements (`PostgresRunner.execute`) alike. A caller's transaction
+ *   (`enqueueIn`) is the caller's to run again.
  * - Throughput (migration 8): the stage upsert also adds the moves *into*
  *   each stage, counted before netting, to the row's cumulative `entered`;
  *   no other row is written (the dashboard's sampler turns it into
