@@ -24,19 +24,31 @@
  * all of it). The floor is the `run_at` of the claim's last row when it took
  * a full batch (the oldest rows left of that priority come after it), at
  * most `now` minus {@link ClaimFloorOptions.slackMs} (rows committed a
- * little after the `run_at` they were given). The spell's end is a full
- * claim again, which starts the next spell if it is slow again.
+ * little after the `run_at` they were given).
+ *
+ * The spell's end is a *check*: one read of the floored priority below the
+ * floor (the lowest due `run_at` there), run beside the claims, which stay
+ * floored meanwhile. It walks the dead entries a full claim would walk, but
+ * no claim waits for it (a full claim at the end of a 5-minute hold walked
+ * about 5 million, seconds in which the server claimed nothing). A check
+ * faster than `slowMs` ends the degraded state: the next claim is full. A
+ * slower one starts the next spell, with the floor lowered to the row it
+ * found, if any (a claim still running on the old floor does not raise it
+ * again: a claim only moves the floor it read).
  *
  * What a degraded spell costs: a claimable row of that priority with `run_at` below the floor
  * (a job released with its old `run_at`, one enqueued in a transaction that
  * stayed open longer than the slack, one given a `runAt` in the past) waits
- * for the next full claim: at most the spell's length. Nothing else
- * changes: the order of what floored claims take is the full claim's.
+ * for the next check: at most the spell's length and the check's. Nothing
+ * else changes: the order of what floored claims take is the full claim's.
  *
  * ```text
- *   full ──claim took ≥ slowMs──► degraded until now + 20 × took (floored claims) ──spell over──► full
- *     ▲                                                                                           │
- *     └──────────────────────────── claim took < slowMs ◄─────────────────────────────────────────┘
+ *   full ──claim took ≥ slowMs──► degraded until now + 20 × took (floored claims)
+ *     ▲                              │ spell over: a check below the floor, beside the claims
+ *     │                              ▼
+ *     ├──── check took < slowMs ── checking ── check took ≥ slowMs ──► degraded until now + 20 × took
+ *     │                                                                  (floor lowered to a row found)
+ *     └──── a full claim took < slowMs (another set of job types claims in full)
  * ```
  */
 
@@ -69,6 +81,7 @@ export class ClaimFloor {
   private readonly slackMs: number;
   private until = 0;
   private floor: Floor | null = null;
+  private checking = false;
   /** The job types the floor was set for: another set (a type paused or resumed) starts with a full claim. */
   private types = "";
 
@@ -77,28 +90,69 @@ export class ClaimFloor {
     this.slackMs = options.slackMs ?? 1_000;
   }
 
-  /** The floor of a claim at `now` of `types`; null: a full claim. */
-  floorFor(now: number, types: readonly string[]): Floor | null {
-    if (this.floor === null || now >= this.until || types.join("\n") !== this.types) return null;
+  /** The floor of a claim of `types`; null: a full claim. */
+  floorFor(types: readonly string[]): Floor | null {
+    if (this.floor === null || types.join("\n") !== this.types) return null;
     return this.floor;
+  }
+
+  /**
+   * The floor to check below when the spell is over at `now` and no check
+   * runs (the caller runs it and reports {@link checked}); null otherwise.
+   */
+  checkDue(now: number, types: readonly string[]): Floor | null {
+    const floor = this.floorFor(types);
+    if (floor === null || this.checking || now < this.until) return null;
+    this.checking = true;
+    return floor;
+  }
+
+  /**
+   * Records the check below `checkedFloor` that ended at `now`: the lowest
+   * due `run_at` it found there (null: none), and its time (null: it
+   * failed, and the next claim is full).
+   */
+  checked(checkedFloor: Floor, lowest: number | null, tookMs: number | null, now: number): void {
+    this.checking = false;
+    if (this.floor === null) return; // a full claim ended the spell meanwhile
+    if (tookMs === null || tookMs < this.slowMs) {
+      this.floor = null;
+      return;
+    }
+    this.until = now + spellMs(tookMs);
+    if (lowest !== null && this.floor.priority === checkedFloor.priority && lowest < this.floor.runAt) {
+      this.floor = { runAt: lowest, priority: this.floor.priority };
+    }
   }
 
   /**
    * Records a claim at `now` of `types` that asked for `batch` rows and took
    * `count`, the last of them `last` (in the claim's order): `tookMs`, the
-   * statement's time, for a full claim; null for a floored one.
+   * statement's time, for a full claim; null for a floored one, which read
+   * `used` (the floor it moves: one lowered by a check meanwhile stays).
    */
-  claimed(now: number, types: readonly string[], batch: number, count: number, last: FloorRow | undefined, tookMs: number | null): void {
+  claimed(
+    now: number,
+    types: readonly string[],
+    batch: number,
+    count: number,
+    last: FloorRow | undefined,
+    tookMs: number | null,
+    used: Floor | null = null,
+  ): void {
     if (tookMs !== null) {
       if (tookMs < this.slowMs) {
         this.floor = null;
         return;
       }
-      this.until = now + Math.min(SPELL_MAX_MS, Math.max(SPELL_MIN_MS, SPELL_FACTOR * tookMs));
+      this.until = now + spellMs(tookMs);
       this.types = types.join("\n");
-    }
+    } else if (this.floor !== used) return;
     let runAt = now - this.slackMs;
     if (last !== undefined && count >= batch) runAt = Math.min(runAt, last.runAt);
     this.floor = { runAt, priority: last?.priority ?? this.floor?.priority ?? 0 };
   }
 }
+
+/** A spell's length after a statement of `tookMs`. */
+const spellMs = (tookMs: number) => Math.min(SPELL_MAX_MS, Math.max(SPELL_MIN_MS, SPELL_FACTOR * tookMs));

@@ -179,6 +179,11 @@ export class PostgresJobQueries {
    * was claimed; see `PostgresLimits.claim`). Parameters as {@link claim}'s, `$3` being `[$7]`.
    */
   readonly claimUnderConcurrency: Statement;
+  /**
+   * The check that ends a degraded spell (`ClaimFloor`): the lowest due `run_at` of priority `$4` below the floor
+   * `$5` among the claimable rows of types `$3` (`$2` now), one range of the ready index.
+   */
+  readonly belowFloor: Statement;
   /** The claim's text with a batch size written in ({@link claimBatch}), floored or not. */
   private readonly claimText: (limit: string, lead?: string, extra?: string | null, floored?: boolean) => string;
   /** {@link claim} per rung of {@link CLAIM_LADDER}, made on first use; negative keys: the floored claims. */
@@ -402,6 +407,9 @@ SELECT NULL, NULL, NULL, NULL, NULL, (
     };
     this.claim = statement(claimText("$4"));
     this.claimText = claimText;
+    this.belowFloor = statement(`SELECT run_at FROM ${jobs}
+  WHERE ${base} AND priority = $4::int AND run_at < $5::bigint AND run_at <= $2 AND job_type = ANY($3::text[])
+  ORDER BY run_at LIMIT 1`);
     // X9, a type whose stored limit is a concurrency alone (see postgres-limits.ts): its limits row is written (a
     // new row version) only if it is still the version this statement's snapshot read, which the snapshot's count
     // of the type's running jobs is then true for; `free` is null when it is not (another claim of the type

@@ -26,7 +26,7 @@ import { batchParentIds, fanInStage, insertStage, refuseParentsInBatch } from ".
 import { jobInsertRow } from "../shared/job-insert-row.js";
 import { cancelledClaims, renewedClaims, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
-import { ClaimFloor } from "./claim-floor.js";
+import { ClaimFloor, type Floor } from "./claim-floor.js";
 import { callerExecutor } from "./postgres-executors.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
 import { claimedFromArray, type PostgresJobQueries } from "./postgres-job-queries.js";
@@ -236,7 +236,9 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     if (params.jobTypes.length === 0) return { jobs: [] };
     // The batch size from the ladder (see `PostgresJobQueries.claimBatch`): a full batch of it is a full claim.
     // A floor while the ready index holds entries PostgreSQL may not yet remove (see `ClaimFloor`).
-    const floor = this.floor.floorFor(params.now, params.jobTypes);
+    const floor = this.floor.floorFor(params.jobTypes);
+    const check = this.floor.checkDue(params.now, params.jobTypes);
+    if (check !== null) void this.checkBelowFloor(check, params);
     const [batch, claim] = this.q.claimBatch(params.limit, floor !== null);
     const values = [this.ns, params.now, params.jobTypes, batch, params.owner, params.leaseExpiresAt];
     if (floor !== null) values.push(floor.runAt, floor.priority);
@@ -251,8 +253,20 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
       else jobs.push(claimedFromArray((lastRow = r)));
     }
     const last = lastRow && { runAt: Number(lastRow[6]), priority: lastRow[9] as number };
-    this.floor.claimed(params.now, params.jobTypes, batch, jobs.length, last, tookMs);
+    this.floor.claimed(params.now, params.jobTypes, batch, jobs.length, last, tookMs, floor);
     return nextRunAt === undefined ? { jobs } : { jobs, nextRunAt };
+  }
+
+  /** The check that ends a degraded spell, beside the claims (see `ClaimFloor`); a failed check ends the spell. */
+  private async checkBelowFloor(floor: Floor, params: B.JobClaimReadyParams): Promise<void> {
+    const started = performance.now();
+    try {
+      const [row] = await this.host.execute(this.q.belowFloor, [this.ns, params.now, params.jobTypes, floor.priority, floor.runAt]);
+      const tookMs = performance.now() - started;
+      this.floor.checked(floor, row ? Number(row.run_at) : null, tookMs, params.now + tookMs);
+    } catch {
+      this.floor.checked(floor, null, null, params.now);
+    }
   }
 
   /**
