@@ -49,13 +49,14 @@ export async function idleSession(url) {
   };
 }
 
-/** `n` REPEATABLE READ sessions, each in a loop: BEGIN; count(*) of later_jobs × 3; COMMIT. */
-export async function readerSessions(url, n) {
+/** `n` REPEATABLE READ sessions, each in a loop: BEGIN; count(*) of later_jobs × 3; COMMIT; `parallel` false: without parallel workers. */
+export async function readerSessions(url, n, parallel = true) {
   let running = true;
   const counts = { transactions: 0, scans: 0, errors: 0 };
   const loop = async () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
+    if (!parallel) await client.query("SET max_parallel_workers_per_gather = 0");
     while (running) {
       try {
         await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ");

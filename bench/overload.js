@@ -18,7 +18,9 @@
 //   without it, then the drain. Target: at least 0.5× capacity throughout; caught up within
 //   60 s after the session ends.
 // * readers: as idle, with `--readers` REPEATABLE READ sessions, each in a loop: BEGIN; three
-//   count(*) of later_jobs; COMMIT, for `--readers-s`. Same targets.
+//   count(*) of later_jobs; COMMIT, for `--readers-s`. Same targets. Each count runs as
+//   PostgreSQL's defaults plan it (a parallel scan: 3 processes per reader); `--readers-parallel off`
+//   runs them without parallel workers.
 //
 // Each scenario but capacity begins with a quiet queue: `--quiet-s` (10) at `--quiet-rate` (200
 // jobs/s), as a server that starts, or has run a while, on a nearly empty table before the load
@@ -64,6 +66,8 @@ const QUIET_RATE = flag("quiet-rate", 200);
 const QUIET = { label: "quiet start", s: QUIET_S, rate: QUIET_RATE, pressure: null };
 const WORKERS = flag("workers", 32);
 const READERS = flag("readers", 4);
+/** `--readers-parallel off`: the readers' scans without parallel workers (`max_parallel_workers_per_gather = 0`). */
+const READERS_PARALLEL = (raw("readers-parallel") ?? "on") !== "off";
 const HANDLER_MS = 1;
 const BATCH = 128;
 const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -88,7 +92,7 @@ function stopChild(child) {
   return result;
 }
 
-const PRESSURES = { idle: (url) => idleSession(url), readers: (url) => readerSessions(url, READERS) };
+const PRESSURES = { idle: (url) => idleSession(url), readers: (url) => readerSessions(url, READERS, READERS_PARALLEL) };
 
 /**
  * One scenario on a fresh database. `control(i, samples)` is called after sample i and returns
