@@ -25,15 +25,15 @@ interface FloorLike {
   floorFor(types: readonly string[]): { runAt: number; priority: number } | null;
 }
 interface StoreInternals {
-  floor: FloorLike;
-  q: { claimBatch(limit: number, floored?: boolean): [number, { text: string }] };
+  ready: { floor: FloorLike };
+  q: { claims: { claimBatch(limit: number, floored?: boolean): [number, { text: string }] } };
 }
 const internals = (backend: Backend) => backend.jobs as unknown as StoreInternals;
 /** A floor that starts a spell on every full claim (each spell 1 s of the claims' `now`). */
 function alwaysFloored(backend: Backend): void {
   const store = internals(backend);
-  const Floor = store.floor.constructor as new (options: { slowMs: number; slackMs?: number }) => FloorLike;
-  store.floor = new Floor({ slowMs: 0, slackMs: 1_000 });
+  const Floor = store.ready.floor.constructor as new (options: { slowMs: number; slackMs?: number }) => FloorLike;
+  store.ready.floor = new Floor({ slowMs: 0, slackMs: 1_000 });
 }
 
 async function insert(backend: Backend, jobs: { runAt: number; priority?: number }[]): Promise<string[]> {
@@ -82,7 +82,7 @@ describe.skipIf(url === null)("claim floor on PostgreSQL", () => {
     );
     const later = NOW + 5_000;
     const buffers = async (floored: boolean) => {
-      const [batch, s] = internals(backend).q.claimBatch(32, floored);
+      const [batch, s] = internals(backend).q.claims.claimBatch(32, floored);
       const values: unknown[] = [backend.namespace, later, ["work"], batch, "x", later + 60_000];
       if (floored) values.push(NOW - 1_000, 0); // the floor a short claim at NOW leaves for priority 0: now minus the slack
       await pool.query("BEGIN");
@@ -117,7 +117,7 @@ describe.skipIf(url === null)("claim floor on PostgreSQL", () => {
       now += 10;
       const { jobs: got } = await claim(backend, 32, now);
       taken.push(...got.map((j) => j.id));
-      if (round === 1) expect(internals(backend).floor.floorFor(["work"])).not.toBeNull();
+      if (round === 1) expect(internals(backend).ready.floor.floorFor(["work"])).not.toBeNull();
     }
     expect(taken).toEqual(order.map((o) => o.id));
     // Everything due was taken, the last row of priority 1: its floor is now minus the slack. A job of that

@@ -301,7 +301,7 @@ describe.skipIf(url === null)("PostgreSQL backend", () => {
 
     const before = await seqScans();
     for (let round = 0; round < 7; round++) {
-      // 512: a batch size of the claim's ladder (postgres-job-queries.ts), so the claim takes exactly that many.
+      // 512: a batch size of the claim's ladder (postgres-claim-queries.ts), so the claim takes exactly that many.
       const { jobs } = await backend.jobs.claimReady({ owner: "w", limit: 512, now, leaseExpiresAt: now + 60_000, jobTypes: ["noop"] });
       expect(jobs).toHaveLength(512);
       const renewed = await backend.jobs.leaseRenew({ owner: "w", leaseExpiresAt: now + 120_000, claims: jobs.map((j) => ({ id: j.id, attempt: j.attempt })) });

@@ -26,12 +26,10 @@ import { batchParentIds, fanInStage, insertStage, refuseParentsInBatch } from ".
 import { jobInsertRow } from "../shared/job-insert-row.js";
 import { cancelledClaims, renewedClaims, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
-import { ClaimFloor, type Floor } from "./claim-floor.js";
 import { callerExecutor } from "./postgres-executors.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
-import { claimedFromArray, type PostgresJobQueries } from "./postgres-job-queries.js";
-import { PostgresLimits } from "./postgres-limits.js";
-import { joinClaims } from "../shared/limit-slots.js";
+import type { PostgresJobQueries } from "./postgres-job-queries.js";
+import { PostgresReadyClaim } from "./postgres-ready-claim.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { foreignNotifyPayload } from "./postgres-wakeups.js";
 
@@ -42,17 +40,14 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   /** `$1` namespace, `$2` ids: those now `cancelled` (X3), for a renewal that lost claims. */
   private readonly cancelledOf: Statement;
 
-  /** X9: the limited claim step and the stored limits. */
-  private readonly limits: PostgresLimits;
-
-  /** The plain claim's floor while the ready index holds dead entries (internal: tests replace it to force a degraded spell). */
-  floor = new ClaimFloor();
+  /** The claim of ready regular jobs, limited types' included (internal: tests reach its floor). */
+  readonly ready: PostgresReadyClaim;
 
   constructor(
     private readonly host: PostgresRunner,
     private readonly q: PostgresJobQueries,
   ) {
-    this.limits = new PostgresLimits(host, q);
+    this.ready = new PostgresReadyClaim(host, q);
     this.cancelledOf = statement(
       `SELECT id, attempt, stages::jsonb -> -1 ->> 2 AS note FROM ${host.quoted}.later_jobs WHERE namespace = $1 AND stage = 'cancelled' AND id = ANY($2::text[])`,
     );
@@ -214,59 +209,14 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     return seqs;
   }
 
-  /**
-   * One statement (`claim`), the next due time included when short; rows come back as arrays.
-   * X9: limited types first, in a transaction of their own (`PostgresLimits.claim`), then the rest.
-   */
-  async claimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
-    if (params.limit <= 0) return { jobs: [] };
-    if (params.limitedTypes === undefined || params.limitedTypes.length === 0) return this.claimPlain(params);
-    const first = await this.limits.claim(params);
-    if (first.jobs.length === params.limit || params.jobTypes.length === 0) return first;
-    const rest = await this.claimPlain({ ...params, limit: params.limit - first.jobs.length });
-    return joinClaims(first, rest, params.limit);
+  /** See `PostgresReadyClaim.claimReady`. */
+  claimReady(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
+    return this.ready.claimReady(params);
   }
 
   /** X9: stored in one transaction (`PostgresLimits.set`). */
   limitsSet(params: B.LimitsSetParams): Promise<B.LimitsSetResult> {
-    return this.limits.set(params);
-  }
-
-  private async claimPlain(params: B.JobClaimReadyParams): Promise<B.JobClaimReadyResult> {
-    if (params.jobTypes.length === 0) return { jobs: [] };
-    // The batch size from the ladder (see `PostgresJobQueries.claimBatch`): a full batch of it is a full claim.
-    // A floor while the ready index holds entries PostgreSQL may not yet remove (see `ClaimFloor`).
-    const floor = this.floor.floorFor(params.jobTypes);
-    const check = this.floor.checkDue(params.now, params.jobTypes);
-    if (check !== null) void this.checkBelowFloor(check, params);
-    const [batch, claim] = this.q.claimBatch(params.limit, floor !== null);
-    const values = [this.ns, params.now, params.jobTypes, batch, params.owner, params.leaseExpiresAt];
-    if (floor !== null) values.push(floor.runAt, floor.priority);
-    const started = performance.now();
-    const rows = await this.host.executeArrays(claim, values);
-    const tookMs = floor === null ? performance.now() - started : null;
-    const jobs: B.ClaimedJob[] = [];
-    let lastRow: unknown[] | undefined;
-    let nextRunAt: number | null | undefined;
-    for (const r of rows) {
-      if (r[0] === null) nextRunAt = r[5] === null ? null : Number(r[5]);
-      else jobs.push(claimedFromArray((lastRow = r)));
-    }
-    const last = lastRow && { runAt: Number(lastRow[6]), priority: lastRow[9] as number };
-    this.floor.claimed(params.now, params.jobTypes, batch, jobs.length, last, tookMs, floor);
-    return nextRunAt === undefined ? { jobs } : { jobs, nextRunAt };
-  }
-
-  /** The check that ends a degraded spell, beside the claims (see `ClaimFloor`); a failed check ends the spell. */
-  private async checkBelowFloor(floor: Floor, params: B.JobClaimReadyParams): Promise<void> {
-    const started = performance.now();
-    try {
-      const [row] = await this.host.execute(this.q.belowFloor, [this.ns, params.now, params.jobTypes, floor.priority, floor.runAt]);
-      const tookMs = performance.now() - started;
-      this.floor.checked(floor, row ? Number(row.run_at) : null, tookMs, params.now + tookMs);
-    } catch {
-      this.floor.checked(floor, null, null, params.now);
-    }
+    return this.ready.limits.set(params);
   }
 
   /**

@@ -39,7 +39,8 @@ import type * as B from "../backend.js";
 import { claimNow, limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow, type StoredLimitRow, windowOpensAt } from "../shared/limit-slots.js";
 import { claimedJob } from "../shared/job-rows.js";
 import { PostgresGroupClaim } from "./postgres-group-claim.js";
-import { claimedFromArray, type PostgresJobQueries } from "./postgres-job-queries.js";
+import { claimedFromArray } from "./postgres-claim-queries.js";
+import type { PostgresJobQueries } from "./postgres-job-queries.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { type Execute, statement, type Statement } from "./postgres-statement.js";
 
@@ -149,7 +150,7 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
    * (learnt).
    */
   private async claimPlainLimited(params: B.JobClaimReadyParams, type: string, want: number): Promise<B.JobClaimReadyResult | null> {
-    const rows = await this.host.executeArrays(this.q.claimUnderConcurrency, [
+    const rows = await this.host.executeArrays(this.q.claims.claimUnderConcurrency, [
       this.host.namespace,
       params.now,
       [type],
@@ -241,7 +242,7 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
 
   /** The plain claim statement, narrowed to one type. */
   private async claimType(execute: Execute, params: B.JobClaimReadyParams, type: string, limit: number): Promise<B.JobClaimReadyResult> {
-    const rows = await execute(this.q.claim, [this.host.namespace, params.now, [type], limit, params.owner, params.leaseExpiresAt]);
+    const rows = await execute(this.q.claims.claim, [this.host.namespace, params.now, [type], limit, params.owner, params.leaseExpiresAt]);
     const jobs: B.ClaimedJob[] = [];
     let nextRunAt: number | null = null;
     for (const r of rows) {

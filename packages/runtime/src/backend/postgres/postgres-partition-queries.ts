@@ -43,7 +43,7 @@ export class PostgresPartitionQueries {
    * with `room` written in its `LIMIT`: bound as a parameter, PostgreSQL estimates a `LIMIT` as a tenth of
    * the rows, so the generic plan never looked as cheap as the custom ones and this statement of a dozen
    * CTEs was planned anew on every run (about 1.6 ms of server CPU, twice its execution, measured with
-   * `partitionRunMax: 1`). As the plain claim's batch sizes (`PostgresJobQueries.claimBatch`).
+   * `partitionRunMax: 1`). As the plain claim's batch sizes (`PostgresClaimQueries.claimBatch`).
    */
   successNext(room: number): Statement {
     return this.successNexts.of(room, this.successNextText);
