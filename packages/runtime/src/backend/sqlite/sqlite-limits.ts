@@ -8,7 +8,7 @@
  * running regular jobs, the type a filter on them: no index by type, which
  * every claim and finish of every job would maintain), and the plain claim
  * narrowed to the type with `LIMIT` the free slots (see
- * `SqliteJobStore.claimReady`). A server whose handlers have no limit never
+ * `SqliteReadyClaim.claimReady`). A server whose handlers have no limit never
  * runs any of this. Partitioned jobs are neither limited nor counted.
  *
  * A limit far from reached costs no count: the namespace's running jobs, of
