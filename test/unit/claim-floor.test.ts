@@ -13,7 +13,7 @@ describe("ClaimFloor", () => {
     expect(f.floorFor(T)).toBeNull();
     f.claimed(1_000, T, 10, ...claimOf(rows(1, 2, 3)), 49);
     expect(f.floorFor(T)).toBeNull();
-    expect(f.checkDue(1_001, T)).toBeNull();
+    expect(f.checkDue(1_001, f.floorFor(T))).toBeNull();
   });
 
   it("a slow full claim starts a spell of 20 times its time, at least 1 s and at most 60 s; its end is one check", () => {
@@ -24,11 +24,11 @@ describe("ClaimFloor", () => {
     ] as const) {
       const f = new ClaimFloor({ slowMs: 50 });
       f.claimed(10_000, T, 10, ...claimOf([]), took);
-      expect(f.checkDue(10_000 + spell - 1, T)).toBeNull();
+      expect(f.checkDue(10_000 + spell - 1, f.floorFor(T))).toBeNull();
       const floor = f.floorFor(T);
       expect(floor).not.toBeNull();
-      expect(f.checkDue(10_000 + spell, T)).toBe(floor);
-      expect(f.checkDue(10_000 + spell + 1, T)).toBeNull(); // one check at a time
+      expect(f.checkDue(10_000 + spell, f.floorFor(T))).toBe(floor);
+      expect(f.checkDue(10_000 + spell + 1, f.floorFor(T))).toBeNull(); // one check at a time
       expect(f.floorFor(T)).toBe(floor); // claims stay floored while it runs
     }
   });
@@ -37,7 +37,7 @@ describe("ClaimFloor", () => {
     for (const tookMs of [10, null]) {
       const f = new ClaimFloor({ slowMs: 50 });
       f.claimed(0, T, 10, ...claimOf([]), 100);
-      const floor = f.checkDue(2_000, T)!;
+      const floor = f.checkDue(2_000, f.floorFor(T))!;
       f.checked(floor, null, tookMs, 2_010);
       expect(f.floorFor(T)).toBeNull();
     }
@@ -46,19 +46,19 @@ describe("ClaimFloor", () => {
   it("a slow check starts the next spell, the floor lowered to the row it found", () => {
     const f = new ClaimFloor({ slowMs: 50, slackMs: 1_000 });
     f.claimed(100_000, T, 10, ...claimOf(rows(5)), 100); // short: the floor is now minus the slack
-    const floor = f.checkDue(102_000, T)!;
+    const floor = f.checkDue(102_000, f.floorFor(T))!;
     expect(floor.runAt).toBe(99_000);
     f.checked(floor, 42, 500, 102_500); // a spell of 10 s from its end
     expect(f.floorFor(T)).toEqual({ runAt: 42, priority: 0 });
-    expect(f.checkDue(112_499, T)).toBeNull();
-    expect(f.checkDue(112_500, T)).not.toBeNull();
+    expect(f.checkDue(112_499, f.floorFor(T))).toBeNull();
+    expect(f.checkDue(112_500, f.floorFor(T))).not.toBeNull();
   });
 
   it("a floored claim moves only the floor it read: one a check lowered meanwhile stays", () => {
     const f = new ClaimFloor({ slowMs: 50, slackMs: 1_000 });
     f.claimed(100_000, T, 2, ...claimOf(rows(10, 20)), 100);
     const read = f.floorFor(T);
-    const check = f.checkDue(102_000, T)!;
+    const check = f.checkDue(102_000, f.floorFor(T))!;
     f.checked(check, 5, 500, 102_500);
     f.claimed(102_600, T, 2, ...claimOf(rows(30, 40)), null, read); // started before the check ended
     expect(f.floorFor(T)?.runAt).toBe(5);
@@ -96,7 +96,7 @@ describe("ClaimFloor", () => {
   it("a check of a priority the claims have left does not lower the floor of the new one", () => {
     const f = new ClaimFloor({ slowMs: 50 });
     f.claimed(0, T, 1, ...claimOf([{ runAt: 100, priority: 1 }]), 100);
-    const check = f.checkDue(2_000, T)!;
+    const check = f.checkDue(2_000, f.floorFor(T))!;
     f.claimed(2_001, T, 1, ...claimOf([{ runAt: 200, priority: 2 }]), null, f.floorFor(T));
     f.checked(check, 50, 500, 2_500);
     expect(f.floorFor(T)).toEqual({ runAt: 200, priority: 2 });

@@ -97,11 +97,11 @@ export class ClaimFloor {
   }
 
   /**
-   * The floor to check below when the spell is over at `now` and no check
-   * runs (the caller runs it and reports {@link checked}); null otherwise.
+   * `floor` (this claim's, from {@link floorFor}) when the spell is over at
+   * `now` and no check runs: the caller runs the check below it and reports
+   * {@link checked}; null otherwise.
    */
-  checkDue(now: number, types: readonly string[]): Floor | null {
-    const floor = this.floorFor(types);
+  checkDue(now: number, floor: Floor | null): Floor | null {
     if (floor === null || this.checking || now < this.until) return null;
     this.checking = true;
     return floor;

@@ -50,7 +50,7 @@ export class PostgresReadyClaim {
     // The batch size from the ladder (see `PostgresClaimQueries.claimBatch`): a full batch of it is a full claim.
     // A floor while the ready index holds entries PostgreSQL may not yet remove (see `ClaimFloor`).
     const floor = this.floor.floorFor(params.jobTypes);
-    const check = this.floor.checkDue(params.now, params.jobTypes);
+    const check = this.floor.checkDue(params.now, floor);
     if (check !== null) void this.checkBelowFloor(check, params);
     const [batch, claim] = this.q.claims.claimBatch(params.limit, floor !== null);
     const values = [this.ns, params.now, params.jobTypes, batch, params.owner, params.leaseExpiresAt];
