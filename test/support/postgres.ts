@@ -74,12 +74,15 @@ export interface OneSessionBackend {
  * autovacuum turned off on `later_jobs` (so nothing but the test analyzes
  * it). Each part is closed or dropped by `cleanups`, last first.
  */
-export async function oneSessionBackend(cleanups: (() => Promise<unknown>)[], options: { migrate?: boolean } = {}): Promise<OneSessionBackend> {
+export async function oneSessionBackend(
+  cleanups: (() => Promise<unknown>)[],
+  options: { migrate?: boolean; idleInTransactionTimeoutMs?: number } = {},
+): Promise<OneSessionBackend> {
   const db = await createPostgresSchema();
   cleanups.push(db.dispose);
   const pool = new pg.Pool({ connectionString: db.searchPathUrl, max: 1 });
   cleanups.push(() => pool.end());
-  const backend = postgres({ pool, schema: db.schema, listen: false });
+  const backend = postgres({ pool, schema: db.schema, listen: false, idleInTransactionTimeoutMs: options.idleInTransactionTimeoutMs });
   const table = `${pg.escapeIdentifier(db.schema)}.later_jobs`;
   if (options.migrate !== false) {
     await prepareBackend(backend, true);

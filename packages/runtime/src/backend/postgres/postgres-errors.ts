@@ -1,21 +1,30 @@
 /**
  * Classifies `pg` driver errors. Connection failures (refused, reset,
  * terminated by the server or `pg_terminate_backend`, SQLSTATE classes 08
- * and 57P) become a `transient` {@link DatabaseUnavailableError} with the
- * driver error as `cause`; the pool replaces the dead connection on the next
- * statement.
- * Other errors pass through unchanged.
+ * and 57P, and the session timeouts 25P03 and 25P04) become a `transient`
+ * {@link DatabaseUnavailableError} with the driver error as `cause`; the
+ * pool replaces the dead connection on the next statement. Other errors
+ * pass through unchanged.
  */
 import type pg from "pg";
 import { DatabaseUnavailableError, LaterError } from "../../errors.js";
 
+/**
+ * The server ended the session for a timeout of its own: idle in a
+ * transaction (25P03, `idle_in_transaction_session_timeout`) or a
+ * transaction too long (25P04, `transaction_timeout`, PostgreSQL 17). When
+ * the process was stalled past it (paused, starved of CPU), the error
+ * reaches the statement it sends next rather than the client's `error`
+ * event. (57P05, `idle_session_timeout`, is in class 57P.)
+ */
+const SESSION_TIMEOUTS = new Set(["25P03", "25P04"]);
 const SOCKET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
 
 /** True when the error means the connection is gone (the statement may or may not have committed). */
 export function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === "string" && (SOCKET_CODES.has(code) || code.startsWith("08") || code === "57P01" || code === "57P02" || code === "57P03")) return true;
+  if (typeof code === "string" && (SOCKET_CODES.has(code) || code.startsWith("08") || code.startsWith("57P") || SESSION_TIMEOUTS.has(code))) return true;
   return /Connection terminated|connection error|timeout exceeded when trying to connect|Client was closed/i.test(error.message);
 }
 
