@@ -11,7 +11,7 @@
  * socket stops being read until the server has ended the session, then the
  * next statement is written before the socket is read again.
  */
-import pg from "pg";
+import type pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { LaterError, newJobId } from "@later/runtime";
 import { oneSessionBackend, postgresUrl, withClient } from "../support/postgres.js";

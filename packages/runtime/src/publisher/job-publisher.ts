@@ -1,42 +1,22 @@
 import type { Backend, JobInsert, PartitionRef, TransactionHandle } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import type { JobStage } from "../core/job-stage.js";
-import { newJobId, type JobId } from "../core/job-id.js";
-import { type RetryPolicy, storedRetryPolicy } from "../core/retry/retry-policy.js";
+import type { JobId } from "../core/job-id.js";
+import type { RetryPolicy } from "../core/retry/retry-policy.js";
 import { partitionForKey, type PartitionKey } from "../core/partition/partition-for-key.js";
 import { transactionRefusal } from "../backend/transaction-refusal.js";
 import { InvalidArgumentError, ParentNotFoundError, ServerStoppedError, UnknownTopicError } from "../errors.js";
 import { RECURRING_SEQUENTIAL_TOPIC } from "../core/partition/topic.js";
 import { RecurringScheduler, type RecurringScheduleOptions } from "../recurring/recurring-scheduler.js";
-import { encodePayload } from "../core/encode-payload.js";
 import { JobController, type JobActionListener, type JobBatchOptions, type JobCancelBatchOptions, type JobFilter } from "./job-controller.js";
-import { checkEnqueueOptions, parentsOf, runAtOf, type EnqueueOptions } from "./enqueue-options.js";
-import { InsertCoalescer } from "./insert-coalescer.js";
+import { checkEnqueueOptions, type EnqueueOptions } from "./enqueue-options.js";
+import { JobInserter, type UniqueEnqueueResult } from "./job-inserter.js";
 import { JobWaiter, type JobWaitResult, type WaitForOptions } from "./job-waiter.js";
 import { PauseController, type PausedEntry, type PauseListener, type PauseTarget } from "./pause-controller.js";
-import {
-  checkMiddleware,
-  encodeMeta,
-  enqueueChain,
-  type EnqueueJobContext,
-  type LaterMiddleware,
-  type PendingEnqueue,
-} from "../middleware/later-middleware.js";
+import { checkMiddleware, enqueueChain, type LaterMiddleware } from "../middleware/later-middleware.js";
 
 export type { EnqueueOptions } from "./enqueue-options.js";
-
-/** What {@link JobPublisher.enqueueUnique} resolves to (X2). */
-export interface UniqueEnqueueResult {
-  /** The job standing for the enqueue: the new one (`inserted`), or the key's unfinished job. */
-  id: JobId;
-  outcome: "inserted" | "existing" | "replaced";
-}
-
-/** The largest call whose jobs are coalesced with other callers' (a larger one is a batch already, written alone). */
-const COALESCED_MAX = 100;
-
-/** A job that can fail only with the whole database: no parent to find, no partition to take a sequence of. */
-const isPlain = (job: JobInsert): boolean => !job.parentId && !job.parentIds && job.topic === undefined;
+export type { UniqueEnqueueResult } from "./job-inserter.js";
 
 /** What every backend's `enqueueIn` takes, for the message when none is given. */
 const TRANSACTION_WANTED = "a transaction of the application's own (db.transaction().execute(trx => ...)), the jobs committing with it";
@@ -97,20 +77,15 @@ export class JobPublisher<Trx = TransactionHandle> {
   private readonly controller: JobController;
   private readonly waiter: JobWaiter;
   private readonly pauses: PauseController;
-  /** Concurrent plain enqueues, written together (group commit). */
-  private readonly coalescer: InsertCoalescer | null;
-  /** The enqueue middleware around {@link write}; null without any (a plain enqueue then builds no context). */
-  private readonly throughMiddleware: ((ctx: PendingEnqueue) => Promise<JobId[]>) | null;
+  /** Every enqueue's checks, rows and write. */
+  private readonly inserter: JobInserter<Trx>;
 
   constructor(private readonly options: JobPublisherOptions<Trx>) {
     this.backend = options.backend;
     const middleware = checkMiddleware(options.middleware, "JobPublisher options");
-    this.throughMiddleware = enqueueChain(middleware);
+    const throughMiddleware = enqueueChain(middleware);
     this.clock = options.clock;
-    this.coalescer =
-      options.coalesce === false
-        ? null
-        : new InsertCoalescer(async (jobs, now) => (await this.backend.jobs.insertMany({ jobs, now, retentionMs: options.retentionMs })).stages);
+    this.inserter = new JobInserter(options, throughMiddleware);
     this.controller = new JobController(options.backend, options.clock, options.onJobAction ?? (() => {}), options.retentionMs, options.cancelledMsByType);
     this.waiter = new JobWaiter(options.backend, options.clock);
     this.pauses = new PauseController(options.backend, () => options.clock.now(), options.encoders, options.onPauseChange ?? (() => {}));
@@ -120,7 +95,7 @@ export class JobPublisher<Trx = TransactionHandle> {
       encoders: options.encoders,
       defaultRetryPolicy: options.defaultRetryPolicy,
       sequentialPartitions: options.topics.get(RECURRING_SEQUENTIAL_TOPIC) ?? null,
-      throughMiddleware: this.throughMiddleware,
+      throughMiddleware,
     });
   }
 
@@ -168,7 +143,8 @@ export class JobPublisher<Trx = TransactionHandle> {
   async enqueueUnique(jobType: string, payload: unknown, options: EnqueueOptions): Promise<UniqueEnqueueResult> {
     const checked = checkEnqueueOptions(options, "enqueueUnique");
     if (checked.uniqueKey === undefined) throw new InvalidArgumentError("enqueueUnique: options.uniqueKey is required");
-    return this.insertUnique(jobType, payload, checked);
+    if (this.stopped) throw new ServerStoppedError(`enqueue of "${jobType}"`);
+    return this.inserter.insertUnique(jobType, payload, checked);
   }
 
   /** Enqueue many jobs of one type in one transaction. */
@@ -407,129 +383,16 @@ export class JobPublisher<Trx = TransactionHandle> {
     this.waiter.stop();
   }
 
+  /** {@link JobInserter.insert}, once the publisher is known not to be stopped. */
   private async insert(
     jobType: string,
     payloads: readonly unknown[],
     options: EnqueueOptions,
     transaction: Trx | undefined,
-    /** One partition for every job, or one per job (by index). */
     partition?: PartitionRef | readonly PartitionRef[],
-    /** X9: one group per job (by index), checked; wins over `options.group`. */
     groups?: readonly string[],
   ): Promise<JobId[]> {
     if (this.stopped) throw new ServerStoppedError(`enqueue of "${jobType}"`);
-    const encode = this.options.encoders.get(jobType);
-    if (!encode) throw new InvalidArgumentError(`unknown job type "${jobType}": no handler is registered for it`);
-    if (!Array.isArray(payloads)) throw new InvalidArgumentError("enqueueMany: payloads must be an array");
-    const method = partition === undefined ? "enqueue" : "enqueueToPartition";
-    const checked = checkEnqueueOptions(options, method);
-    if (partition !== undefined && checked.priority !== undefined) {
-      throw new InvalidArgumentError(`${method}: priority is not for partitioned jobs, which run in strict sequence order`);
-    }
-    if (partition !== undefined && checked.group !== undefined) {
-      throw new InvalidArgumentError(`${method}: group is not for partitioned jobs, which run in strict sequence order and are never limited`);
-    }
-    if (checked.uniqueKey !== undefined) {
-      if (partition !== undefined) throw new InvalidArgumentError(`${method}: uniqueKey is not for partitioned jobs`);
-      if (transaction !== undefined) throw new InvalidArgumentError("enqueueIn: uniqueKey is not supported inside a caller's transaction");
-      if (!Array.isArray(payloads) || payloads.length !== 1) throw new InvalidArgumentError("enqueueMany: uniqueKey holds one job; enqueue one payload");
-      return [(await this.insertUnique(jobType, payloads[0], checked)).id];
-    }
-    const now = this.clock.now();
-    const runAt = runAtOf(checked, now);
-    const parents = checked.parentId === undefined ? {} : parentsOf(checked.parentId, partition === undefined ? "enqueue" : "enqueueToPartition");
-    const retryPolicy = storedRetryPolicy(checked.retryPolicy ?? this.options.defaultRetryPolicy);
-    const jobs: JobInsert[] = payloads.map((payload, i) => {
-      const ref = Array.isArray(partition) ? (partition as readonly PartitionRef[])[i]! : (partition as PartitionRef | undefined);
-      return {
-        id: newJobId(now),
-        jobType,
-        payload: encodePayload(encode, jobType, payload),
-        runAt,
-        ...parents,
-        retryPolicy,
-        timeoutMs: checked.timeoutMs ?? null,
-        ...(ref === undefined ? {} : { topic: ref.topic, partition: ref.partition }),
-        ...(checked.priority ? { priority: checked.priority } : {}),
-        ...((groups?.[i] ?? checked.group) === undefined ? {} : { group: groups?.[i] ?? checked.group }),
-      };
-    });
-    if (jobs.length === 0) return [];
-    if (this.throughMiddleware === null) return this.write(jobs, now, transaction);
-    const contexts: EnqueueJobContext[] = jobs.map((job, i) => ({
-      payload: payloads[i],
-      partition: job.topic === undefined ? null : { topic: job.topic, partition: job.partition! },
-      meta: {},
-    }));
-    const write = (): Promise<JobId[]> => {
-      // The metadata the middleware set, checked before anything is written (INVALID_ARGUMENT over 8 KiB or not JSON).
-      for (let i = 0; i < jobs.length; i++) jobs[i]!.meta = encodeMeta(contexts[i]!.meta, jobType);
-      return this.write(jobs, now, transaction);
-    };
-    return this.throughMiddleware({ jobType, jobs: contexts, options, inTransaction: transaction !== undefined, write });
-  }
-
-  /**
-   * The insert itself (what the innermost middleware's `next()` runs): resolves to the ids once committed.
-   * A few plain jobs (no parent, no partition, not in a caller's transaction) go through the
-   * {@link InsertCoalescer}, written with the other callers' in one statement; the rest are written alone.
-   */
-  private async write(jobs: JobInsert[], now: number, transaction: Trx | undefined): Promise<JobId[]> {
-    if (this.coalescer !== null && transaction === undefined && jobs.length <= COALESCED_MAX && jobs.every(isPlain)) {
-      this.options.onCommitted(jobs, await this.coalescer.add(jobs, now));
-      return jobs.map((j) => j.id);
-    }
-    const result = await this.backend.jobs.insertMany({ jobs, now, retentionMs: this.options.retentionMs, transaction });
-    if (transaction === undefined) this.options.onCommitted(jobs, result.stages);
-    return jobs.map((j) => j.id);
-  }
-
-  /**
-   * The write of {@link enqueueUnique} on checked options, through the enqueue middleware (X10) as every enqueue:
-   * the hooks see one job (`inTransaction` false) and may set its metadata, stored by an insert (or a replace, which
-   * keeps the job's own when none is set). A hook that resolves without calling `next()` writes nothing: the result
-   * is then `existing` with the first id the hook returned. A new job reaches `onCommitted` as any enqueue does.
-   */
-  private async insertUnique(jobType: string, payload: unknown, checked: EnqueueOptions): Promise<UniqueEnqueueResult> {
-    if (this.stopped) throw new ServerStoppedError(`enqueue of "${jobType}"`);
-    const encode = this.options.encoders.get(jobType);
-    if (!encode) throw new InvalidArgumentError(`unknown job type "${jobType}": no handler is registered for it`);
-    if (checked.parentId !== undefined) throw new InvalidArgumentError("enqueue: uniqueKey is not for continuations (parentId)");
-    const now = this.clock.now();
-    const job: JobInsert = {
-      id: newJobId(now),
-      jobType,
-      payload: encodePayload(encode, jobType, payload),
-      runAt: runAtOf(checked, now),
-      retryPolicy: storedRetryPolicy(checked.retryPolicy ?? this.options.defaultRetryPolicy),
-      timeoutMs: checked.timeoutMs ?? null,
-      ...(checked.priority ? { priority: checked.priority } : {}),
-      ...(checked.group === undefined ? {} : { group: checked.group }),
-    };
-    let written: UniqueEnqueueResult | undefined;
-    const write = async (): Promise<JobId[]> => {
-      const result = await this.backend.jobs.insertUnique({ job, uniqueKey: checked.uniqueKey!, uniqueMode: checked.uniqueMode ?? "keep", now });
-      if (result.outcome === "inserted") this.options.onCommitted([job], [result.stage]);
-      else if (result.outcome === "replaced" && result.stage === "enqueued") this.options.onReady?.();
-      written = { id: result.id, outcome: result.outcome };
-      return [result.id];
-    };
-    if (this.throughMiddleware === null) {
-      await write();
-      return written!;
-    }
-    const context: EnqueueJobContext = { payload, partition: null, meta: {} };
-    const ids = await this.throughMiddleware({
-      jobType,
-      jobs: [context],
-      options: checked,
-      inTransaction: false,
-      write: () => {
-        // The metadata the middleware set, checked before anything is written (INVALID_ARGUMENT over 8 KiB or not JSON).
-        job.meta = encodeMeta(context.meta, jobType);
-        return write();
-      },
-    });
-    return written ?? { id: ids[0]!, outcome: "existing" };
+    return this.inserter.insert(jobType, payloads, options, transaction, partition, groups);
   }
 }
