@@ -123,6 +123,56 @@ describe.each(BACKENDS)("partition runs on $name", (entry) => {
     await expectCountersMatch(s);
   });
 
+  it("P3: a run whose head and followers all succeeded: each follower's history, result and retention are its own, its continuation is released, counters and entered counts agree; a stale epoch writes nothing", async () => {
+    const s = seam();
+    const ids = await fill(s, 0, 4);
+    const child = jobInsert({ parentId: ids[2]! });
+    await s.backend.jobs.insertMany({ jobs: [child], now: NOW });
+    await s.backend.jobs.readOutcomes({ ids: [ids[3]!], markAwaited: true });
+    const [head] = (await claimRun(s.backend, [P0], 4)).claimed;
+    const followers = head!.followers!.map((f, i) => ({
+      id: f.id,
+      attempt: f.attempt,
+      startedAt: NOW + 10 + i,
+      outcome: { kind: "success" as const, ...(i === 0 ? { result: '{"n":1}' } : {}) },
+      retentionMs: DAY + i,
+    }));
+    const finish = (epoch: number) =>
+      s.backend.partitions.headFinish({
+        owner: "m1",
+        claim: { ...claimOf(head!), epoch },
+        outcome: { kind: "success", result: '"head"' },
+        now: NOW + 30,
+        retentionMs: DAY,
+        followers,
+      });
+    expect(await finish(head!.epoch + 1)).toMatchObject({ applied: false, followersApplied: 0, next: null });
+    expect(await s.job(ids[1]!)).toMatchObject({ stage: "enqueued", attempt: 0 });
+    const result = await finish(head!.epoch);
+    expect(result).toMatchObject({ applied: true, followersApplied: 3, released: 1, next: null });
+    for (const [i, id] of ids.slice(1).entries()) {
+      const job = await s.job(id);
+      expect(job).toMatchObject({ stage: "success", attempt: 1, expiresAt: NOW + 30 + DAY + i, result: i === 0 ? '{"n":1}' : null });
+      expect(job.stages.map((c) => [c.stage, c.at])).toEqual([
+        ["enqueued", NOW],
+        ["running", NOW + 10 + i],
+        ["success", NOW + 30],
+      ]);
+    }
+    expect(await s.job(ids[0]!)).toMatchObject({ stage: "success", result: '"head"', expiresAt: NOW + 30 + DAY });
+    expect((await s.job(child.id)).stage).toBe("enqueued");
+    expect(await s.backend.jobs.readOutcomes({ ids: [ids[3]!] })).toMatchObject([{ stage: "success", result: null }]);
+    await expectCountersMatch(s);
+    const entered = await sql<{ stage: string; n: number | string }>`SELECT stage, sum(entered) AS n FROM later_stage_counts
+      WHERE namespace = ${s.backend.namespace} GROUP BY stage`.execute(s.raw);
+    expect(Object.fromEntries(entered.rows.filter((r) => Number(r.n) > 0).map((r) => [r.stage, Number(r.n)]))).toEqual({
+      enqueued: 5,
+      running: 4,
+      success: 4,
+      waiting: 1,
+    });
+  });
+
   it("X3: a follower cancelled meanwhile is skipped and ends the written prefix; the renewal reports it while it runs", async () => {
     const s = seam();
     const ids = await fill(s, 0, 4);

@@ -22,6 +22,7 @@ export class PostgresPartitionQueries {
   readonly held: Statement;
   readonly behind: Statement;
   readonly followersRun: Statement;
+  readonly runSuccess: Statement;
   readonly headsPutBack: Statement;
   readonly leaseFree: Statement;
   readonly headRelease: Statement;
@@ -135,6 +136,51 @@ ORDER BY ${partitionOrder("j")} LIMIT ${runMax}`;
   RETURNING j.id, j.topic, j.partition_no, h.stage AS old_stage
 )${tail([ran])}
 SELECT id FROM ran`);
+    // A run whose head and followers all succeeded (P3), the common case, in one statement: what `held`, then
+    // `followersRun`, then `finish` of the head and the followers written write in turn, with each follower's row
+    // updated once (its `running` and `success` entries appended together) instead of twice. The same fences: the
+    // partition row at the claim's epoch and owner (locked first), the head `running` at its attempt, the followers'
+    // prefix still claimable at the attempt before theirs (locked in id order). The counters count a follower's
+    // move into `running` (its `entered` too) and out of it into `success`, as the two statements did.
+    // $1 ns, $2 topic, $3 partition, $4 epoch, $5 owner, $6 now, $7 head id, $8 head attempt, $9 head expires_at,
+    // $10 head result (JSON text or null, X6), $11 follower ids (run order), $12 their attempts run, $13 their
+    // start times, $14 their expires_at, $15 their results, $16/$17 notify channel and payload, $18 done channel.
+    const headDone = transition({ kinds: "succeed", rows: "hdone", from: "'running'", to: "'success'", at: "$6::bigint" });
+    const followerRan = transition({ kinds: "claim", rows: "fdone", from: "old_stage", to: "'running'", at: "c.started_at" });
+    const followerDone = transition({ kinds: "succeed", rows: "fdone", from: "'running'", to: "'success'", at: "$6::bigint" });
+    const runReleased = releaseChild("released", "$6");
+    this.runSuccess = statement(`WITH held AS (
+  SELECT run_until_seq, careful_until_seq FROM ${parts}
+  WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
+), c AS (
+  SELECT * FROM unnest($11::text[], $12::int[], $13::bigint[], $14::bigint[], $15::text[]) WITH ORDINALITY AS c(id, attempt, started_at, expires_at, result, ord)
+), cur AS (
+  SELECT j.id, j.stage FROM ${jobs} j JOIN c ON j.id = c.id
+  WHERE j.namespace = $1 AND j.attempt = c.attempt - 1 AND j.stage IN ('enqueued', 'delayed', 'requeued') AND EXISTS (SELECT 1 FROM held)
+  ORDER BY j.id FOR UPDATE OF j
+), upto AS (
+  SELECT coalesce(min(c.ord) FILTER (WHERE cur.id IS NULL), 2147483647) AS stop FROM c LEFT JOIN cur ON cur.id = c.id
+), hdone AS (
+  UPDATE ${jobs} j SET ${headDone.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $6, expires_at = $9,
+    ${headDone.history}, unique_slot = NULL, result = $10::text
+  WHERE j.id = $7 AND j.attempt = $8 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
+  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited
+), fdone AS (
+  UPDATE ${jobs} j SET ${followerDone.stage}, attempt = j.attempt + 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $6,
+    expires_at = c.expires_at, stages = ${followerDone.append(followerRan.append("j.stages"))}, unique_slot = NULL, result = c.result
+  FROM c JOIN cur h ON h.id = c.id CROSS JOIN upto WHERE j.id = c.id AND c.ord < upto.stop
+  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited, h.stage AS old_stage
+), finished AS (
+  SELECT id, waiters, awaited FROM hdone UNION ALL SELECT id, waiters, awaited FROM fdone
+), released AS (
+  UPDATE ${jobs} k SET ${releasedTo(runReleased, "$6")}
+  WHERE k.stage = 'waiting' AND k.namespace = $1 AND k.parent_id IN (SELECT id FROM finished WHERE waiters > 0)
+  RETURNING k.id, k.stage, k.topic, k.partition_no
+)${tail([headDone, followerRan, followerDone, runReleased], ["$16", "$17"])}${awaitedNotify("finished", "$18")}
+SELECT (SELECT count(*) FROM held)::int AS held, (SELECT run_until_seq FROM held) AS run_until_seq,
+  (SELECT careful_until_seq FROM held) AS careful_until_seq, (SELECT count(*) FROM hdone)::int AS applied,
+  (SELECT count(*) FROM fdone)::int AS followers, (SELECT string_agg(id, ',') FROM finished WHERE waiters > 0) AS marked,
+  (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM woken)::int AS woken`);
     // A dead owner's head found `running` inside its run (P3): put back unstarted, attempt undone, as a release.
     // $1 ns, $2 ids, $3 attempts, $4 now, $5/$6 notify channel and payload.
     const undone = putBack("undone", "$4::bigint", "NULL::text");

@@ -125,6 +125,7 @@ export class PostgresPartitionStore implements B.PartitionStore {
       if (head && next && behind.length > 0) head.followers = runFollowers(behind, claim, head.epoch, now, next.jobTypes, behind.length);
       return { applied: Number(row?.applied ?? 0) > 0, released, next: head };
     }
+    if (params.outcome.kind === "success" && followers.every((f) => f.outcome.kind === "success")) return this.runSuccess(params, followers);
     return this.host.inTransaction("partition head finish", async (execute) => {
       const [held] = await execute(this.q.held, [this.ns, claim.topic, claim.partition, claim.epoch, params.owner]);
       if (!held) return followers.length > 0 ? { applied: false, released: 0, next: null, followersApplied: 0 } : { applied: false, released: 0, next: null };
@@ -154,28 +155,70 @@ export class PostgresPartitionStore implements B.PartitionStore {
         applied ||= result.applied.some((a) => a.id === claim.id);
         released += result.released;
       }
-      let next: B.ClaimedPartitionJob | null = null;
-      if (params.claimNext) {
-        // The next head and the jobs behind it in one read (the claim then reads no followers of its own).
-        const [h, ...behind] = await execute(this.q.ahead(Math.max(1, Math.floor(params.claimNext.runMax ?? 1))), [this.ns, claim.topic, claim.partition]);
-        const at = h ? readyAt(h, now) : null;
-        if (h && at !== null && at <= now && params.claimNext.jobTypes.includes(String(h.job_type))) {
-          const ref = { topic: claim.topic, partition_no: claim.partition };
-          [next = null] = await this.claim(
-            execute,
-            [{ ...h, ...held, ...ref }],
-            params.owner,
-            params.claimNext.leaseExpiresAt,
-            now,
-            params.claimNext.jobTypes,
-            params.claimNext.runMax,
-            behind.map((r) => ({ ...r, ...ref })),
-          );
-        }
-      }
-      if (!next) await execute(this.q.leaseFree, [this.ns, claim.topic, claim.partition, claim.epoch]);
+      const next = await this.claimAfter(execute, params, held);
       return followers.length > 0 ? { applied, released, next, followersApplied: written.length } : { applied, released, next };
     });
+  }
+
+  /**
+   * A run whose head and followers all succeeded (`runSuccess`, one statement for what `held`, `followersRun` and
+   * the finish write in turn), then the next run claimed, in one transaction.
+   */
+  private runSuccess(params: B.PartitionHeadFinishParams, followers: readonly B.PartitionFollowerOutcome[]): Promise<B.PartitionHeadFinishResult> {
+    const { claim, now } = params;
+    const result = (o: B.JobOutcome) => (o.kind === "success" ? (o.result ?? null) : null);
+    return this.host.inTransaction("partition run finish", async (execute) => {
+      const [row] = await execute(this.q.runSuccess, [
+        this.ns,
+        claim.topic,
+        claim.partition,
+        claim.epoch,
+        params.owner,
+        now,
+        claim.id,
+        claim.attempt,
+        now + params.retentionMs,
+        result(params.outcome),
+        followers.map((f) => f.id),
+        followers.map((f) => f.attempt),
+        followers.map((f) => f.startedAt),
+        followers.map((f) => now + f.retentionMs),
+        followers.map((f) => result(f.outcome)),
+        ...this.host.notifyArgs,
+        this.host.doneChannel,
+      ]);
+      if (!row || Number(row.held) === 0) return { applied: false, released: 0, next: null, followersApplied: 0 };
+      let released = Number(row.released ?? 0);
+      if (row.marked) released += await this.jobs.releaseChildren(execute, String(row.marked).split(","), now);
+      const next = await this.claimAfter(execute, params, { run_until_seq: row.run_until_seq, careful_until_seq: row.careful_until_seq });
+      return { applied: Number(row.applied) > 0, released, next, followersApplied: Number(row.followers) };
+    });
+  }
+
+  /** The partition's next run claimed after a finish (`params.claimNext`), or its lease freed when there is none. */
+  private async claimAfter(execute: Execute, params: B.PartitionHeadFinishParams, held: Row): Promise<B.ClaimedPartitionJob | null> {
+    const { claim, now } = params;
+    let next: B.ClaimedPartitionJob | null = null;
+    if (params.claimNext) {
+      // The next head and the jobs behind it in one read (the claim then reads no followers of its own).
+      const [h, ...behind] = await execute(this.q.ahead(Math.max(1, Math.floor(params.claimNext.runMax ?? 1))), [this.ns, claim.topic, claim.partition]);
+      const at = h ? readyAt(h, now) : null;
+      if (h && at !== null && at <= now && params.claimNext.jobTypes.includes(String(h.job_type))) {
+        const ref = { topic: claim.topic, partition_no: claim.partition };
+        [next = null] = await this.claim(
+          execute,
+          [{ ...h, ...held, ...ref }],
+          params.owner,
+          params.claimNext.leaseExpiresAt,
+          now,
+          params.claimNext.jobTypes,
+          params.claimNext.runMax,
+          behind.map((r) => ({ ...r, ...ref })),
+        );
+      }
+    }
+    if (!next) await execute(this.q.leaseFree, [this.ns, claim.topic, claim.partition, claim.epoch]);
+    return next;
   }
 
   async headRelease(params: B.PartitionHeadReleaseParams): Promise<B.PartitionHeadReleaseResult> {
