@@ -65,11 +65,10 @@ export function readAttemptLog(logFiles: readonly string[]): { attempts: Attempt
   const inFile = new Map<string, Attempt>();
   const problems: string[] = [];
   for (const file of logFiles) {
-    const lines = existsSync(file)
-      ? readFileSync(file, "utf8")
-          .split("\n")
-          .filter((l) => l !== "")
-      : [];
+    // Every line is written with its newline in one append, so what follows the last newline is a line torn by a
+    // SIGKILL (Linux stops a write to a file at a page boundary when a fatal signal is pending): dropped, as a line
+    // the process never finished writing.
+    const lines = existsSync(file) ? readFileSync(file, "utf8").split("\n").slice(0, -1) : [];
     for (const line of lines) {
       const f = line.split(" ");
       if (f[0] === "start") {

@@ -22,7 +22,6 @@ export class PostgresPartitionQueries {
   readonly held: Statement;
   readonly behind: Statement;
   readonly followersRun: Statement;
-  readonly runSuccess: Statement;
   readonly headsPutBack: Statement;
   readonly leaseFree: Statement;
   readonly headRelease: Statement;
@@ -35,6 +34,8 @@ export class PostgresPartitionQueries {
   readonly truncate: Statement;
   private readonly successNextText: (room: number) => string;
   private readonly aheadText: (runMax: number) => string;
+  private readonly runSuccessNextText: (room: number) => string;
+  private readonly runSuccessNexts = new StatementsMadeOnUse<number>();
   /** Statements made per value written in, on first use (a server has one `partitionRunMax`). */
   private readonly successNexts = new StatementsMadeOnUse<number>();
   private readonly aheads = new StatementsMadeOnUse<number>();
@@ -48,6 +49,11 @@ export class PostgresPartitionQueries {
    */
   successNext(room: number): Statement {
     return this.successNexts.of(room, this.successNextText);
+  }
+
+  /** {@link successNext} for a run whose head and followers all succeeded (P3); `room` written in as there. */
+  runSuccessNext(room: number): Statement {
+    return this.runSuccessNexts.of(room, this.runSuccessNextText);
   }
 
   /** A partition's next run, its head and at most `runMax` − 1 jobs behind it; `runMax` written in, as {@link successNext}'s room. */
@@ -136,51 +142,6 @@ ORDER BY ${partitionOrder("j")} LIMIT ${runMax}`;
   RETURNING j.id, j.topic, j.partition_no, h.stage AS old_stage
 )${tail([ran])}
 SELECT id FROM ran`);
-    // A run whose head and followers all succeeded (P3), the common case, in one statement: what `held`, then
-    // `followersRun`, then `finish` of the head and the followers written write in turn, with each follower's row
-    // updated once (its `running` and `success` entries appended together) instead of twice. The same fences: the
-    // partition row at the claim's epoch and owner (locked first), the head `running` at its attempt, the followers'
-    // prefix still claimable at the attempt before theirs (locked in id order). The counters count a follower's
-    // move into `running` (its `entered` too) and out of it into `success`, as the two statements did.
-    // $1 ns, $2 topic, $3 partition, $4 epoch, $5 owner, $6 now, $7 head id, $8 head attempt, $9 head expires_at,
-    // $10 head result (JSON text or null, X6), $11 follower ids (run order), $12 their attempts run, $13 their
-    // start times, $14 their expires_at, $15 their results, $16/$17 notify channel and payload, $18 done channel.
-    const headDone = transition({ kinds: "succeed", rows: "hdone", from: "'running'", to: "'success'", at: "$6::bigint" });
-    const followerRan = transition({ kinds: "claim", rows: "fdone", from: "old_stage", to: "'running'", at: "c.started_at" });
-    const followerDone = transition({ kinds: "succeed", rows: "fdone", from: "'running'", to: "'success'", at: "$6::bigint" });
-    const runReleased = releaseChild("released", "$6");
-    this.runSuccess = statement(`WITH held AS (
-  SELECT run_until_seq, careful_until_seq FROM ${parts}
-  WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
-), c AS (
-  SELECT * FROM unnest($11::text[], $12::int[], $13::bigint[], $14::bigint[], $15::text[]) WITH ORDINALITY AS c(id, attempt, started_at, expires_at, result, ord)
-), cur AS (
-  SELECT j.id, j.stage FROM ${jobs} j JOIN c ON j.id = c.id
-  WHERE j.namespace = $1 AND j.attempt = c.attempt - 1 AND j.stage IN ('enqueued', 'delayed', 'requeued') AND EXISTS (SELECT 1 FROM held)
-  ORDER BY j.id FOR UPDATE OF j
-), upto AS (
-  SELECT coalesce(min(c.ord) FILTER (WHERE cur.id IS NULL), 2147483647) AS stop FROM c LEFT JOIN cur ON cur.id = c.id
-), hdone AS (
-  UPDATE ${jobs} j SET ${headDone.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $6, expires_at = $9,
-    ${headDone.history}, unique_slot = NULL, result = $10::text
-  WHERE j.id = $7 AND j.attempt = $8 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
-  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited
-), fdone AS (
-  UPDATE ${jobs} j SET ${followerDone.stage}, attempt = j.attempt + 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $6,
-    expires_at = c.expires_at, stages = ${followerDone.append(followerRan.append("j.stages"))}, unique_slot = NULL, result = c.result
-  FROM c JOIN cur h ON h.id = c.id CROSS JOIN upto WHERE j.id = c.id AND c.ord < upto.stop
-  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited, h.stage AS old_stage
-), finished AS (
-  SELECT id, waiters, awaited FROM hdone UNION ALL SELECT id, waiters, awaited FROM fdone
-), released AS (
-  UPDATE ${jobs} k SET ${releasedTo(runReleased, "$6")}
-  WHERE k.stage = 'waiting' AND k.namespace = $1 AND k.parent_id IN (SELECT id FROM finished WHERE waiters > 0)
-  RETURNING k.id, k.stage, k.topic, k.partition_no
-)${tail([headDone, followerRan, followerDone, runReleased], ["$16", "$17"])}${awaitedNotify("finished", "$18")}
-SELECT (SELECT count(*) FROM held)::int AS held, (SELECT run_until_seq FROM held) AS run_until_seq,
-  (SELECT careful_until_seq FROM held) AS careful_until_seq, (SELECT count(*) FROM hdone)::int AS applied,
-  (SELECT count(*) FROM fdone)::int AS followers, (SELECT string_agg(id, ',') FROM finished WHERE waiters > 0) AS marked,
-  (SELECT count(*) FROM released)::int AS released, (SELECT count(*) FROM notified)::int AS notified, (SELECT count(*) FROM woken)::int AS woken`);
     // A dead owner's head found `running` inside its run (P3): put back unstarted, attempt undone, as a release.
     // $1 ns, $2 ids, $3 attempts, $4 now, $5/$6 notify channel and payload.
     const undone = putBack("undone", "$4::bigint", "NULL::text");
@@ -262,6 +223,93 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
 SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM woken)::int AS woken,
   (SELECT count(*) FROM released)::int + (SELECT count(*) FROM claimed WHERE old_stage = 'waiting')::int AS released,
   (SELECT max(waiters) FROM done) AS waiters, (SELECT count(*) FROM notified)::int AS notified, (SELECT epoch FROM lease) AS epoch,
+  c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq, c.meta,
+  (SELECT json_agg(json_build_object('id', r.id, 'job_type', r.job_type, 'stage', r.stage, 'payload', r.payload, 'attempt', r.attempt,
+    'retry_policy', r.retry_policy, 'timeout_ms', r.timeout_ms, 'run_at', r.run_at, 'seq', r.seq, 'meta', r.meta) ORDER BY r.seq) FROM run r) AS followers
+FROM (SELECT 1) one LEFT JOIN claimed c ON true`;
+    // A run whose head and followers all succeeded (P3), the common case of a busy partition, in one statement as
+    // `successNext` is for a run of one: what `held`, `followersRun`, `finish` and the next run's claim write in turn
+    // in a transaction, with each follower's row updated once (its `running` and `success` entries appended
+    // together) instead of twice. The same fences: the partition row at the claim's epoch and owner (locked first),
+    // the head `running` at its attempt, the followers' prefix still claimable at the attempt before theirs (locked in
+    // id order; the first that is not, cancelled meanwhile, ends the prefix written). The counters count a
+    // follower's move into `running` (its `entered` too) and out of it into `success`, as the two statements did.
+    // The next run starts past the last job written (past the head when none was), and a continuation of any job
+    // written may be its head. $1-$16 as `successNext`; $17 follower ids (run order), $18 their attempts run,
+    // $19 their start times, $20 their expires_at, $21 their results (JSON text or null, X6).
+    const headDone = transition({ kinds: "succeed", rows: "done", from: "'running'", to: "'success'", at: "$7::bigint" });
+    const followerRan = transition({ kinds: "claim", rows: "fdone", from: "old_stage", to: "'running'", at: "fw.started_at" });
+    const followerDone = transition({ kinds: "succeed", rows: "fdone", from: "'running'", to: "'success'", at: "$7::bigint" });
+    const runReleased = releaseChild("released", "$7");
+    const runClaimed = transition({ kinds: "claim", rows: "claimed", from: "old_stage", to: "'running'", at: "$7::bigint" });
+    const runReleasedNow = transition({ kinds: "releaseChild", rows: "claimed", from: "'waiting'", to: "'enqueued'", at: "$7::bigint" });
+    this.runSuccessNextText = (room) => `WITH held AS (
+  SELECT careful_until_seq FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
+), fw AS (
+  SELECT * FROM unnest($17::text[], $18::int[], $19::bigint[], $20::bigint[], $21::text[]) WITH ORDINALITY AS fw(id, attempt, started_at, expires_at, result, ord)
+), cur AS (
+  SELECT j.id, j.stage FROM ${jobs} j JOIN fw ON j.id = fw.id
+  WHERE j.namespace = $1 AND j.attempt = fw.attempt - 1 AND j.stage IN ('enqueued', 'delayed', 'requeued') AND EXISTS (SELECT 1 FROM held)
+  ORDER BY j.id FOR UPDATE OF j
+), upto AS (
+  SELECT coalesce(min(fw.ord) FILTER (WHERE cur.id IS NULL), 2147483647) AS stop FROM fw LEFT JOIN cur ON cur.id = fw.id
+), done AS (
+  UPDATE ${jobs} j SET ${headDone.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
+    ${headDone.history}, result = $15::text
+  WHERE j.id = $6 AND j.attempt = $9 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
+  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited, j.seq
+), fdone AS (
+  UPDATE ${jobs} j SET ${followerDone.stage}, attempt = j.attempt + 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7,
+    expires_at = fw.expires_at, stages = ${followerDone.append(followerRan.append("j.stages"))}, result = fw.result
+  FROM fw JOIN cur h ON h.id = fw.id CROSS JOIN upto WHERE j.id = fw.id AND fw.ord < upto.stop
+  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited, j.seq, h.stage AS old_stage
+), finished AS (
+  SELECT id, waiters, awaited, seq FROM done UNION ALL SELECT id, waiters, awaited, seq FROM fdone
+), nxt AS (
+  SELECT j.id, j.job_type, j.stage, j.run_at, j.parent_id, j.seq FROM ${jobs} j
+  WHERE ${inPartitionAfter("j", "$1", "$2", "$3", `coalesce((SELECT max(seq) FROM finished), (SELECT h.seq FROM ${jobs} h WHERE h.id = $6 AND h.namespace = $1))`)}
+    AND j.stage NOT IN ${TERMINAL} AND $10::boolean AND EXISTS (SELECT 1 FROM held)
+  ORDER BY ${partitionOrder("j")} LIMIT 1
+), ready AS (
+  SELECT id, stage, seq FROM nxt WHERE job_type = ANY($11::text[])
+    AND (stage = 'enqueued' OR (stage IN ('delayed', 'requeued') AND run_at <= $7)
+      OR (stage = 'waiting' AND parent_id IN (SELECT id FROM finished) AND run_at <= $7))
+), behind AS (
+  SELECT b.*, bool_and(b.job_type = ANY($11::text[]) AND (b.stage = 'enqueued' OR (b.stage IN ('delayed', 'requeued') AND b.run_at <= $7)))
+    OVER (ORDER BY b.seq) AS ok
+  FROM (
+    SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
+    WHERE ${inPartitionAfter("j", "$1", "$2", "$3", "(SELECT seq FROM ready)")} AND j.stage NOT IN ${TERMINAL}
+      AND NOT EXISTS (SELECT 1 FROM held WHERE careful_until_seq >= (SELECT seq FROM ready))
+    ORDER BY ${partitionOrder("j")} LIMIT ${room}
+  ) b
+), run AS (
+  SELECT * FROM behind WHERE ok
+), released AS (
+  UPDATE ${jobs} k SET ${releasedTo(runReleased, "$7")}
+  WHERE k.stage = 'waiting' AND k.namespace = $1 AND k.parent_id IN (SELECT id FROM finished WHERE waiters > 0) AND k.id NOT IN (SELECT id FROM ready)
+  RETURNING k.id, k.stage, k.topic, k.partition_no
+), lease AS (
+  UPDATE ${parts} p SET
+    lease_owner = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN p.lease_owner END,
+    lease_expires_at = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN $12::bigint END,
+    epoch = p.epoch + CASE WHEN EXISTS (SELECT 1 FROM ready) THEN 1 ELSE 0 END,
+    run_until_seq = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN coalesce((SELECT max(seq) FROM run), (SELECT seq FROM ready)) ELSE p.run_until_seq END,
+    careful_until_seq = CASE WHEN p.careful_until_seq < (SELECT seq FROM ready) THEN NULL ELSE p.careful_until_seq END
+  WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3 AND p.epoch = $4 AND EXISTS (SELECT 1 FROM held)
+  RETURNING p.epoch
+), claimed AS (
+  UPDATE ${jobs} j SET ${runClaimed.stage}, attempt = j.attempt + 1, lease_owner = $5, updated_at = $7,
+    run_at = CASE WHEN r.stage = 'waiting' THEN $7::bigint ELSE j.run_at END,
+    stages = CASE WHEN r.stage = 'waiting' THEN ${runClaimed.append(runReleasedNow.append("j.stages"))} ELSE ${runClaimed.append("j.stages")} END
+  FROM ready r WHERE j.id = r.id
+  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, r.stage AS old_stage, j.meta
+)${tail([headDone, followerRan, followerDone, runReleased, runClaimed], ["$13", "$14"])}${awaitedNotify("finished", "$16")}
+SELECT (SELECT count(*) FROM held)::int AS held, (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM fdone)::int AS followers_applied,
+  (SELECT count(*) FROM woken)::int AS woken,
+  (SELECT count(*) FROM released)::int + (SELECT count(*) FROM claimed WHERE old_stage = 'waiting')::int AS released,
+  (SELECT string_agg(id, ',') FROM finished WHERE waiters > 0) AS marked, (SELECT count(*) FROM notified)::int AS notified,
+  (SELECT epoch FROM lease) AS epoch,
   c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq, c.meta,
   (SELECT json_agg(json_build_object('id', r.id, 'job_type', r.job_type, 'stage', r.stage, 'payload', r.payload, 'attempt', r.attempt,
     'retry_policy', r.retry_policy, 'timeout_ms', r.timeout_ms, 'run_at', r.run_at, 'seq', r.seq, 'meta', r.meta) ORDER BY r.seq) FROM run r) AS followers

@@ -17,11 +17,11 @@
  *
  * Runs (P3): a claim reads its heads' followers with one statement (a
  * LATERAL range per partition, {@link PostgresPartitionQueries.behind}) and
- * records each run's last sequence with the lease. A run of one finishing
- * with success takes the one-statement path (`successNext`), which reads the
- * next run's followers too; a run with followers, or a failed head, is one
- * transaction: the followers written as claimed then finished with the head,
- * and the next run claimed.
+ * records each run's last sequence with the lease. A run whose jobs all
+ * succeeded takes a one-statement path (`successNext` for a run of one,
+ * `runSuccessNext` with followers), which claims the next run and reads its
+ * followers too; a run with a failure is one transaction: the followers
+ * written as claimed then finished with the head, and the next run claimed.
  */
 import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
@@ -125,7 +125,7 @@ export class PostgresPartitionStore implements B.PartitionStore {
       if (head && next && behind.length > 0) head.followers = runFollowers(behind, claim, head.epoch, now, next.jobTypes, behind.length);
       return { applied: Number(row?.applied ?? 0) > 0, released, next: head };
     }
-    if (params.outcome.kind === "success" && followers.every((f) => f.outcome.kind === "success")) return this.runSuccess(params, followers);
+    if (params.outcome.kind === "success" && followers.every((f) => f.outcome.kind === "success")) return this.runSuccessNext(params, followers);
     return this.host.inTransaction("partition head finish", async (execute) => {
       const [held] = await execute(this.q.held, [this.ns, claim.topic, claim.partition, claim.epoch, params.owner]);
       if (!held) return followers.length > 0 ? { applied: false, released: 0, next: null, followersApplied: 0 } : { applied: false, released: 0, next: null };
@@ -161,38 +161,43 @@ export class PostgresPartitionStore implements B.PartitionStore {
   }
 
   /**
-   * A run whose head and followers all succeeded (`runSuccess`, one statement for what `held`, `followersRun` and
-   * the finish write in turn), then the next run claimed, in one transaction.
+   * A run whose head and followers all succeeded, and the next run claimed (`claimNext`) or the lease freed: one
+   * statement (`runSuccessNext`), as `successNext` for a run of one. The continuations of the jobs written that it
+   * could not see (committed while it waited for their parent's lock, fan-in) are released by a statement after it.
    */
-  private runSuccess(params: B.PartitionHeadFinishParams, followers: readonly B.PartitionFollowerOutcome[]): Promise<B.PartitionHeadFinishResult> {
+  private async runSuccessNext(params: B.PartitionHeadFinishParams, followers: readonly B.PartitionFollowerOutcome[]): Promise<B.PartitionHeadFinishResult> {
     const { claim, now } = params;
+    const next = params.claimNext;
     const result = (o: B.JobOutcome) => (o.kind === "success" ? (o.result ?? null) : null);
-    return this.host.inTransaction("partition run finish", async (execute) => {
-      const [row] = await execute(this.q.runSuccess, [
-        this.ns,
-        claim.topic,
-        claim.partition,
-        claim.epoch,
-        params.owner,
-        now,
-        claim.id,
-        claim.attempt,
-        now + params.retentionMs,
-        result(params.outcome),
-        followers.map((f) => f.id),
-        followers.map((f) => f.attempt),
-        followers.map((f) => f.startedAt),
-        followers.map((f) => now + f.retentionMs),
-        followers.map((f) => result(f.outcome)),
-        ...this.host.notifyArgs,
-        this.host.doneChannel,
-      ]);
-      if (!row || Number(row.held) === 0) return { applied: false, released: 0, next: null, followersApplied: 0 };
-      let released = Number(row.released ?? 0);
-      if (row.marked) released += await this.jobs.releaseChildren(execute, String(row.marked).split(","), now);
-      const next = await this.claimAfter(execute, params, { run_until_seq: row.run_until_seq, careful_until_seq: row.careful_until_seq });
-      return { applied: Number(row.applied) > 0, released, next, followersApplied: Number(row.followers) };
-    });
+    const [row] = await this.host.execute(this.q.runSuccessNext(Math.max(0, Math.floor(next?.runMax ?? 1) - 1)), [
+      this.ns,
+      claim.topic,
+      claim.partition,
+      claim.epoch,
+      params.owner,
+      claim.id,
+      now,
+      now + params.retentionMs,
+      claim.attempt,
+      next !== undefined,
+      next?.jobTypes ?? [],
+      next?.leaseExpiresAt ?? null,
+      ...this.host.notifyArgs,
+      result(params.outcome),
+      this.host.doneChannel,
+      followers.map((f) => f.id),
+      followers.map((f) => f.attempt),
+      followers.map((f) => f.startedAt),
+      followers.map((f) => now + f.retentionMs),
+      followers.map((f) => result(f.outcome)),
+    ]);
+    if (!row || Number(row.held) === 0) return { applied: false, released: 0, next: null, followersApplied: 0 };
+    let released = Number(row.released ?? 0);
+    if (row.marked) released += await this.jobs.releaseChildren(this.host.execute, String(row.marked).split(","), now);
+    const head = row.id ? claimedHead(row, claim, Number(row.epoch)) : null;
+    const behind = (row.followers ?? []) as Row[];
+    if (head && next && behind.length > 0) head.followers = runFollowers(behind, claim, head.epoch, now, next.jobTypes, behind.length);
+    return { applied: Number(row.applied) > 0, released, next: head, followersApplied: Number(row.followers_applied) };
   }
 
   /** The partition's next run claimed after a finish (`params.claimNext`), or its lease freed when there is none. */
