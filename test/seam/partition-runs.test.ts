@@ -173,6 +173,38 @@ describe.each(BACKENDS)("partition runs on $name", (entry) => {
     });
   });
 
+  it("P3/J5: an all-success run claims the next run with it; a continuation of a job of the run that is next in the partition is released and claimed as its head", async () => {
+    const s = seam();
+    const ids = await fill(s, 0, 4);
+    const continuation = jobInsert({ topic: "orders", partition: 0, parentId: ids[3]! });
+    const after = jobInsert({ topic: "orders", partition: 0 });
+    await s.backend.jobs.insertMany({ jobs: [continuation, after], now: NOW });
+    const [head] = (await claimRun(s.backend, [P0], 4)).claimed;
+    expect(head!.followers!.map((f) => f.id)).toEqual(ids.slice(1));
+    const result = await s.backend.partitions.headFinish({
+      owner: "m1",
+      claim: claimOf(head!),
+      outcome: { kind: "success" },
+      now: NOW + 30,
+      retentionMs: DAY,
+      followers: head!.followers!.map((f, i) => ({
+        id: f.id,
+        attempt: f.attempt,
+        startedAt: NOW + 10 + i,
+        outcome: { kind: "success" as const },
+        retentionMs: DAY,
+      })),
+      claimNext: { leaseExpiresAt: LEASE, jobTypes: ["work"], runMax: 4 },
+    });
+    expect(result).toMatchObject({ applied: true, followersApplied: 3, released: 1 });
+    expect(result.next).toMatchObject({ id: continuation.id, attempt: 1, epoch: head!.epoch + 1 });
+    expect(result.next!.followers!.map((f) => f.id)).toEqual([after.id]);
+    expect(history(await s.job(continuation.id))).toEqual(["waiting", "enqueued", "running"]);
+    for (const id of ids) expect((await s.job(id)).stage).toBe("success");
+    expect(await runBounds(s, P0)).toMatchObject({ runUntil: Number((await s.job(after.id)).seq) });
+    await expectCountersMatch(s);
+  });
+
   it("X3: a follower cancelled meanwhile is skipped and ends the written prefix; the renewal reports it while it runs", async () => {
     const s = seam();
     const ids = await fill(s, 0, 4);
