@@ -174,21 +174,21 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
     // The next head: claimed from its stage; a waiting continuation of the head is released (`enqueued`) then claimed.
     const claimed = transition({ kinds: "claim", rows: "claimed", from: "old_stage", to: "'running'", at: "$7::bigint" });
     const releasedNow = transition({ kinds: "releaseChild", rows: "claimed", from: "'waiting'", to: "'enqueued'", at: "$7::bigint" });
-    this.successNextText = (room) => `WITH held AS (
-  SELECT careful_until_seq FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
-), done AS (
-  UPDATE ${jobs} j SET ${done.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
-    ${done.history}, result = $15::text
-  WHERE j.id = $6 AND j.attempt = $9 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
-  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited, j.seq
-), nxt AS (
+    // The next run's part of `successNext` and `runSuccessNext`, after their own CTEs (from `nxt` to `claimed`):
+    // the partition's next unfinished job past `after` (SQL of a sequence), claimed when it is ready (`ready`: a due
+    // job of the types asked, or a waiting continuation whose parent is among `parents`, released and claimed at
+    // once) with the ready prefix behind it (`run`, at most `room`, none while the partition is careful up to it),
+    // the continuations of `released` released, and the lease moved to the next run's epoch and last sequence, or
+    // freed when nothing is ready, if `leaseIf` (SQL). Every CTE sees the snapshot before the statement, so `after`
+    // must exclude the rows the statement finished.
+    const nextRun = (room: number, o: { after: string; nxtIf: string; parents: string; released: string; leaseIf: string }) => `), nxt AS (
   SELECT j.id, j.job_type, j.stage, j.run_at, j.parent_id, j.seq FROM ${jobs} j
-  WHERE ${inPartitionAfter("j", "$1", "$2", "$3", "(SELECT seq FROM done)")} AND j.stage NOT IN ${TERMINAL}
-    AND $10::boolean
+  WHERE ${inPartitionAfter("j", "$1", "$2", "$3", o.after)} AND j.stage NOT IN ${TERMINAL}
+    AND ${o.nxtIf}
   ORDER BY ${partitionOrder("j")} LIMIT 1
 ), ready AS (
   SELECT id, stage, seq FROM nxt WHERE job_type = ANY($11::text[])
-    AND (stage = 'enqueued' OR (stage IN ('delayed', 'requeued') AND run_at <= $7) OR (stage = 'waiting' AND parent_id = $6 AND run_at <= $7))
+    AND (stage = 'enqueued' OR (stage IN ('delayed', 'requeued') AND run_at <= $7) OR (stage = 'waiting' AND parent_id IN (${o.parents}) AND run_at <= $7))
 ), behind AS (
   SELECT b.*, bool_and(b.job_type = ANY($11::text[]) AND (b.stage = 'enqueued' OR (b.stage IN ('delayed', 'requeued') AND b.run_at <= $7)))
     OVER (ORDER BY b.seq) AS ok
@@ -202,7 +202,7 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
   SELECT * FROM behind WHERE ok
 ), released AS (
   UPDATE ${jobs} k SET ${releasedTo(released, "$7")}
-  WHERE k.stage = 'waiting' AND k.namespace = $1 AND k.parent_id IN (SELECT id FROM done) AND k.id NOT IN (SELECT id FROM ready)
+  WHERE k.stage = 'waiting' AND k.namespace = $1 AND k.parent_id IN (${o.released}) AND k.id NOT IN (SELECT id FROM ready)
   RETURNING k.id, k.stage, k.topic, k.partition_no
 ), lease AS (
   UPDATE ${parts} p SET
@@ -211,7 +211,7 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
     epoch = p.epoch + CASE WHEN EXISTS (SELECT 1 FROM ready) THEN 1 ELSE 0 END,
     run_until_seq = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN coalesce((SELECT max(seq) FROM run), (SELECT seq FROM ready)) ELSE p.run_until_seq END,
     careful_until_seq = CASE WHEN p.careful_until_seq < (SELECT seq FROM ready) THEN NULL ELSE p.careful_until_seq END
-  WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3 AND p.epoch = $4 AND EXISTS (SELECT 1 FROM done)
+  WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3 AND p.epoch = $4 AND ${o.leaseIf}
   RETURNING p.epoch
 ), claimed AS (
   UPDATE ${jobs} j SET ${claimed.stage}, attempt = j.attempt + 1, lease_owner = $5, updated_at = $7,
@@ -219,14 +219,24 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
     stages = CASE WHEN r.stage = 'waiting' THEN ${claimed.append(releasedNow.append("j.stages"))} ELSE ${claimed.append("j.stages")} END
   FROM ready r WHERE j.id = r.id
   RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, r.stage AS old_stage, j.meta
-)${tail([done, released, claimed], ["$13", "$14"])}${awaitedNotify("done", "$16")}
-SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM woken)::int AS woken,
-  (SELECT count(*) FROM released)::int + (SELECT count(*) FROM claimed WHERE old_stage = 'waiting')::int AS released,
-  (SELECT max(waiters) FROM done) AS waiters, (SELECT count(*) FROM notified)::int AS notified, (SELECT epoch FROM lease) AS epoch,
+`;
+    // The columns of the next run claimed (its head, whose id is null when none was, and its followers' JSON).
+    const nextRunColumns = `(SELECT epoch FROM lease) AS epoch,
   c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq, c.meta,
   (SELECT json_agg(json_build_object('id', r.id, 'job_type', r.job_type, 'stage', r.stage, 'payload', r.payload, 'attempt', r.attempt,
     'retry_policy', r.retry_policy, 'timeout_ms', r.timeout_ms, 'run_at', r.run_at, 'seq', r.seq, 'meta', r.meta) ORDER BY r.seq) FROM run r) AS followers
 FROM (SELECT 1) one LEFT JOIN claimed c ON true`;
+    this.successNextText = (room) => `WITH held AS (
+  SELECT careful_until_seq FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
+), done AS (
+  UPDATE ${jobs} j SET ${done.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
+    ${done.history}, result = $15::text
+  WHERE j.id = $6 AND j.attempt = $9 AND j.namespace = $1 AND j.stage || '' = 'running' AND EXISTS (SELECT 1 FROM held)
+  RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited, j.seq
+${nextRun(room, { after: "(SELECT seq FROM done)", nxtIf: "$10::boolean", parents: "$6", released: "SELECT id FROM done", leaseIf: "EXISTS (SELECT 1 FROM done)" })})${tail([done, released, claimed], ["$13", "$14"])}${awaitedNotify("done", "$16")}
+SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM woken)::int AS woken,
+  (SELECT count(*) FROM released)::int + (SELECT count(*) FROM claimed WHERE old_stage = 'waiting')::int AS released,
+  (SELECT max(waiters) FROM done) AS waiters, (SELECT count(*) FROM notified)::int AS notified, ${nextRunColumns}`;
     // A run whose head and followers all succeeded (P3), the common case of a busy partition, in one statement as
     // `successNext` is for a run of one: what `held`, `followersRun`, `finish` and the next run's claim write in turn
     // in a transaction, with each follower's row updated once (its `running` and `success` entries appended
@@ -240,9 +250,6 @@ FROM (SELECT 1) one LEFT JOIN claimed c ON true`;
     const headDone = transition({ kinds: "succeed", rows: "done", from: "'running'", to: "'success'", at: "$7::bigint" });
     const followerRan = transition({ kinds: "claim", rows: "fdone", from: "old_stage", to: "'running'", at: "fw.started_at" });
     const followerDone = transition({ kinds: "succeed", rows: "fdone", from: "'running'", to: "'success'", at: "$7::bigint" });
-    const runReleased = releaseChild("released", "$7");
-    const runClaimed = transition({ kinds: "claim", rows: "claimed", from: "old_stage", to: "'running'", at: "$7::bigint" });
-    const runReleasedNow = transition({ kinds: "releaseChild", rows: "claimed", from: "'waiting'", to: "'enqueued'", at: "$7::bigint" });
     this.runSuccessNextText = (room) => `WITH held AS (
   SELECT careful_until_seq FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
 ), fw AS (
@@ -265,55 +272,18 @@ FROM (SELECT 1) one LEFT JOIN claimed c ON true`;
   RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited, j.seq, h.stage AS old_stage
 ), finished AS (
   SELECT id, waiters, awaited, seq FROM done UNION ALL SELECT id, waiters, awaited, seq FROM fdone
-), nxt AS (
-  SELECT j.id, j.job_type, j.stage, j.run_at, j.parent_id, j.seq FROM ${jobs} j
-  WHERE ${inPartitionAfter("j", "$1", "$2", "$3", `coalesce((SELECT max(seq) FROM finished), (SELECT h.seq FROM ${jobs} h WHERE h.id = $6 AND h.namespace = $1))`)}
-    AND j.stage NOT IN ${TERMINAL} AND $10::boolean AND EXISTS (SELECT 1 FROM held)
-  ORDER BY ${partitionOrder("j")} LIMIT 1
-), ready AS (
-  SELECT id, stage, seq FROM nxt WHERE job_type = ANY($11::text[])
-    AND (stage = 'enqueued' OR (stage IN ('delayed', 'requeued') AND run_at <= $7)
-      OR (stage = 'waiting' AND parent_id IN (SELECT id FROM finished) AND run_at <= $7))
-), behind AS (
-  SELECT b.*, bool_and(b.job_type = ANY($11::text[]) AND (b.stage = 'enqueued' OR (b.stage IN ('delayed', 'requeued') AND b.run_at <= $7)))
-    OVER (ORDER BY b.seq) AS ok
-  FROM (
-    SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
-    WHERE ${inPartitionAfter("j", "$1", "$2", "$3", "(SELECT seq FROM ready)")} AND j.stage NOT IN ${TERMINAL}
-      AND NOT EXISTS (SELECT 1 FROM held WHERE careful_until_seq >= (SELECT seq FROM ready))
-    ORDER BY ${partitionOrder("j")} LIMIT ${room}
-  ) b
-), run AS (
-  SELECT * FROM behind WHERE ok
-), released AS (
-  UPDATE ${jobs} k SET ${releasedTo(runReleased, "$7")}
-  WHERE k.stage = 'waiting' AND k.namespace = $1 AND k.parent_id IN (SELECT id FROM finished WHERE waiters > 0) AND k.id NOT IN (SELECT id FROM ready)
-  RETURNING k.id, k.stage, k.topic, k.partition_no
-), lease AS (
-  UPDATE ${parts} p SET
-    lease_owner = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN p.lease_owner END,
-    lease_expires_at = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN $12::bigint END,
-    epoch = p.epoch + CASE WHEN EXISTS (SELECT 1 FROM ready) THEN 1 ELSE 0 END,
-    run_until_seq = CASE WHEN EXISTS (SELECT 1 FROM ready) THEN coalesce((SELECT max(seq) FROM run), (SELECT seq FROM ready)) ELSE p.run_until_seq END,
-    careful_until_seq = CASE WHEN p.careful_until_seq < (SELECT seq FROM ready) THEN NULL ELSE p.careful_until_seq END
-  WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3 AND p.epoch = $4 AND EXISTS (SELECT 1 FROM held)
-  RETURNING p.epoch
-), claimed AS (
-  UPDATE ${jobs} j SET ${runClaimed.stage}, attempt = j.attempt + 1, lease_owner = $5, updated_at = $7,
-    run_at = CASE WHEN r.stage = 'waiting' THEN $7::bigint ELSE j.run_at END,
-    stages = CASE WHEN r.stage = 'waiting' THEN ${runClaimed.append(runReleasedNow.append("j.stages"))} ELSE ${runClaimed.append("j.stages")} END
-  FROM ready r WHERE j.id = r.id
-  RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, r.stage AS old_stage, j.meta
-)${tail([headDone, followerRan, followerDone, runReleased, runClaimed], ["$13", "$14"])}${awaitedNotify("finished", "$16")}
+${nextRun(room, {
+  after: `coalesce((SELECT max(seq) FROM finished), (SELECT h.seq FROM ${jobs} h WHERE h.id = $6 AND h.namespace = $1))`,
+  nxtIf: "$10::boolean AND EXISTS (SELECT 1 FROM held)",
+  parents: "SELECT id FROM finished",
+  released: "SELECT id FROM finished WHERE waiters > 0",
+  leaseIf: "EXISTS (SELECT 1 FROM held)",
+})})${tail([headDone, followerRan, followerDone, released, claimed], ["$13", "$14"])}${awaitedNotify("finished", "$16")}
 SELECT (SELECT count(*) FROM held)::int AS held, (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM fdone)::int AS followers_applied,
   (SELECT count(*) FROM woken)::int AS woken,
   (SELECT count(*) FROM released)::int + (SELECT count(*) FROM claimed WHERE old_stage = 'waiting')::int AS released,
   (SELECT string_agg(id, ',') FROM finished WHERE waiters > 0) AS marked, (SELECT count(*) FROM notified)::int AS notified,
-  (SELECT epoch FROM lease) AS epoch,
-  c.id, c.job_type, c.payload, c.attempt, c.retry_policy, c.timeout_ms, c.run_at, c.seq, c.meta,
-  (SELECT json_agg(json_build_object('id', r.id, 'job_type', r.job_type, 'stage', r.stage, 'payload', r.payload, 'attempt', r.attempt,
-    'retry_policy', r.retry_policy, 'timeout_ms', r.timeout_ms, 'run_at', r.run_at, 'seq', r.seq, 'meta', r.meta) ORDER BY r.seq) FROM run r) AS followers
-FROM (SELECT 1) one LEFT JOIN claimed c ON true`;
+  ${nextRunColumns}`;
     this.leaseFree = statement(`UPDATE ${parts} SET lease_owner = NULL, lease_expires_at = NULL
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4`);
     // Shutdown's put-back: the partition rows still held at the claim's epoch are locked (in (topic, partition)
