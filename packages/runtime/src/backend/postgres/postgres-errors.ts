@@ -69,13 +69,22 @@ export function describeConnection(connectionString: string | undefined, pool: p
   return `postgres://${o.user ?? ""}${o.user ? "@" : ""}${o.host ?? "localhost"}${o.port ? `:${o.port}` : ""}/${o.database ?? ""}`;
 }
 
-/** Runs a write again (up to 3 times) when PostgreSQL rolled it back for a deadlock or serialization conflict (nothing of it was applied). */
+/**
+ * How many times a write PostgreSQL rolled back for a deadlock or a serialization conflict is tried in all. Each
+ * try rolled back cost a wait (`deadlock_timeout`, 1 s by default, for a deadlock) and applied nothing; the side
+ * PostgreSQL lets through commits meanwhile, so a next try usually passes. Several in a row happen when many
+ * sessions share a stage-counter shard under load (three processes of four workers each, with failing jobs,
+ * saw a session rolled back three times in 3.5 s): ten tries bound the wait at about ten seconds.
+ */
+export const CONFLICT_TRIES = 10;
+
+/** Runs a write again (up to {@link CONFLICT_TRIES} tries in all) when PostgreSQL rolled it back for a deadlock or serialization conflict (nothing of it was applied). */
 export async function retryConflicts<R>(body: () => Promise<R>): Promise<R> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await body();
     } catch (error) {
-      if (attempt >= 3 || !isRetryableConflict(error)) throw error;
+      if (attempt >= CONFLICT_TRIES || !isRetryableConflict(error)) throw error;
     }
   }
 }

@@ -22,7 +22,7 @@ import { DatabaseUnavailableError } from "../../errors.js";
 import type { Row } from "../shared/job-rows.js";
 import { postgresCompiler, type RunStatement, type StatementCompiler } from "../shared/shared-statement.js";
 import { reportWarning, type PostgresBackendOptions } from "./postgres-backend-options.js";
-import { isConnectionError, isPreparedStatementLost, isRetryableConflict, retryConflicts, wrapDriverError } from "./postgres-errors.js";
+import { CONFLICT_TRIES, isConnectionError, isPreparedStatementLost, isRetryableConflict, retryConflicts, wrapDriverError } from "./postgres-errors.js";
 import { clientExecutor } from "./postgres-executors.js";
 import { type Execute, type Statement, StatementsMadeOnUse } from "./postgres-statement.js";
 import type { PostgresWakeups } from "./postgres-wakeups.js";
@@ -167,7 +167,8 @@ export class PostgresRunner {
           this.namedStatementsLost(error);
           continue;
         }
-        if (attempt < 3 && (isConnectionError(error) || isRetryableConflict(error) || /is not queryable/.test((error as Error)?.message ?? ""))) continue;
+        if (attempt < CONFLICT_TRIES && isRetryableConflict(error)) continue;
+        if (attempt < 3 && (isConnectionError(error) || /is not queryable/.test((error as Error)?.message ?? ""))) continue;
         throw wrapDriverError(error, "query");
       }
     }
