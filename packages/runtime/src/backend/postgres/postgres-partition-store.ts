@@ -31,6 +31,12 @@ import { PostgresPartitionQueries } from "./postgres-partition-queries.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
 import type { Execute } from "./postgres-statement.js";
 
+/** How many followers the next run claimed with a one-statement finish may take: `runMax` less its head. */
+const runTail = (params: B.PartitionHeadFinishParams): number => Math.max(0, Math.floor(params.claimNext?.runMax ?? 1) - 1);
+
+/** The result a finish stores (X6): a success's, else none. */
+const resultOf = (o: B.JobOutcome): unknown => (o.kind === "success" ? (o.result ?? null) : null);
+
 /** What the store needs of the backend. */
 export interface PostgresPartitionHost {
   readonly namespace: string;
@@ -97,33 +103,12 @@ export class PostgresPartitionStore implements B.PartitionStore {
 
   async headFinish(params: B.PartitionHeadFinishParams): Promise<B.PartitionHeadFinishResult> {
     const { claim, now } = params;
-    const expires = now + params.retentionMs;
     const followers = params.followers ?? [];
     if (params.outcome.kind === "success" && followers.length === 0) {
-      const next = params.claimNext;
-      const [row] = await this.host.execute(this.q.successNext(Math.max(0, Math.floor(next?.runMax ?? 1) - 1)), [
-        this.ns,
-        claim.topic,
-        claim.partition,
-        claim.epoch,
-        params.owner,
-        claim.id,
-        now,
-        expires,
-        claim.attempt,
-        next !== undefined,
-        next?.jobTypes ?? [],
-        next?.leaseExpiresAt ?? null,
-        ...this.host.notifyArgs,
-        params.outcome.result ?? null,
-        this.host.doneChannel,
-      ]);
+      const [row] = await this.host.execute(this.q.successNext(runTail(params)), this.successArgs(params));
       let released = Number(row?.released ?? 0);
       if (Number(row?.waiters ?? 0) > 0) released += await this.jobs.releaseChildren(this.host.execute, [claim.id], now);
-      const head = row?.id ? claimedHead(row, claim, Number(row.epoch)) : null;
-      const behind = (row?.followers ?? []) as Row[];
-      if (head && next && behind.length > 0) head.followers = runFollowers(behind, claim, head.epoch, now, next.jobTypes, behind.length);
-      return { applied: Number(row?.applied ?? 0) > 0, released, next: head };
+      return { applied: Number(row?.applied ?? 0) > 0, released, next: this.claimedNext(row, params) };
     }
     if (params.outcome.kind === "success" && followers.every((f) => f.outcome.kind === "success")) return this.runSuccessNext(params, followers);
     return this.host.inTransaction("partition head finish", async (execute) => {
@@ -166,10 +151,26 @@ export class PostgresPartitionStore implements B.PartitionStore {
    * could not see (committed while it waited for their parent's lock, fan-in) are released by a statement after it.
    */
   private async runSuccessNext(params: B.PartitionHeadFinishParams, followers: readonly B.PartitionFollowerOutcome[]): Promise<B.PartitionHeadFinishResult> {
+    const { now } = params;
+    const [row] = await this.host.execute(this.q.runSuccessNext(runTail(params)), [
+      ...this.successArgs(params),
+      followers.map((f) => f.id),
+      followers.map((f) => f.attempt),
+      followers.map((f) => f.startedAt),
+      followers.map((f) => now + f.retentionMs),
+      followers.map((f) => resultOf(f.outcome)),
+    ]);
+    if (!row || Number(row.held) === 0) return { applied: false, released: 0, next: null, followersApplied: 0 };
+    let released = Number(row.released ?? 0);
+    if (row.marked) released += await this.jobs.releaseChildren(this.host.execute, String(row.marked).split(","), now);
+    return { applied: Number(row.applied) > 0, released, next: this.claimedNext(row, params), followersApplied: Number(row.followers_applied) };
+  }
+
+  /** `$1`–`$16` of `successNext` and `runSuccessNext` (the same numbering in both): the head's finish and the next run's claim. */
+  private successArgs(params: B.PartitionHeadFinishParams): unknown[] {
     const { claim, now } = params;
     const next = params.claimNext;
-    const result = (o: B.JobOutcome) => (o.kind === "success" ? (o.result ?? null) : null);
-    const [row] = await this.host.execute(this.q.runSuccessNext(Math.max(0, Math.floor(next?.runMax ?? 1) - 1)), [
+    return [
       this.ns,
       claim.topic,
       claim.partition,
@@ -183,21 +184,18 @@ export class PostgresPartitionStore implements B.PartitionStore {
       next?.jobTypes ?? [],
       next?.leaseExpiresAt ?? null,
       ...this.host.notifyArgs,
-      result(params.outcome),
+      resultOf(params.outcome),
       this.host.doneChannel,
-      followers.map((f) => f.id),
-      followers.map((f) => f.attempt),
-      followers.map((f) => f.startedAt),
-      followers.map((f) => now + f.retentionMs),
-      followers.map((f) => result(f.outcome)),
-    ]);
-    if (!row || Number(row.held) === 0) return { applied: false, released: 0, next: null, followersApplied: 0 };
-    let released = Number(row.released ?? 0);
-    if (row.marked) released += await this.jobs.releaseChildren(this.host.execute, String(row.marked).split(","), now);
-    const head = row.id ? claimedHead(row, claim, Number(row.epoch)) : null;
-    const behind = (row.followers ?? []) as Row[];
-    if (head && next && behind.length > 0) head.followers = runFollowers(behind, claim, head.epoch, now, next.jobTypes, behind.length);
-    return { applied: Number(row.applied) > 0, released, next: head, followersApplied: Number(row.followers_applied) };
+    ];
+  }
+
+  /** The next run a one-statement finish claimed (its head and followers), from the statement's row; null when it claimed none. */
+  private claimedNext(row: Row | undefined, params: B.PartitionHeadFinishParams): B.ClaimedPartitionJob | null {
+    const next = params.claimNext;
+    const head = row?.id ? claimedHead(row, params.claim, Number(row.epoch)) : null;
+    const behind = (row?.followers ?? []) as Row[];
+    if (head && next && behind.length > 0) head.followers = runFollowers(behind, params.claim, head.epoch, params.now, next.jobTypes, behind.length);
+    return head;
   }
 
   /** The partition's next run claimed after a finish (`params.claimNext`), or its lease freed when there is none. */
