@@ -9,6 +9,7 @@
 //
 //   node bench/counter-cost.js            (BENCH_PG_URL, BENCH_JOBS=20000, BENCH_REPS=4)
 import { newJobId, RetryPolicy } from "@later/runtime";
+import { storedRetryPolicy } from "@later/runtime/internal";
 import { turnCountersOff } from "./counters-off.js";
 import { BenchDatabases, queryOnce } from "./pg-databases.js";
 import { wallNow } from "./lib.js";
@@ -31,7 +32,7 @@ async function run(databases, countersOff) {
   try {
     await backend.open();
     await backend.migrations.up();
-    const policy = JSON.stringify(RetryPolicy.default());
+    const policy = storedRetryPolicy(RetryPolicy.default());
     const now = Date.now();
     const cpu0 = await serverCpu(db.name);
     const t0 = wallNow();

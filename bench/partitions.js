@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { BackgroundJobServer, partitionForKey, RetryPolicy, topic } from "@later/runtime";
-import { prepareBackend } from "@later/runtime/internal";
+import { prepareBackend, storedRetryPolicy } from "@later/runtime/internal";
 import { postgres } from "@later/runtime/postgres";
 import { sqlite } from "@later/runtime/sqlite";
 import { storedStageCounts, turnCountersOff } from "./counters-off.js";
@@ -29,7 +29,7 @@ const BLOCKED_HEADS = 50;
 const WORKERS = 10;
 const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const TOPICS = [topic("orders", PARTITIONS), topic("stuck", BLOCKED_HEADS)];
-const POLICY = JSON.stringify(RetryPolicy.noRetries());
+const POLICY = storedRetryPolicy(RetryPolicy.noRetries());
 const log = (s) => process.stderr.write(`${s}\n`);
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "later-bench-part-"));

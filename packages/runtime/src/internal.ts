@@ -14,4 +14,5 @@ export { prepareBackend } from "./backend/backend-preparation.js";
 export { JobController } from "./publisher/job-controller.js";
 export { CANCELLABLE_STAGES, RETRYABLE_STAGES, TERMINAL_STAGES } from "./core/job-stage.js";
 export { PauseController } from "./publisher/pause-controller.js";
+export { storedRetryPolicy } from "./core/retry/retry-policy.js";
 export { parseDatabaseUrl, displayDatabaseUrl, DATABASE_URL_FORMS, type DatabaseUrl } from "./backend/database-url.js";

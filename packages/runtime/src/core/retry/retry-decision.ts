@@ -1,5 +1,5 @@
 import type { Clock, RandomSource } from "../clock.js";
-import { RetryPolicy, type RetryPolicyJson } from "./retry-policy.js";
+import { RetryPolicy, retryPolicyFromStored } from "./retry-policy.js";
 import { describeThrown } from "../../errors.js";
 
 /**
@@ -63,7 +63,7 @@ export function retryDecision<C>(options: RetryDecisionConfig<C>, job: FailedAtt
 
 /** The policy in force for `job` on this server (see {@link retryDecision}); throws when the chosen one cannot be read. */
 function resolvePolicy<C>(options: RetryDecisionConfig<C>, job: FailedAttempt): RetryPolicy {
-  if (job.retryPolicy !== null) return RetryPolicy.fromJson(JSON.parse(job.retryPolicy) as RetryPolicyJson);
+  if (job.retryPolicy !== null) return retryPolicyFromStored(job.retryPolicy);
   // Own keys only: a rescued job of a type this server has no handler for may be named like an Object member (`constructor`).
   const handler = Object.hasOwn(options.handlers, job.jobType) ? options.handlers[job.jobType] : undefined;
   if (!handler?.retry) return options.defaultRetryPolicy;
