@@ -18,7 +18,8 @@ export type RewindDialect = "sqlite" | "postgres";
  *   added to `later_jobs`, `later_servers` (11) and `later_paused` (13).
  *   The log storage migrations (SQLite 8 and 10, PostgreSQL 10) are left to
  *   the caller, which tests them. 16 (cancelled stage) only rebuilds
- *   indexes and a CHECK: it applies again as it is.
+ *   indexes and a CHECK: it applies again as it is, as do PostgreSQL's 22
+ *   (an index rebuilt) and 23 (column statistics targets).
  * - `retained-log`: all of the above, then the dashboard migration
  *   (SQLite 7, PostgreSQL 8) and the retained log (SQLite 6, PostgreSQL 7)
  *   with its record storage, so the next applied is the one before them.

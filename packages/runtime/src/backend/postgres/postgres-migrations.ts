@@ -392,6 +392,21 @@ CREATE INDEX later_jobs_ready_group ON {schema}.later_jobs (namespace, job_type,
   WHERE stage NOT IN ('waiting', 'running', 'success', 'failed', 'cancelled') AND topic IS NULL AND group_key IS NOT NULL;
 `,
   },
+  {
+    version: 23,
+    name: "column-statistics",
+    // No planner statistics for the columns no statement filters, joins or sorts on: the job's payload, its
+    // history, result, error, progress, metadata and retry policy. ANALYZE (the `analyze` task's, autovacuum's)
+    // otherwise sorts the sampled values of each of them, the widest of the table, for statistics nothing reads:
+    // an ANALYZE of 120,000 jobs took about a tenth less without them (7-byte payloads: 196 against 179 ms;
+    // 600-byte: 562 against 503). Applying it again changes nothing (a migration rewind need not undo it).
+    sql: `
+ALTER TABLE {schema}.later_jobs
+  ALTER COLUMN payload SET STATISTICS 0, ALTER COLUMN stages SET STATISTICS 0, ALTER COLUMN result SET STATISTICS 0,
+  ALTER COLUMN last_error SET STATISTICS 0, ALTER COLUMN progress SET STATISTICS 0, ALTER COLUMN meta SET STATISTICS 0,
+  ALTER COLUMN retry_policy SET STATISTICS 0;
+`,
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */
