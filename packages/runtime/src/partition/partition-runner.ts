@@ -49,7 +49,9 @@
  * Each attempt is run by the {@link JobExecutor}, as the worker pool's are
  * (lease check, decode, context with `ctx.partition`, signal, timeout, one
  * retry decision); heads' leases are renewed by a {@link LeaseRenewer}
- * given the partition leases to renew.
+ * given the partition leases to renew. The membership loop and the
+ * partitions owned are a {@link PartitionMembership}; the runs held in this
+ * process, a {@link HeldRuns}.
  *
  * Concurrency: at most `workerCount` heads at once (one per partition), next
  * to the regular worker pool. A membership change moves only the partitions
@@ -66,18 +68,20 @@
  */
 import { finishRetentionMs } from "../core/job-retention.js";
 import type { Backend, ClaimedPartitionJob, JobOutcome, PartitionRef } from "../backend/backend.js";
-import { ownedPartitions } from "../core/partition/rendezvous.js";
 import { ServerStoppedError } from "../errors.js";
 import type { JobPublisher } from "../publisher/job-publisher.js";
 import { attemptEvent, errorEvent } from "../events/server-event.js";
-import { HeldClaim } from "../worker/held-claim.js";
+import type { HeldClaim } from "../worker/held-claim.js";
 import { JobExecutor, type JobExecutorConfig } from "../worker/job-executor.js";
 import type { TopicConfig } from "../core/partition/topic.js";
-import { LeaseRenewer, type RenewLeases } from "../worker/lease-renewer.js";
+import { LeaseRenewer } from "../worker/lease-renewer.js";
 import type { WorkerIds } from "../worker/worker-ids.js";
 import type { PauseWatch } from "../worker/pause-watch.js";
 import type { ServerMetrics, WorkerState } from "../metrics/server-metrics.js";
 import { lostAttemptError, retryDecision } from "../core/retry/retry-decision.js";
+import { PartitionMembership, partitionKey } from "./partition-membership.js";
+import { HeldRuns, type Run } from "./held-runs.js";
+import { meteredRenewals } from "./metered-renewals.js";
 
 /** What the {@link PartitionRunner} reads of the server's options, its executor's included. */
 export interface PartitionRunnerConfig<C> extends JobExecutorConfig<C> {
@@ -97,29 +101,9 @@ export interface PartitionRunnerConfig<C> extends JobExecutorConfig<C> {
   partitionRunMax?: number;
 }
 
-/** A run being executed: the head's claim, its followers, and what ran. */
-interface Run {
-  readonly key: string;
-  readonly head: HeldClaim;
-  /** The head's outcome, once known. */
-  headOutcome: JobOutcome | null;
-  /** The followers read with the head's claim (not written). */
-  readonly followers: readonly ClaimedPartitionJob[];
-  /** The followers that ran, in order, with their start and outcome. */
-  readonly ran: { claim: HeldClaim; startedAt: number; outcome: JobOutcome }[];
-  /** The claim running now (the head, then each follower): the one renewed and aborted. */
-  current: HeldClaim;
-}
-
-const keyOf = (p: PartitionRef) => `${p.topic}\0${p.partition}`;
-
 export class PartitionRunner<C> {
-  private owned: PartitionRef[] = [];
-  private ownedKeys = new Set<string>();
-  /** The claim running per partition key (a head, or a follower of its run), from the head's claim until its chain moves on or ends. */
-  private readonly heads = new Map<string, HeldClaim>();
-  /** The run each held claim (head or follower) belongs to. */
-  private readonly runOf = new Map<HeldClaim, Run>();
+  private readonly membership: PartitionMembership;
+  private readonly heads = new HeldRuns();
   private readonly runs = new Set<Promise<void>>();
   private readonly jobTypes: string[];
   private readonly slots: number;
@@ -159,11 +143,12 @@ export class PartitionRunner<C> {
   ) {
     this.jobTypes = Object.keys(options.handlers);
     this.slots = options.workerCount;
+    this.membership = new PartitionMembership(options, backend, owner, metrics, () => this.wake());
     this.renewer = new LeaseRenewer({
       clock: options.clock,
       leaseMs: options.leaseMs,
-      renew: metered(LeaseRenewer.partitionLeases(backend, owner), metrics),
-      heldClaims: () => [...this.heads.values()].filter((h) => !h.abandoned),
+      renew: meteredRenewals(LeaseRenewer.partitionLeases(backend, owner), metrics),
+      heldClaims: () => [...this.heads.claims()].filter((h) => !h.abandoned),
       onLost: (lost) => {
         for (const h of lost) this.executor.leaseLost(h);
       },
@@ -179,20 +164,18 @@ export class PartitionRunner<C> {
   }
 
   /** Heads running now, as workers for `later_workers` (each chain of heads is one, numbered while it runs). */
-  *workerStates(): Generator<WorkerState> {
-    for (const h of this.heads.values()) if (h.workerId !== 0 && !h.abandoned) yield { id: h.workerId, busy: true };
+  workerStates(): Generator<WorkerState> {
+    return this.heads.workerStates();
   }
 
   /** Heads running now by topic, for `later_partitions_active`. */
   activeByTopic(): Map<string, number> {
-    const active = new Map<string, number>();
-    for (const h of this.heads.values()) if (!h.abandoned) active.set(h.head!.topic, (active.get(h.head!.topic) ?? 0) + 1);
-    return active;
+    return this.heads.activeByTopic();
   }
 
   /** Partitions this server owns after its last heartbeat. */
   get ownedPartitions(): readonly PartitionRef[] {
-    return this.owned;
+    return this.membership.partitions;
   }
 
   /** Heads running in this process now. */
@@ -202,8 +185,11 @@ export class PartitionRunner<C> {
 
   /** Joins the members (one heartbeat, so ownership is known at once) and starts the loops. */
   async start(): Promise<void> {
-    await this.heartbeat();
-    this.loops.push(this.runMembership(), this.runFetcher());
+    await this.membership.heartbeat();
+    this.loops.push(
+      this.membership.run(this.stopController.signal, (where, error) => this.report(where, error)),
+      this.runFetcher(),
+    );
     this.renewer.start();
     this.executor.start();
   }
@@ -233,10 +219,10 @@ export class PartitionRunner<C> {
     // Handlers still running are abandoned (their signal aborts) and left behind, as in the worker pool;
     // their heads are put back. A run whose follower was running writes what ran before it (its head's
     // put-back then finds the lease freed and changes nothing). A lost attempt being recorded is not a running handler: left to its write.
-    const stillRunning = [...this.heads.values()]
+    const stillRunning = [...this.heads.claims()]
       .filter((h) => !h.abandoned && !h.timedOut && !(h.job as ClaimedPartitionJob).lostAttempt)
-      .map((h) => this.runOf.get(h)?.head ?? h); // a run is put back by its head (its followers were never written)
-    for (const h of this.heads.values()) this.executor.abandon(h, new ServerStoppedError(`job ${h.id} was still running at the shutdown deadline`));
+      .map((h) => this.heads.runOf(h)?.head ?? h); // a run is put back by its head (its followers were never written)
+    for (const h of this.heads.claims()) this.executor.abandon(h, new ServerStoppedError(`job ${h.id} was still running at the shutdown deadline`));
     await Promise.all([...this.runs]); // every chain ends at once now: none waits for an aborted handler
     await this.putBack(stillRunning, deadlineMs);
     await this.renewer.stop();
@@ -263,33 +249,6 @@ export class PartitionRunner<C> {
     }
   }
 
-  // ---- membership ---------------------------------------------------------
-
-  private async heartbeat(): Promise<void> {
-    const { clock, partitionMemberExpiryMs, topics } = this.options;
-    const now = clock.now();
-    const { members } = await this.backend.partitions.memberHeartbeat({ member: this.owner, now, expiresAt: now + partitionMemberExpiryMs });
-    this.metrics?.membersSeen(members.length);
-    const owned = ownedPartitions(this.owner, members, topics);
-    const keys = new Set(owned.map(keyOf));
-    const gained = owned.filter((p) => !this.ownedKeys.has(keyOf(p))).length;
-    const lost = this.owned.filter((p) => !keys.has(keyOf(p))).length;
-    this.owned = owned;
-    this.ownedKeys = keys;
-    if (gained > 0 || lost > 0) this.options.onEvent({ type: "partitions", owned: owned.length, gained, lost, members: members.length });
-    if (gained > 0) this.wake();
-  }
-
-  private async runMembership(): Promise<void> {
-    const { clock, partitionMemberExpiryMs } = this.options;
-    const interval = Math.max(1, Math.floor(partitionMemberExpiryMs / 3));
-    while (!this.stopping) {
-      await clock.sleep(interval, this.stopController.signal);
-      if (this.stopping) break;
-      await this.heartbeat().catch((error) => this.report("partition heartbeat", error));
-    }
-  }
-
   // ---- claims -------------------------------------------------------------
 
   private async runFetcher(): Promise<void> {
@@ -300,7 +259,10 @@ export class PartitionRunner<C> {
       const free = this.slots - this.heads.size;
       if (free > 0) await this.pauses?.refresh();
       const jobTypes = this.claimableTypes();
-      const candidates = free > 0 && jobTypes.length > 0 ? this.owned.filter((p) => !this.heads.has(keyOf(p)) && !this.pauses?.topicPaused(p.topic)) : [];
+      const candidates =
+        free > 0 && jobTypes.length > 0
+          ? this.membership.partitions.filter((p) => !this.heads.holds(partitionKey(p)) && !this.pauses?.topicPaused(p.topic))
+          : [];
       if (candidates.length > 0) {
         try {
           const now = clock.now();
@@ -320,7 +282,7 @@ export class PartitionRunner<C> {
           );
           for (const job of claimed) {
             if (!job.lostAttempt) this.onClaimed?.(job, now, job.runAt);
-            this.startChain(this.hold(job, leaseExpiresAt), null);
+            this.startChain(this.heads.hold(job, leaseExpiresAt), null);
           }
           if (nextRunAt !== null) waitMs = Math.max(0, Math.min(waitMs, nextRunAt - clock.now()));
         } catch (error) {
@@ -334,18 +296,10 @@ export class PartitionRunner<C> {
     }
   }
 
-  private hold(job: ClaimedPartitionJob, leaseExpiresAt: number): HeldClaim {
-    const claim = new HeldClaim(job, leaseExpiresAt, true);
-    const key = keyOf(job);
-    this.heads.set(key, claim);
-    this.runOf.set(claim, { key, head: claim, headOutcome: null, followers: job.followers ?? [], ran: [], current: claim });
-    return claim;
-  }
-
   /** Runs a chain of runs from `claim`, a head or a follower (whose outcome is already known when given: a timeout). */
   private startChain(claim: HeldClaim, outcome: JobOutcome | null): void {
     const workerId = this.ids.take();
-    const run: Promise<void> = this.runChain(this.runOf.get(claim)!, claim, outcome, workerId)
+    const run: Promise<void> = this.runChain(this.heads.runOf(claim)!, claim, outcome, workerId)
       .catch((error) => this.report("partition head", error))
       .finally(() => {
         this.ids.release(workerId);
@@ -382,34 +336,30 @@ export class PartitionRunner<C> {
         }
         const next = await this.finish(run);
         if (!next) break;
-        this.release(run);
-        run = this.runOf.get(this.hold(next.job, next.leaseExpiresAt))!;
+        this.heads.release(run);
+        run = this.heads.runOf(this.heads.hold(next.job, next.leaseExpiresAt))!;
         claim = run.head;
         outcome = null;
       }
     } catch (error) {
-      this.release(run);
+      this.heads.release(run);
       throw error;
     }
-    this.release(run);
+    this.heads.release(run);
   }
 
   /** The run's next follower to start, or null when the run ends here (none left, shutdown, lease lost, no longer owned, paused). */
   private nextFollower(run: Run): ClaimedPartitionJob | null {
     const f = run.followers[run.ran.length];
-    if (f === undefined || this.stopping || run.current.abandoned || !this.ownedKeys.has(run.key)) return null;
+    if (f === undefined || this.stopping || run.current.abandoned || !this.membership.owns(run.key)) return null;
     if (this.pauses?.topicPaused(f.topic) || !this.claimableTypes().includes(f.jobType)) return null;
     return f;
   }
 
-  /** Makes a follower the run's running claim, under the lease the previous one last renewed. */
+  /** Makes a follower the run's running claim (see {@link HeldRuns.holdFollower}), told as a head claimed. */
   private holdFollower(run: Run, job: ClaimedPartitionJob): HeldClaim {
-    const claim = new HeldClaim(job, run.current.leaseExpiresAt, true);
-    run.current = claim;
-    this.heads.set(run.key, claim);
-    this.runOf.set(claim, run);
     const now = this.options.clock.now();
-    claim.startedAt = now; // the time of its `running` entry, even when it fails before its handler starts
+    const claim = this.heads.holdFollower(run, job, now);
     this.onClaimed?.(job, now, now); // it became runnable as the one before it ended, as a head its predecessor's finish claims
     this.metrics?.partitionClaim([], [job.topic]); // it runs as its partition's head: counted as a head claimed
     return claim;
@@ -427,13 +377,6 @@ export class PartitionRunner<C> {
       held.onAbort = () => resolve(null);
       void this.executor.run(held, workerId).then(resolve);
     });
-  }
-
-  private release(run: Run): void {
-    if (this.heads.get(run.key) === run.current) this.heads.delete(run.key);
-    this.runOf.delete(run.head);
-    for (const r of run.ran) this.runOf.delete(r.claim);
-    this.runOf.delete(run.current);
   }
 
   /** The type's retention for an outcome's stage (J11); a job with `successMs: 0` expires at once (deleted by the next sweep). */
@@ -460,7 +403,7 @@ export class PartitionRunner<C> {
       const leaseExpiresAt = now + leaseMs;
       const jobTypes = this.claimableTypes();
       const claimNext =
-        !this.stopping && this.ownedKeys.has(keyOf(claim)) && jobTypes.length > 0 && !this.pauses?.topicPaused(claim.topic)
+        !this.stopping && this.membership.owns(partitionKey(claim)) && jobTypes.length > 0 && !this.pauses?.topicPaused(claim.topic)
           ? { leaseExpiresAt, jobTypes, runMax: this.options.partitionRunMax ?? 1 }
           : undefined;
       try {
@@ -495,22 +438,6 @@ export class PartitionRunner<C> {
   private report(where: string, error: unknown): void {
     this.options.onEvent(errorEvent(where, error));
   }
-}
-
-/** Counts each partition lease renewal by topic and outcome (`later_partition_lease_renewals_total`) around `renew`. */
-function metered(renew: RenewLeases, metrics: ServerMetrics | null): RenewLeases {
-  if (metrics === null) return renew;
-  return async (claims, leaseExpiresAt) => {
-    let renewed: Awaited<ReturnType<RenewLeases>>;
-    try {
-      renewed = await renew(claims, leaseExpiresAt);
-    } catch (error) {
-      for (const c of claims) if (c.head) metrics.leaseRenewal(c.head.topic, "error");
-      throw error;
-    }
-    for (const c of claims) if (c.head) metrics.leaseRenewal(c.head.topic, renewed.kept.has(c) ? "renewed" : "lost");
-    return renewed;
-  };
 }
 
 /** The abort reason of a wake-up (not an error; nobody reads it). */
