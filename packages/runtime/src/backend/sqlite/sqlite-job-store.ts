@@ -13,48 +13,20 @@
  */
 import { parentFailedReason } from "../../core/continuation-stage.js";
 import type { JobStage } from "../../core/job-stage.js";
-import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { mergeFinishResults, splitByRetention } from "../shared/finish-retention.js";
-import { fanInStage, insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
-import { JOB_INSERT_COLUMN_LIST, jobInsertValues } from "../shared/job-insert-row.js";
 import { cancelledClaims, renewedClaims, type Row } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
-import { edgesJson, FAN_IN_SQL, readFanInParents, releaseFanInChildren } from "./sqlite-fan-in.js";
+import { FAN_IN_SQL, releaseFanInChildren } from "./sqlite-fan-in.js";
 import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
 import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
-import { insertUniqueRow, JOB_INSERT_PLACEHOLDERS } from "./sqlite-unique-insert.js";
+import { insertUniqueRow } from "./sqlite-unique-insert.js";
 import { setLimits } from "./sqlite-limits.js";
 import { SqliteReadyClaim } from "./sqlite-ready-claim.js";
-import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
-
-/**
- * The insert of one job, built once: the statement cache is keyed by the
- * text, and a text rebuilt per row would be hashed again per row (measured:
- * about 1 µs of a bulk enqueue's 10 µs per job).
- */
-const INSERT_JOB = `INSERT INTO later_jobs (namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, parents_left)
-  VALUES (?, ${JOB_INSERT_PLACEHOLDERS}, 0, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?)`;
-
-/** The most rows one multi-row insert carries ({@link insertValuesText}). */
-const ROWS_PER_INSERT = 50;
-
-/** The values tuple of {@link INSERT_JOB}, for the multi-row form. */
-const INSERT_TUPLE = INSERT_JOB.slice(INSERT_JOB.indexOf("VALUES ") + "VALUES ".length);
-
-/** How many values {@link INSERT_JOB} binds. */
-const INSERT_COLUMNS = (INSERT_TUPLE.match(/\?/g) ?? []).length;
-
-/** {@link INSERT_JOB} for `rows` rows at once, built once per row count. */
-const insertValuesText = (() => {
-  const texts: string[] = [];
-  return (rows: number): string => {
-    texts[rows] ??= `${INSERT_JOB.slice(0, INSERT_JOB.indexOf("VALUES "))}VALUES ${Array.from({ length: rows }, () => INSERT_TUPLE).join(", ")}`;
-    return texts[rows]!;
-  };
-})();
+import { SqliteRowInsert } from "./sqlite-row-insert.js";
+import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
 
 // The hot statements, built once: the statement cache is keyed by the text, and a text rebuilt per
 // call would be hashed again per call.
@@ -84,9 +56,13 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
   /** The claim of ready regular jobs, limited types' included. */
   private readonly ready: SqliteReadyClaim;
 
+  /** The insert of new rows, inside a caller's transaction. */
+  private readonly rows: SqliteRowInsert;
+
   constructor(private readonly host: SqliteHost) {
     this.counters = new SqliteStageCounters(host);
     this.ready = new SqliteReadyClaim(host, this.counters);
+    this.rows = new SqliteRowInsert(host, this.counters);
   }
 
   /**
@@ -172,71 +148,11 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
 
   /**
    * Inserts jobs inside the caller's `immediate` transaction and returns
-   * their stages. A partitioned job takes its partition's next sequence in
-   * the same transaction; an unknown partition throws, rolling back all.
-   * `retentionMs`: the retention of a job stored terminal (see `insertStage`).
+   * their stages (see {@link SqliteRowInsert.insertRows}; the partition and
+   * recurring stores reuse it in their transactions).
    */
   insertRows(jobs: readonly B.JobInsert[], now: number, retentionMs?: number): JobStage[] {
-    // Row by row, a parent earlier in the batch would be found: refused as on PostgreSQL (J5).
-    refuseParentsInBatch(jobs);
-    const stages: JobStage[] = [];
-    const deltas = new StageDeltas();
-    const plain: unknown[] = [];
-    for (const job of jobs) {
-      const parent = job.parentId
-        ? this.conn().get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.namespace)
-        : undefined;
-      // A fan-in job (X5): its parents read and marked, its stage from all of them (sqlite-fan-in.ts).
-      const fanIn = job.parentIds ? readFanInParents(this.conn(), this.namespace, job) : undefined;
-      const { stage, error, expiresAt, parentsLeft } = fanIn ? fanInStage(job, now, fanIn, retentionMs) : insertStage(job, now, parent, retentionMs);
-      let seq: number | null = null;
-      if (job.topic !== undefined) {
-        const row = this.conn().get(
-          "UPDATE later_partitions SET next_seq = next_seq + 1 WHERE namespace = ? AND topic = ? AND partition_no = ? RETURNING next_seq - 1 AS seq",
-          this.namespace,
-          job.topic,
-          job.partition ?? -1,
-        );
-        if (!row) throw new UnknownTopicError(job.topic, job.partition);
-        seq = Number(row.seq);
-      }
-      const values = [
-        this.namespace,
-        ...jobInsertValues(job, stage),
-        job.parentId ?? null,
-        error,
-        stage,
-        now,
-        now,
-        now,
-        expiresAt,
-        job.topic ?? null,
-        job.partition ?? null,
-        seq,
-        parentsLeft ?? null,
-      ];
-      // Plain rows go in multi-row inserts: SQLite evaluates the partial indexes' predicates once per
-      // statement run for their IN lists (an ephemeral table each run), and a statement run has its own
-      // cost; a row that reads a parent or takes a sequence is written at once, in order.
-      if (job.parentId || job.parentIds || job.topic !== undefined) this.conn().run(INSERT_JOB, values);
-      else {
-        for (const v of values) plain.push(v);
-        if (plain.length === ROWS_PER_INSERT * INSERT_COLUMNS) this.insertPlain(plain);
-      }
-      if (fanIn) this.conn().run(FAN_IN_SQL.edges, this.namespace, job.id, edgesJson(job, fanIn));
-      stages.push(stage);
-      T.insert.count(deltas, [{ stage, topic: job.topic, partition_no: job.partition }], null);
-    }
-    this.insertPlain(plain);
-    this.counters.write(deltas);
-    return stages;
-  }
-
-  /** Writes the rows whose values `plain` holds one after another ({@link INSERT_JOB}'s, bound as one array) in one statement, and empties it. */
-  private insertPlain(plain: unknown[]): void {
-    if (plain.length === 0) return;
-    this.conn().run(insertValuesText(plain.length / INSERT_COLUMNS), plain);
-    plain.length = 0;
+    return this.rows.insertRows(jobs, now, retentionMs);
   }
 
   /** See `SqliteReadyClaim.claimReady`. */
