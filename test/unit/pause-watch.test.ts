@@ -33,4 +33,26 @@ describe("PauseWatch (X4)", () => {
     await watch.refresh(); // fresh: no read
     expect(answers).toHaveLength(2);
   });
+
+  it("is current (a refresh would read nothing, so a claim need not wait for it) until invalidated or a poll interval old", async () => {
+    let now = 0;
+    let reads = 0;
+    const backend = { control: { pausedList: async () => (reads++, []) } } as unknown as Backend;
+    const watch = new PauseWatch(backend, { now: () => now } as never, 1_000, (error) => {
+      throw error;
+    });
+    expect(watch.current).toBe(false); // never read
+    await watch.refresh();
+    expect([watch.current, reads]).toEqual([true, 1]);
+    now = 999;
+    expect(watch.current).toBe(true);
+    now = 1_000;
+    expect(watch.current).toBe(false); // a poll interval old
+    await watch.refresh();
+    expect([watch.current, reads]).toEqual([true, 2]);
+    watch.invalidate(); // this process paused or resumed something
+    expect(watch.current).toBe(false);
+    await watch.refresh();
+    expect([watch.current, reads]).toEqual([true, 3]);
+  });
 });

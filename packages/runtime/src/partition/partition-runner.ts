@@ -257,7 +257,7 @@ export class PartitionRunner<C> {
       const signal = this.wakeController.signal;
       let waitMs = pollIntervalMs;
       const free = this.slots - this.heads.size;
-      if (free > 0) await this.pauses?.refresh();
+      if (free > 0 && this.pauses && !this.pauses.current) await this.pauses.refresh(); // not awaited when current: see ClaimFetcher
       const jobTypes = this.claimableTypes();
       const candidates =
         free > 0 && jobTypes.length > 0

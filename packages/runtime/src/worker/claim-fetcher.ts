@@ -108,7 +108,10 @@ export class ClaimFetcher {
         // or the claim runs sets it again, so the next turn claims instead of sleeping a poll interval
         // (the claim's due time is dropped when such a wake-up cut the turn short).
         this.moreMayBeReady = false;
-        await this.pauses?.refresh();
+        // Not awaited when the set is current: the claim then leaves in this turn, as the server's first one does
+        // (its start read the set), ahead of the statements the other services send as they start, and takes one
+        // of the connections the backend opened rather than waiting for a new one.
+        if (this.pauses && !this.pauses.current) await this.pauses.refresh();
         const jobTypes = this.pauses?.claimableTypes(this.jobTypes) ?? this.jobTypes;
         try {
           const now = clock.now();

@@ -46,9 +46,14 @@ export class PauseWatch {
     this.stale = true;
   }
 
+  /** True while {@link refresh} would read nothing: the set is not stale and was read within the poll interval. */
+  get current(): boolean {
+    return !this.stale && this.clock.now() - this.readAt < this.intervalMs;
+  }
+
   /** Reads the set when it is stale or older than the poll interval; resolves at once otherwise. Never rejects. */
   refresh(): Promise<void> {
-    if (!this.stale && this.clock.now() - this.readAt < this.intervalMs) return Promise.resolve();
+    if (this.current) return Promise.resolve();
     if (this.reading !== null && !this.stale) return this.reading;
     // Stale with a read in flight: that read began before the pause, resume or wake-up that made the set stale
     // (read() clears `stale` as it starts), so it may miss it; read again after it rather than claim with it.
