@@ -37,7 +37,11 @@ describe("PauseWatch (X4)", () => {
   it("is current (a refresh would read nothing, so a claim need not wait for it) until invalidated or a poll interval old", async () => {
     let now = 0;
     let reads = 0;
-    const backend = { control: { pausedList: async () => (reads++, []) } } as unknown as Backend;
+    const pausedList = async () => {
+      reads++;
+      return [];
+    };
+    const backend = { control: { pausedList } } as unknown as Backend;
     const watch = new PauseWatch(backend, { now: () => now } as never, 1_000, (error) => {
       throw error;
     });
