@@ -39,6 +39,10 @@ function claimRun(backend: Backend, partitions: PartitionRef[], runMax: number, 
 
 const claimOf = (h: PartitionClaim): PartitionClaim => ({ id: h.id, attempt: h.attempt, topic: h.topic, partition: h.partition, epoch: h.epoch });
 
+/** `followers` as a run's outcomes, every one a success kept a day; the i-th started at `startedAt(i)`. */
+const succeeded = (followers: readonly PartitionClaim[], startedAt: (i: number) => number) =>
+  followers.map((f, i) => ({ id: f.id, attempt: f.attempt, startedAt: startedAt(i), outcome: { kind: "success" as const }, retentionMs: DAY }));
+
 /** The partition row's recorded run (`run_until_seq`, `careful_until_seq`), read raw. */
 async function runBounds(s: Seam, p: PartitionRef): Promise<{ runUntil: number | null; careful: number | null }> {
   const rows = await sql<{ run_until_seq: unknown; careful_until_seq: unknown }>`SELECT run_until_seq, careful_until_seq FROM later_partitions
@@ -187,13 +191,7 @@ describe.each(BACKENDS)("partition runs on $name", (entry) => {
       outcome: { kind: "success" },
       now: NOW + 30,
       retentionMs: DAY,
-      followers: head!.followers!.map((f, i) => ({
-        id: f.id,
-        attempt: f.attempt,
-        startedAt: NOW + 10 + i,
-        outcome: { kind: "success" as const },
-        retentionMs: DAY,
-      })),
+      followers: succeeded(head!.followers!, (i) => NOW + 10 + i),
       claimNext: { leaseExpiresAt: LEASE, jobTypes: ["work"], runMax: 4 },
     });
     expect(result).toMatchObject({ applied: true, followersApplied: 3, released: 1 });
@@ -222,13 +220,7 @@ describe.each(BACKENDS)("partition runs on $name", (entry) => {
       outcome: { kind: "success" },
       now: NOW + 30,
       retentionMs: DAY,
-      followers: [f1!, f2!, f3!].map((f, i) => ({
-        id: f.id,
-        attempt: f.attempt,
-        startedAt: NOW + 10 + i,
-        outcome: { kind: "success" as const },
-        retentionMs: DAY,
-      })),
+      followers: succeeded([f1!, f2!, f3!], (i) => NOW + 10 + i),
     });
     expect(result).toMatchObject({ applied: true, followersApplied: 1, next: null });
     expect((await s.job(ids[1]!)).stage).toBe("success");
@@ -255,7 +247,7 @@ describe.each(BACKENDS)("partition runs on $name", (entry) => {
       outcome: { kind: "success" },
       now: NOW + 102,
       retentionMs: DAY,
-      followers: head!.followers!.map((f) => ({ id: f.id, attempt: f.attempt, startedAt: NOW + 50, outcome: { kind: "success" as const }, retentionMs: DAY })),
+      followers: succeeded(head!.followers!, () => NOW + 50),
     });
     expect(stale).toEqual({ applied: false, released: 0, next: null, followersApplied: 0 });
     expect(await s.job(ids[1]!)).toMatchObject({ stage: "enqueued", attempt: 0 });
@@ -270,13 +262,7 @@ describe.each(BACKENDS)("partition runs on $name", (entry) => {
         outcome: { kind: "success" },
         now: NOW + 200,
         retentionMs: DAY,
-        followers: (claim.followers ?? []).map((f) => ({
-          id: f.id,
-          attempt: f.attempt,
-          startedAt: NOW + 150,
-          outcome: { kind: "success" as const },
-          retentionMs: DAY,
-        })),
+        followers: succeeded(claim.followers ?? [], () => NOW + 150),
         claimNext: { leaseExpiresAt: LEASE, jobTypes: ["work"], runMax: 3 },
       });
       if (!r.next) break;
