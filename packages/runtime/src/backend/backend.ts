@@ -92,10 +92,13 @@ export interface BackendCapabilities {
    * × the live workers until the worker pool has measured its pace, then
    * what the workers finish in a few claim round trips, at most `max` (and
    * never fewer than two per worker); see `ClaimPacer`. Claimed jobs wait in
-   * the server's local buffer, leased, until a worker is free. Where a
-   * statement costs much more than a row (PostgreSQL: a round trip and a
-   * commit) larger batches buy throughput; where commits are cheap (SQLite)
-   * small ones keep jobs spread evenly over processes.
+   * the server's local buffer, leased, until a worker is free. Each
+   * claim is a transaction with a commit, whose cost its jobs share, so a
+   * fast job stream runs faster in larger batches (PostgreSQL: a round trip
+   * and a commit; SQLite: a write transaction whose commit writes the WAL
+   * frames of every page it touched). `max` bounds what one server holds
+   * when jobs are quick; slow jobs never reach it (the pace keeps about two
+   * per worker), so they stay spread over the servers.
    */
   readonly claimBatch: { readonly perWorker: number; readonly max: number };
 }
