@@ -227,6 +227,17 @@ export class PostgresJobQueries {
    */
   readonly releaseChildren: Statement;
   /**
+   * The finishes of a batch that its own statement already wrote, when that
+   * statement came back short: `$1` ids (those it did not report), `$2`
+   * namespace, `$3` the batch's `now`, `$4` jsonb `{ id: [attempt, stage] }`
+   * (the stage the outcome enters). A row in that stage at that attempt whose
+   * `updated_at` is the batch's `now` was written by this batch: the runner
+   * runs an autocommit statement again when its connection was lost, which
+   * after a commit whose reply was lost finds nothing left to write (see
+   * `PostgresJobStore.writtenBefore`). Returns `id, waiters, unique_key`.
+   */
+  readonly writtenFinishes: Statement;
+  /**
    * Deletes up to `$3` rows of namespace `$1` expired before `$2`, skipping
    * rows another sweeper has locked. Fixed SQL rather than Kysely because it
    * counts its moves in the same statement (postgres-stage-counters.ts).
@@ -374,6 +385,9 @@ WHERE j.id IN (SELECT id FROM ${jobs} WHERE ${idIn("id", "$1")} AND namespace = 
 RETURNING j.id, j.stage, j.last_error`);
     const releasedChildren = releaseChild("rel", "$3");
     const releasedFanIn = releaseChild("fan_rel", "$3");
+    this.writtenFinishes = statement(`SELECT j.id, j.waiters, j.unique_key FROM ${jobs} j
+  WHERE ${idIn("j.id", "$1")} AND j.namespace = $2 AND j.updated_at = $3
+    AND j.attempt = ($4::jsonb -> j.id ->> 0)::int AND j.stage = ($4::jsonb -> j.id ->> 1)`);
     this.releaseChildren = statement(`WITH rel AS (
   UPDATE ${jobs} k SET ${releasedTo(releasedChildren, "$3")}
   WHERE ${idIn("k.parent_id", "$1")} AND k.namespace = $2 AND k.stage = 'waiting'

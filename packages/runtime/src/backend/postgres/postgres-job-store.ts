@@ -129,9 +129,48 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
       return wakeOthers ? { ...result, othersWoken: true } : result;
     }
     const values = this.finishValues(finishes, params.now, expires, params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER);
-    const run = (execute: Execute) => this.finishRows(execute, values, expires, params.now);
-    if (!finishes.some((f) => f.outcome.kind === "fail")) return run(this.host.execute);
-    return this.host.inTransaction("finish", run);
+    if (!finishes.some((f) => f.outcome.kind === "fail")) {
+      let rerun = false;
+      const execute: Execute = async (s, v) => {
+        const answer = await this.host.executeTellingRerun(s, v);
+        rerun ||= answer.rerun;
+        return answer.rows;
+      };
+      const result = await this.finishRows(execute, values, expires, params.now);
+      return rerun ? this.writtenBefore(finishes, params.now, result) : result;
+    }
+    return this.host.inTransaction("finish", (execute) => this.finishRows(execute, values, expires, params.now));
+  }
+
+  /**
+   * `result` with the finishes it left out that its statement had written
+   * all the same: an autocommit finish whose connection was lost after its
+   * commit, before its reply, is run again by the runner, finds its rows
+   * finished, and reports none of them; they are found here by their stage,
+   * attempt and `updated_at` (the batch's `now`: see
+   * `PostgresJobQueries.writtenFinishes`), so the server still sends their
+   * events and counts them, and a succeeded parent's continuations inserted
+   * meanwhile are released. One read, only for a statement that was run
+   * again and came back short (a finish sent twice is not written twice, and
+   * is reported so: J8). A finish in a
+   * transaction (a failure for good) is not run again by the runner, and a
+   * deleted success (`successMs: 0`) leaves no row to find: both stay
+   * reported as not written when their reply is lost.
+   */
+  private async writtenBefore(finishes: readonly B.JobFinish[], now: number, result: B.JobFinishManyResult): Promise<B.JobFinishManyResult> {
+    if (result.applied.length >= finishes.length) return result;
+    const reported = new Set(result.applied.map((a) => a.id));
+    const missing = finishes.filter((f) => !reported.has(f.id));
+    const entered: Record<string, [number, string]> = {};
+    for (const f of missing) entered[f.id] = [f.attempt, f.outcome.kind === "success" ? "success" : f.outcome.kind === "retry" ? "requeued" : "failed"];
+    const rows = await this.host.execute(this.q.writtenFinishes, [missing.map((f) => f.id), this.ns, now, JSON.stringify(entered)]);
+    if (rows.length === 0) return result;
+    const written = new Set(rows.map((r) => String(r.id)));
+    const applied = [...result.applied, ...missing.filter((f) => written.has(f.id)).map((f) => ({ id: f.id, attempt: f.attempt }))];
+    const marked = rows.filter((r) => Number(r.waiters) > 0 && entered[String(r.id)]![1] === "success").map((r) => String(r.id));
+    const released = result.released + (marked.length > 0 ? await this.releaseChildren(this.host.execute, marked, now) : 0);
+    const freed = (result.freed ?? 0) + rows.filter((r) => r.unique_key !== null && entered[String(r.id)]![1] !== "requeued").length;
+    return freed > 0 ? { applied, released, freed } : { applied, released };
   }
 
   /**
@@ -182,7 +221,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
       const result = (f.outcome as { result?: string }).result;
       if (result !== undefined) (results ??= {})[f.id] = result;
     }
-    const [row] = await this.host.execute(this.q.finishSuccess, [
+    const { rows, rerun } = await this.host.executeTellingRerun(this.q.finishSuccess, [
       `${ids}}`,
       `${attempts}}`,
       now,
@@ -194,7 +233,8 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
       this.host.doneChannel,
       wakeOthers,
     ]);
-    return this.successResult(finishes, row, now);
+    const result = await this.successResult(finishes, rows[0], now);
+    return rerun ? this.writtenBefore(finishes, now, result) : result;
   }
 
   /** The result of `finishSuccess` or `finishDiscard` (one row: `applied`, `ids`, `marked`, `freed`, `released`). */

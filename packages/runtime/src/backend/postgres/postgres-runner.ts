@@ -97,7 +97,8 @@ export class PostgresRunner {
    * statement cut off mid-run was rolled back, and the only case that could
    * apply twice (killed between its commit and its reply) is harmless for
    * each of them: a claim is recovered by its lease, a finish is fenced by
-   * its claim, and an enqueue finds its ids (made before the first try)
+   * its claim (and a batch of finishes that then writes nothing finds the
+   * rows it had written, `PostgresJobStore.writtenBefore`), and an enqueue finds its ids (made before the first try)
    * already stored and skips them (`ON CONFLICT (id) DO NOTHING`, see
    * `PostgresJobStore.insertMany`), so a job is never stored or counted
    * twice. A statement PostgreSQL rolled back for a deadlock or a
@@ -108,10 +109,19 @@ export class PostgresRunner {
    * `PostgresStageCounters`). Any other failure is reported, a lost
    * connection as `DatabaseUnavailableError`.
    */
-  readonly execute: Execute = async (s, values) => (await this.autocommit(s, values, false)).rows as Row[];
+  readonly execute: Execute = async (s, values) => (await this.autocommit(s, values, false)).result.rows as Row[];
+
+  /**
+   * {@link execute}, saying also whether the statement was run again after its connection was lost
+   * (`rerun`): its first try may then have committed, and what it wrote is not in `rows`.
+   */
+  async executeTellingRerun(s: Statement, values: unknown[]): Promise<{ rows: Row[]; rerun: boolean }> {
+    const { result, rerun } = await this.autocommit(s, values, false);
+    return { rows: result.rows as Row[], rerun };
+  }
 
   /** {@link execute} with rows as arrays of column values (no object per row): for the claim, the hottest read. */
-  readonly executeArrays = async (s: Statement, values: unknown[]): Promise<unknown[][]> => (await this.autocommit(s, values, true)).rows as unknown[][];
+  readonly executeArrays = async (s: Statement, values: unknown[]): Promise<unknown[][]> => (await this.autocommit(s, values, true)).result.rows as unknown[][];
 
   /** Runs a statement written once (`backend/shared/`) with {@link execute}, named after its text (the name hashed once). */
   readonly shared: RunStatement = (s) => {
@@ -155,20 +165,25 @@ export class PostgresRunner {
     });
   }
 
-  private async autocommit(s: Statement, values: unknown[], arrays: boolean): Promise<pg.QueryResult> {
+  /** `rerun`: a try before the one that answered lost its connection (and may have committed). */
+  private async autocommit(s: Statement, values: unknown[], arrays: boolean): Promise<{ result: pg.QueryResult; rerun: boolean }> {
+    let rerun = false;
     for (let attempt = 1; ; attempt++) {
       const named = this.prepared;
       const query: pg.QueryConfig & { rowMode?: "array" } = named ? { name: s.name, text: s.text, values } : { text: s.text, values };
       if (arrays) query.rowMode = "array";
       try {
-        return await this.conn().query(query);
+        return { result: await this.conn().query(query), rerun };
       } catch (error) {
         if (named && isPreparedStatementLost(error)) {
           this.namedStatementsLost(error);
           continue;
         }
         if (attempt < CONFLICT_TRIES && isRetryableConflict(error)) continue;
-        if (attempt < 3 && (isConnectionError(error) || /is not queryable/.test((error as Error)?.message ?? ""))) continue;
+        if (attempt < 3 && (isConnectionError(error) || /is not queryable/.test((error as Error)?.message ?? ""))) {
+          rerun = true;
+          continue;
+        }
         throw wrapDriverError(error, "query");
       }
     }
