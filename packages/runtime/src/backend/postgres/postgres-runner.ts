@@ -92,18 +92,19 @@ export class PostgresRunner {
    * One statement on a pool connection (autocommit). When the pool handed
    * out a connection the server had already killed (its error event not yet
    * seen: the driver refuses, or reads the kill's FATAL as the statement's
-   * reply), the statement is run once more, up to twice, on another
+   * reply), the statement is run again, up to twice, on another
    * connection. That is safe for every autocommit statement here: a
    * statement cut off mid-run was rolled back, and the only case that could
    * apply twice (killed between its commit and its reply) is harmless for
    * each of them: a claim is recovered by its lease, a finish is fenced by
    * its claim (and a batch of finishes that then writes nothing finds the
-   * rows it had written, `PostgresJobStore.writtenBefore`), and an enqueue finds its ids (made before the first try)
-   * already stored and skips them (`ON CONFLICT (id) DO NOTHING`, see
-   * `PostgresJobStore.insertMany`), so a job is never stored or counted
-   * twice. A statement PostgreSQL rolled back for a deadlock or a
-   * serialization conflict is run again too, up to twice (nothing of it
-   * applied): a single statement can be one side of a deadlock, since a
+   * rows it had written, `PostgresJobStore.writtenBefore`), and an enqueue
+   * finds its ids (made before the first try) already stored and skips them
+   * (`ON CONFLICT (id) DO NOTHING`, see `PostgresJobStore.insertMany`), so a
+   * job is never stored or counted twice. A statement PostgreSQL rolled back
+   * for a deadlock or a serialization conflict is run again too (nothing of
+   * it applied; up to `CONFLICT_TRIES` tries in all, counted apart from the
+   * connection's): a single statement can be one side of a deadlock, since a
    * transaction of another session that shares its counter shard may hold a
    * counter row it needs while waiting for one it holds (see
    * `PostgresStageCounters`). Any other failure is reported, a lost
@@ -168,7 +169,10 @@ export class PostgresRunner {
   /** `rerun`: a try before the one that answered lost its connection (and may have committed). */
   private async autocommit(s: Statement, values: unknown[], arrays: boolean): Promise<{ result: pg.QueryResult; rerun: boolean }> {
     let rerun = false;
-    for (let attempt = 1; ; attempt++) {
+    // Counted apart: conflicts (up to CONFLICT_TRIES tries in all) do not use up the tries after a lost connection (three in all).
+    let conflicts = 0;
+    let lost = 0;
+    for (;;) {
       const named = this.prepared;
       const query: pg.QueryConfig & { rowMode?: "array" } = named ? { name: s.name, text: s.text, values } : { text: s.text, values };
       if (arrays) query.rowMode = "array";
@@ -179,8 +183,8 @@ export class PostgresRunner {
           this.namedStatementsLost(error);
           continue;
         }
-        if (attempt < CONFLICT_TRIES && isRetryableConflict(error)) continue;
-        if (attempt < 3 && (isConnectionError(error) || /is not queryable/.test((error as Error)?.message ?? ""))) {
+        if (isRetryableConflict(error) && ++conflicts < CONFLICT_TRIES) continue;
+        if ((isConnectionError(error) || /is not queryable/.test((error as Error)?.message ?? "")) && ++lost < 3) {
           rerun = true;
           continue;
         }
