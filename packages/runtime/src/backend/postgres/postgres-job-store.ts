@@ -151,11 +151,11 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
    * `PostgresJobQueries.writtenFinishes`), so the server still sends their
    * events and counts them, and a succeeded parent's continuations inserted
    * meanwhile are released. One read, only for a statement that was run
-   * again and came back short (a finish sent twice is not written twice, and
-   * is reported so: J8). A finish in a
-   * transaction (a failure for good) is not run again by the runner, and a
-   * deleted success (`successMs: 0`) leaves no row to find: both stay
-   * reported as not written when their reply is lost.
+   * again and came back short (a finish sent twice is not written twice,
+   * and is reported so: J8). A finish in a transaction (a failure for good)
+   * is not run again by the runner, and a deleted success (`successMs: 0`)
+   * leaves no row to find: both stay reported as not written when their
+   * reply is lost.
    */
   private async writtenBefore(finishes: readonly B.JobFinish[], now: number, result: B.JobFinishManyResult): Promise<B.JobFinishManyResult> {
     if (result.applied.length >= finishes.length) return result;
