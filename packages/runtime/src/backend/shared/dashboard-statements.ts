@@ -10,7 +10,7 @@
 import { sql } from "kysely";
 import type { JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
-import { SharedStatement } from "./shared-statement.js";
+import { SharedStatement, unplanned } from "./shared-statement.js";
 import { claimableStageTerm } from "./stage-list.js";
 
 interface InNamespace {
@@ -26,7 +26,7 @@ export const JOB_CHILDREN = new SharedStatement<B.JobChildrenParams & InNamespac
       .where("parent_id", "=", $("id"))
       .where("namespace", "=", $("namespace"))
       .orderBy("id")
-      .limit($("limit")),
+      .limit(unplanned($("limit"))),
   read: (rows) => rows.map((r) => ({ id: String(r.id), jobType: String(r.job_type), stage: r.stage as JobStage })),
 });
 
@@ -125,7 +125,7 @@ export const READY_WINDOW = new SharedStatement<{ namespace: string; nowMs: numb
       // X1: the ready index's order, (priority, run_at): the order a claim walks it, read without a sort.
       .orderBy("priority")
       .orderBy("run_at")
-      .limit($("window")),
+      .limit(unplanned($("window"))),
   read: (rows) => rows.map((r) => String(r.job_type)),
 });
 

@@ -5,7 +5,7 @@
  */
 import type { JobGetParams, JobListParams, JobRecord } from "../backend.js";
 import { JOB_RECORD_COLUMNS, jobRecordFromRow } from "./job-rows.js";
-import { SharedStatement } from "./shared-statement.js";
+import { SharedStatement, unplanned } from "./shared-statement.js";
 import { sql } from "kysely";
 
 interface InNamespace {
@@ -59,7 +59,7 @@ export const JOB_LIST = new SharedStatement<JobListParams & InNamespace, JobReco
         ]),
       );
     if (p.afterId !== undefined) q = q.where("id", desc ? "<" : ">", $("afterId"));
-    return q.orderBy("id", desc ? "desc" : "asc").limit($("limit"));
+    return q.orderBy("id", desc ? "desc" : "asc").limit(unplanned($("limit")));
   },
   read: (rows) => rows.map(jobRecordFromRow),
 });

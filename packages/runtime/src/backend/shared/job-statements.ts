@@ -9,7 +9,7 @@
 import { sql } from "kysely";
 import type { JobCountReadyParams, JobListStuckParams, JobProgressSetParams, StuckJob } from "../backend.js";
 import { storedPolicy } from "./job-rows.js";
-import { SharedStatement } from "./shared-statement.js";
+import { SharedStatement, unplanned } from "./shared-statement.js";
 import { claimableStageTerm } from "./stage-list.js";
 
 interface InNamespace {
@@ -27,7 +27,7 @@ export const STUCK_JOBS = new SharedStatement<JobListStuckParams & InNamespace, 
       .where("topic", "is", null)
       .where("lease_expires_at", "<", $("leaseExpiredBefore"))
       .orderBy("lease_expires_at")
-      .limit($("limit")),
+      .limit(unplanned($("limit"))),
   read: (rows) => rows.map((r) => ({ id: String(r.id), attempt: Number(r.attempt), jobType: String(r.job_type), retryPolicy: storedPolicy(r.retry_policy) })),
 });
 

@@ -70,7 +70,7 @@ ON CONFLICT (namespace, topic) DO UPDATE SET retention_ms = excluded.retention_m
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;
     this.partitionRead = `SELECT next_offset, start_offset FROM ${parts} WHERE ${part}`;
     this.recordRead = `SELECT "offset", key, value, headers, "timestamp" FROM ${records}
-WHERE ${part} AND "offset" >= $4 ORDER BY "offset" LIMIT $5`;
+WHERE ${part} AND "offset" >= $4 ORDER BY "offset" LIMIT $5 + 0`;
     this.recordDelete = `DELETE FROM ${records} WHERE ${part} AND "offset" < $4`;
     this.startMove = `UPDATE ${parts} SET start_offset = $4 WHERE ${part} AND start_offset < $4`;
     this.groupRead = `SELECT committed_offset, epoch FROM ${groups} WHERE ${part} AND group_name = $4`;

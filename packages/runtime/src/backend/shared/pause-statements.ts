@@ -42,7 +42,7 @@ const PAUSED_LIST = new SharedStatement<InNamespace, PausedTarget[]>({
 /** Whether the topic is registered. */
 const TOPIC_KNOWN = new SharedStatement<PauseTargetRef & InNamespace, boolean>({
   build: (db, $) =>
-    db.selectFrom("later_topics").select(sql<number>`1`.as("found")).where("namespace", "=", $("namespace")).where("topic", "=", $("name")).limit(1),
+    db.selectFrom("later_topics").select(sql<number>`1`.as("found")).where("namespace", "=", $("namespace")).where("topic", "=", $("name")).limit(sql.lit(1)),
   read: (rows) => rows.length > 0,
 });
 

@@ -7,7 +7,7 @@
  */
 import type { RecurringDeleteParams, RecurringDueListParams, RecurringSchedule, RecurringScheduleListed } from "../backend.js";
 import { RECURRING_SCHEDULE_COLUMNS, recurringScheduleFromRow } from "./recurring-rows.js";
-import { SharedStatement } from "./shared-statement.js";
+import { SharedStatement, unplanned } from "./shared-statement.js";
 
 interface InNamespace {
   namespace: string;
@@ -23,7 +23,7 @@ export const RECURRING_DUE = new SharedStatement<RecurringDueListParams & InName
       .where("next_run_at", "<=", $("now"))
       .orderBy("next_run_at")
       .orderBy("id")
-      .limit($("limit")),
+      .limit(unplanned($("limit"))),
   read: (rows) => rows.map(recurringScheduleFromRow),
 });
 

@@ -40,7 +40,7 @@ const WALK = `WITH RECURSIVE g(k) AS (
   SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} AND group_key > ? ORDER BY group_key LIMIT 1)
   UNION ALL
   SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} AND group_key > g.k ORDER BY group_key LIMIT 1) FROM g WHERE g.k IS NOT NULL
-  LIMIT ?
+  LIMIT ? + 0
 )
 SELECT k, (SELECT id FROM later_jobs w WHERE ${GROUPED} AND group_key = g.k AND run_at <= ? AND ${UNIQUE_FREE} ORDER BY run_at LIMIT 1) AS id
 FROM g WHERE k IS NOT NULL`;
@@ -57,7 +57,7 @@ const CLAIM_SET = `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1
 const CLAIM_RETURNING = `RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, json_extract(stages, '$[#-2][0]') AS was, meta, priority, group_key`;
 
 /** One group's share, oldest first: the ids, by one index range of the group index; binds ns, type, group, now, n. */
-const GROUP_IDS = `SELECT id FROM later_jobs w WHERE ${GROUPED} AND group_key = ? AND run_at <= ? AND ${UNIQUE_FREE} ORDER BY run_at LIMIT ?`;
+const GROUP_IDS = `SELECT id FROM later_jobs w WHERE ${GROUPED} AND group_key = ? AND run_at <= ? AND ${UNIQUE_FREE} ORDER BY run_at LIMIT ? + 0`;
 
 /**
  * {@link GROUP_IDS} for a share of one, the usual one (a round gives each group one job), without the `n`:
@@ -80,7 +80,7 @@ const CLAIM_IDS = `${CLAIM_SET}
 /** The ungrouped jobs' share, through the ready index; binds owner, lease expiry, now, now, then ns, now, type, n. */
 const CLAIM_UNGROUPED = `${CLAIM_SET}
   WHERE id IN (SELECT id FROM later_jobs w WHERE namespace = ? AND ${CLAIMABLE} AND topic IS NULL AND run_at <= ? AND job_type = ?
-    AND group_key IS NULL AND ${UNIQUE_FREE} ORDER BY priority, run_at LIMIT ?)
+    AND group_key IS NULL AND ${UNIQUE_FREE} ORDER BY priority, run_at LIMIT ? + 0)
   ${CLAIM_RETURNING}`;
 
 const WRITE_CURSOR = "UPDATE later_limits SET group_cursor = ? WHERE namespace = ? AND job_type = ?";

@@ -59,7 +59,7 @@ const GROUP_ROWS = `WITH RECURSIVE g(k) AS (
   SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} ORDER BY group_key LIMIT 1)
   UNION ALL
   SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} AND group_key > g.k ORDER BY group_key LIMIT 1) FROM g WHERE g.k IS NOT NULL
-  LIMIT ?
+  LIMIT ? + 0
 ), running(k, n) AS (
   SELECT group_key, count(*) FROM later_jobs
   WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND job_type = ? AND group_key IS NOT NULL GROUP BY group_key
@@ -67,7 +67,7 @@ const GROUP_ROWS = `WITH RECURSIVE g(k) AS (
   SELECT k, max(w) FROM (SELECT k, 1 AS w FROM g WHERE k IS NOT NULL UNION ALL SELECT k, 0 FROM running) GROUP BY k
 )
 SELECT keyed.k, coalesce(r.n, 0) AS running, keyed.walked,
-  (SELECT count(*) FROM (SELECT 1 FROM later_jobs WHERE ${GROUPED} AND group_key = keyed.k AND run_at <= ? LIMIT ?)) AS waiting
+  (SELECT count(*) FROM (SELECT 1 FROM later_jobs WHERE ${GROUPED} AND group_key = keyed.k AND run_at <= ? LIMIT ? + 0)) AS waiting
 FROM keyed LEFT JOIN running r ON r.k = keyed.k`;
 
 export class SqliteInspectStore implements B.InspectStore {

@@ -186,7 +186,7 @@ export class SqliteJobControlStore implements B.JobControlStore {
     const only = stages === RETRYABLE_STAGES ? ` AND ${retryableRow()}` : "";
     if ("ids" in target) {
       return c.all(
-        `${cols} WHERE namespace = ? AND stage IN ${stageList(stages)}${only} AND id IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
+        `${cols} WHERE namespace = ? AND stage IN ${stageList(stages)}${only} AND id IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ? + 0`,
         this.host.namespace,
         JSON.stringify(target.ids),
         limit,
@@ -196,7 +196,7 @@ export class SqliteJobControlStore implements B.JobControlStore {
     const terminal = stages === CANCELLABLE_STAGES ? "1 = 1" : "expires_at IS NOT NULL";
     return c.all(
       `${cols} WHERE namespace = ? AND ${terminal} AND stage IN ${stageList(stages)}${only}
-         AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?) AND (? IS NULL OR id > ?)${limit < 0 ? "" : " ORDER BY id LIMIT ?"}`,
+         AND (? IS NULL OR stage = ?) AND (? IS NULL OR job_type = ?) AND (? IS NULL OR id > ?)${limit < 0 ? "" : " ORDER BY id LIMIT ? + 0"}`,
       this.host.namespace,
       stage,
       stage,

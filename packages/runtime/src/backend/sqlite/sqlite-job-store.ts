@@ -122,7 +122,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     const c = this.conn();
     return c.immediate(() => {
       const rows = c.all(
-        `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?)
+        `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND expires_at IS NOT NULL AND expires_at < ? LIMIT ? + 0)
          RETURNING stage, topic, partition_no`,
         this.namespace,
         params.now,

@@ -41,7 +41,7 @@ const HEAD = `SELECT id, job_type, stage, run_at, seq, attempt FROM later_jobs
   WHERE namespace = ? AND topic = ? AND partition_no = ? AND stage NOT IN ${TERMINAL} ORDER BY seq LIMIT 1`;
 /** The unfinished jobs behind a head, in sequence order: one range of the partition-head index (a run's candidate followers). */
 const BEHIND = `SELECT id, job_type, stage, payload, attempt, retry_policy, timeout_ms, run_at, seq, meta FROM later_jobs
-  WHERE namespace = ? AND topic = ? AND partition_no = ? AND stage NOT IN ${TERMINAL} AND seq > ? ORDER BY seq LIMIT ?`;
+  WHERE namespace = ? AND topic = ? AND partition_no = ? AND stage NOT IN ${TERMINAL} AND seq > ? ORDER BY seq LIMIT ? + 0`;
 /** A follower that ran, written as claimed at its start (fenced by the attempt before its own and a claimable stage). */
 const FOLLOWER_RUN = `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = NULL, updated_at = ?,
     ${T.claim.history}
@@ -261,7 +261,7 @@ export class SqlitePartitionStore implements B.PartitionStore {
     return c.immediate(() => {
       const rows = c.all(
         `DELETE FROM later_jobs WHERE id IN (SELECT id FROM later_jobs WHERE namespace = ? AND topic = ? AND partition_no = ?
-           AND stage IN ${TERMINAL} ORDER BY seq DESC LIMIT -1 OFFSET ?) RETURNING stage`,
+           AND stage IN ${TERMINAL} ORDER BY seq DESC LIMIT -1 OFFSET ? + 0) RETURNING stage`,
         this.ns,
         params.topic,
         params.partition,

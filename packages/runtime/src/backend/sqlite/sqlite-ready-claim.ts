@@ -24,7 +24,7 @@ const CLAIM_PRIORITY = `UPDATE later_jobs SET ${T.claim.stage}, attempt = attemp
                         AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?))
                         AND (unique_slot IS NOT 'pending' OR NOT EXISTS (SELECT 1 FROM later_jobs s WHERE s.namespace = w.namespace
                           AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))
-                        ORDER BY run_at LIMIT ?)
+                        ORDER BY run_at LIMIT ? + 0)
          RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, json_extract(stages, '$[#-2][0]') AS was, meta, priority`;
 
 /** `claimReady` when short: the earliest future run time, one probe per priority. */
