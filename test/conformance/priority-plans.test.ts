@@ -174,4 +174,54 @@ describe("X1 claim plan on SQLite", () => {
       }
     });
   });
+  it("new rows lie by priority: each priority's rows together in rowid order, in insertion order, whichever insert wrote them", async () => {
+    const entry = BACKENDS.find((b) => b.name === "sqlite")!;
+    await withDatabase(entry, async (db) => {
+      const backend = db.backend();
+      await prepareBackend(backend, true);
+      const app = db.appDatabase<Record<string, never>>();
+      try {
+        const now = Date.now();
+        const job = (i: number, priority: number) => ({
+          id: newJobId(now),
+          jobType: "work",
+          payload: JSON.stringify({ i }),
+          runAt: now,
+          retryPolicy: null,
+          priority,
+        });
+        const order: { id: string; priority: number }[] = [];
+        const note = (j: { id: string; priority?: number }) => order.push({ id: j.id, priority: j.priority ?? 0 });
+        // Two batch inserts of mixed priorities (the extremes included), a unique insert, an insert into a caller's transaction.
+        for (const batch of [0, 1]) {
+          const jobs = [-32768, 5, 0, 32767, -3, 5, 0].map((p, i) => job(batch * 10 + i, p));
+          await backend.jobs.insertMany({ jobs, now });
+          jobs.forEach(note);
+        }
+        const unique = job(20, 5);
+        await backend.jobs.insertUnique({ job: unique, uniqueKey: "k", uniqueMode: "keep", now });
+        note(unique);
+        const inTransaction = [job(21, -3), job(22, 32767), job(23, -3)];
+        const trx = await app.startTransaction().execute();
+        await backend.jobs.insertMany({ jobs: inTransaction, now, transaction: trx as never });
+        await trx.commit().execute();
+        inTransaction.forEach(note);
+        const reader = new Database(db.location, { readonly: true });
+        try {
+          const stored = (reader.prepare("SELECT id, priority FROM later_jobs ORDER BY rowid").all() as { id: string; priority: number }[]).map((r) => ({
+            id: r.id,
+            priority: Number(r.priority),
+          }));
+          // By priority, then in the order written (a stable sort of the insertion order).
+          const expected = [...order].sort((a, b) => a.priority - b.priority);
+          expect(stored).toEqual(expected);
+        } finally {
+          reader.close();
+        }
+      } finally {
+        await app.destroy();
+        await backend.close();
+      }
+    });
+  });
 });

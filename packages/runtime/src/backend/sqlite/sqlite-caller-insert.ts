@@ -19,6 +19,7 @@ import { type RunStatement, SharedStatement, sqliteCompiler } from "../shared/sh
 import { isKyselyExecutor } from "./kysely-executor.js";
 import { transactionRefusal } from "../transaction-refusal.js";
 import { FAN_IN_SQL } from "./sqlite-fan-in.js";
+import { nextRowid } from "./sqlite-row-places.js";
 import { StageDeltas } from "./sqlite-stage-counters.js";
 import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
 
@@ -47,33 +48,37 @@ const NEXT_SEQ = new SharedStatement<{ topic: string; partition: number } & InNa
 
 const INSERT = new SharedStatement<Omit<LaterJobsTable, "unique_key" | "unique_slot" | "result">, void>({
   build: (db, $) =>
-    db.insertInto("later_jobs").values({
-      id: $("id"),
-      namespace: $("namespace"),
-      job_type: $("job_type"),
-      payload: $("payload"),
-      stage: $("stage"),
-      attempt: $("attempt"),
-      retry_policy: $("retry_policy"),
-      timeout_ms: $("timeout_ms"),
-      run_at: $("run_at"),
-      parent_id: $("parent_id"),
-      last_error: $("last_error"),
-      stages: $("stages"),
-      created_at: $("created_at"),
-      updated_at: $("updated_at"),
-      expires_at: $("expires_at"),
-      lease_owner: $("lease_owner"),
-      lease_expires_at: $("lease_expires_at"),
-      topic: $("topic"),
-      partition_no: $("partition_no"),
-      seq: $("seq"),
-      waiters: $("waiters"),
-      meta: $("meta"),
-      priority: $("priority"),
-      parents_left: $("parents_left"),
-      group_key: $("group_key"),
-    }),
+    db
+      .withTables<{ later_jobs: { rowid: number } }>()
+      .insertInto("later_jobs")
+      .values({
+        rowid: nextRowid($("priority")),
+        id: $("id"),
+        namespace: $("namespace"),
+        job_type: $("job_type"),
+        payload: $("payload"),
+        stage: $("stage"),
+        attempt: $("attempt"),
+        retry_policy: $("retry_policy"),
+        timeout_ms: $("timeout_ms"),
+        run_at: $("run_at"),
+        parent_id: $("parent_id"),
+        last_error: $("last_error"),
+        stages: $("stages"),
+        created_at: $("created_at"),
+        updated_at: $("updated_at"),
+        expires_at: $("expires_at"),
+        lease_owner: $("lease_owner"),
+        lease_expires_at: $("lease_expires_at"),
+        topic: $("topic"),
+        partition_no: $("partition_no"),
+        seq: $("seq"),
+        waiters: $("waiters"),
+        meta: $("meta"),
+        priority: $("priority"),
+        parents_left: $("parents_left"),
+        group_key: $("group_key"),
+      }),
   read: () => undefined,
 });
 

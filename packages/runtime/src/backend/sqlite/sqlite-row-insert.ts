@@ -11,8 +11,10 @@ import { UnknownTopicError } from "../../errors.js";
 import type * as B from "../backend.js";
 import { fanInStage, insertStage, refuseParentsInBatch } from "../shared/insert-stage.js";
 import { JOB_INSERT_COLUMN_LIST, jobInsertValues } from "../shared/job-insert-row.js";
+import type { BoundStatement } from "../shared/shared-statement.js";
 import { edgesJson, FAN_IN_SQL, readFanInParents } from "./sqlite-fan-in.js";
 import type { SqliteHost } from "./sqlite-connection.js";
+import { ROWID_AT_PLACE, RowPlaces } from "./sqlite-row-places.js";
 import { type SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
 import { JOB_INSERT_PLACEHOLDERS } from "./sqlite-unique-insert.js";
 import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
@@ -22,8 +24,8 @@ import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.j
  * text, and a text rebuilt per row would be hashed again per row (measured:
  * about 1 µs of a bulk enqueue's 10 µs per job).
  */
-const INSERT_JOB = `INSERT INTO later_jobs (namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, parents_left)
-  VALUES (?, ${JOB_INSERT_PLACEHOLDERS}, 0, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT_JOB = `INSERT INTO later_jobs (rowid, namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, parents_left)
+  VALUES (${ROWID_AT_PLACE}, ?, ${JOB_INSERT_PLACEHOLDERS}, 0, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?)`;
 
 /** The most rows one multi-row insert carries ({@link insertValuesText}). */
 const ROWS_PER_INSERT = 50;
@@ -61,6 +63,9 @@ export class SqliteRowInsert {
     const stages: JobStage[] = [];
     const deltas = new StageDeltas();
     const plain: unknown[] = [];
+    // Each row's rowid from its priority (sqlite-row-places.ts): the jobs of one priority lie together.
+    const places = new RowPlaces();
+    const read = (st: BoundStatement) => this.host.conn().get(st.text, ...st.values);
     for (const job of jobs) {
       const parent = job.parentId
         ? this.host.conn().get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.host.namespace)
@@ -81,7 +86,10 @@ export class SqliteRowInsert {
         if (!row) throw new UnknownTopicError(job.topic, job.partition);
         seq = Number(row.seq);
       }
+      const priority = job.priority ?? 0;
       const values = [
+        priority,
+        places.next(priority, read),
         this.host.namespace,
         ...jobInsertValues(job, stage),
         job.parentId ?? null,
