@@ -14,7 +14,7 @@ import { JOB_INSERT_COLUMN_LIST, jobInsertValues } from "../shared/job-insert-ro
 import type { BoundStatement } from "../shared/shared-statement.js";
 import { edgesJson, FAN_IN_SQL, readFanInParents } from "./sqlite-fan-in.js";
 import type { SqliteHost } from "./sqlite-connection.js";
-import { ROWID_AT_PLACE, RowPlaces } from "./sqlite-row-places.js";
+import { nextRowidText, RowPlaces } from "./sqlite-row-places.js";
 import { type SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
 import { JOB_INSERT_PLACEHOLDERS } from "./sqlite-unique-insert.js";
 import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
@@ -25,7 +25,10 @@ import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.j
  * about 1 µs of a bulk enqueue's 10 µs per job).
  */
 const INSERT_JOB = `INSERT INTO later_jobs (rowid, namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, parents_left)
-  VALUES (${ROWID_AT_PLACE}, ?, ${JOB_INSERT_PLACEHOLDERS}, 0, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?)`;
+  VALUES (?, ?, ${JOB_INSERT_PLACEHOLDERS}, 0, ?, ?, ${SqliteTransition.FIRST}, ?, ?, ?, ?, ?, ?, ?)`;
+
+/** {@link INSERT_JOB} with the rowid found by the insert itself, from the priority bound four times: for a batch of one job. */
+const INSERT_ONE = INSERT_JOB.replace("VALUES (?, ", `VALUES (${nextRowidText("?")}, `);
 
 /** The most rows one multi-row insert carries ({@link insertValuesText}). */
 const ROWS_PER_INSERT = 50;
@@ -63,9 +66,9 @@ export class SqliteRowInsert {
     const stages: JobStage[] = [];
     const deltas = new StageDeltas();
     const plain: unknown[] = [];
-    // Each row's rowid from its priority (sqlite-row-places.ts): the jobs of one priority lie together.
-    const places = new RowPlaces();
-    const read = (st: BoundStatement) => this.host.conn().get(st.text, ...st.values);
+    // Each row's rowid from its priority (sqlite-row-places.ts): the jobs of one priority lie together. A batch of
+    // one job (a single enqueue, mostly) finds it in its insert; a larger one reads once per priority.
+    const places = jobs.length === 1 ? null : new RowPlaces((st: BoundStatement) => this.host.conn().get(st.text, ...st.values));
     for (const job of jobs) {
       const parent = job.parentId
         ? this.host.conn().get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.host.namespace)
@@ -88,8 +91,7 @@ export class SqliteRowInsert {
       }
       const priority = job.priority ?? 0;
       const values = [
-        priority,
-        places.next(priority, read),
+        places?.next(priority) ?? null,
         this.host.namespace,
         ...jobInsertValues(job, stage),
         job.parentId ?? null,
@@ -106,9 +108,13 @@ export class SqliteRowInsert {
       ];
       // Plain rows go in multi-row inserts: SQLite evaluates the partial indexes' predicates once per
       // statement run for their IN lists (an ephemeral table each run), and a statement run has its own
-      // cost; a row that reads a parent or takes a sequence is written at once, in order.
-      if (job.parentId || job.parentIds || job.topic !== undefined) this.host.conn().run(INSERT_JOB, values);
-      else {
+      // cost; a row that reads a parent or takes a sequence is written at once, after the rows before it
+      // (rows go in in the order `places` gave their rowids: a null one is numbered by SQLite at insert).
+      if (places === null) this.host.conn().run(INSERT_ONE, priority, priority, priority, priority, ...values.slice(1));
+      else if (job.parentId || job.parentIds || job.topic !== undefined) {
+        this.insertPlain(plain);
+        this.host.conn().run(INSERT_JOB, values);
+      } else {
         for (const v of values) plain.push(v);
         if (plain.length === ROWS_PER_INSERT * INSERT_COLUMNS) this.insertPlain(plain);
       }

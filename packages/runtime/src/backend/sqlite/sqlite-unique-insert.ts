@@ -16,7 +16,7 @@ import { dueStage } from "../shared/insert-stage.js";
 import { JOB_INSERT_COLUMN_LIST, jobInsertValues } from "../shared/job-insert-row.js";
 import type { Row } from "../shared/job-rows.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
-import { ROWID_AT_PLACE, RowPlaces } from "./sqlite-row-places.js";
+import { nextRowidText } from "./sqlite-row-places.js";
 import { StageDeltas } from "./sqlite-stage-counters.js";
 import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
 
@@ -27,7 +27,7 @@ export const JOB_INSERT_PLACEHOLDERS = JOB_INSERT_COLUMN_LIST.replace(/\w+/g, "?
 
 /** A new job holding its key's `pending` slot; nothing when the slot is taken. */
 const INSERT_HOLDING = `INSERT INTO later_jobs (rowid, namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, stages, created_at, updated_at, unique_key, unique_slot)
-  VALUES (${ROWID_AT_PLACE}, ?, ${JOB_INSERT_PLACEHOLDERS}, 0, ${SqliteTransition.FIRST}, ?, ?, ?, 'pending')
+  VALUES (${nextRowidText("?")}, ?, ${JOB_INSERT_PLACEHOLDERS}, 0, ${SqliteTransition.FIRST}, ?, ?, ?, 'pending')
   ON CONFLICT DO NOTHING RETURNING id`;
 
 /** The replace of a `pending` job that keeps its stage (no transition). */
@@ -83,8 +83,20 @@ export function insertUniqueRow(
   }
   if (pending) return existing(pending); // afterActive before the key's job started
   const priority = job.priority ?? 0;
-  const place = new RowPlaces().next(priority, (st) => c.get(st.text, ...st.values));
-  const inserted = c.get(INSERT_HOLDING, priority, place, namespace, ...jobInsertValues(job, stage), stage, now, now, now, params.uniqueKey);
+  const inserted = c.get(
+    INSERT_HOLDING,
+    priority,
+    priority,
+    priority,
+    priority,
+    namespace,
+    ...jobInsertValues(job, stage),
+    stage,
+    now,
+    now,
+    now,
+    params.uniqueKey,
+  );
   if (!inserted) {
     // Unreachable inside the write lock (the holders were read in it); kept so a conflict reports the row that holds the slot.
     const row = c.get(
