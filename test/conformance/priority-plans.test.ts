@@ -33,6 +33,13 @@ async function fill(backend: Backend, now: number): Promise<void> {
   for (let i = 0; i < jobs.length; i += 1_000) await backend.jobs.insertMany({ jobs: jobs.slice(i, i + 1_000), now });
 }
 
+/** Zeros for every parameter of `text`: an object by number when it numbers them (`?5`), else one per `?`. */
+function zeros(text: string): unknown[] {
+  const numbered = [...text.matchAll(/\?(\d+)/g)].map((m) => Number(m[1]));
+  if (numbered.length > 0) return [Object.fromEntries(Array.from({ length: Math.max(...numbered) }, (_, i) => [i + 1, 0]))];
+  return Array.from({ length: (text.match(/\?/g) ?? []).length }, () => 0);
+}
+
 interface PlanNode {
   "Node Type": string;
   "Relation Name"?: string;
@@ -101,14 +108,14 @@ describe("X1 claim plan on SQLite", () => {
         expect(claimed.jobs).toHaveLength(READY);
         // The statements the backend prepared, as it ran them.
         const texts = [...(backend.jobs as unknown as { conn(): { statements: Map<string, unknown> } }).conn().statements.keys()];
-        const claim = texts.filter((t) => t.includes("SET stage = 'running'") && t.includes("priority = ?"));
-        const probe = texts.filter((t) => t.includes("WITH RECURSIVE prio"));
+        const claim = texts.filter((t) => t.includes("SET stage = 'running'") && t.includes("priority IN (SELECT p FROM prio"));
+        const probe = texts.filter((t) => t.includes("WITH RECURSIVE prio") && !t.includes("SET stage = 'running'"));
         expect(claim).toHaveLength(1);
-        expect(probe).toHaveLength(1);
+        expect(probe.length).toBeGreaterThanOrEqual(1);
         const reader = new Database(db.location, { readonly: true });
         try {
           for (const text of [...claim, ...probe]) {
-            const params = Array.from({ length: (text.match(/\?/g) ?? []).length }, () => 0);
+            const params = zeros(text);
             const plan = (reader.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...params) as { detail: string }[]).map((r) => r.detail);
             expect(
               plan.filter((d) => d.includes("TEMP B-TREE")),
@@ -151,11 +158,11 @@ describe("X1 claim plan on SQLite", () => {
         // SQLite matches a partial index by the predicate's terms as written: the disjunction, never an IN list of the same stages.
         expect(texts.filter((t) => /stage IN \('enqueued', 'delayed', 'requeued'\)/i.test(t))).toEqual([]);
         const readers = texts.filter((t) => t.includes("stage = 'enqueued' OR stage = 'delayed' OR stage = 'requeued'"));
-        expect(readers.length).toBeGreaterThanOrEqual(5);
+        expect(readers.length).toBeGreaterThanOrEqual(4);
         const reader = new Database(db.location, { readonly: true });
         try {
           for (const text of readers) {
-            const params = Array.from({ length: (text.match(/\?/g) ?? []).length }, () => 0);
+            const params = zeros(text);
             const plan = (reader.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...params) as { detail: string }[]).map((r) => r.detail);
             expect(
               plan.some((d) => d.includes("later_jobs_ready")),
@@ -198,6 +205,17 @@ describe("X1 claim plan on SQLite", () => {
           await backend.jobs.insertMany({ jobs, now });
           jobs.forEach(note);
         }
+        // Rows of the table's top range are numbered by SQLite itself; a continuation (written at once, not in the
+        // multi-row insert) among them.
+        const parent = order[0]!.id;
+        const mixed = [job(30, 32767), { ...job(31, 32767), parentId: parent }, job(32, 32767), job(33, 0), { ...job(34, 0), parentId: parent }];
+        await backend.jobs.insertMany({ jobs: mixed, now });
+        mixed.forEach(note);
+        // Batches of one job (their insert finds the rowid itself): a middle range, then the top one.
+        for (const one of [job(40, -3), job(41, 32767), job(42, 0)]) {
+          await backend.jobs.insertMany({ jobs: [one], now });
+          note(one);
+        }
         const unique = job(20, 5);
         await backend.jobs.insertUnique({ job: unique, uniqueKey: "k", uniqueMode: "keep", now });
         note(unique);
@@ -212,8 +230,9 @@ describe("X1 claim plan on SQLite", () => {
             id: r.id,
             priority: Number(r.priority),
           }));
-          // By priority, then in the order written (a stable sort of the insertion order).
-          const expected = [...order].sort((a, b) => a.priority - b.priority);
+          // By priority's range (0 first, then 1..32767, then -32768..-1), then in the order written (a stable sort).
+          const range = (p: number) => (p + 65536) & 65535;
+          const expected = [...order].sort((a, b) => range(a.priority) - range(b.priority));
           expect(stored).toEqual(expected);
         } finally {
           reader.close();

@@ -16,16 +16,40 @@ import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
 /** The ready index's stage term, word for word (`later_jobs_ready` as migration 20 writes it, a disjunction: see `stageOneOf`). */
 const CLAIMABLE = stageOneOf(CLAIMABLE_STAGES);
 
-/** `claimReady`: one priority's range of the ready index (X1), with X2's key check. */
-const CLAIM_PRIORITY = `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
-           ${T.claim.history},
+/** How many of the next claimable priorities one claim statement reads ({@link CLAIM_NEXT}). */
+const PRIORITIES_PER_STATEMENT = 4;
+
+/**
+ * The next {@link PRIORITIES_PER_STATEMENT} claimable priorities above `after` in namespace `ns` (SQL
+ * parameters), one probe of the ready index each (a loose index scan): the CTE `prio(p)` of
+ * {@link CLAIM_NEXT} and {@link LAST_PROBED}.
+ */
+const nextPriorities = (ns: string, after: string) => `WITH RECURSIVE prio(p, n) AS (
+  SELECT (SELECT priority FROM later_jobs WHERE namespace = ${ns} AND ${CLAIMABLE} AND topic IS NULL AND priority > ${after} ORDER BY priority LIMIT 1), 1
+  UNION ALL
+  SELECT (SELECT priority FROM later_jobs WHERE namespace = ${ns} AND ${CLAIMABLE} AND topic IS NULL AND priority > prio.p ORDER BY priority LIMIT 1), n + 1
+  FROM prio WHERE prio.p IS NOT NULL AND n < ${PRIORITIES_PER_STATEMENT})`;
+
+/**
+ * `claimReady`: up to `?9` due jobs of types `?8` (JSON) from the next few priorities above `?6`, in (priority,
+ * run_at) order, with X2's key check: each priority's range `run_at <= ?7` of the ready index in index order
+ * (SQLite walks the IN list's priorities in order: no sort), so never a walk over the delayed rows. One
+ * statement for a claim whose jobs lie in up to that many priorities: a statement per priority, each with its
+ * own probe, cost a claim of mixed priorities a tenth more than one of a single priority.
+ */
+const CLAIM_NEXT = `${nextPriorities("?5", "?6")}
+UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?1, lease_expires_at = ?2, updated_at = ?3,
+           ${T.claim.history.replace("?", "?4")},
            unique_slot = CASE WHEN unique_slot IS NOT NULL THEN 'active' END
-         WHERE id IN (SELECT id FROM later_jobs w WHERE namespace = ? AND ${CLAIMABLE} AND topic IS NULL AND priority = ?
-                        AND run_at <= ? AND job_type IN (SELECT value FROM json_each(?))
+         WHERE id IN (SELECT id FROM later_jobs w WHERE namespace = ?5 AND ${CLAIMABLE} AND topic IS NULL AND priority IN (SELECT p FROM prio WHERE p IS NOT NULL)
+                        AND run_at <= ?7 AND job_type IN (SELECT value FROM json_each(?8))
                         AND (unique_slot IS NOT 'pending' OR NOT EXISTS (SELECT 1 FROM later_jobs s WHERE s.namespace = w.namespace
                           AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))
-                        ORDER BY run_at LIMIT ? + 0)
+                        ORDER BY priority, run_at LIMIT ?9 + 0)
          RETURNING id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, json_extract(stages, '$[#-2][0]') AS was, meta, priority`;
+
+/** The last of the priorities {@link CLAIM_NEXT} read (`?` namespace, `?` after); null: none above it. */
+const LAST_PROBED = `${nextPriorities("?1", "?2")} SELECT max(p) AS p FROM prio`;
 
 /** `claimReady` when short: the earliest future run time, one probe per priority. */
 const NEXT_RUN_AT = `WITH RECURSIVE prio(p) AS (
@@ -35,9 +59,6 @@ const NEXT_RUN_AT = `WITH RECURSIVE prio(p) AS (
          FROM prio WHERE prio.p IS NOT NULL)
        SELECT min((SELECT run_at FROM later_jobs WHERE namespace = ? AND ${CLAIMABLE} AND topic IS NULL AND priority = prio.p
          AND run_at > ? AND job_type IN (SELECT value FROM json_each(?)) ORDER BY run_at LIMIT 1)) AS t FROM prio WHERE p IS NOT NULL`;
-
-/** The lowest claimable priority above `?`: one probe of the ready index. */
-const NEXT_PRIORITY = `SELECT priority FROM later_jobs WHERE namespace = ? AND ${CLAIMABLE} AND topic IS NULL AND priority > ? ORDER BY priority LIMIT 1`;
 
 export class SqliteReadyClaim {
   constructor(
@@ -103,29 +124,31 @@ export class SqliteReadyClaim {
   /** Up to `limit` ready jobs of `types` (JSON array), lowest priority first, inside the caller's `immediate` transaction. */
   private claimRows(params: B.JobClaimReadyParams, types: string, limit: number): Row[] {
     const claimed: Row[] = [];
-    // The next priority is probed only while the batch is short: a full batch costs one probe.
-    for (let p = this.nextPriority(null); p !== null; p = claimed.length < limit ? this.nextPriority(p) : null) {
-      claimed.push(
-        ...this.conn().all(
-          CLAIM_PRIORITY,
-          params.owner,
-          params.leaseExpiresAt,
-          params.now,
-          params.now,
-          this.namespace,
-          p,
-          params.now,
-          types,
-          limit - claimed.length,
-        ),
-      );
+    // A few priorities per statement; the next few only while the batch is short (a full batch is one statement).
+    for (let after: number | null = -32769; after !== null && claimed.length < limit; ) {
+      // Numbered parameters (each read where the text says `?N`) are bound by number.
+      const rows = this.conn().all(CLAIM_NEXT, {
+        5: this.namespace,
+        6: after,
+        1: params.owner,
+        2: params.leaseExpiresAt,
+        3: params.now,
+        4: params.now,
+        7: params.now,
+        8: types,
+        9: limit - claimed.length,
+      });
+      claimed.push(...rows);
+      if (claimed.length === limit) break;
+      // Short: every due job of these types in the priorities read was taken. Go on after the last priority that
+      // gave one (those above it that gave none are read again, harmlessly); when none gave one, nothing changed,
+      // and the same probe says the last priority read.
+      if (rows.length > 0) after = Math.max(...rows.map((r) => Number(r.priority)));
+      else {
+        const last: unknown = this.conn().get(LAST_PROBED, { 1: this.namespace, 2: after })?.p;
+        after = last === null || last === undefined ? null : Number(last);
+      }
     }
     return claimed;
-  }
-
-  /** The lowest priority of the namespace's claimable regular jobs above `after` (null: the lowest of all); null when none. One probe of the ready index. */
-  private nextPriority(after: number | null): number | null {
-    const row = this.conn().get(NEXT_PRIORITY, this.namespace, after ?? -32769);
-    return row ? Number(row.priority) : null;
   }
 }
