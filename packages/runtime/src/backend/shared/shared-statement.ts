@@ -42,13 +42,14 @@ export type RunStatement = (statement: BoundStatement) => Row[] | Promise<Row[]>
 /**
  * A bound row count (`LIMIT`, `OFFSET`) as `? + 0`, so that SQLite does not plan on its value.
  *
- * SQLite (3.47 on) reads the value bound to a bare `LIMIT ?` while it plans, and a statement planned
- * on a bound value is prepared again whenever that parameter is bound again: better-sqlite3 binds
- * every parameter at every run, so every run parsed and planned the statement anew. Measured on a
- * claim (`UPDATE ... WHERE id IN (SELECT ... LIMIT ?)`, 8 rows): 126 µs a run, 44 µs with `? + 0`,
- * the same as with a literal limit. The sum is still the bound value at run time; PostgreSQL reads
- * it as it reads the bare parameter. Every SQLite statement that binds a row count writes it so:
- * in SQL text `LIMIT ? + 0`, in a Kysely statement `.limit(unplanned($("limit")))`.
+ * SQLite (3.53, as better-sqlite3 12 bundles it) reads the value bound to a bare `LIMIT ?` while it
+ * plans, and a statement planned on a bound value is prepared again whenever that parameter is bound
+ * again: better-sqlite3 binds every parameter at every run, so every run parsed and planned the
+ * statement anew. Measured on a claim (`UPDATE ... WHERE id IN (SELECT ... LIMIT ?)`, 8 rows):
+ * 126 µs a run, 44 µs with `? + 0`, the same as with a literal limit. The sum is still the bound
+ * value at run time; PostgreSQL reads it as it reads the bare parameter. Every SQLite statement
+ * that binds a row count writes it so: in SQL text `LIMIT ? + 0`, in a Kysely statement
+ * `.limit(unplanned($("limit")))`.
  */
 export function unplanned(value: number): RawBuilder<number> {
   return sql<number>`${value} + 0`;
