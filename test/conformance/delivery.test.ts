@@ -136,6 +136,12 @@ describe.each(BACKENDS)("delivery on $name", (entry) => {
     const server = await h.start({ clock, handlers: { at: { handle: () => undefined } } });
     const id = await server.publisher.enqueue("at", {}, { runAt: new Date(clock.now() + 5_000) });
     expect((await server.backend.inspect.jobGet({ id }))?.stage).toBe("delayed");
+    // The loop has seen the delayed job before the clock moves: a delayed enqueue wakes no loop, and a claim
+    // still in flight from the server's start (its snapshot without the job) would otherwise sleep a poll
+    // interval from the advanced time, which this clock never reaches. A ready job is claimed only after it.
+    const ready = await server.publisher.enqueue("at", {});
+    await waitFor(async () => (await server.backend.inspect.jobGet({ id: ready }))?.stage === "success", "the ready job");
+    expect((await server.backend.inspect.jobGet({ id }))?.stage).toBe("delayed");
     clock.advance(5_000);
     await waitFor(async () => (await server.backend.inspect.jobGet({ id }))?.stage === "success", "success");
   });
