@@ -6,7 +6,7 @@
  * ```text
  *   ┌─► in flight <= target/2, workers, more may be ready? ──yes──► paused set read ─► claimReady ─► accept each
  *   │        │ no                                                         │ full batch: claim again (after setImmediate)
- *   │        ▼                                                            ▼ short: sleep until its next due time (at most a poll)
+ *   │        ▼                                                            ▼ short: sleep until its next due time (at most a poll from the claim's start)
  *   └── sleep(poll interval | next due time) ◄── cut short by wake("work") / wake("capacity")
  * ```
  *
@@ -132,9 +132,12 @@ export class ClaimFetcher {
             await new Promise<void>((r) => setImmediate(r));
             continue;
           }
+          // The poll interval counts from the claim's snapshot, not from its return: a job committed just
+          // after the snapshot (a delayed enqueue wakes no loop) is seen within one interval of it, even when
+          // the claim was slow or the clock moved while it ran (then 0: claim again on the next timer turn).
+          waitMs = Math.max(0, pollIntervalMs - (clock.now() - now));
           const next = claimed.nextRunAt ?? null;
-          // 0 when already due (the clock moved while the claim ran): claim again on the next timer turn.
-          if (next !== null) waitMs = Math.max(0, Math.min(pollIntervalMs, next - clock.now()));
+          if (next !== null) waitMs = Math.max(0, Math.min(waitMs, next - clock.now()));
         } catch (error) {
           if (this.stopping) break;
           this.moreMayBeReady = true;
