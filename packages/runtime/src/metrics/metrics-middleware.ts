@@ -1,6 +1,5 @@
 import type { Clock } from "../core/clock.js";
-import { ATTEMPT_OBSERVER, type ObserverMiddleware } from "../middleware/attempt-observer.js";
-import type { AttemptRun } from "../worker/attempt-run.js";
+import { ATTEMPT_OBSERVER, type ObservedAttempt, type ObserverMiddleware } from "../middleware/attempt-observer.js";
 import type { AttemptOutcome, ServerMetrics } from "./server-metrics.js";
 
 /**
@@ -32,7 +31,7 @@ export function metricsMiddleware(recorder: ServerMetrics, clock: Clock): Observ
 }
 
 /** How an attempt that started ended, as the handler-duration histogram labels it. */
-function endedAs(run: AttemptRun): AttemptOutcome {
+function endedAs(run: ObservedAttempt): AttemptOutcome {
   if (run.claim.timedOut) return "timed_out";
   if (run.claim.cancelled) return "cancelled";
   if (run.claim.abandoned || run.result === null) return "abandoned";

@@ -1,4 +1,4 @@
-import type { AttemptRun } from "../worker/attempt-run.js";
+import type { ClaimedJob, JobOutcome } from "../backend/backend.js";
 import { attemptHooks, type AttemptContext, type Hook, type LaterMiddleware } from "./later-middleware.js";
 
 /**
@@ -9,17 +9,40 @@ import { attemptHooks, type AttemptContext, type Hook, type LaterMiddleware } fr
 export const ATTEMPT_OBSERVER: unique symbol = Symbol("later.attemptObserver");
 
 /**
+ * What an {@link AttemptObserver} reads of one attempt (the worker's
+ * `AttemptRun` is one): declared here, beside the observers, so that they
+ * need nothing from the worker that runs the attempt.
+ */
+export interface ObservedAttempt {
+  /** Clock ms when the claim was handed to the executor: the start of the attempt's time. */
+  readonly handedAt: number;
+  /** The claim's lease had expired when it was handed over: not run. */
+  readonly skipped: boolean;
+  /** The outcome to write; null when nothing may be (skipped, abandoned, timed out). Set when the attempt is over. */
+  readonly result: JobOutcome | null;
+  readonly claim: {
+    readonly job: ClaimedJob;
+    /** Non-null for a partition's head (an ordered job). */
+    readonly head: object | null;
+    readonly workerId: number;
+    readonly timedOut: boolean;
+    readonly cancelled: boolean;
+    readonly abandoned: boolean;
+  };
+}
+
+/**
  * An attempt middleware in its observer form: `before` when a claim is
  * handed to the executor, `after` once the attempt is over (skipped,
- * finished, timed out, cancelled or abandoned: {@link AttemptRun} says
- * which). Two plain calls rather than a hook around `next()`: an observer
+ * finished, timed out, cancelled or abandoned: {@link ObservedAttempt}
+ * says which). Two plain calls rather than a hook around `next()`: an observer
  * never changes the attempt, so it needs no closure or promise of its own
  * per job (an empty around-hook costs some 2% of a job's processing).
  * Neither may throw.
  */
 export interface AttemptObserver {
-  before(run: AttemptRun): void;
-  after(run: AttemptRun): void;
+  before(run: ObservedAttempt): void;
+  after(run: ObservedAttempt): void;
 }
 
 /** A {@link LaterMiddleware} entry carrying an {@link AttemptObserver} (and usually no hook). */

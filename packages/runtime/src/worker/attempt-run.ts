@@ -1,6 +1,7 @@
 import type { JobOutcome } from "../backend/backend.js";
 import type { JobId } from "../core/job-id.js";
 import { decodeMeta, type AttemptContext, type JobMeta } from "../middleware/later-middleware.js";
+import type { ObservedAttempt } from "../middleware/attempt-observer.js";
 import type { HeldClaim } from "./held-claim.js";
 
 /**
@@ -10,7 +11,7 @@ import type { HeldClaim } from "./held-claim.js";
  * once the attempt is over: whether it was skipped, and its outcome. Made
  * only when the list has an attempt hook or an observer.
  */
-export class AttemptRun implements AttemptContext {
+export class AttemptRun implements AttemptContext, ObservedAttempt {
   readonly jobId: JobId;
   readonly jobType: string;
   readonly attempt: number;
