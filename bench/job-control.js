@@ -5,11 +5,11 @@
 // - processing with every job given a random priority (-100..100) against
 //   the same jobs with none (target: at least 95%);
 // - single enqueue with a unique key (one key per job, `keep`) against plain
-//   single enqueue, 10 in flight each (target: at least 80%). A unique
-//   enqueue is one statement of its own; plain enqueues of concurrent callers
-//   are written together (J15), so the pair is shown against both: plain
-//   written alone (`coalesce: false`, one statement each, the path every
-//   enqueue took when the target was set) and plain as users get it.
+//   single enqueue, 10 in flight each (target: at least 80%), in two pairs:
+//   each enqueue written alone (`coalesce: false`, one transaction each, the
+//   path every enqueue took when the target was set), and as users get them,
+//   concurrent enqueues written together (J15: plain ones in one statement,
+//   unique ones in one transaction).
 //
 // Each phase gets a fresh SQLite file or a fresh PostgreSQL database. Run:
 // `pnpm bench:job-control`. Env: BENCH_JOBS (20000; single enqueues use
@@ -94,15 +94,18 @@ async function processing(kind, priorityOf) {
   }
 }
 
-/** Jobs per second of SINGLE_N single enqueues, 10 in flight; `mode`: "plain", "alone" (plain, not coalesced), "unique" (each with its own key). */
+/**
+ * Jobs per second of SINGLE_N single enqueues, 10 in flight; `mode`: "plain", "alone" (plain, not coalesced),
+ * "unique" (each with its own key, concurrent ones written together), "uniqueAlone" (the same, each written alone).
+ */
 async function singleEnqueue(kind, mode) {
-  const unique = mode === "unique";
+  const unique = mode === "unique" || mode === "uniqueAlone";
   const store = await freshStore(kind, "control_single");
   try {
     const backend = store.backend();
     await backend.open();
     await backend.migrations.up();
-    const publisher = publisherOn(backend, mode !== "alone");
+    const publisher = publisherOn(backend, mode === "plain" || mode === "unique");
     let next = 0;
     const t0 = wallNow();
     await Promise.all(
@@ -135,10 +138,11 @@ for (const kind of ["sqlite", "postgres"].filter((k) => ONLY.includes(k))) {
     const prioProc = await processing(kind, randomPriority);
     pairs.proc.push([plainProc ?? (await processing(kind, null)), prioProc]);
     const aloneSingle = first ? await singleEnqueue(kind, "alone") : null;
+    const uniqueAlone = await singleEnqueue(kind, "uniqueAlone");
+    pairs.single.push([aloneSingle ?? (await singleEnqueue(kind, "alone")), uniqueAlone]);
+    const plainSingle = first ? await singleEnqueue(kind, "plain") : null;
     const uniqueSingle = await singleEnqueue(kind, "unique");
-    const plainSingle = await singleEnqueue(kind, "plain");
-    pairs.single.push([aloneSingle ?? (await singleEnqueue(kind, "alone")), uniqueSingle]);
-    pairs.coalesced.push([plainSingle, uniqueSingle]);
+    pairs.coalesced.push([plainSingle ?? (await singleEnqueue(kind, "plain")), uniqueSingle]);
     console.error(`${kind} rep ${r + 1}/${REPS} done`);
   }
   const summary = (ps, target, what) => {
@@ -153,8 +157,8 @@ for (const kind of ["sqlite", "postgres"].filter((k) => ONLY.includes(k))) {
   };
   rows.push([`**${kind}**`, "", "", "", ""]);
   rows.push(summary(pairs.proc, "≥ 0.95", `processing, ${int(N)} jobs, 10 workers: none vs random priority`));
-  rows.push(summary(pairs.single, "≥ 0.80", `single enqueue, ${int(SINGLE_N)} jobs, 10 in flight: plain written alone vs unique key`));
-  rows.push(summary(pairs.coalesced, "(J15)", `single enqueue, ${int(SINGLE_N)} jobs, 10 in flight: plain written together vs unique key`));
+  rows.push(summary(pairs.single, "≥ 0.80", `single enqueue, ${int(SINGLE_N)} jobs, 10 in flight, each written alone: plain vs unique key`));
+  rows.push(summary(pairs.coalesced, "≥ 0.80", `single enqueue, ${int(SINGLE_N)} jobs, 10 in flight, written together (J15, as users get them): plain vs unique key`));
 }
 console.log(`\nJob control cost, ${REPS} pairs (jobs/s medians; ratio = with ÷ without, median of the pairs and their range)\n`);
 console.log(markdownTable(["figure", "without", "with", "ratio", "target"], rows));

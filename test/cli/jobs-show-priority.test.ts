@@ -25,7 +25,7 @@ describe("later jobs show: priority, unique key and meta (sqlite)", () => {
     const plain = newJobId(SEED_TIME + 1);
     try {
       const job = { id: keyed, jobType: "mail", payload: "{}", runAt: SEED_TIME, retryPolicy: null, priority: -4, group: "acme" };
-      await backend.jobs.insertUnique({ job, uniqueKey: "nightly", uniqueMode: "keep", now: SEED_TIME });
+      await backend.jobs.insertUniqueMany({ inserts: [{ job, uniqueKey: "nightly", uniqueMode: "keep", now: SEED_TIME }] });
       const meta = JSON.stringify({ traceparent: TRACEPARENT });
       await backend.jobs.insertMany({ now: SEED_TIME, jobs: [{ id: plain, jobType: "mail", payload: "{}", runAt: SEED_TIME, retryPolicy: null, meta }] });
     } finally {

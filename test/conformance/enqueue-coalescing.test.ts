@@ -5,11 +5,12 @@
  * once, and the stage counters stay equal to the jobs. Jobs that are not
  * plain (a continuation, a partitioned job) and calls inside a caller's
  * transaction are written alone, as before. The batching rules themselves
- * are in test/unit/insert-coalescer.test.ts.
+ * are in test/unit/insert-coalescer.test.ts. Unique enqueues (X2) are
+ * written together too, each seeing the ones before it.
  */
 import { describe, expect, it } from "vitest";
 import { RetryPolicy } from "@later/runtime";
-import type { JobInsertManyParams } from "@later/runtime/internal";
+import type { JobInsertManyParams, JobInsertUniqueManyParams } from "@later/runtime/internal";
 import { BACKENDS } from "./backends.js";
 import { afterCall, deferred, useHarness, waitFor } from "./harness.js";
 
@@ -59,5 +60,30 @@ describe.each(BACKENDS)("J15: enqueues coalesced on $name", (entry) => {
     expect(inserts).toContainEqual([a, b]);
     expect((await server.backend.inspect.jobGet({ id: child! }))?.stage).toBe("waiting");
     release.resolve();
+  });
+
+  it("X2: 60 concurrent unique enqueues over 20 keys: a few transactions, one job per key, each caller told what happened to it", async () => {
+    const h = harness();
+    const batches: number[] = [];
+    const server = await h.start({
+      workerCount: 1,
+      handlers: { noop: { handle: () => undefined } },
+      // Paused (X4): nothing starts, so every key stays held by its first job while the others arrive.
+      wrapBackend: (b) => afterCall(b, "jobs", "insertUniqueMany", (_r, [params]) => batches.push((params as JobInsertUniqueManyParams).inserts.length)),
+    });
+    await server.publisher.pause({ jobType: "noop" });
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => server.publisher.enqueueUnique("noop", { i }, { uniqueKey: `k${i % 20}`, uniqueMode: "replace" })),
+    );
+    expect(batches.reduce((a, b) => a + b, 0)).toBe(60);
+    expect(batches.length).toBeLessThan(10);
+    // Per key, in call order: the first inserted, the next two replaced its payload; the same job stands for all three.
+    for (let k = 0; k < 20; k++) {
+      const own = [results[k]!, results[k + 20]!, results[k + 40]!];
+      expect(own.map((r) => r.outcome)).toEqual(["inserted", "replaced", "replaced"]);
+      expect(new Set(own.map((r) => r.id)).size).toBe(1);
+      expect((await server.backend.inspect.jobGet({ id: own[0]!.id }))?.payload).toBe(JSON.stringify({ i: k + 40 }));
+    }
+    expect((await server.backend.inspect.stageCounts()).counts.enqueued).toBe(20);
   });
 });

@@ -217,7 +217,7 @@ describe("X1 claim plan on SQLite", () => {
           note(one);
         }
         const unique = job(20, 5);
-        await backend.jobs.insertUnique({ job: unique, uniqueKey: "k", uniqueMode: "keep", now });
+        await backend.jobs.insertUniqueMany({ inserts: [{ job: unique, uniqueKey: "k", uniqueMode: "keep", now }] });
         note(unique);
         const inTransaction = [job(21, -3), job(22, 32767), job(23, -3)];
         const trx = await app.startTransaction().execute();

@@ -233,9 +233,9 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
     });
   });
 
-  describe("insertUnique", () => {
-    const unique = (b: Backend, mode: "keep" | "replace" | "afterActive", overrides: Parameters<typeof jobInsert>[0] = {}, now = NOW) =>
-      b.jobs.insertUnique({ job: jobInsert(overrides), uniqueKey: "k", uniqueMode: mode, now });
+  describe("insertUniqueMany", () => {
+    const unique = async (b: Backend, mode: "keep" | "replace" | "afterActive", overrides: Parameters<typeof jobInsert>[0] = {}, now = NOW) =>
+      (await b.jobs.insertUniqueMany({ inserts: [{ job: jobInsert(overrides), uniqueKey: "k", uniqueMode: mode, now }] })).results[0]!;
     const finish = (b: Backend, id: string, kind: "success" | "retry" | "fail" = "success") =>
       b.jobs.finishMany({
         finishes: [
@@ -318,6 +318,36 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       const results = await Promise.all(Array.from({ length: 8 }, (_, i) => unique(s.backend, "keep", { payload: `{"i":${i}}` })));
       expect(results.filter((r) => r.outcome === "inserted")).toHaveLength(1);
       expect(new Set(results.map((r) => r.id)).size).toBe(1);
+      await expectCountersMatch(s);
+    });
+
+    it("X2: several inserts are one transaction, each seeing the ones before it, results in their order", async () => {
+      const s = seam();
+      const insert = (key: string, mode: "keep" | "replace" | "afterActive", payload: string, runAt = NOW) => ({
+        job: jobInsert({ payload, runAt }),
+        uniqueKey: key,
+        uniqueMode: mode,
+        now: NOW,
+      });
+      // Keys given out of their order (PostgreSQL writes them sorted), and three of key "b", whose order must hold.
+      const { results } = await s.backend.jobs.insertUniqueMany({
+        inserts: [
+          insert("c", "keep", '{"n":1}'),
+          insert("b", "replace", '{"n":2}', NOW + 5_000),
+          insert("a", "keep", '{"n":3}'),
+          insert("b", "replace", '{"n":4}'),
+          insert("b", "keep", '{"n":5}'),
+          insert("c", "keep", '{"n":6}'),
+        ],
+      });
+      expect(results.map((r) => r.outcome)).toEqual(["inserted", "inserted", "inserted", "replaced", "existing", "existing"]);
+      const [c, b, a] = results;
+      expect(results.map((r) => r.id)).toEqual([c!.id, b!.id, a!.id, b!.id, b!.id, c!.id]);
+      expect(results.map((r) => r.stage)).toEqual(["enqueued", "delayed", "enqueued", "enqueued", "enqueued", "enqueued"]);
+      // The replace in the batch moved b from delayed to enqueued, with its payload; the later keep wrote nothing.
+      expect(await s.job(b!.id)).toMatchObject({ payload: '{"n":4}', runAt: NOW, stage: "enqueued", uniqueSlot: "pending" });
+      expect(history(await s.job(b!.id))).toEqual(["delayed", "enqueued"]);
+      expect((await s.job(c!.id)).payload).toBe('{"n":1}');
       await expectCountersMatch(s);
     });
   });
@@ -600,8 +630,12 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
         (await s.backend.jobs.claimReady({ owner: "w1", limit, now: NOW, leaseExpiresAt: NOW + 30_000, jobTypes: [], limitedTypes: ["g"] })).jobs.map(
           (j) => j.id,
         );
-      const unique = (runAt: number) =>
-        s.backend.jobs.insertUnique({ job: jobInsert({ jobType: "g", group: "H", runAt }), uniqueKey: "k", uniqueMode: "afterActive", now: NOW });
+      const unique = async (runAt: number) =>
+        (
+          await s.backend.jobs.insertUniqueMany({
+            inserts: [{ job: jobInsert({ jobType: "g", group: "H", runAt }), uniqueKey: "k", uniqueMode: "afterActive", now: NOW }],
+          })
+        ).results[0]!;
       const u1 = await unique(NOW - 3_000);
       expect(await claim(1)).toEqual([u1.id]); // the cursor is now H
       // U2 waits behind the running U1 (its key's slot); N is H's next job; A to F two each, the first older.

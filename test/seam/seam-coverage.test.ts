@@ -27,7 +27,7 @@ import { BACKENDS } from "./seam-factory.js";
 
 const JOBS = [
   "insertMany",
-  "insertUnique",
+  "insertUniqueMany",
   "claimReady",
   "limitsSet",
   "finishMany",

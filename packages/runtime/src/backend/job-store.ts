@@ -36,16 +36,21 @@ export interface JobStore<Trx = unknown> {
    */
   insertMany(params: JobInsertManyParams<Trx>): Promise<JobInsertManyResult>;
   /**
-   * X2: inserts one job that holds `uniqueKey` among the unfinished jobs of
-   * its type, or, when the key is held, does what `uniqueMode` says (see
-   * `EnqueueOptions.uniqueMode`), race-safe across processes through the
-   * unique index on (namespace, job_type, unique_key, unique_slot): a job
-   * not started yet holds the `pending` slot, a started one (running, or
-   * put back / requeued after a run) the `active` slot, and a finish clears
-   * the slot. Resolves to the job that now stands for the enqueue and what
-   * happened. Never on a caller's transaction, never partitioned.
+   * X2: for each of `inserts`, in order, inserts one job that holds its
+   * `uniqueKey` among the unfinished jobs of its type, or, when the key is
+   * held, does what its `uniqueMode` says (see `EnqueueOptions.uniqueMode`),
+   * race-safe across processes through the unique index on (namespace,
+   * job_type, unique_key, unique_slot): a job not started yet holds the
+   * `pending` slot, a started one (running, or put back / requeued after a
+   * run) the `active` slot, and a finish clears the slot. Resolves to, per
+   * insert, the job that now stands for the enqueue and what happened.
+   * Several inserts are one transaction (one commit: the publisher writes
+   * concurrent unique enqueues together), each seeing the ones before it,
+   * so two of one key do what they would one after the other; one insert
+   * is one statement on PostgreSQL. Never on a caller's transaction, never
+   * partitioned.
    */
-  insertUnique(params: JobInsertUniqueParams): Promise<JobInsertUniqueResult>;
+  insertUniqueMany(params: JobInsertUniqueManyParams): Promise<JobInsertUniqueManyResult>;
   /**
    * Claims up to `limit` ready jobs (lowest priority number first, then oldest `runAt`) in one write: stage `running`, `attempt + 1`, a lease.
    *
@@ -218,6 +223,16 @@ export interface JobInsertUniqueParams {
   uniqueKey: string;
   uniqueMode: "keep" | "replace" | "afterActive";
   now: number;
+}
+
+export interface JobInsertUniqueManyParams {
+  /** At least one. */
+  inserts: readonly JobInsertUniqueParams[];
+}
+
+export interface JobInsertUniqueManyResult {
+  /** One per insert, in order. */
+  results: JobInsertUniqueResult[];
 }
 
 export interface JobInsertUniqueResult {

@@ -6,15 +6,18 @@ import { LaterError } from "../errors.js";
 const WHOLE_DATABASE = new Set(["DATABASE_UNAVAILABLE", "DATABASE_BUSY", "DATABASE_FULL", "DATABASE_NOT_FOUND", "SCHEMA_VERSION_MISMATCH", "SERVER_STOPPED"]);
 
 /** One caller's jobs waiting for the next insert, and how to answer it. */
-interface QueuedInsert {
-  jobs: readonly JobInsert[];
+interface QueuedInsert<I, R> {
+  jobs: readonly I[];
   now: number;
-  resolve: (stages: JobStage[]) => void;
+  resolve: (results: R[]) => void;
   reject: (error: unknown) => void;
 }
 
-/** Writes a batch of jobs in one statement (the backend's `insertMany`); resolves to their stages in order. */
-export type InsertBatch = (jobs: JobInsert[], now: number) => Promise<readonly JobStage[]>;
+/**
+ * Writes a batch of jobs in one statement or transaction (the backend's `insertMany`, or `insertUniqueMany`);
+ * resolves to one result per job in order (their stages, or what each unique insert did).
+ */
+export type InsertBatch<I = JobInsert, R = JobStage> = (jobs: I[], now: number) => Promise<readonly R[]>;
 
 /**
  * Group commit for plain enqueues: the independent enqueues of many callers
@@ -39,30 +42,37 @@ export type InsertBatch = (jobs: JobInsert[], now: number) => Promise<readonly J
  * the commit) stored rows the second write skips by id (`ON CONFLICT (id) DO
  * NOTHING`): never stored twice either way.
  *
- * Only plain jobs come here (no parent, no partition, no unique key, not in
- * a caller's transaction): those can fail only for the whole database, never
- * because of another row in the batch. The batch's `now` is the latest of
- * its callers' (a job due at its own `now` is never stored `delayed`).
+ * Plain jobs come here (no parent, no partition, not in a caller's
+ * transaction): those can fail only for the whole database, never because
+ * of another row in the batch. The batch's `now` is the latest of its
+ * callers' (a job due at its own `now` is never stored `delayed`). So do
+ * unique enqueues (X2), each with its own `now`, in a coalescer made with
+ * `writeAloneOnAnyFailure`: one of them can fail alone (its key changed
+ * hands too often), so a failed batch is always written again caller by
+ * caller (a rolled-back batch stored nothing; one whose commit's reply was
+ * lost is found by each job's own id).
  *
  * ```text
  *   add ──► queue ──(microtask, or the running insert ends)──► insert(batch) ──┬─► resolve each caller
  *                                                                              └─► failed: insert each caller alone
  * ```
  */
-export class InsertCoalescer {
-  private queue: QueuedInsert[] = [];
+export class InsertCoalescer<I = JobInsert, R = JobStage> {
+  private queue: QueuedInsert<I, R>[] = [];
   private running = false;
   private scheduled = false;
 
   constructor(
-    private readonly insert: InsertBatch,
+    private readonly insert: InsertBatch<I, R>,
     /** The most jobs one statement carries (a caller's own jobs are never split). */
     private readonly maxJobs = 1000,
+    /** True: a batch that failed is written again caller by caller whatever the error (see the class comment). */
+    private readonly writeAloneOnAnyFailure = false,
   ) {}
 
-  /** Queues `jobs` (one caller's) for the next batch; resolves to their stages once committed. */
-  add(jobs: readonly JobInsert[], now: number): Promise<JobStage[]> {
-    return new Promise<JobStage[]>((resolve, reject) => {
+  /** Queues `jobs` (one caller's) for the next batch; resolves to their results (stages) once committed. */
+  add(jobs: readonly I[], now: number): Promise<R[]> {
+    return new Promise<R[]>((resolve, reject) => {
       this.queue.push({ jobs, now, resolve, reject });
       if (this.running || this.scheduled) return;
       this.scheduled = true;
@@ -89,33 +99,33 @@ export class InsertCoalescer {
   }
 
   /** The queue's head callers, up to {@link maxJobs} jobs (at least one caller). */
-  private take(): QueuedInsert[] {
+  private take(): QueuedInsert<I, R>[] {
     let jobs = 0;
     let n = 0;
     while (n < this.queue.length && (n === 0 || jobs + this.queue[n]!.jobs.length <= this.maxJobs)) jobs += this.queue[n++]!.jobs.length;
     return this.queue.splice(0, n);
   }
 
-  private async writeBatch(batch: readonly QueuedInsert[]): Promise<void> {
-    let stages: readonly JobStage[];
+  private async writeBatch(batch: readonly QueuedInsert<I, R>[]): Promise<void> {
+    let results: readonly R[];
     try {
-      stages = await this.insert(
+      results = await this.insert(
         batch.flatMap((q) => q.jobs),
         Math.max(...batch.map((q) => q.now)),
       );
     } catch (error) {
-      if (error instanceof LaterError && WHOLE_DATABASE.has(error.code)) for (const q of batch) q.reject(error);
+      if (!this.writeAloneOnAnyFailure && error instanceof LaterError && WHOLE_DATABASE.has(error.code)) for (const q of batch) q.reject(error);
       else for (const q of batch) await this.writeAlone(q);
       return;
     }
     let at = 0;
     for (const q of batch) {
-      q.resolve(stages.slice(at, at + q.jobs.length));
+      q.resolve(results.slice(at, at + q.jobs.length));
       at += q.jobs.length;
     }
   }
 
-  private async writeAlone(q: QueuedInsert): Promise<void> {
+  private async writeAlone(q: QueuedInsert<I, R>): Promise<void> {
     try {
       q.resolve([...(await this.insert([...q.jobs], q.now))]);
     } catch (error) {

@@ -1,4 +1,4 @@
-import type { Backend, JobInsert, PartitionRef, TransactionHandle } from "../backend/backend.js";
+import type { Backend, JobInsert, JobInsertUniqueParams, JobInsertUniqueResult, PartitionRef, TransactionHandle } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
 import type { JobStage } from "../core/job-stage.js";
 import { newJobId, type JobId } from "../core/job-id.js";
@@ -40,8 +40,9 @@ export interface JobInserterOptions<Trx = TransactionHandle> {
  * retry policy, partition, priority, group), runs them through the enqueue
  * middleware (X10), and writes them: a few plain jobs (no parent, no
  * partition, not in a caller's transaction) through the
- * {@link InsertCoalescer} with other callers' (J15), the rest alone, and a
- * unique enqueue (X2) through the backend's `insertUnique`. Every commit
+ * {@link InsertCoalescer} with other callers' (J15), the rest alone, and
+ * unique enqueues (X2) through the backend's `insertUniqueMany`, concurrent
+ * ones together through a coalescer of their own. Every commit
  * outside a caller's transaction reaches `onCommitted`. The publisher
  * checks that it is not stopped before calling.
  */
@@ -50,6 +51,8 @@ export class JobInserter<Trx = TransactionHandle> {
   private readonly clock: Clock;
   /** Concurrent plain enqueues, written together (group commit). */
   private readonly coalescer: InsertCoalescer | null;
+  /** Concurrent unique enqueues, written together in one transaction (each sees the ones before it). */
+  private readonly uniqueCoalescer: InsertCoalescer<JobInsertUniqueParams, JobInsertUniqueResult> | null;
 
   constructor(
     private readonly options: JobInserterOptions<Trx>,
@@ -62,6 +65,14 @@ export class JobInserter<Trx = TransactionHandle> {
       options.coalesce === false
         ? null
         : new InsertCoalescer(async (jobs, now) => (await this.backend.jobs.insertMany({ jobs, now, retentionMs: options.retentionMs })).stages);
+    this.uniqueCoalescer =
+      options.coalesce === false
+        ? null
+        : new InsertCoalescer<JobInsertUniqueParams, JobInsertUniqueResult>(
+            async (inserts) => (await this.backend.jobs.insertUniqueMany({ inserts })).results,
+            COALESCED_MAX,
+            true,
+          );
   }
 
   async insert(
@@ -163,7 +174,12 @@ export class JobInserter<Trx = TransactionHandle> {
     };
     let written: UniqueEnqueueResult | undefined;
     const write = async (): Promise<JobId[]> => {
-      const result = await this.backend.jobs.insertUnique({ job, uniqueKey: checked.uniqueKey!, uniqueMode: checked.uniqueMode ?? "keep", now });
+      const insert: JobInsertUniqueParams = { job, uniqueKey: checked.uniqueKey!, uniqueMode: checked.uniqueMode ?? "keep", now };
+      const result = (
+        this.uniqueCoalescer === null
+          ? (await this.backend.jobs.insertUniqueMany({ inserts: [insert] })).results
+          : await this.uniqueCoalescer.add([insert], now)
+      )[0]!;
       if (result.outcome === "inserted") this.options.onCommitted([job], [result.stage]);
       else if (result.outcome === "replaced" && result.stage === "enqueued") this.options.onReady?.();
       written = { id: result.id, outcome: result.outcome };

@@ -56,8 +56,9 @@ export interface JobPublisherOptions<Trx = TransactionHandle> {
   /** The `enqueue` hooks of these run around every enqueue (X10), the first outermost. Not such objects: `INVALID_ARGUMENT` naming the index. Default none. */
   middleware?: readonly LaterMiddleware[] | undefined;
   /**
-   * J15: plain enqueues of concurrent callers written together (default true). False writes each
-   * enqueue in a statement of its own, as before J15 (the benchmarks compare the two).
+   * J15: plain enqueues of concurrent callers written together, and unique ones (X2) together in one
+   * transaction (default true). False writes each enqueue on its own, as before J15 (the benchmarks
+   * compare the two).
    */
   coalesce?: boolean | undefined;
   /** X2: a unique enqueue replaced a job's payload and made it due now (`replace` of a delayed job): the server wakes local workers. */

@@ -245,7 +245,7 @@ export class PostgresJobQueries {
   readonly deleteExpired: Statement;
   /** Reserves `$4` sequence numbers of one partition, returning the first: `$1` namespace, `$2` topic, `$3` partition. Locks the partition row until commit. */
   readonly reserveSeq: Statement;
-  /** X2: the insert of one job with a unique key (`JobStore.insertUnique`). */
+  /** X2: the insert of one job with a unique key (one of `JobStore.insertUniqueMany`'s). */
   readonly unique: PostgresUniqueInsert;
   /**
    * `waitFor`'s first read (X6): marks the rows `$1` of namespace `$2` awaited

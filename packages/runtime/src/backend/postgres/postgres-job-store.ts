@@ -87,8 +87,12 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   }
 
   /** X2: one statement, in autocommit (see `PostgresUniqueInsert`). */
-  async insertUnique(params: B.JobInsertUniqueParams): Promise<B.JobInsertUniqueResult> {
-    return this.q.unique.run(this.host.execute, this.ns, params, this.host.notifyArgs);
+  /** X2: one insert autocommit, several in one transaction (`PostgresUniqueInsert.runMany`). */
+  async insertUniqueMany(params: B.JobInsertUniqueManyParams): Promise<B.JobInsertUniqueManyResult> {
+    const { inserts } = params;
+    const { unique } = this.q;
+    if (inserts.length === 1) return { results: [await unique.run(this.host.execute, this.ns, inserts[0]!, this.host.notifyArgs)] };
+    return { results: await this.host.inTransaction("insertUniqueMany", (execute) => unique.runMany(execute, this.ns, inserts, this.host.notifyArgs)) };
   }
 
   /** See `PostgresReadyClaim.claimReady`. */

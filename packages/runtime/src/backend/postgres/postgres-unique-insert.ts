@@ -1,6 +1,6 @@
 /**
- * X2 on PostgreSQL: the insert of one job with a unique key
- * (`JobStore.insertUnique`), one statement, race-safe through the unique
+ * X2 on PostgreSQL: the insert of one job with a unique key (one of
+ * `JobStore.insertUniqueMany`'s), one statement, race-safe through the unique
  * index `later_jobs_unique` (namespace, job_type, unique_key, unique_slot)
  * WHERE unique_slot IS NOT NULL. A job not started yet holds its key's
  * `pending` slot; the claim moves it to `active`, which it keeps while it
@@ -86,6 +86,24 @@ SELECT (SELECT id FROM ins) AS inserted, (SELECT stage FROM ins) AS inserted_sta
   (SELECT id FROM held ORDER BY unique_slot DESC LIMIT 1) AS held, (SELECT stage FROM held ORDER BY unique_slot DESC LIMIT 1) AS held_stage,
   (SELECT unique_slot FROM held ORDER BY unique_slot DESC LIMIT 1) AS held_slot,
   (SELECT count(*) FROM notified)::int AS notified`);
+  }
+
+  /**
+   * Several inserts in the caller's transaction, one statement each, in the order of their (job type, key)
+   * (stable: two of one key keep theirs), so that two such transactions lock keys in one order and never
+   * deadlock each other; each sees the ones before it. Results in `inserts`' order.
+   */
+  async runMany(
+    execute: Execute,
+    namespace: string,
+    inserts: readonly B.JobInsertUniqueParams[],
+    notify: readonly [string, string],
+  ): Promise<B.JobInsertUniqueResult[]> {
+    const key = (p: B.JobInsertUniqueParams) => `${p.job.jobType}\u0000${p.uniqueKey}`;
+    const order = inserts.map((_, i) => i).sort((a, b) => (key(inserts[a]!) < key(inserts[b]!) ? -1 : key(inserts[a]!) > key(inserts[b]!) ? 1 : a - b));
+    const results: B.JobInsertUniqueResult[] = new Array(inserts.length);
+    for (const i of order) results[i] = await this.run(execute, namespace, inserts[i]!, notify);
+    return results;
   }
 
   /** Runs {@link insert} until it wrote or found the key's job (see the file comment); `notify`: channel and payload. */

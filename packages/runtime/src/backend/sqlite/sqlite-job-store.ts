@@ -25,6 +25,7 @@ import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
 import { insertUniqueRow } from "./sqlite-unique-insert.js";
 import { setLimits } from "./sqlite-limits.js";
 import { SqliteReadyClaim } from "./sqlite-ready-claim.js";
+import { RowPlaces } from "./sqlite-row-places.js";
 import { SqliteRowInsert } from "./sqlite-row-insert.js";
 import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
 
@@ -80,10 +81,17 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     return this.conn().immediate(() => ({ stages: this.insertRows(params.jobs, params.now, params.retentionMs) }));
   }
 
-  /** X2: read the key's holders and write, in one `immediate` transaction (see `insertUniqueRow`). */
-  async insertUnique(params: B.JobInsertUniqueParams): Promise<B.JobInsertUniqueResult> {
+  /** X2: each insert (see `insertUniqueRow`) in turn, in one `immediate` transaction, the moves counted once. */
+  async insertUniqueMany(params: B.JobInsertUniqueManyParams): Promise<B.JobInsertUniqueManyResult> {
     const c = this.conn();
-    return c.immediate(() => insertUniqueRow(c, this.namespace, params, (d) => this.counters.write(d)));
+    return c.immediate(() => {
+      const deltas = new StageDeltas();
+      // One insert finds its row's place in its statement; several read the places once (sqlite-row-places.ts).
+      const places = params.inserts.length === 1 ? null : new RowPlaces((st) => c.get(st.text, ...st.values));
+      const results = params.inserts.map((p) => insertUniqueRow(c, this.namespace, p, deltas, places));
+      this.counters.write(deltas);
+      return { results };
+    });
   }
 
   async finishMany(params: B.JobFinishManyParams): Promise<B.JobFinishManyResult> {
