@@ -158,7 +158,9 @@ for (const kind of ["sqlite", "postgres"].filter((k) => ONLY.includes(k))) {
   rows.push([`**${kind}**`, "", "", "", ""]);
   rows.push(summary(pairs.proc, "≥ 0.95", `processing, ${int(N)} jobs, 10 workers: none vs random priority`));
   rows.push(summary(pairs.single, "≥ 0.80", `single enqueue, ${int(SINGLE_N)} jobs, 10 in flight, each written alone: plain vs unique key`));
-  rows.push(summary(pairs.coalesced, "≥ 0.80", `single enqueue, ${int(SINGLE_N)} jobs, 10 in flight, written together (J15, as users get them): plain vs unique key`));
+  rows.push(
+    summary(pairs.coalesced, "≥ 0.80", `single enqueue, ${int(SINGLE_N)} jobs, 10 in flight, written together (J15, as users get them): plain vs unique key`),
+  );
 }
 console.log(`\nJob control cost, ${REPS} pairs (jobs/s medians; ratio = with ÷ without, median of the pairs and their range)\n`);
 console.log(markdownTable(["figure", "without", "with", "ratio", "target"], rows));
