@@ -65,6 +65,12 @@ describe.skipIf(!entry)("an enqueue whose commit reply is lost (postgres)", () =
     const unique = await cutOnce("WITH held AS", () => publisher.jobs.sendEmail.enqueue(email, { uniqueKey: "lost-reply" }));
     ids.push(...unique);
     expect(await publisher.jobs.sendEmail.enqueue(email, { uniqueKey: "lost-reply" })).toBe(unique[0]);
+    // Two unique enqueues at once: written together in one statement (distinct keys), run again, each finds its own job.
+    const pair = await cutOnce("AS i(ord int, k text", () =>
+      Promise.all([publisher.jobs.sendEmail.enqueue(email, { uniqueKey: "lost-a" }), publisher.jobs.sendEmail.enqueue(email, { uniqueKey: "lost-b" })]),
+    );
+    expect(new Set(pair).size).toBe(2);
+    ids.push(...pair);
     // Transactions (partitions, continuations): the store's retry.
     const partitioned = await cutOnce("COMMIT", () => publisher.jobs.processOrder.enqueueToPartition(order(1)));
     partitioned.push(...(await cutOnce("COMMIT", () => publisher.jobs.processOrder.enqueueToPartition(order(1)))));
@@ -89,7 +95,7 @@ describe.skipIf(!entry)("an enqueue whose commit reply is lost (postgres)", () =
       await backend.open();
       try {
         expect((await backend.inspect.stageCounts()).counts).toEqual(recount);
-        expect(recount.enqueued).toBe(7);
+        expect(recount.enqueued).toBe(9);
         expect(recount.waiting).toBe(4);
         const depth = (await backend.inspect.partitionDepth()).partitions.filter((p) => p.unfinished > 0);
         expect(depth.map((p) => p.unfinished)).toEqual([3]);

@@ -348,6 +348,18 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       expect(await s.job(b!.id)).toMatchObject({ payload: '{"n":4}', runAt: NOW, stage: "enqueued", uniqueSlot: "pending" });
       expect(history(await s.job(b!.id))).toEqual(["delayed", "enqueued"]);
       expect((await s.job(c!.id)).payload).toBe('{"n":1}');
+      // Distinct keys (on PostgreSQL one statement, autocommit): a held key found, a pending job replaced, new keys inserted.
+      const next = await s.backend.jobs.insertUniqueMany({
+        inserts: [insert("d", "keep", '{"n":7}'), insert("a", "keep", '{"n":8}'), insert("c", "afterActive", '{"n":9}'), insert("b", "replace", '{"n":10}')],
+      });
+      expect(next.results.map((r) => [r.outcome, r.id === a!.id || r.id === b!.id || r.id === c!.id])).toEqual([
+        ["inserted", false],
+        ["existing", true],
+        ["existing", true],
+        ["replaced", true],
+      ]);
+      expect((await s.job(b!.id)).payload).toBe('{"n":10}');
+      expect((await s.job(next.results[0]!.id)).uniqueSlot).toBe("pending");
       await expectCountersMatch(s);
     });
   });

@@ -44,10 +44,12 @@ export interface JobStore<Trx = unknown> {
    * `pending` slot, a started one (running, or put back / requeued after a
    * run) the `active` slot, and a finish clears the slot. Resolves to, per
    * insert, the job that now stands for the enqueue and what happened.
-   * Several inserts are one transaction (one commit: the publisher writes
-   * concurrent unique enqueues together), each seeing the ones before it,
-   * so two of one key do what they would one after the other; one insert
-   * is one statement on PostgreSQL. Never on a caller's transaction, never
+   * Several inserts are written together (the publisher writes concurrent
+   * unique enqueues so), each seeing the ones before it, so two of one key
+   * do what they would one after the other: on SQLite in one transaction; on
+   * PostgreSQL in one statement when their keys are distinct (an insert that
+   * lost a race to another writer runs again in a statement of its own),
+   * else in one transaction. Never on a caller's transaction, never
    * partitioned.
    */
   insertUniqueMany(params: JobInsertUniqueManyParams): Promise<JobInsertUniqueManyResult>;

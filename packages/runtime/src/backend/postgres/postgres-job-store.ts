@@ -87,11 +87,18 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   }
 
   /** X2: one statement, in autocommit (see `PostgresUniqueInsert`). */
-  /** X2: one insert autocommit, several in one transaction (`PostgresUniqueInsert.runMany`). */
+  /**
+   * X2: `PostgresUniqueInsert.runMany`, autocommit when its inserts are one statement (distinct keys, no race
+   * lost: one round trip), else in one transaction.
+   */
   async insertUniqueMany(params: B.JobInsertUniqueManyParams): Promise<B.JobInsertUniqueManyResult> {
     const { inserts } = params;
     const { unique } = this.q;
-    if (inserts.length === 1) return { results: [await unique.run(this.host.execute, this.ns, inserts[0]!, this.host.notifyArgs)] };
+    const keys = new Set(inserts.map((p) => JSON.stringify([p.job.jobType, p.uniqueKey])));
+    if (keys.size === inserts.length) {
+      // Distinct keys: one statement, autocommit; a lost race runs again in a statement of its own, as a single insert always did.
+      return { results: await unique.runMany(this.host.execute, this.ns, inserts, this.host.notifyArgs) };
+    }
     return { results: await this.host.inTransaction("insertUniqueMany", (execute) => unique.runMany(execute, this.ns, inserts, this.host.notifyArgs)) };
   }
 
