@@ -55,17 +55,21 @@ export class PostgresUniqueInsert {
 
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
-    const inserted1 = transition({ kinds: "insert", rows: "ins", from: null, to: "$5", at: "$12::bigint" });
-    // Only the rows whose stage changed move (and get an entry); a replace that keeps the stage is no transition.
-    const replaced1 = transition({
-      kinds: "replace",
-      rows: "(SELECT * FROM upd WHERE stage <> was) u",
-      from: "was",
-      to: "CASE WHEN $14 = 'replace' THEN $5 ELSE j.stage END",
-      at: "$12::bigint",
-    });
-    // Every replaced row wakes, its stage changed or not: a new run time (or payload) of a waiting job moves the fetchers' next due time.
-    const tail1 = transitionTail(schema, "$1", [inserted1, replaced1], ["$15", "$16"], "SELECT 1 FROM upd");
+    // Both statements' changes: `stage`, `mode` and `now` are SQL of the insert's stage, mode and time; `notify` its channel and payload.
+    const changes = (stage: string, mode: string, now: string, notify: [string, string]) => {
+      const inserted = transition({ kinds: "insert", rows: "ins", from: null, to: stage, at: now });
+      // Only the rows whose stage changed move (and get an entry); a replace that keeps the stage is no transition.
+      const replaced = transition({
+        kinds: "replace",
+        rows: "(SELECT * FROM upd WHERE stage <> was) u",
+        from: "was",
+        to: `CASE WHEN ${mode} = 'replace' THEN ${stage} ELSE j.stage END`,
+        at: now,
+      });
+      // Every replaced row wakes, its stage changed or not: a new run time (or payload) of a waiting job moves the fetchers' next due time.
+      return { inserted, replaced, tail: transitionTail(schema, "$1", [inserted, replaced], notify, "SELECT 1 FROM upd") };
+    };
+    const { inserted: inserted1, replaced: replaced1, tail: tail1 } = changes("$5", "$14", "$12::bigint", ["$15", "$16"]);
     this.insertOne = statement(`WITH held AS (
   SELECT id, stage, unique_slot FROM ${jobs} WHERE namespace = $1 AND job_type = $3 AND unique_key = $13 AND unique_slot IS NOT NULL
 ), target AS (
@@ -95,17 +99,7 @@ SELECT (SELECT id FROM ins) AS inserted, (SELECT stage FROM ins) AS inserted_sta
   (SELECT id FROM held ORDER BY unique_slot DESC LIMIT 1) AS held, (SELECT stage FROM held ORDER BY unique_slot DESC LIMIT 1) AS held_stage,
   (SELECT unique_slot FROM held ORDER BY unique_slot DESC LIMIT 1) AS held_slot,
   (SELECT count(*) FROM notified)::int AS notified`);
-    const inserted = transition({ kinds: "insert", rows: "ins", from: null, to: "i.stage", at: "$3::bigint" });
-    // Only the rows whose stage changed move (and get an entry); a replace that keeps the stage is no transition.
-    const replaced = transition({
-      kinds: "replace",
-      rows: "(SELECT * FROM upd WHERE stage <> was) u",
-      from: "was",
-      to: "CASE WHEN i.mode = 'replace' THEN i.stage ELSE j.stage END",
-      at: "$3::bigint",
-    });
-    // Every replaced row wakes, its stage changed or not: a new run time (or payload) of a waiting job moves the fetchers' next due time.
-    const tail = transitionTail(schema, "$1", [inserted, replaced], ["$4", "$5"], "SELECT 1 FROM upd");
+    const { inserted, replaced, tail } = changes("i.stage", "i.mode", "$3::bigint", ["$4", "$5"]);
     const heldAs = (slot: string) => `EXISTS (SELECT 1 FROM held WHERE held.ord = i.ord AND held.unique_slot = '${slot}')`;
     // Each insert's rows are read through LATERAL probes: one descent of the unique index (or the primary key) per insert.
     // The holders' probe says `LIMIT 2` (a key has at most two: pending and active) so that it stays a probe per insert:
