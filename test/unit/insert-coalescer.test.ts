@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { InsertCoalescer } from "../../packages/runtime/src/publisher/insert-coalescer.js";
 import type { JobInsert } from "../../packages/runtime/src/backend/backend.js";
 import type { JobStage } from "../../packages/runtime/src/core/job-stage.js";
-import { DatabaseBusyError, DatabaseUnavailableError, InvalidArgumentError } from "../../packages/runtime/src/errors.js";
+import { DatabaseBusyError, InvalidArgumentError } from "../../packages/runtime/src/errors.js";
 
 const job = (id: string): JobInsert => ({ id, jobType: "t", payload: "{}", runAt: 0, retryPolicy: null });
 
@@ -87,15 +87,5 @@ describe("InsertCoalescer", () => {
       ["a", "b"],
       ["y", "z"],
     ]);
-  });
-
-  it("writeAloneOnAnyFailure (unique enqueues): a batch failed even for the whole database is written again caller by caller", async () => {
-    // The first try of the batch fails as a key that changed hands too often does (DATABASE_UNAVAILABLE): only its caller fails.
-    const r = recorder((ids) => (ids.length > 1 || ids.includes("raced") ? new DatabaseUnavailableError("key changed hands") : null));
-    const c = new InsertCoalescer<JobInsert, JobStage>(r.insert, 100, true);
-    const results = await Promise.allSettled([c.add([job("a")], 1), c.add([job("raced")], 1), c.add([job("c")], 1)]);
-    expect(results.map((x) => x.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
-    expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(DatabaseUnavailableError);
-    expect(r.batches.map((b) => b.ids)).toEqual([["a", "raced", "c"], ["a"], ["raced"], ["c"]]);
   });
 });

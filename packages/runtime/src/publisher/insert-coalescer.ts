@@ -46,11 +46,11 @@ export type InsertBatch<I = JobInsert, R = JobStage> = (jobs: I[], now: number) 
  * transaction): those can fail only for the whole database, never because
  * of another row in the batch. The batch's `now` is the latest of its
  * callers' (a job due at its own `now` is never stored `delayed`). So do
- * unique enqueues (X2), each with its own `now`, in a coalescer made with
- * `writeAloneOnAnyFailure`: one of them can fail alone (its key changed
- * hands too often), so a failed batch is always written again caller by
- * caller (a rolled-back batch stored nothing; one whose commit's reply was
- * lost is found by each job's own id).
+ * unique enqueues (X2), each with its own `now`, in a coalescer of their
+ * own: the backend fails a batch of them with a plain `Error` when one
+ * insert could not be written (its key changed hands too often), so that
+ * each is written again alone and only that one's caller fails (a batch
+ * partly stored is found again by each job's own id).
  *
  * ```text
  *   add ──► queue ──(microtask, or the running insert ends)──► insert(batch) ──┬─► resolve each caller
@@ -66,8 +66,6 @@ export class InsertCoalescer<I = JobInsert, R = JobStage> {
     private readonly insert: InsertBatch<I, R>,
     /** The most jobs one statement carries (a caller's own jobs are never split). */
     private readonly maxJobs = 1000,
-    /** True: a batch that failed is written again caller by caller whatever the error (see the class comment). */
-    private readonly writeAloneOnAnyFailure = false,
   ) {}
 
   /** Queues `jobs` (one caller's) for the next batch; resolves to their results (stages) once committed. */
@@ -114,7 +112,7 @@ export class InsertCoalescer<I = JobInsert, R = JobStage> {
         Math.max(...batch.map((q) => q.now)),
       );
     } catch (error) {
-      if (!this.writeAloneOnAnyFailure && error instanceof LaterError && WHOLE_DATABASE.has(error.code)) for (const q of batch) q.reject(error);
+      if (error instanceof LaterError && WHOLE_DATABASE.has(error.code)) for (const q of batch) q.reject(error);
       else for (const q of batch) await this.writeAlone(q);
       return;
     }

@@ -71,7 +71,6 @@ export class JobInserter<Trx = TransactionHandle> {
         : new InsertCoalescer<JobInsertUniqueParams, JobInsertUniqueResult>(
             async (inserts) => (await this.backend.jobs.insertUniqueMany({ inserts })).results,
             COALESCED_MAX,
-            true,
           );
   }
 

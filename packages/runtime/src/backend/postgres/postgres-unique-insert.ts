@@ -171,13 +171,11 @@ ORDER BY i.ord`);
       }
       if (round.length === 0) return results as B.JobInsertUniqueResult[];
       for (const n of round) {
-        if (++tries[n]! > MAX_TRIES) {
-          throw new DatabaseUnavailableError(
-            `enqueue with uniqueKey "${inserts[n]!.uniqueKey}": the key changed hands ${MAX_TRIES} times during the write; try again`,
-            undefined,
-            { transient: true },
-          );
-        }
+        if (++tries[n]! <= MAX_TRIES) continue;
+        const lost = `enqueue with uniqueKey "${inserts[n]!.uniqueKey}": the key changed hands ${MAX_TRIES} times during the write`;
+        // In a batch, not a typed error: the publisher then writes each insert again alone, and only this one's caller fails.
+        if (inserts.length > 1) throw new Error(`${lost}; each insert of the batch is written again alone`);
+        throw new DatabaseUnavailableError(`${lost}; try again`, undefined, { transient: true });
       }
       if (round.length === 1) {
         const n = round[0]!;
