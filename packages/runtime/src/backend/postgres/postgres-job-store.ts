@@ -27,6 +27,7 @@ import { type Execute, statement, type Statement } from "./postgres-statement.js
 import type { PostgresJobQueries } from "./postgres-job-queries.js";
 import { PostgresReadyClaim } from "./postgres-ready-claim.js";
 import { PostgresRowInsert } from "./postgres-row-insert.js";
+import { uniqueKeyOf } from "./postgres-unique-insert.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 
 /** X9: the wake-up of the other servers after a finish that freed a limited type's slot (`$1`/`$2` channel and payload). */
@@ -94,7 +95,7 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
   async insertUniqueMany(params: B.JobInsertUniqueManyParams): Promise<B.JobInsertUniqueManyResult> {
     const { inserts } = params;
     const { unique } = this.q;
-    const keys = new Set(inserts.map((p) => JSON.stringify([p.job.jobType, p.uniqueKey])));
+    const keys = new Set(inserts.map(uniqueKeyOf));
     if (keys.size === inserts.length) {
       // Distinct keys: one statement, autocommit; a lost race runs again in a statement of its own, as a single insert always did.
       return { results: await unique.runMany(this.host.execute, this.ns, inserts, this.host.notifyArgs) };

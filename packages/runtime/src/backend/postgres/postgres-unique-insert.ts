@@ -35,6 +35,9 @@ import { statement, type Execute, type Statement } from "./postgres-statement.js
 /** How often a lost race is run again before giving up (each loss means another writer changed the key meanwhile). */
 const MAX_TRIES = 5;
 
+/** The key an insert holds (job type and unique key), as one string: inserts with equal ones go in separate statements. */
+export const uniqueKeyOf = (p: B.JobInsertUniqueParams): string => JSON.stringify([p.job.jobType, p.uniqueKey]);
+
 export class PostgresUniqueInsert {
   /**
    * One insert: `$1` namespace, `$2`–`$11` the job's own columns (`JOB_INSERT_COLUMNS`: id, job type, payload,
@@ -158,13 +161,13 @@ ORDER BY i.ord`);
   ): Promise<B.JobInsertUniqueResult[]> {
     const results: (B.JobInsertUniqueResult | undefined)[] = new Array(inserts.length);
     const tries = new Array<number>(inserts.length).fill(0);
-    const keyOf = (p: B.JobInsertUniqueParams) => JSON.stringify([p.job.jobType, p.uniqueKey]);
+    const keys = inserts.map(uniqueKeyOf);
     for (;;) {
       // This round: the first insert not yet done of each key (one still running again after a lost race comes first).
       const seen = new Set<string>();
       const round: number[] = [];
       for (let n = 0; n < inserts.length; n++) {
-        const key = keyOf(inserts[n]!);
+        const key = keys[n]!;
         if (results[n] !== undefined || seen.has(key)) continue;
         seen.add(key);
         round.push(n);

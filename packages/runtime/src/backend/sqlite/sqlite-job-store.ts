@@ -87,7 +87,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     return c.immediate(() => {
       const deltas = new StageDeltas();
       // One insert finds its row's place in its statement; several read the places once (sqlite-row-places.ts).
-      const places = params.inserts.length === 1 ? null : new RowPlaces((st) => c.get(st.text, ...st.values));
+      const places = RowPlaces.forRows(params.inserts.length, (st) => c.get(st.text, ...st.values));
       const results = params.inserts.map((p) => insertUniqueRow(c, this.namespace, p, deltas, places));
       this.counters.write(deltas);
       return { results };

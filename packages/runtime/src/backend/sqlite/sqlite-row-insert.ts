@@ -68,7 +68,7 @@ export class SqliteRowInsert {
     const plain: unknown[] = [];
     // Each row's rowid from its priority (sqlite-row-places.ts): the jobs of one priority lie together. A batch of
     // one job (a single enqueue, mostly) finds it in its insert; a larger one reads once per priority.
-    const places = jobs.length === 1 ? null : new RowPlaces((st: BoundStatement) => this.host.conn().get(st.text, ...st.values));
+    const places = RowPlaces.forRows(jobs.length, (st: BoundStatement) => this.host.conn().get(st.text, ...st.values));
     for (const job of jobs) {
       const parent = job.parentId
         ? this.host.conn().get("SELECT stage, last_error FROM later_jobs WHERE id = ? AND namespace = ?", job.parentId, this.host.namespace)

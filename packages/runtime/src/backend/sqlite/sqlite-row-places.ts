@@ -54,15 +54,22 @@ export function nextRowidText(p: string): string {
     WHERE rowid BETWEEN ${rangeStart(p)} AND ${rangeStart(p)} + 140737488355327 ORDER BY rowid DESC LIMIT 1), ${rangeStart(p)}) END`;
 }
 
+/** Where {@link nextRowid} binds the priority in {@link nextRowidText}'s text. */
+const PRIORITY_SLOT = "\u0000";
+
 /**
  * {@link nextRowidText} as a Kysely expression, for an insert into a caller's transaction (`enqueueIn`):
  * its first statement of ours must be a write, since a read first would start the transaction as a reader,
  * and its upgrade to a writer fails at once (SQLITE_BUSY) when another connection committed since.
  */
 export function nextRowid(p: number): RawBuilder<number> {
-  const start = sql`(((${p} + 65536) & 65535) << 47)`;
-  return sql<number>`CASE WHEN (SELECT max(rowid) >> 47 FROM later_jobs) = ((${p} + 65536) & 65535) THEN NULL ELSE coalesce((SELECT rowid + 1 FROM later_jobs
-    WHERE rowid BETWEEN ${start} AND ${start} + 140737488355327 ORDER BY rowid DESC LIMIT 1), ${start}) END`;
+  // The same text, with `p` bound wherever it reads the priority.
+  return sql.join(
+    nextRowidText(PRIORITY_SLOT)
+      .split(PRIORITY_SLOT)
+      .map((part) => sql.raw(part)),
+    sql`${p}`,
+  );
 }
 
 /** The table's last row: its range number and its place there; no row (null): the table is empty. */
@@ -93,6 +100,11 @@ export class RowPlaces {
   private top: number | null | undefined;
 
   constructor(private readonly read: (s: BoundStatement) => Row | undefined) {}
+
+  /** The places of a transaction that inserts `rows` rows; null for one row, which finds its place in its insert ({@link nextRowidText}). */
+  static forRows(rows: number, read: (s: BoundStatement) => Row | undefined): RowPlaces | null {
+    return rows === 1 ? null : new RowPlaces(read);
+  }
 
   /** The rowid of the next new row of `priority`, to bind; null: let SQLite number it (the same place). */
   next(priority: number): bigint | null {
