@@ -360,6 +360,18 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       ]);
       expect((await s.job(b!.id)).payload).toBe('{"n":10}');
       expect((await s.job(next.results[0]!.id)).uniqueSlot).toBe("pending");
+      // Started, the keys' jobs hold their `active` slots: keep yields to one, afterActive queues a job behind it.
+      expect((await claim(s.backend, 10)).jobs).toHaveLength(4);
+      const behind = await s.backend.jobs.insertUniqueMany({
+        inserts: [insert("a", "keep", '{"n":11}'), insert("c", "afterActive", '{"n":12}'), insert("e", "keep", '{"n":13}')],
+      });
+      expect(behind.results.map((r) => [r.outcome, r.stage])).toEqual([
+        ["existing", "running"],
+        ["inserted", "enqueued"],
+        ["inserted", "enqueued"],
+      ]);
+      expect(behind.results[0]!.id).toBe(a!.id);
+      expect((await s.job(behind.results[1]!.id)).payload).toBe('{"n":12}');
       await expectCountersMatch(s);
     });
   });

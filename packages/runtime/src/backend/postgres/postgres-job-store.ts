@@ -27,7 +27,7 @@ import { type Execute, statement, type Statement } from "./postgres-statement.js
 import type { PostgresJobQueries } from "./postgres-job-queries.js";
 import { PostgresReadyClaim } from "./postgres-ready-claim.js";
 import { PostgresRowInsert } from "./postgres-row-insert.js";
-import { uniqueKeyOf } from "./postgres-unique-insert.js";
+import { uniqueKeyOf } from "../shared/unique-rounds.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 
 /** X9: the wake-up of the other servers after a finish that freed a limited type's slot (`$1`/`$2` channel and payload). */

@@ -29,14 +29,12 @@ import { DatabaseUnavailableError } from "../../errors.js";
 import type { JobStage } from "../../core/job-stage.js";
 import { dueStage } from "../shared/insert-stage.js";
 import { JOB_INSERT_COLUMN_LIST, jobInsertRow, jobInsertValues } from "../shared/job-insert-row.js";
+import { nextUniqueRound, uniqueKeyOf } from "../shared/unique-rounds.js";
 import { transition, transitionTail } from "./postgres-transition.js";
 import { statement, type Execute, type Statement } from "./postgres-statement.js";
 
 /** How often a lost race is run again before giving up (each loss means another writer changed the key meanwhile). */
 const MAX_TRIES = 5;
-
-/** The key an insert holds (job type and unique key), as one string: inserts with equal ones go in separate statements. */
-export const uniqueKeyOf = (p: B.JobInsertUniqueParams): string => JSON.stringify([p.job.jobType, p.uniqueKey]);
 
 export class PostgresUniqueInsert {
   /**
@@ -164,14 +162,7 @@ ORDER BY i.ord`);
     const keys = inserts.map(uniqueKeyOf);
     for (;;) {
       // This round: the first insert not yet done of each key (one still running again after a lost race comes first).
-      const seen = new Set<string>();
-      const round: number[] = [];
-      for (let n = 0; n < inserts.length; n++) {
-        const key = keys[n]!;
-        if (results[n] !== undefined || seen.has(key)) continue;
-        seen.add(key);
-        round.push(n);
-      }
+      const round = nextUniqueRound(keys, (n) => results[n] !== undefined);
       if (round.length === 0) return results as B.JobInsertUniqueResult[];
       for (const n of round) {
         if (++tries[n]! <= MAX_TRIES) continue;

@@ -22,7 +22,7 @@ import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
 import { FAN_IN_SQL, releaseFanInChildren } from "./sqlite-fan-in.js";
 import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
 import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
-import { insertUniqueRow } from "./sqlite-unique-insert.js";
+import { insertUniqueRow, insertUniqueRows } from "./sqlite-unique-insert.js";
 import { setLimits } from "./sqlite-limits.js";
 import { SqliteReadyClaim } from "./sqlite-ready-claim.js";
 import { RowPlaces } from "./sqlite-row-places.js";
@@ -81,14 +81,17 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     return this.conn().immediate(() => ({ stages: this.insertRows(params.jobs, params.now, params.retentionMs) }));
   }
 
-  /** X2: each insert (see `insertUniqueRow`) in turn, in one `immediate` transaction, the moves counted once. */
+  /** X2: the inserts in order (see `insertUniqueRow`, and `insertUniqueRows` for several) in one `immediate` transaction, the moves counted once. */
   async insertUniqueMany(params: B.JobInsertUniqueManyParams): Promise<B.JobInsertUniqueManyResult> {
     const c = this.conn();
     return c.immediate(() => {
       const deltas = new StageDeltas();
       // One insert finds its row's place in its statement; several read the places once (sqlite-row-places.ts).
       const places = RowPlaces.forRows(params.inserts.length, (st) => c.get(st.text, ...st.values));
-      const results = params.inserts.map((p) => insertUniqueRow(c, this.namespace, p, deltas, places));
+      const results =
+        places === null
+          ? [insertUniqueRow(c, this.namespace, params.inserts[0]!, deltas, null)]
+          : insertUniqueRows(c, this.namespace, params.inserts, deltas, places);
       this.counters.write(deltas);
       return { results };
     });
