@@ -90,7 +90,7 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       const places = RowPlaces.forRows(params.inserts.length, (st) => c.get(st.text, ...st.values));
       const results =
         places === null
-          ? [insertUniqueRow(c, this.namespace, params.inserts[0]!, deltas, null)]
+          ? [insertUniqueRow(c, this.namespace, params.inserts[0]!, deltas)]
           : insertUniqueRows(c, this.namespace, params.inserts, deltas, places);
       this.counters.write(deltas);
       return { results };
