@@ -14,10 +14,19 @@ const TERMINAL = stageList(TERMINAL_STAGES);
 export class PostgresPartitionQueries {
   readonly topicRead: Statement;
   readonly topicInsert: Statement;
+  /**
+   * The free partitions asked for, locked, each with its head. The heads are read in the statement's snapshot,
+   * taken before the partition rows are locked: a partition whose lease another server took, ran and freed
+   * meanwhile is locked in its new version (READ COMMITTED re-checks only the partition row), beside a head
+   * that has since finished. So its heads are claims to check, never facts: {@link headsRun} and
+   * {@link headsTakeOver} take only a head still in the stage and at the attempt it was read at.
+   */
   readonly freeHeads: Statement;
   readonly headOf: Statement;
   readonly leaseTake: Statement;
+  /** `$1` ns, `$2` owner, `$3` now, `$4` ids, `$5` the attempt each was read at: claims those still claimable at it. */
   readonly headsRun: Statement;
+  /** `$1` ns, `$2` owner, `$3` now, `$4` ids, `$5` the attempt each was read at: takes over those still `running` at it. */
   readonly headsTakeOver: Statement;
   readonly held: Statement;
   readonly behind: Statement;
@@ -89,10 +98,13 @@ WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3`);
 FROM unnest($4::text[], $5::int[], $6::bigint[], $7::bigint[]) AS c(topic, partition_no, run_until_seq, careful_until_seq)
 WHERE p.namespace = $1 AND p.topic = c.topic AND p.partition_no = c.partition_no
 RETURNING p.topic, p.partition_no, p.epoch`);
-    // The heads are locked first (id order, as every writer of several job rows) to read the stage each leaves.
+    // The heads are locked first (id order, as every writer of several job rows) to read the stage each leaves, and
+    // only those still claimable at the attempt they were read at are claimed (see {@link headsRun}).
     const run = transition({ kinds: "claim", rows: "run", from: "old_stage", to: "'running'", at: "$3::bigint" });
     this.headsRun = statement(`WITH heads AS (
-  SELECT id, stage FROM ${jobs} WHERE namespace = $1 AND ${idIn("id", "$4")} ORDER BY id FOR UPDATE
+  SELECT id, stage FROM ${jobs} j WHERE namespace = $1 AND ${idIn("id", "$4")} AND stage IN ('enqueued', 'delayed', 'requeued')
+    AND attempt = (SELECT c.attempt FROM unnest($4::text[], $5::int[]) AS c(id, attempt) WHERE c.id = j.id)
+  ORDER BY id FOR UPDATE
 ), run AS (
   UPDATE ${jobs} j SET ${run.stage}, attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = $3,
     ${run.history}
@@ -103,6 +115,7 @@ SELECT id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, seq, to
     // A head still `running` under a free lease: its claimer is gone; taken over without a new attempt (lostAttempt).
     this.headsTakeOver = statement(`UPDATE ${jobs} j SET lease_owner = $2, updated_at = $3
 WHERE j.namespace = $1 AND ${idIn("j.id", "$4")} AND j.stage = 'running'
+  AND j.attempt = (SELECT c.attempt FROM unnest($4::text[], $5::int[]) AS c(id, attempt) WHERE c.id = j.id)
 RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, j.meta`);
     this.held = statement(`SELECT run_until_seq, careful_until_seq FROM ${parts}
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE`);
@@ -180,7 +193,9 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
     // once) with the ready prefix behind it (`run`, at most `room`, none while the partition is careful up to it),
     // the continuations of `released` released, and the lease moved to the next run's epoch and last sequence, or
     // freed when nothing is ready, if `leaseIf` (SQL). Every CTE sees the snapshot before the statement, so `after`
-    // must exclude the rows the statement finished.
+    // must exclude the rows the statement finished. A next head cancelled after that snapshot (X3: a cancel of a job
+    // not running takes no partition lock) is re-checked by `claimed` when its lock is granted, and left as it is:
+    // the lease then moved to an epoch with no head, which the caller frees (see `leftOverLease`).
     const nextRun = (room: number, o: { after: string; nxtIf: string; parents: string; released: string; leaseIf: string }) => `), nxt AS (
   SELECT j.id, j.job_type, j.stage, j.run_at, j.parent_id, j.seq FROM ${jobs} j
   WHERE ${inPartitionAfter("j", "$1", "$2", "$3", o.after)} AND j.stage NOT IN ${TERMINAL}
@@ -217,7 +232,7 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
   UPDATE ${jobs} j SET ${claimed.stage}, attempt = j.attempt + 1, lease_owner = $5, updated_at = $7,
     run_at = CASE WHEN r.stage = 'waiting' THEN $7::bigint ELSE j.run_at END,
     stages = CASE WHEN r.stage = 'waiting' THEN ${claimed.append(releasedNow.append("j.stages"))} ELSE ${claimed.append("j.stages")} END
-  FROM ready r WHERE j.id = r.id
+  FROM ready r WHERE j.id = r.id AND j.stage = r.stage
   RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, r.stage AS old_stage, j.meta
 `;
     // The columns of the next run claimed (its head, whose id is null when none was, and its followers' JSON).

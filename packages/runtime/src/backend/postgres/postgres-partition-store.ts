@@ -9,7 +9,12 @@
  * LOCKED`: servers skip each other's partitions rather than wait), then
  * reads each head with one probe of `later_jobs_partition_head` (a LATERAL
  * `ORDER BY seq LIMIT 1`), so the jobs queued behind a blocked head are
- * never read. Every writer takes a partition row before that partition's job
+ * never read. Those heads are read in the statement's snapshot, before the
+ * locks are granted, so a claim takes a head only if it is still in the stage
+ * and at the attempt it was read at; otherwise (another server claimed, ran
+ * and freed the partition meanwhile, or a cancel came between) the claim's
+ * transaction is rolled back and run again ({@link HeadsMoved}).
+ * Every writer takes a partition row before that partition's job
  * rows (enqueue reserves sequences before reading parents), and a writer of
  * several partition rows takes them in (topic, partition) order (enqueue,
  * lease renewal), so head claims, finishes, renewals and enqueues cannot
@@ -23,16 +28,28 @@
  * followers too; a run with a failure is one transaction: the followers
  * written as claimed then finished with the head, and the next run claimed.
  */
-import { PartitionCountMismatchError } from "../../errors.js";
+import { DatabaseBusyError, PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import { cancelCandidates, claimedHead, followerRoom, readyAt, renewalCancelled, runFollowers } from "../shared/partition-heads.js";
 import { PostgresPartitionQueries } from "./postgres-partition-queries.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
 import type { Execute } from "./postgres-statement.js";
+import { CONFLICT_TRIES } from "./postgres-errors.js";
 
 /** How many followers the next run claimed with a one-statement finish may take: `runMax` less its head. */
 const runTail = (params: B.PartitionHeadFinishParams): number => Math.max(0, Math.floor(params.claimNext?.runMax ?? 1) - 1);
+
+/**
+ * A head claimed (`claim`) was no longer in the stage or at the attempt it was read at: read in the snapshot of
+ * a statement that locked its partition only afterwards (see `freeHeads`), or cancelled between its read and its
+ * claim. Thrown inside the transaction, which rolls back; {@link PostgresPartitionStore.freshHeads} runs it again.
+ */
+class HeadsMoved extends Error {
+  constructor() {
+    super("a partition head moved between its read and its claim");
+  }
+}
 
 /** The result a finish stores (X6): a success's, else none. */
 const resultOf = (o: B.JobOutcome): unknown => (o.kind === "success" ? (o.result ?? null) : null);
@@ -85,7 +102,8 @@ export class PostgresPartitionStore implements B.PartitionStore {
   async headClaim(params: B.PartitionHeadClaimParams): Promise<B.PartitionHeadClaimResult> {
     if (params.limit <= 0 || params.partitions.length === 0) return { claimed: [], nextRunAt: null };
     const types = new Set(params.jobTypes);
-    return this.host.inTransaction("partition head claim", async (execute) => {
+    // Heads that moved since they were read: nothing claimed, and the fetcher comes back at once.
+    return this.freshHeads("partition head claim", { claimed: [], nextRunAt: params.now }, async (execute) => {
       const heads = await execute(this.q.freeHeads, [this.ns, params.partitions.map((p) => p.topic), params.partitions.map((p) => p.partition), params.now]);
       const chosen: Row[] = [];
       let nextRunAt: number | null = null;
@@ -106,12 +124,13 @@ export class PostgresPartitionStore implements B.PartitionStore {
     const followers = params.followers ?? [];
     if (params.outcome.kind === "success" && followers.length === 0) {
       const [row] = await this.host.execute(this.q.successNext(runTail(params)), this.successArgs(params));
+      await this.leftOverLease(row, params);
       let released = Number(row?.released ?? 0);
       if (Number(row?.waiters ?? 0) > 0) released += await this.jobs.releaseChildren(this.host.execute, [claim.id], now);
       return { applied: Number(row?.applied ?? 0) > 0, released, next: this.claimedNext(row, params) };
     }
     if (params.outcome.kind === "success" && followers.every((f) => f.outcome.kind === "success")) return this.runSuccessNext(params, followers);
-    return this.host.inTransaction("partition head finish", async (execute) => {
+    return this.freshHeads("partition head finish", null, async (execute) => {
       const [held] = await execute(this.q.held, [this.ns, claim.topic, claim.partition, claim.epoch, params.owner]);
       if (!held) return followers.length > 0 ? { applied: false, released: 0, next: null, followersApplied: 0 } : { applied: false, released: 0, next: null };
       // The followers that ran become `running` first (their claim, at their start), then finish with the head.
@@ -161,9 +180,38 @@ export class PostgresPartitionStore implements B.PartitionStore {
       followers.map((f) => resultOf(f.outcome)),
     ]);
     if (!row || Number(row.held) === 0) return { applied: false, released: 0, next: null, followersApplied: 0 };
+    await this.leftOverLease(row, params);
     let released = Number(row.released ?? 0);
     if (row.marked) released += await this.jobs.releaseChildren(this.host.execute, String(row.marked).split(","), now);
     return { applied: Number(row.applied) > 0, released, next: this.claimedNext(row, params), followersApplied: Number(row.followers_applied) };
+  }
+
+  /**
+   * A transaction that claims heads (`body`), rolled back and run again when a head moved between its read and its
+   * claim ({@link HeadsMoved}), up to {@link CONFLICT_TRIES} tries; then `gaveUp`, or, when null, a `DATABASE_BUSY`.
+   */
+  private async freshHeads<R>(what: string, gaveUp: R | null, body: (execute: Execute) => Promise<R>): Promise<R> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.host.inTransaction(what, body);
+      } catch (error) {
+        if (!(error instanceof HeadsMoved)) throw error;
+        if (tries < CONFLICT_TRIES) continue;
+        if (gaveUp !== null) return gaveUp;
+        throw new DatabaseBusyError(`${what}: the partition heads kept changing under the claim (${tries} tries); nothing was written`);
+      }
+    }
+  }
+
+  /**
+   * A one-statement finish that read a ready next head but could not claim it (cancelled after the statement's
+   * snapshot) moved the lease to the next epoch with no head running: freed here, so the partition goes on now
+   * rather than when that lease expires.
+   */
+  private async leftOverLease(row: Row | undefined, params: B.PartitionHeadFinishParams): Promise<void> {
+    const epoch = params.claim.epoch + 1;
+    if (!row || row.id || row.epoch === null || row.epoch === undefined || Number(row.epoch) !== epoch) return;
+    await this.host.execute(this.q.leaseFree, [this.ns, params.claim.topic, params.claim.partition, epoch]);
   }
 
   /** `$1`–`$16` of `successNext` and `runSuccessNext` (the same numbering in both): the head's finish and the next run's claim. */
@@ -314,7 +362,14 @@ export class PostgresPartitionStore implements B.PartitionStore {
     const careful = new Map(heads.map((h) => [key(h), num(h.careful_until_seq)]));
     const inRun = heads.filter((h) => h.stage === "running" && num(h.run_until_seq) !== null && num(h.run_until_seq)! > Number(h.seq));
     if (inRun.length > 0) {
-      await execute(this.q.headsPutBack, [this.ns, inRun.map((h) => String(h.id)), inRun.map((h) => Number(h.attempt)), now, ...this.host.notifyArgs]);
+      const back = await execute(this.q.headsPutBack, [
+        this.ns,
+        inRun.map((h) => String(h.id)),
+        inRun.map((h) => Number(h.attempt)),
+        now,
+        ...this.host.notifyArgs,
+      ]);
+      if (back.length < inRun.length) throw new HeadsMoved();
       for (const h of inRun) careful.set(key(h), Math.max(careful.get(key(h)) ?? 0, num(h.run_until_seq)!));
     }
     const isLost = (h: Row) => h.stage === "running" && !inRun.includes(h);
@@ -351,10 +406,14 @@ export class PostgresPartitionStore implements B.PartitionStore {
       heads.map(carefulNext),
     ]);
     const epochs = new Map(leases.map((l) => [key(l), Number(l.epoch)]));
-    const lost = heads.filter(isLost).map((h) => String(h.id));
-    const fresh = heads.filter((h) => !isLost(h)).map((h) => String(h.id));
-    const rows = fresh.length === 0 ? [] : await execute(this.q.headsRun, [this.ns, owner, now, fresh]);
-    const taken = lost.length === 0 ? [] : await execute(this.q.headsTakeOver, [this.ns, owner, now, lost]);
+    const lost = heads.filter(isLost);
+    const fresh = heads.filter((h) => !isLost(h));
+    // The attempt each head is at now: as read, or one less when it was just put back.
+    const attempts = (hs: Row[]) => hs.map((h) => Number(h.attempt) - (inRun.includes(h) ? 1 : 0));
+    const ids = (hs: Row[]) => hs.map((h) => String(h.id));
+    const rows = fresh.length === 0 ? [] : await execute(this.q.headsRun, [this.ns, owner, now, ids(fresh), attempts(fresh)]);
+    const taken = lost.length === 0 ? [] : await execute(this.q.headsTakeOver, [this.ns, owner, now, ids(lost), attempts(lost)]);
+    if (rows.length < fresh.length || taken.length < lost.length) throw new HeadsMoved();
     const head = (r: Row, lostAttempt: boolean) => {
       const ref = { topic: String(r.topic), partition: Number(r.partition_no) };
       const epoch = epochs.get(key(r))!;
