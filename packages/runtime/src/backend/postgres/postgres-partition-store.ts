@@ -13,7 +13,7 @@
  * locks are granted, so a claim takes a head only if it is still in the stage
  * and at the attempt it was read at; otherwise (another server claimed, ran
  * and freed the partition meanwhile, or a cancel came between) the claim's
- * transaction is rolled back and run again ({@link HeadsMoved}).
+ * transaction is rolled back and run again (see postgres-head-claim.ts).
  * Every writer takes a partition row before that partition's job
  * rows (enqueue reserves sequences before reading parents), and a writer of
  * several partition rows takes them in (topic, partition) order (enqueue,
@@ -28,46 +28,31 @@
  * followers too; a run with a failure is one transaction: the followers
  * written as claimed then finished with the head, and the next run claimed.
  */
-import { DatabaseBusyError, PartitionCountMismatchError } from "../../errors.js";
+import { PartitionCountMismatchError } from "../../errors.js";
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
-import { cancelCandidates, claimedHead, followerRoom, readyAt, renewalCancelled, runFollowers } from "../shared/partition-heads.js";
+import { cancelCandidates, claimedHead, readyAt, renewalCancelled, runFollowers } from "../shared/partition-heads.js";
+import { type HeadClaimHost, PostgresHeadClaim } from "./postgres-head-claim.js";
 import { PostgresPartitionQueries } from "./postgres-partition-queries.js";
 import type { PostgresJobStore } from "./postgres-job-store.js";
 import type { Execute } from "./postgres-statement.js";
-import { CONFLICT_TRIES } from "./postgres-errors.js";
 
 /** How many followers the next run claimed with a one-statement finish may take: `runMax` less its head. */
 const runTail = (params: B.PartitionHeadFinishParams): number => Math.max(0, Math.floor(params.claimNext?.runMax ?? 1) - 1);
-
-/**
- * A head claimed (`claim`) was no longer in the stage or at the attempt it was read at: read in the snapshot of
- * a statement that locked its partition only afterwards (see `freeHeads`), or cancelled between its read and its
- * claim. Thrown inside the transaction, which rolls back; {@link PostgresPartitionStore.freshHeads} runs it again.
- */
-class HeadsMoved extends Error {
-  constructor() {
-    super("a partition head moved between its read and its claim");
-  }
-}
 
 /** The result a finish stores (X6): a success's, else none. */
 const resultOf = (o: B.JobOutcome): unknown => (o.kind === "success" ? (o.result ?? null) : null);
 
 /** What the store needs of the backend. */
-export interface PostgresPartitionHost {
-  readonly namespace: string;
+export interface PostgresPartitionHost extends HeadClaimHost {
   readonly execute: Execute;
-  /** The channel and payload of this backend's `pg_notify`. */
-  readonly notifyArgs: readonly [string, string];
   /** The done channel `waitFor` listens on (X6). */
   readonly doneChannel: string;
-  /** BEGIN … COMMIT on one connection, retried on deadlock or serialization conflict. */
-  inTransaction<R>(what: string, body: (execute: Execute) => Promise<R>): Promise<R>;
 }
 
 export class PostgresPartitionStore implements B.PartitionStore {
   private readonly q: PostgresPartitionQueries;
+  private readonly heads: PostgresHeadClaim;
 
   constructor(
     private readonly host: PostgresPartitionHost,
@@ -76,6 +61,7 @@ export class PostgresPartitionStore implements B.PartitionStore {
     schema: string,
   ) {
     this.q = new PostgresPartitionQueries(schema);
+    this.heads = new PostgresHeadClaim(host, this.q);
   }
 
   private get ns(): string {
@@ -103,7 +89,7 @@ export class PostgresPartitionStore implements B.PartitionStore {
     if (params.limit <= 0 || params.partitions.length === 0) return { claimed: [], nextRunAt: null };
     const types = new Set(params.jobTypes);
     // Heads that moved since they were read: nothing claimed, and the fetcher comes back at once.
-    return this.freshHeads("partition head claim", { claimed: [], nextRunAt: params.now }, async (execute) => {
+    return this.heads.fresh("partition head claim", { claimed: [], nextRunAt: params.now }, async (execute) => {
       const heads = await execute(this.q.freeHeads, [this.ns, params.partitions.map((p) => p.topic), params.partitions.map((p) => p.partition), params.now]);
       const chosen: Row[] = [];
       let nextRunAt: number | null = null;
@@ -115,7 +101,17 @@ export class PostgresPartitionStore implements B.PartitionStore {
         else chosen.push(h);
       }
       if (chosen.length === 0) return { claimed: [], nextRunAt };
-      return { claimed: await this.claim(execute, chosen, params.owner, params.leaseExpiresAt, params.now, params.jobTypes, params.runMax), nextRunAt };
+      return {
+        claimed: await this.heads.claim(execute, {
+          heads: chosen,
+          owner: params.owner,
+          leaseExpiresAt: params.leaseExpiresAt,
+          now: params.now,
+          jobTypes: params.jobTypes,
+          runMax: params.runMax,
+        }),
+        nextRunAt,
+      };
     });
   }
 
@@ -130,7 +126,7 @@ export class PostgresPartitionStore implements B.PartitionStore {
       return { applied: Number(row?.applied ?? 0) > 0, released, next: this.claimedNext(row, params) };
     }
     if (params.outcome.kind === "success" && followers.every((f) => f.outcome.kind === "success")) return this.runSuccessNext(params, followers);
-    return this.freshHeads("partition head finish", null, async (execute) => {
+    return this.heads.fresh("partition head finish", null, async (execute) => {
       const [held] = await execute(this.q.held, [this.ns, claim.topic, claim.partition, claim.epoch, params.owner]);
       if (!held) return followers.length > 0 ? { applied: false, released: 0, next: null, followersApplied: 0 } : { applied: false, released: 0, next: null };
       // The followers that ran become `running` first (their claim, at their start), then finish with the head.
@@ -187,23 +183,6 @@ export class PostgresPartitionStore implements B.PartitionStore {
   }
 
   /**
-   * A transaction that claims heads (`body`), rolled back and run again when a head moved between its read and its
-   * claim ({@link HeadsMoved}), up to {@link CONFLICT_TRIES} tries; then `gaveUp`, or, when null, a `DATABASE_BUSY`.
-   */
-  private async freshHeads<R>(what: string, gaveUp: R | null, body: (execute: Execute) => Promise<R>): Promise<R> {
-    for (let tries = 1; ; tries++) {
-      try {
-        return await this.host.inTransaction(what, body);
-      } catch (error) {
-        if (!(error instanceof HeadsMoved)) throw error;
-        if (tries < CONFLICT_TRIES) continue;
-        if (gaveUp !== null) return gaveUp;
-        throw new DatabaseBusyError(`${what}: the partition heads kept changing under the claim (${tries} tries); nothing was written`);
-      }
-    }
-  }
-
-  /**
    * A one-statement finish that read a ready next head but could not claim it (cancelled after the statement's
    * snapshot) moved the lease to the next epoch with no head running: freed here, so the partition goes on now
    * rather than when that lease expires.
@@ -256,16 +235,15 @@ export class PostgresPartitionStore implements B.PartitionStore {
       const at = h ? readyAt(h, now) : null;
       if (h && at !== null && at <= now && params.claimNext.jobTypes.includes(String(h.job_type))) {
         const ref = { topic: claim.topic, partition_no: claim.partition };
-        [next = null] = await this.claim(
-          execute,
-          [{ ...h, ...held, ...ref }],
-          params.owner,
-          params.claimNext.leaseExpiresAt,
+        [next = null] = await this.heads.claim(execute, {
+          heads: [{ ...h, ...held, ...ref }],
+          owner: params.owner,
+          leaseExpiresAt: params.claimNext.leaseExpiresAt,
           now,
-          params.claimNext.jobTypes,
-          params.claimNext.runMax,
-          behind.map((r) => ({ ...r, ...ref })),
-        );
+          jobTypes: params.claimNext.jobTypes,
+          runMax: params.claimNext.runMax,
+          read: behind.map((r) => ({ ...r, ...ref })),
+        });
       }
     }
     if (!next) await execute(this.q.leaseFree, [this.ns, claim.topic, claim.partition, claim.epoch]);
@@ -338,90 +316,5 @@ export class PostgresPartitionStore implements B.PartitionStore {
   async historyTruncate(params: B.PartitionHistoryTruncateParams): Promise<number> {
     const rows = await this.host.execute(this.q.truncate, [this.ns, params.topic, params.partition, params.keep]);
     return rows.length;
-  }
-
-  /**
-   * Takes the leases (next epoch) of the heads' partitions and marks the heads
-   * running; heads already `running` (their claimer is gone) are taken over as
-   * they are, their lost attempts left for the caller to record.
-   */
-  private async claim(
-    execute: Execute,
-    heads: Row[],
-    owner: string,
-    leaseExpiresAt: number,
-    now: number,
-    jobTypes: readonly string[],
-    runMax: number | undefined,
-    /** The rows behind the heads, already read (one head's, by `headFinish`); absent: read here. */
-    read?: Row[],
-  ): Promise<B.ClaimedPartitionJob[]> {
-    const key = (r: Row) => `${String(r.topic)}\0${Number(r.partition_no)}`;
-    const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-    // A dead owner's head still `running` inside its run (P3): put back unstarted, the partition careful up to the run's end.
-    const careful = new Map(heads.map((h) => [key(h), num(h.careful_until_seq)]));
-    const inRun = heads.filter((h) => h.stage === "running" && num(h.run_until_seq) !== null && num(h.run_until_seq)! > Number(h.seq));
-    if (inRun.length > 0) {
-      const back = await execute(this.q.headsPutBack, [
-        this.ns,
-        inRun.map((h) => String(h.id)),
-        inRun.map((h) => Number(h.attempt)),
-        now,
-        ...this.host.notifyArgs,
-      ]);
-      if (back.length < inRun.length) throw new HeadsMoved();
-      for (const h of inRun) careful.set(key(h), Math.max(careful.get(key(h)) ?? 0, num(h.run_until_seq)!));
-    }
-    const isLost = (h: Row) => h.stage === "running" && !inRun.includes(h);
-    const room = new Map(heads.map((h) => [key(h), isLost(h) ? 0 : followerRoom(runMax, Number(h.seq), careful.get(key(h)))]));
-    const reading = heads.filter((h) => room.get(key(h))! > 0);
-    const behind =
-      reading.length === 0 || read !== undefined
-        ? (read ?? [])
-        : await execute(this.q.behind, [
-            this.ns,
-            reading.map((h) => h.topic),
-            reading.map((h) => Number(h.partition_no)),
-            reading.map((h) => Number(h.seq)),
-            reading.map((h) => room.get(key(h))!),
-          ]);
-    const rowsBehind = new Map<string, Row[]>();
-    for (const r of behind) rowsBehind.set(key(r), [...(rowsBehind.get(key(r)) ?? []), r]);
-    // The ready prefix of each, decided before the lease is written (the run's last sequence goes with it); epochs follow.
-    const ready = new Map(
-      heads.map((h) => [key(h), runFollowers(rowsBehind.get(key(h)) ?? [], { topic: "", partition: 0 }, 0, now, jobTypes, room.get(key(h))!)]),
-    );
-    const until = (h: Row) => ready.get(key(h))!.at(-1)?.seq ?? Number(h.seq);
-    const carefulNext = (h: Row) => {
-      const c = careful.get(key(h));
-      return c !== null && c !== undefined && Number(h.seq) <= c ? c : null;
-    };
-    const leases = await execute(this.q.leaseTake, [
-      this.ns,
-      owner,
-      leaseExpiresAt,
-      heads.map((h) => h.topic),
-      heads.map((h) => Number(h.partition_no)),
-      heads.map(until),
-      heads.map(carefulNext),
-    ]);
-    const epochs = new Map(leases.map((l) => [key(l), Number(l.epoch)]));
-    const lost = heads.filter(isLost);
-    const fresh = heads.filter((h) => !isLost(h));
-    // The attempt each head is at now: as read, or one less when it was just put back.
-    const attempts = (hs: Row[]) => hs.map((h) => Number(h.attempt) - (inRun.includes(h) ? 1 : 0));
-    const ids = (hs: Row[]) => hs.map((h) => String(h.id));
-    const rows = fresh.length === 0 ? [] : await execute(this.q.headsRun, [this.ns, owner, now, ids(fresh), attempts(fresh)]);
-    const taken = lost.length === 0 ? [] : await execute(this.q.headsTakeOver, [this.ns, owner, now, ids(lost), attempts(lost)]);
-    if (rows.length < fresh.length || taken.length < lost.length) throw new HeadsMoved();
-    const head = (r: Row, lostAttempt: boolean) => {
-      const ref = { topic: String(r.topic), partition: Number(r.partition_no) };
-      const epoch = epochs.get(key(r))!;
-      const claimed = claimedHead(r, ref, epoch, lostAttempt);
-      const followers = ready.get(key(r)) ?? [];
-      if (followers.length > 0) claimed.followers = followers.map((f) => ({ ...f, ...ref, epoch }));
-      return claimed;
-    };
-    return [...rows.map((r) => head(r, false)), ...taken.map((r) => head(r, true))];
   }
 }
