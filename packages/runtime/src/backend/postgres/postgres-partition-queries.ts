@@ -146,7 +146,7 @@ ORDER BY ${partitionOrder("j")} LIMIT ${runMax}`;
   SELECT j.id, j.stage FROM ${jobs} j JOIN c ON j.id = c.id
   WHERE j.namespace = $1 AND j.attempt = c.attempt - 1 AND j.stage IN ('enqueued', 'delayed', 'requeued')
   ORDER BY j.id FOR UPDATE OF j
-), upto AS (
+), upto AS MATERIALIZED (
   SELECT coalesce(min(c.ord) FILTER (WHERE cur.id IS NULL), 2147483647) AS stop FROM c LEFT JOIN cur ON cur.id = c.id
 ), ran AS (
   UPDATE ${jobs} j SET ${ran.stage}, attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = c.started_at,
@@ -263,17 +263,17 @@ SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM woken)
     // written may be its head. $1-$16 as `successNext`; $17 follower ids (run order), $18 their attempts run,
     // $19 their start times, $20 their expires_at, $21 their results (JSON text or null, X6).
     const headDone = transition({ kinds: "succeed", rows: "done", from: "'running'", to: "'success'", at: "$7::bigint" });
-    const followerRan = transition({ kinds: "claim", rows: "fdone", from: "old_stage", to: "'running'", at: "fw.started_at" });
+    const followerRan = transition({ kinds: "claim", rows: "fdone", from: "old_stage", to: "'running'", at: "h.started_at" });
     const followerDone = transition({ kinds: "succeed", rows: "fdone", from: "'running'", to: "'success'", at: "$7::bigint" });
     this.runSuccessNextText = (room) => `WITH held AS (
   SELECT careful_until_seq FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
 ), fw AS (
   SELECT * FROM unnest($17::text[], $18::int[], $19::bigint[], $20::bigint[], $21::text[]) WITH ORDINALITY AS fw(id, attempt, started_at, expires_at, result, ord)
 ), cur AS (
-  SELECT j.id, j.stage FROM ${jobs} j JOIN fw ON j.id = fw.id
+  SELECT j.id, j.stage, fw.started_at, fw.expires_at, fw.result, fw.ord FROM ${jobs} j JOIN fw ON j.id = fw.id
   WHERE j.namespace = $1 AND j.attempt = fw.attempt - 1 AND j.stage IN ('enqueued', 'delayed', 'requeued') AND EXISTS (SELECT 1 FROM held)
   ORDER BY j.id FOR UPDATE OF j
-), upto AS (
+), upto AS MATERIALIZED (
   SELECT coalesce(min(fw.ord) FILTER (WHERE cur.id IS NULL), 2147483647) AS stop FROM fw LEFT JOIN cur ON cur.id = fw.id
 ), done AS (
   UPDATE ${jobs} j SET ${headDone.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
@@ -282,8 +282,8 @@ SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM woken)
   RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited, j.seq
 ), fdone AS (
   UPDATE ${jobs} j SET ${followerDone.stage}, attempt = j.attempt + 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7,
-    expires_at = fw.expires_at, stages = ${followerDone.append(followerRan.append("j.stages"))}, result = fw.result
-  FROM fw JOIN cur h ON h.id = fw.id CROSS JOIN upto WHERE j.id = fw.id AND fw.ord < upto.stop
+    expires_at = h.expires_at, stages = ${followerDone.append(followerRan.append("j.stages"))}, result = h.result
+  FROM cur h CROSS JOIN upto WHERE j.id = h.id AND h.ord < upto.stop
   RETURNING j.id, j.waiters, j.topic, j.partition_no, j.awaited, j.seq, h.stage AS old_stage
 ), finished AS (
   SELECT id, waiters, awaited, seq FROM done UNION ALL SELECT id, waiters, awaited, seq FROM fdone
