@@ -140,7 +140,15 @@ export class PostgresHeadClaim {
       const epoch = epochs.get(key(r))!;
       const claimed = claimedHead(r, ref, epoch, lostAttempt);
       const followers = ready.get(key(r)) ?? [];
-      if (followers.length > 0) claimed.followers = followers.map((f) => ({ ...f, ...ref, epoch }));
+      if (followers.length > 0) {
+        // Made for this claim by runFollowers: given their partition and epoch in place (see claimedHead).
+        for (const f of followers) {
+          f.topic = ref.topic;
+          f.partition = ref.partition;
+          f.epoch = epoch;
+        }
+        claimed.followers = followers;
+      }
       return claimed;
     };
     return [...rows.map((r) => head(r, false)), ...taken.map((r) => head(r, true))];

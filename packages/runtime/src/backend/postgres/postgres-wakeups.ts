@@ -65,6 +65,8 @@ export class PostgresWakeups {
   private listener: PostgresListener | null = null;
   private fellBack = false;
   private scheduled = false;
+  private notifyArgsMade: readonly [string, string] | null = null;
+  private doneChannelMade: string | null = null;
 
   constructor(
     private readonly options: Pick<PostgresBackendOptions, "listen" | "listenCheckTimeoutMs" | "applicationName" | "onWarning">,
@@ -77,9 +79,10 @@ export class PostgresWakeups {
     return this.options.listen !== false && !this.fellBack;
   }
 
-  /** The channel and payload of this backend's own `pg_notify` calls. */
+  /** The channel and payload of this backend's own `pg_notify` calls (made once: every write passes them). */
   get notifyArgs(): readonly [string, string] {
-    return [this.channel, `${this.sender} ${this.namespace}`];
+    this.notifyArgsMade ??= [this.channel, `${this.sender} ${this.namespace}`];
+    return this.notifyArgsMade;
   }
 
   /**
@@ -89,7 +92,9 @@ export class PostgresWakeups {
    * namespaces' jobs; a hash keeps it within an identifier's 63 bytes.
    */
   get doneChannel(): string {
-    return doneChannelOf(this.channel, this.namespace);
+    // Hashed once: every finish passes it (it was a SHA-1 per statement).
+    this.doneChannelMade ??= doneChannelOf(this.channel, this.namespace);
+    return this.doneChannelMade;
   }
 
   subscribe(listener: () => void): () => void {

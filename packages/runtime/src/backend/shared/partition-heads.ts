@@ -27,13 +27,13 @@ export function readyAt(head: Row, now: number): number | null {
 
 /** A claimed head row as the seam's {@link B.ClaimedPartitionJob}. */
 export function claimedHead(r: Row, ref: B.PartitionRef, epoch: number, lostAttempt = false): B.ClaimedPartitionJob {
-  const head: B.ClaimedPartitionJob = {
-    ...claimedJob(r),
-    topic: ref.topic,
-    partition: ref.partition,
-    seq: Number(r.seq),
-    epoch,
-  };
+  // Built on claimedJob's own object rather than spread from it: V8 ran the spread with properties added at about
+  // 3 µs a row, 60 times this, and every follower of every run is built here.
+  const head = claimedJob(r) as B.ClaimedPartitionJob;
+  head.topic = ref.topic;
+  head.partition = ref.partition;
+  head.seq = Number(r.seq);
+  head.epoch = epoch;
   if (lostAttempt) head.lostAttempt = true;
   return head;
 }
