@@ -2,10 +2,10 @@
  * A PostgreSQL head claim's writes (`backend.partitions`, see
  * postgres-partition-store.ts): the heads read are put back, leased and
  * claimed, each only if it is still in the stage and at the attempt it was
- * read at. A head that is not moved under the read: read in the snapshot of
+ * read at. A head can move after its read: it was read in the snapshot of
  * the statement that locked its partition, before the lock was granted
- * (`freeHeads`), or cancelled between its read and its claim (a cancel of a
- * job not running takes no partition lock). The claim then throws
+ * (`freeHeads`), or it was cancelled between its read and its claim (a
+ * cancel of a job not running takes no partition lock). The claim then throws
  * {@link HeadsMoved} inside its transaction, which rolls it back, and
  * {@link PostgresHeadClaim.fresh} runs the transaction again, whose new
  * statements see what moved.
