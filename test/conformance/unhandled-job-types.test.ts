@@ -70,8 +70,11 @@ describe.each(BACKENDS)("unhandled job types on $name", (entry) => {
 
   it("a server publishes its types, warns once per type it enqueued that no live server handles, and reports the gauge", async () => {
     const h = harness();
-    // Ahead of the wall clock: ids minted from it carry its time.
-    const clock = new ManualClock(Date.now() + 3_600_000);
+    // Ahead of the wall clock (ids minted from it carry its time), at half past an hour: the schedules below are
+    // hourly, and the 15 s this test advances must not cross an hour, whose occurrence would add a job (a run that
+    // started at 03:59:5x failed so, waiting for a count of 1 that was 2).
+    const ahead = Date.now() + 3_600_000;
+    const clock = new ManualClock(ahead - (ahead % 3_600_000) + 1_800_000);
     const server = await h.start({ clock, namespace: "photos", handlers: { resize: { handle: async () => {} } } });
     const gauges = async () => server.metrics();
     // Its own heartbeat at start published "resize".

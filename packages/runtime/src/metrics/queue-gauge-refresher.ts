@@ -38,12 +38,17 @@ export interface QueueGaugeRefresherConfig {
  * ```
  *
  * A failed read is an `error` event (`where: "queue gauges"`); the gauges keep
- * the last reading.
+ * the last reading. A read that ends after one started later (the read at
+ * start is slow, a tick's overtakes it) is dropped, so the gauges never go
+ * back to older counts.
  */
 export class QueueGaugeRefresher extends PeriodicService {
   private readonly metrics: ServerMetrics;
   private readonly logLag: QueueGaugeRefresherConfig["logLag"];
   private first: Promise<unknown> | null = null;
+  /** Reads started, and the number of the last one handed over: a read that ends after a later one has is dropped. */
+  private started = 0;
+  private handed = 0;
 
   constructor(host: MaintenanceHost, config: QueueGaugeRefresherConfig) {
     super(host, "queue gauges", config.intervalMs ?? QUEUE_GAUGE_INTERVAL_MS, false);
@@ -66,6 +71,7 @@ export class QueueGaugeRefresher extends PeriodicService {
   async runOnce(): Promise<number> {
     const { inspect } = this.host.backend;
     const now = this.host.clock.now();
+    const read = ++this.started; // the read at start and a tick's may overlap on a busy server
     // One after another: side by side, each read took a pool connection of its own, and at a
     // server's start (the first claims and finishes in flight) that made PostgreSQL fork a
     // backend for each, about 14 ms of CPU apiece on the claims' critical path.
@@ -85,6 +91,8 @@ export class QueueGaugeRefresher extends PeriodicService {
         oldestHead.set(p.topic, Math.max(oldestHead.get(p.topic) ?? 0, age));
       }
     }
+    if (read < this.handed) return 0; // a later read is already served: these counts are older
+    this.handed = read;
     this.metrics.queueRead({
       stages: stages.counts as Partial<Record<JobStage, number>>,
       oldestReadyAgeSeconds: oldestReadyAt === null ? 0 : Math.max(0, now - oldestReadyAt) / 1000,
