@@ -98,12 +98,14 @@ WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3`);
 FROM unnest($4::text[], $5::int[], $6::bigint[], $7::bigint[]) AS c(topic, partition_no, run_until_seq, careful_until_seq)
 WHERE p.namespace = $1 AND p.topic = c.topic AND p.partition_no = c.partition_no
 RETURNING p.topic, p.partition_no, p.epoch`);
+    // The attempt a head was read at: `$5` at the place of its id in `$4` (of headsRun and headsTakeOver).
+    const readAttempt = "(SELECT c.attempt FROM unnest($4::text[], $5::int[]) AS c(id, attempt) WHERE c.id = j.id)";
     // The heads are locked first (id order, as every writer of several job rows) to read the stage each leaves, and
     // only those still claimable at the attempt they were read at are claimed (see {@link headsRun}).
     const run = transition({ kinds: "claim", rows: "run", from: "old_stage", to: "'running'", at: "$3::bigint" });
     this.headsRun = statement(`WITH heads AS (
   SELECT id, stage FROM ${jobs} j WHERE namespace = $1 AND ${idIn("id", "$4")} AND stage IN ('enqueued', 'delayed', 'requeued')
-    AND attempt = (SELECT c.attempt FROM unnest($4::text[], $5::int[]) AS c(id, attempt) WHERE c.id = j.id)
+    AND attempt = ${readAttempt}
   ORDER BY id FOR UPDATE
 ), run AS (
   UPDATE ${jobs} j SET ${run.stage}, attempt = j.attempt + 1, lease_owner = $2, lease_expires_at = NULL, updated_at = $3,
@@ -115,7 +117,7 @@ SELECT id, job_type, payload, attempt, retry_policy, timeout_ms, run_at, seq, to
     // A head still `running` under a free lease: its claimer is gone; taken over without a new attempt (lostAttempt).
     this.headsTakeOver = statement(`UPDATE ${jobs} j SET lease_owner = $2, updated_at = $3
 WHERE j.namespace = $1 AND ${idIn("j.id", "$4")} AND j.stage = 'running'
-  AND j.attempt = (SELECT c.attempt FROM unnest($4::text[], $5::int[]) AS c(id, attempt) WHERE c.id = j.id)
+  AND j.attempt = ${readAttempt}
 RETURNING j.id, j.job_type, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.topic, j.partition_no, j.meta`);
     this.held = statement(`SELECT run_until_seq, careful_until_seq FROM ${parts}
 WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE`);

@@ -65,36 +65,29 @@ export class PostgresWakeups {
   private listener: PostgresListener | null = null;
   private fellBack = false;
   private scheduled = false;
-  private notifyArgsMade: readonly [string, string] | null = null;
-  private doneChannelMade: string | null = null;
+  /** The channel and payload of this backend's own `pg_notify` calls: every write passes them. */
+  readonly notifyArgs: readonly [string, string];
+  /**
+   * The done channel of this schema and namespace (X6): the statements that
+   * make an awaited job terminal notify it, and `waitFor` listens on it
+   * (`PostgresDoneListener`). One per namespace, so waiters never hear other
+   * namespaces' jobs; a hash keeps it within an identifier's 63 bytes. Made
+   * once: every finish passes it.
+   */
+  readonly doneChannel: string;
 
   constructor(
     private readonly options: Pick<PostgresBackendOptions, "listen" | "listenCheckTimeoutMs" | "applicationName" | "onWarning">,
     private readonly channel: string,
     private readonly namespace: string,
-  ) {}
+  ) {
+    this.notifyArgs = [channel, `${this.sender} ${namespace}`];
+    this.doneChannel = doneChannelOf(channel, namespace);
+  }
 
   /** True while LISTEN/NOTIFY is in use: `listen` is on and the probe at the last start succeeded. */
   get active(): boolean {
     return this.options.listen !== false && !this.fellBack;
-  }
-
-  /** The channel and payload of this backend's own `pg_notify` calls (made once: every write passes them). */
-  get notifyArgs(): readonly [string, string] {
-    this.notifyArgsMade ??= [this.channel, `${this.sender} ${this.namespace}`];
-    return this.notifyArgsMade;
-  }
-
-  /**
-   * The done channel of this schema and namespace (X6): the statements that
-   * make an awaited job terminal notify it, and `waitFor` listens on it
-   * (`PostgresDoneListener`). One per namespace, so waiters never hear other
-   * namespaces' jobs; a hash keeps it within an identifier's 63 bytes.
-   */
-  get doneChannel(): string {
-    // Hashed once: every finish passes it (it was a SHA-1 per statement).
-    this.doneChannelMade ??= doneChannelOf(this.channel, this.namespace);
-    return this.doneChannelMade;
   }
 
   subscribe(listener: () => void): () => void {
