@@ -26,25 +26,33 @@ const isWalk = (text: string) => /^WITH RECURSIVE g\b/.test(text) || (/^WITH REC
  * PostgreSQL's statement text (`group_key = q.g`), or SQLite's read of a group's share (its claim then updates
  * those ids by primary key) as its `verbose` hook prints it (values expanded).
  */
-const isGroupClaim = (text: string) => /group_key = q\.g/.test(text) || (/^SELECT id FROM later_jobs w WHERE/.test(text) && /group_key = '/.test(text));
+const isGroupClaim = (text: string) =>
+  /group_key = q\.g/.test(text) || (/^SELECT id FROM later_jobs w (INDEXED BY \w+ )?WHERE/.test(text) && /group_key = '/.test(text));
 
-/** 4,000 ready jobs of type `t`: 3,990 of group A (the backlog), one each of ten more groups; a group limit on `t`. */
+/**
+ * 4,000 ready jobs of type `t`: 3,988 of group A (the backlog), one each of ten more groups, two with no group (the
+ * ungrouped group, moved to its key '' when the limit is stored); a group limit on `t`.
+ */
 async function fill(backend: Backend): Promise<void> {
   for (let batch = 0; batch < 4; batch++) {
     const jobs = Array.from({ length: 1_000 }, (_, i) => {
       const n = batch * 1_000 + i;
-      return { id: newJobId(NOW + n), jobType: "t", payload: "{}", runAt: NOW - 1_000, retryPolicy: null, group: n < 3_990 ? "A" : `g${n}` };
+      const group = n < 3_988 ? "A" : n < 3_990 ? null : `g${n}`;
+      return { id: newJobId(NOW + n), jobType: "t", payload: "{}", runAt: NOW - 1_000, retryPolicy: null, group };
     });
     await backend.jobs.insertMany({ jobs, now: NOW });
   }
   await backend.jobs.limitsSet({ jobTypes: ["t"], limits: [{ jobType: "t", concurrency: null, rateLimit: null, groupConcurrency: 3 }], now: NOW });
 }
 
-/** The group claim whose statements are checked: 3 of A and one of each other group. */
+/** The group claim whose statements are checked: 3 of A, one of each other group and both ungrouped jobs. */
 async function groupClaim(backend: Backend): Promise<void> {
   const { jobs } = await backend.jobs.claimReady({ owner: "w1", limit: 20, now: NOW, leaseExpiresAt: NOW + 60_000, jobTypes: [], limitedTypes: ["t"] });
-  expect(jobs).toHaveLength(13);
+  expect(jobs).toHaveLength(15);
 }
+
+/** SQLite: the ungrouped group's share, in (priority, run_at) order through its own index. */
+const isUngroupedShare = (text: string) => /group_key = '' AND/.test(text) && /ORDER BY priority, run_at/.test(text);
 
 describe("the group claim's reads (X9)", () => {
   const cleanups: (() => unknown)[] = [];
@@ -60,13 +68,15 @@ describe("the group claim's reads (X9)", () => {
     const checked = [...new Set(seen.filter((t) => isWalk(t) || isGroupClaim(t)))];
     expect(checked.filter(isWalk)).toHaveLength(1);
     expect(checked.filter(isGroupClaim).length).toBeGreaterThan(0);
+    expect(checked.filter(isUngroupedShare).length).toBeGreaterThan(0);
     for (const text of checked) {
       const plan = database
         .prepare(`EXPLAIN QUERY PLAN ${text}`)
         .all()
         .map((r) => String((r as { detail: string }).detail));
+      const index = isUngroupedShare(text) ? "later_jobs_ready_ungrouped" : "later_jobs_ready_group";
       expect(
-        plan.some((d) => d.includes("USING INDEX later_jobs_ready_group") || d.includes("USING COVERING INDEX later_jobs_ready_group")),
+        plan.some((d) => d.includes(`USING INDEX ${index} `) || d.includes(`USING COVERING INDEX ${index} `)),
         text,
       ).toBe(true);
       expect(
@@ -106,6 +116,17 @@ describe("the group claim's reads (X9)", () => {
             nodes.some((n) => String(n["Node Type"]).includes("Index") && n["Index Name"] === "later_jobs_ready_group"),
             `${name} ${mode}`,
           ).toBe(true);
+          // The ungrouped group's share: its own index, in (priority, run_at) order (no sort of that group).
+          if (name === "group_claim") {
+            expect(
+              nodes.some((n) => String(n["Node Type"]).includes("Index") && n["Index Name"] === "later_jobs_ready_ungrouped"),
+              `${name} ${mode}`,
+            ).toBe(true);
+            expect(
+              nodes.filter((n) => n["Node Type"] === "Sort" && /run_at|priority/.test(JSON.stringify(n["Sort Key"]))),
+              `${name} ${mode}`,
+            ).toEqual([]);
+          }
         }
         // Without the group index (dropped in a transaction rolled back), later_jobs_ready is no way to
         // read grouped ready rows either: the statements' words (GROUPED_READY) do not prove its

@@ -8,8 +8,23 @@
  * deadlines; nothing is timed.
  */
 import { describe, expect, it } from "vitest";
+import { JobPublisher } from "@later/runtime";
+import type { Backend } from "@later/runtime/internal";
 import { BACKENDS } from "./backends.js";
 import { codeOf, useHarness, waitFor } from "./harness.js";
+
+/** A publisher of `jobType` with no server of its own on `backend`. */
+function publisherOn(backend: Backend, jobType: string): JobPublisher {
+  return new JobPublisher({
+    backend,
+    clock: { now: () => Date.now(), sleep: (ms) => new Promise((r) => setTimeout(r, ms)) },
+    defaultRetryPolicy: null,
+    encoders: new Map([[jobType, (p: unknown) => JSON.stringify(p)]]),
+    topics: new Map(),
+    retentionMs: 60_000,
+    onCommitted: () => {},
+  });
+}
 
 /** Lets other work run: a job that takes a few turns of the event loop, so attempts overlap when the limits let them. */
 const work = async (turns = 5) => {
@@ -98,6 +113,61 @@ describe.each(BACKENDS)("per group limits (X9) on $name", (entry) => {
     const aBeforeLastB = after.slice(0, lastB).filter((g) => g === "A").length;
     expect(after.filter((g) => g === "B")).toHaveLength(10);
     expect(aBeforeLastB).toBeLessThan(200);
+  });
+
+  // The type's jobs with no group are one group of the round-robin: it gets a job once a lap over the ready groups, as
+  // any group does, and within it the lowest priority number first (X1). Stored as the group '' when the type's group
+  // limit was stored before them, or moved there when a server stores it after them. Before, the walk never reached
+  // them while the claim's slots went to other groups (600 groups: more than a claim's slots on either backend), and
+  // they started after all 12,000 grouped jobs.
+  it.each([
+    ["enqueued after the limit was stored", false],
+    ["enqueued before any server stored the limit", true],
+  ])("X9 fairness: the jobs with no group take their turn once a lap behind 600 groups' backlog of 20 each, by priority (%s)", async (_name, before) => {
+    const h = harness();
+    const starts: { g: string; p: number }[] = [];
+    let open!: () => void;
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
+    const handlers = {
+      tenant: {
+        groupConcurrency: 100,
+        handle: async (_ctx: unknown, payload: unknown) => {
+          starts.push(payload as { g: string; p: number });
+          await gate;
+        },
+      },
+    };
+    // Before: a publisher with no server (nothing stored the limit yet), on the database a server then starts on.
+    const server = before ? null : await h.start({ workerCount: 4, handlers });
+    const other = before ? await h.start({ handlers: { other: { handle: () => undefined } } }) : null;
+    const producer = server?.publisher ?? publisherOn(other!.backend, "tenant");
+    const groups = 600;
+    for (let g = 0; g < groups; g++) {
+      await producer.enqueueMany(
+        "tenant",
+        Array.from({ length: 20 }, () => ({ g: `G${String(g).padStart(3, "0")}`, p: 0 })),
+        { group: `G${String(g).padStart(3, "0")}` },
+      );
+    }
+    const priorities = [5, -3, 0, 2, -1];
+    const ids: string[] = [];
+    for (const p of priorities) ids.push(await producer.enqueue("tenant", { g: "none", p }, { priority: p }));
+    const limited = server ?? (await h.start({ workerCount: 4, handlers }));
+    open();
+    await waitFor(() => starts.filter((s) => s.g === "none").length === priorities.length, "every ungrouped job started", 60_000);
+    const at = starts.flatMap((s, i) => (s.g === "none" ? [i] : []));
+    expect(starts.filter((s) => s.g === "none").map((s) => s.p)).toEqual([-3, -1, 0, 2, 5]);
+    // One a lap: the first within the first lap or two, the fifth within about five, long before the 12,000 grouped
+    // jobs are done.
+    expect(at[0]).toBeLessThan(3 * groups);
+    expect(at.at(-1)).toBeLessThan(8 * groups);
+    // Shown as no group, and not listed among the busiest groups.
+    const stored = await limited.backend.inspect.jobGet({ id: ids[0]! });
+    expect(stored?.group).toBeNull();
+    const busiest = await limited.backend.inspect.groupList({ jobType: "tenant", nowMs: Date.now(), limit: 1_000 });
+    expect(busiest.groups.some((g) => g.group === "" || g.group === null)).toBe(false);
   });
 
   it("X9 bad input: a group that is empty, over 200 characters or not a string is INVALID_ARGUMENT naming group, nothing written", async () => {

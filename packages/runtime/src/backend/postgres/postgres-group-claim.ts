@@ -22,11 +22,14 @@
  * - `claim`: each group's share (`GroupRounds`) as one LATERAL probe of the
  *   group index, `group_key = g AND run_at <= now ORDER BY run_at LIMIT n`:
  *   it reads the rows it takes. The type's jobs with no group are one group
- *   of their own; not in that index (an ungrouped job gains no index
- *   maintenance), they are read through `later_jobs_ready` narrowed to the
- *   type, as any limited type's claim is, and only when that group has a
- *   share (`$7` > 0): that probe reads the ready rows ahead of them in
- *   (priority, run_at) order, grouped or of other types.
+ *   of their own, stored with the key `''` (shared/ungrouped-group.ts): the
+ *   walk from the start finds it first (`first`), so it takes its turn once
+ *   a lap, and its share is read through `later_jobs_ready_ungrouped` in
+ *   (priority, run_at) order. Rows stored with no group at all (written
+ *   before the type's group limit) are one more share after every group,
+ *   read through `later_jobs_ready` narrowed to the type, and only when
+ *   they have a share (`$7` > 0): that probe reads the ready rows ahead of
+ *   them in (priority, run_at) order, grouped or of other types.
  * Within a group, jobs are taken oldest first (`run_at`); priority (X1)
  * orders the ungrouped group only.
  *
@@ -59,6 +62,13 @@ const CLAIMABLE = stageList(CLAIMABLE_STAGES);
  * groups over 40,000 jobs took 4 s, and 40,000 jobs of 1,000 groups ran at 196 jobs/s until autoanalyze.
  */
 export const GROUPED_READY = `stage NOT IN ${stageList(JOB_STAGES.filter((s) => !CLAIMABLE_STAGES.includes(s)))} AND topic IS NULL AND group_key IS NOT NULL`;
+
+/**
+ * The claimable rows of the ungrouped group (shared/ungrouped-group.ts), in the words of
+ * `later_jobs_ready_ungrouped`'s predicate (migration 24), which serves that group's share in (priority, run_at)
+ * order.
+ */
+const UNGROUPED_READY = `stage NOT IN ${stageList(JOB_STAGES.filter((s) => !CLAIMABLE_STAGES.includes(s)))} AND topic IS NULL AND group_key = ''`;
 
 /** What {@link PostgresGroupClaim.read} found of one type. */
 export interface GroupRead {
@@ -130,24 +140,30 @@ export class PostgresGroupClaim {
       const cols = id ? "k, t, id" : "k, t";
       const next = (after: string, extra = "") =>
         `SELECT group_key AS k, run_at AS t${id ? ", id" : ""} FROM ${jobs} WHERE namespace = $1 AND job_type = $2 AND ${GROUPED_READY} AND group_key > ${after}${extra} ORDER BY group_key, run_at LIMIT 1`;
+      // A walk's first group: the ungrouped group ('', which `> ''` passes by) when `ungroupedFirst` holds and it has
+      // ready rows, else the next after `after`.
+      const first = (after: string, ungroupedFirst: string, extra = "") =>
+        `(SELECT * FROM ((SELECT group_key AS k, run_at AS t${id ? ", id" : ""} FROM ${jobs}
+    WHERE namespace = $1 AND job_type = $2 AND ${GROUPED_READY} AND group_key = '' AND ${ungroupedFirst}${extra} ORDER BY run_at LIMIT 1)
+    UNION ALL (${next(after, extra)})) a LIMIT 1)`;
       return `WITH RECURSIVE lim AS (
   SELECT ctid::text AS v, concurrency, rate_max, rate_per_ms, rate_starts, group_concurrency, group_cursor FROM ${limits} WHERE namespace = $1 AND job_type = $2
 ), total AS (
   SELECT coalesce(sum(n), 0)::int AS n FROM ${schema}.later_stage_counts WHERE namespace = $1 AND stage = 'running'
 ), running AS (
-  SELECT group_key, count(*)::int AS n FROM ${jobs} WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = $2
+  SELECT nullif(group_key, '') AS group_key, count(*)::int AS n FROM ${jobs} WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = $2
     AND NOT EXISTS (SELECT 1 FROM lim, total WHERE total.n + $3::int <= lim.group_concurrency AND (lim.concurrency IS NULL OR total.n + $3::int <= lim.concurrency))
-  GROUP BY group_key
+  GROUP BY 1
 ), cap AS (
   SELECT $3::int + 16 + (SELECT count(*) FROM running r, lim WHERE r.group_key IS NOT NULL AND r.n >= lim.group_concurrency)::int AS n
 ), g1 AS (
-  (${next("coalesce((SELECT group_cursor FROM lim), '')")})
+  ${first("coalesce((SELECT group_cursor FROM lim), '')", "(SELECT group_cursor FROM lim) IS NULL")}
   UNION ALL
   SELECT ${id ? "x.k, x.t, x.id" : "x.k, x.t"} FROM g1 CROSS JOIN LATERAL (${next("g1.k")}) x
 ), w1 AS (
   SELECT ${cols} FROM g1 LIMIT (SELECT n FROM cap)
 ), g2 AS (
-  (${next("''", " AND (SELECT group_cursor FROM lim) IS NOT NULL AND (SELECT count(*) FROM w1) < (SELECT n FROM cap)")})
+  ${first("''", "TRUE", " AND (SELECT group_cursor FROM lim) IS NOT NULL AND (SELECT count(*) FROM w1) < (SELECT n FROM cap)")}
   UNION ALL
   SELECT ${id ? "x.k, x.t, x.id" : "x.k, x.t"} FROM g2 CROSS JOIN LATERAL (${next("g2.k")}) x WHERE g2.k < (SELECT group_cursor FROM lim)
 ), w2 AS (
@@ -164,11 +180,17 @@ SELECT ${readColumns}`);
     const uniqueFree = `(unique_slot IS DISTINCT FROM 'pending' OR NOT EXISTS (SELECT 1 FROM ${jobs} s
         WHERE s.namespace = $1 AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))`;
     // One group's share, oldest first, locked: `type`, `group`, `now`, `n` are SQL expressions.
+    // The ungrouped group ('') in (priority, run_at) order through its own index (X1 orders that group), any other oldest first.
     const share = (type: string, group: string, now: string, n: string) =>
-      `SELECT id, stage, topic, partition_no FROM ${jobs} w
-    WHERE namespace = $1 AND job_type = ${type} AND ${GROUPED_READY} AND group_key = ${group} AND run_at <= ${now} AND ${uniqueFree}
+      `SELECT * FROM (SELECT id, stage, topic, partition_no FROM ${jobs} w
+    WHERE namespace = $1 AND job_type = ${type} AND ${GROUPED_READY} AND group_key = ${group} AND ${group} <> '' AND run_at <= ${now} AND ${uniqueFree}
     ORDER BY run_at LIMIT ${n}
-    FOR UPDATE SKIP LOCKED`;
+    FOR UPDATE SKIP LOCKED) a
+    UNION ALL
+    SELECT * FROM (SELECT id, stage, topic, partition_no FROM ${jobs} w
+    WHERE namespace = $1 AND job_type = ${type} AND ${UNGROUPED_READY} AND ${group} = '' AND run_at <= ${now} AND ${uniqueFree}
+    ORDER BY priority, run_at LIMIT ${n}
+    FOR UPDATE SKIP LOCKED) b`;
     const claimedSet = (at: string, owner: string, lease: string) => {
       const t = transition({ kinds: "claim", rows: "claimed", leftRows: "ready", from: "stage", to: "'running'", at });
       return {
@@ -212,9 +234,9 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FROM bump
     // locked transaction.
     const first = claimedSet("$4::bigint", "$5", "$6");
     this.readAndClaim = statement(`${walk(true)}, busy AS (
-  SELECT jsonb_object_agg(group_key, n) AS m FROM running WHERE group_key IS NOT NULL
+  SELECT jsonb_object_agg(coalesce(group_key, ''), n) AS m FROM running
 ), pick AS (
-  SELECT w.k, w.id, w.o FROM walked w
+  SELECT w.k, CASE WHEN w.k <> '' THEN w.id END AS id, w.o FROM walked w
   WHERE w.t <= $4 AND coalesce(((SELECT m FROM busy) ->> w.k)::int, 0) < (SELECT group_concurrency FROM lim)
   ORDER BY w.o, w.k LIMIT $3
 ), go AS (

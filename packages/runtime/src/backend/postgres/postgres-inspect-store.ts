@@ -56,14 +56,14 @@ SELECT min((SELECT run_at ${ready} AND priority = prio.p AND run_at <= $2 ORDER 
     // The group index's predicate in its words (GROUPED_READY, as the group claim's walk): only that index serves it.
     const grouped = `namespace = $1 AND job_type = $2 AND ${GROUPED_READY}`;
     this.groupRows = statement(`WITH RECURSIVE g AS (
-  (SELECT group_key AS k FROM ${schema}.later_jobs WHERE ${grouped} ORDER BY group_key LIMIT 1)
+  (SELECT group_key AS k FROM ${schema}.later_jobs WHERE ${grouped} AND group_key > '' ORDER BY group_key LIMIT 1)
   UNION ALL
   SELECT (SELECT group_key FROM ${schema}.later_jobs WHERE ${grouped} AND group_key > g.k ORDER BY group_key LIMIT 1) FROM g WHERE g.k IS NOT NULL
 ), walked AS (
   SELECT k FROM g WHERE k IS NOT NULL LIMIT $4
 ), running AS (
   SELECT group_key AS k, count(*)::int AS n FROM ${schema}.later_jobs
-  WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = $2 AND group_key IS NOT NULL GROUP BY group_key
+  WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = $2 AND group_key > '' GROUP BY group_key
 ), keyed AS (
   SELECT k, max(w) AS walked FROM (SELECT k, 1 AS w FROM walked UNION ALL SELECT k, 0 FROM running) u GROUP BY k
 )

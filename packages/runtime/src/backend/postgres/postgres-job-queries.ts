@@ -17,6 +17,7 @@ import { awaitedNotify, type PgTransition, transition, transitionTail } from "./
 import { statement, type Statement } from "./postgres-statement.js";
 import { PostgresUniqueInsert } from "./postgres-unique-insert.js";
 import { PostgresClaimQueries } from "./postgres-claim-queries.js";
+import { storedGroupSql } from "../shared/ungrouped-group.js";
 
 /**
  * `stage = 'running'` written so the planner cannot use the partial index of
@@ -269,7 +270,8 @@ export class PostgresJobQueries {
     this.insert = statement(`WITH ins AS (
   INSERT INTO ${jobs} (id, namespace, job_type, payload, stage, attempt, retry_policy, timeout_ms, run_at, parent_id, last_error, stages, created_at, updated_at, expires_at, topic, partition_no, seq, meta, priority, parents_left, group_key)
   SELECT r.id, $2, r.job_type, r.payload, r.stage, 0, r.retry_policy, r.timeout_ms, r.run_at, r.parent_id, r.last_error,
-         ${inserted.first}, $3, $3, r.expires_at, r.topic, r.partition_no, r.seq, r.meta, coalesce(r.priority, 0), r.parents_left, r.group_key
+         ${inserted.first}, $3, $3, r.expires_at, r.topic, r.partition_no, r.seq, r.meta, coalesce(r.priority, 0), r.parents_left,
+         ${storedGroupSql({ limits: `${schema}.later_limits`, namespace: "$2", jobType: "r.job_type", group: "r.group_key", topic: "r.topic" })}
   FROM json_to_recordset($1::json) AS r(id text, job_type text, payload text, stage text, retry_policy text, timeout_ms bigint, run_at bigint, parent_id text,
     last_error text, expires_at bigint, topic text, partition_no integer, seq bigint, meta text, priority smallint, parents_left integer, group_key text)
   ON CONFLICT (id) DO NOTHING

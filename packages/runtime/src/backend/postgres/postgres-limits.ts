@@ -38,6 +38,9 @@
 import type * as B from "../backend.js";
 import { claimNow, limitRecord, limitSlots, startsAfter, storedLimit, storedLimitRow, type StoredLimitRow, windowOpensAt } from "../shared/limit-slots.js";
 import { claimedJob } from "../shared/job-rows.js";
+import { adoptUngroupedSql } from "../shared/ungrouped-group.js";
+import { stageList } from "../shared/stage-list.js";
+import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import { PostgresGroupClaim } from "./postgres-group-claim.js";
 import { claimedFromArray } from "./postgres-claim-queries.js";
 import type { PostgresJobQueries } from "./postgres-job-queries.js";
@@ -67,6 +70,8 @@ export class PostgresLimits {
   /** Deletes the limits rows of types `$2` (namespace `$1`), returning them. */
   private readonly removeAll: Statement;
   private readonly upsert: Statement;
+  /** Moves the ready jobs with no group of namespace `$1`'s group-limited types to their ungrouped group (shared/ungrouped-group.ts). */
+  private readonly adoptUngrouped: Statement;
   /** X9 groups: the claim of a type with `groupConcurrency`. */
   private readonly groups: PostgresGroupClaim;
   /** What the stored limits of types found with a group or rate limit are, until when that is believed. */
@@ -102,6 +107,14 @@ SELECT $1, r.job_type, r.concurrency, r.rate_max, r.rate_per_ms, r.group_concurr
 FROM json_to_recordset($2::json) AS r(job_type text, concurrency integer, rate_max integer, rate_per_ms bigint, group_concurrency integer)
 ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurrency, rate_max = EXCLUDED.rate_max,
   rate_per_ms = EXCLUDED.rate_per_ms, group_concurrency = EXCLUDED.group_concurrency, updated_at = EXCLUDED.updated_at`);
+    this.adoptUngrouped = statement(
+      adoptUngroupedSql({
+        jobs: `${host.quoted}.later_jobs`,
+        limits,
+        namespace: "$1",
+        readyWords: `stage IN ${stageList(CLAIMABLE_STAGES)} AND topic IS NULL`,
+      }),
+    );
   }
 
   /**
@@ -267,6 +280,8 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
       const limited = params.limits.map((l) => l.jobType);
       await execute(this.remove, [ns, params.jobTypes, limited]);
       if (params.limits.length > 0) await execute(this.upsert, [ns, JSON.stringify(params.limits.map(limitRecord)), params.now]);
+      // X9: ready jobs enqueued with no group before a group limit was stored join their type's ungrouped group.
+      if (params.limits.some((l) => l.groupConcurrency !== null)) await execute(this.adoptUngrouped, [ns]);
       return { previous: before.map(storedLimit) };
     });
   }

@@ -407,6 +407,22 @@ ALTER TABLE {schema}.later_jobs
   ALTER COLUMN retry_policy SET STATISTICS 0;
 `,
   },
+  {
+    version: 24,
+    name: "ungrouped-group",
+    // X9: the ungrouped jobs of a type with a group limit are stored with the group key '' (shared/ungrouped-group.ts),
+    // so the claim's walk over the type's groups reaches them in their turn; until now they were read after every
+    // group, and a backlog of more groups than a claim's slots kept them waiting until it drained. Their own index,
+    // in (priority, run_at) order as X1 wants within that group, holds those rows only: no other insert writes to it.
+    // The rows already stored for such types move to '' here; later ones as they are inserted.
+    sql: `
+CREATE INDEX later_jobs_ready_ungrouped ON {schema}.later_jobs (namespace, job_type, priority, run_at)
+  WHERE stage NOT IN ('waiting', 'running', 'success', 'failed', 'cancelled') AND topic IS NULL AND group_key = '';
+UPDATE {schema}.later_jobs j SET group_key = '' FROM {schema}.later_limits l
+  WHERE l.namespace = j.namespace AND l.job_type = j.job_type AND l.group_concurrency IS NOT NULL
+    AND j.group_key IS NULL AND j.topic IS NULL AND j.stage NOT IN ('success', 'failed', 'cancelled');
+`,
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */

@@ -32,6 +32,7 @@ import { JOB_INSERT_COLUMN_LIST, jobInsertRow, jobInsertValues } from "../shared
 import { nextUniqueRound, uniqueKeyOf } from "../shared/unique-rounds.js";
 import { transition, transitionTail } from "./postgres-transition.js";
 import { statement, type Execute, type Statement } from "./postgres-statement.js";
+import { storedGroupSql } from "../shared/ungrouped-group.js";
 
 /** How often a lost race is run again before giving up (each loss means another writer changed the key meanwhile). */
 const MAX_TRIES = 5;
@@ -56,6 +57,7 @@ export class PostgresUniqueInsert {
 
   constructor(schema: string) {
     const jobs = `${schema}.later_jobs`;
+    const limits = `${schema}.later_limits`;
     // Both statements' changes: `stage`, `mode` and `now` are SQL of the insert's stage, mode and time; `notify` its channel and payload.
     const changes = (stage: string, mode: string, now: string, notify: [string, string]) => {
       const inserted = transition({ kinds: "insert", rows: "ins", from: null, to: stage, at: now });
@@ -88,7 +90,7 @@ export class PostgresUniqueInsert {
   RETURNING j.id, j.stage, t.stage AS was, j.topic, j.partition_no
 ), ins AS (
   INSERT INTO ${jobs} (namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, stages, created_at, updated_at, unique_key, unique_slot)
-  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, ${inserted1.first}, $12, $12, $13, 'pending'
+  SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, ${storedGroupSql({ limits, namespace: "$1", jobType: "$3", group: "$11" })}, 0, ${inserted1.first}, $12, $12, $13, 'pending'
   WHERE NOT EXISTS (SELECT 1 FROM upd)
     AND NOT ($14 <> 'replace' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'pending'))
     AND NOT ($14 = 'keep' AND EXISTS (SELECT 1 FROM held WHERE unique_slot = 'active'))
@@ -131,7 +133,7 @@ SELECT (SELECT id FROM ins) AS inserted, (SELECT stage FROM ins) AS inserted_sta
   RETURNING j.id, j.stage, t.stage AS was, j.topic, j.partition_no, t.ord
 ), ins AS (
   INSERT INTO ${jobs} (namespace, ${JOB_INSERT_COLUMN_LIST}, attempt, stages, created_at, updated_at, unique_key, unique_slot)
-  SELECT $1, i.id, i.job_type, i.payload, i.stage, i.retry_policy, i.timeout_ms, i.run_at, i.priority, i.meta, i.group_key, 0, ${inserted.first}, $3, $3, i.k, 'pending'
+  SELECT $1, i.id, i.job_type, i.payload, i.stage, i.retry_policy, i.timeout_ms, i.run_at, i.priority, i.meta, ${storedGroupSql({ limits, namespace: "$1", jobType: "i.job_type", group: "i.group_key" })}, 0, ${inserted.first}, $3, $3, i.k, 'pending'
   FROM i
   WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.ord = i.ord)
     AND NOT (i.mode <> 'replace' AND ${heldAs("pending")})

@@ -12,9 +12,16 @@
  * more ready (or they are locked): it leaves, and the next pass gives the
  * slots it left to the groups that gave their full share. One group's
  * backlog thus never takes a slot another group's first job could have.
+ * The type's jobs enqueued with no group are a group too, stored with the
+ * key `''` (shared/ungrouped-group.ts), which the walk reaches first from
+ * the start: between the last group and the first, once a lap.
  */
+import { UNGROUPED_KEY } from "./ungrouped-group.js";
 
-/** A group as a claim sees it: its key (null: the type's jobs with no group, one group of their own) and its free slots. */
+/**
+ * A group as a claim sees it: its key (`''`: the ungrouped group, the type's jobs enqueued with no group; null: those
+ * of them stored with no group at all, see shared/ungrouped-group.ts) and its free slots.
+ */
 export interface GroupCandidate {
   key: string | null;
   /** `groupConcurrency −` its running jobs (0: at its limit). */
@@ -70,8 +77,9 @@ export function walkOrder(afterCursor: readonly WalkedGroup[], fromStart: readon
 /**
  * The candidates of a claim at `now`: the walked groups that are due, with
  * their free slots under `limit` given `running` (per group key, null for
- * the ungrouped), then the ungrouped group; and the earliest `run_at` of a
- * walked group not yet due (null: none), when the claim should look again.
+ * the ungrouped, stored `''` or NULL), then the ungrouped rows stored
+ * without a group; and the earliest `run_at` of a walked group not yet due
+ * (null: none), when the claim should look again.
  */
 export function groupCandidates(
   walked: readonly WalkedGroup[],
@@ -86,9 +94,12 @@ export function groupCandidates(
       if (nextRunAt === null || g.firstRunAt < nextRunAt) nextRunAt = g.firstRunAt;
       continue;
     }
-    candidates.push({ key: g.key, free: Math.max(0, limit - (running.get(g.key) ?? 0)) });
+    candidates.push({ key: g.key, free: Math.max(0, limit - (running.get(g.key === UNGROUPED_KEY ? null : g.key) ?? 0)) });
   }
-  candidates.push({ key: null, free: Math.max(0, limit - (running.get(null) ?? 0)) });
+  // The rows stored with no group at all (written before the type had a group limit: shared/ungrouped-group.ts) are the
+  // ungrouped group too, served after every group; not in a claim that walked the ungrouped group (''), whose free
+  // slots are the same ones.
+  if (!walked.some((g) => g.key === UNGROUPED_KEY)) candidates.push({ key: null, free: Math.max(0, limit - (running.get(null) ?? 0)) });
   return { candidates, nextRunAt };
 }
 

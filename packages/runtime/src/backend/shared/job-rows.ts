@@ -5,6 +5,7 @@
  */
 import { parseStageHistory, type JobStage } from "../../core/job-stage.js";
 import type { CancelledClaim, ClaimedJob, ClaimKey, JobRecord } from "../backend.js";
+import { groupOfStored } from "./ungrouped-group.js";
 
 /** A row as a driver returns it. */
 export type Row = Record<string, unknown>;
@@ -68,7 +69,7 @@ export function jobRecordFromRow(r: Row): JobRecord {
     uniqueSlot: (r.unique_slot as "pending" | "active" | null | undefined) ?? null,
     result: (r.result as string | null | undefined) ?? null,
     meta: storedMeta(r.meta),
-    group: (r.group_key as string | null | undefined) ?? null,
+    group: groupOfStored(r.group_key),
   };
 }
 

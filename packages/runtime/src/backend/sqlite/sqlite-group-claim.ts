@@ -8,14 +8,17 @@
  * index probes per group, whatever its backlog), from the type's cursor on;
  * the running jobs per group through `later_jobs_running`; each group's
  * share (`GroupRounds`) claimed oldest first by one probe of the group
- * index, read apart, then all the groups of a pass claimed by one UPDATE. The type's jobs with no group are one group of their own, read
- * through `later_jobs_ready` narrowed to the type, only when it has a share.
+ * index, read apart, then all the groups of a pass claimed by one UPDATE. The type's jobs with no group are one group of
+ * their own, stored with the key `''` (shared/ungrouped-group.ts): a walk from the start reaches it first, and its
+ * share is read in (priority, run_at) order through `later_jobs_ready_ungrouped`. Rows stored with no group at all
+ * (written before the type's group limit) are read through `later_jobs_ready` narrowed to the type, after every group.
  */
 import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import { stageOneOf } from "../shared/stage-list.js";
 import { countByGroup, groupCandidates, GroupRounds, groupWalkCap, walkOrder, type WalkedGroup } from "../shared/group-rounds.js";
 import type { StoredLimitRow } from "../shared/limit-slots.js";
 import type { Row } from "../shared/job-rows.js";
+import { UNGROUPED_KEY } from "../shared/ungrouped-group.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
 
@@ -45,12 +48,26 @@ const WALK = `WITH RECURSIVE g(k) AS (
 SELECT k, (SELECT id FROM later_jobs w WHERE ${GROUPED} AND group_key = g.k AND run_at <= ? AND ${UNIQUE_FREE} ORDER BY run_at LIMIT 1) AS id
 FROM g WHERE k IS NOT NULL`;
 
+/**
+ * The ungrouped group (`''`, shared/ungrouped-group.ts) when it has a job a pass could take now, for a walk from the
+ * start (`> ''` in {@link WALK} passes it by); binds ns, type, now.
+ */
+const UNGROUPED_FIRST = `SELECT id FROM later_jobs w WHERE ${GROUPED} AND group_key = '' AND run_at <= ? AND ${UNIQUE_FREE} LIMIT 1`;
+
+/**
+ * The ungrouped group's rows in (priority, run_at) order (X1), through `later_jobs_ready_ungrouped` (whose predicate
+ * this repeats); binds ns, type, now, n. Named (`INDEXED BY`): without statistics SQLite took the group index, one
+ * more equality and a range on `run_at`, and sorted the whole group for each share.
+ */
+const UNGROUPED_IDS = `SELECT id FROM later_jobs w INDEXED BY later_jobs_ready_ungrouped WHERE namespace = ? AND job_type = ? AND group_key = '' AND ${CLAIMABLE} AND topic IS NULL
+  AND run_at <= ? AND ${UNIQUE_FREE} ORDER BY priority, run_at LIMIT ? + 0`;
+
 /** A group's oldest claimable `run_at`; binds ns, type, group. */
 const FIRST_RUN_AT = `SELECT run_at FROM later_jobs WHERE ${GROUPED} AND group_key = ? ORDER BY run_at LIMIT 1`;
 
 /** `later_jobs_running`'s predicate word for word; binds ns, type. */
-const RUNNING = `SELECT group_key, count(*) AS n FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND job_type = ?
-  GROUP BY group_key`;
+const RUNNING = `SELECT nullif(group_key, '') AS group_key, count(*) AS n FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND job_type = ?
+  GROUP BY 1`;
 
 const CLAIM_SET = `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
   ${T.claim.history}, unique_slot = CASE WHEN unique_slot IS NOT NULL THEN 'active' END`;
@@ -115,13 +132,21 @@ export function claimGroups(
   // Each walked group's first job, read with the walk: the first pass's shares of one take it (no other writer
   // comes between, in this transaction); later passes, and larger shares, read their ids by GROUP_ID(S).
   const firstIds = new Map<string, unknown>();
-  const walked = (after: string, n: number): WalkedGroup[] =>
-    c.all(WALK, namespace, type, after, namespace, type, n + 1, namespace, type, lease.now).map((r) => {
-      firstIds.set(String(r.k), r.id);
-      return { key: String(r.k), firstRunAt: null };
-    });
-  const afterCursor = walked(row.groupCursor ?? "", cap);
-  const fromStart = afterCursor.length < cap && row.groupCursor !== null ? walked("", cap - afterCursor.length) : [];
+  // From the start (`after` null) the walk begins with the ungrouped group, when it has a job to give now.
+  const walked = (after: string | null, n: number): WalkedGroup[] => {
+    const ungrouped =
+      after === null && n > 0 && c.get(UNGROUPED_FIRST, namespace, type, lease.now) !== undefined ? [{ key: UNGROUPED_KEY, firstRunAt: null }] : [];
+    const rows = c.all(WALK, namespace, type, after ?? "", namespace, type, n - ungrouped.length + 1, namespace, type, lease.now);
+    return [
+      ...ungrouped,
+      ...rows.map((r) => {
+        firstIds.set(String(r.k), r.id);
+        return { key: String(r.k), firstRunAt: null };
+      }),
+    ];
+  };
+  const afterCursor = walked(row.groupCursor, cap);
+  const fromStart = afterCursor.length < cap && row.groupCursor !== null ? walked(null, cap - afterCursor.length) : [];
   const { candidates } = groupCandidates(walkOrder(afterCursor, fromStart, cap), running, row.groupConcurrency!, lease.now);
   const rounds = new GroupRounds(candidates, want);
   const taken = new Set<string | null>();
@@ -132,7 +157,8 @@ export function claimGroups(
     const ids: unknown[] = [];
     for (const s of shares) {
       if (s.key === null) continue;
-      if (s.n === 1) {
+      if (s.key === UNGROUPED_KEY) for (const r of c.all(UNGROUPED_IDS, namespace, type, lease.now, s.n)) ids.push(r.id);
+      else if (s.n === 1) {
         const id = first ? firstIds.get(s.key) : c.get(GROUP_ID, namespace, type, s.key, lease.now)?.id;
         if (id !== undefined && id !== null) ids.push(id);
       } else for (const r of c.all(GROUP_IDS, namespace, type, s.key, lease.now, s.n)) ids.push(r.id);

@@ -56,13 +56,13 @@ const GROUPED = `namespace = ? AND job_type = ? AND ${stageOneOf(CLAIMABLE_STAGE
  * ns, type, walk, ns, type, then ns, type, now, cap.
  */
 const GROUP_ROWS = `WITH RECURSIVE g(k) AS (
-  SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} ORDER BY group_key LIMIT 1)
+  SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} AND group_key > '' ORDER BY group_key LIMIT 1)
   UNION ALL
   SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} AND group_key > g.k ORDER BY group_key LIMIT 1) FROM g WHERE g.k IS NOT NULL
   LIMIT ? + 0
 ), running(k, n) AS (
   SELECT group_key, count(*) FROM later_jobs
-  WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND job_type = ? AND group_key IS NOT NULL GROUP BY group_key
+  WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND job_type = ? AND group_key > '' GROUP BY group_key
 ), keyed(k, walked) AS (
   SELECT k, max(w) FROM (SELECT k, 1 AS w FROM g WHERE k IS NOT NULL UNION ALL SELECT k, 0 FROM running) GROUP BY k
 )

@@ -21,6 +21,9 @@
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import { claimNow, limitRecord, limitSlots, startsAfter, storedLimit, type StoredLimitRow, storedLimitRow, windowOpensAt } from "../shared/limit-slots.js";
+import { adoptUngroupedSql } from "../shared/ungrouped-group.js";
+import { stageOneOf } from "../shared/stage-list.js";
+import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
 import { claimGroups, type GroupClaimLease } from "./sqlite-group-claim.js";
 
@@ -38,6 +41,14 @@ const UPSERT = `INSERT INTO later_limits (namespace, job_type, concurrency, rate
   VALUES (?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = excluded.concurrency, rate_max = excluded.rate_max,
     rate_per_ms = excluded.rate_per_ms, group_concurrency = excluded.group_concurrency, updated_at = excluded.updated_at`;
+
+/** The type's ready jobs with no group, moved to the ungrouped group (shared/ungrouped-group.ts); binds ns, ns. */
+const ADOPT_UNGROUPED = adoptUngroupedSql({
+  jobs: "later_jobs",
+  limits: "later_limits",
+  namespace: "?",
+  readyWords: `${stageOneOf(CLAIMABLE_STAGES)} AND topic IS NULL`,
+});
 
 /**
  * The limited step, inside the caller's `immediate` transaction: up to
@@ -103,5 +114,7 @@ export function setLimits(c: SqliteConnection, namespace: string, params: B.Limi
     const r = limitRecord(l);
     c.run(UPSERT, namespace, r.job_type, r.concurrency, r.rate_max, r.rate_per_ms, r.group_concurrency, params.now);
   }
+  // X9: ready jobs enqueued with no group before a group limit was stored join their type's ungrouped group.
+  if (params.limits.some((l) => l.groupConcurrency !== null)) c.run(ADOPT_UNGROUPED, namespace, namespace);
   return { previous };
 }
