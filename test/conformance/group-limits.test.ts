@@ -7,6 +7,7 @@
  * characters, a bad `groupConcurrency`). Waits are on conditions with
  * deadlines; nothing is timed.
  */
+import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { JobPublisher } from "@later/runtime";
 import type { Backend } from "@later/runtime/internal";
@@ -168,6 +169,40 @@ describe.each(BACKENDS)("per group limits (X9) on $name", (entry) => {
     expect(stored?.group).toBeNull();
     const busiest = await limited.backend.inspect.groupList({ jobType: "tenant", nowMs: Date.now(), limit: 1_000 });
     expect(busiest.groups.some((g) => g.group === "" || g.group === null)).toBe(false);
+  });
+
+  it("X9: every insert stores a job with no group of a group-limited type in its ungrouped group (''), read as no group; other types and grouped jobs keep theirs", async () => {
+    const h = harness();
+    const server = await h.start({
+      workerCount: 1,
+      handlers: { tenant: { groupConcurrency: 2, handle: () => undefined }, other: { handle: () => undefined } },
+    });
+    const p = server.publisher;
+    const app = h.db.appDatabase<Record<string, never>>();
+    try {
+      const ids = {
+        single: await p.enqueue("tenant", {}),
+        many: (await p.enqueueMany("tenant", [{}, {}]))[1]!,
+        unique: await p.enqueue("tenant", {}, { uniqueKey: "k" }),
+        inTransaction: await app.transaction().execute((trx) => p.enqueueIn(trx, "tenant", {})),
+        grouped: await p.enqueue("tenant", {}, { group: "g" }),
+        otherType: await p.enqueue("other", {}),
+      };
+      const rows = await sql<{ id: string; group_key: string | null }>`SELECT id, group_key FROM later_jobs`.execute(app);
+      const stored = new Map(rows.rows.map((r) => [r.id, r.group_key]));
+      expect(Object.fromEntries(Object.entries(ids).map(([k, id]) => [k, stored.get(id)]))).toEqual({
+        single: "",
+        many: "",
+        unique: "",
+        inTransaction: "",
+        grouped: "g",
+        otherType: null,
+      });
+      expect((await server.backend.inspect.jobGet({ id: ids.single }))?.group).toBeNull();
+      expect((await server.backend.inspect.jobGet({ id: ids.grouped }))?.group).toBe("g");
+    } finally {
+      await app.destroy();
+    }
   });
 
   it("X9 bad input: a group that is empty, over 200 characters or not a string is INVALID_ARGUMENT naming group, nothing written", async () => {

@@ -29,16 +29,13 @@ export type RewindTarget = "job-progress" | "retained-log";
 
 /** The statements (newest migration first) that take a database at the latest migration back to before `target`. */
 export function migrationRewind(dialect: RewindDialect, target: RewindTarget): string[] {
-  const statements = [...UNGROUPED[dialect], ...PARTITION_RUNS, ...GROUPS, ...LIMITS, ...FAN_IN[dialect], ...JOB_RESULT[dialect], ...AFTER_LOG_STORAGE];
+  const statements = [...UNGROUPED, ...PARTITION_RUNS, ...GROUPS, ...LIMITS, ...FAN_IN[dialect], ...JOB_RESULT[dialect], ...AFTER_LOG_STORAGE];
   if (target === "retained-log") statements.push(...DASHBOARD[dialect], ...logTables(dialect));
   return statements;
 }
 
-/** SQLite 22, PostgreSQL 24, the ungrouped group (X9): its index, and SQLite's trigger (the rows it moved keep their group ''). */
-const UNGROUPED: Record<RewindDialect, string[]> = {
-  sqlite: ["DROP TRIGGER later_jobs_ungrouped", "DROP INDEX later_jobs_ready_ungrouped"],
-  postgres: ["DROP INDEX later_jobs_ready_ungrouped"],
-};
+/** SQLite 22, PostgreSQL 24, the ungrouped group (X9): its index, the same on both backends (the rows it moved keep their group ''). */
+const UNGROUPED = ["DROP INDEX later_jobs_ready_ungrouped"];
 
 /** 21, partition runs (P3): the same on both backends. */
 const PARTITION_RUNS = ["ALTER TABLE later_partitions DROP COLUMN run_until_seq", "ALTER TABLE later_partitions DROP COLUMN careful_until_seq"];

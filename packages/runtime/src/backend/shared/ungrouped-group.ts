@@ -30,15 +30,18 @@
 export const UNGROUPED_KEY = "";
 
 /**
- * The group a new row stores, as an SQL expression: its own (`group`), else
- * {@link UNGROUPED_KEY} when the row is regular (`topic` null, or no `topic`
- * given: inserts that never write one) and `jobType` has a stored group
- * limit in `namespace`, else NULL. PostgreSQL form: the limits are read once
- * per statement (an uncorrelated `IN`, a hashed subplan), not per row.
+ * The group a new row stores, as an SQL expression (PostgreSQL): its own
+ * (`group`), else {@link UNGROUPED_KEY} when the row is regular (`topic`
+ * null, or no `topic` given: inserts that never write one) and `jobType` has
+ * a stored group limit in `namespace`, else NULL. The limits are read once
+ * per statement: whether the namespace has any group limit (an InitPlan,
+ * which ends the expression for every row when it has none, the common
+ * case), then the types (an uncorrelated `IN`, a hashed subplan).
  */
 export function storedGroupSql(p: { limits: string; namespace: string; jobType: string; group: string; topic?: string }): string {
-  const regular = p.topic === undefined ? "" : `${p.topic} IS NULL AND `;
-  return `coalesce(${p.group}, CASE WHEN ${regular}${p.jobType} IN (SELECT job_type FROM ${p.limits} WHERE namespace = ${p.namespace} AND group_concurrency IS NOT NULL) THEN '' END)`;
+  const limited = `FROM ${p.limits} WHERE namespace = ${p.namespace} AND group_concurrency IS NOT NULL`;
+  const regular = p.topic === undefined ? "" : ` AND ${p.topic} IS NULL`;
+  return `coalesce(${p.group}, CASE WHEN EXISTS (SELECT 1 ${limited})${regular} AND ${p.jobType} IN (SELECT job_type ${limited}) THEN '' END)`;
 }
 
 /**
@@ -49,6 +52,21 @@ export function storedGroupSql(p: { limits: string; namespace: string; jobType: 
 export function adoptUngroupedSql(p: { jobs: string; limits: string; namespace: string; readyWords: string }): string {
   return `UPDATE ${p.jobs} SET group_key = '' WHERE namespace = ${p.namespace} AND ${p.readyWords} AND group_key IS NULL
   AND job_type IN (SELECT job_type FROM ${p.limits} WHERE namespace = ${p.namespace} AND group_concurrency IS NOT NULL)`;
+}
+
+/**
+ * `jobs`, with {@link UNGROUPED_KEY} as the group of each regular job enqueued with none whose type is in
+ * `groupLimited` (the types with a stored group limit, as the insert's transaction reads them); the same array when
+ * there is none (SQLite: its inserts read the limits once per transaction, cheaper than a per-row probe in SQL).
+ */
+export function withUngroupedKey<J extends { jobType: string; group?: string | null; topic?: string }>(
+  jobs: readonly J[],
+  groupLimited: ReadonlySet<string>,
+): readonly J[] {
+  if (groupLimited.size === 0) return jobs;
+  return jobs.map((j) =>
+    (j.group === undefined || j.group === null) && j.topic === undefined && groupLimited.has(j.jobType) ? { ...j, group: UNGROUPED_KEY } : j,
+  );
 }
 
 /** A stored group as users see it: the ungrouped group (`''`) and NULL are no group. */

@@ -22,6 +22,8 @@ import { FAN_IN_SQL } from "./sqlite-fan-in.js";
 import { nextRowid } from "./sqlite-row-places.js";
 import { StageDeltas } from "./sqlite-stage-counters.js";
 import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
+import { withUngroupedKey } from "../shared/ungrouped-group.js";
+import { GROUP_LIMITED_TYPES } from "./sqlite-limits.js";
 
 interface InNamespace {
   namespace: string;
@@ -99,7 +101,9 @@ export async function insertIntoCallerTransaction(
   const run: RunStatement = async (s) => (await transaction.executeQuery(CompiledQuery.raw(s.text, s.values))).rows as Row[];
   const stages: JobStage[] = [];
   const deltas = new StageDeltas();
-  for (const job of params.jobs) {
+  // X9: a job with no group of a group-limited type joins its ungrouped group (shared/ungrouped-group.ts).
+  const limited = new Set((await run({ text: GROUP_LIMITED_TYPES, values: [namespace] })).map((r) => String(r.job_type)));
+  for (const job of withUngroupedKey(params.jobs, limited)) {
     const parent = job.parentId ? await PARENT.run(sqliteCompiler, run, { id: job.parentId, namespace }) : undefined;
     // A fan-in job (X5): its parents read and marked, as `SqliteJobStore.insertRows` does (sqlite-fan-in.ts).
     let fanIn: Map<string, Row> | undefined;

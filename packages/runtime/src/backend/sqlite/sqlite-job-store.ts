@@ -28,6 +28,8 @@ import { SqliteReadyClaim } from "./sqlite-ready-claim.js";
 import { RowPlaces } from "./sqlite-row-places.js";
 import { SqliteRowInsert } from "./sqlite-row-insert.js";
 import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
+import { withUngroupedKey } from "../shared/ungrouped-group.js";
+import { groupLimitedTypes } from "./sqlite-limits.js";
 
 // The hot statements, built once: the statement cache is keyed by the text, and a text rebuilt per
 // call would be hashed again per call.
@@ -88,10 +90,11 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
       const deltas = new StageDeltas();
       // One insert finds its row's place in its statement; several read the places once (sqlite-row-places.ts).
       const places = RowPlaces.forRows(params.inserts.length, (st) => c.get(st.text, ...st.values));
+      // X9: a job with no group of a group-limited type joins its ungrouped group (shared/ungrouped-group.ts).
+      const limited = groupLimitedTypes(c, this.namespace);
+      const inserts = limited.size === 0 ? params.inserts : params.inserts.map((i) => ({ ...i, job: withUngroupedKey([i.job], limited)[0]! }));
       const results =
-        places === null
-          ? [insertUniqueRow(c, this.namespace, params.inserts[0]!, deltas)]
-          : insertUniqueRows(c, this.namespace, params.inserts, deltas, places);
+        places === null ? [insertUniqueRow(c, this.namespace, inserts[0]!, deltas)] : insertUniqueRows(c, this.namespace, inserts, deltas, places);
       this.counters.write(deltas);
       return { results };
     });

@@ -105,6 +105,14 @@ export function claimLimited(
   return { rows, nextSlotAt };
 }
 
+/** The namespace's types with a stored group limit (X9); binds ns. Read by each insert transaction (shared/ungrouped-group.ts). */
+export const GROUP_LIMITED_TYPES = "SELECT job_type FROM later_limits WHERE namespace = ? AND group_concurrency IS NOT NULL";
+
+/** {@link GROUP_LIMITED_TYPES} as a set, inside the caller's transaction. */
+export function groupLimitedTypes(c: SqliteConnection, namespace: string): Set<string> {
+  return new Set(c.all(GROUP_LIMITED_TYPES, namespace).map((r) => String(r.job_type)));
+}
+
 /** `JobStore.limitsSet` inside the caller's `immediate` transaction. */
 export function setLimits(c: SqliteConnection, namespace: string, params: B.LimitsSetParams): B.LimitsSetResult {
   const types = JSON.stringify(params.jobTypes);

@@ -13,7 +13,9 @@ import { fanInStage, insertStage, refuseParentsInBatch } from "../shared/insert-
 import { JOB_INSERT_COLUMN_LIST, jobInsertValues } from "../shared/job-insert-row.js";
 import type { BoundStatement } from "../shared/shared-statement.js";
 import { edgesJson, FAN_IN_SQL, readFanInParents } from "./sqlite-fan-in.js";
+import { withUngroupedKey } from "../shared/ungrouped-group.js";
 import type { SqliteHost } from "./sqlite-connection.js";
+import { groupLimitedTypes } from "./sqlite-limits.js";
 import { nextRowidText, RowPlaces } from "./sqlite-row-places.js";
 import { type SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
 import { JOB_INSERT_PLACEHOLDERS } from "./sqlite-unique-insert.js";
@@ -60,9 +62,11 @@ export class SqliteRowInsert {
    * the same transaction; an unknown partition throws, rolling back all.
    * `retentionMs`: the retention of a job stored terminal (see `insertStage`).
    */
-  insertRows(jobs: readonly B.JobInsert[], now: number, retentionMs?: number): JobStage[] {
+  insertRows(given: readonly B.JobInsert[], now: number, retentionMs?: number): JobStage[] {
     // Row by row, a parent earlier in the batch would be found: refused as on PostgreSQL (J5).
-    refuseParentsInBatch(jobs);
+    refuseParentsInBatch(given);
+    // X9: a job with no group of a group-limited type joins its ungrouped group (shared/ungrouped-group.ts).
+    const jobs = withUngroupedKey(given, groupLimitedTypes(this.host.conn(), this.host.namespace));
     const stages: JobStage[] = [];
     const deltas = new StageDeltas();
     const plain: unknown[] = [];
