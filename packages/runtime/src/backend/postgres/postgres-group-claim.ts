@@ -155,7 +155,7 @@ export class PostgresGroupClaim {
     AND NOT EXISTS (SELECT 1 FROM lim, total WHERE total.n + $3::int <= lim.group_concurrency AND (lim.concurrency IS NULL OR total.n + $3::int <= lim.concurrency))
   GROUP BY 1
 ), cap AS (
-  SELECT $3::int + 16 + (SELECT count(*) FROM running r, lim WHERE r.group_key IS NOT NULL AND r.n >= lim.group_concurrency)::int AS n
+  SELECT $3::int + 16 + (SELECT count(*) FROM running r, lim WHERE r.n >= lim.group_concurrency)::int AS n
 ), g1 AS (
   ${first("coalesce((SELECT group_cursor FROM lim), '')", "(SELECT group_cursor FROM lim) IS NULL")}
   UNION ALL

@@ -54,7 +54,7 @@ const MAX_PASSES = 3;
  */
 export function groupWalkCap(want: number, running: ReadonlyMap<string | null, number>, limit: number): number {
   let atLimit = 0;
-  for (const [key, n] of running) if (key !== null && n >= limit) atLimit++;
+  for (const n of running.values()) if (n >= limit) atLimit++; // the ungrouped (null) too: the walk meets them as the group ''
   return want + atLimit + 16;
 }
 

@@ -22,7 +22,6 @@ import { FAN_IN_SQL } from "./sqlite-fan-in.js";
 import { nextRowid } from "./sqlite-row-places.js";
 import { StageDeltas } from "./sqlite-stage-counters.js";
 import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
-import { withUngroupedKey } from "../shared/ungrouped-group.js";
 import { GROUP_LIMITED_TYPES } from "./sqlite-limits.js";
 
 interface InNamespace {
@@ -84,6 +83,10 @@ const INSERT = new SharedStatement<Omit<LaterJobsTable, "unique_key" | "unique_s
   read: () => undefined,
 });
 
+/** The inserted jobs `$2` (JSON ids) with no group whose type has a stored group limit, moved to the ungrouped group; binds ns, ids, ns. */
+const JOIN_UNGROUPED = `UPDATE later_jobs SET group_key = '' WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))
+  AND group_key IS NULL AND topic IS NULL AND job_type IN (${GROUP_LIMITED_TYPES})`;
+
 /** Checks `transaction` at run time too (JavaScript callers, casts): anything but a Kysely transaction (a Kysely instance included) throws `InvalidArgumentError` saying what it got. */
 export async function insertIntoCallerTransaction(
   transaction: B.SqliteTransaction,
@@ -101,9 +104,7 @@ export async function insertIntoCallerTransaction(
   const run: RunStatement = async (s) => (await transaction.executeQuery(CompiledQuery.raw(s.text, s.values))).rows as Row[];
   const stages: JobStage[] = [];
   const deltas = new StageDeltas();
-  // X9: a job with no group of a group-limited type joins its ungrouped group (shared/ungrouped-group.ts).
-  const limited = new Set((await run({ text: GROUP_LIMITED_TYPES, values: [namespace] })).map((r) => String(r.job_type)));
-  for (const job of withUngroupedKey(params.jobs, limited)) {
+  for (const job of params.jobs) {
     const parent = job.parentId ? await PARENT.run(sqliteCompiler, run, { id: job.parentId, namespace }) : undefined;
     // A fan-in job (X5): its parents read and marked, as `SqliteJobStore.insertRows` does (sqlite-fan-in.ts).
     let fanIn: Map<string, Row> | undefined;
@@ -146,6 +147,10 @@ export async function insertIntoCallerTransaction(
     stages.push(stage);
     T.insert.count(deltas, [{ stage, topic: job.topic, partition_no: job.partition }], null);
   }
+  // X9: the jobs with no group of a group-limited type join their ungrouped group (shared/ungrouped-group.ts), once the
+  // inserts hold the write lock: read first, in a caller's deferred transaction, the limits would pin a snapshot that
+  // another process's commit makes the inserts fail on ("database is locked").
+  await run({ text: JOIN_UNGROUPED, values: [namespace, JSON.stringify(params.jobs.map((j) => j.id)), namespace] });
   for (const s of deltas.statements(namespace)) await run(s);
   return { stages };
 }
