@@ -529,6 +529,45 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
     });
   });
 
+  describe("limitsUngroupedAdopt", () => {
+    it("X9: moves the ready jobs stored with no group of group-limited types to their ungrouped group (''), which a group claim reads, and nothing else", async () => {
+      const s = seam();
+      await s.backend.jobs.limitsSet({
+        jobTypes: ["tenant", "plain"],
+        limits: [{ jobType: "tenant", concurrency: null, rateLimit: null, groupConcurrency: 2 }],
+        now: NOW,
+      });
+      const stray = jobInsert({ jobType: "tenant" });
+      const grouped = jobInsert({ jobType: "tenant", group: "g" });
+      const other = jobInsert({ jobType: "plain" });
+      const running = jobInsert({ jobType: "tenant" });
+      await s.backend.jobs.insertMany({ jobs: [stray, grouped, other, running], now: NOW });
+      // As an insert whose snapshot predates the stored limit wrote them (PostgreSQL), or one before any server stored it.
+      await sql`UPDATE later_jobs SET group_key = NULL WHERE id IN (${stray.id}, ${running.id})`.execute(s.raw);
+      await sql`UPDATE later_jobs SET stage = 'running' WHERE id = ${running.id}`.execute(s.raw);
+      const claim = () => s.backend.jobs.claimReady({ owner: "w1", limit: 10, now: NOW, leaseExpiresAt: NOW + 30_000, jobTypes: [], limitedTypes: ["tenant"] });
+      // A group claim reads the groups only: not the row stored with no group.
+      expect((await claim()).jobs.map((j) => j.id)).toEqual([grouped.id]);
+      expect(await s.backend.jobs.limitsUngroupedAdopt()).toEqual({ moved: 1 });
+      expect(await s.backend.jobs.limitsUngroupedAdopt()).toEqual({ moved: 0 });
+      const { rows } = await sql<{
+        id: string;
+        group_key: string | null;
+      }>`SELECT id, group_key FROM later_jobs WHERE id IN (${stray.id}, ${grouped.id}, ${other.id}, ${running.id})`.execute(s.raw);
+      expect(Object.fromEntries(rows.map((r) => [r.id, r.group_key]))).toEqual({
+        [stray.id]: "",
+        [grouped.id]: "g",
+        [other.id]: null,
+        [running.id]: null,
+      });
+      expect((await claim()).jobs.map((j) => j.id)).toEqual([stray.id]);
+      // A namespace with no group limit: nothing moved (nothing read).
+      await s.backend.jobs.limitsSet({ jobTypes: ["tenant", "plain"], limits: [], now: NOW });
+      await sql`UPDATE later_jobs SET group_key = NULL, stage = 'enqueued' WHERE id = ${running.id}`.execute(s.raw);
+      expect(await s.backend.jobs.limitsUngroupedAdopt()).toEqual({ moved: 0 });
+    });
+  });
+
   describe("claimReady with limitedTypes (X9)", () => {
     it("claims a limited type up to its free slots (concurrency less running, rate window), the plain types with the rest, and says when the window opens", async () => {
       const s = seam();

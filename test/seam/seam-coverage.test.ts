@@ -30,6 +30,7 @@ const JOBS = [
   "insertUniqueMany",
   "claimReady",
   "limitsSet",
+  "limitsUngroupedAdopt",
   "finishMany",
   "releaseMany",
   "leaseRenew",
@@ -66,7 +67,7 @@ describe("seam suite coverage", () => {
     expectTypeOf<(typeof JOBS)[number]>().toEqualTypeOf<keyof JobStore>();
     expectTypeOf<(typeof PARTITIONS)[number]>().toEqualTypeOf<keyof PartitionStore>();
     expectTypeOf<(typeof CONTROL)[number]>().toEqualTypeOf<keyof JobControlStore>();
-    expect(JOBS.length + PARTITIONS.length + CONTROL.length).toBe(28);
+    expect(JOBS.length + PARTITIONS.length + CONTROL.length).toBe(29);
   });
 
   it.each(BACKENDS)("every listed method is a method of the $name backend's stores", (entry) => {

@@ -81,6 +81,18 @@ export interface JobStore<Trx = unknown> {
    */
   limitsSet(params: LimitsSetParams): Promise<LimitsSetResult>;
   /**
+   * X9: moves the ready jobs with no group stored (NULL) of the namespace's
+   * group-limited types to their type's ungrouped group (`''`,
+   * shared/ungrouped-group.ts) and returns how many. Such rows are written
+   * before a server stores the type's group limit (`limitsSet` moves those
+   * of that moment), or, on PostgreSQL, by an insert whose statement began
+   * before that commit; a group claim does not read them (doing so read
+   * every ready row ahead of them at each claim). Run by the stuck-job
+   * rescue each interval. Nothing is read when the namespace has no group
+   * limit.
+   */
+  limitsUngroupedAdopt(): Promise<LimitsUngroupedAdoptResult>;
+  /**
    * Stores attempt outcomes in one transaction, each guarded by its claim.
    * Success releases waiting continuations; a final failure fails them, down
    * the chain, with the reason.
@@ -280,6 +292,11 @@ export interface LimitsSetParams {
   /** The types of `jobTypes` that have a limit. */
   limits: readonly JobTypeLimit[];
   now: number;
+}
+
+export interface LimitsUngroupedAdoptResult {
+  /** How many jobs joined their type's ungrouped group. */
+  moved: number;
 }
 
 export interface LimitsSetResult {

@@ -46,8 +46,18 @@ export class StuckJobRescuer<C> extends PeriodicService {
     this.batchSize = checkInt(this.task, "batchSize", config.batchSize ?? 100, 1);
   }
 
-  /** Retries or fails running jobs whose workers are gone. Resolves to how many. */
+  /**
+   * Retries or fails running jobs whose workers are gone. Resolves to how many. Then moves the ready jobs stored with
+   * no group of group-limited types to their ungrouped group (X9, `limitsUngroupedAdopt`), which a group claim reads
+   * (those are written only around a server's start that stores a group limit): woken as after a rescue.
+   */
   async runOnce(): Promise<number> {
+    const total = await this.rescue();
+    if ((await this.host.backend.jobs.limitsUngroupedAdopt()).moved > 0) this.onRescued();
+    return total;
+  }
+
+  private async rescue(): Promise<number> {
     const { backend, clock } = this.host;
     const now = clock.now();
     const leaseExpiredBefore = now - this.graceMs;

@@ -113,6 +113,11 @@ export class PostgresJobStore implements B.JobStore<B.PostgresTransaction> {
     return this.ready.limits.set(params);
   }
 
+  /** X9: one statement (`PostgresLimits.adopt`). */
+  limitsUngroupedAdopt(): Promise<B.LimitsUngroupedAdoptResult> {
+    return this.ready.limits.adopt();
+  }
+
   /**
    * One statement for the whole batch (outcomes, released continuations,
    * notify). A batch of successes only, the common case, takes the smaller

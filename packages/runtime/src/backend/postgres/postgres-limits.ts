@@ -70,7 +70,7 @@ export class PostgresLimits {
   /** Deletes the limits rows of types `$2` (namespace `$1`), returning them. */
   private readonly removeAll: Statement;
   private readonly upsert: Statement;
-  /** Moves the ready jobs with no group of namespace `$1`'s group-limited types to their ungrouped group (shared/ungrouped-group.ts). */
+  /** Moves the ready jobs with no group of namespace `$1`'s group-limited types to their ungrouped group (shared/ungrouped-group.ts); one row, `n` how many. */
   private readonly adoptUngrouped: Statement;
   /** X9 groups: the claim of a type with `groupConcurrency`. */
   private readonly groups: PostgresGroupClaim;
@@ -107,14 +107,13 @@ SELECT $1, r.job_type, r.concurrency, r.rate_max, r.rate_per_ms, r.group_concurr
 FROM json_to_recordset($2::json) AS r(job_type text, concurrency integer, rate_max integer, rate_per_ms bigint, group_concurrency integer)
 ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurrency, rate_max = EXCLUDED.rate_max,
   rate_per_ms = EXCLUDED.rate_per_ms, group_concurrency = EXCLUDED.group_concurrency, updated_at = EXCLUDED.updated_at`);
-    this.adoptUngrouped = statement(
-      adoptUngroupedSql({
-        jobs: `${host.quoted}.later_jobs`,
-        limits,
-        namespace: "$1",
-        readyWords: `stage IN ${stageList(CLAIMABLE_STAGES)} AND topic IS NULL`,
-      }),
-    );
+    const adopt = adoptUngroupedSql({
+      jobs: `${host.quoted}.later_jobs`,
+      limits,
+      namespace: "$1",
+      readyWords: `stage IN ${stageList(CLAIMABLE_STAGES)} AND topic IS NULL`,
+    });
+    this.adoptUngrouped = statement(`WITH moved AS (${adopt} RETURNING 1) SELECT count(*)::int AS n FROM moved`);
   }
 
   /**
@@ -263,6 +262,12 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
       else jobs.push(claimedJob(r));
     }
     return { jobs, nextRunAt };
+  }
+
+  /** `JobStore.limitsUngroupedAdopt`: one statement. */
+  async adopt(): Promise<B.LimitsUngroupedAdoptResult> {
+    const [row] = await this.host.execute(this.adoptUngrouped, [this.host.namespace]);
+    return { moved: Number(row?.n ?? 0) };
   }
 
   /**

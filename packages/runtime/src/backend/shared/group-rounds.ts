@@ -18,19 +18,16 @@
  */
 import { UNGROUPED_KEY } from "./ungrouped-group.js";
 
-/**
- * A group as a claim sees it: its key (`''`: the ungrouped group, the type's jobs enqueued with no group; null: those
- * of them stored with no group at all, see shared/ungrouped-group.ts) and its free slots.
- */
+/** A group as a claim sees it: its key (`''`: the ungrouped group, shared/ungrouped-group.ts) and its free slots. */
 export interface GroupCandidate {
-  key: string | null;
+  key: string;
   /** `groupConcurrency −` its running jobs (0: at its limit). */
   free: number;
 }
 
 /** How many jobs one pass of a claim takes from one group. */
 export interface GroupShare {
-  key: string | null;
+  key: string;
   n: number;
 }
 
@@ -77,9 +74,8 @@ export function walkOrder(afterCursor: readonly WalkedGroup[], fromStart: readon
 /**
  * The candidates of a claim at `now`: the walked groups that are due, with
  * their free slots under `limit` given `running` (per group key, null for
- * the ungrouped, stored `''` or NULL), then the ungrouped rows stored
- * without a group; and the earliest `run_at` of a walked group not yet due
- * (null: none), when the claim should look again.
+ * the ungrouped, stored `''` or NULL); and the earliest `run_at` of a
+ * walked group not yet due (null: none), when the claim should look again.
  */
 export function groupCandidates(
   walked: readonly WalkedGroup[],
@@ -96,10 +92,6 @@ export function groupCandidates(
     }
     candidates.push({ key: g.key, free: Math.max(0, limit - (running.get(g.key === UNGROUPED_KEY ? null : g.key) ?? 0)) });
   }
-  // The rows stored with no group at all (written before the type had a group limit: shared/ungrouped-group.ts) are the
-  // ungrouped group too, served after every group; not in a claim that walked the ungrouped group (''), whose free
-  // slots are the same ones.
-  if (!walked.some((g) => g.key === UNGROUPED_KEY)) candidates.push({ key: null, free: Math.max(0, limit - (running.get(null) ?? 0)) });
   return { candidates, nextRunAt };
 }
 
@@ -107,7 +99,7 @@ export function groupCandidates(
 export class GroupRounds {
   private open: GroupCandidate[];
   private left: number;
-  private asked = new Map<string | null, number>();
+  private asked = new Map<string, number>();
   private passes = 0;
   /** The last grouped key given a share, in walk order: the type's next cursor (null: none served). */
   lastServed: string | null = null;
@@ -121,7 +113,7 @@ export class GroupRounds {
   shares(): GroupShare[] {
     if (this.passes >= MAX_PASSES || this.left <= 0) return [];
     this.passes++;
-    const n = new Map<string | null, number>();
+    const n = new Map<string, number>();
     let left = this.left;
     for (let round = 1; left > 0; round++) {
       let dealt = false;
@@ -136,7 +128,7 @@ export class GroupRounds {
     }
     this.asked = n;
     const shares = this.open.filter((c) => n.has(c.key)).map((c) => ({ key: c.key, n: n.get(c.key)! }));
-    for (const s of shares) if (s.key !== null) this.lastServed = s.key;
+    for (const s of shares) this.lastServed = s.key;
     return shares;
   }
 

@@ -13,12 +13,15 @@
  *   whatever is stored.
  * - *the ungrouped group*: the ungrouped jobs of one group-limited type, one
  *   group under the same `groupConcurrency`; stored as `''` when the type's
- *   stored limits had a group limit at the insert, NULL otherwise (the type
- *   had none then: a row written before a server stored the limit, on
+ *   stored limits had a group limit at the insert (PostgreSQL: read by the
+ *   insert statement, {@link storedGroupSql}; SQLite: once per insert
+ *   transaction, {@link withUngroupedKey}), NULL otherwise (the type had
+ *   none then: a row written before a server stored the limit, on
  *   PostgreSQL also one whose insert began before the limit committed). A
  *   server that stores a group limit moves the type's ready NULL rows to `''`
- *   (`adoptUngroupedSql`); the claim still serves the rest (NULL rows) after
- *   every group, as one more share, counted with `''` against the limit.
+ *   (`adoptUngroupedSql`), and the stuck-job rescue moves any left each
+ *   interval (`limitsUngroupedAdopt`); a group claim reads `''` only. NULL
+ *   and `''` running rows count together against the limit.
  *
  * Within the ungrouped group jobs are taken by (priority, runAt), through
  * `later_jobs_ready_ungrouped`, as X1 says; within any other group oldest
@@ -47,11 +50,14 @@ export function storedGroupSql(p: { limits: string; namespace: string; jobType: 
 /**
  * An UPDATE that moves the ungrouped rows of `namespace`'s group-limited types that are ready (`readyWords`:
  * a predicate over claimable regular rows, written to prove the ready index's) to {@link UNGROUPED_KEY}: run where a
- * server stores its limits, so that rows enqueued before a group limit existed take their turn too.
+ * server stores its limits, and by the stuck-job rescue (`limitsUngroupedAdopt`), so that rows written with no group
+ * (before a group limit existed) take their turn too. The namespace's group limits are read first (PostgreSQL: an
+ * InitPlan, so nothing else is read when it has none).
  */
 export function adoptUngroupedSql(p: { jobs: string; limits: string; namespace: string; readyWords: string }): string {
-  return `UPDATE ${p.jobs} SET group_key = '' WHERE namespace = ${p.namespace} AND ${p.readyWords} AND group_key IS NULL
-  AND job_type IN (SELECT job_type FROM ${p.limits} WHERE namespace = ${p.namespace} AND group_concurrency IS NOT NULL)`;
+  const limited = `FROM ${p.limits} WHERE namespace = ${p.namespace} AND group_concurrency IS NOT NULL`;
+  return `UPDATE ${p.jobs} SET group_key = '' WHERE EXISTS (SELECT 1 ${limited}) AND namespace = ${p.namespace} AND ${p.readyWords}
+  AND group_key IS NULL AND job_type IN (SELECT job_type ${limited})`;
 }
 
 /**

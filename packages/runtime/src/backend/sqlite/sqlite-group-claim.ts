@@ -10,8 +10,9 @@
  * share (`GroupRounds`) claimed oldest first by one probe of the group
  * index, read apart, then all the groups of a pass claimed by one UPDATE. The type's jobs with no group are one group of
  * their own, stored with the key `''` (shared/ungrouped-group.ts): a walk from the start reaches it first, and its
- * share is read in (priority, run_at) order through `later_jobs_ready_ungrouped`. Rows stored with no group at all
- * (written before the type's group limit) are read through `later_jobs_ready` narrowed to the type, after every group.
+ * share is read in (priority, run_at) order through `later_jobs_ready_ungrouped`. A row stored with no group at all
+ * (written before the type's group limit) is not claimed here: the stuck-job rescue moves it to `''`
+ * (`limitsUngroupedAdopt`).
  */
 import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import { stageOneOf } from "../shared/stage-list.js";
@@ -94,12 +95,6 @@ const CLAIM_IDS = `${CLAIM_SET}
   WHERE id IN (SELECT value FROM json_each(?))
   ${CLAIM_RETURNING}`;
 
-/** The ungrouped jobs' share, through the ready index; binds owner, lease expiry, now, now, then ns, now, type, n. */
-const CLAIM_UNGROUPED = `${CLAIM_SET}
-  WHERE id IN (SELECT id FROM later_jobs w WHERE namespace = ? AND ${CLAIMABLE} AND topic IS NULL AND run_at <= ? AND job_type = ?
-    AND group_key IS NULL AND ${UNIQUE_FREE} ORDER BY priority, run_at LIMIT ? + 0)
-  ${CLAIM_RETURNING}`;
-
 const WRITE_CURSOR = "UPDATE later_limits SET group_cursor = ? WHERE namespace = ? AND job_type = ?";
 
 /** Who claims, and when: the claim's owner, lease expiry and time. */
@@ -156,7 +151,6 @@ export function claimGroups(
     const pass: Row[] = [];
     const ids: unknown[] = [];
     for (const s of shares) {
-      if (s.key === null) continue;
       if (s.key === UNGROUPED_KEY) for (const r of c.all(UNGROUPED_IDS, namespace, type, lease.now, s.n)) ids.push(r.id);
       else if (s.n === 1) {
         const id = first ? firstIds.get(s.key) : c.get(GROUP_ID, namespace, type, s.key, lease.now)?.id;
@@ -164,8 +158,6 @@ export function claimGroups(
       } else for (const r of c.all(GROUP_IDS, namespace, type, s.key, lease.now, s.n)) ids.push(r.id);
     }
     if (ids.length > 0) pass.push(...c.all(CLAIM_IDS, ...set, JSON.stringify(ids)));
-    const ungrouped = shares.find((s) => s.key === null);
-    if (ungrouped !== undefined) pass.push(...c.all(CLAIM_UNGROUPED, ...set, namespace, lease.now, type, ungrouped.n));
     rows.push(...pass);
     const got = countByGroup(pass);
     for (const key of got.keys()) taken.add(key);
@@ -176,7 +168,7 @@ export function claimGroups(
   let nextRunAt: number | null = null;
   if (rows.length < want) {
     for (const g of candidates) {
-      if (g.key === null || g.free === 0 || taken.has(g.key)) continue;
+      if (g.free === 0 || taken.has(g.key)) continue;
       const t = c.get(FIRST_RUN_AT, namespace, type, g.key)?.run_at;
       if (t !== undefined && t !== null && Number(t) > lease.now && (nextRunAt === null || Number(t) < nextRunAt)) nextRunAt = Number(t);
     }

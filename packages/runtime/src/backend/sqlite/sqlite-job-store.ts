@@ -23,13 +23,12 @@ import { FAN_IN_SQL, releaseFanInChildren } from "./sqlite-fan-in.js";
 import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
 import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
 import { insertUniqueRow, insertUniqueRows } from "./sqlite-unique-insert.js";
-import { setLimits } from "./sqlite-limits.js";
 import { SqliteReadyClaim } from "./sqlite-ready-claim.js";
 import { RowPlaces } from "./sqlite-row-places.js";
 import { SqliteRowInsert } from "./sqlite-row-insert.js";
 import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
 import { withUngroupedKey } from "../shared/ungrouped-group.js";
-import { groupLimitedTypes } from "./sqlite-limits.js";
+import { adoptUngrouped, groupLimitedTypes, setLimits } from "./sqlite-limits.js";
 
 // The hot statements, built once: the statement cache is keyed by the text, and a text rebuilt per
 // call would be hashed again per call.
@@ -177,6 +176,11 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
   /** X9: in one `immediate` transaction (`setLimits`). */
   async limitsSet(params: B.LimitsSetParams): Promise<B.LimitsSetResult> {
     return this.conn().immediate(() => setLimits(this.conn(), this.namespace, params));
+  }
+
+  /** X9: in one `immediate` transaction (`adoptUngrouped`). */
+  async limitsUngroupedAdopt(): Promise<B.LimitsUngroupedAdoptResult> {
+    return this.conn().immediate(() => adoptUngrouped(this.conn(), this.namespace));
   }
 
   /**

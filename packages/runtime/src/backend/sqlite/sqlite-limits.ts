@@ -42,7 +42,7 @@ const UPSERT = `INSERT INTO later_limits (namespace, job_type, concurrency, rate
   ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = excluded.concurrency, rate_max = excluded.rate_max,
     rate_per_ms = excluded.rate_per_ms, group_concurrency = excluded.group_concurrency, updated_at = excluded.updated_at`;
 
-/** The type's ready jobs with no group, moved to the ungrouped group (shared/ungrouped-group.ts); binds ns, ns. */
+/** The group-limited types' ready jobs with no group, moved to their ungrouped group (shared/ungrouped-group.ts); binds ns, ns, ns. */
 const ADOPT_UNGROUPED = adoptUngroupedSql({
   jobs: "later_jobs",
   limits: "later_limits",
@@ -123,6 +123,12 @@ export function setLimits(c: SqliteConnection, namespace: string, params: B.Limi
     c.run(UPSERT, namespace, r.job_type, r.concurrency, r.rate_max, r.rate_per_ms, r.group_concurrency, params.now);
   }
   // X9: ready jobs enqueued with no group before a group limit was stored join their type's ungrouped group.
-  if (params.limits.some((l) => l.groupConcurrency !== null)) c.run(ADOPT_UNGROUPED, namespace, namespace);
+  if (params.limits.some((l) => l.groupConcurrency !== null)) c.run(ADOPT_UNGROUPED, namespace, namespace, namespace);
   return { previous };
+}
+
+/** `JobStore.limitsUngroupedAdopt` inside the caller's `immediate` transaction: nothing run when the namespace has no group limit. */
+export function adoptUngrouped(c: SqliteConnection, namespace: string): B.LimitsUngroupedAdoptResult {
+  if (groupLimitedTypes(c, namespace).size === 0) return { moved: 0 };
+  return { moved: c.run(ADOPT_UNGROUPED, namespace, namespace, namespace) };
 }
