@@ -63,6 +63,7 @@ export type * from "./activity-store.js";
 export type * from "./inspect-store.js";
 export type * from "./job-control-store.js";
 export type * from "./job-store.js";
+export type * from "./job-limits.js";
 export type * from "./log-store.js";
 export type * from "./maintenance-store.js";
 export type * from "./migration-store.js";

@@ -11,6 +11,7 @@
  */
 import type { JobId } from "../core/job-id.js";
 import type { JobStage } from "../core/job-stage.js";
+import type { LimitsSetParams, LimitsSetResult, LimitsUngroupedAdoptResult } from "./job-limits.js";
 
 /** The job statements of one backend, scoped to its namespace. `Trx`: the caller-owned transactions its inserts accept. */
 export interface JobStore<Trx = unknown> {
@@ -273,35 +274,6 @@ export interface JobClaimReadyParams {
   jobTypes: readonly string[];
   /** X9: job types claimed within their stored limits, before `jobTypes` (disjoint from it). Default: none. */
   limitedTypes?: readonly string[] | undefined;
-}
-
-/** X9: one job type's limits (null: no such limit). */
-export interface JobTypeLimit {
-  jobType: string;
-  /** At most this many running at once across the namespace's servers. */
-  concurrency: number | null;
-  /** At most `max` starts (claims) in any window of `perMs`. */
-  rateLimit: { max: number; perMs: number } | null;
-  /** At most this many running at once per group (`group_key`; the type's jobs with none are one group). */
-  groupConcurrency: number | null;
-}
-
-export interface LimitsSetParams {
-  /** Every job type the server handles. */
-  jobTypes: readonly string[];
-  /** The types of `jobTypes` that have a limit. */
-  limits: readonly JobTypeLimit[];
-  now: number;
-}
-
-export interface LimitsUngroupedAdoptResult {
-  /** How many jobs joined their type's ungrouped group. */
-  moved: number;
-}
-
-export interface LimitsSetResult {
-  /** The limits stored before, of the types of `jobTypes` that had a row. */
-  previous: JobTypeLimit[];
 }
 
 /** What one claim took, and when to look again if it came back short. */

@@ -5,7 +5,8 @@
  * next slot opens. The dialects read the row under its lock, count the
  * running jobs, claim, and write the starts back with {@link startsAfter}.
  */
-import type { JobClaimReadyResult, JobTypeLimit } from "../job-store.js";
+import type { JobTypeLimit } from "../job-limits.js";
+import type { JobClaimReadyResult } from "../job-store.js";
 import type { Row } from "./job-rows.js";
 
 /** One type's stored limits and recent starts, as a limited claim reads them. */
