@@ -111,7 +111,7 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
       jobs: `${host.quoted}.later_jobs`,
       limits,
       namespace: "$1",
-      readyWords: `stage IN ${stageList(CLAIMABLE_STAGES)} AND topic IS NULL`,
+      rows: `stage IN ${stageList(CLAIMABLE_STAGES)} AND topic IS NULL`,
     });
     this.adoptUngrouped = statement(`WITH moved AS (${adopt} RETURNING 1) SELECT count(*)::int AS n FROM moved`);
   }

@@ -32,6 +32,11 @@
 /** The group key stored for the ungrouped jobs of a type with a group limit. */
 export const UNGROUPED_KEY = "";
 
+/** SQL: the job types of `namespace` (an SQL expression) with a stored group limit, from the limits table `limits`. */
+export function groupLimitedTypesSql(limits: string, namespace: string): string {
+  return `SELECT job_type FROM ${limits} WHERE namespace = ${namespace} AND group_concurrency IS NOT NULL`;
+}
+
 /**
  * The group a new row stores, as an SQL expression (PostgreSQL): its own
  * (`group`), else {@link UNGROUPED_KEY} when the row is regular (`topic`
@@ -42,22 +47,23 @@ export const UNGROUPED_KEY = "";
  * case), then the types (an uncorrelated `IN`, a hashed subplan).
  */
 export function storedGroupSql(p: { limits: string; namespace: string; jobType: string; group: string; topic?: string }): string {
-  const limited = `FROM ${p.limits} WHERE namespace = ${p.namespace} AND group_concurrency IS NOT NULL`;
+  const limited = groupLimitedTypesSql(p.limits, p.namespace);
   const regular = p.topic === undefined ? "" : ` AND ${p.topic} IS NULL`;
-  return `coalesce(${p.group}, CASE WHEN EXISTS (SELECT 1 ${limited})${regular} AND ${p.jobType} IN (SELECT job_type ${limited}) THEN '' END)`;
+  return `coalesce(${p.group}, CASE WHEN EXISTS (${limited})${regular} AND ${p.jobType} IN (${limited}) THEN '' END)`;
 }
 
 /**
- * An UPDATE that moves the ungrouped rows of `namespace`'s group-limited types that are ready (`readyWords`:
- * a predicate over claimable regular rows, written to prove the ready index's) to {@link UNGROUPED_KEY}: run where a
- * server stores its limits, and by the stuck-job rescue (`limitsUngroupedAdopt`), so that rows written with no group
- * (before a group limit existed) take their turn too. The namespace's group limits are read first (PostgreSQL: an
- * InitPlan, so nothing else is read when it has none).
+ * An UPDATE that moves the rows `rows` (a predicate over regular rows) stored with no group of `namespace`'s
+ * group-limited types to {@link UNGROUPED_KEY}, placeholders in the order `namespace`, `namespace`, `rows`',
+ * `namespace`. Run, over the ready rows (written to prove the ready index's predicate), where a server stores its
+ * limits and by the stuck-job rescue (`limitsUngroupedAdopt`), so that rows written with no group (before a group
+ * limit existed) take their turn too; over its own rows by an insert in a caller's SQLite transaction. The
+ * namespace's group limits are read first (PostgreSQL: an InitPlan, so nothing else is read when it has none).
  */
-export function adoptUngroupedSql(p: { jobs: string; limits: string; namespace: string; readyWords: string }): string {
-  const limited = `FROM ${p.limits} WHERE namespace = ${p.namespace} AND group_concurrency IS NOT NULL`;
-  return `UPDATE ${p.jobs} SET group_key = '' WHERE EXISTS (SELECT 1 ${limited}) AND namespace = ${p.namespace} AND ${p.readyWords}
-  AND group_key IS NULL AND job_type IN (SELECT job_type ${limited})`;
+export function adoptUngroupedSql(p: { jobs: string; limits: string; namespace: string; rows: string }): string {
+  const limited = groupLimitedTypesSql(p.limits, p.namespace);
+  return `UPDATE ${p.jobs} SET group_key = '' WHERE EXISTS (${limited}) AND namespace = ${p.namespace} AND ${p.rows}
+  AND group_key IS NULL AND job_type IN (${limited})`;
 }
 
 /**

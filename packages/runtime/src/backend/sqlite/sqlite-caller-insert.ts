@@ -18,11 +18,11 @@ import type { Row } from "../shared/job-rows.js";
 import { type RunStatement, SharedStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { isKyselyExecutor } from "./kysely-executor.js";
 import { transactionRefusal } from "../transaction-refusal.js";
+import { adoptUngroupedSql } from "../shared/ungrouped-group.js";
 import { FAN_IN_SQL } from "./sqlite-fan-in.js";
 import { nextRowid } from "./sqlite-row-places.js";
 import { StageDeltas } from "./sqlite-stage-counters.js";
 import { SQLITE_TRANSITIONS as T, SqliteTransition } from "./sqlite-transition.js";
-import { GROUP_LIMITED_TYPES } from "./sqlite-limits.js";
 
 interface InNamespace {
   namespace: string;
@@ -83,9 +83,13 @@ const INSERT = new SharedStatement<Omit<LaterJobsTable, "unique_key" | "unique_s
   read: () => undefined,
 });
 
-/** The inserted jobs `$2` (JSON ids) with no group whose type has a stored group limit, moved to the ungrouped group; binds ns, ids, ns. */
-const JOIN_UNGROUPED = `UPDATE later_jobs SET group_key = '' WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))
-  AND group_key IS NULL AND topic IS NULL AND job_type IN (${GROUP_LIMITED_TYPES})`;
+/** The inserted jobs (JSON ids) with no group whose type has a stored group limit, moved to the ungrouped group; binds ns, ns, ids, ns. */
+const JOIN_UNGROUPED = adoptUngroupedSql({
+  jobs: "later_jobs",
+  limits: "later_limits",
+  namespace: "?",
+  rows: "id IN (SELECT value FROM json_each(?)) AND topic IS NULL",
+});
 
 /** Checks `transaction` at run time too (JavaScript callers, casts): anything but a Kysely transaction (a Kysely instance included) throws `InvalidArgumentError` saying what it got. */
 export async function insertIntoCallerTransaction(
@@ -150,7 +154,7 @@ export async function insertIntoCallerTransaction(
   // X9: the jobs with no group of a group-limited type join their ungrouped group (shared/ungrouped-group.ts), once the
   // inserts hold the write lock: read first, in a caller's deferred transaction, the limits would pin a snapshot that
   // another process's commit makes the inserts fail on ("database is locked").
-  await run({ text: JOIN_UNGROUPED, values: [namespace, JSON.stringify(params.jobs.map((j) => j.id)), namespace] });
+  await run({ text: JOIN_UNGROUPED, values: [namespace, namespace, JSON.stringify(params.jobs.map((j) => j.id)), namespace] });
   for (const s of deltas.statements(namespace)) await run(s);
   return { stages };
 }

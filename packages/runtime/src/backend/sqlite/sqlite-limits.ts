@@ -21,7 +21,7 @@
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
 import { claimNow, limitRecord, limitSlots, startsAfter, storedLimit, type StoredLimitRow, storedLimitRow, windowOpensAt } from "../shared/limit-slots.js";
-import { adoptUngroupedSql } from "../shared/ungrouped-group.js";
+import { adoptUngroupedSql, groupLimitedTypesSql } from "../shared/ungrouped-group.js";
 import { stageOneOf } from "../shared/stage-list.js";
 import { CLAIMABLE_STAGES } from "../../core/job-stage.js";
 import type { SqliteConnection } from "./sqlite-connection.js";
@@ -47,7 +47,7 @@ const ADOPT_UNGROUPED = adoptUngroupedSql({
   jobs: "later_jobs",
   limits: "later_limits",
   namespace: "?",
-  readyWords: `${stageOneOf(CLAIMABLE_STAGES)} AND topic IS NULL`,
+  rows: `${stageOneOf(CLAIMABLE_STAGES)} AND topic IS NULL`,
 });
 
 /**
@@ -106,7 +106,7 @@ export function claimLimited(
 }
 
 /** The namespace's types with a stored group limit (X9); binds ns. Read by each insert transaction (shared/ungrouped-group.ts). */
-export const GROUP_LIMITED_TYPES = "SELECT job_type FROM later_limits WHERE namespace = ? AND group_concurrency IS NOT NULL";
+const GROUP_LIMITED_TYPES = groupLimitedTypesSql("later_limits", "?");
 
 /** {@link GROUP_LIMITED_TYPES} as a set, inside the caller's transaction. */
 export function groupLimitedTypes(c: SqliteConnection, namespace: string): Set<string> {
