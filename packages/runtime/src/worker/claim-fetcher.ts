@@ -7,7 +7,7 @@
  *   ┌─► in flight <= target/2, workers, more may be ready? ──yes──► paused set read ─► claimReady ─► accept each
  *   │        │ no                                                         │ full batch: claim again (after setImmediate)
  *   │        ▼                                                            ▼ short: sleep until its next due time (at most a poll from the claim's start)
- *   └── sleep(poll interval | next due time) ◄── cut short by wake("work") / wake("capacity")
+ *   └── sleep(poll interval | next due time) ◄── cut short by wake("work") / wake("capacity") / wake("freed")
  * ```
  *
  * The target of claims in flight (running plus buffered) is the
@@ -73,11 +73,20 @@ export class ClaimFetcher {
    * Nudges the loop. `"work"`: new work may be ready (an enqueue, another
    * process's commit, a retry, released continuations). `"capacity"`: a
    * worker freed up; the loop claims then only if its last claim came back
-   * full or new work was signalled since.
+   * full or new work was signalled since. `"freed"` (X9): a limited type's
+   * job finished, so a claim that came back short for its limit may take
+   * more now; a wake-up only after such a claim. When the loop already
+   * means to claim, it is either claiming (an earlier wake-up already cut
+   * its next sleep short) or waiting for its buffer to drain (a
+   * `"capacity"` wake-up follows): cutting its sleep short for every
+   * finished job would only start a new sleep per job.
    */
-  wake(reason: "work" | "capacity" = "work"): void {
+  wake(reason: "work" | "capacity" | "freed" = "work"): void {
     if (reason === "work") this.moreMayBeReady = true;
-    else if (!this.moreMayBeReady) return; // the loop would not claim anyway: no wake-up (and no new signal) per finished job
+    else if (reason === "freed") {
+      if (this.moreMayBeReady) return;
+      this.moreMayBeReady = true;
+    } else if (!this.moreMayBeReady) return; // the loop would not claim anyway: no wake-up (and no new signal) per finished job
     this.wakeController.abort(WAKE); // a reason of ours: abort() without one builds a DOMException, measurable per job
   }
 

@@ -167,8 +167,11 @@ export class WorkerPool<C> {
     this.executor.start();
   }
 
-  /** Nudges the fetcher (see {@link ClaimFetcher.wake}): `"work"` when new work may be ready, `"capacity"` when a worker freed up. */
-  wake(reason: "work" | "capacity" = "work"): void {
+  /**
+   * Nudges the fetcher (see {@link ClaimFetcher.wake}): `"work"` when new work may be ready, `"capacity"` when a
+   * worker freed up, `"freed"` when a limited type's job finished.
+   */
+  wake(reason: "work" | "capacity" | "freed" = "work"): void {
     this.fetcher.wake(reason);
   }
 
@@ -369,7 +372,8 @@ export class WorkerPool<C> {
     if (this.held.get(claim.id) === claim) this.held.delete(claim.id);
     if (applied) this.metrics?.outcomeWritten(claim.job, claim.outcome, this.options.clock.now());
     if (applied && this.options.eventsEnabled) this.options.onEvent(attemptEvent(claim.job, claim.outcome));
-    // X9: a limited type's slot is free again; its waiting jobs may start now.
-    if (claim.outcome.kind === "retry" || (applied && this.limitedTypes.has(claim.job.jobType))) this.wake();
+    // A retry may be due now. X9: a limited type's slot is free again; its waiting jobs may start now.
+    if (claim.outcome.kind === "retry") this.wake();
+    else if (applied && this.limitedTypes.has(claim.job.jobType)) this.wake("freed");
   }
 }
