@@ -34,3 +34,6 @@ export class StatementsMadeOnUse<K> {
 
 /** Runs a statement with its values; resolves to the result rows (see `postgres-executors.ts`). */
 export type Execute = (statement: Statement, values: unknown[]) => Promise<Row[]>;
+
+/** {@link Execute} with rows as arrays of column values, in the statement's column order (no object per row). */
+export type ExecuteArrays = (statement: Statement, values: unknown[]) => Promise<unknown[][]>;
