@@ -15,8 +15,10 @@
  * every type, are one read of the stage counters (`later_stage_counts`,
  * written in the same transactions as the rows), and no type or group runs
  * more than that. When that many plus the claim's slots stay within every
- * concurrency and group limit being claimed, none can be passed, and the
- * counts by type and by group (a read of each running row) are skipped.
+ * `concurrency` being claimed, none can be passed, and the count by type (a
+ * read of each running row) is skipped; only `concurrency` needs it. The
+ * same holds per type for the count by group and `groupConcurrency`
+ * (sqlite-group-claim.ts).
  */
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
@@ -72,9 +74,10 @@ export function claimLimited(
   const now = claimNow(limits.values(), lease.now);
   const held = now === lease.now ? lease : { ...lease, now };
   const total = Number(c.get(RUNNING_TOTAL, namespace)?.n ?? 0);
-  const far = (l: StoredLimitRow) =>
-    (l.concurrency === null || total + limit <= l.concurrency) && (l.groupConcurrency === null || total + limit <= l.groupConcurrency);
-  // Every limit far from reached: the bound stands for the counts (a type's running jobs are at most all of them).
+  // A type's running count bounds its `concurrency` alone (`limitSlots`; a group limit counts by group, in
+  // `claimGroups`). Every such limit far from reached: the bound stands for the counts (a type's running jobs
+  // are at most all of them), and the running rows are not read.
+  const far = (l: StoredLimitRow) => l.concurrency === null || total + limit <= l.concurrency;
   const running = [...limits.values()].every(far)
     ? new Map(sorted.map((t) => [t, total]))
     : new Map(c.all(RUNNING, namespace, json).map((r) => [String(r.job_type), Number(r.n)]));
