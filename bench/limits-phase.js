@@ -16,6 +16,7 @@
 // argv[2]: JSON { backend: "postgres" | "sqlite", url | file, n, workers, limit, groupLimit?, groups?, fairness?,
 //                 handlerMs, sampleMs, deadlineMs }
 import { latencySummary, NAMESPACE, reportPhase, sleep, wallNow } from "./lib.js";
+import { postgresServerCpuMs } from "./statement-meter.js";
 
 const cfg = JSON.parse(process.argv[2]);
 const errors = [];
@@ -81,6 +82,10 @@ async function throughputPhase() {
           mostInFlight = Math.max(mostInFlight, ++inFlight);
           inFlight--;
         };
+  // CPU from the server's start to the n-th success: this process's (on SQLite the database's work too, which
+  // runs in it), and on PostgreSQL the local server's processes (from /proc).
+  const cpu0 = process.cpuUsage();
+  const serverCpu0 = cfg.backend === "postgres" ? await postgresServerCpuMs() : null;
   const t0 = wallNow();
   const server = await BackgroundJobServer.start({
     context: {},
@@ -102,6 +107,8 @@ async function throughputPhase() {
   })();
   const timedOut = await Promise.race([done.then(() => false), sleep(cfg.deadlineMs).then(() => true)]);
   const t1 = wallNow();
+  const cpu = process.cpuUsage(cpu0);
+  const serverCpuMs = serverCpu0 === null ? null : (await postgresServerCpuMs()) - serverCpu0;
   sampling = false;
   await sampler;
   await server.shutdown({ deadlineMs: 5_000 });
@@ -109,6 +116,8 @@ async function throughputPhase() {
     elapsedMs: t1 - t0,
     jobsPerSec: succeeded / ((t1 - t0) / 1000),
     succeeded,
+    workerCpuUsPerJob: succeeded > 0 ? (cpu.user + cpu.system) / succeeded : null,
+    serverCpuUsPerJob: serverCpuMs === null || succeeded === 0 ? null : (serverCpuMs * 1000) / succeeded,
     timedOut,
     mostInFlight,
     samples: samples.length,

@@ -11,6 +11,8 @@
 //    `groupConcurrency: 100` (10 workers: never reached), against the same grouped jobs
 //    without a limit; paired as in 1. Reported as a ratio (the group claim walks the ready
 //    groups: its cost over the plain claim's is what this shows).
+//    Phases 1 and 3 also print the CPU per job (medians): the worker process's (on SQLite the
+//    database's work too) and, on PostgreSQL, the local server's processes' (from /proc).
 // 4. Fairness: a backlog of B no-op jobs of one group ("big", `groupConcurrency: 5`, 10
 //    workers); once 1,000 of them (or B/10 when fewer) have succeeded, 100 jobs of another
 //    group ("small") are enqueued at once. Reported: the small jobs' dispatch wait (enqueue to
@@ -92,6 +94,16 @@ async function phase(backend, label, cfg) {
 }
 
 const jobsPerSec = (r) => r.jobsPerSec;
+/** Medians of the runs' CPU per job: the worker process's, then (PostgreSQL) the local server's, in µs. */
+function cpuLine(label, runs) {
+  const median = (xs) => {
+    const v = xs.filter((x) => typeof x === "number").sort((a, b) => a - b);
+    return v.length === 0 ? null : v[Math.floor(v.length / 2)];
+  };
+  const w = median(runs.map((r) => r.workerCpuUsPerJob));
+  const d = median(runs.map((r) => r.serverCpuUsPerJob));
+  return `${label} ${w === null ? "-" : w.toFixed(1)} µs${d === null ? "" : `, database server ${d.toFixed(1)} µs`}`;
+}
 /** A wait in ms, to 0.1 ms. */
 const ms = (v) => v.toFixed(1);
 const lines = [];
@@ -159,6 +171,7 @@ for (const backend of BACKENDS) {
     `| median (min–max) of ${REPS} | ${cell(limited, jobsPerSec)} | ${cell(unlimited, jobsPerSec)} |`,
     "",
     `* limited ÷ unlimited = ${ratio(limited, unlimited, jobsPerSec)}; per repetition ${pairedRatios(limited, unlimited, jobsPerSec)} [target ≥ 0.95]`,
+    `* CPU per job, medians: ${cpuLine("limited: worker", limited)}; ${cpuLine("unlimited: worker", unlimited)}`,
     `* every run stored all ${N} jobs as done: ${allDone ? "yes" : "NO"}`,
     slowOk
       ? `* concurrency ${SLOW_LIMIT}, ${SLOW_JOBS} jobs of ${SLOW_MS} ms, ${WORKERS} workers: most running sampled every 100 ms ${slow.mostRunningSampled} (database, ${slow.samples} samples), ${slow.mostInFlight} (handlers in flight) [never above ${SLOW_LIMIT}: ${Math.max(slow.mostRunningSampled, slow.mostInFlight) <= SLOW_LIMIT ? "yes" : "NO"}]; ${slow.jobsPerSec.toFixed(2)} jobs/s = ${(slow.jobsPerSec / ideal).toFixed(2)} of ${SLOW_LIMIT} handlers' worth (${ideal} jobs/s) [target ≥ 0.90]`
@@ -169,6 +182,7 @@ for (const backend of BACKENDS) {
     `| median (min–max) of ${REPS} | ${cell(grouped, jobsPerSec)} | ${cell(groupedFree, jobsPerSec)} |`,
     "",
     `* group-limited ÷ unlimited = ${ratio(grouped, groupedFree, jobsPerSec)}; per repetition ${pairedRatios(grouped, groupedFree, jobsPerSec)}`,
+    `* CPU per job, medians: ${cpuLine("group-limited: worker", grouped)}; ${cpuLine("unlimited: worker", groupedFree)}`,
     `* every run stored all ${N} jobs as done: ${groupsDone ? "yes" : "NO"}`,
     fairOk
       ? `* fairness: a backlog of ${BACKLOG} jobs of one group (groupConcurrency ${FAIR_GROUP_LIMIT}, ${WORKERS} workers), ${SMALL_JOBS} jobs of another enqueued after ${FAIR_AFTER} of it succeeded: their dispatch wait p50 ${ms(fair.wait.p50)} ms, p99 ${ms(fair.wait.p99)} ms, max ${ms(fair.wait.max)} ms; ${fair.bigStartedMeanwhile} jobs of the backlog started meanwhile`
