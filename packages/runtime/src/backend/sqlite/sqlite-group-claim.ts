@@ -28,26 +28,38 @@ const CLAIMABLE = stageOneOf(CLAIMABLE_STAGES);
 /** The group index's predicate word for word; binds namespace, type. */
 const GROUPED = `namespace = ? AND job_type = ? AND ${CLAIMABLE} AND topic IS NULL AND group_key IS NOT NULL`;
 
-/** A job that a claim may take unless another with its unique key runs (X2); the jobs alias is `w`. */
-const UNIQUE_FREE = `(unique_slot IS NOT 'pending' OR NOT EXISTS (SELECT 1 FROM later_jobs s WHERE s.namespace = w.namespace
-  AND s.job_type = w.job_type AND s.unique_key = w.unique_key AND s.unique_slot = 'active'))`;
+/** A job (jobs alias `a`) that a claim may take unless another with its unique key runs (X2). */
+const uniqueFree = (a: string) => `(${a}.unique_slot IS NOT 'pending' OR NOT EXISTS (SELECT 1 FROM later_jobs s WHERE s.namespace = ${a}.namespace
+  AND s.job_type = ${a}.job_type AND s.unique_key = ${a}.unique_key AND s.unique_slot = 'active'))`;
+
+/** {@link uniqueFree} of the jobs alias `w`. */
+const UNIQUE_FREE = uniqueFree("w");
 
 /**
- * The walk. Binds ns, type, after, ns, type, rows (groups + 1, the walk's last row is its end), then ns,
- * type, now: `k` per group, one index probe each, and `id`, the group's oldest job a pass could take now
- * (due, not waiting behind its unique key; null: none), by the same probe as {@link GROUP_ID}, in the walk's
- * own statement: the first pass gives most groups a share of one, and those are then claimed without a
- * statement run per group. A group's oldest `run_at` is not read here: only a claim that came back short
- * reads it for the groups that gave none ({@link FIRST_RUN_AT}), for its next due time.
+ * The walk. Binds ns, type, after, ns, type, rows (groups + 1, the walk's last row is its end), then now,
+ * ns, type, now: `k` per group in key order, and `id`, the id of the group's oldest job a pass could take
+ * now (due, not waiting behind its unique key; null: none), in the walk's own statement: the first pass
+ * gives most groups a share of one, and those are then claimed without a statement run per group.
+ * One index probe per group: a group's first entry in the group index is its oldest row, whose `rowid`
+ * the probe reads from the index (it never leaves the statement); the next probe starts after that row's
+ * key (one read by `rowid`), and that row is the group's `id` when it is due and free; only when it waits
+ * behind its unique key does {@link GROUP_ID}'s probe look further into the group. (A probe for the next
+ * key and another for the oldest due row read the index twice per group.) One row, the groups as a JSON
+ * array of `[k, id]` in walk order: a row per group cost more to hand over than to read. A group's oldest
+ * `run_at` is not returned: only a claim that came back short reads it for the groups that gave none
+ * ({@link FIRST_RUN_AT}), for its next due time.
  */
-const WALK = `WITH RECURSIVE g(k) AS (
-  SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} AND group_key > ? ORDER BY group_key LIMIT 1)
+const WALK = `WITH RECURSIVE g(r, n) AS (
+  SELECT (SELECT rowid FROM later_jobs WHERE ${GROUPED} AND group_key > ? ORDER BY group_key, run_at LIMIT 1), 0
   UNION ALL
-  SELECT (SELECT group_key FROM later_jobs WHERE ${GROUPED} AND group_key > g.k ORDER BY group_key LIMIT 1) FROM g WHERE g.k IS NOT NULL
+  SELECT (SELECT rowid FROM later_jobs WHERE ${GROUPED} AND group_key > (SELECT group_key FROM later_jobs WHERE rowid = g.r)
+    ORDER BY group_key, run_at LIMIT 1), n + 1 FROM g WHERE g.r IS NOT NULL
   LIMIT ? + 0
 )
-SELECT k, (SELECT id FROM later_jobs w WHERE ${GROUPED} AND group_key = g.k AND run_at <= ? AND ${UNIQUE_FREE} ORDER BY run_at LIMIT 1) AS id
-FROM g WHERE k IS NOT NULL`;
+SELECT json_group_array(json_array(o.group_key, CASE WHEN o.run_at > ? THEN NULL WHEN ${uniqueFree("o")} THEN o.id
+  ELSE (SELECT id FROM later_jobs w WHERE ${GROUPED} AND group_key = o.group_key AND run_at <= ? AND ${UNIQUE_FREE} ORDER BY run_at LIMIT 1) END)
+  ORDER BY g.n) AS w
+FROM g JOIN later_jobs o ON o.rowid = g.r`;
 
 /**
  * The ungrouped group (`''`, shared/ungrouped-group.ts) when it has a job a pass could take now, for a walk from the
@@ -66,9 +78,12 @@ const UNGROUPED_IDS = `SELECT id FROM later_jobs w INDEXED BY later_jobs_ready_u
 /** A group's oldest claimable `run_at`; binds ns, type, group. */
 const FIRST_RUN_AT = `SELECT run_at FROM later_jobs WHERE ${GROUPED} AND group_key = ? ORDER BY run_at LIMIT 1`;
 
-/** `later_jobs_running`'s predicate word for word; binds ns, type. */
-const RUNNING = `SELECT nullif(group_key, '') AS group_key, count(*) AS n FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND job_type = ?
-  GROUP BY 1`;
+/**
+ * The group of each running job of the type (null: the ungrouped group, `''` or none stored) as one JSON array,
+ * counted in the caller; `later_jobs_running`'s predicate word for word; binds ns, type. (Counted in SQL, `GROUP BY`
+ * sorted the rows and returned a row per group: about 310 µs for 500 running jobs of 500 groups, against 80.)
+ */
+const RUNNING = `SELECT json_group_array(nullif(group_key, '')) AS g FROM later_jobs WHERE namespace = ? AND stage = 'running' AND topic IS NULL AND job_type = ?`;
 
 const CLAIM_SET = `UPDATE later_jobs SET ${T.claim.stage}, attempt = attempt + 1, lease_owner = ?, lease_expires_at = ?, updated_at = ?,
   ${T.claim.history}, unique_slot = CASE WHEN unique_slot IS NOT NULL THEN 'active' END`;
@@ -89,7 +104,8 @@ const GROUP_ID = `SELECT id FROM later_jobs w WHERE ${GROUPED} AND group_key = ?
  * no other writer comes between): one UPDATE by primary key for every group of the pass. Binds owner, lease
  * expiry, now, now, then the ids as a JSON array. (One UPDATE per group costs a statement run per job when
  * each group gives one; one UPDATE over a compound SELECT of the groups' ranges costs about four times the
- * reads done apart.)
+ * reads done apart.) By id, not `rowid`: a `rowid` can pass 2^53 (sqlite-row-places.ts), past what a
+ * JavaScript number holds exactly.
  */
 const CLAIM_IDS = `${CLAIM_SET}
   WHERE id IN (SELECT value FROM json_each(?))
@@ -122,7 +138,9 @@ export function claimGroups(
   farFromLimit = false,
 ): { rows: Row[]; nextRunAt: number | null } {
   const running = new Map<string | null, number>();
-  if (!farFromLimit) for (const r of c.all(RUNNING, namespace, type)) running.set(r.group_key === null ? null : String(r.group_key), Number(r.n));
+  if (!farFromLimit) {
+    for (const key of JSON.parse(String(c.get(RUNNING, namespace, type)?.g ?? "[]")) as (string | null)[]) running.set(key, (running.get(key) ?? 0) + 1);
+  }
   const cap = groupWalkCap(want, running, row.groupConcurrency!);
   // Each walked group's first job, read with the walk: the first pass's shares of one take it (no other writer
   // comes between, in this transaction); later passes, and larger shares, read their ids by GROUP_ID(S).
@@ -131,14 +149,13 @@ export function claimGroups(
   const walked = (after: string | null, n: number): WalkedGroup[] => {
     const ungrouped =
       after === null && n > 0 && c.get(UNGROUPED_FIRST, namespace, type, lease.now) !== undefined ? [{ key: UNGROUPED_KEY, firstRunAt: null }] : [];
-    const rows = c.all(WALK, namespace, type, after ?? "", namespace, type, n - ungrouped.length + 1, namespace, type, lease.now);
-    return [
-      ...ungrouped,
-      ...rows.map((r) => {
-        firstIds.set(String(r.k), r.id);
-        return { key: String(r.k), firstRunAt: null };
-      }),
-    ];
+    const w = c.get(WALK, namespace, type, after ?? "", namespace, type, n - ungrouped.length + 1, lease.now, namespace, type, lease.now)?.w;
+    const groups: WalkedGroup[] = ungrouped;
+    for (const [k, id] of JSON.parse(String(w ?? "[]")) as [string, string | null][]) {
+      firstIds.set(k, id);
+      groups.push({ key: k, firstRunAt: null });
+    }
+    return groups;
   };
   const afterCursor = walked(row.groupCursor, cap);
   const fromStart = afterCursor.length < cap && row.groupCursor !== null ? walked(null, cap - afterCursor.length) : [];

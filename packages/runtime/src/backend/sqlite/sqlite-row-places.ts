@@ -25,9 +25,11 @@
  * inserts of several processes, serialised by the write lock, never pick
  * the same place. Within a priority the rows lie in insertion order, which
  * is the ready index's `run_at` order for jobs due when enqueued; a job's
- * place never moves (a retry or a replace keeps it). Nothing reads a job's
- * rowid: it is placement only, and every statement finds a job by `id` or
- * by an index. Rows written before this scheme (rowids 1, 2, ...) lie in
+ * place never moves (a retry or a replace keeps it). Nothing outside a
+ * statement reads a job's rowid: it is placement only, and every statement
+ * finds a job by `id` or by an index (the group walk steps from one row to
+ * the next by rowid inside its statement, sqlite-group-claim.ts). A rowid
+ * can pass 2^53, past what a JavaScript number holds exactly. Rows written before this scheme (rowids 1, 2, ...) lie in
  * priority 0's range, whatever their priority, and nothing relies on that.
  *
  * When a row's range is the table's top one (it holds the last row), the
