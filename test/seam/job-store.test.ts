@@ -686,6 +686,29 @@ describe.each(BACKENDS)("backend.jobs on $name", (entry) => {
       await expectCountersMatch(s);
     });
 
+    it("X9 groups: a claim from the cursor on passes over the groups at their limit, though the groups after them would fill it", async () => {
+      const s = seam();
+      await s.backend.jobs.limitsSet({ jobTypes: ["g"], limits: [{ jobType: "g", concurrency: null, rateLimit: null, groupConcurrency: 1 }], now: NOW });
+      const jobs = ["A", "B", "C", "D", "E"].flatMap((group) => [1, 2].map((n) => jobInsert({ jobType: "g", group, runAt: NOW - 10 + n })));
+      await s.backend.jobs.insertMany({ jobs, now: NOW, retentionMs: DAY });
+      const name = new Map(jobs.map((j, i) => [j.id, `${j.group}${(i % 2) + 1}`]));
+      const claim = async (limit: number) =>
+        (await s.backend.jobs.claimReady({ owner: "w1", limit, now: NOW, leaseExpiresAt: NOW + 30_000, jobTypes: [], limitedTypes: ["g"] })).jobs;
+      const first = await claim(5);
+      expect(first.map((j) => name.get(j.id)).sort()).toEqual(["A1", "B1", "C1", "D1", "E1"]); // the cursor is now E
+      // A's and B's first jobs finish: their second ones run next (the walk wraps to A), the cursor moving to B.
+      const done = (group: string) => first.find((j) => name.get(j.id) === `${group}1`)!;
+      const finish = (groups: string[]) =>
+        s.backend.jobs.finishMany({ finishes: groups.map((g) => ({ ...key(done(g)), outcome: { kind: "success" as const } })), now: NOW, retentionMs: DAY });
+      await finish(["A", "B"]);
+      expect((await claim(2)).map((j) => name.get(j.id)).sort()).toEqual(["A2", "B2"]);
+      // D finishes. After B come C (at its limit), D (free), E (at its limit), then A and B (at their limit):
+      // D2 alone, never C2 or E2, though C and E have a job ready and would fill the claim of two.
+      await finish(["D"]);
+      expect((await claim(2)).map((j) => name.get(j.id))).toEqual(["D2"]);
+      await expectCountersMatch(s);
+    });
+
     it("X9 groups: a claim that one job per group fills takes each next group's oldest job from the cursor on, wrapping around; a group whose oldest job waits behind its unique key gives its next one", async () => {
       const s = seam();
       await s.backend.jobs.limitsSet({ jobTypes: ["g"], limits: [{ jobType: "g", concurrency: null, rateLimit: null, groupConcurrency: 5 }], now: NOW });

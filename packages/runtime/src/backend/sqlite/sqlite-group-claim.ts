@@ -49,17 +49,26 @@ const UNIQUE_FREE = uniqueFree("w");
  * `run_at` is not returned: only a claim that came back short reads it for the groups that gave none
  * ({@link FIRST_RUN_AT}), for its next due time.
  */
-const WALK = `WITH RECURSIVE g(r, n) AS (
+const WALK = `${walkCte()}
+SELECT json_group_array(json_array(o.group_key, ${walkedId()}) ORDER BY g.n) AS w
+FROM g JOIN later_jobs o ON o.rowid = g.r`;
+
+/** {@link WALK}'s groups, `g(r, n)`: each group's oldest row (`rowid`) and its place in the walk; binds ns, type, after, ns, type, rows. */
+function walkCte(): string {
+  return `WITH RECURSIVE g(r, n) AS (
   SELECT (SELECT rowid FROM later_jobs WHERE ${GROUPED} AND group_key > ? ORDER BY group_key, run_at LIMIT 1), 0
   UNION ALL
   SELECT (SELECT rowid FROM later_jobs WHERE ${GROUPED} AND group_key > (SELECT group_key FROM later_jobs WHERE rowid = g.r)
     ORDER BY group_key, run_at LIMIT 1), n + 1 FROM g WHERE g.r IS NOT NULL
   LIMIT ? + 0
-)
-SELECT json_group_array(json_array(o.group_key, CASE WHEN o.run_at > ? THEN NULL WHEN ${uniqueFree("o")} THEN o.id
-  ELSE (SELECT id FROM later_jobs w WHERE ${GROUPED} AND group_key = o.group_key AND run_at <= ? AND ${UNIQUE_FREE} ORDER BY run_at LIMIT 1) END)
-  ORDER BY g.n) AS w
-FROM g JOIN later_jobs o ON o.rowid = g.r`;
+)`;
+}
+
+/** {@link WALK}'s `id` of the group whose oldest row is `o`; binds now, ns, type, now. */
+function walkedId(): string {
+  return `CASE WHEN o.run_at > ? THEN NULL WHEN ${uniqueFree("o")} THEN o.id
+  ELSE (SELECT id FROM later_jobs w WHERE ${GROUPED} AND group_key = o.group_key AND run_at <= ? AND ${UNIQUE_FREE} ORDER BY run_at LIMIT 1) END`;
+}
 
 /**
  * The ungrouped group (`''`, shared/ungrouped-group.ts) when it has a job a pass could take now, for a walk from the
@@ -113,6 +122,26 @@ const CLAIM_IDS = `${CLAIM_SET}
 
 const WRITE_CURSOR = "UPDATE later_limits SET group_cursor = ? WHERE namespace = ? AND job_type = ?";
 
+/**
+ * The first pass in one statement, when it alone fills the claim from the cursor on: the usual claim while more
+ * groups are ready than it takes. {@link WALK} after the cursor, and the first `want` walked groups with a job to
+ * give and a free slot, one job each, claimed by id; nothing when fewer than `want` (a lap's end, few groups
+ * due, groups at their limit: the passes of `claimGroups` then decide). Binds {@link WALK}'s ns, type, after,
+ * ns, type, rows, now, ns, type, now, then the groups at their limit (JSON), want, the claim's owner, lease
+ * expiry, now, now, and want. (The walk's groups and their ids handed to the claim and back, dealt in
+ * between, cost about 1.5 µs a job more, 20,000 jobs over 1,000 groups.)
+ */
+const CLAIM_FIRST_PASS = `${walkCte()}, picks AS MATERIALIZED (
+  SELECT id FROM (SELECT o.group_key AS k, ${walkedId()} AS id, g.n AS n FROM g JOIN later_jobs o ON o.rowid = g.r)
+  WHERE id IS NOT NULL AND k NOT IN (SELECT value FROM json_each(?)) ORDER BY n LIMIT ? + 0
+)
+${CLAIM_SET}
+  WHERE id IN (SELECT id FROM picks) AND (SELECT count(*) FROM picks) = ?
+  ${CLAIM_RETURNING}`;
+
+/** The cursor to the last of the groups `?` (JSON) in the walk's order (the database's); binds groups, ns, type. */
+const WRITE_CURSOR_LAST = "UPDATE later_limits SET group_cursor = (SELECT max(value) FROM json_each(?)) WHERE namespace = ? AND job_type = ?";
+
 /** Who claims, and when: the claim's owner, lease expiry and time. */
 export interface GroupClaimLease {
   owner: string;
@@ -142,6 +171,16 @@ export function claimGroups(
     for (const key of JSON.parse(String(c.get(RUNNING, namespace, type)?.g ?? "[]")) as (string | null)[]) running.set(key, (running.get(key) ?? 0) + 1);
   }
   const cap = groupWalkCap(want, running, row.groupConcurrency!);
+  const set = [lease.owner, lease.leaseExpiresAt, lease.now, lease.now];
+  if (row.groupCursor !== null) {
+    const full = [...running].filter(([key, n]) => key !== null && n >= row.groupConcurrency!).map(([key]) => key);
+    const walk = [namespace, type, row.groupCursor, namespace, type, cap + 1, lease.now, namespace, type, lease.now];
+    const claimed = c.all(CLAIM_FIRST_PASS, ...walk, JSON.stringify(full), want, ...set, want);
+    if (claimed.length > 0) {
+      c.run(WRITE_CURSOR_LAST, JSON.stringify(claimed.map((r) => r.group_key)), namespace, type);
+      return { rows: claimed, nextRunAt: null };
+    }
+  }
   // Each walked group's first job, read with the walk: the first pass's shares of one take it (no other writer
   // comes between, in this transaction); later passes, and larger shares, read their ids by GROUP_ID(S).
   const firstIds = new Map<string, unknown>();
@@ -163,7 +202,6 @@ export function claimGroups(
   const rounds = new GroupRounds(candidates, want);
   const taken = new Set<string | null>();
   const rows: Row[] = [];
-  const set = [lease.owner, lease.leaseExpiresAt, lease.now, lease.now];
   for (let shares = rounds.shares(), first = true; shares.length > 0; shares = rounds.shares(), first = false) {
     const pass: Row[] = [];
     const ids: unknown[] = [];
