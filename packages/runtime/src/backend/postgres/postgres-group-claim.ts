@@ -127,8 +127,10 @@ export class PostgresGroupClaim {
    * slots, `$4` now, `$5` owner, `$6` lease expiry), for a claim made without the limits row's lock. When
    * round 1 alone fills the claim (at least `$3` due walked groups with a free slot, no rate limit, the type's
    * concurrency not in the way: the common case when the limits are far from reached), it claims each of the
-   * first `$3` such groups' oldest row, the very row the walk landed on, by its id (one index descent per job,
-   * where a separate pass probes each group again), fenced by the limits row's version as `claim` is. A group
+   * first `$3` such groups' oldest row, the very row the walk landed on, by its place (`ctid`, checked against
+   * its id: a TID scan, no index descent, where a separate pass probes each group again and a lookup by id
+   * descends the primary key), fenced by the limits row's version as `claim` is. A row updated since the walk's
+   * snapshot has moved and is not taken there. A group
    * whose row that was is no longer claimable, or waits behind its unique key's running job, or is locked, is
    * probed as `claim` probes it, for its oldest row that can be taken: the same jobs as a pass of `claim`. Returns
    * rows as arrays (no object per row, as the plain claim's): the claimed rows in the columns `claimedFromArray`
@@ -147,13 +149,13 @@ export class PostgresGroupClaim {
     // row: one probe gives the next group after `after`, its oldest run_at and (with `id`) that row (GROUPED_READY:
     // only that index can serve it).
     const walk = (id: boolean) => {
-      const cols = id ? "k, t, id" : "k, t";
+      const cols = id ? "k, t, id, c" : "k, t";
       const next = (after: string, extra = "") =>
-        `SELECT group_key AS k, run_at AS t${id ? ", id" : ""} FROM ${jobs} WHERE namespace = $1 AND job_type = $2 AND ${GROUPED_READY} AND group_key > ${after}${extra} ORDER BY group_key, run_at LIMIT 1`;
+        `SELECT group_key AS k, run_at AS t${id ? ", id, ctid AS c" : ""} FROM ${jobs} WHERE namespace = $1 AND job_type = $2 AND ${GROUPED_READY} AND group_key > ${after}${extra} ORDER BY group_key, run_at LIMIT 1`;
       // A walk's first group: the ungrouped group ('', which `> ''` passes by) when `ungroupedFirst` holds and it has
       // ready rows, else the next after `after`.
       const first = (after: string, ungroupedFirst: string, extra = "") =>
-        `(SELECT * FROM ((SELECT group_key AS k, run_at AS t${id ? ", id" : ""} FROM ${jobs}
+        `(SELECT * FROM ((SELECT group_key AS k, run_at AS t${id ? ", id, ctid AS c" : ""} FROM ${jobs}
     WHERE namespace = $1 AND job_type = $2 AND ${GROUPED_READY} AND group_key = '' AND ${ungroupedFirst}${extra} ORDER BY run_at LIMIT 1)
     UNION ALL (${next(after, extra)})) a LIMIT 1)`;
       return `WITH RECURSIVE lim AS (
@@ -169,13 +171,13 @@ export class PostgresGroupClaim {
 ), g1 AS (
   ${first("coalesce((SELECT group_cursor FROM lim), '')", "(SELECT group_cursor FROM lim) IS NULL")}
   UNION ALL
-  SELECT ${id ? "x.k, x.t, x.id" : "x.k, x.t"} FROM g1 CROSS JOIN LATERAL (${next("g1.k")}) x
+  SELECT ${id ? "x.k, x.t, x.id, x.c" : "x.k, x.t"} FROM g1 CROSS JOIN LATERAL (${next("g1.k")}) x
 ), w1 AS (
   SELECT ${cols} FROM g1 LIMIT (SELECT n FROM cap)
 ), g2 AS (
   ${first("''", "TRUE", " AND (SELECT group_cursor FROM lim) IS NOT NULL AND (SELECT count(*) FROM w1) < (SELECT n FROM cap)")}
   UNION ALL
-  SELECT ${id ? "x.k, x.t, x.id" : "x.k, x.t"} FROM g2 CROSS JOIN LATERAL (${next("g2.k")}) x WHERE g2.k < (SELECT group_cursor FROM lim)
+  SELECT ${id ? "x.k, x.t, x.id, x.c" : "x.k, x.t"} FROM g2 CROSS JOIN LATERAL (${next("g2.k")}) x WHERE g2.k < (SELECT group_cursor FROM lim)
 ), w2 AS (
   SELECT ${cols} FROM g2 WHERE k <= (SELECT group_cursor FROM lim) LIMIT greatest(0, (SELECT n FROM cap) - (SELECT count(*) FROM w1))
 ), walked AS (
@@ -239,7 +241,7 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FROM bump
     this.readAndClaim = statement(`${walk(true)}, busy AS (
   SELECT jsonb_object_agg(coalesce(group_key, ''), n) AS m FROM running
 ), pick AS (
-  SELECT w.k, CASE WHEN w.k <> '' THEN w.id END AS id, w.o FROM walked w
+  SELECT w.k, CASE WHEN w.k <> '' THEN w.id END AS id, w.c, w.o FROM walked w
   WHERE w.t <= $4 AND coalesce(((SELECT m FROM busy) ->> w.k)::int, 0) < (SELECT group_concurrency FROM lim)
   ORDER BY w.o, w.k LIMIT $3
 ), go AS (
@@ -251,8 +253,8 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FROM bump
   RETURNING ctid::text AS v
 ), took AS (
   SELECT p.k, w.id, w.stage, w.topic, w.partition_no
-  FROM (SELECT k, id FROM pick WHERE EXISTS (SELECT 1 FROM bump)) p LEFT JOIN LATERAL (
-    SELECT id, stage, topic, partition_no, group_key, run_at, job_type, unique_key, unique_slot FROM ${jobs} WHERE id = p.id
+  FROM (SELECT k, id, c FROM pick WHERE EXISTS (SELECT 1 FROM bump)) p LEFT JOIN LATERAL (
+    SELECT id, stage, topic, partition_no, group_key, run_at, job_type, unique_key, unique_slot FROM ${jobs} WHERE ctid = p.c AND id = p.id
     LIMIT 1 FOR UPDATE SKIP LOCKED
   ) w ON ${GROUPED_READY} AND w.run_at <= $4 AND ${uniqueFree}
 ), ready AS (
