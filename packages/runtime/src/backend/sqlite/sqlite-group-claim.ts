@@ -4,10 +4,12 @@
  * writer: the counts and the claim cannot interleave with another
  * server's). The same design as PostgreSQL's (postgres-group-claim.ts): a
  * skip scan of the type's distinct ready groups through
- * `later_jobs_ready_group` (only claimable rows that carry a group; two
- * index probes per group, whatever its backlog), from the type's cursor on;
- * the running jobs per group through `later_jobs_running`; each group's
- * share (`GroupRounds`) claimed oldest first by one probe of the group
+ * `later_jobs_ready_group` (only claimable rows that carry a group; one
+ * index probe per group, whatever its backlog), from the type's cursor on;
+ * the running jobs per group through `later_jobs_running`; when the walk
+ * from the cursor on fills the claim with one job per group, the walk and
+ * the claim are one statement ({@link CLAIM_FIRST_PASS}); else each group's
+ * share (`GroupRounds`) is claimed oldest first by one probe of the group
  * index, read apart, then all the groups of a pass claimed by one UPDATE. The type's jobs with no group are one group of
  * their own, stored with the key `''` (shared/ungrouped-group.ts): a walk from the start reaches it first, and its
  * share is read in (priority, run_at) order through `later_jobs_ready_ungrouped`. A row stored with no group at all
