@@ -231,18 +231,19 @@ SELECT ${claimedColumns}, NULL AS v FROM claimed
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FROM bump)`);
     // Round 1 (GroupRounds): a slot each to the walked groups that are due and below their limit, in walk order
-    // (`busy`: the running counts as one jsonb object, read by key; a join of the two CTEs, each estimated at one
-    // row, would be planned as a nested loop, hundreds of walked groups times hundreds of running groups).
+    // (`at_limit`: the groups at their limit as one array, usually empty; a join of the walk and the running counts,
+    // each estimated at one row, would be planned as a nested loop, hundreds of walked groups times hundreds of
+    // running groups; and the counts as one jsonb object read by key cost a lookup per walked group).
     // It fills the claim only if there are `$3` of them; then the type's concurrency, when set, must leave `$3`
     // slots (its running jobs are those counted per group; not counted when the namespace's running jobs from the
     // stage counters plus `$3` stay within the limits, and then it does), and a rate limit sends the claim to the
     // locked transaction.
     const first = claimedSet("$4::bigint", "$5", "$6");
-    this.readAndClaim = statement(`${walk(true)}, busy AS (
-  SELECT jsonb_object_agg(coalesce(group_key, ''), n) AS m FROM running
+    this.readAndClaim = statement(`${walk(true)}, at_limit AS (
+  SELECT coalesce(array_agg(coalesce(r.group_key, '')), '{}') AS keys FROM running r, lim WHERE r.n >= lim.group_concurrency
 ), pick AS (
   SELECT w.k, CASE WHEN w.k <> '' THEN w.id END AS id, w.c, w.o FROM walked w
-  WHERE w.t <= $4 AND coalesce(((SELECT m FROM busy) ->> w.k)::int, 0) < (SELECT group_concurrency FROM lim)
+  WHERE w.t <= $4 AND w.k <> ALL ((SELECT keys FROM at_limit)::text[])
   ORDER BY w.o, w.k LIMIT $3
 ), go AS (
   SELECT 1 FROM lim WHERE lim.rate_max IS NULL AND (SELECT count(*) FROM pick) = $3
