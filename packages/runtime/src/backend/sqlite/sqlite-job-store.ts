@@ -9,17 +9,17 @@
  * recurring stores reuse them inside their transactions. Every statement
  * that changes a stage adds its moves to the stage counters in the same
  * transaction ({@link SqliteStageCounters}). The stuck-job and ready-count
- * reads are written once for both dialects (`shared/job-statements.ts`).
+ * reads are written once for both dialects (`shared/job-statements.ts`);
+ * the finish is sqlite-finish-rows.ts, the claim sqlite-ready-claim.ts, the
+ * insert sqlite-row-insert.ts.
  */
-import { parentFailedReason } from "../../core/continuation-stage.js";
 import type { JobStage } from "../../core/job-stage.js";
 import type * as B from "../backend.js";
 import { mergeFinishResults, splitByRetention } from "../shared/finish-retention.js";
-import { cancelledClaims, renewedClaims, type Row } from "../shared/job-rows.js";
+import { cancelledClaims, renewedClaims } from "../shared/job-rows.js";
 import { PROGRESS_SET, READY_COUNT, STUCK_JOBS } from "../shared/job-statements.js";
 import { type RunStatement, sqliteCompiler } from "../shared/shared-statement.js";
 import { insertIntoCallerTransaction } from "./sqlite-caller-insert.js";
-import { FAN_IN_SQL, releaseFanInChildren } from "./sqlite-fan-in.js";
 import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
 import { SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
 import { insertUniqueRow, insertUniqueRows } from "./sqlite-unique-insert.js";
@@ -27,29 +27,9 @@ import { SqliteReadyClaim } from "./sqlite-ready-claim.js";
 import { RowPlaces } from "./sqlite-row-places.js";
 import { SqliteRowInsert } from "./sqlite-row-insert.js";
 import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
+import { SqliteFinishRows } from "./sqlite-finish-rows.js";
 import { withUngroupedKey } from "../shared/ungrouped-group.js";
 import { adoptUngrouped, groupLimitedTypes, setLimits } from "./sqlite-limits.js";
-
-// The hot statements, built once: the statement cache is keyed by the text, and a text rebuilt per
-// call would be hashed again per call.
-
-/** A batch of successes, each row matched on its claim (id, attempt). */
-const SUCCEED_BATCH = `UPDATE later_jobs SET ${T.succeed.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?,
-             ${T.succeed.history}, unique_slot = NULL, result = ? ->> id
-           WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
-             AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
-             AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
-           RETURNING id, attempt, topic, partition_no, unique_key, waiters`;
-
-/**
- * J11: the successes of a batch whose job types have `successMs: 0`, deleted instead of updated: the same
- * claim fence as the success UPDATE of {@link SqliteJobStore.finishRows}, and the same rows returned.
- */
-const DISCARD_SUCCESSES = `DELETE FROM later_jobs
-  WHERE +namespace = ? AND +stage = 'running' AND coalesce(lease_expires_at, 0) < ?
-    AND id IN (SELECT json_extract(value, '$[0]') FROM json_each(?))
-    AND (id, attempt) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
-  RETURNING id, attempt, topic, partition_no, unique_key, waiters`;
 
 export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
   /** The stage counters, written by every statement here that changes a stage. */
@@ -61,10 +41,14 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
   /** The insert of new rows, inside a caller's transaction. */
   private readonly rows: SqliteRowInsert;
 
+  /** The writes of finished attempts and what they release or fail, inside a caller's transaction. */
+  private readonly finishes: SqliteFinishRows;
+
   constructor(private readonly host: SqliteHost) {
     this.counters = new SqliteStageCounters(host);
     this.ready = new SqliteReadyClaim(host, this.counters);
     this.rows = new SqliteRowInsert(host, this.counters);
+    this.finishes = new SqliteFinishRows(host, this.counters);
   }
 
   /**
@@ -184,128 +168,11 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
   }
 
   /**
-   * The body of {@link finishMany}, inside the caller's `immediate` transaction (partition heads reuse it).
-   * `discard` (J11, `successMs: 0`): the successes' rows are deleted instead of updated, each counted as its
-   * move into `success` and its removal, their ids handed to this connection's commit listeners (`waitFor`).
+   * The body of {@link finishMany}, inside the caller's `immediate` transaction (partition heads reuse it); see
+   * {@link SqliteFinishRows.finishRows}.
    */
   finishRows(params: B.JobFinishManyParams, discard = false): B.JobFinishManyResult {
-    const ns = this.namespace;
-    const guard = params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER;
-    const expires = params.now + params.retentionMs;
-    const deltas = new StageDeltas();
-    {
-      const applied: B.ClaimKey[] = [];
-      const succeeded: string[] = [];
-      /** Succeeded parents of fan-in children (X5): on SQLite only a fan-in insert marks `waiters`. */
-      const marked: string[] = [];
-      const failed: { id: string; error: string }[] = [];
-      let freed = 0;
-      // Successes, the hot path: one statement for the whole batch, each row
-      // matched on its claim (id, attempt) through the primary key (the unary
-      // `+` keeps the planner off the running index, which it would scan).
-      const successes = params.finishes.filter((f) => f.outcome.kind === "success");
-      if (successes.length > 0) {
-        const claimsJson = JSON.stringify(successes.map((f) => [f.id, f.attempt]));
-        // X6: the results of the jobs that returned one, as an object of JSON texts by id (null, the usual
-        // case, when none did: the column is then set null at the cost of one null test per row).
-        let results: Record<string, string> | null = null;
-        for (const f of successes) {
-          const result = (f.outcome as { result?: string }).result;
-          if (result !== undefined) (results ??= {})[f.id] = result;
-        }
-        // The success UPDATE's text is the one batches without per-type retention have always used.
-        const rows = discard
-          ? this.conn().all(DISCARD_SUCCESSES, ns, guard, claimsJson, claimsJson)
-          : this.conn().all(
-              SUCCEED_BATCH,
-              params.now,
-              expires,
-              params.now,
-              results === null ? null : JSON.stringify(results),
-              ns,
-              guard,
-              claimsJson,
-              claimsJson,
-            );
-        for (const r of rows) {
-          applied.push({ id: String(r.id), attempt: Number(r.attempt) });
-          succeeded.push(String(r.id));
-          if (r.unique_key !== null) freed++;
-          if (Number(r.waiters) > 0) marked.push(String(r.id));
-        }
-        T.succeed.count(deltas, rows, "running", "success");
-        if (discard) {
-          T.discard.count(deltas, rows, "success", null);
-          this.conn().noteDiscarded(succeeded);
-        }
-      }
-      for (const f of params.finishes) {
-        const o = f.outcome;
-        if (o.kind === "success") continue;
-        const where = `WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? AND coalesce(lease_expires_at, 0) < ? RETURNING topic, partition_no, unique_key`;
-        let row: Row | undefined;
-        // A PermanentJobError's entry carries the note `permanent` (docs/semantics.md J3); others stay two elements.
-        const t = o.kind === "retry" ? T.requeue : o.permanent ? T.failPermanent : T.fail;
-        if (o.kind === "retry") {
-          row = this.conn().get(
-            `UPDATE later_jobs SET ${t.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
-               ${t.history} ${where}`,
-            params.now,
-            o.runAt,
-            o.error,
-            params.now,
-            f.id,
-            ns,
-            f.attempt,
-            guard,
-          );
-        } else {
-          row = this.conn().get(
-            `UPDATE later_jobs SET ${t.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
-               ${t.history}, unique_slot = NULL ${where}`,
-            params.now,
-            expires,
-            o.error,
-            params.now,
-            f.id,
-            ns,
-            f.attempt,
-            guard,
-          );
-          if (row) failed.push({ id: f.id, error: o.error });
-          if (row && row.unique_key !== null) freed++;
-        }
-        if (row) {
-          applied.push({ id: f.id, attempt: f.attempt });
-          t.count(deltas, [row], "running", o.kind === "retry" ? "requeued" : "failed");
-        }
-      }
-      let released = 0;
-      if (succeeded.length > 0) {
-        // A continuation with a delay still to run goes to `delayed` (its run_at kept), else to `enqueued` now.
-        const rows = this.conn().all(
-          `UPDATE later_jobs SET ${T.releaseChild.stage}, run_at = max(run_at, ?), updated_at = ?,
-             ${T.releaseChild.history}
-           WHERE parent_id IN (SELECT value FROM json_each(?)) AND namespace = ? AND stage = 'waiting' RETURNING stage`,
-          params.now,
-          params.now,
-          params.now,
-          params.now,
-          params.now,
-          JSON.stringify(succeeded),
-          ns,
-        );
-        released = rows.length;
-        const delayed = rows.filter((r) => r.stage === "delayed").length;
-        // all unfinished: no partition depth changes
-        T.releaseChild.countMany(deltas, "waiting", "enqueued", released - delayed);
-        T.releaseChild.countMany(deltas, "waiting", "delayed", delayed);
-      }
-      if (marked.length > 0) released += releaseFanInChildren(this.conn(), ns, marked, params.now, deltas);
-      this.counters.write(deltas);
-      this.failWaitingChildren(failed, params.now, expires);
-      return freed > 0 ? { applied, released, freed } : { applied, released };
-    }
+    return this.finishes.finishRows(params, discard);
   }
 
   /** One indexed read (`markAwaited` does not apply: waiters wake on every commit). */
@@ -324,37 +191,9 @@ export class SqliteJobStore implements B.JobStore<B.SqliteTransaction> {
     }));
   }
 
-  /**
-   * A final failure fails the waiting continuations, down the whole chain
-   * (inside the caller's transaction): single-parent children by
-   * `parent_id`, fan-in children (X5) through `later_job_parents`
-   * (`FAN_IN_SQL.failChildren`). Hook for cancel (X3): a cancelled parent
-   * must cancel its waiting fan-in children the same way.
-   */
+  /** Fails the waiting continuations of `failed`, down the whole chain, inside the caller's transaction; see {@link SqliteFinishRows.failWaitingChildren}. */
   failWaitingChildren(failed: { id: string; error: string }[], now: number, expires: number): void {
-    const deltas = new StageDeltas();
-    while (failed.length > 0) {
-      const parent = failed.pop()!;
-      const reason = parentFailedReason(parent.id, parent.error);
-      const children = this.conn().all(
-        `UPDATE later_jobs SET ${T.failChild.stage}, updated_at = ?, expires_at = ?, last_error = ?, ${T.failChild.history},
-           unique_slot = NULL
-         WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id, topic, partition_no`,
-        now,
-        expires,
-        reason,
-        now,
-        parent.id,
-        this.namespace,
-      );
-      for (const c of children) failed.push({ id: String(c.id), error: reason });
-      T.failChild.count(deltas, children, "waiting", "failed");
-      // Fan-in children of this parent (X5): the first parent to fail for good gives the reason.
-      const fanIn = this.conn().all(FAN_IN_SQL.failChildren, now, expires, reason, now, this.namespace, this.namespace, parent.id);
-      for (const c of fanIn) failed.push({ id: String(c.id), error: reason });
-      T.failChild.count(deltas, fanIn, "waiting", "failed");
-    }
-    this.counters.write(deltas);
+    this.finishes.failWaitingChildren(failed, now, expires);
   }
 
   /** Puts claims back to their earlier stage (attempt undone), in one `immediate` transaction. */
