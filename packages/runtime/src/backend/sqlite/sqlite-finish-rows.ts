@@ -10,7 +10,7 @@
 import { parentFailedReason } from "../../core/continuation-stage.js";
 import type * as B from "../backend.js";
 import type { Row } from "../shared/job-rows.js";
-import type { SqliteConnection, SqliteHost } from "./sqlite-connection.js";
+import type { SqliteHost } from "./sqlite-connection.js";
 import { FAN_IN_SQL, releaseFanInChildren } from "./sqlite-fan-in.js";
 import { type SqliteStageCounters, StageDeltas } from "./sqlite-stage-counters.js";
 import { SQLITE_TRANSITIONS as T } from "./sqlite-transition.js";
@@ -42,21 +42,13 @@ export class SqliteFinishRows {
     private readonly counters: SqliteStageCounters,
   ) {}
 
-  private get namespace(): string {
-    return this.host.namespace;
-  }
-
-  private conn(): SqliteConnection {
-    return this.host.conn();
-  }
-
   /**
    * The body of `JobStore.finishMany`, inside the caller's `immediate` transaction (partition heads reuse it).
    * `discard` (J11, `successMs: 0`): the successes' rows are deleted instead of updated, each counted as its
    * move into `success` and its removal, their ids handed to this connection's commit listeners (`waitFor`).
    */
   finishRows(params: B.JobFinishManyParams, discard = false): B.JobFinishManyResult {
-    const ns = this.namespace;
+    const ns = this.host.namespace;
     const guard = params.leaseExpiredBefore ?? Number.MAX_SAFE_INTEGER;
     const expires = params.now + params.retentionMs;
     const deltas = new StageDeltas();
@@ -82,18 +74,10 @@ export class SqliteFinishRows {
         }
         // The success UPDATE's text is the one batches without per-type retention have always used.
         const rows = discard
-          ? this.conn().all(DISCARD_SUCCESSES, ns, guard, claimsJson, claimsJson)
-          : this.conn().all(
-              SUCCEED_BATCH,
-              params.now,
-              expires,
-              params.now,
-              results === null ? null : JSON.stringify(results),
-              ns,
-              guard,
-              claimsJson,
-              claimsJson,
-            );
+          ? this.host.conn().all(DISCARD_SUCCESSES, ns, guard, claimsJson, claimsJson)
+          : this.host
+              .conn()
+              .all(SUCCEED_BATCH, params.now, expires, params.now, results === null ? null : JSON.stringify(results), ns, guard, claimsJson, claimsJson);
         for (const r of rows) {
           applied.push({ id: String(r.id), attempt: Number(r.attempt) });
           succeeded.push(String(r.id));
@@ -103,7 +87,7 @@ export class SqliteFinishRows {
         T.succeed.count(deltas, rows, "running", "success");
         if (discard) {
           T.discard.count(deltas, rows, "success", null);
-          this.conn().noteDiscarded(succeeded);
+          this.host.conn().noteDiscarded(succeeded);
         }
       }
       for (const f of params.finishes) {
@@ -114,7 +98,7 @@ export class SqliteFinishRows {
         // A PermanentJobError's entry carries the note `permanent` (docs/semantics.md J3); others stay two elements.
         const t = o.kind === "retry" ? T.requeue : o.permanent ? T.failPermanent : T.fail;
         if (o.kind === "retry") {
-          row = this.conn().get(
+          row = this.host.conn().get(
             `UPDATE later_jobs SET ${t.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
                ${t.history} ${where}`,
             params.now,
@@ -127,7 +111,7 @@ export class SqliteFinishRows {
             guard,
           );
         } else {
-          row = this.conn().get(
+          row = this.host.conn().get(
             `UPDATE later_jobs SET ${t.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
                ${t.history}, unique_slot = NULL ${where}`,
             params.now,
@@ -150,7 +134,7 @@ export class SqliteFinishRows {
       let released = 0;
       if (succeeded.length > 0) {
         // A continuation with a delay still to run goes to `delayed` (its run_at kept), else to `enqueued` now.
-        const rows = this.conn().all(
+        const rows = this.host.conn().all(
           `UPDATE later_jobs SET ${T.releaseChild.stage}, run_at = max(run_at, ?), updated_at = ?,
              ${T.releaseChild.history}
            WHERE parent_id IN (SELECT value FROM json_each(?)) AND namespace = ? AND stage = 'waiting' RETURNING stage`,
@@ -168,7 +152,7 @@ export class SqliteFinishRows {
         T.releaseChild.countMany(deltas, "waiting", "enqueued", released - delayed);
         T.releaseChild.countMany(deltas, "waiting", "delayed", delayed);
       }
-      if (marked.length > 0) released += releaseFanInChildren(this.conn(), ns, marked, params.now, deltas);
+      if (marked.length > 0) released += releaseFanInChildren(this.host.conn(), ns, marked, params.now, deltas);
       this.counters.write(deltas);
       this.failWaitingChildren(failed, params.now, expires);
       return freed > 0 ? { applied, released, freed } : { applied, released };
@@ -187,7 +171,7 @@ export class SqliteFinishRows {
     while (failed.length > 0) {
       const parent = failed.pop()!;
       const reason = parentFailedReason(parent.id, parent.error);
-      const children = this.conn().all(
+      const children = this.host.conn().all(
         `UPDATE later_jobs SET ${T.failChild.stage}, updated_at = ?, expires_at = ?, last_error = ?, ${T.failChild.history},
            unique_slot = NULL
          WHERE parent_id = ? AND namespace = ? AND stage = 'waiting' RETURNING id, topic, partition_no`,
@@ -196,12 +180,12 @@ export class SqliteFinishRows {
         reason,
         now,
         parent.id,
-        this.namespace,
+        this.host.namespace,
       );
       for (const c of children) failed.push({ id: String(c.id), error: reason });
       T.failChild.count(deltas, children, "waiting", "failed");
       // Fan-in children of this parent (X5): the first parent to fail for good gives the reason.
-      const fanIn = this.conn().all(FAN_IN_SQL.failChildren, now, expires, reason, now, this.namespace, this.namespace, parent.id);
+      const fanIn = this.host.conn().all(FAN_IN_SQL.failChildren, now, expires, reason, now, this.host.namespace, this.host.namespace, parent.id);
       for (const c of fanIn) failed.push({ id: String(c.id), error: reason });
       T.failChild.count(deltas, fanIn, "waiting", "failed");
     }
