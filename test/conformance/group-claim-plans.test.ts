@@ -86,6 +86,41 @@ describe("the group claim's reads (X9)", () => {
     }
   });
 
+  // A claim from the cursor on that one job per group fills, no group at its limit: SQLite walks and claims in one
+  // statement. It takes the next groups in key order, and it reads through the group index (a rowid read per
+  // group), never a scan of the jobs table.
+  it("SQLite: a claim that one job per group fills from the cursor on is one statement through later_jobs_ready_group (no ANALYZE)", async () => {
+    const { backend, database, seen } = await recordedSqlite(cleanups);
+    const groups = Array.from({ length: 40 }, (_, g) => `g${String(g).padStart(2, "0")}`);
+    const jobs = groups.flatMap((group, g) =>
+      [0, 1, 2].map((k) => ({ id: newJobId(NOW + g * 3 + k), jobType: "t", payload: "{}", runAt: NOW - 1_000 + k, retryPolicy: null, group })),
+    );
+    await backend.jobs.insertMany({ jobs, now: NOW });
+    await backend.jobs.limitsSet({ jobTypes: ["t"], limits: [{ jobType: "t", concurrency: null, rateLimit: null, groupConcurrency: 5 }], now: NOW });
+    const groupOf = new Map(jobs.map((j) => [j.id, j.group]));
+    const claim = async (limit: number) =>
+      (await backend.jobs.claimReady({ owner: "w1", limit, now: NOW, leaseExpiresAt: NOW + 60_000, jobTypes: [], limitedTypes: ["t"] })).jobs;
+    expect((await claim(5)).map((j) => groupOf.get(j.id))).toEqual(groups.slice(0, 5)); // from the start: the cursor is g04
+    seen.length = 0;
+    const second = await claim(10);
+    // The oldest job of each of the next ten groups.
+    expect(second.map((j) => j.id).sort()).toEqual(
+      jobs
+        .filter((_, i) => i % 3 === 0 && i >= 15 && i < 45)
+        .map((j) => j.id)
+        .sort(),
+    );
+    const statements = seen.filter((t) => /\bpicks AS MATERIALIZED\b/.test(t));
+    expect(statements).toHaveLength(1);
+    expect(seen.filter((t) => /^WITH RECURSIVE g\b/.test(t) && !/\bpicks\b/.test(t))).toEqual([]); // no second walk
+    const plan = database
+      .prepare(`EXPLAIN QUERY PLAN ${statements[0]}`)
+      .all()
+      .map((r) => String((r as { detail: string }).detail));
+    expect(plan.some((d) => /USING (COVERING )?INDEX later_jobs_ready_group\b/.test(d))).toBe(true);
+    expect(plan.filter((d) => /^SCAN later_jobs\b/.test(d))).toEqual([]);
+  });
+
   it.skipIf(url === null)("PostgreSQL: index scans of later_jobs_ready_group, generic and custom plans, on a never-analyzed table", async () => {
     const { backend, url: dbUrl, table, seen } = await recordedPostgres(cleanups);
     await fill(backend);

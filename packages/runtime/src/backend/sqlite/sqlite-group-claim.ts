@@ -126,7 +126,7 @@ const WRITE_CURSOR = "UPDATE later_limits SET group_cursor = ? WHERE namespace =
 
 /**
  * The first pass in one statement, when it alone fills the claim from the cursor on: the usual claim while more
- * groups are ready than it takes. {@link WALK} after the cursor, and the first `want` walked groups with a job to
+ * groups are ready than it takes and none is at its limit (`claimGroups` runs it only then). {@link WALK} after the cursor, and the first `want` walked groups with a job to
  * give and a free slot, one job each, claimed by id; nothing when fewer than `want` (a lap's end, few groups
  * due, groups at their limit: the passes of `claimGroups` then decide). Binds {@link WALK}'s ns, type, after,
  * ns, type, rows, now, ns, type, now, then the groups at their limit (JSON), want, the claim's owner, lease
@@ -174,8 +174,11 @@ export function claimGroups(
   }
   const cap = groupWalkCap(want, running, row.groupConcurrency!);
   const set = [lease.owner, lease.leaseExpiresAt, lease.now, lease.now];
-  if (row.groupCursor !== null) {
-    const full = [...running].filter(([key, n]) => key !== null && n >= row.groupConcurrency!).map(([key]) => key);
+  // The first pass in one statement while no group is at its limit (the usual claim while the limits are far from
+  // reached). With groups at their limit the walk is longer by as many, and when that claim comes back short the
+  // passes below walk again: they decide alone. (The statement would pass over such groups all the same.)
+  const full = [...running].filter(([key, n]) => key !== null && n >= row.groupConcurrency!).map(([key]) => key);
+  if (row.groupCursor !== null && full.length === 0) {
     const walk = [namespace, type, row.groupCursor, namespace, type, cap + 1, lease.now, namespace, type, lease.now];
     const claimed = c.all(CLAIM_FIRST_PASS, ...walk, JSON.stringify(full), want, ...set, want);
     if (claimed.length > 0) {
