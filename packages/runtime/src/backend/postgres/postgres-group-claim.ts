@@ -166,8 +166,10 @@ export class PostgresGroupClaim {
   SELECT nullif(group_key, '') AS group_key, count(*)::int AS n FROM ${jobs} WHERE namespace = $1 AND stage = 'running' AND topic IS NULL AND job_type = $2
     AND NOT EXISTS (SELECT 1 FROM lim, total WHERE total.n + $3::int <= lim.group_concurrency AND (lim.concurrency IS NULL OR total.n + $3::int <= lim.concurrency))
   GROUP BY 1
+), at_limit AS (
+  SELECT coalesce(array_agg(coalesce(r.group_key, '')), '{}') AS keys FROM running r, lim WHERE r.n >= lim.group_concurrency
 ), cap AS (
-  SELECT $3::int + 16 + (SELECT count(*) FROM running r, lim WHERE r.n >= lim.group_concurrency)::int AS n
+  SELECT $3::int + 16 + cardinality((SELECT keys FROM at_limit)) AS n
 ), g1 AS (
   ${first("coalesce((SELECT group_cursor FROM lim), '')", "(SELECT group_cursor FROM lim) IS NULL")}
   UNION ALL
@@ -239,9 +241,7 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FROM bump
     // stage counters plus `$3` stay within the limits, and then it does), and a rate limit sends the claim to the
     // locked transaction.
     const first = claimedSet("$4::bigint", "$5", "$6");
-    this.readAndClaim = statement(`${walk(true)}, at_limit AS (
-  SELECT coalesce(array_agg(coalesce(r.group_key, '')), '{}') AS keys FROM running r, lim WHERE r.n >= lim.group_concurrency
-), pick AS (
+    this.readAndClaim = statement(`${walk(true)}, pick AS (
   SELECT w.k, CASE WHEN w.k <> '' THEN w.id END AS id, w.c, w.o FROM walked w
   WHERE w.t <= $4 AND w.k <> ALL ((SELECT keys FROM at_limit)::text[])
   ORDER BY w.o, w.k LIMIT $3
@@ -302,12 +302,7 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FRO
     const [v, tried, lim, running, walked] = rows.splice(at, 1)[0]!.slice(10);
     const read = groupRead({ lim, running, walked });
     if (v === null || v === undefined) return tried === true ? null : { read, first: null };
-    const groups = new Map<string | null, number>();
-    for (const r of rows) {
-      const key = r[9] === null ? null : String(r[9]);
-      groups.set(key, (groups.get(key) ?? 0) + 1);
-    }
-    return { read, first: { jobs: rows.map(claimedFromArray), groups, version: String(v) } };
+    return { read, first: { jobs: rows.map(claimedFromArray), groups: countByGroup(rows.map((r) => r[9])), version: String(v) } };
   }
 
   /**
@@ -356,7 +351,7 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FRO
       if (fenced) version = String(marker.v);
       if (served !== null) cursor = served;
       jobs.push(...rows.map(claimedJob));
-      rounds.took(countByGroup(rows));
+      rounds.took(countByGroup(rows.map((r) => r.group_key)));
     }
     return { jobs, nextRunAt };
   }

@@ -145,11 +145,11 @@ export class GroupRounds {
   }
 }
 
-/** Jobs taken per group key (`group_key` of each claimed row; null: ungrouped). */
-export function countByGroup(rows: readonly Record<string, unknown>[]): Map<string | null, number> {
+/** How many of `keys` (the `group_key` of each claimed or running row; null: ungrouped) each group has. */
+export function countByGroup(keys: Iterable<unknown>): Map<string | null, number> {
   const got = new Map<string | null, number>();
-  for (const r of rows) {
-    const key = r.group_key === null || r.group_key === undefined ? null : String(r.group_key);
+  for (const k of keys) {
+    const key = k === null || k === undefined ? null : String(k);
     got.set(key, (got.get(key) ?? 0) + 1);
   }
   return got;

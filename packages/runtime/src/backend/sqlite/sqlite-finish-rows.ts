@@ -94,41 +94,29 @@ export class SqliteFinishRows {
         const o = f.outcome;
         if (o.kind === "success") continue;
         const where = `WHERE id = ? AND namespace = ? AND stage = 'running' AND attempt = ? AND coalesce(lease_expires_at, 0) < ? RETURNING topic, partition_no, unique_key`;
-        let row: Row | undefined;
         // A PermanentJobError's entry carries the note `permanent` (docs/semantics.md J3); others stay two elements.
-        const t = o.kind === "retry" ? T.requeue : o.permanent ? T.failPermanent : T.fail;
-        if (o.kind === "retry") {
-          row = this.host.conn().get(
-            `UPDATE later_jobs SET ${t.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, run_at = ?, last_error = ?,
-               ${t.history} ${where}`,
-            params.now,
-            o.runAt,
-            o.error,
-            params.now,
-            f.id,
-            ns,
-            f.attempt,
-            guard,
-          );
-        } else {
-          row = this.host.conn().get(
-            `UPDATE later_jobs SET ${t.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?, last_error = ?,
-               ${t.history}, unique_slot = NULL ${where}`,
-            params.now,
-            expires,
-            o.error,
-            params.now,
-            f.id,
-            ns,
-            f.attempt,
-            guard,
-          );
-          if (row) failed.push({ id: f.id, error: o.error });
-          if (row && row.unique_key !== null) freed++;
+        const retry = o.kind === "retry";
+        const t = retry ? T.requeue : o.permanent ? T.failPermanent : T.fail;
+        // A retry is due again at its run_at; a final failure expires, and frees its unique key's slot.
+        const row: Row | undefined = this.host.conn().get(
+          `UPDATE later_jobs SET ${t.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, ${retry ? "run_at" : "expires_at"} = ?,
+             last_error = ?, ${t.history}${retry ? "" : ", unique_slot = NULL"} ${where}`,
+          params.now,
+          retry ? o.runAt : expires,
+          o.error,
+          params.now,
+          f.id,
+          ns,
+          f.attempt,
+          guard,
+        );
+        if (row && !retry) {
+          failed.push({ id: f.id, error: o.error });
+          if (row.unique_key !== null) freed++;
         }
         if (row) {
           applied.push({ id: f.id, attempt: f.attempt });
-          t.count(deltas, [row], "running", o.kind === "retry" ? "requeued" : "failed");
+          t.count(deltas, [row], "running", retry ? "requeued" : "failed");
         }
       }
       let released = 0;

@@ -126,16 +126,16 @@ const WRITE_CURSOR = "UPDATE later_limits SET group_cursor = ? WHERE namespace =
 
 /**
  * The first pass in one statement, when it alone fills the claim from the cursor on: the usual claim while more
- * groups are ready than it takes and none is at its limit (`claimGroups` runs it only then). {@link WALK} after the cursor, and the first `want` walked groups with a job to
- * give and a free slot, one job each, claimed by id; nothing when fewer than `want` (a lap's end, few groups
- * due, groups at their limit: the passes of `claimGroups` then decide). Binds {@link WALK}'s ns, type, after,
- * ns, type, rows, now, ns, type, now, then the groups at their limit (JSON), want, the claim's owner, lease
- * expiry, now, now, and want. (The walk's groups and their ids handed to the claim and back, dealt in
- * between, cost about 1.5 µs a job more, 20,000 jobs over 1,000 groups.)
+ * groups are ready than it takes and none is at its limit (`claimGroups` runs it only then, so every walked
+ * group has a free slot). {@link WALK} after the cursor, and the first `want` walked groups with a job to give,
+ * one job each, claimed by id; nothing when fewer than `want` (a lap's end, few groups due: the passes of
+ * `claimGroups` then decide). Binds {@link WALK}'s ns, type, after, ns, type, rows, now, ns, type, now, then
+ * want, the claim's owner, lease expiry, now, now, and want. (The walk's groups and their ids handed to the
+ * claim and back, dealt in between, cost about 1.5 µs a job more, 20,000 jobs over 1,000 groups.)
  */
 const CLAIM_FIRST_PASS = `${walkCte()}, picks AS MATERIALIZED (
-  SELECT id FROM (SELECT o.group_key AS k, ${walkedId()} AS id, g.n AS n FROM g JOIN later_jobs o ON o.rowid = g.r)
-  WHERE id IS NOT NULL AND k NOT IN (SELECT value FROM json_each(?)) ORDER BY n LIMIT ? + 0
+  SELECT id FROM (SELECT ${walkedId()} AS id, g.n AS n FROM g JOIN later_jobs o ON o.rowid = g.r)
+  WHERE id IS NOT NULL ORDER BY n LIMIT ? + 0
 )
 ${CLAIM_SET}
   WHERE id IN (SELECT id FROM picks) AND (SELECT count(*) FROM picks) = ?
@@ -168,19 +168,16 @@ export function claimGroups(
   /** No group can reach its limit in this claim (the namespace's running jobs plus `want` are within it): the counts by group are not read. */
   farFromLimit = false,
 ): { rows: Row[]; nextRunAt: number | null } {
-  const running = new Map<string | null, number>();
-  if (!farFromLimit) {
-    for (const key of JSON.parse(String(c.get(RUNNING, namespace, type)?.g ?? "[]")) as (string | null)[]) running.set(key, (running.get(key) ?? 0) + 1);
-  }
+  const running = farFromLimit ? new Map<string | null, number>() : countByGroup(JSON.parse(String(c.get(RUNNING, namespace, type)?.g ?? "[]")) as unknown[]);
   const cap = groupWalkCap(want, running, row.groupConcurrency!);
   const set = [lease.owner, lease.leaseExpiresAt, lease.now, lease.now];
-  // The first pass in one statement while no group is at its limit (the usual claim while the limits are far from
-  // reached). With groups at their limit the walk is longer by as many, and when that claim comes back short the
-  // passes below walk again: they decide alone. (The statement would pass over such groups all the same.)
-  const full = [...running].filter(([key, n]) => key !== null && n >= row.groupConcurrency!).map(([key]) => key);
-  if (row.groupCursor !== null && full.length === 0) {
+  // The first pass in one statement while no walked group can be at its limit (the usual claim while the limits are
+  // far from reached). With groups at their limit the walk is longer by as many, and when that claim comes back short
+  // the passes below walk again: they decide alone. (The ungrouped group is not walked after the cursor.)
+  const someFull = [...running].some(([key, n]) => key !== null && n >= row.groupConcurrency!);
+  if (row.groupCursor !== null && !someFull) {
     const walk = [namespace, type, row.groupCursor, namespace, type, cap + 1, lease.now, namespace, type, lease.now];
-    const claimed = c.all(CLAIM_FIRST_PASS, ...walk, JSON.stringify(full), want, ...set, want);
+    const claimed = c.all(CLAIM_FIRST_PASS, ...walk, want, ...set, want);
     if (claimed.length > 0) {
       c.run(WRITE_CURSOR_LAST, JSON.stringify(claimed.map((r) => r.group_key)), namespace, type);
       return { rows: claimed, nextRunAt: null };
@@ -219,7 +216,7 @@ export function claimGroups(
     }
     if (ids.length > 0) pass.push(...c.all(CLAIM_IDS, ...set, JSON.stringify(ids)));
     rows.push(...pass);
-    const got = countByGroup(pass);
+    const got = countByGroup(pass.map((r) => r.group_key));
     for (const key of got.keys()) taken.add(key);
     rounds.took(got);
   }
