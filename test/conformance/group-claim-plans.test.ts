@@ -224,6 +224,40 @@ describe("the group claim's reads (X9)", () => {
       });
     },
   );
+  // The jobs of a group enqueued together share their key in the group index. Merged into one posting list (a B-tree's
+  // deduplication), the entries of the rows already claimed could not be marked dead by a probe that stops at the
+  // group's oldest claimable row, and every later probe of the group read each of them again (and its row in the heap):
+  // after 100 claims, about 100 entries a probe. With one entry a row (migration 25), each is read once, then skipped.
+  it.skipIf(url === null)("PostgreSQL: a group's claimed jobs are not read again by its next claims, however many were enqueued together", async () => {
+    const { backend, url: dbUrl, table, seen } = await recordedPostgres(cleanups);
+    const jobs = Array.from({ length: 1_000 }, (_, n) => ({
+      id: newJobId(NOW + n),
+      jobType: "t",
+      payload: "{}",
+      runAt: NOW - 1_000,
+      retryPolicy: null,
+      group: "A",
+    }));
+    await backend.jobs.insertMany({ jobs, now: NOW });
+    await backend.jobs.limitsSet({ jobTypes: ["t"], limits: [{ jobType: "t", concurrency: null, rateLimit: null, groupConcurrency: 500 }], now: NOW });
+    const claim = () => backend.jobs.claimReady({ owner: "w1", limit: 1, now: NOW, leaseExpiresAt: NOW + 60_000, jobTypes: [], limitedTypes: ["t"] });
+    for (let i = 0; i < 100; i++) expect((await claim()).jobs).toHaveLength(1);
+    seen.length = 0;
+    expect((await claim()).jobs).toHaveLength(1);
+    const walk = seen.find((q) => /^WITH RECURSIVE lim AS/.test(q.text));
+    expect(walk).toBeDefined();
+    await withClient(dbUrl, async (c) => {
+      await c.query("BEGIN"); // the statement claims: rolled back
+      const { rows } = await c.query(walk!.text, walk!.values);
+      expect(rows.filter((r) => r.id !== null)).toHaveLength(1);
+      // The group index's entries this transaction read (the one statement's).
+      const index = `${table.split(".")[0]}.later_jobs_ready_group`;
+      const [read] = (await c.query("SELECT pg_stat_get_xact_tuples_returned($1::regclass) AS n", [index])).rows;
+      await c.query("ROLLBACK");
+      expect(Number(read.n)).toBeGreaterThan(0);
+      expect(Number(read.n)).toBeLessThan(10);
+    });
+  });
 });
 
 /** `inspect.groupList`'s one statement (the walk, the running jobs by group, each group's due rows counted). */

@@ -423,6 +423,22 @@ UPDATE {schema}.later_jobs j SET group_key = '' FROM {schema}.later_limits l
     AND j.group_key IS NULL AND j.topic IS NULL AND j.stage NOT IN ('success', 'failed', 'cancelled');
 `,
   },
+  {
+    version: 25,
+    name: "group-indexes-without-posting-lists",
+    // X9: the group claim's indexes keep one entry per row. A B-tree merges entries of equal keys into one posting list
+    // (deduplication, on by default), and the jobs of one group enqueued together share a key, (namespace, job_type,
+    // group_key, run_at). A probe that stops at a group's oldest claimable row (`LIMIT 1`, a share's `LIMIT n`) may mark
+    // a dead entry as such only when the whole list it lies in is dead, so the group's claimed rows stayed in front of it
+    // and every later probe read them again, a heap visit each: 100,000 jobs of 1,000 groups enqueued in batches read
+    // 5.1 million dead entries in their 104,000 probes (about 50 a probe); one entry a row, 113,000. Existing posting
+    // lists stay until their rows are done; nothing is rebuilt. `later_jobs_ready` keeps its lists: the plain claim reads
+    // a range in full, and without them its server spent more per job (bench/README.md, eighteenth session).
+    sql: `
+ALTER INDEX {schema}.later_jobs_ready_group SET (deduplicate_items = off);
+ALTER INDEX {schema}.later_jobs_ready_ungrouped SET (deduplicate_items = off);
+`,
+  },
 ];
 
 /** Advisory-lock class id for migrations ("LATR"); the object id is `hashtext(schema)`. */
