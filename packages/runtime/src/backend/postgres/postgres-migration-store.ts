@@ -1,4 +1,4 @@
-/** The migrations of the PostgreSQL backend (`backend.migrations`); the migrations themselves are in `postgres-migrations.ts`. */
+/** The migrations of the PostgreSQL backend (`backend.migrations`); the migrations themselves are in `postgres-queue-migrations.ts` and `postgres-job-control-migrations.ts`, applied by `postgres-migrations.ts`. */
 import type * as B from "../backend.js";
 import { guarded } from "./postgres-errors.js";
 import { applyMigrations, readMigrationStatus } from "./postgres-migrations.js";

@@ -1,4 +1,4 @@
-/** The migrations of the SQLite backend (`backend.migrations`); the migrations themselves are in `sqlite-migrations.ts`. */
+/** The migrations of the SQLite backend (`backend.migrations`); the migrations themselves are in `sqlite-queue-migrations.ts` and `sqlite-job-control-migrations.ts`, applied by `sqlite-migrations.ts`. */
 import type * as B from "../backend.js";
 import type { SqliteHost } from "./sqlite-connection.js";
 import { applySqliteMigrations, readSqliteMigrationStatus } from "./sqlite-migrations.js";
