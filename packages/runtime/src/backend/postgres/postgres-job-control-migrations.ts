@@ -188,18 +188,4 @@ ALTER INDEX {schema}.later_jobs_ready_group SET (deduplicate_items = off);
 ALTER INDEX {schema}.later_jobs_ready_ungrouped SET (deduplicate_items = off);
 `,
   },
-  {
-    version: 26,
-    name: "group-keys-bytewise",
-    // X9: group keys compare byte by byte (the "C" collation), as the ids do and as SQLite compares every key. The
-    // group claim's walk compares keys at every step (`group_key > previous`, a B-tree range read to the end of a
-    // page): in the database's collation that is a locale comparison per entry, a tenth of a grouped job's server
-    // time on a database created with ICU's en-US collation (grouped processing 1.08x after this; unchanged where
-    // the database's collation is C.UTF-8). The walk's order becomes the keys' byte order on every database and
-    // backend. The table is not rewritten; the two group indexes are rebuilt (they hold claimable grouped rows only).
-    sql: `
-ALTER TABLE {schema}.later_jobs ALTER COLUMN group_key TYPE text COLLATE "C";
-ALTER TABLE {schema}.later_limits ALTER COLUMN group_cursor TYPE text COLLATE "C";
-`,
-  },
 ];
