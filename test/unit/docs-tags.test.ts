@@ -3,7 +3,7 @@
  * a string (test names included) or a README cites is defined in
  * docs/semantics.md, and nothing points at a document the repository does
  * not have. Also: the README's error table and docs/errors.md name exactly
- * the codes `packages/runtime/src/errors.ts` ships.
+ * the codes `LaterErrorCode` ships (`packages/runtime/src/later-error.ts`).
  *
  * What counts as a tag citation (so that SVG paths, hex colours or an `M1` in
  * unrelated text are not taken for one): a tag at the start of a comment or
@@ -105,9 +105,9 @@ function definedTags(): Set<string> {
 
 /** The codes of `LaterErrorCode`. */
 function shippedCodes(): Set<string> {
-  const source = readFileSync(join(ROOT, "packages/runtime/src/errors.ts"), "utf8");
+  const source = readFileSync(join(ROOT, "packages/runtime/src/later-error.ts"), "utf8");
   const union = /export type LaterErrorCode =([^;]*);/.exec(source);
-  if (!union) throw new Error("errors.ts: no LaterErrorCode union");
+  if (!union) throw new Error("later-error.ts: no LaterErrorCode union");
   return new Set([...union[1]!.matchAll(/"([A-Z_]+)"/g)].map((m) => m[1]!));
 }
 
@@ -172,7 +172,7 @@ describe("rule tags and documentation links", () => {
     expect(found).toEqual([]);
   });
 
-  it("the README's error table and docs/errors.md name exactly the codes errors.ts ships", () => {
+  it("the README's error table and docs/errors.md name exactly the codes LaterErrorCode ships", () => {
     const shipped = [...shippedCodes()].sort();
     const readme = tableCodes("README.md", /^###\s+Errors\b/);
     const docs = tableCodes("docs/errors.md", /^###\s/);
