@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { topic } from "@later/runtime";
+import type { Backend } from "@later/runtime/internal";
 import { BACKENDS } from "./backends.js";
 import { codeOf, deferred, settled, useHarness, waitFor } from "./harness.js";
 
@@ -51,6 +52,72 @@ describe.each(BACKENDS)("pause and resume (X4) on $name", (entry) => {
     expect(await server.resume({ jobType: "slow" })).toBe(false);
     for (const id of waiting) expect((await settled(() => server.backend.inspect.jobGet({ id }))).stage).toBe("success");
     expect(await server.listPaused()).toEqual([]);
+  });
+
+  it("X4: a pause through a server resolves once that server's claims honour it: a claim under way with the set read before is waited for", async () => {
+    const h = harness();
+    // The server's claims pass through here; an armed gate holds the next one before it reaches the database.
+    let gate: { promise: Promise<void> } | null = null;
+    const held = deferred();
+    const holdNextClaim = (backend: Backend): Backend => {
+      const jobs = new Proxy(backend.jobs, {
+        get(target, prop) {
+          const value = Reflect.get(target, prop, target) as unknown;
+          if (typeof value !== "function") return value;
+          if (prop !== "claimReady") return value.bind(target);
+          return async (...args: unknown[]) => {
+            const wait = gate;
+            gate = null;
+            if (wait !== null) {
+              held.resolve();
+              await wait.promise;
+            }
+            return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+          };
+        },
+      });
+      return new Proxy(backend, { get: (target, prop) => (prop === "jobs" ? jobs : Reflect.get(target, prop, target)) });
+    };
+    let runs = 0;
+    const server = await h.start({
+      handlers: {
+        work: {
+          handle: () => {
+            runs++;
+          },
+        },
+        other: { handle: () => undefined },
+      },
+      wrapBackend: holdNextClaim,
+    });
+    const warm = await server.publisher.enqueue("other", {});
+    await settled(() => server.backend.inspect.jobGet({ id: warm }));
+    const release = deferred();
+    gate = release;
+    // The enqueue wakes the fetcher: its claim, made with the set read before the pause, is held.
+    await server.publisher.enqueue("other", {});
+    await held.promise;
+    let resolved = false;
+    const pausing = server.pause({ jobType: "work" }).then((changed) => {
+      resolved = true;
+      return changed;
+    });
+    try {
+      await waitFor(async () => (await server.listPaused()).length === 1, "the pause to be stored");
+      for (let turn = 0; turn < 10; turn++) await new Promise((r) => setImmediate(r));
+      expect(resolved).toBe(false); // stored, but the claim made with the set before it is still under way
+    } finally {
+      release.resolve(); // also when the test fails: a claim held for good would hold the server's shutdown
+    }
+    expect(await pausing).toBe(true);
+    // Enqueued once the pause resolved: no claim of this server takes it, not even the one that was held.
+    const id = await server.publisher.enqueue("work", {});
+    const other = await server.publisher.enqueue("other", {});
+    expect((await settled(() => server.backend.inspect.jobGet({ id: other }))).stage).toBe("success");
+    expect((await server.backend.inspect.jobGet({ id }))?.stage).toBe("enqueued");
+    expect(runs).toBe(0);
+    expect(await server.resume({ jobType: "work" })).toBe(true);
+    expect((await settled(() => server.backend.inspect.jobGet({ id }))).stage).toBe("success");
   });
 
   it("X4: a second server honours a pause made by the first within its poll interval (read, gauge later_queue_paused), and runs at once on resume", async () => {

@@ -267,7 +267,7 @@ export class PartitionRunner<C> {
         try {
           const now = clock.now();
           const leaseExpiresAt = now + leaseMs;
-          const { claimed, nextRunAt } = await this.backend.partitions.headClaim({
+          const head = this.backend.partitions.headClaim({
             owner: this.owner,
             partitions: candidates,
             limit: free,
@@ -276,6 +276,8 @@ export class PartitionRunner<C> {
             jobTypes,
             runMax: this.options.partitionRunMax ?? 1,
           });
+          // Tracked (X4): a pause made through this server resolves once this claim, made with the set read before, has settled.
+          const { claimed, nextRunAt } = await (this.pauses === null ? head : this.pauses.track(head));
           this.metrics?.partitionClaim(
             new Set(candidates.map((p) => p.topic)),
             claimed.map((c) => c.topic),

@@ -34,8 +34,11 @@ export type PauseTarget<J extends string = string, T extends string = string> = 
 /** One paused job type or topic, and when it was paused (ms since the epoch, the pausing process's clock). */
 export type PausedEntry = ({ jobType: string } | { topic: string }) & { pausedAt: number };
 
-/** Told after each pause or resume that changed something (the server reads the paused set again and wakes its loops). */
-export type PauseListener = (target: PauseTargetRef, paused: boolean) => void;
+/**
+ * Told after each pause or resume that changed something (the server reads the paused set again and wakes its loops);
+ * `pause` and `resume` resolve once what it returns has (a server: once its own claims honour the change).
+ */
+export type PauseListener = (target: PauseTargetRef, paused: boolean) => void | Promise<void>;
 
 export class PauseController {
   constructor(
@@ -71,7 +74,7 @@ export class PauseController {
     if (paused) await this.checkKnown(action, ref);
     const changed = await this.backend.control.pauseSet({ ...ref, paused, now: this.now() });
     if (!changed && !paused) await this.checkKnown(action, ref);
-    if (changed) this.onChange(ref, paused);
+    if (changed) await this.onChange(ref, paused);
     return changed;
   }
 

@@ -93,6 +93,7 @@ export class BackgroundJobServer<C, Trx = TransactionHandle> extends ServerJobCo
       pauseChanged: () => {
         this.pauses.invalidate();
         wakeAll();
+        return this.pauses.settled();
       },
       renewNow: () => this.renewNow(),
     });

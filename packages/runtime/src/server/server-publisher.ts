@@ -22,8 +22,8 @@ export interface ServerWakeups {
   workers(): void;
   /** Partitioned jobs may be ready: the partition runner (nothing without topics). */
   partitions(): void;
-  /** A pause or resume in this process (X4): the paused set read again, every loop woken. */
-  pauseChanged(): void;
+  /** A pause or resume in this process (X4): the paused set read again, every loop woken; resolves once this server's claims honour it. */
+  pauseChanged(): Promise<void>;
   /** A cancel in this process (X3): held leases renewed now, so a cancelled attempt here aborts at once. */
   renewNow(): void;
 }
@@ -66,7 +66,8 @@ export function serverPublisher<C, Trx>(
     topics: new Map(options.topics.map((t) => [t.name, t.partitions])),
     onCommitted,
     onReady: () => wake.workers(),
-    // X4: this process's pause or resume is seen by its own loops before their next claim.
+    // X4: this process's pause or resume is seen by its own loops before their next claim, and resolves once the
+    // claims under way with the set read before it have settled.
     onPauseChange: () => wake.pauseChanged(),
     middleware: options.middleware,
     onJobAction: (action, jobIds) => {

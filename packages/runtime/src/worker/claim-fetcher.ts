@@ -126,12 +126,15 @@ export class ClaimFetcher {
           const now = clock.now();
           const leaseExpiresAt = now + leaseMs;
           // Every type paused: no claim; the poll timer or a wake-up (a resume wakes every server) tries again.
+          // Tracked (X4): a pause made through this server resolves once this claim, made with the set read before, has settled.
           const claimed =
             jobTypes.length === 0
               ? { jobs: [] }
-              : this.limitedTypes.size === 0
-                ? await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, jobTypes })
-                : await this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, ...this.splitTypes(jobTypes) });
+              : await this.tracked(
+                  this.limitedTypes.size === 0
+                    ? this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, jobTypes })
+                    : this.backend.jobs.claimReady({ owner: this.owner, limit, now, leaseExpiresAt, ...this.splitTypes(jobTypes) }),
+                );
           if (jobTypes.length > 0) this.pacer.claimTook(clock.now() - now);
           for (const job of claimed.jobs) this.host.accept(job, leaseExpiresAt, now);
           if (claimed.nextRunAt === undefined && claimed.jobs.length > 0) {
@@ -169,5 +172,10 @@ export class ClaimFetcher {
       this.split = { of: jobTypes, plain: jobTypes.filter((t) => !this.limitedTypes.has(t)), limited };
     }
     return { jobTypes: this.split.plain, limitedTypes: this.split.limited };
+  }
+
+  /** `claim`, tracked by the paused set's watch when there is one (see PauseWatch.track). */
+  private tracked<T>(claim: Promise<T>): Promise<T> {
+    return this.pauses === null ? claim : this.pauses.track(claim);
   }
 }

@@ -13,6 +13,13 @@
  * per wake-up. A pause made elsewhere is seen within one poll interval.
  * A read that fails keeps the set last read (reported as an `error` event);
  * the claims then fail the same way and are tried again.
+ *
+ * A pause or resume made through this server holds for its own claims once
+ * it resolves: the loops pass their claims through {@link PauseWatch.track},
+ * and the change waits in {@link PauseWatch.settled} for those made with a
+ * set read before it. A claim under way with the old set could otherwise
+ * take a job enqueued after the pause resolved (its statement waiting for a
+ * connection, say); jobs such a claim took before are under way and run.
  */
 import type { Backend } from "../backend/backend.js";
 import type { Clock } from "../core/clock.js";
@@ -27,6 +34,8 @@ export class PauseWatch {
   /** Bumped when the set read differs from the one before, so claimable lists are rebuilt only then. */
   private version = 0;
   private readonly claimable = new WeakMap<readonly string[], { version: number; types: string[] }>();
+  /** The loops' claims under way (see {@link track}). */
+  private readonly claims = new Set<Promise<unknown>>();
 
   constructor(
     private readonly backend: Backend,
@@ -44,6 +53,26 @@ export class PauseWatch {
   /** This process paused or resumed something: read the set again before the next claim. */
   invalidate(): void {
     this.stale = true;
+  }
+
+  /** Tracks a claim made with the set as read now, until it settles; returns it. */
+  track<T>(claim: Promise<T>): Promise<T> {
+    this.claims.add(claim);
+    const drop = () => void this.claims.delete(claim);
+    claim.then(drop, drop);
+    return claim;
+  }
+
+  /**
+   * Resolves once every claim made with a set read before this call has settled: the claims under way, and the one
+   * a loop makes with a read under way now (a loop claims in the same turn as its read resolves, so one
+   * `setImmediate` after that read every such claim is tracked). Never rejects. Claims after it read the set again
+   * first (call {@link invalidate} before).
+   */
+  async settled(): Promise<void> {
+    if (this.reading !== null) await this.reading;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    await Promise.allSettled([...this.claims]);
   }
 
   /** True while {@link refresh} would read nothing: the set is not stale and was read within the poll interval. */
