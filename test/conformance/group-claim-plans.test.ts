@@ -224,6 +224,47 @@ describe("the group claim's reads (X9)", () => {
       });
     },
   );
+  // When the due groups' free slots add up to no more than the claim asks (the limits reached: a group whose job has
+  // just finished has a slot again), the walk's own statement deals them all, where a later pass was a second round
+  // trip between a finish and the next start.
+  it.skipIf(url === null)("PostgreSQL: a claim whose due groups' free slots add up to no more than it asks takes them all in one statement", async () => {
+    const { backend, seen } = await recordedPostgres(cleanups);
+    const jobs = Array.from({ length: 50 }, (_, n) => ({
+      id: newJobId(NOW + n),
+      jobType: "t",
+      payload: "{}",
+      runAt: NOW - 1_000 + n,
+      retryPolicy: null,
+      group: `g${n % 5}`,
+    }));
+    await backend.jobs.insertMany({ jobs, now: NOW });
+    await backend.jobs.limitsSet({ jobTypes: ["t"], limits: [{ jobType: "t", concurrency: null, rateLimit: null, groupConcurrency: 3 }], now: NOW });
+    const groupOf = new Map(jobs.map((j) => [j.id, j.group]));
+    const claim = async (limit: number) => {
+      seen.length = 0;
+      const { jobs: got } = await backend.jobs.claimReady({ owner: "w1", limit, now: NOW, leaseExpiresAt: NOW + 60_000, jobTypes: [], limitedTypes: ["t"] });
+      const statements = seen.filter((q) => /^WITH RECURSIVE lim AS/.test(q.text) || /^WITH bump AS/.test(q.text) || /^BEGIN/.test(q.text));
+      return { got, statements: statements.length };
+    };
+    // A backend's first claim of a type learns its kind of limit (through the locked transaction): g0's oldest job.
+    expect((await claim(1)).got.map((j) => j.id)).toEqual([jobs[0]!.id]);
+    // Every group's free slots (g0 2, the others 3): 14 of the 20 asked, the oldest of each group, in one statement.
+    const second = await claim(20);
+    expect(second.statements).toBe(1);
+    expect(second.got.map((j) => j.id).sort()).toEqual(
+      jobs
+        .slice(1, 15)
+        .map((j) => j.id)
+        .sort(),
+    );
+    expect((await claim(20)).got).toEqual([]); // every group at its limit
+    const g2 = second.got.find((j) => groupOf.get(j.id) === "g2")!;
+    await backend.jobs.finishMany({ finishes: [{ id: g2.id, attempt: 1, outcome: { kind: "success" } }], now: NOW, retentionMs: 1_000 });
+    // g2's finished job leaves it one slot: its next job (the 18th enqueued), in one statement.
+    const third = await claim(20);
+    expect(third.got.map((j) => j.id)).toEqual([jobs[17]!.id]);
+    expect(third.statements).toBe(1);
+  });
   // The jobs of a group enqueued together share their key in the group index. Merged into one posting list (a B-tree's
   // deduplication), the entries of the rows already claimed could not be marked dead by a probe that stops at the
   // group's oldest claimable row, and every later probe of the group read each of them again (and its row in the heap):

@@ -125,9 +125,11 @@ export class PostgresGroupClaim {
   /**
    * `read` and the first pass of the claim in one statement (`$1` namespace, `$2` type, `$3` the claim's
    * slots, `$4` now, `$5` owner, `$6` lease expiry), for a claim made without the limits row's lock. When
-   * round 1 alone fills the claim (at least `$3` due walked groups with a free slot, no rate limit, the type's
-   * concurrency not in the way: the common case when the limits are far from reached), it claims each of the
-   * first `$3` such groups' oldest row, the very row the walk landed on, by its place (`ctid`, checked against
+   * round 1 is all the claim can deal (no rate limit, the type's concurrency not in the way, and either at least
+   * `$3` due walked groups with a free slot, the common case when the limits are far from reached, or every due
+   * group below its limit has one slot left, the common case when they are reached, so no later round gives any
+   * group a second job), it claims each of the first `$3` such groups' oldest row, the very row the walk landed
+   * on, by its place (`ctid`, checked against
    * its id: a TID scan, no index descent, where a separate pass probes each group again and a lookup by id
    * descends the primary key), fenced by the limits row's version as `claim` is. A row updated since the walk's
    * snapshot has moved and is not taken there. A group
@@ -135,10 +137,10 @@ export class PostgresGroupClaim {
    * probed as `claim` probes it, for its oldest row that can be taken: the same jobs as a pass of `claim`. Returns
    * rows as arrays (no object per row, as the plain claim's): the claimed rows in the columns `claimedFromArray`
    * reads, `group_key` tenth, then one row with a null id: `v` the limits row's new version (null: not claimed),
-   * `tried` (whether round 1 filled the claim, so that a null `v` means the row changed), and `read`'s `lim`,
-   * `running` and `walked`, from which the caller deals any later pass as after `read`. `running` and `walked`
-   * are null when the pass claimed `$3` jobs: no later pass needs them (a claim of 500 over 1,000 groups sent
-   * back and parsed 1,000 entries it did not use).
+   * `tried` (whether round 1 was all the claim could deal, so that a null `v` means the row changed), and `read`'s
+   * `lim`, `running` and `walked`, from which the caller deals any later pass as after `read` (a group whose row
+   * round 1 could not take). `running` and `walked` are null when the pass claimed `$3` jobs: no later pass needs
+   * them (a claim of 500 over 1,000 groups sent back and parsed 1,000 entries it did not use).
    */
   private readonly readAndClaim: Statement;
 
@@ -236,17 +238,30 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FROM bump
     // (`at_limit`: the groups at their limit as one array, usually empty; a join of the walk and the running counts,
     // each estimated at one row, would be planned as a nested loop, hundreds of walked groups times hundreds of
     // running groups; and the counts as one jsonb object read by key cost a lookup per walked group).
-    // It fills the claim only if there are `$3` of them; then the type's concurrency, when set, must leave `$3`
-    // slots (its running jobs are those counted per group; not counted when the namespace's running jobs from the
-    // stage counters plus `$3` stay within the limits, and then it does), and a rate limit sends the claim to the
-    // locked transaction.
+    // It is the whole deal when there are `$3` of them (`how` 1: each takes its walked row), or when the due groups'
+    // free slots add up to at most `$3` (`how` 2: each takes all its free slots, by a share probe): every round
+    // would then give each group one more until it is full, the common case when the limits are reached. A group
+    // whose job just finished then gets its next ones in this statement, where a later pass was a second round
+    // trip. The free slots are counted only when fewer than `$3` groups are due (`dealt`, the counts as one jsonb
+    // object read by key, one lookup per due group; a join of the two, each estimated at one row, would be planned
+    // as a nested loop). When the running jobs were not read (within the limits by the stage counters), every due
+    // group counts `groupConcurrency` free slots: a claim of at most `$3` still stays within its limit. The type's
+    // concurrency, when set, must leave `$3` slots (its running jobs are those counted per group; not counted when
+    // the namespace's running jobs from the stage counters plus `$3` stay within the limits, and then it does),
+    // and a rate limit sends the claim to the locked transaction.
     const first = claimedSet("$4::bigint", "$5", "$6");
     this.readAndClaim = statement(`${walk(true)}, pick AS (
   SELECT w.k, CASE WHEN w.k <> '' THEN w.id END AS id, w.c, w.o FROM walked w
   WHERE w.t <= $4 AND w.k <> ALL ((SELECT keys FROM at_limit)::text[])
   ORDER BY w.o, w.k LIMIT $3
+), dealt AS (
+  SELECT p.k, lim.group_concurrency - coalesce((c.j ->> p.k)::int, 0) AS n
+  FROM pick p, lim, (SELECT jsonb_object_agg(coalesce(group_key, ''), n) AS j FROM running) c
+  WHERE (SELECT count(*) FROM pick) < $3
+), how AS (
+  SELECT CASE WHEN (SELECT count(*) FROM pick) = $3 THEN 1 WHEN (SELECT sum(n) FROM dealt) <= $3 THEN 2 END AS how
 ), go AS (
-  SELECT 1 FROM lim WHERE lim.rate_max IS NULL AND (SELECT count(*) FROM pick) = $3
+  SELECT 1 FROM lim WHERE lim.rate_max IS NULL AND (SELECT how FROM how) IS NOT NULL
     AND (lim.concurrency IS NULL OR (SELECT coalesce(sum(n), 0) FROM running) + $3 <= lim.concurrency)
 ), bump AS (
   UPDATE ${limits} SET group_cursor = (SELECT k FROM pick ORDER BY o DESC, k DESC LIMIT 1)
@@ -254,7 +269,7 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FROM bump
   RETURNING ctid::text AS v
 ), took AS (
   SELECT p.k, w.id, w.stage, w.topic, w.partition_no
-  FROM (SELECT k, id, c FROM pick WHERE EXISTS (SELECT 1 FROM bump)) p LEFT JOIN LATERAL (
+  FROM (SELECT k, id, c FROM pick WHERE EXISTS (SELECT 1 FROM bump) AND (SELECT how FROM how) = 1) p LEFT JOIN LATERAL (
     SELECT id, stage, topic, partition_no, group_key, run_at, job_type, unique_key, unique_slot FROM ${jobs} WHERE ctid = p.c AND id = p.id
     LIMIT 1 FOR UPDATE SKIP LOCKED
   ) w ON ${GROUPED_READY} AND w.run_at <= $4 AND ${uniqueFree}
@@ -262,9 +277,10 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FROM bump
   SELECT id, stage, topic, partition_no FROM took WHERE id IS NOT NULL
   UNION ALL
   SELECT r.id, r.stage, r.topic, r.partition_no
-  FROM (SELECT k FROM took WHERE id IS NULL) q
+  FROM (SELECT k, 1 AS n FROM took WHERE id IS NULL
+    UNION ALL SELECT k, n FROM dealt WHERE EXISTS (SELECT 1 FROM bump) AND (SELECT how FROM how) = 2) q
   CROSS JOIN LATERAL (
-    ${share("$2", "q.k", "$4", "1")}
+    ${share("$2", "q.k", "$4", "q.n")}
   ) r
 ), claimed AS (
   ${first.update}
@@ -284,10 +300,10 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FRO
   }
 
   /**
-   * A claim made without the limits row's lock: {@link readGroups} and, when round 1 alone fills the claim, its
+   * A claim made without the limits row's lock: {@link readGroups} and, when round 1 is all the claim can deal, its
    * first pass, in one statement (see `readAndClaim`). `first`: the rows that pass claimed and the limits row's
-   * version it wrote (null: round 1 did not fill the claim, nothing claimed; deal the passes from `read`).
-   * Null when round 1 would have filled it but the limits row changed since the statement's snapshot (nothing
+   * version it wrote (null: round 1 was not the whole deal, nothing claimed; deal the passes from `read`).
+   * Null when round 1 was all it could deal but the limits row changed since the statement's snapshot (nothing
    * claimed): the caller's transaction decides, as when a pass's fence fails.
    */
   async readAndClaimFirst(
@@ -324,7 +340,7 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT v FRO
     fenced: boolean,
     first: FirstPass | null = null,
   ): Promise<B.JobClaimReadyResult | null> {
-    // Round 1 filled the claim: nothing more to deal (and `read` has no walk).
+    // Round 1 filled the claim: nothing more to deal (and `read` has no walk). Else a group whose row round 1 could not take is dealt again.
     if (first !== null && first.jobs.length >= want) return { jobs: first.jobs };
     const { candidates, nextRunAt } = groupCandidates(read.walked, read.running, read.row!.groupConcurrency!, params.now);
     const rounds = new GroupRounds(candidates, want);

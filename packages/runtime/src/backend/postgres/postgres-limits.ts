@@ -195,7 +195,7 @@ ON CONFLICT (namespace, job_type) DO UPDATE SET concurrency = EXCLUDED.concurren
    */
   private async claimGroupsUnlocked(params: B.JobClaimReadyParams, type: string, want: number): Promise<B.JobClaimReadyResult | null> {
     const made = await this.groups.readAndClaimFirst(this.host.executeArrays, this.host.namespace, params, type, want);
-    if (made === null) return null; // round 1 would have filled it, but another claim of the type committed meanwhile
+    if (made === null) return null; // round 1 was the whole deal, but another claim of the type committed meanwhile
     const { read, first } = made;
     if (first !== null) return this.groups.claimShares(this.host.execute, this.host.namespace, params, type, read, want, true, first);
     if (read.row === null || read.row.groupConcurrency === null) {
