@@ -14,7 +14,7 @@ import { JOB_GET, JOB_LIST } from "../shared/inspect-statements.js";
 import { ACTIVITY_ROWS, JOB_CHILDREN, QUEUE_LENGTH_ROWS, READY_WINDOW, unhandledFromReads, WORKER_ROWS } from "../shared/dashboard-statements.js";
 import type { PostgresRunner } from "./postgres-runner.js";
 import { PostgresStageCounters } from "./postgres-stage-counters.js";
-import { inPartition, partitionOrder } from "./postgres-job-queries.js";
+import { inPartition, partitionOrder } from "./postgres-partition-range.js";
 import { statement, type Statement } from "./postgres-statement.js";
 import { GROUPED_READY } from "./postgres-group-claim.js";
 import { partitionListFromRows } from "../shared/depth-rows.js";

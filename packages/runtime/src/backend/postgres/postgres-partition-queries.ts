@@ -4,7 +4,8 @@
  */
 import { TERMINAL_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
-import { idIn, inPartition, inPartitionAfter, partitionOrder, putBack, releaseChild, releasedTo } from "./postgres-job-queries.js";
+import { idIn, putBack, releaseChild, releasedTo } from "./postgres-job-queries.js";
+import { inPartition, inPartitionAfter, partitionOrder } from "./postgres-partition-range.js";
 import { statement, type Statement, StatementsMadeOnUse } from "./postgres-statement.js";
 import { awaitedNotify, type PgTransition, transition, transitionTail } from "./postgres-transition.js";
 
