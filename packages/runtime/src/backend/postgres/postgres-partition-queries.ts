@@ -149,7 +149,7 @@ ORDER BY ${partitionOrder("j")} LIMIT ${runMax}`;
   SELECT * FROM unnest($3::text[], $4::int[], $5::bigint[]) WITH ORDINALITY AS c(id, attempt, started_at, ord)
 ), cur AS (
   SELECT j.id, j.stage, c.started_at, c.ord FROM ${jobs} j JOIN c ON j.id = c.id
-  WHERE j.namespace = $1 AND j.attempt = c.attempt - 1 AND j.stage IN ('enqueued', 'delayed', 'requeued')
+  WHERE ${idIn("j.id", "$3")} AND j.namespace = $1 AND j.attempt = c.attempt - 1 AND j.stage IN ('enqueued', 'delayed', 'requeued')
   ORDER BY j.id FOR UPDATE OF j
 ), upto AS MATERIALIZED (
   SELECT coalesce(min(c.ord) FILTER (WHERE cur.id IS NULL), 2147483647) AS stop FROM c LEFT JOIN cur ON cur.id = c.id
@@ -168,7 +168,7 @@ SELECT id FROM ran`);
 ), undone AS (
   UPDATE ${jobs} j SET ${undone.stage}, attempt = j.attempt - 1, lease_owner = NULL, lease_expires_at = NULL, updated_at = $4,
     ${undone.history}
-  FROM c WHERE j.id = c.id AND j.attempt = c.attempt AND j.namespace = $1 AND j.stage = 'running'
+  FROM c WHERE ${idIn("j.id", "$2")} AND j.id = c.id AND j.attempt = c.attempt AND j.namespace = $1 AND j.stage = 'running'
   RETURNING j.id, j.stage, j.topic, j.partition_no
 )${tail([undone], ["$5", "$6"])}
 SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
@@ -278,7 +278,7 @@ SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM woken)
   SELECT * FROM unnest($17::text[], $18::int[], $19::bigint[], $20::bigint[], $21::text[]) WITH ORDINALITY AS fw(id, attempt, started_at, expires_at, result, ord)
 ), cur AS (
   SELECT j.id, j.stage, fw.started_at, fw.expires_at, fw.result, fw.ord FROM ${jobs} j JOIN fw ON j.id = fw.id
-  WHERE j.namespace = $1 AND j.attempt = fw.attempt - 1 AND j.stage IN ('enqueued', 'delayed', 'requeued') AND EXISTS (SELECT 1 FROM held)
+  WHERE ${idIn("j.id", "$17")} AND j.namespace = $1 AND j.attempt = fw.attempt - 1 AND j.stage IN ('enqueued', 'delayed', 'requeued') AND EXISTS (SELECT 1 FROM held)
   ORDER BY j.id FOR UPDATE OF j
 ), upto AS MATERIALIZED (
   SELECT coalesce(min(fw.ord) FILTER (WHERE cur.id IS NULL), 2147483647) AS stop FROM fw LEFT JOIN cur ON cur.id = fw.id
