@@ -13,7 +13,7 @@ import { RetryPolicy, topic } from "@later/runtime";
 import type { PartitionHeadFinishParams } from "@later/runtime/internal";
 import { JOB_STAGES } from "../../packages/runtime/src/core/job-stage.js";
 import { BACKENDS } from "./backends.js";
-import { afterCall, codeOf, deferred, settled, useHarness, waitFor } from "./harness.js";
+import { afterCall, codeOf, deferred, settled, StallingClock, useHarness, waitFor } from "./harness.js";
 import type { Harness } from "./harness.js";
 import type { BackgroundJobServer } from "@later/runtime";
 
@@ -25,7 +25,7 @@ describe.each(BACKENDS)("partition runs on $name", (entry) => {
   /** Starts a server whose first job of partition 0 waits for `gate`, so the jobs enqueued meanwhile are ready behind it. */
   async function gated(
     h: Harness,
-    opts: { partitionRunMax?: number; handle?: (n: number, signal: AbortSignal) => Promise<void> | void; retry?: RetryPolicy },
+    opts: { partitionRunMax?: number; handle?: (n: number, signal: AbortSignal) => Promise<void> | void; retry?: RetryPolicy; clock?: StallingClock },
   ): Promise<{ server: BackgroundJobServer<unknown>; gate: ReturnType<typeof deferred<void>>; finishes: PartitionHeadFinishParams[]; log: number[] }> {
     const gate = deferred();
     const finishes: PartitionHeadFinishParams[] = [];
@@ -35,6 +35,7 @@ describe.each(BACKENDS)("partition runs on $name", (entry) => {
       topics: [topic("orders", 2)],
       workerCount: 2,
       ...(opts.partitionRunMax === undefined ? {} : { partitionRunMax: opts.partitionRunMax }),
+      ...(opts.clock === undefined ? {} : { clock: opts.clock }),
       defaultRetryPolicy: opts.retry ?? RetryPolicy.fixed(1, 0),
       wrapBackend: (b) => afterCall(b, "partitions", "headFinish", (_r, [params]) => void finishes.push(params)),
       handlers: {
@@ -89,6 +90,35 @@ describe.each(BACKENDS)("partition runs on $name", (entry) => {
     }
     await waitFor(() => h.stagesOf(ids.at(-1)!).includes("success"), "the last follower's events");
     expect(h.stagesOf(ids[3]!)).toEqual(["enqueued", "running", "success"]);
+    await expectCountersMatchStored(server);
+  });
+
+  it("P3: a run starts no follower once it has run for 100 ms: its outcomes are written at least that often, however slow its jobs", async () => {
+    const h = harness();
+    // Every job takes 30 ms of the server's clock (its sleeps keep wall time): a run of up to 50 starts its head and
+    // followers 30 ms apart, so no write carries followers started 100 ms or more after the first.
+    const clock = new StallingClock();
+    const { server, gate, finishes, log } = await gated(h, {
+      partitionRunMax: 50,
+      clock,
+      handle: () => {
+        clock.offset += 30;
+      },
+    });
+    await enqueue(server, 0, 1);
+    await waitFor(() => log.length === 1, "the first job to start");
+    const ids = await enqueue(server, 1, 21);
+    gate.resolve();
+    await settled(() => server.backend.inspect.jobGet({ id: ids.at(-1)! }));
+    expect(log).toEqual([...Array(21).keys()]);
+    // The gated head alone, then 20 jobs in runs of at most 4 (a head and three followers: 0, 30, 60 and 90 ms in).
+    expect(finishes.length).toBeGreaterThanOrEqual(6);
+    for (const f of finishes) {
+      const starts = (f.followers ?? []).map((x) => x.startedAt);
+      expect(starts.length).toBeLessThanOrEqual(3);
+      if (starts.length > 0) expect(Math.max(...starts) - Math.min(...starts)).toBeLessThan(100);
+    }
+    for (const id of ids) expect((await server.backend.inspect.jobGet({ id }))!).toMatchObject({ stage: "success", attempt: 1 });
     await expectCountersMatchStored(server);
   });
 

@@ -22,13 +22,14 @@
  *   running is unknown: the claim puts the head back unstarted instead, and
  *   the partition's heads up to that run's end are claimed alone (careful),
  *   so the job that kills its process is then counted against itself.
- * - **run** (P3, server option `partitionRunMax`, default 32): a head is
+ * - **run** (P3, server option `partitionRunMax`, default 128): a head is
  *   claimed with its followers, the consecutive ready jobs behind it, read
  *   but not written. They run one after another under the head's lease and
  *   epoch, each its own attempt (stored attempt + 1) through the executor;
  *   the run stops at the first outcome that is not a success, at shutdown,
- *   when the lease is lost, or when the partition is no longer owned or the
- *   next one's type is paused. Their outcomes are written with the head's in
+ *   when the lease is lost, when the partition is no longer owned or the
+ *   next one's type is paused, or once it has run for
+ *   {@link PARTITION_RUN_MAX_MS}. Their outcomes are written with the head's in
  *   one write (`partitions.headFinish` with `followers`), which claims the
  *   next run too. A follower cancelled while it runs (X3, seen by the lease
  *   renewal) ends the run before it; what ran before it is written.
@@ -83,6 +84,15 @@ import { PartitionMembership, partitionKey } from "./partition-membership.js";
 import { HeldRuns, type Run } from "./held-runs.js";
 import { meteredRenewals } from "./metered-renewals.js";
 
+/**
+ * How long a run goes on starting followers, from its head's start (P3): its
+ * outcomes are written at least this often (plus the job running then),
+ * however slow its jobs, so its successes show (events, `waitFor`, released
+ * continuations) and a process that dies redoes at most this much of its work.
+ * Fast jobs fill `partitionRunMax` well within it (128 no-op jobs: about 3 ms).
+ */
+export const PARTITION_RUN_MAX_MS = 100;
+
 /** What the {@link PartitionRunner} reads of the server's options, its executor's included. */
 export interface PartitionRunnerConfig<C> extends JobExecutorConfig<C> {
   /** Chains of heads run at once. Server option `workerCount`. */
@@ -97,7 +107,7 @@ export interface PartitionRunnerConfig<C> extends JobExecutorConfig<C> {
   partitionMemberExpiryMs: number;
   /** The topics whose partitions it takes part in owning (the reserved recurring topic included). */
   topics: readonly TopicConfig[];
-  /** Most jobs one partition runs per write, the head included (P3). Server option `partitionRunMax`; default 1 here. */
+  /** Most jobs one partition runs per write, the head included (P3), within {@link PARTITION_RUN_MAX_MS}. Server option `partitionRunMax`; default 1 here. */
   partitionRunMax?: number;
 }
 
@@ -350,10 +360,11 @@ export class PartitionRunner<C> {
     this.heads.release(run);
   }
 
-  /** The run's next follower to start, or null when the run ends here (none left, shutdown, lease lost, no longer owned, paused). */
+  /** The run's next follower to start, or null when the run ends here (none left, shutdown, lease lost, no longer owned, paused, run long enough). */
   private nextFollower(run: Run): ClaimedPartitionJob | null {
     const f = run.followers[run.ran.length];
     if (f === undefined || this.stopping || run.current.abandoned || !this.membership.owns(run.key)) return null;
+    if (this.options.clock.now() - run.head.startedAt >= PARTITION_RUN_MAX_MS) return null;
     if (this.pauses?.topicPaused(f.topic) || !this.claimableTypes().includes(f.jobType)) return null;
     return f;
   }
