@@ -5,7 +5,7 @@
 // Run: `pnpm bench:partitions` (builds first) or `node bench/partitions.js`; `pnpm bench` runs it after bench/postgres.js.
 // Env: BENCH_PART_JOBS (20000), BENCH_PART_BLOCKED (100000), BENCH_REPS (3), BENCH_PG_URL.
 // later also runs with its stage counters turned off (bench/counters-off.js), back to back with them on, and with
-// `partitionRunMax: 1` (a write per job, as before partition runs) beside the default runs of up to 32.
+// `partitionRunMax: 1` (a write per job, as before partition runs) beside the default runs of up to 128.
 // The server runs in this process (10 workers); the jobs are written before it starts, so only processing is timed.
 // Beside it, graphile-worker 0.17's ordered path (a job queue per key), on the same PostgreSQL server.
 import { mkdtempSync, rmSync } from "node:fs";
