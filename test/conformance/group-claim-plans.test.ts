@@ -51,6 +51,18 @@ async function groupClaim(backend: Backend): Promise<void> {
   expect(jobs).toHaveLength(15);
 }
 
+/** `count` ready jobs of type `t`, the n-th of group `groupOf(n)`, due `runAt(n)` (by default a second before NOW). */
+function groupedJobs(count: number, groupOf: (n: number) => string, runAt: (n: number) => number = () => NOW - 1_000) {
+  return Array.from({ length: count }, (_, n) => ({
+    id: newJobId(NOW + n),
+    jobType: "t",
+    payload: "{}",
+    runAt: runAt(n),
+    retryPolicy: null,
+    group: groupOf(n),
+  }));
+}
+
 /** SQLite: the ungrouped group's share, in (priority, run_at) order through its own index. */
 const isUngroupedShare = (text: string) => /group_key = '' AND/.test(text) && /ORDER BY priority, run_at/.test(text);
 
@@ -184,14 +196,7 @@ describe("the group claim's reads (X9)", () => {
     "PostgreSQL: a claim that one job per group fills reads each group's row by its ctid (a TID scan), generic and custom plans, never analyzed",
     async () => {
       const { backend, url: dbUrl, seen } = await recordedPostgres(cleanups);
-      const jobs = Array.from({ length: 4_000 }, (_, n) => ({
-        id: newJobId(NOW + n),
-        jobType: "t",
-        payload: "{}",
-        runAt: NOW - 1_000,
-        retryPolicy: null,
-        group: `g${n % 29}`,
-      }));
+      const jobs = groupedJobs(4_000, (n) => `g${n % 29}`);
       for (let at = 0; at < jobs.length; at += 1_000) await backend.jobs.insertMany({ jobs: jobs.slice(at, at + 1_000), now: NOW });
       await backend.jobs.limitsSet({ jobTypes: ["t"], limits: [{ jobType: "t", concurrency: null, rateLimit: null, groupConcurrency: 3 }], now: NOW });
       const claim = (limit: number) =>
@@ -229,14 +234,11 @@ describe("the group claim's reads (X9)", () => {
   // trip between a finish and the next start.
   it.skipIf(url === null)("PostgreSQL: a claim whose due groups' free slots add up to no more than it asks takes them all in one statement", async () => {
     const { backend, seen } = await recordedPostgres(cleanups);
-    const jobs = Array.from({ length: 50 }, (_, n) => ({
-      id: newJobId(NOW + n),
-      jobType: "t",
-      payload: "{}",
-      runAt: NOW - 1_000 + n,
-      retryPolicy: null,
-      group: `g${n % 5}`,
-    }));
+    const jobs = groupedJobs(
+      50,
+      (n) => `g${n % 5}`,
+      (n) => NOW - 1_000 + n,
+    );
     await backend.jobs.insertMany({ jobs, now: NOW });
     await backend.jobs.limitsSet({ jobTypes: ["t"], limits: [{ jobType: "t", concurrency: null, rateLimit: null, groupConcurrency: 3 }], now: NOW });
     const groupOf = new Map(jobs.map((j) => [j.id, j.group]));
@@ -271,14 +273,7 @@ describe("the group claim's reads (X9)", () => {
   // after 100 claims, about 100 entries a probe. With one entry a row (migration 25), each is read once, then skipped.
   it.skipIf(url === null)("PostgreSQL: a group's claimed jobs are not read again by its next claims, however many were enqueued together", async () => {
     const { backend, url: dbUrl, table, seen } = await recordedPostgres(cleanups);
-    const jobs = Array.from({ length: 1_000 }, (_, n) => ({
-      id: newJobId(NOW + n),
-      jobType: "t",
-      payload: "{}",
-      runAt: NOW - 1_000,
-      retryPolicy: null,
-      group: "A",
-    }));
+    const jobs = groupedJobs(1_000, () => "A");
     await backend.jobs.insertMany({ jobs, now: NOW });
     await backend.jobs.limitsSet({ jobTypes: ["t"], limits: [{ jobType: "t", concurrency: null, rateLimit: null, groupConcurrency: 500 }], now: NOW });
     const claim = () => backend.jobs.claimReady({ owner: "w1", limit: 1, now: NOW, leaseExpiresAt: NOW + 60_000, jobTypes: [], limitedTypes: ["t"] });
