@@ -7,6 +7,16 @@
  * (a server's first statements after a burst), made a sequential scan of
  * the table joined row by row to the ids: 1.8 s a statement in
  * `bench/partitions.js` with `partitionRunMax: 96`, where 64 took 24 ms.
+ *
+ * The same statement reads no further than its partition's last job. Its
+ * range over the partition index is bounded above by a row comparison, which
+ * PostgreSQL's B-tree checks entry by entry without ending the scan (only a
+ * row comparison's first column, the namespace, ends it): a probe that found
+ * fewer jobs than it looked for (the next head past a partition's last job,
+ * followers past a last run's) read every entry of the namespace after the
+ * partition, 60-80 ms a statement behind 100,000 jobs of another topic in
+ * `bench/partitions.js`. It now looks for no more than the partition's
+ * `next_seq` says there are.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { newJobId, topic } from "@later/runtime";
@@ -90,4 +100,80 @@ describe.skipIf(url === null)("PostgreSQL: the statement that writes a run (P3)"
       });
     },
   );
+
+  it("a run's write reads the partition index no further than its partition's last job, with 20,000 jobs of another topic after it", async () => {
+    const { backend, url: dbUrl, table, seen } = await recordedPostgres(cleanups);
+    const now = Date.now();
+    await backend.partitions.topicRegister({ topics: [topic("orders", 2), topic("zz", 1)], now });
+    const job = (t: string, partition: number, i: number) => ({
+      id: newJobId(now + i),
+      jobType: t,
+      payload: "{}",
+      runAt: now,
+      retryPolicy: null,
+      topic: t,
+      partition,
+    });
+    // Each partition of "orders": a run of 128, then a last run of 63. Every "zz" job lies after them in the index.
+    let i = 0;
+    for (const p of [0, 1]) await backend.jobs.insertMany({ jobs: Array.from({ length: 191 }, () => job("orders", p, i++)), now });
+    for (let k = 0; k < 10; k++) await backend.jobs.insertMany({ jobs: Array.from({ length: 2_000 }, () => job("zz", 0, i++)), now });
+    await withClient(dbUrl, (c) => c.query(`ANALYZE ${table}`));
+    const claimNext = { leaseExpiresAt: now + 60_000, jobTypes: ["orders"], runMax: 128 };
+    const partitions = [0, 1].map((partition) => ({ topic: "orders", partition }));
+    const { claimed } = await backend.partitions.headClaim({ owner: "w", partitions, limit: 2, now, ...claimNext });
+    const [a, b] = [0, 1].map((p) => claimed.find((c) => c.partition === p)!);
+    expect(b!.followers).toHaveLength(127);
+    const ran = (c: typeof a) =>
+      c!.followers!.map((f) => ({ id: f.id, attempt: f.attempt, startedAt: now, outcome: { kind: "success" as const }, retentionMs: 60_000 }));
+    seen.length = 0;
+    const written = await backend.partitions.headFinish({
+      owner: "w",
+      claim: a!,
+      outcome: { kind: "success" },
+      now,
+      retentionMs: 60_000,
+      followers: ran(a),
+      claimNext,
+    });
+    expect(written.next?.followers).toHaveLength(62);
+    const statement = seen.find((q) => /^WITH held AS/.test(q.text) && /\bfw AS \(/.test(q.text))!;
+    expect(statement).toBeDefined();
+    // The same statement for another run, in a transaction rolled back: its row, and the partition index's pages it read.
+    const writeRun = async (run: NonNullable<typeof a>) => {
+      const values = [...statement.values];
+      const followers = run.followers!;
+      values[2] = run.partition; // $3 partition, $4 epoch, $6 head, $9 its attempt, $17-$21 the followers
+      values[3] = run.epoch;
+      values[5] = run.id;
+      values[8] = run.attempt;
+      values[16] = followers.map((f) => f.id);
+      values[17] = followers.map((f) => f.attempt);
+      values[18] = followers.map(() => now);
+      values[19] = followers.map(() => now + 60_000);
+      values[20] = followers.map(() => null);
+      return withClient(dbUrl, async (c) => {
+        await c.query("BEGIN");
+        try {
+          const [row] = (await c.query(statement.text, values)).rows;
+          const index = `${table.split(".")[0]}.later_jobs_partition_head`;
+          const [pages] = (await c.query("SELECT pg_stat_get_xact_blocks_fetched($1::regclass) AS n", [index])).rows;
+          return { row, pages: Number(pages.n) };
+        } finally {
+          await c.query("ROLLBACK");
+        }
+      });
+    };
+    // Partition 1's first run written: its next head is there, and 62 followers behind it, not the 127 looked for.
+    const first = await writeRun(b!);
+    expect(first.row.followers_applied).toBe(127);
+    expect(first.row.followers).toHaveLength(62);
+    // Partition 0's last run written: no next head.
+    const last = await writeRun(written.next!);
+    expect(last.row.followers_applied).toBe(62);
+    expect(last.row.id).toBeNull();
+    // 20,000 entries of "zz" fill about 100 pages of the index; a partition's own entries here, under 10.
+    expect(first.pages).toBeLessThan(25);
+    expect(last.pages).toBeLessThan(25);
+  });
 });

@@ -94,7 +94,10 @@ export class PostgresHeadClaim {
       for (const h of inRun) careful.set(key(h), Math.max(careful.get(key(h)) ?? 0, num(h.run_until_seq)!));
     }
     const isLost = (h: Row) => h.stage === "running" && !inRun.includes(h);
-    const room = new Map(heads.map((h) => [key(h), isLost(h) ? 0 : followerRoom(runMax, Number(h.seq), careful.get(key(h)))]));
+    // No more followers looked for than the partition has jobs past the head (its `next_seq`, read under the partition's
+    // lock, which every enqueue to it waits for): a range that finds fewer than it looks for reads on to the namespace's end.
+    const jobsPast = (h: Row) => (h.next_seq === undefined || h.next_seq === null ? Number.POSITIVE_INFINITY : Number(h.next_seq) - 1 - Number(h.seq));
+    const room = new Map(heads.map((h) => [key(h), isLost(h) ? 0 : Math.min(followerRoom(runMax, Number(h.seq), careful.get(key(h))), jobsPast(h))]));
     const reading = heads.filter((h) => room.get(key(h))! > 0);
     const behind =
       reading.length === 0 || read !== undefined

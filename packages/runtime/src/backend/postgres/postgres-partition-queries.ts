@@ -85,12 +85,18 @@ export class PostgresPartitionQueries {
   INSERT INTO ${schema}.later_topics (namespace, topic, partitions, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
 )
 INSERT INTO ${parts} (namespace, topic, partition_no) SELECT $1, $2, n FROM generate_series(0, $3::int - 1) n ON CONFLICT DO NOTHING`);
-    this.freeHeads = statement(`SELECT p.topic, p.partition_no, p.run_until_seq, p.careful_until_seq, h.id, h.job_type, h.stage, h.run_at, h.seq, h.attempt
-FROM ${parts} p CROSS JOIN LATERAL (${head("p")}) h
-WHERE p.namespace = $1 AND (p.topic, p.partition_no) IN (SELECT * FROM unnest($2::text[], $3::int[]))
-  AND (p.lease_owner IS NULL OR p.lease_expires_at < $4)
-ORDER BY p.topic, p.partition_no
-FOR UPDATE OF p SKIP LOCKED`);
+    // The partitions asked are locked first (materialized), so that only theirs are probed: written as one join, the
+    // planner probed the head of every free partition of the namespace, then kept those asked.
+    this.freeHeads = statement(`WITH p AS MATERIALIZED (
+  SELECT p.namespace, p.topic, p.partition_no, p.run_until_seq, p.careful_until_seq, p.next_seq FROM ${parts} p
+  WHERE p.namespace = $1 AND (p.topic, p.partition_no) IN (SELECT * FROM unnest($2::text[], $3::int[]))
+    AND (p.lease_owner IS NULL OR p.lease_expires_at < $4)
+  ORDER BY p.topic, p.partition_no
+  FOR UPDATE OF p SKIP LOCKED
+)
+SELECT p.topic, p.partition_no, p.run_until_seq, p.careful_until_seq, p.next_seq, h.id, h.job_type, h.stage, h.run_at, h.seq, h.attempt
+FROM p CROSS JOIN LATERAL (${head("p")}) h
+ORDER BY p.topic, p.partition_no`);
     this.headOf = statement(`SELECT h.* FROM ${parts} p CROSS JOIN LATERAL (${head("p")}) h
 WHERE p.namespace = $1 AND p.topic = $2 AND p.partition_no = $3`);
     // With the run each claim took (P3): its last sequence, and the careful bound (null: none) after a dead owner's run.
@@ -204,7 +210,7 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
     const nextRun = (room: number, o: { after: string; nxtIf: string; parents: string; released: string; leaseIf: string }) => `), nxt AS (
   SELECT j.id, j.job_type, j.stage, j.run_at, j.parent_id, j.seq FROM ${jobs} j
   WHERE ${inPartitionAfter("j", "$1", "$2", "$3", o.after)} AND j.stage NOT IN ${TERMINAL}
-    AND ${o.nxtIf}
+    AND ${o.nxtIf} AND ${o.after} < (SELECT next_seq - 1 FROM held)
   ORDER BY ${partitionOrder("j")} LIMIT 1
 ), ready AS (
   SELECT id, stage, seq FROM nxt WHERE job_type = ANY($11::text[])
@@ -215,8 +221,8 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
   FROM (
     SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
     WHERE ${inPartitionAfter("j", "$1", "$2", "$3", "(SELECT seq FROM ready)")} AND j.stage NOT IN ${TERMINAL}
-      AND NOT EXISTS (SELECT 1 FROM held WHERE careful_until_seq >= (SELECT seq FROM ready))
-    ORDER BY ${partitionOrder("j")} LIMIT ${room}
+      AND (SELECT seq FROM ready) IS NOT NULL AND NOT EXISTS (SELECT 1 FROM held WHERE careful_until_seq >= (SELECT seq FROM ready))
+    ORDER BY ${partitionOrder("j")} LIMIT least(${room}, (SELECT next_seq - 1 FROM held) - (SELECT seq FROM ready))
   ) b
 ), run AS (
   SELECT * FROM behind WHERE ok
@@ -247,7 +253,7 @@ SELECT id, (SELECT count(*) FROM notified)::int AS notified FROM undone`);
     'retry_policy', r.retry_policy, 'timeout_ms', r.timeout_ms, 'run_at', r.run_at, 'seq', r.seq, 'meta', r.meta) ORDER BY r.seq) FROM run r) AS followers
 FROM (SELECT 1) one LEFT JOIN claimed c ON true`;
     this.successNextText = (room) => `WITH held AS (
-  SELECT careful_until_seq FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
+  SELECT careful_until_seq, next_seq FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
 ), done AS (
   UPDATE ${jobs} j SET ${done.stage}, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7, expires_at = $8,
     ${done.history}, result = $15::text
@@ -273,7 +279,7 @@ SELECT (SELECT count(*) FROM done)::int AS applied, (SELECT count(*) FROM woken)
     const followerRan = transition({ kinds: "claim", rows: "fdone", from: "old_stage", to: "'running'", at: "h.started_at" });
     const followerDone = transition({ kinds: "succeed", rows: "fdone", from: "'running'", to: "'success'", at: "$7::bigint" });
     this.runSuccessNextText = (room) => `WITH held AS (
-  SELECT careful_until_seq FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
+  SELECT careful_until_seq, next_seq FROM ${parts} WHERE namespace = $1 AND topic = $2 AND partition_no = $3 AND epoch = $4 AND lease_owner = $5 FOR UPDATE
 ), fw AS (
   SELECT * FROM unnest($17::text[], $18::int[], $19::bigint[], $20::bigint[], $21::text[]) WITH ORDINALITY AS fw(id, attempt, started_at, expires_at, result, ord)
 ), cur AS (
