@@ -16,7 +16,10 @@
  * followers past a last run's) read every entry of the namespace after the
  * partition, 60-80 ms a statement behind 100,000 jobs of another topic in
  * `bench/partitions.js`. It now looks for no more than the partition's
- * `next_seq` says there are.
+ * `next_seq` says there are. A probe from a partition's start (its head)
+ * found nothing in an empty partition the same way, after reading every
+ * entry after it, at each head claim of an idle partition: it is now made
+ * only when the partition's counters say it has unfinished jobs.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { newJobId, topic } from "@later/runtime";
@@ -32,6 +35,37 @@ interface PlanNode {
   Plans?: PlanNode[];
 }
 const planNodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(planNodes)];
+
+/** Runs `text` with `values` in a transaction rolled back: its rows, and the pages of the partition head index it read. */
+async function headIndexPages(dbUrl: string, table: string, text: string, values: unknown[]): Promise<{ rows: Record<string, unknown>[]; pages: number }> {
+  return withClient(dbUrl, async (c) => {
+    await c.query("BEGIN");
+    try {
+      const { rows } = await c.query(text, values);
+      const index = `${table.split(".")[0]}.later_jobs_partition_head`;
+      const [pages] = (await c.query("SELECT pg_stat_get_xact_blocks_fetched($1::regclass) AS n", [index])).rows;
+      return { rows, pages: Number(pages.n) };
+    } finally {
+      await c.query("ROLLBACK");
+    }
+  });
+}
+
+/** 20,000 jobs of topic "zz", which sort after every partition of the other topics in the partition indexes. */
+async function fillZz(backend: Awaited<ReturnType<typeof recordedPostgres>>["backend"], now: number, first: number): Promise<void> {
+  for (let k = 0; k < 10; k++) {
+    const jobs = Array.from({ length: 2_000 }, (_, i) => ({
+      id: newJobId(now + first + k * 2_000 + i),
+      jobType: "zz",
+      payload: "{}",
+      runAt: now,
+      retryPolicy: null,
+      topic: "zz",
+      partition: 0,
+    }));
+    await backend.jobs.insertMany({ jobs, now });
+  }
+}
 
 describe.skipIf(url === null)("PostgreSQL: the statement that writes a run (P3)", () => {
   const cleanups: (() => unknown)[] = [];
@@ -117,7 +151,7 @@ describe.skipIf(url === null)("PostgreSQL: the statement that writes a run (P3)"
     // Each partition of "orders": a run of 128, then a last run of 63. Every "zz" job lies after them in the index.
     let i = 0;
     for (const p of [0, 1]) await backend.jobs.insertMany({ jobs: Array.from({ length: 191 }, () => job("orders", p, i++)), now });
-    for (let k = 0; k < 10; k++) await backend.jobs.insertMany({ jobs: Array.from({ length: 2_000 }, () => job("zz", 0, i++)), now });
+    await fillZz(backend, now, i);
     await withClient(dbUrl, (c) => c.query(`ANALYZE ${table}`));
     const claimNext = { leaseExpiresAt: now + 60_000, jobTypes: ["orders"], runMax: 128 };
     const partitions = [0, 1].map((partition) => ({ topic: "orders", partition }));
@@ -152,17 +186,8 @@ describe.skipIf(url === null)("PostgreSQL: the statement that writes a run (P3)"
       values[18] = followers.map(() => now);
       values[19] = followers.map(() => now + 60_000);
       values[20] = followers.map(() => null);
-      return withClient(dbUrl, async (c) => {
-        await c.query("BEGIN");
-        try {
-          const [row] = (await c.query(statement.text, values)).rows;
-          const index = `${table.split(".")[0]}.later_jobs_partition_head`;
-          const [pages] = (await c.query("SELECT pg_stat_get_xact_blocks_fetched($1::regclass) AS n", [index])).rows;
-          return { row, pages: Number(pages.n) };
-        } finally {
-          await c.query("ROLLBACK");
-        }
-      });
+      const { rows, pages } = await headIndexPages(dbUrl, table, statement.text, values);
+      return { row: rows[0]!, pages };
     };
     // Partition 1's first run written: its next head is there, and 62 followers behind it, not the 127 looked for.
     const first = await writeRun(b!);
@@ -175,5 +200,36 @@ describe.skipIf(url === null)("PostgreSQL: the statement that writes a run (P3)"
     // 20,000 entries of "zz" fill about 100 pages of the index; a partition's own entries here, under 10.
     expect(first.pages).toBeLessThan(25);
     expect(last.pages).toBeLessThan(25);
+  });
+
+  it("a head claim and the partition list read nothing of the partition index for idle partitions, with 20,000 jobs of another topic after them", async () => {
+    const { backend, url: dbUrl, table, seen } = await recordedPostgres(cleanups);
+    const now = Date.now();
+    await backend.partitions.topicRegister({ topics: [topic("idle", 4), topic("zz", 1)], now });
+    // Partition 0 of "idle" ran a job to its end; the other three never had one.
+    await backend.jobs.insertMany({
+      jobs: [{ id: newJobId(now), jobType: "idle", payload: "{}", runAt: now, retryPolicy: null, topic: "idle", partition: 0 }],
+      now,
+    });
+    const partitions = [0, 1, 2, 3].map((partition) => ({ topic: "idle", partition }));
+    const claim = { owner: "w", partitions, limit: 4, now, leaseExpiresAt: now + 60_000, jobTypes: ["idle"] };
+    const [ran] = (await backend.partitions.headClaim(claim)).claimed;
+    await backend.partitions.headFinish({ owner: "w", claim: ran!, outcome: { kind: "success" }, now, retentionMs: 60_000 });
+    await fillZz(backend, now, 1);
+    await withClient(dbUrl, (c) => c.query(`ANALYZE ${table}`));
+    seen.length = 0;
+    expect((await backend.partitions.headClaim(claim)).claimed).toEqual([]);
+    const heads = seen.find((q) => /^WITH p AS MATERIALIZED/.test(q.text))!;
+    expect(heads).toBeDefined();
+    const listed = await backend.inspect.partitionList({ topic: "idle" });
+    expect(listed.partitions.map((p) => p.headJobId)).toEqual([null, null, null, null]);
+    const list = seen.find((q) => /\bAS head_id\b/.test(q.text))!;
+    expect(list).toBeDefined();
+    for (const q of [heads, list]) {
+      const { rows, pages } = await headIndexPages(dbUrl, table, q.text, q.values);
+      expect(rows.filter((r) => r.id ?? r.head_id)).toEqual([]);
+      // Each idle partition's probe read the 20,000 entries of "zz" (about 100 pages) before it had this guard.
+      expect(pages).toBeLessThan(10);
+    }
   });
 });

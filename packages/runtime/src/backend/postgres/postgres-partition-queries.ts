@@ -6,6 +6,7 @@ import { TERMINAL_STAGES } from "../../core/job-stage.js";
 import { stageList } from "../shared/stage-list.js";
 import { idIn, putBack, releaseChild, releasedTo } from "./postgres-job-queries.js";
 import { inPartition, inPartitionAfter, partitionOrder } from "./postgres-partition-range.js";
+import { PostgresStageCounters } from "./postgres-stage-counters.js";
 import { statement, type Statement, StatementsMadeOnUse } from "./postgres-statement.js";
 import { awaitedNotify, type PgTransition, transition, transitionTail } from "./postgres-transition.js";
 
@@ -77,9 +78,11 @@ export class PostgresPartitionQueries {
     /** The counter and wake-up CTEs of a statement's transitions (see postgres-transition.ts); `$1` is every statement's namespace. */
     const tail = (transitions: PgTransition[], notify?: [string, string]) => transitionTail(schema, "$1", transitions, notify);
     // A partition's head: one probe of later_jobs_partition_head, whatever the statistics (see inPartition).
+    // Not probed when the partition has no unfinished job (unfinishedIn): the range would read on to the namespace's end.
     const head = (p: string) => `SELECT j.id, j.job_type, j.stage, j.run_at, j.seq, j.attempt FROM ${jobs} j
       WHERE ${inPartition("j", `${p}.namespace`, `${p}.topic`, `${p}.partition_no`)}
-        AND j.stage NOT IN ${TERMINAL} ORDER BY ${partitionOrder("j")} LIMIT 1`;
+        AND j.stage NOT IN ${TERMINAL} AND ${PostgresStageCounters.unfinishedIn(schema, `${p}.namespace`, `${p}.topic`, `${p}.partition_no`)}
+      ORDER BY ${partitionOrder("j")} LIMIT 1`;
     this.topicRead = statement(`SELECT topic, partitions FROM ${schema}.later_topics WHERE namespace = $1 AND topic = ANY($2::text[]) FOR UPDATE`);
     this.topicInsert = statement(`WITH t AS (
   INSERT INTO ${schema}.later_topics (namespace, topic, partitions, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
@@ -142,7 +145,7 @@ ORDER BY c.topic, c.partition_no, f.seq`);
     // A partition's next run, read at once: its head and the unfinished jobs behind it, at most $4 rows in all
     // (one range of later_jobs_partition_head). $1 ns, $2 topic, $3 partition; runMax written in (see ahead).
     this.aheadText = (runMax) => `SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
-WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL}
+WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL} AND ${PostgresStageCounters.unfinishedIn(schema, "$1", "$2", "$3")}
 ORDER BY ${partitionOrder("j")} LIMIT ${runMax}`;
     // The followers of a run that ran, written as claimed at their start, in run order, as long as each is still
     // in a claimable stage at the attempt before its own: the first that is not (cancelled meanwhile) ends the

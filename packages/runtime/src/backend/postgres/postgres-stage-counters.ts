@@ -117,6 +117,19 @@ export class PostgresStageCounters {
 )`;
   }
 
+  /**
+   * SQL that is true when partition (`ns`, `topic`, `partition`, SQL expressions) has an unfinished job: its
+   * counter rows (at most {@link COUNTER_SHARDS}) sum above zero. They change in the statements that change
+   * its jobs, so a statement's snapshot sees both alike. The guard of a probe from a partition's start (its
+   * head, `inPartition`): in a partition with no unfinished job such a range reads on to the namespace's end
+   * (see postgres-partition-range.ts).
+   *
+   * Static so that the benchmark can replace it with the counters (bench/counters-off.js); nothing else does.
+   */
+  static unfinishedIn(schema: string, ns: string, topic: string, partition: string): string {
+    return `(SELECT coalesce(sum(c.n), 0) FROM ${schema}.later_partition_counts c WHERE c.namespace = ${ns} AND c.topic = ${topic} AND c.partition_no = ${partition}) > 0`;
+  }
+
   private readonly byStage: Statement;
   private readonly byPartition: Statement;
   private readonly byTopic: Statement;
