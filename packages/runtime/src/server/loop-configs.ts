@@ -7,7 +7,7 @@
 import type { ResolvedServerOptions } from "../config/server-options.js";
 import type { RetryDecisionConfig } from "../core/retry/retry-decision.js";
 import type { StuckJobRescuerConfig } from "../maintenance/stuck-job-rescuer.js";
-import type { PartitionRunnerConfig } from "../partition/partition-runner.js";
+import type { PartitionRunnerConfig } from "../partition/partition-runner-config.js";
 import type { JobExecutorConfig } from "../worker/job-executor.js";
 import type { WorkerPoolConfig } from "../worker/worker-pool-config.js";
 import type { StepRunnerConfig } from "../worker/step-runner.js";
