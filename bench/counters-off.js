@@ -7,10 +7,10 @@
 //
 // * PostgreSQL: every statement that changes a stage ends with the counter
 //   CTEs of `PostgresStageCounters.countMoves`; with the counters off that
-//   returns no CTE, so the statements are built without them. A partition's
-//   head is probed only when its counters say it has unfinished jobs
-//   (`PostgresStageCounters.unfinishedIn`); with them off, always. The rest
-//   of every statement stays as it is.
+//   returns no CTE, so the statements are built without them. A probe from
+//   a partition's start reads no more jobs than its counters say it has
+//   (`PostgresStageCounters.unfinishedOf`); with them off, it is not bounded.
+//   The rest of every statement stays as it is.
 // * SQLite: one upsert per changed counter per transaction
 //   (`SqliteStageCounters.write`) becomes a no-op.
 //
@@ -39,13 +39,13 @@ export async function turnCountersOff(target) {
     };
   }
   const { PostgresStageCounters } = await import(dist("postgres/postgres-stage-counters.js"));
-  const { countMoves, unfinishedIn } = PostgresStageCounters;
+  const { countMoves, unfinishedOf } = PostgresStageCounters;
   PostgresStageCounters.countMoves = () => "";
-  // Stale counters would say every partition is empty: its head probes then go by the jobs alone.
-  PostgresStageCounters.unfinishedIn = () => "TRUE";
+  // Stale counters would say every partition is empty: its probes then go by the jobs alone.
+  PostgresStageCounters.unfinishedOf = () => "2147483647";
   return () => {
     PostgresStageCounters.countMoves = countMoves;
-    PostgresStageCounters.unfinishedIn = unfinishedIn;
+    PostgresStageCounters.unfinishedOf = unfinishedOf;
   };
 }
 

@@ -232,4 +232,40 @@ describe.skipIf(url === null)("PostgreSQL: the statement that writes a run (P3)"
       expect(pages).toBeLessThan(10);
     }
   });
+
+  it("the next run read after a failure reads no more of the partition index than the partition's unfinished jobs, with 20,000 jobs of another topic after them", async () => {
+    const { backend, url: dbUrl, table, seen } = await recordedPostgres(cleanups);
+    const now = Date.now();
+    await backend.partitions.topicRegister({ topics: [topic("few", 1), topic("zz", 1)], now });
+    const jobs = [0, 1, 2].map((i) => ({ id: newJobId(now + i), jobType: "few", payload: "{}", runAt: now, retryPolicy: null, topic: "few", partition: 0 }));
+    await backend.jobs.insertMany({ jobs, now });
+    await fillZz(backend, now, 3);
+    await withClient(dbUrl, (c) => c.query(`ANALYZE ${table}`));
+    const claimNext = { leaseExpiresAt: now + 60_000, jobTypes: ["few"], runMax: 128 };
+    const { claimed } = await backend.partitions.headClaim({
+      owner: "w",
+      partitions: [{ topic: "few", partition: 0 }],
+      limit: 1,
+      now,
+      leaseExpiresAt: now + 60_000,
+      jobTypes: ["few"],
+    });
+    seen.length = 0;
+    const failed = await backend.partitions.headFinish({
+      owner: "w",
+      claim: claimed[0]!,
+      outcome: { kind: "fail", error: "no" },
+      now,
+      retentionMs: 60_000,
+      claimNext,
+    });
+    expect(failed.next?.id).toBe(jobs[1]!.id);
+    expect(failed.next?.followers?.map((f) => f.id)).toEqual([jobs[2]!.id]);
+    const ahead = seen.find((q) => /^SELECT j\.id, j\.job_type, j\.stage, j\.payload/.test(q.text) && /\bLIMIT least\(128\b/.test(q.text))!;
+    expect(ahead).toBeDefined();
+    const { rows, pages } = await headIndexPages(dbUrl, table, ahead.text, ahead.values);
+    expect(rows.map((r) => r.id)).toEqual([jobs[1]!.id, jobs[2]!.id]);
+    // Looking for 128 and finding 2, the range read the 20,000 entries of "zz" (about 100 pages) before it was bounded.
+    expect(pages).toBeLessThan(10);
+  });
 });

@@ -75,7 +75,7 @@ FROM keyed LEFT JOIN running r ON r.k = keyed.k`);
     WHERE c.namespace = p.namespace AND c.topic = p.topic AND c.partition_no = p.partition_no)::bigint AS unfinished,
   (SELECT j.id FROM ${schema}.later_jobs j
     WHERE ${inPartition("j", "p.namespace", "p.topic", "p.partition_no")} AND j.stage NOT IN ${stageList(TERMINAL_STAGES)}
-      AND ${PostgresStageCounters.unfinishedIn(schema, "p.namespace", "p.topic", "p.partition_no")}
+      AND ${PostgresStageCounters.unfinishedOf(schema, "p.namespace", "p.topic", "p.partition_no")} > 0
     ORDER BY ${partitionOrder("j")} LIMIT 1) AS head_id
 FROM ${schema}.later_partitions p WHERE p.namespace = $1 AND ($2::text IS NULL OR p.topic = $2) ORDER BY p.topic, p.partition_no`);
   }

@@ -78,10 +78,10 @@ export class PostgresPartitionQueries {
     /** The counter and wake-up CTEs of a statement's transitions (see postgres-transition.ts); `$1` is every statement's namespace. */
     const tail = (transitions: PgTransition[], notify?: [string, string]) => transitionTail(schema, "$1", transitions, notify);
     // A partition's head: one probe of later_jobs_partition_head, whatever the statistics (see inPartition).
-    // Not probed when the partition has no unfinished job (unfinishedIn): the range would read on to the namespace's end.
+    // Not probed when the partition has no unfinished job (unfinishedOf): the range would read on to the namespace's end.
     const head = (p: string) => `SELECT j.id, j.job_type, j.stage, j.run_at, j.seq, j.attempt FROM ${jobs} j
       WHERE ${inPartition("j", `${p}.namespace`, `${p}.topic`, `${p}.partition_no`)}
-        AND j.stage NOT IN ${TERMINAL} AND ${PostgresStageCounters.unfinishedIn(schema, `${p}.namespace`, `${p}.topic`, `${p}.partition_no`)}
+        AND j.stage NOT IN ${TERMINAL} AND ${PostgresStageCounters.unfinishedOf(schema, `${p}.namespace`, `${p}.topic`, `${p}.partition_no`)} > 0
       ORDER BY ${partitionOrder("j")} LIMIT 1`;
     this.topicRead = statement(`SELECT topic, partitions FROM ${schema}.later_topics WHERE namespace = $1 AND topic = ANY($2::text[]) FOR UPDATE`);
     this.topicInsert = statement(`WITH t AS (
@@ -142,11 +142,12 @@ CROSS JOIN LATERAL (
   ORDER BY ${partitionOrder("j")} LIMIT c.room
 ) f
 ORDER BY c.topic, c.partition_no, f.seq`);
-    // A partition's next run, read at once: its head and the unfinished jobs behind it, at most $4 rows in all
-    // (one range of later_jobs_partition_head). $1 ns, $2 topic, $3 partition; runMax written in (see ahead).
+    // A partition's next run, read at once: its head and the unfinished jobs behind it, at most runMax rows in all
+    // (one range of later_jobs_partition_head), and no more than the partition has (unfinishedOf). $1 ns, $2 topic,
+    // $3 partition; runMax written in (see ahead).
     this.aheadText = (runMax) => `SELECT j.id, j.job_type, j.stage, j.payload, j.attempt, j.retry_policy, j.timeout_ms, j.run_at, j.seq, j.meta FROM ${jobs} j
-WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL} AND ${PostgresStageCounters.unfinishedIn(schema, "$1", "$2", "$3")}
-ORDER BY ${partitionOrder("j")} LIMIT ${runMax}`;
+WHERE ${inPartition("j", "$1", "$2", "$3")} AND j.stage NOT IN ${TERMINAL}
+ORDER BY ${partitionOrder("j")} LIMIT least(${runMax}, ${PostgresStageCounters.unfinishedOf(schema, "$1", "$2", "$3")})`;
     // The followers of a run that ran, written as claimed at their start, in run order, as long as each is still
     // in a claimable stage at the attempt before its own: the first that is not (cancelled meanwhile) ends the
     // prefix written. Locked in id order, as every writer of several job rows. $1 ns, $2 owner, $3 ids (run

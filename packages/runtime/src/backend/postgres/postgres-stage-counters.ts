@@ -118,16 +118,16 @@ export class PostgresStageCounters {
   }
 
   /**
-   * SQL that is true when partition (`ns`, `topic`, `partition`, SQL expressions) has an unfinished job: its
-   * counter rows (at most {@link COUNTER_SHARDS}) sum above zero. They change in the statements that change
-   * its jobs, so a statement's snapshot sees both alike. The guard of a probe from a partition's start (its
-   * head, `inPartition`): in a partition with no unfinished job such a range reads on to the namespace's end
-   * (see postgres-partition-range.ts).
+   * SQL (bigint) of partition (`ns`, `topic`, `partition`, SQL expressions)'s unfinished jobs: the sum of its
+   * counter rows (at most {@link COUNTER_SHARDS}). They change in the statements that change its jobs, so a
+   * statement's snapshot sees both alike. It bounds the probes from a partition's start (its head, its next
+   * run: `inPartition`), a range that would otherwise read on to the namespace's end when it finds fewer jobs
+   * than it looks for (see postgres-partition-range.ts): none when it is 0, at most that many rows.
    *
    * Static so that the benchmark can replace it with the counters (bench/counters-off.js); nothing else does.
    */
-  static unfinishedIn(schema: string, ns: string, topic: string, partition: string): string {
-    return `(SELECT coalesce(sum(c.n), 0) FROM ${schema}.later_partition_counts c WHERE c.namespace = ${ns} AND c.topic = ${topic} AND c.partition_no = ${partition}) > 0`;
+  static unfinishedOf(schema: string, ns: string, topic: string, partition: string): string {
+    return `(SELECT coalesce(sum(c.n), 0) FROM ${schema}.later_partition_counts c WHERE c.namespace = ${ns} AND c.topic = ${topic} AND c.partition_no = ${partition})`;
   }
 
   private readonly byStage: Statement;
