@@ -51,18 +51,21 @@ async function headIndexPages(dbUrl: string, table: string, text: string, values
   });
 }
 
+/** A job of partition `partition` of topic `t` (its type named after the topic), id `at` ms after `now`, due now. */
+const partitionJob = (t: string, partition: number, now: number, at: number) => ({
+  id: newJobId(now + at),
+  jobType: t,
+  payload: "{}",
+  runAt: now,
+  retryPolicy: null,
+  topic: t,
+  partition,
+});
+
 /** 20,000 jobs of topic "zz", which sort after every partition of the other topics in the partition indexes. */
 async function fillZz(backend: Awaited<ReturnType<typeof recordedPostgres>>["backend"], now: number, first: number): Promise<void> {
   for (let k = 0; k < 10; k++) {
-    const jobs = Array.from({ length: 2_000 }, (_, i) => ({
-      id: newJobId(now + first + k * 2_000 + i),
-      jobType: "zz",
-      payload: "{}",
-      runAt: now,
-      retryPolicy: null,
-      topic: "zz",
-      partition: 0,
-    }));
+    const jobs = Array.from({ length: 2_000 }, (_, i) => partitionJob("zz", 0, now, first + k * 2_000 + i));
     await backend.jobs.insertMany({ jobs, now });
   }
 }
@@ -139,18 +142,9 @@ describe.skipIf(url === null)("PostgreSQL: the statement that writes a run (P3)"
     const { backend, url: dbUrl, table, seen } = await recordedPostgres(cleanups);
     const now = Date.now();
     await backend.partitions.topicRegister({ topics: [topic("orders", 2), topic("zz", 1)], now });
-    const job = (t: string, partition: number, i: number) => ({
-      id: newJobId(now + i),
-      jobType: t,
-      payload: "{}",
-      runAt: now,
-      retryPolicy: null,
-      topic: t,
-      partition,
-    });
     // Each partition of "orders": a run of 128, then a last run of 63. Every "zz" job lies after them in the index.
     let i = 0;
-    for (const p of [0, 1]) await backend.jobs.insertMany({ jobs: Array.from({ length: 191 }, () => job("orders", p, i++)), now });
+    for (const p of [0, 1]) await backend.jobs.insertMany({ jobs: Array.from({ length: 191 }, () => partitionJob("orders", p, now, i++)), now });
     await fillZz(backend, now, i);
     await withClient(dbUrl, (c) => c.query(`ANALYZE ${table}`));
     const claimNext = { leaseExpiresAt: now + 60_000, jobTypes: ["orders"], runMax: 128 };
@@ -207,10 +201,7 @@ describe.skipIf(url === null)("PostgreSQL: the statement that writes a run (P3)"
     const now = Date.now();
     await backend.partitions.topicRegister({ topics: [topic("idle", 4), topic("zz", 1)], now });
     // Partition 0 of "idle" ran a job to its end; the other three never had one.
-    await backend.jobs.insertMany({
-      jobs: [{ id: newJobId(now), jobType: "idle", payload: "{}", runAt: now, retryPolicy: null, topic: "idle", partition: 0 }],
-      now,
-    });
+    await backend.jobs.insertMany({ jobs: [partitionJob("idle", 0, now, 0)], now });
     const partitions = [0, 1, 2, 3].map((partition) => ({ topic: "idle", partition }));
     const claim = { owner: "w", partitions, limit: 4, now, leaseExpiresAt: now + 60_000, jobTypes: ["idle"] };
     const [ran] = (await backend.partitions.headClaim(claim)).claimed;
@@ -237,19 +228,14 @@ describe.skipIf(url === null)("PostgreSQL: the statement that writes a run (P3)"
     const { backend, url: dbUrl, table, seen } = await recordedPostgres(cleanups);
     const now = Date.now();
     await backend.partitions.topicRegister({ topics: [topic("few", 1), topic("zz", 1)], now });
-    const jobs = [0, 1, 2].map((i) => ({ id: newJobId(now + i), jobType: "few", payload: "{}", runAt: now, retryPolicy: null, topic: "few", partition: 0 }));
+    const jobs = [0, 1, 2].map((i) => partitionJob("few", 0, now, i));
     await backend.jobs.insertMany({ jobs, now });
     await fillZz(backend, now, 3);
     await withClient(dbUrl, (c) => c.query(`ANALYZE ${table}`));
     const claimNext = { leaseExpiresAt: now + 60_000, jobTypes: ["few"], runMax: 128 };
-    const { claimed } = await backend.partitions.headClaim({
-      owner: "w",
-      partitions: [{ topic: "few", partition: 0 }],
-      limit: 1,
-      now,
-      leaseExpiresAt: now + 60_000,
-      jobTypes: ["few"],
-    });
+    // The first head claimed alone (a run of one), so that its failure reads the next run from the partition's start.
+    const partitions = [{ topic: "few", partition: 0 }];
+    const { claimed } = await backend.partitions.headClaim({ owner: "w", partitions, limit: 1, now, ...claimNext, runMax: 1 });
     seen.length = 0;
     const failed = await backend.partitions.headFinish({
       owner: "w",

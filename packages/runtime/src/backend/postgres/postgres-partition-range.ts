@@ -27,6 +27,14 @@
  * with no statistics, nearly all of a namespace with them, and then only an
  * index already in (namespace, topic, partition_no, seq) order answers an
  * `ORDER BY … LIMIT 1` without sorting that share.
+ *
+ * The price: PostgreSQL 15's B-tree checks the upper row comparison entry by
+ * entry but ends the scan on it only where its first column (the namespace)
+ * decides. A probe ends at its `LIMIT`; one that finds fewer rows than its
+ * `LIMIT` reads every entry after the partition, to the namespace's end. So
+ * every probe is bounded by what the partition holds: past a head by the
+ * partition's `next_seq`, from its start by its unfinished jobs
+ * (`PostgresStageCounters.unfinishedOf`).
  */
 export const inPartition = (j: string, ns: string, topic: string, partition: string) =>
   `(${j}.namespace, ${j}.topic, ${j}.partition_no) >= (${ns}, ${topic}, ${partition}) AND (${j}.namespace, ${j}.topic, ${j}.partition_no) <= (${ns}, ${topic}, ${partition}) AND ${j}.topic IS NOT NULL`;
